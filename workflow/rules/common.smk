@@ -1,0 +1,20 @@
+# Shared helpers: the library path, cross-field config checks, and the job lists.
+import sys
+from pathlib import Path
+
+LIBRARY = Path(workflow.basedir) / "workflow" / "scripts"
+sys.path.insert(0, str(LIBRARY))
+
+from accel_choice.config_checks import check_config  # noqa: E402
+
+check_config(config)
+
+ENV = "../../envs/accel-choice.yaml"
+BATCH_SIZES = config["timing"]["batch_sizes"]
+REPEATS = list(range(config["timing"]["repeats"]))
+DATASETS = ["benchmark", "northstar"]
+
+
+def library(*modules):
+    """Library modules a rule's results depend on: edits to them re-run the rule."""
+    return [str(LIBRARY / "accel_choice" / f"{name}.py") for name in modules]

@@ -1,0 +1,50 @@
+# Environment record and the decision report.
+
+
+rule collect_environment:
+    output:
+        json="results/env/collect_env.json",
+        txt="results/env/collect_env.txt",
+    log:
+        "results/logs/collect_environment.log",
+    threads: 1
+    conda:
+        ENV
+    script:
+        "../scripts/collect_environment.py"
+
+
+rule report:
+    input:
+        environment="results/env/collect_env.json",
+        metas=expand("results/data/{dataset}.meta.json", dataset=DATASETS),
+        exports=expand("results/data/{dataset}.export.json", dataset=DATASETS),
+        training="results/tables/cpu_training.json",
+        load_convert="results/tables/load_convert.json",
+        code=library("report", "decision", "plots", "theory", "aggregate"),
+    output:
+        md=report("results/REPORT.md", caption="../report/report_md.rst", category="Decision"),
+        png=report("results/figures/decision.png", caption="../report/decision_figure.rst", category="Decision"),
+        svg="results/figures/decision.svg",
+        full_path_csv=report(
+            "results/tables/full_path.csv", caption="../report/full_path.rst", category="Decision"
+        ),
+        decision="results/tables/decision.json",
+        config="results/config.yaml",
+    params:
+        rows=config["data"]["benchmark"]["rows"],
+        features=config["data"]["benchmark"]["features"],
+        hidden=config["model"]["hidden"],
+        batch_sizes=config["timing"]["batch_sizes"],
+        bandwidth_gb_s=config["report"]["bandwidth_gb_s"],
+        seed=config["seed"],
+        noise_iqr_ratio=config["aggregate"]["noise_iqr_ratio"],
+        outlier_factor=config["aggregate"]["outlier_factor"],
+        config=config,
+    log:
+        "results/logs/report.log",
+    threads: 1
+    conda:
+        ENV
+    script:
+        "../scripts/make_report.py"

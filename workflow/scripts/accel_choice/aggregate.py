@@ -1,0 +1,184 @@
+"""Repeats -> medians with spread, the exercise-2 JSON, and the full-path table."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from .stats import NOISE_IQR_RATIO, OUTLIER_FACTOR, summarize
+
+
+def _group(records: Iterable[dict[str, Any]], keys: Sequence[str]) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for record in records:
+        groups[tuple(record[k] for k in keys)].append(record)
+    return dict(sorted(groups.items()))
+
+
+def check_training_records(records: Sequence[dict[str, Any]], rows: int) -> None:
+    """Refuse a set of records that cannot be compared: different data, different start weights."""
+    if not records:
+        raise ValueError("no training records to aggregate")
+    bad = [r for r in records if r["samples"] != rows or not all(r["invariants"].values())]
+    if bad:
+        raise ValueError(f"{len(bad)} record(s) break an invariant, e.g. batch_size={bad[0]['batch_size']} loader={bad[0]['loader']}")
+    initial = {r["initial_weights_sha256"] for r in records}
+    if len(initial) != 1:
+        raise ValueError(f"records start from {len(initial)} different initial weights; all must share one seed")
+    repeats = _group(records, ("batch_size", "loader", "repeat"))
+    duplicated = [key for key, group in repeats.items() if len(group) > 1]
+    if duplicated:
+        raise ValueError(f"duplicate records for (batch_size, loader, repeat) {duplicated[0]}")
+
+
+def aggregate_training(
+    records: Sequence[dict[str, Any]],
+    rows: int,
+    noise_iqr_ratio: float = NOISE_IQR_RATIO,
+    outlier_factor: float = OUTLIER_FACTOR,
+) -> list[dict[str, Any]]:
+    """One row per (batch_size, loader): epoch and eval time summaries, throughput from the median."""
+    check_training_records(records, rows)
+    finite = [r for r in records if r["finite"]]
+    table = []
+    for (batch_size, loader), group in _group(finite, ("batch_size", "loader")).items():
+        group = sorted(group, key=lambda r: r["repeat"])
+        epoch = summarize([r["epoch_s"] for r in group], noise_iqr_ratio, outlier_factor)
+        evaluation = summarize([r["eval_s"] for r in group], noise_iqr_ratio, outlier_factor)
+        samples = group[0]["samples"]
+        table.append(
+            {
+                "batch_size": batch_size,
+                "loader": loader,
+                "device": group[0]["device"],
+                "repeats": len(group),
+                "samples": samples,
+                "steps": group[0]["steps"],
+                "epoch_s_runs": [r["epoch_s"] for r in group],
+                "epoch_s_median": epoch["median"],
+                "epoch_s_min": epoch["min"],
+                "epoch_s_max": epoch["max"],
+                "epoch_s_iqr": epoch["iqr"],
+                "epoch_s_iqr_over_median": epoch["iqr_over_median"],
+                "samples_per_s": samples / epoch["median"],
+                "samples_per_s_min": samples / epoch["max"],
+                "samples_per_s_max": samples / epoch["min"],
+                "step_us_median": epoch["median"] / group[0]["steps"] * 1e6,
+                "eval_s_median": evaluation["median"],
+                "eval_s_min": evaluation["min"],
+                "eval_s_max": evaluation["max"],
+                "eval_s_iqr": evaluation["iqr"],
+                "mean_train_loss_median": _median([r["mean_train_loss"] for r in group]),
+                "eval_accuracy_median": _median([r["eval_accuracy"] for r in group]),
+                "warmup_first_over_steady_median": _median([r["warmup_first_step_s"] / r["warmup_steady_step_s"] for r in group]),
+                "threads": sorted({r["threads"] for r in group}),
+                "loadavg_max": max(max(r["loadavg_before"][0], r["loadavg_after"][0]) for r in group),
+                "noisy": epoch["noisy"],
+                "noise_reasons": epoch["noise_reasons"],
+                "eval_noisy": evaluation["noisy"],
+                "same_final_weights_across_loaders": all(r["same_final_weights_across_loaders"] for r in group),
+            }
+        )
+    _add_loader_overhead(table)
+    return table
+
+
+def _median(values: Sequence[float]) -> float:
+    return summarize(values)["median"]
+
+
+def _add_loader_overhead(table: list[dict[str, Any]]) -> None:
+    """DataLoader time over fast-path time per batch size: the loader's Python overhead as a ratio."""
+    fast = {row["batch_size"]: row["epoch_s_median"] for row in table if row["loader"] == "fastpath"}
+    for row in table:
+        base = fast.get(row["batch_size"])
+        row["epoch_s_over_fastpath"] = row["epoch_s_median"] / base if base else None
+
+
+def non_finite_records(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {k: r[k] for k in ("batch_size", "loader", "repeat", "final_loss", "mean_train_loss")}
+        for r in records
+        if not r["finite"]
+    ]
+
+
+def exercise2_json(table: Sequence[dict[str, Any]], loader: str = "dataloader") -> list[dict[str, Any]]:
+    """The specification's exercise-2 record shape, for the DataLoader path."""
+    return [
+        {
+            "batch_size": row["batch_size"],
+            "samples": row["samples"],
+            "epoch_s_runs": row["epoch_s_runs"],
+            "epoch_s_median": row["epoch_s_median"],
+            "samples_per_s": row["samples"] / row["epoch_s_median"],
+        }
+        for row in table
+        if row["loader"] == loader
+    ]
+
+
+LOAD_STAGES = ("read_s", "to_pandas_s", "to_numpy_s", "to_torch_s", "total_s")
+
+
+def aggregate_load_convert(
+    records: Sequence[dict[str, Any]],
+    noise_iqr_ratio: float = NOISE_IQR_RATIO,
+    outlier_factor: float = OUTLIER_FACTOR,
+) -> list[dict[str, Any]]:
+    """One row per (dataset, format): each stage's median over repeats, with spread of the total."""
+    if not records:
+        raise ValueError("no load/convert records to aggregate")
+    table = []
+    for (dataset, fmt), group in _group(records, ("dataset", "format")).items():
+        row: dict[str, Any] = {
+            "dataset": dataset,
+            "format": fmt,
+            "repeats": len(group),
+            "rows": group[0]["rows"],
+            "file_bytes": group[0]["file_bytes"],
+            "tensor_bytes": group[0]["tensor_bytes"],
+        }
+        for stage in LOAD_STAGES:
+            row[f"{stage}_median"] = _median([r[stage] for r in group])
+        total = summarize([r["total_s"] for r in group], noise_iqr_ratio, outlier_factor)
+        row.update(
+            total_s_min=total["min"],
+            total_s_max=total["max"],
+            total_s_iqr=total["iqr"],
+            noisy=total["noisy"],
+            noise_reasons=total["noise_reasons"],
+            mb_per_s=row["file_bytes"] / row["total_s_median"] / 1e6,
+        )
+        table.append(row)
+    return table
+
+
+def full_path(
+    train_table: Sequence[dict[str, Any]],
+    load_table: Sequence[dict[str, Any]],
+    dataset: str = "benchmark",
+) -> list[dict[str, Any]]:
+    """Load + convert + train epoch + eval, per format × loader × batch size, from the medians."""
+    rows = []
+    for load in (r for r in load_table if r["dataset"] == dataset):
+        load_s = load["read_s_median"] + load["to_pandas_s_median"]
+        convert_s = load["to_numpy_s_median"] + load["to_torch_s_median"]
+        for train in train_table:
+            total = load_s + convert_s + train["epoch_s_median"] + train["eval_s_median"]
+            rows.append(
+                {
+                    "format": load["format"],
+                    "loader": train["loader"],
+                    "batch_size": train["batch_size"],
+                    "load_s": load_s,
+                    "convert_s": convert_s,
+                    "train_s": train["epoch_s_median"],
+                    "eval_s": train["eval_s_median"],
+                    "total_s": total,
+                    "train_share": train["epoch_s_median"] / total,
+                    "noisy": bool(load["noisy"] or train["noisy"]),
+                }
+            )
+    return sorted(rows, key=lambda r: (r["format"], r["loader"], r["batch_size"]))

@@ -1,0 +1,136 @@
+"""Canonical data files, Parquet/CSV export, and integrity checks against recorded hashes.
+
+Generation writes `<name>.npy` (float32; last column is the target) and `<name>.meta.json`
+(columns, sha256 of the array bytes and of the file). Export writes Parquet with an
+explicit schema (fp32 features, int8 target) and CSV, and records each file's bytes,
+sha256 and schema so a later reader can tell an intact file from an edited one.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from . import atomic
+from .datagen import Dataset
+
+TARGET_TYPE = pa.int8()
+
+
+def matrix_sha256(matrix: np.ndarray) -> str:
+    return atomic.sha256_bytes(np.ascontiguousarray(matrix, dtype=np.float32).tobytes())
+
+
+def save_dataset(dataset: Dataset, npy_path: str | os.PathLike[str], meta_path: str | os.PathLike[str], meta_extra: dict[str, Any]) -> dict[str, Any]:
+    buffer = io.BytesIO()
+    np.save(buffer, dataset.matrix, allow_pickle=False)
+    atomic.write_bytes(npy_path, buffer.getvalue())
+    meta = {
+        "name": dataset.name,
+        "rows": int(dataset.matrix.shape[0]),
+        "feature_columns": list(dataset.feature_columns),
+        "target_column": dataset.target_column,
+        "dtype": "float32",
+        "positive_rate": float(dataset.target.mean()),
+        "matrix_sha256": matrix_sha256(dataset.matrix),
+        "file_sha256": atomic.sha256_file(npy_path),
+        "file_bytes": Path(npy_path).stat().st_size,
+        **meta_extra,
+    }
+    atomic.write_json(meta_path, meta)
+    return meta
+
+
+def load_dataset(npy_path: str | os.PathLike[str], meta: dict[str, Any]) -> Dataset:
+    """Load the canonical array and refuse it unless its bytes match the recorded hash."""
+    verify_file(npy_path, meta["file_sha256"], regenerate_hint="the data generation rule")
+    matrix = np.load(npy_path, allow_pickle=False)
+    return Dataset(meta["name"], matrix, tuple(meta["feature_columns"]), meta["target_column"])
+
+
+def verify_file(path: str | os.PathLike[str], expected_sha256: str, regenerate_hint: str) -> None:
+    actual = atomic.sha256_file(path)
+    if actual != expected_sha256:
+        raise ValueError(
+            f"{path} has sha256 {actual[:16]}…, but {expected_sha256[:16]}… was recorded when it was written: "
+            f"the file was changed or damaged. Delete it and re-run the workflow to regenerate it with {regenerate_hint}."
+        )
+
+
+def arrow_schema(dataset: Dataset) -> pa.Schema:
+    fields = [pa.field(name, pa.float32(), nullable=False) for name in dataset.feature_columns]
+    fields.append(pa.field(dataset.target_column, TARGET_TYPE, nullable=False))
+    return pa.schema(fields)
+
+
+def to_arrow(dataset: Dataset) -> pa.Table:
+    schema = arrow_schema(dataset)
+    arrays = [pa.array(dataset.matrix[:, i], type=pa.float32()) for i in range(len(dataset.feature_columns))]
+    arrays.append(pa.array(dataset.target.astype(np.int8), type=TARGET_TYPE))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _file_record(path: Path, fmt: str, table: pa.Table) -> dict[str, Any]:
+    return {
+        "format": fmt,
+        "file": path.name,
+        "bytes": path.stat().st_size,
+        "sha256": atomic.sha256_file(path),
+        "rows": table.num_rows,
+        "columns": table.column_names,
+        "schema": {field.name: str(field.type) for field in table.schema},
+    }
+
+
+def export_dataset(dataset: Dataset, parquet_path: str | os.PathLike[str], csv_path: str | os.PathLike[str], compression: str) -> dict[str, Any]:
+    """Write Parquet and CSV, check that both read back to the same float32 matrix, record both."""
+    table = to_arrow(dataset)
+    with atomic.atomic_path(parquet_path) as tmp:
+        pq.write_table(table, tmp, compression=compression)
+    with atomic.atomic_path(csv_path) as tmp:
+        pa_csv.write_csv(table, tmp)
+    expected = matrix_sha256(dataset.matrix)
+    roundtrip = {
+        "parquet": matrix_sha256(read_parquet_matrix(parquet_path, dataset.columns)) == expected,
+        "csv": matrix_sha256(read_csv_matrix(csv_path, dataset.columns)) == expected,
+    }
+    if not all(roundtrip.values()):
+        raise ValueError(f"export of {dataset.name} does not read back to the generated matrix: {roundtrip}")
+    return {
+        "name": dataset.name,
+        "matrix_sha256": expected,
+        "roundtrip_exact": roundtrip,
+        "files": {
+            "parquet": _file_record(Path(parquet_path), "parquet", table),
+            "csv": _file_record(Path(csv_path), "csv", table),
+        },
+        "parquet_compression": compression,
+    }
+
+
+def read_parquet_matrix(path: str | os.PathLike[str], columns: Sequence[str]) -> np.ndarray:
+    frame = pq.read_table(path).to_pandas()
+    return frame[list(columns)].to_numpy(dtype=np.float32, copy=True)
+
+
+def read_csv_matrix(path: str | os.PathLike[str], columns: Sequence[str]) -> np.ndarray:
+    import pandas as pd
+
+    frame = pd.read_csv(path)
+    return frame[list(columns)].to_numpy(dtype=np.float32, copy=True)
+
+
+def load_exported_parquet(path: str | os.PathLike[str], meta: dict[str, Any], export: dict[str, Any]) -> Dataset:
+    """The exported Parquet file as a Dataset, refused unless it is the file export recorded."""
+    verify_file(path, export["files"]["parquet"]["sha256"], regenerate_hint="the export_data rule")
+    columns = (*meta["feature_columns"], meta["target_column"])
+    matrix = read_parquet_matrix(path, columns)
+    return Dataset(meta["name"], matrix, tuple(meta["feature_columns"]), meta["target_column"])

@@ -1,0 +1,100 @@
+"""The environment a measurement was taken in.
+
+`torch.utils.collect_env.get_env_info()` is the complete record, but it spawns
+subprocesses (pip, lscpu, nvidia-smi) and costs about 1.2 s, so it runs once per
+workflow (`full_environment`). Every job also embeds `quick_environment()`: the same
+field names where collect_env has them, read in-process in milliseconds.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import torch
+
+KEY_PACKAGES = ("torch", "numpy", "pandas", "pyarrow", "matplotlib", "snakemake")
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in KEY_PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+@functools.lru_cache(maxsize=1)
+def workflow_commit() -> dict[str, Any]:
+    """The git commit of the workflow source this library was loaded from, and whether it was dirty."""
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": commit, "dirty": bool(dirty)}
+
+
+def _gpu_names() -> list[str]:
+    if not torch.cuda.is_available():
+        return []
+    return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+
+
+def quick_environment(seed: int | None = None) -> dict[str, Any]:
+    """A small, fast environment record for embedding in every output."""
+    uname = platform.uname()
+    return {
+        "torch_version": torch.__version__,
+        "cuda_compiled_version": torch.version.cuda,
+        "is_cuda_available": torch.cuda.is_available(),
+        "nvidia_gpu_models": _gpu_names(),
+        "cpu_model": _cpu_model(),
+        "logical_cores": os.cpu_count(),
+        "affinity_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "torch_threads": torch.get_num_threads(),
+        "torch_interop_threads": torch.get_num_interop_threads(),
+        "omp_num_threads_env": os.environ.get("OMP_NUM_THREADS"),
+        "python_version": platform.python_version(),
+        "python_platform": platform.platform(),
+        "os": f"{uname.system} {uname.release}",
+        "machine": uname.machine,
+        "packages": _package_versions(),
+        "seed": seed,
+        "workflow": workflow_commit(),
+    }
+
+
+def full_environment() -> dict[str, Any]:
+    """Everything torch's own collect_env gathers, plus the quick record."""
+    from torch.utils import collect_env
+
+    info = collect_env.get_env_info()
+    return {
+        "collect_env": info._asdict(),
+        "collect_env_pretty": collect_env.pretty_str(info),
+        "quick": quick_environment(),
+    }

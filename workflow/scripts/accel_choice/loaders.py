@@ -1,0 +1,57 @@
+"""The two ways of feeding batches that a timing job compares.
+
+`dataloader` is the specification's `DataLoader(TensorDataset, shuffle=True)`: it fetches
+each sample by `__getitem__` and stacks them with `default_collate`. `fastpath` draws the
+same shuffled permutation and slices the tensors with it, one indexing call per batch.
+Seeded with the same generator state, both yield identical batches in identical order,
+so any time difference between them is loader overhead, not different work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import torch
+from torch.utils.data import DataLoader, RandomSampler, SequentialSampler, TensorDataset
+
+LOADERS = ("dataloader", "fastpath")
+Batch = tuple[torch.Tensor, torch.Tensor]
+
+
+def _sliced(x: torch.Tensor, y: torch.Tensor, batch_size: int, order: torch.Tensor | None) -> Iterator[Batch]:
+    rows = x.shape[0]
+    for start in range(0, rows, batch_size):
+        if order is None:
+            yield x[start : start + batch_size], y[start : start + batch_size]
+        else:
+            index = order[start : start + batch_size]
+            yield x[index], y[index]
+
+
+class FastPathLoader:
+    """Shuffled-index slicing; a fresh permutation from `generator` at every epoch."""
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor, batch_size: int, shuffle: bool, generator: torch.Generator):
+        self.x, self.y, self.batch_size, self.shuffle, self.generator = x, y, batch_size, shuffle, generator
+
+    def __iter__(self) -> Iterator[Batch]:
+        order = torch.randperm(self.x.shape[0], generator=self.generator) if self.shuffle else None
+        return _sliced(self.x, self.y, self.batch_size, order)
+
+    def __len__(self) -> int:
+        return -(-self.x.shape[0] // self.batch_size)
+
+
+def make_loader(
+    kind: str, x: torch.Tensor, y: torch.Tensor, batch_size: int, shuffle: bool, seed: int
+) -> Iterable[Batch]:
+    generator = torch.Generator().manual_seed(seed)
+    if kind == "dataloader":
+        dataset = TensorDataset(x, y)
+        # What shuffle=True builds, but with the generator on the sampler alone: DataLoader
+        # would otherwise draw its worker base seed from it first and shift the permutation.
+        sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
+        return DataLoader(dataset, batch_size=batch_size, sampler=sampler)
+    if kind == "fastpath":
+        return FastPathLoader(x, y, batch_size, shuffle, generator)
+    raise ValueError(f"unknown loader {kind!r}; allowed: {', '.join(LOADERS)}")

@@ -1,0 +1,207 @@
+"""REPORT.md: the decision sheet a person can archive as a lab report."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import theory
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    environment: dict[str, Any]  # the collect_env record (full_environment)
+    datasets: Sequence[dict[str, Any]]  # generation metadata, each with an "export" record
+    train_table: Sequence[dict[str, Any]]
+    load_table: Sequence[dict[str, Any]]
+    full_path_rows: Sequence[dict[str, Any]]
+    non_finite: Sequence[dict[str, Any]]
+    sheet: Sequence[dict[str, str]]
+    verdict: dict[str, Any]
+    widths: Sequence[int]
+    rows: int
+    batch_sizes: Sequence[int]
+    bandwidth_gb_s: float
+    seed: int
+    noise_iqr_ratio: float
+    outlier_factor: float
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.2f}"
+
+
+def _environment_section(env: dict[str, Any]) -> str:
+    quick = env["quick"]
+    collected = env["collect_env"]
+    workflow = quick["workflow"]
+    commit = workflow["commit"] or "not a git checkout"
+    if workflow["dirty"]:
+        commit += " (uncommitted changes)"
+    rows = [
+        ("CPU", f"{quick['cpu_model']}, {quick['logical_cores']} logical cores ({quick['affinity_cores']} usable)"),
+        ("OS", collected.get("os") or quick["os"]),
+        ("Python", quick["python_version"]),
+        ("torch", f"{quick['torch_version']} (CUDA build: {quick['cuda_compiled_version'] or 'none'})"),
+        ("CUDA available", str(quick["is_cuda_available"])),
+        ("GPU", ", ".join(quick["nvidia_gpu_models"]) or "none"),
+        ("key packages", ", ".join(f"{k} {v}" for k, v in quick["packages"].items())),
+        ("workflow commit", commit),
+    ]
+    return "## Environment\n\n" + table(("", ""), rows) + (
+        "\n\nThe complete `torch.utils.collect_env` record is `env/collect_env.txt`; every job's own record "
+        "is inside its JSON output. Absolute times hold only for this machine; compare ratios within one run."
+    )
+
+
+def _data_section(datasets: Sequence[dict[str, Any]]) -> str:
+    rows = []
+    for meta in datasets:
+        export = meta["export"]
+        rows.append(
+            (
+                meta["name"],
+                f"{meta['rows']:,} × {len(meta['feature_columns'])}",
+                f"{meta['positive_rate']:.3f}",
+                f"`{meta['matrix_sha256'][:16]}…`",
+                f"{export['files']['parquet']['bytes']:,}",
+                f"{export['files']['csv']['bytes']:,}",
+            )
+        )
+    return "## Data\n\n" + table(("dataset", "rows × features", "positive rate", "sha256 of fp32 matrix", "Parquet bytes", "CSV bytes"), rows)
+
+
+def _load_section(load_table: Sequence[dict[str, Any]]) -> str:
+    rows = [
+        (
+            r["dataset"], r["format"], f"{r['file_bytes']:,}", _ms(r["read_s_median"]), _ms(r["to_pandas_s_median"]),
+            _ms(r["to_numpy_s_median"]), _ms(r["to_torch_s_median"]), _ms(r["total_s_median"]),
+            f"{_ms(r['total_s_min'])}–{_ms(r['total_s_max'])}", f"{r['mb_per_s']:.0f}", "**noisy**" if r["noisy"] else "",
+        )
+        for r in load_table
+    ]
+    return "## Load and convert (ms, medians over repeats)\n\n" + table(
+        ("dataset", "format", "file bytes", "read", "to pandas", "to numpy fp32", "to torch", "total", "total min–max", "MB/s", "flag"),
+        rows,
+    ) + "\n\n`to torch` is `torch.from_numpy`, which shares the numpy buffer: the copy is in `to numpy fp32`."
+
+
+def _cpu_section(train_table: Sequence[dict[str, Any]]) -> str:
+    rows = [
+        (
+            r["batch_size"], r["loader"], r["repeats"], r["steps"], _ms(r["epoch_s_median"]),
+            f"{_ms(r['epoch_s_min'])}–{_ms(r['epoch_s_max'])}", f"{r['epoch_s_iqr_over_median']:.1%}",
+            f"{r['samples_per_s']:,.0f}", f"{r['step_us_median']:.0f}", _ms(r["eval_s_median"]),
+            f"{r['epoch_s_over_fastpath']:.2f}×" if r["epoch_s_over_fastpath"] else "",
+            f"{r['mean_train_loss_median']:.4f}", ", ".join(map(str, r["threads"])),
+            "**noisy**: " + "; ".join(r["noise_reasons"]) if r["noisy"] else "",
+        )
+        for r in train_table
+    ]
+    return "## CPU baseline: one training epoch (ms, medians over repeats)\n\n" + table(
+        ("B", "loader", "repeats", "steps", "epoch", "min–max", "IQR/median", "samples/s", "µs/step", "eval", "vs fast path",
+         "train loss", "threads", "flag"),
+        rows,
+    ) + (
+        "\n\nEvery record passed the invariants samples == n (partial last batch included), steps == ⌈n/B⌉ and "
+        "samples_per_s == samples / epoch_s. Both loaders see identical batches (one seeded permutation), "
+        "so `vs fast path` is the DataLoader's per-sample Python overhead alone"
+        + ("; the final weights were bitwise identical across loaders in every job."
+           if all(r["same_final_weights_across_loaders"] for r in train_table)
+           else "; **the final weights differed between loaders in some job** — see the records.")
+    )
+
+
+def _full_path_section(rows: Sequence[dict[str, Any]]) -> str:
+    body = [
+        (r["format"], r["loader"], r["batch_size"], _ms(r["load_s"]), _ms(r["convert_s"]), _ms(r["train_s"]), _ms(r["eval_s"]),
+         _ms(r["total_s"]), f"{r['train_share']:.0%}", "**noisy**" if r["noisy"] else "")
+        for r in rows
+    ]
+    return "## Full path per epoch on the benchmark matrix (ms, sums of medians)\n\n" + table(
+        ("format", "loader", "B", "load", "convert", "train", "eval", "total", "train share", "flag"), body
+    )
+
+
+def _theory_section(inputs: ReportInputs) -> str:
+    widths, n = inputs.widths, inputs.rows
+    p = theory.param_count(widths)
+    measured = {(r["batch_size"], r["loader"]): r for r in inputs.train_table}
+    rows = []
+    for b in inputs.batch_sizes:
+        fast = measured.get((b, "fastpath"))
+        achieved = theory.forward_backward_flops(n, widths) / fast["epoch_s_median"] / 1e9 if fast else None
+        rows.append(
+            (
+                b, theory.steps_per_epoch(n, b), f"{theory.forward_flops(b, widths):,}", f"{theory.forward_backward_flops(b, widths):,}",
+                f"{theory.forward_backward_flops_counted(b, widths):,}", f"{theory.forward_backward_flops(n, widths) / 1e6:.1f}",
+                f"{theory.activation_bytes(b, widths):,}",
+                f"{theory.transfer_seconds(theory.input_bytes(b, widths[0]), inputs.bandwidth_gb_s) * 1e6:.2f}",
+                f"{achieved:.2f}" if achieved is not None else "",
+            )
+        )
+    matrix_bytes = theory.input_bytes(n, widths[0])
+    return (
+        "## Theoretical estimates (computed, not measured)\n\n"
+        f"Model {' → '.join(map(str, widths))}: P = {p:,} parameters; Adam fp32 bound 4·P·4 = "
+        f"{theory.adam_fp32_bytes(widths):,} bytes. Benchmark matrix {n:,} × {widths[0]} fp32 = {matrix_bytes:,} bytes: "
+        f"{theory.transfer_seconds(matrix_bytes, inputs.bandwidth_gb_s) * 1e3:.3f} ms to transfer at "
+        f"{inputs.bandwidth_gb_s:g} GB/s (assumed effective bandwidth, `report.bandwidth_gb_s`).\n\n"
+        + table(
+            ("B", "steps/epoch", "fwd FLOP/batch", "fwd+bwd FLOP/batch (3×)", "fwd+bwd counted*", "fwd+bwd MFLOP/epoch",
+             "fwd activation bytes/batch", "batch transfer µs", "achieved GFLOP/s (fast path, measured)"),
+            rows,
+        )
+        + "\n\n*What a FLOP counter sees: the first layer computes no input gradient, so backward is below 2× forward. "
+        "Backward activations are of a similar size to the forward ones (about 2× in total)."
+    )
+
+
+def _sheet_section(sheet: Sequence[dict[str, str]]) -> str:
+    return "## GPU decision sheet (section 28.3.5)\n\n" + table(
+        ("step", "what", "status", "evidence"), [(s["step"], s["title"], s["status"], s["evidence"]) for s in sheet]
+    )
+
+
+def _flags_section(inputs: ReportInputs) -> str:
+    noisy = [f"- training B={r['batch_size']} {r['loader']}: " + "; ".join(r["noise_reasons"]) for r in inputs.train_table if r["noisy"]]
+    noisy += [f"- load {r['dataset']} {r['format']}: " + "; ".join(r["noise_reasons"]) for r in inputs.load_table if r["noisy"]]
+    non_finite = [f"- B={r['batch_size']} {r['loader']} repeat {r['repeat']}: loss {r['mean_train_loss']}" for r in inputs.non_finite]
+    loads = [r["loadavg_max"] for r in inputs.train_table]
+    text = (
+        "## Measurement conditions and flags\n\n"
+        f"A cell is flagged noisy when IQR/median > {inputs.noise_iqr_ratio:.0%} or a repeat exceeds "
+        f"{inputs.outlier_factor:g}× the median. Highest 1-minute load average seen around a training measurement: "
+        f"{max(loads):.2f}.\n\n"
+    )
+    text += ("Flagged cells (kept in the tables, not averaged away):\n" + "\n".join(noisy)) if noisy else "No cell was flagged noisy."
+    if non_finite:
+        text += "\n\nNon-finite runs, excluded from the medians:\n" + "\n".join(non_finite)
+    return text
+
+
+def render(inputs: ReportInputs) -> str:
+    v = inputs.verdict
+    sections = [
+        "# accel-choice: is a CPU enough for this training job?",
+        f"**Verdict: {v['device']}.** {v['claim']}\n\n" + "\n".join(f"- {reason}" for reason in v["reasons"]),
+        _sheet_section(inputs.sheet),
+        _cpu_section(inputs.train_table),
+        _full_path_section(inputs.full_path_rows),
+        _load_section(inputs.load_table),
+        _theory_section(inputs),
+        _data_section(inputs.datasets),
+        _flags_section(inputs),
+        _environment_section(inputs.environment),
+        f"## Reproduce\n\n`snakemake --cores 4` with the archived `config.yaml` (seed {inputs.seed}). "
+        "Figure: `figures/decision.png` (and `.svg`). Tables: `tables/*.csv` and `*.json`. "
+        "The textbook's exercise-2 shape: `s111_cpu_results.json`.",
+    ]
+    return "\n\n".join(sections) + "\n"

@@ -1,0 +1,70 @@
+"""Robust summaries of repeated measurements, with an explicit noise flag."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import TypedDict
+
+NOISE_IQR_RATIO = 0.10
+OUTLIER_FACTOR = 2.0
+
+
+class Summary(TypedDict):
+    n: int
+    median: float
+    min: float
+    max: float
+    q1: float
+    q3: float
+    iqr: float
+    iqr_over_median: float
+    max_over_median: float
+    noisy: bool
+    noise_reasons: list[str]
+
+
+def quartiles(values: Sequence[float]) -> tuple[float, float]:
+    """First and third quartile, linear interpolation (numpy's default method)."""
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return ordered[0], ordered[0]
+    q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
+    return q1, q3
+
+
+def summarize(
+    values: Sequence[float],
+    noise_iqr_ratio: float = NOISE_IQR_RATIO,
+    outlier_factor: float = OUTLIER_FACTOR,
+) -> Summary:
+    """Median, spread and a noise verdict for one cell of repeats.
+
+    A cell is noisy when IQR/median exceeds `noise_iqr_ratio` or any repeat is more
+    than `outlier_factor` × the median; the reasons are kept so the report can say why.
+    """
+    if not values:
+        raise ValueError("cannot summarise an empty list of measurements")
+    median = statistics.median(values)
+    q1, q3 = quartiles(values)
+    iqr = q3 - q1
+    iqr_ratio = iqr / median if median > 0 else float("inf")
+    max_ratio = max(values) / median if median > 0 else float("inf")
+    reasons = []
+    if iqr_ratio > noise_iqr_ratio:
+        reasons.append(f"IQR/median {iqr_ratio:.1%} > {noise_iqr_ratio:.0%}")
+    if max_ratio > outlier_factor:
+        reasons.append(f"a repeat is {max_ratio:.2f}x the median (> {outlier_factor:g}x)")
+    return Summary(
+        n=len(values),
+        median=median,
+        min=min(values),
+        max=max(values),
+        q1=q1,
+        q3=q3,
+        iqr=iqr,
+        iqr_over_median=iqr_ratio,
+        max_over_median=max_ratio,
+        noisy=bool(reasons),
+        noise_reasons=reasons,
+    )

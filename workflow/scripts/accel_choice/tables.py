@@ -1,0 +1,28 @@
+"""Tables as CSV: lists become semicolon-joined cells so every row stays one line."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from . import atomic
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return ";".join(str(v) for v in value)
+    return value
+
+
+def write_csv(path: str | os.PathLike[str], rows: Sequence[dict[str, Any]]) -> None:
+    if not rows:
+        raise ValueError(f"{path}: refusing to write an empty table")
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({key: _cell(value) for key, value in row.items()})
+    atomic.write_text(path, buffer.getvalue())

@@ -1,0 +1,9 @@
+"""Rule collect_environment: torch's own collect_env, once per workflow."""
+
+from accel_choice import atomic, envinfo
+from accel_choice.runtime import job
+
+with job(snakemake.log[0], snakemake.threads):  # noqa: F821 (injected by Snakemake)
+    environment = envinfo.full_environment()
+    atomic.write_json(snakemake.output.json, environment)  # noqa: F821
+    atomic.write_text(snakemake.output.txt, environment["collect_env_pretty"] + "\n")  # noqa: F821

@@ -1,0 +1,16 @@
+"""Rule generate_northstar: the Northstar-like orders table with its late-delivery label."""
+
+from accel_choice import dataio, datagen, envinfo
+from accel_choice.runtime import job
+
+p = snakemake.params  # noqa: F821 (injected by Snakemake)
+with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
+    dataset = datagen.make_northstar(p.rows, p.late_rate, p.seed)
+    meta = dataio.save_dataset(
+        dataset,
+        snakemake.output.npy,  # noqa: F821
+        snakemake.output.meta,  # noqa: F821
+        {"generator": {"rows": p.rows, "late_rate": p.late_rate, "seed": p.seed},
+         "environment": envinfo.quick_environment(p.seed)},
+    )
+    log.info("northstar %s rows, late rate %.3f, sha256 %s", meta["rows"], meta["positive_rate"], meta["matrix_sha256"])

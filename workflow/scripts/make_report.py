@@ -1,0 +1,38 @@
+"""Rule report: full-path table, decision sheet, verdict, figure and REPORT.md."""
+
+import yaml
+
+from accel_choice import aggregate, atomic, decision, plots, report, tables
+from accel_choice.runtime import job
+
+inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
+with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
+    environment = atomic.read_json(inp.environment)
+    datasets = []
+    for meta_path, export_path in zip(inp.metas, inp.exports):
+        meta = atomic.read_json(meta_path)
+        meta["export"] = atomic.read_json(export_path)
+        datasets.append(meta)
+    training = atomic.read_json(inp.training)
+    train_table, load_table = training["table"], atomic.read_json(inp.load_convert)["table"]
+    widths = (p.features, p.hidden, 1)
+
+    full_path = aggregate.full_path(train_table, load_table)
+    sheet = decision.decision_sheet(train_table, load_table, environment["quick"], widths, p.batch_sizes)
+    verdict = decision.verdict(train_table, full_path, environment["quick"], widths)
+    tables.write_csv(out.full_path_csv, full_path)
+    atomic.write_json(out.decision, {"verdict": verdict, "sheet": sheet, "full_path": full_path})
+    plots.decision_figure(
+        train_table, full_path, out.png, out.svg,
+        title=f"{environment['quick']['cpu_model']}, {train_table[0]['threads'][0]} torch thread(s); "
+              f"n={p.rows:,}, model {p.features}→{p.hidden}→1, repeats {train_table[0]['repeats']}",
+    )
+    text = report.render(report.ReportInputs(
+        environment=environment, datasets=datasets, train_table=train_table, load_table=load_table,
+        full_path_rows=full_path, non_finite=training["non_finite"], sheet=sheet, verdict=verdict, widths=widths,
+        rows=p.rows, batch_sizes=p.batch_sizes, bandwidth_gb_s=p.bandwidth_gb_s, seed=p.seed,
+        noise_iqr_ratio=p.noise_iqr_ratio, outlier_factor=p.outlier_factor,
+    ))
+    atomic.write_text(out.config, yaml.safe_dump(p.config, sort_keys=False))
+    atomic.write_text(out.md, text)
+    log.info("verdict: %s — %s", verdict["device"], verdict["claim"])
