@@ -20,6 +20,8 @@ rule aggregate_training:
     log:
         "results/logs/aggregate_training.log",
     threads: 1
+    resources:
+        timing_slot=OTHER_JOB,
     conda:
         ENV
     script:
@@ -48,6 +50,8 @@ rule aggregate_load_convert:
     log:
         "results/logs/aggregate_load_convert.log",
     threads: 1
+    resources:
+        timing_slot=OTHER_JOB,
     conda:
         ENV
     script:

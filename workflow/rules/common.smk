@@ -10,6 +10,10 @@ from accel_choice.config_checks import check_config  # noqa: E402
 check_config(config)
 
 ENV = "../../envs/accel-choice.yaml"
+# Shares of the global `timing_slot` resource (2 in profiles/default): a timing job takes
+# both and runs alone; any other job takes one.
+TIMING_JOB = 2
+OTHER_JOB = 1
 BATCH_SIZES = config["timing"]["batch_sizes"]
 REPEATS = list(range(config["timing"]["repeats"]))
 DATASETS = ["benchmark", "northstar"]

@@ -15,6 +15,8 @@ rule generate_benchmark:
     log:
         "results/logs/generate_benchmark.log",
     threads: 1
+    resources:
+        timing_slot=OTHER_JOB,
     conda:
         ENV
     script:
@@ -34,6 +36,8 @@ rule generate_northstar:
     log:
         "results/logs/generate_northstar.log",
     threads: 1
+    resources:
+        timing_slot=OTHER_JOB,
     conda:
         ENV
     script:
@@ -56,6 +60,8 @@ rule export_data:
     log:
         "results/logs/export_data/{dataset}.log",
     threads: 1
+    resources:
+        timing_slot=OTHER_JOB,
     conda:
         ENV
     script:

@@ -8,6 +8,8 @@ rule collect_environment:
     log:
         "results/logs/collect_environment.log",
     threads: 1
+    resources:
+        timing_slot=OTHER_JOB,
     conda:
         ENV
     script:
@@ -44,6 +46,8 @@ rule report:
     log:
         "results/logs/report.log",
     threads: 1
+    resources:
+        timing_slot=OTHER_JOB,
     conda:
         ENV
     script:

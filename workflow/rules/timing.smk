@@ -1,5 +1,5 @@
-# Timing rules. Each asks for the global `timing_slot` (1 in profiles/default), so no two
-# run at once, and pins its torch/pyarrow threads to `threads`.
+# Timing rules. Each takes the whole global `timing_slot` (see profiles/default), so it
+# runs alone, and pins its torch/pyarrow threads to the rule's `threads`.
 
 
 rule time_load_convert:
@@ -20,7 +20,7 @@ rule time_load_convert:
         "results/logs/time_load_convert/{dataset}.{fmt}.rep{repeat}.log",
     threads: config["timing"]["threads"]
     resources:
-        timing_slot=1,
+        timing_slot=TIMING_JOB,
     conda:
         ENV
     script:
@@ -48,7 +48,7 @@ rule time_cpu_training:
         "results/logs/time_cpu_training/bs{batch_size}.rep{repeat}.log",
     threads: config["timing"]["threads"]
     resources:
-        timing_slot=1,
+        timing_slot=TIMING_JOB,
     conda:
         ENV
     script:

@@ -1,5 +1,7 @@
 """Rule time_cpu_training: one repeat of one batch size, every loader, on the CPU."""
 
+import time
+
 import torch
 
 from accel_choice import atomic, dataio, envinfo, measure
@@ -11,11 +13,15 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     export = atomic.read_json(inp.export)
     dataset = dataio.load_exported_parquet(inp.data, meta, export)
     x, y = torch.from_numpy(dataset.features.copy()), torch.from_numpy(dataset.target.copy())
+    started = time.time()
     records = measure.measure_training_job(
         x, y, int(wc.batch_size), int(wc.repeat), p.loaders,
         seed=p.seed, hidden=p.hidden, lr=p.lr, warmup_steps=p.warmup_steps,
     )
-    atomic.write_json(snakemake.output[0], {"records": records, "environment": envinfo.quick_environment(p.seed)})  # noqa: F821
+    # Wall-clock interval of the measurement: lets a test prove no two timing jobs overlapped.
+    interval = [started, time.time()]
+    atomic.write_json(snakemake.output[0], {  # noqa: F821
+        "records": records, "wall_interval": interval, "environment": envinfo.quick_environment(p.seed)})
     for r in records:
         log.info("B=%s %s: epoch %.2f ms, %.0f samples/s, eval %.2f ms", r["batch_size"], r["loader"],
                  r["epoch_s"] * 1e3, r["samples_per_s"], r["eval_s"] * 1e3)

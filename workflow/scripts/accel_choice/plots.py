@@ -46,7 +46,9 @@ def _throughput_panel(axes: Any, train_table: Sequence[dict[str, Any]]) -> None:
         axes.errorbar(sizes, median, yerr=[low, high], marker="o", capsize=4, label=f"{loader} (median, min–max)")
         noisy = [(s, m) for s, m, r in zip(sizes, median, rows) if r["noisy"]]
         if noisy:
-            axes.scatter(*zip(*noisy), s=160, facecolors="none", edgecolors="red", label="noisy (flagged)")
+            labelled = "noisy (flagged)" in axes.get_legend_handles_labels()[1]
+            axes.scatter(*zip(*noisy), s=160, facecolors="none", edgecolors="red",
+                         label=None if labelled else "noisy (flagged)")
     axes.set_xscale("log", base=2)
     axes.set_xticks(sorted({r["batch_size"] for r in train_table}))
     axes.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
@@ -76,7 +78,7 @@ def _full_path_panel(axes: Any, full_path_rows: Sequence[dict[str, Any]]) -> Non
         for x, total in zip(positions, bottom):
             axes.annotate(label.split(" ")[0], (x, total), ha="center", va="bottom", fontsize=6, rotation=90)
     axes.set_xticks(range(len(sizes)), [str(s) for s in sizes])
-    axes.set_xlabel("batch size B  (left bar, hatched: CSV + DataLoader; right: Parquet + fast path)")
+    axes.set_xlabel("batch size B   (hatched, left: CSV + DataLoader; plain, right: Parquet + fast path)")
     axes.set_ylabel("milliseconds, medians")
     axes.set_title("Full path per epoch: load + convert + train + eval")
     axes.grid(True, axis="y", alpha=0.3)
