@@ -1,13 +1,24 @@
 # accel-choice: is a CPU enough for this training job, or does a GPU pay off?
+import sys
+from pathlib import Path
+
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
+
+sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
+from accel_choice.config_checks import check_config, check_schema  # noqa: E402
 
 
 configfile: "config/config.yaml"
 
 
+# Our check first: one line per problem, naming the key and what is allowed.
+check_schema(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
+
+
 validate(config, schema="workflow/schemas/config.schema.yaml")
+check_config(config)
 
 
 include: "workflow/rules/common.smk"

@@ -1,13 +1,7 @@
-# Shared helpers: the library path, cross-field config checks, and the job lists.
-import sys
+# Shared helpers: the library path and the job lists.
 from pathlib import Path
 
 LIBRARY = Path(workflow.basedir) / "workflow" / "scripts"
-sys.path.insert(0, str(LIBRARY))
-
-from accel_choice.config_checks import check_config  # noqa: E402
-
-check_config(config)
 
 ENV = "../../envs/accel-choice.yaml"
 # Shares of the global `timing_slot` resource (2 in profiles/default): a timing job takes

@@ -1,12 +1,73 @@
-"""Checks across config keys that a JSON schema cannot express. Run at parse time."""
+"""Configuration checks that run when the Snakefile is parsed, before any job.
+
+`check_schema` reports every schema violation as one line that names the key by its
+dotted path and says what is allowed; Snakemake's own `validate` then fills in the
+defaults, and `check_config` checks what a JSON schema cannot express (relations
+between keys).
+"""
 
 from __future__ import annotations
 
+import os
 from typing import Any
+
+import jsonschema
+import yaml
 
 
 class ConfigError(ValueError):
     """A configuration value is unusable; the message names the key."""
+
+
+def _dotted(path: Any) -> str:
+    parts = [f"[{p}]" if isinstance(p, int) else f".{p}" for p in path]
+    return "".join(parts).lstrip(".") or "(top level)"
+
+
+def _allowed(schema: dict[str, Any]) -> str:
+    """What the schema fragment accepts, in words."""
+    if "enum" in schema:
+        return "one of " + ", ".join(map(str, schema["enum"]))
+    if schema.get("type") == "array" and "items" in schema:
+        words = "a list"
+        if schema.get("minItems"):
+            words += f" of at least {schema['minItems']}"
+        if schema.get("uniqueItems"):
+            words += ", without duplicates,"
+        return f"{words} of {_allowed(schema['items'])}"
+    words = {"integer": "an integer", "number": "a number", "string": "a string", "object": "a mapping"}.get(
+        schema.get("type", ""), "a value"
+    )
+    bounds = []
+    for key, sign in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<")):
+        if key in schema:
+            bounds.append(f"{sign} {schema[key]}")
+    if schema.get("type") == "object" and "properties" in schema:
+        return f"{words} with keys " + ", ".join(schema["properties"])
+    return words + (" " + " and ".join(bounds) if bounds else "")
+
+
+def schema_errors(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    validator = jsonschema.Draft202012Validator(schema)
+    messages = []
+    for error in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
+        key = _dotted(error.absolute_path)
+        if error.validator == "additionalProperties":
+            unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+            messages.append(
+                f"config key {key}: unknown key(s) {', '.join(unknown)}; allowed keys: {', '.join(error.schema['properties'])}"
+            )
+        else:
+            messages.append(f"config key {key}: {error.message}; allowed: {_allowed(error.schema)}")
+    return messages
+
+
+def check_schema(config: dict[str, Any], schema_path: str | os.PathLike[str]) -> None:
+    with open(schema_path, encoding="utf-8") as handle:
+        schema = yaml.safe_load(handle)
+    errors = schema_errors(config, schema)
+    if errors:
+        raise ConfigError("invalid configuration, nothing was run:\n  " + "\n  ".join(errors))
 
 
 def check_config(config: dict[str, Any]) -> None:
@@ -14,6 +75,6 @@ def check_config(config: dict[str, Any]) -> None:
     too_large = [b for b in config["timing"]["batch_sizes"] if b > rows]
     if too_large:
         raise ConfigError(
-            f"timing.batch_sizes: {too_large} larger than data.benchmark.rows = {rows}; "
-            f"every batch size must be between 1 and {rows}"
+            f"config key timing.batch_sizes: {too_large} larger than data.benchmark.rows = {rows}; "
+            f"allowed: batch sizes between 1 and {rows}"
         )

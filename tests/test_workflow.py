@@ -1,0 +1,190 @@
+"""End-to-end: the Snakemake CLI on a tiny config in a temporary directory.
+
+One real run (about a minute on 2 cores), then dry runs that count the jobs Snakemake
+plans after one config change, then bad configs that must fail before any job runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.workflow
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = {
+    "seed": 7,
+    "data": {"benchmark": {"rows": 256, "features": 8, "noise": 0.2}, "northstar": {"rows": 200, "late_rate": 0.2}},
+    "model": {"hidden": 8, "lr": 0.001},
+    # threads 1 while torch would default to this machine's core count: the records must follow the rule.
+    "timing": {"batch_sizes": [16, 64], "repeats": 3, "warmup_steps": 5, "load_passes": 2, "threads": 1},
+}
+
+
+def snakemake(workdir: Path, config: dict, *args: str) -> subprocess.CompletedProcess[str]:
+    config_path = workdir / "test-config.yaml"
+    config_path.write_text(yaml.safe_dump(config))
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
+               "--configfile", str(config_path), "--cores", "4", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600)
+
+
+def planned_jobs(result: subprocess.CompletedProcess[str]) -> dict[str, int]:
+    """Rule -> count from the 'Job stats' table of a dry run; empty when nothing is to be done."""
+    assert result.returncode == 0, result.stdout + result.stderr
+    output = result.stdout + result.stderr
+    if "Nothing to be done" in output:
+        return {}
+    table = output.split("Job stats:", 1)[1]
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)\s*$", table, flags=re.MULTILINE))
+    counts.pop("total", None)
+    return {rule: int(count) for rule, count in counts.items()}
+
+
+def changed(**overrides: dict) -> dict:
+    config = json.loads(json.dumps(TINY))
+    for section, values in overrides.items():
+        if isinstance(values, dict):
+            config.setdefault(section, {}).update(values)
+        else:
+            config[section] = values
+    return config
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    workdir = tmp_path_factory.mktemp("tiny")
+    result = snakemake(workdir, TINY)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    return workdir
+
+
+def read(path: Path):
+    return json.loads(path.read_text())
+
+
+def test_run_writes_the_lab_report(finished: Path) -> None:
+    results = finished / "results"
+    report = (results / "REPORT.md").read_text()
+    assert "**Verdict: CPU.**" in report
+    assert "the GPU plan is theoretical and no speedup is claimed" in report
+    for step in range(1, 7):
+        assert f"\n| {step} |" in report
+    for name in ("figures/decision.png", "figures/decision.svg", "tables/cpu_training.csv", "tables/load_convert.csv",
+                 "tables/full_path.csv", "tables/decision.json", "env/collect_env.txt", "config.yaml"):
+        assert (results / name).stat().st_size > 0, name
+    assert (results / "figures/decision.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_exercise2_json_has_the_textbook_shape(finished: Path) -> None:
+    rows = read(finished / "results/s111_cpu_results.json")
+    assert [row["batch_size"] for row in rows] == [16, 64]
+    for row in rows:
+        assert set(row) == {"batch_size", "samples", "epoch_s_runs", "epoch_s_median", "samples_per_s"}
+        assert row["samples"] == 256
+        assert len(row["epoch_s_runs"]) == 3
+        assert row["samples_per_s"] == pytest.approx(256 / row["epoch_s_median"], rel=1e-12)
+
+
+def test_every_training_record_holds_the_invariants(finished: Path) -> None:
+    files = sorted((finished / "results/timing/cpu").glob("*.json"))
+    assert len(files) == 2 * 3
+    initial = set()
+    for path in files:
+        job = read(path)
+        assert {r["loader"] for r in job["records"]} == {"dataloader", "fastpath"}
+        for record in job["records"]:
+            assert record["samples"] == 256 and all(record["invariants"].values())
+            assert record["samples_per_s"] == pytest.approx(record["samples"] / record["epoch_s"], rel=1e-12)
+            assert record["threads"] == 1
+            assert len(record["loadavg_before"]) == len(record["loadavg_after"]) == 3
+            initial.add(record["initial_weights_sha256"])
+        assert job["environment"]["torch_version"]
+    assert len(initial) == 1, "every batch size must start from the same seeded weights"
+
+
+def test_no_two_timing_jobs_overlapped(finished: Path) -> None:
+    intervals = sorted(read(path)["wall_interval"] for path in (finished / "results/timing").rglob("*.json"))
+    assert len(intervals) == 6 + 2 * 2 * 3
+    for (_, end), (start, _) in zip(intervals, intervals[1:]):
+        assert start >= end, "two timing jobs measured at the same time"
+
+
+def test_same_seed_gives_byte_identical_data(finished: Path, tmp_path: Path) -> None:
+    meta = read(finished / "results/data/benchmark.meta.json")
+    export = read(finished / "results/data/benchmark.export.json")
+    from accel_choice import atomic
+
+    assert atomic.sha256_file(finished / "results/data/benchmark.npy") == meta["file_sha256"]
+    assert atomic.sha256_file(finished / "results/data/benchmark.parquet") == export["files"]["parquet"]["sha256"]
+    assert export["files"]["parquet"]["schema"]["x00"] == "float"
+    assert export["files"]["parquet"]["schema"]["y"] == "int8"
+
+
+def test_second_run_has_nothing_to_do(finished: Path) -> None:
+    assert planned_jobs(snakemake(finished, TINY, "-n")) == {}
+
+
+def test_changing_one_batch_size_reruns_only_its_jobs(finished: Path) -> None:
+    plan = planned_jobs(snakemake(finished, changed(timing={"batch_sizes": [16, 32]}), "-n"))
+    assert plan == {"time_cpu_training": 3, "aggregate_training": 1, "report": 1, "all": 1}
+
+
+def test_changing_the_bandwidth_reruns_only_the_report(finished: Path) -> None:
+    plan = planned_jobs(snakemake(finished, changed(report={"bandwidth_gb_s": 16}), "-n"))
+    assert plan == {"report": 1, "all": 1}
+
+
+def test_changing_the_seed_reruns_everything(finished: Path) -> None:
+    plan = planned_jobs(snakemake(finished, changed(seed=8), "-n"))
+    assert plan == {
+        "generate_benchmark": 1, "generate_northstar": 1, "export_data": 2, "time_load_convert": 12,
+        "time_cpu_training": 6, "aggregate_load_convert": 1, "aggregate_training": 1, "report": 1, "all": 1,
+    }
+
+
+BAD_CONFIGS = [
+    ("negative batch size", {"timing": {"batch_sizes": [-16]}}, "batch_sizes"),
+    ("zero batch size", {"timing": {"batch_sizes": [0, 16]}}, "batch_sizes"),
+    ("empty batch sizes", {"timing": {"batch_sizes": []}}, "batch_sizes"),
+    ("duplicate batch sizes", {"timing": {"batch_sizes": [16, 16]}}, "batch_sizes"),
+    ("batch size larger than the data", {"timing": {"batch_sizes": [16, 512]}}, "timing.batch_sizes"),
+    ("batch size as text", {"timing": {"batch_sizes": ["16"]}}, "batch_sizes"),
+    ("repeats 0", {"timing": {"repeats": 0}}, "repeats"),
+    ("unknown loader", {"timing": {"loaders": ["dataloader", "turbo"]}}, "loaders"),
+    ("typo in a key", {"timing": {"batch_size": [16]}}, "batch_size"),
+    ("bandwidth 0", {"report": {"bandwidth_gb_s": 0}}, "bandwidth_gb_s"),
+    ("rows as a float", {"data": {"benchmark": {"rows": 256.5}}}, "rows"),
+    ("late rate of 1", {"data": {"northstar": {"late_rate": 1.0}}}, "late_rate"),
+]
+
+
+@pytest.mark.parametrize(("case", "override", "key"), BAD_CONFIGS, ids=[c[0] for c in BAD_CONFIGS])
+def test_bad_config_fails_before_any_job_naming_the_key(tmp_path: Path, case: str, override: dict, key: str) -> None:
+    config = json.loads(json.dumps(TINY))
+    for section, values in override.items():
+        target = config.setdefault(section, {})
+        for name, value in values.items():
+            if isinstance(value, dict):
+                target.setdefault(name, {}).update(value)
+            else:
+                target[name] = value
+    result = snakemake(tmp_path, config, "-n")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, case
+    assert key in output, output[-2000:]
+    assert "Job stats" not in output
+    assert not (tmp_path / "results").exists()
+
+
+def test_lint_is_clean() -> None:
+    result = subprocess.run([sys.executable, "-m", "snakemake", "--lint", "--snakefile", str(REPO / "Snakefile")],
+                            capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr
