@@ -1,0 +1,353 @@
+"""Aggregation of synthetic timing records: medians with spread, refusals, exercise-2 JSON, full path."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import torch
+
+from accel_choice import aggregate, datagen, measure
+
+ROWS = 8192
+SHA0 = "a" * 64
+
+
+def record(batch_size, loader, repeat, epoch_s, *, eval_s=0.005, finite=True, rows=ROWS, sha=SHA0, **extra):
+    """A record shaped like measure.measure_training_job's output (keys copied from measure.py)."""
+    steps = -(-rows // batch_size)
+    r = {
+        "batch_size": batch_size,
+        "loader": loader,
+        "device": "cpu",
+        "samples": rows,
+        "steps": steps,
+        "epoch_s": epoch_s,
+        "samples_per_s": rows / epoch_s,
+        "epoch_cpu_s": epoch_s,
+        "eval_s": eval_s,
+        "eval_samples": rows,
+        "eval_loss": 0.4 if finite else float("nan"),
+        "eval_accuracy": 0.9,
+        "final_loss": 0.35 if finite else float("nan"),
+        "mean_train_loss": 0.45 if finite else float("nan"),
+        "finite": finite,
+        "warmup_steps": 50,
+        "warmup_first_step_s": 0.002,
+        "warmup_steady_step_s": 0.0002,
+        "threads": 1,
+        "loadavg_before": [0.5, 0.4, 0.3],
+        "loadavg_after": [0.7, 0.4, 0.3],
+        "initial_weights_sha256": sha,
+        "final_weights_sha256": "b" * 64,
+        "invariants": {
+            "samples_eq_rows": True,
+            "eval_samples_eq_rows": True,
+            "steps_eq_ceil_rows_over_batch": True,
+            "samples_per_s_eq_samples_over_epoch_s": True,
+        },
+        "repeat": repeat,
+        "position_in_job": 0 if (repeat % 2 == 0) == (loader == "dataloader") else 1,
+        "same_final_weights_across_loaders": True,
+    }
+    r.update(extra)
+    return r
+
+
+# epoch_s per (batch_size, loader), indexed by repeat
+EPOCHS = {
+    (32, "dataloader"): [0.30, 0.28, 0.29],
+    (32, "fastpath"): [0.100, 0.101, 0.099],
+    (512, "dataloader"): [0.060, 0.062, 0.061],
+    (512, "fastpath"): [0.020, 0.020, 0.050],  # repeat 2 is 2.5x the median: planted outlier
+}
+
+
+def records():
+    return [record(b, loader, rep, t) for (b, loader), runs in EPOCHS.items() for rep, t in enumerate(runs)]
+
+
+@pytest.fixture
+def table():
+    return aggregate.aggregate_training(records(), ROWS)
+
+
+def _row(table, batch_size, loader):
+    (row,) = [r for r in table if r["batch_size"] == batch_size and r["loader"] == loader]
+    return row
+
+
+def test_synthetic_record_keys_match_measure_output():
+    """The helper above must stay shaped like the real thing."""
+    d = datagen.make_benchmark(40, 3, 0.2, 1)
+    x, y = torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy())
+    real = measure.measure_training_job(x, y, 20, 0, ["fastpath"], seed=1, hidden=2, lr=1e-3, warmup_steps=1)[0]
+    assert set(record(20, "fastpath", 0, 0.01)) == set(real)
+    assert set(record(20, "fastpath", 0, 0.01)["invariants"]) == set(real["invariants"])
+
+
+def test_one_row_per_batch_size_and_loader_sorted(table):
+    assert [(r["batch_size"], r["loader"]) for r in table] == [
+        (32, "dataloader"), (32, "fastpath"), (512, "dataloader"), (512, "fastpath")
+    ]
+    for r in table:
+        assert r["repeats"] == 3
+        assert r["samples"] == ROWS
+        assert r["device"] == "cpu"
+    assert _row(table, 32, "fastpath")["steps"] == 256
+    assert _row(table, 512, "fastpath")["steps"] == 16
+
+
+def test_medians_min_max_iqr(table):
+    r = _row(table, 32, "dataloader")
+    assert r["epoch_s_runs"] == [0.30, 0.28, 0.29]  # in repeat order
+    assert r["epoch_s_median"] == pytest.approx(0.29)
+    assert r["epoch_s_min"] == pytest.approx(0.28)
+    assert r["epoch_s_max"] == pytest.approx(0.30)
+    assert r["epoch_s_iqr"] == pytest.approx(0.01)  # quartiles 0.285 and 0.295
+    assert r["epoch_s_iqr_over_median"] == pytest.approx(0.01 / 0.29)
+    assert r["eval_s_median"] == pytest.approx(0.005)
+    assert r["eval_s_iqr"] == pytest.approx(0.0)
+
+
+def test_runs_sorted_by_repeat_whatever_the_input_order():
+    shuffled = list(reversed(records()))
+    table = aggregate.aggregate_training(shuffled, ROWS)
+    assert _row(table, 512, "fastpath")["epoch_s_runs"] == [0.020, 0.020, 0.050]
+
+
+def test_samples_per_s_from_median(table):
+    for r in table:
+        assert r["samples_per_s"] == pytest.approx(r["samples"] / r["epoch_s_median"], rel=1e-12)
+        assert r["samples_per_s_min"] == pytest.approx(r["samples"] / r["epoch_s_max"])
+        assert r["samples_per_s_max"] == pytest.approx(r["samples"] / r["epoch_s_min"])
+        assert r["step_us_median"] == pytest.approx(r["epoch_s_median"] / r["steps"] * 1e6)
+    assert _row(table, 32, "fastpath")["samples_per_s"] == pytest.approx(8192 / 0.100)
+
+
+def test_planted_outlier_flags_cell_noisy(table):
+    outlier = _row(table, 512, "fastpath")
+    assert outlier["epoch_s_median"] == pytest.approx(0.020)
+    assert outlier["epoch_s_max"] == pytest.approx(0.050)
+    assert outlier["noisy"] is True
+    assert any("2.50x the median" in reason for reason in outlier["noise_reasons"])
+    for b, loader in [(32, "dataloader"), (32, "fastpath"), (512, "dataloader")]:
+        assert _row(table, b, loader)["noisy"] is False
+        assert _row(table, b, loader)["noise_reasons"] == []
+
+
+def test_noise_thresholds_are_passed_through():
+    table = aggregate.aggregate_training(records(), ROWS, noise_iqr_ratio=0.8, outlier_factor=3.0)  # IQR/median is 75 %
+    assert not _row(table, 512, "fastpath")["noisy"]
+    table = aggregate.aggregate_training(records(), ROWS, noise_iqr_ratio=0.001)
+    assert _row(table, 32, "fastpath")["noisy"]
+
+
+def test_epoch_s_over_fastpath(table):
+    assert _row(table, 32, "dataloader")["epoch_s_over_fastpath"] == pytest.approx(0.29 / 0.100)
+    assert _row(table, 512, "dataloader")["epoch_s_over_fastpath"] == pytest.approx(0.061 / 0.020)
+    assert _row(table, 32, "fastpath")["epoch_s_over_fastpath"] == pytest.approx(1.0)
+
+
+def test_epoch_s_over_fastpath_none_without_fastpath():
+    only_dl = [r for r in records() if r["loader"] == "dataloader"]
+    table = aggregate.aggregate_training(only_dl, ROWS)
+    assert all(r["epoch_s_over_fastpath"] is None for r in table)
+
+
+def test_other_summaries(table):
+    r = _row(table, 32, "fastpath")
+    assert r["threads"] == [1]
+    assert r["loadavg_max"] == pytest.approx(0.7)
+    assert r["warmup_first_over_steady_median"] == pytest.approx(10.0)
+    assert r["mean_train_loss_median"] == pytest.approx(0.45)
+    assert r["eval_accuracy_median"] == pytest.approx(0.9)
+    assert r["same_final_weights_across_loaders"] is True
+
+
+def test_same_final_weights_false_propagates():
+    recs = records()
+    recs[0]["same_final_weights_across_loaders"] = False
+    table = aggregate.aggregate_training(recs, ROWS)
+    assert _row(table, 32, "dataloader")["same_final_weights_across_loaders"] is False
+    assert _row(table, 32, "fastpath")["same_final_weights_across_loaders"] is True
+
+
+# --- refusals --------------------------------------------------------------------------
+
+
+def test_refuses_different_initial_weights():
+    recs = records()
+    recs[4]["initial_weights_sha256"] = "c" * 64
+    with pytest.raises(ValueError, match="2 different initial weights"):
+        aggregate.aggregate_training(recs, ROWS)
+
+
+def test_refuses_duplicate_repeat():
+    recs = records() + [record(512, "dataloader", 1, 0.07)]
+    with pytest.raises(ValueError, match=r"duplicate records for \(batch_size, loader, repeat\) \(512, 'dataloader', 1\)"):
+        aggregate.aggregate_training(recs, ROWS)
+
+
+def test_refuses_broken_invariant():
+    recs = records()
+    recs[2]["invariants"] = dict(recs[2]["invariants"], samples_per_s_eq_samples_over_epoch_s=False)
+    with pytest.raises(ValueError, match="break an invariant"):
+        aggregate.aggregate_training(recs, ROWS)
+
+
+def test_refuses_samples_other_than_rows():
+    with pytest.raises(ValueError, match="break an invariant"):
+        aggregate.aggregate_training(records(), ROWS + 1)
+
+
+def test_refuses_empty():
+    with pytest.raises(ValueError, match="no training records"):
+        aggregate.aggregate_training([], ROWS)
+
+
+# --- non-finite records -----------------------------------------------------------------
+
+
+def test_non_finite_records_excluded_from_medians_and_listed():
+    bad = record(32, "fastpath", 3, 9.0, finite=False)
+    recs = records() + [bad]
+    table = aggregate.aggregate_training(recs, ROWS)
+    cell = _row(table, 32, "fastpath")
+    assert cell["repeats"] == 3
+    assert cell["epoch_s_runs"] == [0.100, 0.101, 0.099]
+    assert cell["epoch_s_median"] == pytest.approx(0.100)
+    assert cell["epoch_s_max"] == pytest.approx(0.101)
+
+    listed = aggregate.non_finite_records(recs)
+    assert len(listed) == 1
+    (entry,) = listed
+    assert set(entry) == {"batch_size", "loader", "repeat", "final_loss", "mean_train_loss"}
+    assert (entry["batch_size"], entry["loader"], entry["repeat"]) == (32, "fastpath", 3)
+    assert math.isnan(entry["final_loss"]) and math.isnan(entry["mean_train_loss"])
+
+
+def test_non_finite_records_empty_when_all_finite():
+    assert aggregate.non_finite_records(records()) == []
+
+
+# --- exercise 2 JSON -------------------------------------------------------------------
+
+
+def test_exercise2_json_shape(table):
+    out = aggregate.exercise2_json(table)
+    assert [r["batch_size"] for r in out] == [32, 512]
+    for r in out:
+        assert list(r) == ["batch_size", "samples", "epoch_s_runs", "epoch_s_median", "samples_per_s"]
+        assert r["samples"] == 8192
+        assert len(r["epoch_s_runs"]) == 3
+        assert r["samples_per_s"] == pytest.approx(r["samples"] / r["epoch_s_median"], rel=1e-12)
+    assert out[0]["epoch_s_runs"] == [0.30, 0.28, 0.29]
+    assert out[0]["epoch_s_median"] == pytest.approx(0.29)
+
+
+def test_exercise2_json_other_loader(table):
+    out = aggregate.exercise2_json(table, loader="fastpath")
+    assert [r["epoch_s_median"] for r in out] == pytest.approx([0.100, 0.020])
+
+
+def test_exercise2_textbook_example_numbers():
+    """Section 28.3.7.2: runs [0.0411, 0.0398, 0.0403] -> median 0.0403, 8192 / 0.0403 = 203,275.4 samples/s."""
+    recs = [record(128, "dataloader", i, t) for i, t in enumerate([0.0411, 0.0398, 0.0403])]
+    (row,) = aggregate.exercise2_json(aggregate.aggregate_training(recs, ROWS))
+    assert row["epoch_s_median"] == 0.0403
+    assert row["samples_per_s"] == pytest.approx(203_275.4, abs=0.1)
+
+
+# --- load/convert and full path -------------------------------------------------------
+
+
+def load_record(dataset, fmt, repeat, read, to_pandas, to_numpy, to_torch, file_bytes=1_000_000):
+    total = read + to_pandas + to_numpy + to_torch
+    return {
+        "dataset": dataset, "format": fmt, "repeat": repeat, "rows": ROWS, "file_bytes": file_bytes,
+        "tensor_bytes": ROWS * 33 * 4, "read_s": read, "to_pandas_s": to_pandas, "to_numpy_s": to_numpy,
+        "to_torch_s": to_torch, "total_s": total,
+    }
+
+
+def load_records():
+    return [
+        load_record("benchmark", "csv", 0, 0.050, 0.0, 0.002, 0.00001, 3_000_000),
+        load_record("benchmark", "csv", 1, 0.052, 0.0, 0.003, 0.00002, 3_000_000),
+        load_record("benchmark", "csv", 2, 0.051, 0.0, 0.004, 0.00003, 3_000_000),
+        load_record("benchmark", "parquet", 0, 0.004, 0.001, 0.0010, 0.00001, 1_000_000),
+        load_record("benchmark", "parquet", 1, 0.004, 0.001, 0.0010, 0.00001, 1_000_000),
+        load_record("benchmark", "parquet", 2, 0.020, 0.001, 0.0010, 0.00001, 1_000_000),  # outlier
+        load_record("northstar", "csv", 0, 0.010, 0.0, 0.001, 0.00001, 100_000),
+    ]
+
+
+@pytest.fixture
+def load_table():
+    return aggregate.aggregate_load_convert(load_records())
+
+
+def test_aggregate_load_convert_medians(load_table):
+    assert [(r["dataset"], r["format"]) for r in load_table] == [
+        ("benchmark", "csv"), ("benchmark", "parquet"), ("northstar", "csv")
+    ]
+    csv = load_table[0]
+    assert csv["repeats"] == 3
+    assert csv["rows"] == ROWS and csv["file_bytes"] == 3_000_000 and csv["tensor_bytes"] == ROWS * 33 * 4
+    assert csv["read_s_median"] == pytest.approx(0.051)
+    assert csv["to_pandas_s_median"] == 0.0
+    assert csv["to_numpy_s_median"] == pytest.approx(0.003)
+    assert csv["to_torch_s_median"] == pytest.approx(0.00002)
+    # totals 0.05201, 0.05502, 0.05503: the median total is not the sum of the stage medians
+    assert csv["total_s_median"] == pytest.approx(0.05502)
+    assert csv["total_s_min"] == pytest.approx(0.05201)
+    assert csv["total_s_max"] == pytest.approx(0.05503)
+    assert csv["total_s_iqr"] == pytest.approx(0.055025 - 0.053515)
+    assert csv["mb_per_s"] == pytest.approx(3_000_000 / 0.05502 / 1e6)
+    assert csv["noisy"] is False
+    pq = load_table[1]
+    assert pq["noisy"] is True
+    assert pq["total_s_median"] == pytest.approx(0.00601)
+    assert load_table[2]["repeats"] == 1
+
+
+def test_aggregate_load_convert_refuses_empty():
+    with pytest.raises(ValueError, match="no load/convert records"):
+        aggregate.aggregate_load_convert([])
+
+
+def test_full_path_sums(table, load_table):
+    rows = aggregate.full_path(table, load_table)
+    assert len(rows) == 2 * len(table)  # benchmark only: 2 formats x 4 training cells
+    assert {r["format"] for r in rows} == {"csv", "parquet"}
+    assert rows == sorted(rows, key=lambda r: (r["format"], r["loader"], r["batch_size"]))
+    loads = {r["format"]: r for r in load_table if r["dataset"] == "benchmark"}
+    trains = {(r["batch_size"], r["loader"]): r for r in table}
+    for r in rows:
+        load, train = loads[r["format"]], trains[(r["batch_size"], r["loader"])]
+        assert r["load_s"] == pytest.approx(load["read_s_median"] + load["to_pandas_s_median"])
+        assert r["convert_s"] == pytest.approx(load["to_numpy_s_median"] + load["to_torch_s_median"])
+        assert r["train_s"] == train["epoch_s_median"]
+        assert r["eval_s"] == train["eval_s_median"]
+        assert r["total_s"] == pytest.approx(r["load_s"] + r["convert_s"] + r["train_s"] + r["eval_s"], rel=1e-12)
+        assert r["train_share"] == pytest.approx(r["train_s"] / r["total_s"])
+        assert r["noisy"] == bool(load["noisy"] or train["noisy"])
+    first = rows[0]  # csv, dataloader, B=32
+    assert (first["format"], first["loader"], first["batch_size"]) == ("csv", "dataloader", 32)
+    assert first["total_s"] == pytest.approx(0.051 + 0.003 + 0.00002 + 0.29 + 0.005)
+
+
+def test_full_path_other_dataset(table, load_table):
+    rows = aggregate.full_path(table, load_table, dataset="northstar")
+    assert len(rows) == len(table)
+    assert {r["format"] for r in rows} == {"csv"}
+    assert all(r["load_s"] == pytest.approx(0.010) for r in rows)
+
+
+def test_aggregate_does_not_mutate_records():
+    recs = records()
+    before = copy.deepcopy(recs)
+    aggregate.aggregate_training(recs, ROWS)
+    assert recs == before

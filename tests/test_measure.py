@@ -1,0 +1,282 @@
+"""Loaders yield identical batches; a timing job records what it claims and checks its invariants."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from accel_choice import datagen, loaders, measure, model
+
+SEED = 20261020
+ROWS, FEATURES, HIDDEN, LR, WARMUP = 200, 8, 8, 1e-3, 3
+
+
+# --- loaders ----------------------------------------------------------------------------
+
+
+def _tiny(rows: int = 100, features: int = 3):
+    x = torch.arange(rows * features, dtype=torch.float32).reshape(rows, features)
+    y = torch.arange(rows, dtype=torch.float32).reshape(-1, 1)
+    return x, y
+
+
+def _epoch(loader):
+    return [(xb.clone(), yb.clone()) for xb, yb in loader]
+
+
+@pytest.mark.parametrize("shuffle", [True, False])
+def test_loaders_yield_identical_batches_with_partial_last(shuffle):
+    x, y = _tiny()
+    a = _epoch(loaders.make_loader("dataloader", x, y, 32, shuffle, SEED))
+    b = _epoch(loaders.make_loader("fastpath", x, y, 32, shuffle, SEED))
+    assert [len(xb) for xb, _ in a] == [32, 32, 32, 4]
+    assert [len(xb) for xb, _ in b] == [32, 32, 32, 4]
+    for (xa, ya), (xb, yb) in zip(a, b):
+        assert xa.dtype == xb.dtype == torch.float32
+        assert torch.equal(xa, xb)
+        assert torch.equal(ya, yb)
+    order = torch.cat([yb for _, yb in b]).flatten().long()
+    assert sorted(order.tolist()) == list(range(100))  # every row exactly once
+    # rows stay paired with their labels
+    xs = torch.cat([xb for xb, _ in b])
+    assert torch.equal(xs, x[order])
+    if shuffle:
+        assert order.tolist() != list(range(100))
+    else:
+        assert order.tolist() == list(range(100))
+
+
+def test_loaders_with_flat_target():
+    x, y = _tiny(50)
+    a = _epoch(loaders.make_loader("dataloader", x, y.flatten(), 16, True, 3))
+    b = _epoch(loaders.make_loader("fastpath", x, y.flatten(), 16, True, 3))
+    assert all(torch.equal(ya, yb) and torch.equal(xa, xb) for (xa, ya), (xb, yb) in zip(a, b))
+    assert len(a) == len(b) == 4
+
+
+def test_loader_seed_changes_order_and_is_reproducible():
+    x, y = _tiny()
+    first = _epoch(loaders.make_loader("fastpath", x, y, 32, True, 1))
+    again = _epoch(loaders.make_loader("fastpath", x, y, 32, True, 1))
+    other = _epoch(loaders.make_loader("fastpath", x, y, 32, True, 2))
+    assert all(torch.equal(a[1], b[1]) for a, b in zip(first, again))
+    assert not all(torch.equal(a[1], b[1]) for a, b in zip(first, other))
+
+
+def test_fastpath_len_counts_partial_batch():
+    x, y = _tiny()
+    assert len(loaders.make_loader("fastpath", x, y, 32, True, 0)) == 4
+    assert len(loaders.make_loader("dataloader", x, y, 32, True, 0)) == 4
+
+
+def test_unknown_loader_raises():
+    x, y = _tiny()
+    with pytest.raises(ValueError, match="unknown loader 'numpy'"):
+        loaders.make_loader("numpy", x, y, 32, True, 0)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="library bug: RandomSampler draws an extra (empty-slice) randperm at the end of every epoch, "
+    "FastPathLoader does not, so from the second epoch of one loader object on the two kinds yield "
+    "different batches (warm_up cycles epochs), contrary to the loaders module docstring",
+)
+def test_loaders_stay_identical_on_second_epoch():
+    x, y = _tiny()
+    a = loaders.make_loader("dataloader", x, y, 32, True, SEED)
+    b = loaders.make_loader("fastpath", x, y, 32, True, SEED)
+    _epoch(a), _epoch(b)
+    second_a, second_b = _epoch(a), _epoch(b)
+    assert all(torch.equal(ya, yb) for (_, ya), (_, yb) in zip(second_a, second_b))
+
+
+# --- timing job -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def data():
+    dataset = datagen.make_benchmark(ROWS, FEATURES, 0.2, SEED)
+    return torch.from_numpy(dataset.features.copy()), torch.from_numpy(dataset.target.copy())
+
+
+def _job(data, batch_size: int, repeat: int, loader_kinds=loaders.LOADERS):
+    x, y = data
+    return measure.measure_training_job(
+        x, y, batch_size, repeat, loader_kinds, seed=SEED, hidden=HIDDEN, lr=LR, warmup_steps=WARMUP
+    )
+
+
+@pytest.fixture(scope="module")
+def job_b64_r0(data):
+    return _job(data, 64, 0)
+
+
+@pytest.fixture(scope="module")
+def job_b64_r1(data):
+    return _job(data, 64, 1)
+
+
+@pytest.fixture(scope="module")
+def job_b32_r0(data):
+    return _job(data, 32, 0)
+
+
+def test_job_has_one_record_per_loader(job_b64_r0):
+    assert [r["loader"] for r in job_b64_r0] == ["dataloader", "fastpath"]
+    assert [r["position_in_job"] for r in job_b64_r0] == [0, 1]
+    assert all(r["repeat"] == 0 for r in job_b64_r0)
+
+
+def test_odd_repeat_reverses_loader_order(job_b64_r1):
+    assert [r["loader"] for r in job_b64_r1] == ["fastpath", "dataloader"]
+    assert [r["position_in_job"] for r in job_b64_r1] == [0, 1]
+    assert all(r["repeat"] == 1 for r in job_b64_r1)
+
+
+@pytest.mark.parametrize("fixture", ["job_b64_r0", "job_b64_r1", "job_b32_r0"])
+def test_record_counts_and_invariants(fixture, request):
+    for r in request.getfixturevalue(fixture):
+        b = r["batch_size"]
+        assert r["samples"] == ROWS
+        assert r["eval_samples"] == ROWS
+        assert r["steps"] == math.ceil(ROWS / b)
+        assert r["epoch_s"] > 0 and r["eval_s"] > 0 and r["epoch_cpu_s"] >= 0
+        assert r["samples_per_s"] == pytest.approx(r["samples"] / r["epoch_s"], rel=1e-12)
+        assert r["invariants"] == {
+            "samples_eq_rows": True,
+            "eval_samples_eq_rows": True,
+            "steps_eq_ceil_rows_over_batch": True,
+            "samples_per_s_eq_samples_over_epoch_s": True,
+        }
+        assert r["finite"] is True
+        assert math.isfinite(r["final_loss"]) and math.isfinite(r["mean_train_loss"]) and math.isfinite(r["eval_loss"])
+        assert 0.0 <= r["eval_accuracy"] <= 1.0
+        assert r["device"] == "cpu"
+        assert r["warmup_steps"] == WARMUP
+        assert r["warmup_first_step_s"] > 0 and r["warmup_steady_step_s"] > 0
+
+
+def test_steps_for_batch_32(job_b32_r0):
+    assert {r["steps"] for r in job_b32_r0} == {7}  # 6 full batches and one of 8
+
+
+def test_same_final_weights_across_loaders(job_b64_r0, job_b64_r1, job_b32_r0):
+    for job in (job_b64_r0, job_b64_r1, job_b32_r0):
+        assert len({r["final_weights_sha256"] for r in job}) == 1
+        assert all(r["same_final_weights_across_loaders"] is True for r in job)
+    # the loader order does not change the result either
+    assert job_b64_r0[0]["final_weights_sha256"] == job_b64_r1[0]["final_weights_sha256"]
+
+
+def test_training_changes_the_weights(job_b64_r0):
+    r = job_b64_r0[0]
+    assert r["final_weights_sha256"] != r["initial_weights_sha256"]
+
+
+def test_initial_weights_identical_across_batch_sizes_and_equal_fresh_model(job_b64_r0, job_b64_r1, job_b32_r0):
+    fresh = model.state_sha256(model.build_model(FEATURES, HIDDEN, SEED))
+    shas = {r["initial_weights_sha256"] for job in (job_b64_r0, job_b64_r1, job_b32_r0) for r in job}
+    assert shas == {fresh}
+    assert model.state_sha256(model.build_model(FEATURES, HIDDEN, SEED + 1)) != fresh
+
+
+def test_warm_up_does_not_touch_the_timed_model(data, job_b64_r0):
+    """The timed epoch starts from the seeded weights and a fresh Adam: replaying it without a warm-up
+    gives the same final weights bit for bit."""
+    x, y = data
+    y = y.reshape(-1, 1)
+    net = model.build_model(FEATURES, HIDDEN, SEED)
+    optimizer = model.make_optimizer(net, LR)
+    loss_fn = nn.BCEWithLogitsLoss()
+    for xb, yb in loaders.make_loader("fastpath", x, y, 64, True, SEED):
+        optimizer.zero_grad(set_to_none=True)
+        loss_fn(net(xb), yb).backward()
+        optimizer.step()
+    assert model.state_sha256(net) == job_b64_r0[0]["final_weights_sha256"]
+
+
+def test_warm_up_runs_on_a_copy():
+    x, y = _tiny(40, 4)
+    x = x / 100
+    y = (y > 20).float()
+    net = model.build_model(4, 5, 0)
+    before = model.state_sha256(net)
+    result = measure.warm_up(net, LR, nn.BCEWithLogitsLoss(), loaders.make_loader("fastpath", x, y, 16, True, 0), 7, torch.device("cpu"))
+    assert result.steps == 7  # cycles past the 3 batches of one epoch
+    assert result.first_step_s > 0 and result.steady_step_s > 0
+    assert model.state_sha256(net) == before
+
+
+def test_threads_and_loadavg_recorded(job_b64_r0):
+    for r in job_b64_r0:
+        assert r["threads"] == torch.get_num_threads()
+        for key in ("loadavg_before", "loadavg_after"):
+            assert isinstance(r[key], list) and len(r[key]) == 3
+            assert all(isinstance(v, float) and v >= 0 for v in r[key])
+
+
+def test_single_loader_job(data):
+    records = _job(data, 100, 0, ["fastpath"])
+    assert len(records) == 1
+    assert records[0]["steps"] == 2
+    assert records[0]["same_final_weights_across_loaders"] is True
+
+
+def test_batch_larger_than_data_raises(data):
+    with pytest.raises(ValueError, match="larger than the data"):
+        _job(data, ROWS + 1, 0)
+
+
+def test_batch_equal_to_data_is_one_step(data):
+    records = _job(data, ROWS, 0, ["dataloader"])
+    assert records[0]["steps"] == 1 and records[0]["samples"] == ROWS
+
+
+# --- check_invariants on doctored records -----------------------------------------------
+
+
+def _doctored(record, **changes):
+    r = copy.deepcopy(record)
+    r.update(changes)
+    return r
+
+
+def test_check_invariants_accepts_real_record(job_b64_r0):
+    assert all(measure.check_invariants(job_b64_r0[0], ROWS).values())
+
+
+def test_check_invariants_samples_not_rows(job_b64_r0):
+    r = job_b64_r0[0]
+    bad = _doctored(r, samples=ROWS - 8, samples_per_s=(ROWS - 8) / r["epoch_s"])
+    with pytest.raises(measure.InvariantError, match="samples_eq_rows"):
+        measure.check_invariants(bad, ROWS)
+    # the invariant is relative to the rows the job was given
+    with pytest.raises(measure.InvariantError):
+        measure.check_invariants(r, ROWS + 1)
+
+
+def test_check_invariants_eval_samples(job_b64_r0):
+    with pytest.raises(measure.InvariantError, match="eval_samples_eq_rows"):
+        measure.check_invariants(_doctored(job_b64_r0[0], eval_samples=ROWS - 1), ROWS)
+
+
+def test_check_invariants_steps(job_b64_r0):
+    with pytest.raises(measure.InvariantError, match="steps_eq_ceil_rows_over_batch"):
+        measure.check_invariants(_doctored(job_b64_r0[0], steps=3), ROWS)
+
+
+def test_check_invariants_inconsistent_throughput(job_b64_r0):
+    r = job_b64_r0[0]
+    with pytest.raises(measure.InvariantError, match="samples_per_s_eq_samples_over_epoch_s"):
+        measure.check_invariants(_doctored(r, samples_per_s=r["samples_per_s"] * 1.01), ROWS)
+    # a rounded throughput (the textbook's round(n / dt, 2)) is not the exact ratio either
+    with pytest.raises(measure.InvariantError):
+        measure.check_invariants(_doctored(r, samples_per_s=round(r["samples_per_s"]) + 0.5), ROWS)
+
+
+def test_invariant_error_is_an_assertion_error():
+    assert issubclass(measure.InvariantError, AssertionError)
