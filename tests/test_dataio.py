@@ -261,11 +261,6 @@ def test_read_json_on_truncated_file_names_path(tmp_path, keep):
         atomic.read_json(path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="library bug: read_json only catches JSONDecodeError; a damaged file with invalid UTF-8 "
-    "raises a bare UnicodeDecodeError that does not name the file, against its docstring",
-)
 def test_read_json_on_non_utf8_bytes_names_path(tmp_path):
     path = tmp_path / "record.json"
     path.write_bytes(json.dumps({"a": "b"}).encode().replace(b"b", b"\xff"))

@@ -1,13 +1,14 @@
 """Rule aggregate_training: medians with spread per batch size and loader, and the exercise-2 JSON."""
 
-from accel_choice import aggregate, atomic, tables
+from accel_choice import aggregate, atomic, envinfo, tables
 from accel_choice.runtime import job
 
 p, out = snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     records = [r for path in snakemake.input.records for r in atomic.read_json(path)["records"]]  # noqa: F821
     table = aggregate.aggregate_training(records, p.rows, p.noise_iqr_ratio, p.outlier_factor)
-    atomic.write_json(out.json, {"table": table, "non_finite": aggregate.non_finite_records(records)})
+    atomic.write_json(out.json, {"table": table, "non_finite": aggregate.non_finite_records(records),
+                                "environment": envinfo.quick_environment()})
     tables.write_csv(out.csv, table)
     atomic.write_json(out.exercise2, aggregate.exercise2_json(table))
     log.info("aggregated %d records into %d cells, %d noisy", len(records), len(table), sum(r["noisy"] for r in table))

@@ -2,7 +2,7 @@
 
 import yaml
 
-from accel_choice import aggregate, atomic, decision, plots, report, tables
+from accel_choice import aggregate, atomic, decision, envinfo, plots, report, tables
 from accel_choice.runtime import job
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
@@ -21,7 +21,8 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     sheet = decision.decision_sheet(train_table, load_table, environment["quick"], widths, p.batch_sizes)
     verdict = decision.verdict(train_table, full_path, environment["quick"], widths)
     tables.write_csv(out.full_path_csv, full_path)
-    atomic.write_json(out.decision, {"verdict": verdict, "sheet": sheet, "full_path": full_path})
+    atomic.write_json(out.decision, {"verdict": verdict, "sheet": sheet, "full_path": full_path,
+                                    "environment": envinfo.quick_environment(p.seed)})
     plots.decision_figure(
         train_table, full_path, out.png, out.svg,
         title=f"{environment['quick']['cpu_model']}, {train_table[0]['threads'][0]} torch thread(s); "

@@ -25,6 +25,8 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     tmp = Path(tmp_name)
+    # mkstemp creates 0600; results are meant to be shared and archived like any other file.
+    os.chmod(tmp, 0o666 & ~_current_umask())
     try:
         yield tmp
         with open(tmp, "rb+") as handle:
@@ -33,6 +35,12 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_bytes(target: str | os.PathLike[str], data: bytes) -> None:
@@ -53,7 +61,7 @@ def read_json(path: str | os.PathLike[str]) -> Any:
     path = Path(path)
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ValueError(f"{path}: not valid JSON ({err}); delete it and re-run the workflow") from err
 
 

@@ -3,8 +3,11 @@
 `dataloader` is the specification's `DataLoader(TensorDataset, shuffle=True)`: it fetches
 each sample by `__getitem__` and stacks them with `default_collate`. `fastpath` draws the
 same shuffled permutation and slices the tensors with it, one indexing call per batch.
-Seeded with the same generator state, both yield identical batches in identical order,
-so any time difference between them is loader overhead, not different work.
+Made fresh with the same seed, both yield identical batches in identical order in their
+first pass - the timed epoch always uses fresh loaders - so any time difference between
+them is loader overhead, not different work. (Later passes differ: torch's RandomSampler
+draws a second, unused permutation at the end of each pass. Only the warm-up makes more
+than one pass, and it trains a throw-away copy.)
 """
 
 from __future__ import annotations

@@ -227,8 +227,8 @@ def measure_training_job(
     device: str = "cpu",
 ) -> list[dict[str, Any]]:
     """Every loader once, in an order that alternates with the repeat so neither always goes first."""
-    if batch_size > x.shape[0]:
-        raise ValueError(f"batch size {batch_size} is larger than the data ({x.shape[0]} rows)")
+    if not 1 <= batch_size <= x.shape[0]:
+        raise ValueError(f"batch size {batch_size} must be between 1 and the data's {x.shape[0]} rows")
     target_device = torch.device(device)
     x, y = x.to(target_device), y.reshape(-1, 1).to(target_device)
     order = list(loaders) if repeat % 2 == 0 else list(reversed(loaders))

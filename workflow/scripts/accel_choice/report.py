@@ -90,7 +90,11 @@ def _load_section(load_table: Sequence[dict[str, Any]]) -> str:
     return "## Load and convert (ms, medians over repeats)\n\n" + table(
         ("dataset", "format", "file bytes", "read", "to pandas", "to numpy fp32", "to torch", "total", "total min–max", "MB/s", "flag"),
         rows,
-    ) + "\n\n`to torch` is `torch.from_numpy`, which shares the numpy buffer: the copy is in `to numpy fp32`."
+    ) + (
+        "\n\n`to torch` is `torch.from_numpy`, which shares the numpy buffer: the copy is in `to numpy fp32`. "
+        "Each stage is the median over repeats of the per-job median over passes; `total` is the median of the "
+        "per-pass totals, so it need not equal the sum of the stage columns (the full-path table adds the stages)."
+    )
 
 
 def _cpu_section(train_table: Sequence[dict[str, Any]]) -> str:
