@@ -188,3 +188,16 @@ def test_lint_is_clean() -> None:
                             capture_output=True, text=True, cwd=REPO, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr
+
+
+def test_snakemake_report_builds_html_with_the_figure(finished: Path) -> None:
+    config_path = finished / "test-config.yaml"
+    config_path.write_text(yaml.safe_dump(TINY))
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(finished),
+         "--configfile", str(config_path), "--report", str(finished / "report.html")],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    html = (finished / "report.html").read_text()
+    assert "decision.png" in html and "cpu_training.csv" in html
