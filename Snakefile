@@ -7,13 +7,14 @@ from snakemake.utils import min_version, validate
 min_version("9.0")
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
-from accel_choice.config_checks import check_config, check_schema  # noqa: E402
+from accel_choice.config_checks import check_config, check_schema, normalize_config  # noqa: E402
 
 
 configfile: "config/config.yaml"
 
 
 # Our check first: one line per problem, naming the key and what is allowed.
+normalize_config(config)
 check_schema(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
 
 
@@ -24,6 +25,7 @@ check_config(config)
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/timing.smk"
+include: "workflow/rules/gpu.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/report.smk"
 

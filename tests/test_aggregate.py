@@ -21,6 +21,9 @@ def record(batch_size, loader, repeat, epoch_s, *, eval_s=0.005, finite=True, ro
         "batch_size": batch_size,
         "loader": loader,
         "device": "cpu",
+        "precision": "fp32",
+        "placement": "host",
+        "grad_scaler": False,
         "samples": rows,
         "steps": steps,
         "epoch_s": epoch_s,
@@ -33,6 +36,8 @@ def record(batch_size, loader, repeat, epoch_s, *, eval_s=0.005, finite=True, ro
         "final_loss": 0.35 if finite else float("nan"),
         "mean_train_loss": 0.45 if finite else float("nan"),
         "finite": finite,
+        "nonfinite_step": None if finite else 3,
+        "peak_memory_bytes": None,
         "warmup_steps": 50,
         "warmup_first_step_s": 0.002,
         "warmup_steady_step_s": 0.0002,
@@ -49,7 +54,8 @@ def record(batch_size, loader, repeat, epoch_s, *, eval_s=0.005, finite=True, ro
         },
         "repeat": repeat,
         "position_in_job": 0 if (repeat % 2 == 0) == (loader == "dataloader") else 1,
-        "same_final_weights_across_loaders": True,
+        "same_final_weights_across_variants": True,
+        "context_startup_s": None,
     }
     r.update(extra)
     return r
@@ -82,7 +88,7 @@ def test_synthetic_record_keys_match_measure_output():
     """The helper above must stay shaped like the real thing."""
     d = datagen.make_benchmark(40, 3, 0.2, 1)
     x, y = torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy())
-    real = measure.measure_training_job(x, y, 20, 0, ["fastpath"], seed=1, hidden=2, lr=1e-3, warmup_steps=1)[0]
+    real = measure.measure_training_job(x, y, 20, 0, measure.cpu_variants(["fastpath"]), seed=1, hidden=2, lr=1e-3, warmup_steps=1)[0]
     assert set(record(20, "fastpath", 0, 0.01)) == set(real)
     assert set(record(20, "fastpath", 0, 0.01)["invariants"]) == set(real["invariants"])
 
@@ -163,15 +169,15 @@ def test_other_summaries(table):
     assert r["warmup_first_over_steady_median"] == pytest.approx(10.0)
     assert r["mean_train_loss_median"] == pytest.approx(0.45)
     assert r["eval_accuracy_median"] == pytest.approx(0.9)
-    assert r["same_final_weights_across_loaders"] is True
+    assert r["same_final_weights_across_variants"] is True
 
 
 def test_same_final_weights_false_propagates():
     recs = records()
-    recs[0]["same_final_weights_across_loaders"] = False
+    recs[0]["same_final_weights_across_variants"] = False
     table = aggregate.aggregate_training(recs, ROWS)
-    assert _row(table, 32, "dataloader")["same_final_weights_across_loaders"] is False
-    assert _row(table, 32, "fastpath")["same_final_weights_across_loaders"] is True
+    assert _row(table, 32, "dataloader")["same_final_weights_across_variants"] is False
+    assert _row(table, 32, "fastpath")["same_final_weights_across_variants"] is True
 
 
 # --- refusals --------------------------------------------------------------------------

@@ -48,7 +48,7 @@ def _train_record(batch_size, loader, repeat, epoch_s, finite=True):
         "initial_weights_sha256": "a" * 64, "final_weights_sha256": "b" * 64,
         "invariants": {"samples_eq_rows": True, "eval_samples_eq_rows": True,
                        "steps_eq_ceil_rows_over_batch": True, "samples_per_s_eq_samples_over_epoch_s": True},
-        "repeat": repeat, "position_in_job": 0, "same_final_weights_across_loaders": True,
+        "repeat": repeat, "position_in_job": 0, "same_final_weights_across_variants": True,
     }
 
 

@@ -102,7 +102,7 @@ def data():
 def _job(data, batch_size: int, repeat: int, loader_kinds=loaders.LOADERS):
     x, y = data
     return measure.measure_training_job(
-        x, y, batch_size, repeat, loader_kinds, seed=SEED, hidden=HIDDEN, lr=LR, warmup_steps=WARMUP
+        x, y, batch_size, repeat, measure.cpu_variants(loader_kinds), seed=SEED, hidden=HIDDEN, lr=LR, warmup_steps=WARMUP
     )
 
 
@@ -160,10 +160,10 @@ def test_steps_for_batch_32(job_b32_r0):
     assert {r["steps"] for r in job_b32_r0} == {7}  # 6 full batches and one of 8
 
 
-def test_same_final_weights_across_loaders(job_b64_r0, job_b64_r1, job_b32_r0):
+def test_same_final_weights_across_variants(job_b64_r0, job_b64_r1, job_b32_r0):
     for job in (job_b64_r0, job_b64_r1, job_b32_r0):
         assert len({r["final_weights_sha256"] for r in job}) == 1
-        assert all(r["same_final_weights_across_loaders"] is True for r in job)
+        assert all(r["same_final_weights_across_variants"] is True for r in job)
     # the loader order does not change the result either
     assert job_b64_r0[0]["final_weights_sha256"] == job_b64_r1[0]["final_weights_sha256"]
 
@@ -201,7 +201,8 @@ def test_warm_up_runs_on_a_copy():
     y = (y > 20).float()
     net = model.build_model(4, 5, 0)
     before = model.state_sha256(net)
-    result = measure.warm_up(net, LR, nn.BCEWithLogitsLoss(), loaders.make_loader("fastpath", x, y, 16, True, 0), 7, torch.device("cpu"))
+    result = measure.warm_up(net, LR, measure.Variant(), torch.device("cpu"),
+                             loaders.make_loader("fastpath", x, y, 16, True, 0), 7)
     assert result.steps == 7  # cycles past the 3 batches of one epoch
     assert result.first_step_s > 0 and result.steady_step_s > 0
     assert model.state_sha256(net) == before
@@ -219,7 +220,7 @@ def test_single_loader_job(data):
     records = _job(data, 100, 0, ["fastpath"])
     assert len(records) == 1
     assert records[0]["steps"] == 2
-    assert records[0]["same_final_weights_across_loaders"] is True
+    assert records[0]["same_final_weights_across_variants"] is True
 
 
 @pytest.mark.parametrize("batch_size", [ROWS + 1, 0, -32])

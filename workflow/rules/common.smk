@@ -1,5 +1,7 @@
-# Shared helpers: the library path and the job lists.
+# Shared helpers: the library path, the device plan and the job lists.
 from pathlib import Path
+
+from accel_choice.devices import planned_device
 
 LIBRARY = Path(workflow.basedir) / "workflow" / "scripts"
 
@@ -16,3 +18,17 @@ DATASETS = ["benchmark", "northstar"]
 def library(*modules):
     """Library modules a rule's results depend on: edits to them re-run the rule."""
     return [str(LIBRARY / "accel_choice" / f"{name}.py") for name in modules]
+
+
+# Decided when the workflow is parsed: GPU_DEVICE is "cuda"/"mps" when GPU jobs are
+# planned, else None. DEVICE_FINGERPRINT names the visible devices; it is a param of the
+# probe rule, so a machine that gains or swaps a GPU re-runs what depends on the probe.
+GPU_DEVICE, DEVICE_FINGERPRINT = planned_device(config["accelerator"])
+GPU_JOB_GPUS = 1 if GPU_DEVICE else 0
+GPU_TRAINING_RECORDS = (
+    expand("results/timing/gpu/bs{batch_size}.rep{repeat}.json", batch_size=BATCH_SIZES, repeat=REPEATS)
+    if GPU_DEVICE
+    else []
+)
+GPU_TRANSFER_RECORDS = expand("results/timing/gpu/transfer.rep{repeat}.json", repeat=REPEATS) if GPU_DEVICE else []
+GPU_TABLES = ["results/tables/gpu_training.json", "results/tables/transfers.json"] if GPU_DEVICE else []

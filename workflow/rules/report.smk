@@ -23,6 +23,8 @@ rule report:
         exports=expand("results/data/{dataset}.export.json", dataset=DATASETS),
         training="results/tables/cpu_training.json",
         load_convert="results/tables/load_convert.json",
+        probe="results/env/devices.json",
+        gpu=GPU_TABLES,
         code=library("report", "decision", "plots", "theory", "aggregate"),
     output:
         md=report("results/REPORT.md", caption="../report/report_md.rst", category="Decision"),
@@ -42,6 +44,8 @@ rule report:
         seed=config["seed"],
         noise_iqr_ratio=config["aggregate"]["noise_iqr_ratio"],
         outlier_factor=config["aggregate"]["outlier_factor"],
+        accelerator=config["accelerator"],
+        speedup_threshold=config["gpu"]["speedup_threshold"],
         config=config,
     log:
         "results/logs/report.log",

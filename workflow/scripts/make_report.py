@@ -14,25 +14,36 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
         meta["export"] = atomic.read_json(export_path)
         datasets.append(meta)
     training = atomic.read_json(inp.training)
-    train_table, load_table = training["table"], atomic.read_json(inp.load_convert)["table"]
+    train_table, non_finite = training["table"], training["non_finite"]
+    load_table = atomic.read_json(inp.load_convert)["table"]
+    probe = atomic.read_json(inp.probe)
+    transfers = None
+    if inp.gpu:  # [gpu_training.json, transfers.json] when GPU jobs were planned
+        gpu_training = atomic.read_json(inp.gpu[0])
+        train_table, non_finite = train_table + gpu_training["table"], non_finite + gpu_training["non_finite"]
+        transfers = atomic.read_json(inp.gpu[1])
     widths = (p.features, p.hidden, 1)
 
-    full_path = aggregate.full_path(train_table, load_table)
-    sheet = decision.decision_sheet(train_table, load_table, environment["quick"], widths, p.batch_sizes)
-    verdict = decision.verdict(train_table, full_path, environment["quick"], widths)
+    full_path = aggregate.full_path(train_table, load_table, transfers)
+    sheet = decision.decision_sheet(train_table, load_table, environment["quick"], widths, p.batch_sizes,
+                                    probe=probe, transfers=transfers, accelerator=p.accelerator)
+    verdict = decision.verdict(train_table, full_path, environment["quick"], widths, probe=probe,
+                               threshold=p.speedup_threshold)
     tables.write_csv(out.full_path_csv, full_path)
     atomic.write_json(out.decision, {"verdict": verdict, "sheet": sheet, "full_path": full_path,
                                     "environment": envinfo.quick_environment(p.seed)})
     plots.decision_figure(
         train_table, full_path, out.png, out.svg,
-        title=f"{environment['quick']['cpu_model']}, {train_table[0]['threads'][0]} torch thread(s); "
+        title=f"{environment['quick']['cpu_model']}, {train_table[0]['threads'][0]} torch thread(s)"
+              f"{'; GPU: ' + ', '.join(d['name'] for d in probe['cuda_devices']) if transfers else '; no GPU measured'}; "
               f"n={p.rows:,}, model {p.features}→{p.hidden}→1, repeats {train_table[0]['repeats']}",
     )
     text = report.render(report.ReportInputs(
         environment=environment, datasets=datasets, train_table=train_table, load_table=load_table,
-        full_path_rows=full_path, non_finite=training["non_finite"], sheet=sheet, verdict=verdict, widths=widths,
+        full_path_rows=full_path, non_finite=non_finite, sheet=sheet, verdict=verdict, widths=widths,
         rows=p.rows, batch_sizes=p.batch_sizes, bandwidth_gb_s=p.bandwidth_gb_s, seed=p.seed,
-        noise_iqr_ratio=p.noise_iqr_ratio, outlier_factor=p.outlier_factor,
+        noise_iqr_ratio=p.noise_iqr_ratio, outlier_factor=p.outlier_factor, probe=probe, transfers=transfers,
+        accelerator=p.accelerator,
     ))
     atomic.write_text(out.config, yaml.safe_dump(p.config, sort_keys=False))
     atomic.write_text(out.md, text)

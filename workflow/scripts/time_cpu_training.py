@@ -15,7 +15,7 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     x, y = torch.from_numpy(dataset.features.copy()), torch.from_numpy(dataset.target.copy())
     started = time.time()
     records = measure.measure_training_job(
-        x, y, int(wc.batch_size), int(wc.repeat), p.loaders,
+        x, y, int(wc.batch_size), int(wc.repeat), measure.cpu_variants(p.loaders),
         seed=p.seed, hidden=p.hidden, lr=p.lr, warmup_steps=p.warmup_steps,
     )
     # Wall-clock interval of the measurement: lets a test prove no two timing jobs overlapped.

@@ -16,6 +16,9 @@ def _group(records: Iterable[dict[str, Any]], keys: Sequence[str]) -> dict[tuple
     return dict(sorted(groups.items()))
 
 
+VARIANT_KEYS = ("device", "precision", "placement", "loader", "batch_size")
+
+
 def check_training_records(records: Sequence[dict[str, Any]], rows: int) -> None:
     """Refuse a set of records that cannot be compared: different data, different start weights."""
     if not records:
@@ -26,10 +29,10 @@ def check_training_records(records: Sequence[dict[str, Any]], rows: int) -> None
     initial = {r["initial_weights_sha256"] for r in records}
     if len(initial) != 1:
         raise ValueError(f"records start from {len(initial)} different initial weights; all must share one seed")
-    repeats = _group(records, ("batch_size", "loader", "repeat"))
+    repeats = _group(records, (*VARIANT_KEYS, "repeat"))
     duplicated = [key for key, group in repeats.items() if len(group) > 1]
     if duplicated:
-        raise ValueError(f"duplicate records for (batch_size, loader, repeat) {duplicated[0]}")
+        raise ValueError(f"duplicate records for ({', '.join(VARIANT_KEYS)}, repeat) {duplicated[0]}")
 
 
 def aggregate_training(
@@ -38,20 +41,22 @@ def aggregate_training(
     noise_iqr_ratio: float = NOISE_IQR_RATIO,
     outlier_factor: float = OUTLIER_FACTOR,
 ) -> list[dict[str, Any]]:
-    """One row per (batch_size, loader): epoch and eval time summaries, throughput from the median."""
+    """One row per variant (device, precision, placement, loader, batch size): epoch and eval
+    time summaries over the finite repeats, throughput from the median."""
     check_training_records(records, rows)
     finite = [r for r in records if r["finite"]]
     table = []
-    for (batch_size, loader), group in _group(finite, ("batch_size", "loader")).items():
+    for key, group in _group(finite, VARIANT_KEYS).items():
         group = sorted(group, key=lambda r: r["repeat"])
         epoch = summarize([r["epoch_s"] for r in group], noise_iqr_ratio, outlier_factor)
         evaluation = summarize([r["eval_s"] for r in group], noise_iqr_ratio, outlier_factor)
         samples = group[0]["samples"]
+        peaks = [r["peak_memory_bytes"] for r in group if r["peak_memory_bytes"] is not None]
+        startups = [r["context_startup_s"] for r in group if r["context_startup_s"] is not None]
         table.append(
             {
-                "batch_size": batch_size,
-                "loader": loader,
-                "device": group[0]["device"],
+                **dict(zip(VARIANT_KEYS, key)),
+                "grad_scaler": group[0]["grad_scaler"],
                 "repeats": len(group),
                 "samples": samples,
                 "steps": group[0]["steps"],
@@ -77,11 +82,13 @@ def aggregate_training(
                 "noisy": epoch["noisy"],
                 "noise_reasons": epoch["noise_reasons"],
                 "eval_noisy": evaluation["noisy"],
-                "same_final_weights_across_loaders": all(r["same_final_weights_across_loaders"] for r in group),
+                "same_final_weights_across_variants": all(r["same_final_weights_across_variants"] for r in group),
+                "peak_memory_bytes_max": max(peaks) if peaks else None,
+                "context_startup_s_median": _median(startups) if startups else None,
             }
         )
     _add_loader_overhead(table)
-    return table
+    return sorted(table, key=lambda r: (r["device"], r["precision"], r["placement"], r["batch_size"], r["loader"]))
 
 
 def _median(values: Sequence[float]) -> float:
@@ -89,16 +96,20 @@ def _median(values: Sequence[float]) -> float:
 
 
 def _add_loader_overhead(table: list[dict[str, Any]]) -> None:
-    """DataLoader time over fast-path time per batch size: the loader's Python overhead as a ratio."""
-    fast = {row["batch_size"]: row["epoch_s_median"] for row in table if row["loader"] == "fastpath"}
+    """Epoch time over the fast path's for the same device, precision, placement and batch
+    size: for the DataLoader, its per-sample Python overhead as a ratio."""
+    def peer(row: dict[str, Any]) -> tuple[Any, ...]:
+        return (row["device"], row["precision"], row["placement"], row["batch_size"])
+
+    fast = {peer(row): row["epoch_s_median"] for row in table if row["loader"] == "fastpath"}
     for row in table:
-        base = fast.get(row["batch_size"])
+        base = fast.get(peer(row))
         row["epoch_s_over_fastpath"] = row["epoch_s_median"] / base if base else None
 
 
 def non_finite_records(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
-        {k: r[k] for k in ("batch_size", "loader", "repeat", "final_loss", "mean_train_loss")}
+        {k: r[k] for k in (*VARIANT_KEYS, "grad_scaler", "repeat", "nonfinite_step", "final_loss", "mean_train_loss")}
         for r in records
         if not r["finite"]
     ]
@@ -155,30 +166,94 @@ def aggregate_load_convert(
     return table
 
 
+def aggregate_transfers(jobs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per copy (what, direction, memory): median seconds over repeats, min, max, GB/s from
+    the median; and the fixed costs, context start-up and pinning, with their spread."""
+    if not jobs:
+        raise ValueError("no transfer records to aggregate")
+    copies = [dict(c, repeat=job["repeat"]) for job in jobs for c in job["copies"]]
+    table = []
+    for (what, direction, memory), group in _group(copies, ("what", "direction", "memory")).items():
+        seconds = summarize([c["seconds"] for c in group])
+        table.append(
+            {
+                "what": what,
+                "direction": direction,
+                "memory": memory,
+                "bytes": group[0]["bytes"],
+                "repeats": len(group),
+                "seconds_median": seconds["median"],
+                "seconds_min": seconds["min"],
+                "seconds_max": seconds["max"],
+                "gb_per_s": group[0]["bytes"] / seconds["median"] / 1e9,
+                "noisy": seconds["noisy"],
+            }
+        )
+    startup = summarize([job["context_startup_s"] for job in jobs])
+    pins = [job["pin_memory_s"] for job in jobs if job["pin_memory_s"] is not None]
+    return {
+        "device": jobs[0]["device"],
+        "copies": sorted(table, key=lambda r: (r["direction"], r["memory"], r["bytes"])),
+        "context_startup_s": {k: startup[k] for k in ("median", "min", "max")},
+        "pin_memory_s_median": _median(pins) if pins else None,
+    }
+
+
+def _copy_seconds(transfers: dict[str, Any] | None, what: str, direction: str) -> tuple[float, float, float]:
+    if not transfers:
+        return 0.0, 0.0, 0.0
+    for row in transfers["copies"]:
+        if row["what"] == what and row["direction"] == direction and row["memory"] == "pageable":
+            return row["seconds_median"], row["seconds_min"], row["seconds_max"]
+    raise ValueError(f"no {direction} transfer of {what!r} in the transfer table")
+
+
 def full_path(
     train_table: Sequence[dict[str, Any]],
     load_table: Sequence[dict[str, Any]],
+    transfers: dict[str, Any] | None = None,
     dataset: str = "benchmark",
 ) -> list[dict[str, Any]]:
-    """Load + convert + train epoch + eval, per format × loader × batch size, from the medians."""
+    """Load + convert + transfer + train epoch + eval for every format × training variant.
+
+    Medians add up to `total_s`; `total_min_s`..`total_max_s` add the training and eval
+    min/max (and the transfers' min/max) to the load medians. Device rows also carry the
+    fixed start-up (CUDA context), separately and in `total_with_startup_s`. Transfer:
+    resident data pay one pageable host→device copy of the matrix; every device row pays
+    the device→host copy of the predictions; streamed rows pay their copies inside the epoch.
+    """
     rows = []
     for load in (r for r in load_table if r["dataset"] == dataset):
         load_s = load["read_s_median"] + load["to_pandas_s_median"]
         convert_s = load["to_numpy_s_median"] + load["to_torch_s_median"]
         for train in train_table:
-            total = load_s + convert_s + train["epoch_s_median"] + train["eval_s_median"]
+            on_device = train["device"] != "cpu"
+            device_transfers = transfers if on_device else None
+            matrix = _copy_seconds(device_transfers, "matrix", "host_to_device") if train["placement"] == "resident" else (0.0, 0.0, 0.0)
+            predictions = _copy_seconds(device_transfers, "predictions", "device_to_host")
+            startup = device_transfers["context_startup_s"]["median"] if device_transfers else 0.0
+            fixed = load_s + convert_s
+            total = fixed + matrix[0] + predictions[0] + train["epoch_s_median"] + train["eval_s_median"]
             rows.append(
                 {
                     "format": load["format"],
+                    "device": train["device"],
+                    "precision": train["precision"],
+                    "placement": train["placement"],
                     "loader": train["loader"],
                     "batch_size": train["batch_size"],
                     "load_s": load_s,
                     "convert_s": convert_s,
+                    "transfer_s": matrix[0] + predictions[0],
                     "train_s": train["epoch_s_median"],
                     "eval_s": train["eval_s_median"],
                     "total_s": total,
+                    "total_min_s": fixed + matrix[1] + predictions[1] + train["epoch_s_min"] + train["eval_s_min"],
+                    "total_max_s": fixed + matrix[2] + predictions[2] + train["epoch_s_max"] + train["eval_s_max"],
+                    "startup_s": startup,
+                    "total_with_startup_s": total + startup,
                     "train_share": train["epoch_s_median"] / total,
                     "noisy": bool(load["noisy"] or train["noisy"]),
                 }
             )
-    return sorted(rows, key=lambda r: (r["format"], r["loader"], r["batch_size"]))
+    return sorted(rows, key=lambda r: (r["device"], r["format"], r["precision"], r["placement"], r["loader"], r["batch_size"]))

@@ -70,6 +70,12 @@ def check_schema(config: dict[str, Any], schema_path: str | os.PathLike[str]) ->
         raise ConfigError("invalid configuration, nothing was run:\n  " + "\n  ".join(errors))
 
 
+def normalize_config(config: dict[str, Any]) -> None:
+    """YAML 1.1 reads an unquoted `off` as false (and `on` as true): take them as meant."""
+    if config.get("accelerator") is False:
+        config["accelerator"] = "off"
+
+
 def check_config(config: dict[str, Any]) -> None:
     rows = config["data"]["benchmark"]["rows"]
     too_large = [b for b in config["timing"]["batch_sizes"] if b > rows]

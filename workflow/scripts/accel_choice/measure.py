@@ -1,22 +1,31 @@
-"""One CPU timing job: warm up, time one training epoch and one evaluation pass per loader.
+"""One timing job: warm up, time one training epoch and one evaluation pass per variant.
 
-Measurement discipline (torch.utils.benchmark's, applied to a whole epoch):
-- `time.perf_counter()` around the loop; on CUDA a synchronize before each clock read;
+A variant is (loader, precision, placement): the CPU job runs every loader in fp32 on host
+data; a GPU job runs fp32/fp16/bf16 with data resident on the device (sliced there) or
+streamed from the host batch by batch. Measurement discipline (torch.utils.benchmark's,
+applied to a whole epoch):
+- `time.perf_counter()` around the loop, the device synchronized before each clock read;
 - a warm-up on a throw-away copy of the model, so first-call costs (allocator, kernel
   selection, Adam's lazy state) are paid before the clock starts and the timed model
   still starts from the seeded initial weights;
-- the load average before and after, and the process CPU time, kept in every record;
-- the invariants of section 28.3.5 checked on every record.
+- the load average before and after, the process CPU time and (CUDA) the peak memory,
+  kept in every record;
+- the invariants of section 28.3.5 checked on every record;
+- non-finite losses caught without a host sync per step: each step's loss is stored in a
+  device buffer and inspected after the clock stops. A non-finite gradient surfaces there
+  too: Adam turns it into non-finite weights, hence a non-finite next loss (or non-finite
+  final weights, which are checked); with a GradScaler an inf gradient only skips the step.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import os
 import statistics
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,21 +33,84 @@ import torch
 from torch import nn
 
 from . import theory
+from .devices import peak_memory_bytes, reset_peak_memory, synchronize
 from .loaders import Batch, make_loader
 from .model import build_model, make_optimizer, state_sha256
+
+PRECISIONS = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
+PLACEMENTS = ("host", "resident", "streamed")
 
 
 class InvariantError(AssertionError):
     """A timing record broke an invariant: the measurement, not the machine, is wrong."""
 
 
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+@dataclass(frozen=True)
+class Variant:
+    loader: str = "fastpath"
+    precision: str = "fp32"
+    placement: str = "host"  # host: CPU job; resident: data on the device; streamed: batches copied per step
+    grad_scaler: bool = True  # used by fp16 only
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"unknown precision {self.precision!r}; allowed: {', '.join(PRECISIONS)}")
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"unknown placement {self.placement!r}; allowed: {', '.join(PLACEMENTS)}")
+
+    @property
+    def uses_scaler(self) -> bool:
+        return self.precision == "fp16" and self.grad_scaler
 
 
 def load_average() -> list[float]:
     return list(os.getloadavg())
+
+
+class _Streamed:
+    """Host batches copied to the device one by one, as `model(xb.to(device))` does."""
+
+    def __init__(self, inner: Iterable[Batch], device: torch.device):
+        self.inner, self.device = inner, device
+
+    def __iter__(self) -> Iterator[Batch]:
+        for xb, yb in self.inner:
+            yield xb.to(self.device), yb.to(self.device)
+
+
+def _batches(variant: Variant, x: torch.Tensor, y: torch.Tensor, batch_size: int, shuffle: bool, seed: int,
+             device: torch.device, x_device: torch.Tensor, y_device: torch.Tensor) -> Iterable[Batch]:
+    if variant.placement == "streamed":
+        return _Streamed(make_loader(variant.loader, x, y, batch_size, shuffle, seed), device)
+    if variant.placement == "resident":
+        return make_loader(variant.loader, x_device, y_device, batch_size, shuffle, seed)
+    return make_loader(variant.loader, x, y, batch_size, shuffle, seed)
+
+
+class _Trainer:
+    """Model, optimizer, loss, autocast and scaler for one variant; `step` is one update."""
+
+    def __init__(self, model: nn.Module, lr: float, variant: Variant, device: torch.device):
+        self.model, self.device = model, device
+        self.optimizer = make_optimizer(model, lr)
+        self.loss_fn = nn.BCEWithLogitsLoss()
+        self.dtype = PRECISIONS[variant.precision]
+        self.scaler = torch.amp.GradScaler(device.type, enabled=variant.uses_scaler)
+
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
+        if self.dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=self.dtype)
+
+    def step(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        self.optimizer.zero_grad(set_to_none=True)
+        with self.autocast():
+            loss = self.loss_fn(self.model(xb), yb)
+        # A disabled GradScaler passes straight through to backward() and optimizer.step().
+        self.scaler.scale(loss).backward()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        return loss.detach()
 
 
 @dataclass
@@ -49,37 +121,36 @@ class EpochResult:
     cpu_seconds: float
     last_loss: float
     mean_loss: float
+    nonfinite_step: int | None
     finite: bool
 
 
-def _step(model: nn.Module, optimizer: torch.optim.Optimizer, loss_fn: nn.Module, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-    optimizer.zero_grad(set_to_none=True)
-    loss = loss_fn(model(xb), yb)
-    loss.backward()
-    optimizer.step()
-    return loss.detach()
-
-
-def train_epoch(
-    model: nn.Module, optimizer: torch.optim.Optimizer, loss_fn: nn.Module, batches: Iterable[Batch], device: torch.device
-) -> EpochResult:
+def train_epoch(trainer: _Trainer, batches: Iterable[Batch], max_steps: int) -> EpochResult:
     """Time one pass over `batches`, loader iteration included: that is part of the path."""
-    model.train()
+    trainer.model.train()
+    device = trainer.device
+    losses = torch.full((max_steps,), float("nan"), device=device)
+    weights = torch.zeros(max_steps)
     samples = steps = 0
-    loss_sum = torch.zeros((), device=device)
-    last = loss_sum
     synchronize(device)
     cpu0, t0 = time.process_time(), time.perf_counter()
     for xb, yb in batches:
-        last = _step(model, optimizer, loss_fn, xb, yb)
-        loss_sum += last * xb.shape[0]
+        losses[steps] = trainer.step(xb, yb)
+        weights[steps] = xb.shape[0]
         samples += xb.shape[0]
         steps += 1
     synchronize(device)
     seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - cpu0
-    params_finite = all(bool(torch.isfinite(p).all()) for p in model.parameters())
-    mean_loss = float(loss_sum) / max(samples, 1)
-    return EpochResult(samples, steps, seconds, cpu_seconds, float(last), mean_loss, params_finite and math.isfinite(mean_loss))
+    losses = losses[:steps].float().cpu()
+    bad = (~torch.isfinite(losses)).nonzero()
+    nonfinite_step = int(bad[0]) if len(bad) else None
+    params_finite = all(bool(torch.isfinite(p).all()) for p in trainer.model.parameters())
+    mean_loss = float((losses * weights[:steps]).sum()) / max(samples, 1)
+    return EpochResult(
+        samples, steps, seconds, cpu_seconds, float(losses[-1]) if steps else math.nan, mean_loss,
+        nonfinite_step if nonfinite_step is not None else (None if params_finite else steps - 1),
+        nonfinite_step is None and params_finite,
+    )
 
 
 @dataclass
@@ -90,18 +161,19 @@ class EvalResult:
     accuracy: float
 
 
-def evaluate(model: nn.Module, loss_fn: nn.Module, batches: Iterable[Batch], device: torch.device) -> EvalResult:
+def evaluate(trainer: _Trainer, batches: Iterable[Batch]) -> EvalResult:
     """One pass under `torch.no_grad()`; loss and accuracy at threshold 0.5 over all samples."""
+    model, device = trainer.model, trainer.device
     model.eval()
     samples = 0
     loss_sum = torch.zeros((), device=device)
     correct = torch.zeros((), device=device, dtype=torch.int64)
     synchronize(device)
     t0 = time.perf_counter()
-    with torch.no_grad():
+    with torch.no_grad(), trainer.autocast():
         for xb, yb in batches:
             logits = model(xb)
-            loss_sum += loss_fn(logits, yb) * xb.shape[0]
+            loss_sum += trainer.loss_fn(logits, yb).float() * xb.shape[0]
             correct += ((logits > 0).to(yb.dtype) == yb).sum()
             samples += xb.shape[0]
     synchronize(device)
@@ -116,26 +188,24 @@ class WarmupResult:
     steady_step_s: float
 
 
-def warm_up(model: nn.Module, lr: float, loss_fn: nn.Module, batches: Iterable[Batch], steps: int, device: torch.device) -> WarmupResult:
-    """Run `steps` optimizer steps on a copy of `model`, cycling through `batches`.
+def warm_up(model: nn.Module, lr: float, variant: Variant, device: torch.device, batches: Iterable[Batch], steps: int) -> WarmupResult:
+    """Run `steps` updates on a copy of `model`, cycling through `batches`.
 
     Returns the first step's time and the median of the last half, so the report can show
     how large the first-call cost was that the warm-up kept out of the timed epoch.
     """
-    shadow = copy.deepcopy(model)
-    optimizer = make_optimizer(shadow, lr)
+    trainer = _Trainer(copy.deepcopy(model), lr, variant, device)
     times: list[float] = []
     while len(times) < steps:
         for xb, yb in batches:
             synchronize(device)
             t0 = time.perf_counter()
-            _step(shadow, optimizer, loss_fn, xb, yb)
+            trainer.step(xb, yb)
             synchronize(device)
             times.append(time.perf_counter() - t0)
             if len(times) >= steps:
                 break
-    steady = times[len(times) // 2 :]
-    return WarmupResult(len(times), times[0], statistics.median(steady))
+    return WarmupResult(len(times), times[0], statistics.median(times[len(times) // 2 :]))
 
 
 def check_invariants(record: dict[str, Any], rows: int) -> dict[str, bool]:
@@ -144,9 +214,8 @@ def check_invariants(record: dict[str, Any], rows: int) -> dict[str, bool]:
         "samples_eq_rows": record["samples"] == rows,
         "eval_samples_eq_rows": record["eval_samples"] == rows,
         "steps_eq_ceil_rows_over_batch": record["steps"] == theory.steps_per_epoch(rows, record["batch_size"]),
-        "samples_per_s_eq_samples_over_epoch_s": math.isclose(
-            record["samples_per_s"], record["samples"] / record["epoch_s"], rel_tol=1e-12
-        ),
+        "samples_per_s_eq_samples_over_epoch_s": record["epoch_s"] > 0
+        and math.isclose(record["samples_per_s"], record["samples"] / record["epoch_s"], rel_tol=1e-12),
     }
     broken = [name for name, ok in checks.items() if not ok]
     if broken:
@@ -157,8 +226,8 @@ def check_invariants(record: dict[str, Any], rows: int) -> dict[str, bool]:
     return checks
 
 
-def measure_loader(
-    loader: str,
+def measure_variant(
+    variant: Variant,
     x: torch.Tensor,
     y: torch.Tensor,
     batch_size: int,
@@ -168,26 +237,37 @@ def measure_loader(
     lr: float,
     warmup_steps: int,
     device: torch.device,
+    x_device: torch.Tensor | None = None,
+    y_device: torch.Tensor | None = None,
 ) -> dict[str, Any]:
-    """Warm up, then time one epoch and one evaluation pass for one loader."""
-    loss_fn = nn.BCEWithLogitsLoss()
+    """Warm up, then time one epoch and one evaluation pass for one variant.
+
+    `x`, `y` are host tensors; `x_device`, `y_device` the same data already on `device`
+    (used by the resident placement).
+    """
+    x_device = x if x_device is None else x_device
+    y_device = y if y_device is None else y_device
     model = build_model(x.shape[1], hidden, seed).to(device)
     initial_sha = state_sha256(model)
-    warm = warm_up(model, lr, loss_fn, make_loader(loader, x, y, batch_size, True, seed + 1), warmup_steps, device)
-    optimizer = make_optimizer(model, lr)
-    # The same loader seed for every loader kind: identical batches, so identical work.
-    train_batches = make_loader(loader, x, y, batch_size, True, seed)
-    eval_batches = make_loader(loader, x, y, batch_size, False, seed)
+    reset_peak_memory(device)
+    warm = warm_up(model, lr, variant, device, _batches(variant, x, y, batch_size, True, seed + 1, device, x_device, y_device), warmup_steps)
+    trainer = _Trainer(model, lr, variant, device)
+    # The same loader seed for every variant: identical batches, so identical work.
+    train_batches = _batches(variant, x, y, batch_size, True, seed, device, x_device, y_device)
+    eval_batches = _batches(variant, x, y, batch_size, False, seed, device, x_device, y_device)
 
     load_before = load_average()
-    epoch = train_epoch(model, optimizer, loss_fn, train_batches, device)
-    evaluation = evaluate(model, loss_fn, eval_batches, device)
+    epoch = train_epoch(trainer, train_batches, theory.steps_per_epoch(x.shape[0], batch_size))
+    evaluation = evaluate(trainer, eval_batches)
     load_after = load_average()
 
     record: dict[str, Any] = {
         "batch_size": batch_size,
-        "loader": loader,
-        "device": str(device),
+        "loader": variant.loader,
+        "device": device.type,
+        "precision": variant.precision,
+        "placement": variant.placement,
+        "grad_scaler": variant.uses_scaler,
         "samples": epoch.samples,
         "steps": epoch.steps,
         "epoch_s": epoch.seconds,
@@ -200,6 +280,8 @@ def measure_loader(
         "final_loss": epoch.last_loss,
         "mean_train_loss": epoch.mean_loss,
         "finite": epoch.finite,
+        "nonfinite_step": epoch.nonfinite_step,
+        "peak_memory_bytes": peak_memory_bytes(device),
         "warmup_steps": warm.steps,
         "warmup_first_step_s": warm.first_step_s,
         "warmup_steady_step_s": warm.steady_step_s,
@@ -213,34 +295,59 @@ def measure_loader(
     return record
 
 
+def cpu_variants(loaders: Sequence[str]) -> list[Variant]:
+    return [Variant(loader=loader, precision="fp32", placement="host") for loader in loaders]
+
+
+def gpu_variants(precisions: Sequence[str], placements: Sequence[str], grad_scaler: bool) -> list[Variant]:
+    return [Variant("fastpath", precision, placement, grad_scaler) for precision in precisions for placement in placements]
+
+
+def context_startup_seconds(device: torch.device) -> float | None:
+    """The device runtime's one-off start-up (CUDA context), a fixed cost kept out of the epoch."""
+    if device.type == "cpu":
+        return None
+    t0 = time.perf_counter()
+    torch.zeros(1, device=device)
+    synchronize(device)
+    return time.perf_counter() - t0
+
+
 def measure_training_job(
     x: torch.Tensor,
     y: torch.Tensor,
     batch_size: int,
     repeat: int,
-    loaders: Sequence[str],
+    variants: Sequence[Variant],
     *,
     seed: int,
     hidden: int,
     lr: float,
     warmup_steps: int,
-    device: str = "cpu",
+    device: str | torch.device = "cpu",
 ) -> list[dict[str, Any]]:
-    """Every loader once, in an order that alternates with the repeat so neither always goes first."""
+    """Every variant once, in an order that alternates with the repeat so none always goes first."""
     if not 1 <= batch_size <= x.shape[0]:
         raise ValueError(f"batch size {batch_size} must be between 1 and the data's {x.shape[0]} rows")
-    target_device = torch.device(device)
-    x, y = x.to(target_device), y.reshape(-1, 1).to(target_device)
-    order = list(loaders) if repeat % 2 == 0 else list(reversed(loaders))
+    target = torch.device(device)
+    startup = context_startup_seconds(target)
+    y = y.reshape(-1, 1)
+    needs_resident = any(v.placement == "resident" for v in variants)
+    x_device, y_device = (x.to(target), y.to(target)) if needs_resident else (None, None)
+    order = list(variants) if repeat % 2 == 0 else list(reversed(variants))
     records = []
-    for position, loader in enumerate(order):
-        record = measure_loader(
-            loader, x, y, batch_size, seed=seed, hidden=hidden, lr=lr, warmup_steps=warmup_steps, device=target_device
+    for position, variant in enumerate(order):
+        record = measure_variant(
+            variant, x, y, batch_size, seed=seed, hidden=hidden, lr=lr, warmup_steps=warmup_steps, device=target,
+            x_device=x_device, y_device=y_device,
         )
-        record.update(repeat=repeat, position_in_job=position)
+        record.update(repeat=repeat, position_in_job=position, context_startup_s=startup)
         records.append(record)
-    # Identical batches in identical order must give identical weights, whatever the loader.
-    same_weights = len({r["final_weights_sha256"] for r in records}) == 1
-    for record in records:
-        record["same_final_weights_across_loaders"] = same_weights
+    # Identical batches in identical order at one precision must give identical weights,
+    # whatever the loader or placement: a check that the variants really did the same work.
+    for precision in {r["precision"] for r in records}:
+        peers = [r for r in records if r["precision"] == precision]
+        same = len({r["final_weights_sha256"] for r in peers}) == 1
+        for record in peers:
+            record["same_final_weights_across_variants"] = same
     return records

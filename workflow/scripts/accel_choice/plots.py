@@ -13,8 +13,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from . import atomic  # noqa: E402
 
-STAGES = (("load_s", "load"), ("convert_s", "convert"), ("train_s", "train epoch"), ("eval_s", "eval"))
-PATHS = (("csv", "dataloader", "CSV + DataLoader (textbook)"), ("parquet", "fastpath", "Parquet + fast path"))
+STAGES = (("load_s", "load"), ("convert_s", "convert"), ("transfer_s", "transfer"), ("train_s", "train epoch"), ("eval_s", "eval"))
+# (device, format, precision, placement, loader, label, hatch)
+PATHS = (
+    ("cpu", "csv", "fp32", "host", "dataloader", "CPU: CSV + DataLoader (textbook)", "//"),
+    ("cpu", "parquet", "fp32", "host", "fastpath", "CPU: Parquet + fast path", None),
+    ("cuda", "parquet", "fp32", "resident", "fastpath", "GPU: Parquet, fp32, resident", ".."),
+)
 
 
 def decision_figure(
@@ -36,14 +41,20 @@ def decision_figure(
     plt.close(figure)
 
 
+def _series(row: dict[str, Any]) -> str:
+    if row["device"] == "cpu":
+        return f"CPU {row['loader']}"
+    return f"{row['device'].upper()} {row['precision']} {row['placement']}"
+
+
 def _throughput_panel(axes: Any, train_table: Sequence[dict[str, Any]]) -> None:
-    for loader in sorted({row["loader"] for row in train_table}):
-        rows = sorted((r for r in train_table if r["loader"] == loader), key=lambda r: r["batch_size"])
+    for series in sorted({_series(row) for row in train_table}):
+        rows = sorted((r for r in train_table if _series(r) == series), key=lambda r: r["batch_size"])
         sizes = [r["batch_size"] for r in rows]
         median = [r["samples_per_s"] for r in rows]
         low = [m - r["samples_per_s_min"] for m, r in zip(median, rows)]
         high = [r["samples_per_s_max"] - m for m, r in zip(median, rows)]
-        axes.errorbar(sizes, median, yerr=[low, high], marker="o", capsize=4, label=f"{loader} (median, min–max)")
+        axes.errorbar(sizes, median, yerr=[low, high], marker="o", capsize=4, label=f"{series} (median, min–max)")
         noisy = [(s, m) for s, m, r in zip(sizes, median, rows) if r["noisy"]]
         if noisy:
             labelled = "noisy (flagged)" in axes.get_legend_handles_labels()[1]
@@ -54,32 +65,34 @@ def _throughput_panel(axes: Any, train_table: Sequence[dict[str, Any]]) -> None:
     axes.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
     axes.set_xlabel("batch size B")
     axes.set_ylabel("training samples / s (one epoch)")
-    axes.set_title("CPU training throughput")
+    axes.set_yscale("log")
+    axes.set_title("Training throughput")
     axes.grid(True, alpha=0.3)
     axes.legend(fontsize=8)
 
 
 def _full_path_panel(axes: Any, full_path_rows: Sequence[dict[str, Any]]) -> None:
     sizes = sorted({r["batch_size"] for r in full_path_rows})
-    width = 0.38
+    paths = []
+    for device, fmt, precision, placement, loader, label, hatch in PATHS:
+        cells = {r["batch_size"]: r for r in full_path_rows if (r["device"], r["format"], r["precision"], r["placement"],
+                                                                  r["loader"]) == (device, fmt, precision, placement, loader)}
+        if cells:
+            paths.append((cells, label, hatch))
+    width = 0.8 / max(len(paths), 1)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for offset, (fmt, loader, label) in zip((-width / 2, width / 2), PATHS):
-        cells = {r["batch_size"]: r for r in full_path_rows if r["format"] == fmt and r["loader"] == loader}
-        if not cells:
-            continue
-        positions = [i + offset for i in range(len(sizes))]
+    for number, (cells, label, hatch) in enumerate(paths):
+        positions = [i + (number - (len(paths) - 1) / 2) * width for i in range(len(sizes))]
         bottom = [0.0] * len(sizes)
-        hatch = "//" if loader == "dataloader" else None
         for (key, stage), color in zip(STAGES, colors):
             heights = [cells[s][key] * 1e3 if s in cells else 0.0 for s in sizes]
             axes.bar(positions, heights, width, bottom=bottom, color=color, hatch=hatch, edgecolor="black", linewidth=0.4,
-                     label=stage if offset < 0 else None)
+                     label=stage if number == 0 else None)
             bottom = [b + h for b, h in zip(bottom, heights)]
-        for x, total in zip(positions, bottom):
-            axes.annotate(label.split(" ")[0], (x, total), ha="center", va="bottom", fontsize=6, rotation=90)
+        axes.bar([], [], color="white", hatch=hatch, edgecolor="black", label=label)
     axes.set_xticks(range(len(sizes)), [str(s) for s in sizes])
-    axes.set_xlabel("batch size B   (hatched, left: CSV + DataLoader; plain, right: Parquet + fast path)")
-    axes.set_ylabel("milliseconds, medians")
-    axes.set_title("Full path per epoch: load + convert + train + eval")
+    axes.set_xlabel("batch size B")
+    axes.set_ylabel("milliseconds, medians (fixed start-up not shown)")
+    axes.set_title("Full path per epoch: load + convert + transfer + train + eval")
     axes.grid(True, axis="y", alpha=0.3)
-    axes.legend(fontsize=8)
+    axes.legend(fontsize=7)

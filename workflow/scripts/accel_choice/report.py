@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import theory
+from . import decision, theory
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,9 @@ class ReportInputs:
     seed: int
     noise_iqr_ratio: float
     outlier_factor: float
+    probe: dict[str, Any] | None = None  # the device probe record
+    transfers: dict[str, Any] | None = None  # aggregated transfer timings, when a GPU was measured
+    accelerator: str = "auto"
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -38,7 +41,7 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.2f}"
 
 
-def _environment_section(env: dict[str, Any]) -> str:
+def _environment_section(env: dict[str, Any], probe: dict[str, Any] | None, accelerator: str) -> str:
     quick = env["quick"]
     collected = env["collect_env"]
     workflow = quick["workflow"]
@@ -54,7 +57,11 @@ def _environment_section(env: dict[str, Any]) -> str:
         ("GPU", ", ".join(quick["nvidia_gpu_models"]) or "none"),
         ("key packages", ", ".join(f"{k} {v}" for k, v in quick["packages"].items())),
         ("workflow commit", commit),
+        ("accelerator setting", accelerator),
     ]
+    if probe is not None:
+        devices = "; ".join(f"{d['name']} (sm {d['capability']}, {d['total_memory_bytes'] / 2**30:.1f} GiB)" for d in probe["cuda_devices"])
+        rows.append(("device probe", devices or ("MPS" if probe["mps_available"] else "no accelerator visible")))
     return "## Environment\n\n" + table(("", ""), rows) + (
         "\n\nThe complete `torch.utils.collect_env` record is `env/collect_env.txt`; every job's own record "
         "is inside its JSON output. Absolute times hold only for this machine; compare ratios within one run."
@@ -98,6 +105,7 @@ def _load_section(load_table: Sequence[dict[str, Any]]) -> str:
 
 
 def _cpu_section(train_table: Sequence[dict[str, Any]]) -> str:
+    train_table = [r for r in train_table if r["device"] == "cpu"]
     rows = [
         (
             r["batch_size"], r["loader"], r["repeats"], r["steps"], _ms(r["epoch_s_median"]),
@@ -118,26 +126,83 @@ def _cpu_section(train_table: Sequence[dict[str, Any]]) -> str:
         "samples_per_s == samples / epoch_s. Both loaders see identical batches (one seeded permutation), "
         "so `vs fast path` is the DataLoader's per-sample Python overhead alone"
         + ("; the final weights were bitwise identical across loaders in every job."
-           if all(r["same_final_weights_across_loaders"] for r in train_table)
+           if all(r["same_final_weights_across_variants"] for r in train_table)
            else "; **the final weights differed between loaders in some job** — see the records.")
     )
 
 
 def _full_path_section(rows: Sequence[dict[str, Any]]) -> str:
     body = [
-        (r["format"], r["loader"], r["batch_size"], _ms(r["load_s"]), _ms(r["convert_s"]), _ms(r["train_s"]), _ms(r["eval_s"]),
-         _ms(r["total_s"]), f"{r['train_share']:.0%}", "**noisy**" if r["noisy"] else "")
+        (r["device"], r["format"], r["precision"], r["placement"], r["loader"], r["batch_size"], _ms(r["load_s"]),
+         _ms(r["convert_s"]), _ms(r["transfer_s"]), _ms(r["train_s"]), _ms(r["eval_s"]), _ms(r["total_s"]),
+         f"{_ms(r['total_min_s'])}–{_ms(r['total_max_s'])}", _ms(r["startup_s"]), f"{r['train_share']:.0%}",
+         "**noisy**" if r["noisy"] else "")
         for r in rows
     ]
     return "## Full path per epoch on the benchmark matrix (ms, sums of medians)\n\n" + table(
-        ("format", "loader", "B", "load", "convert", "train", "eval", "total", "train share", "flag"), body
+        ("device", "format", "precision", "placement", "loader", "B", "load", "convert", "transfer", "train", "eval", "total",
+         "total min–max", "fixed start-up", "train share", "flag"), body
+    ) + (
+        "\n\n`total min–max` adds the training and evaluation (and transfer) minima and maxima to the load medians. "
+        "`fixed start-up` is the device runtime's one-off start (CUDA context), paid once per process, not per epoch."
     )
+
+
+def _gpu_section(inputs: ReportInputs) -> str:
+    rows = [r for r in inputs.train_table if r["device"] != "cpu"]
+    if not rows:
+        return ""
+    body = []
+    for r in rows:
+        bound = decision.memory_bound_bytes(inputs.widths, r["batch_size"], inputs.rows if r["placement"] == "resident" else 0)
+        peak = r["peak_memory_bytes_max"]
+        body.append((
+            r["device"], r["precision"] + (" + GradScaler" if r["grad_scaler"] else ""), r["placement"], r["batch_size"],
+            r["repeats"], _ms(r["epoch_s_median"]), f"{_ms(r['epoch_s_min'])}–{_ms(r['epoch_s_max'])}",
+            f"{r['samples_per_s']:,.0f}", _ms(r["eval_s_median"]), f"{peak:,}" if peak is not None else "n/a", f"{bound:,}",
+            f"{peak / bound:.2f}" if peak else "", "**noisy**: " + "; ".join(r["noise_reasons"]) if r["noisy"] else "",
+        ))
+    text = "## GPU training: one epoch (ms, medians over repeats)\n\n" + table(
+        ("device", "precision", "placement", "B", "repeats", "epoch", "min–max", "samples/s", "eval", "peak bytes",
+         "bound bytes", "peak/bound", "flag"), body
+    ) + (
+        "\n\nBound: Adam fp32 4·P·4 + forward and backward activations (2 × forward) + the resident matrix where the data "
+        "live on the device. Peak: `torch.cuda.max_memory_allocated()` after `reset_peak_memory_stats()`, which also counts "
+        "the allocator's workspace (e.g. cuBLAS), so a peak above this bound is expected and says what the bound leaves out."
+    )
+    if inputs.transfers:
+        t = inputs.transfers
+        copies = [(c["what"], c["direction"].replace("_", " "), c["memory"], f"{c['bytes']:,}", f"{c['seconds_median'] * 1e6:.1f}",
+                   f"{c['seconds_min'] * 1e6:.1f}–{c['seconds_max'] * 1e6:.1f}", f"{c['gb_per_s']:.2f}") for c in t["copies"]]
+        pin = t["pin_memory_s_median"]
+        text += (
+            "\n\n## Transfers (measured on their own, synchronize before each clock read)\n\n"
+            f"Context start-up (fixed cost): {t['context_startup_s']['median'] * 1e3:.1f} ms median "
+            f"({t['context_startup_s']['min'] * 1e3:.1f}–{t['context_startup_s']['max'] * 1e3:.1f} ms)"
+            + (f"; pinning the matrix: {pin * 1e3:.2f} ms" if pin is not None else "") + ".\n\n"
+            + table(("what", "direction", "memory", "bytes", "µs (median)", "µs min–max", "GB/s"), copies)
+        )
+    comparison = inputs.verdict.get("comparison")
+    if comparison:
+        low, high = comparison["speedup_range"]
+        text += (
+            "\n\n## CPU vs GPU, full path of one epoch\n\n"
+            + table(("", "CPU", "GPU"), [
+                ("best variant", decision._describe(comparison["cpu"]), decision._describe(comparison["gpu"])),
+                ("full path, ms", _ms(comparison["cpu"]["total_s"]), _ms(comparison["gpu"]["total_s"])),
+                ("spread, ms", f"{_ms(comparison['cpu']['total_min_s'])}–{_ms(comparison['cpu']['total_max_s'])}",
+                 f"{_ms(comparison['gpu']['total_min_s'])}–{_ms(comparison['gpu']['total_max_s'])}"),
+                ("fixed start-up, ms", "0", _ms(comparison["gpu"]["startup_s"])),
+                ("speedup CPU/GPU", "", f"{comparison['speedup']:.2f}× ({low:.2f}–{high:.2f}×); threshold {comparison['threshold']:g}×"),
+            ])
+        )
+    return text
 
 
 def _theory_section(inputs: ReportInputs) -> str:
     widths, n = inputs.widths, inputs.rows
     p = theory.param_count(widths)
-    measured = {(r["batch_size"], r["loader"]): r for r in inputs.train_table}
+    measured = {(r["batch_size"], r["loader"]): r for r in inputs.train_table if r["device"] == "cpu"}
     rows = []
     for b in inputs.batch_sizes:
         fast = measured.get((b, "fastpath"))
@@ -160,7 +225,7 @@ def _theory_section(inputs: ReportInputs) -> str:
         f"{inputs.bandwidth_gb_s:g} GB/s (assumed effective bandwidth, `report.bandwidth_gb_s`).\n\n"
         + table(
             ("B", "steps/epoch", "fwd FLOP/batch", "fwd+bwd FLOP/batch (3×)", "fwd+bwd counted*", "fwd+bwd MFLOP/epoch",
-             "fwd activation bytes/batch", "batch transfer µs", "achieved GFLOP/s (fast path, measured)"),
+             "fwd activation bytes/batch", "batch transfer µs", "achieved GFLOP/s (CPU fast path, measured)"),
             rows,
         )
         + "\n\n*What a FLOP counter sees: the first layer computes no input gradient, so backward is below 2× forward. "
@@ -175,10 +240,15 @@ def _sheet_section(sheet: Sequence[dict[str, str]]) -> str:
 
 
 def _flags_section(inputs: ReportInputs) -> str:
-    noisy = [f"- training B={r['batch_size']} {r['loader']}: " + "; ".join(r["noise_reasons"]) for r in inputs.train_table if r["noisy"]]
+    noisy = [f"- training {r['device']} {r['precision']} {r['placement']} B={r['batch_size']} {r['loader']}: "
+             + "; ".join(r["noise_reasons"]) for r in inputs.train_table if r["noisy"]]
     noisy += [f"- load {r['dataset']} {r['format']}: " + "; ".join(r["noise_reasons"]) for r in inputs.load_table if r["noisy"]]
-    non_finite = [f"- B={r['batch_size']} {r['loader']} repeat {r['repeat']}: loss {r['mean_train_loss']}" for r in inputs.non_finite]
-    loads = [r["loadavg_max"] for r in inputs.train_table]
+    non_finite = [
+        f"- {r['device']} {r['precision']}{' + GradScaler' if r['grad_scaler'] else ' without GradScaler'} {r['placement']} "
+        f"B={r['batch_size']} {r['loader']} repeat {r['repeat']}: first non-finite loss at step {r['nonfinite_step']}"
+        for r in inputs.non_finite
+    ]
+    loads = [r["loadavg_max"] for r in inputs.train_table] or [0.0]
     text = (
         "## Measurement conditions and flags\n\n"
         f"A cell is flagged noisy when IQR/median > {inputs.noise_iqr_ratio:.0%} or a repeat exceeds "
@@ -187,7 +257,7 @@ def _flags_section(inputs: ReportInputs) -> str:
     )
     text += ("Flagged cells (kept in the tables, not averaged away):\n" + "\n".join(noisy)) if noisy else "No cell was flagged noisy."
     if non_finite:
-        text += "\n\nNon-finite runs, excluded from the medians:\n" + "\n".join(non_finite)
+        text += "\n\nNon-finite runs (NaN/inf loss or weights), excluded from the medians:\n" + "\n".join(non_finite)
     return text
 
 
@@ -198,14 +268,15 @@ def render(inputs: ReportInputs) -> str:
         f"**Verdict: {v['device']}.** {v['claim']}\n\n" + "\n".join(f"- {reason}" for reason in v["reasons"]),
         _sheet_section(inputs.sheet),
         _cpu_section(inputs.train_table),
+        _gpu_section(inputs),
         _full_path_section(inputs.full_path_rows),
         _load_section(inputs.load_table),
         _theory_section(inputs),
         _data_section(inputs.datasets),
         _flags_section(inputs),
-        _environment_section(inputs.environment),
+        _environment_section(inputs.environment, inputs.probe, inputs.accelerator),
         f"## Reproduce\n\n`snakemake --cores 4` with the archived `config.yaml` (seed {inputs.seed}). "
         "Figure: `figures/decision.png` (and `.svg`). Tables: `tables/*.csv` and `*.json`. "
         "The textbook's exercise-2 shape: `s111_cpu_results.json`.",
     ]
-    return "\n\n".join(sections) + "\n"
+    return "\n\n".join(section for section in sections if section) + "\n"

@@ -1,0 +1,15 @@
+"""Rule probe_devices: what accelerators torch sees on the machine that runs this job."""
+
+from accel_choice import atomic, devices, envinfo
+from accel_choice.runtime import job
+
+with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821 (injected by Snakemake)
+    probed = devices.probe()
+    probed.update(
+        mode=snakemake.params.mode,  # noqa: F821
+        planned_fingerprint=snakemake.params.fingerprint,  # noqa: F821
+        fingerprint=devices.fingerprint(probed),
+        environment=envinfo.quick_environment(),
+    )
+    atomic.write_json(snakemake.output[0], probed)  # noqa: F821
+    log.info("devices: %s", probed["fingerprint"])

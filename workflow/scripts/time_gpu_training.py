@@ -1,0 +1,27 @@
+"""Rule time_gpu_training: one repeat of one batch size, every precision and placement, on the GPU."""
+
+import time
+
+import torch
+
+from accel_choice import atomic, dataio, devices, envinfo, measure
+from accel_choice.runtime import job
+
+inp, wc, p = snakemake.input, snakemake.wildcards, snakemake.params  # noqa: F821 (injected by Snakemake)
+with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
+    device = devices.require(p.device)
+    meta, export = atomic.read_json(inp.meta), atomic.read_json(inp.export)
+    dataset = dataio.load_exported_parquet(inp.data, meta, export)
+    x, y = torch.from_numpy(dataset.features.copy()), torch.from_numpy(dataset.target.copy())
+    started = time.time()
+    records = measure.measure_training_job(
+        x, y, int(wc.batch_size), int(wc.repeat), measure.gpu_variants(p.precisions, p.placements, p.grad_scaler),
+        seed=p.seed, hidden=p.hidden, lr=p.lr, warmup_steps=p.warmup_steps, device=device,
+    )
+    # Wall-clock interval of the measurement: lets a test prove no two timing jobs overlapped.
+    atomic.write_json(snakemake.output[0], {  # noqa: F821
+        "records": records, "wall_interval": [started, time.time()],
+        "environment": envinfo.quick_environment(p.seed), "probe": devices.probe()})
+    for r in records:
+        log.info("B=%s %s %s: epoch %.2f ms, finite=%s, peak %s bytes", r["batch_size"], r["precision"], r["placement"],
+                 r["epoch_s"] * 1e3, r["finite"], r["peak_memory_bytes"])
