@@ -141,6 +141,34 @@ def test_changing_the_bandwidth_reruns_only_the_report(finished: Path) -> None:
     assert plan == {"report": 1, "all": 1}
 
 
+def test_no_gpu_here_so_auto_planned_no_gpu_jobs(finished: Path) -> None:
+    probe = read(finished / "results/env/devices.json")
+    assert probe["cuda_available"] is False and probe["fingerprint"] == "none"
+    assert not (finished / "results/timing/gpu").exists()
+    assert "| 3 | Transfer measured on its own (to(device) + synchronize) | not measurable here |" in (
+        finished / "results/REPORT.md").read_text()
+
+
+def test_a_change_of_visible_devices_reruns_only_what_used_the_probe(finished: Path) -> None:
+    # Switching accelerator changes the probe's fingerprint param, exactly as a new GPU would:
+    # the probe and the report re-run, no CPU measurement does.
+    plan = planned_jobs(snakemake(finished, changed(accelerator="off"), "-n"))
+    assert plan == {"probe_devices": 1, "report": 1, "all": 1}
+
+
+def test_require_plans_gpu_jobs_without_a_gpu_on_the_submit_host(finished: Path) -> None:
+    plan = planned_jobs(snakemake(finished, changed(accelerator="require"), "-n"))
+    assert plan == {"probe_devices": 1, "time_transfer": 3, "time_gpu_training": 6, "aggregate_gpu": 1, "report": 1, "all": 1}
+
+
+def test_require_fails_clearly_on_a_machine_without_gpu(tmp_path: Path) -> None:
+    result = snakemake(tmp_path, changed(accelerator="require"), "results/timing/gpu/transfer.rep0.json")
+    assert result.returncode != 0
+    log = (tmp_path / "results/logs/time_transfer/rep0.log").read_text()
+    assert "DeviceUnavailable: this job needs a CUDA device, but none is visible" in log
+    assert not (tmp_path / "results/timing/gpu/transfer.rep0.json").exists()
+
+
 def test_changing_the_seed_reruns_everything(finished: Path) -> None:
     plan = planned_jobs(snakemake(finished, changed(seed=8), "-n"))
     assert plan == {
@@ -162,7 +190,16 @@ BAD_CONFIGS = [
     ("bandwidth 0", {"report": {"bandwidth_gb_s": 0}}, "bandwidth_gb_s"),
     ("rows as a float", {"data": {"benchmark": {"rows": 256.5}}}, "rows"),
     ("late rate of 1", {"data": {"northstar": {"late_rate": 1.0}}}, "late_rate"),
+    ("unknown precision", {"gpu": {"precisions": ["fp32", "fp8"]}}, "gpu.precisions"),
+    ("speedup threshold below 1", {"gpu": {"speedup_threshold": 0.5}}, "gpu.speedup_threshold"),
 ]
+
+
+def test_unknown_accelerator_mode_fails_naming_the_key(tmp_path: Path) -> None:
+    result = snakemake(tmp_path, changed(accelerator="turbo"), "-n")
+    assert result.returncode != 0
+    assert "config key accelerator" in result.stdout + result.stderr
+    assert not (tmp_path / "results").exists()
 
 
 @pytest.mark.parametrize(("case", "override", "key"), BAD_CONFIGS, ids=[c[0] for c in BAD_CONFIGS])

@@ -20,7 +20,7 @@ def library(*modules):
     return [str(LIBRARY / "accel_choice" / f"{name}.py") for name in modules]
 
 
-# Decided when the workflow is parsed: GPU_DEVICE is "cuda"/"mps" when GPU jobs are
+# Decided when the workflow is parsed: GPU_DEVICE is "cuda" or "mps" when GPU jobs are
 # planned, else None. DEVICE_FINGERPRINT names the visible devices; it is a param of the
 # probe rule, so a machine that gains or swaps a GPU re-runs what depends on the probe.
 GPU_DEVICE, DEVICE_FINGERPRINT = planned_device(config["accelerator"])
