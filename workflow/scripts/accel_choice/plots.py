@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 from . import atomic  # noqa: E402
 
@@ -81,18 +82,18 @@ def _full_path_panel(axes: Any, full_path_rows: Sequence[dict[str, Any]]) -> Non
             paths.append((cells, label, hatch))
     width = 0.8 / max(len(paths), 1)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    handles = [Patch(facecolor=color, edgecolor="black", label=stage) for (_, stage), color in zip(STAGES, colors)]
     for number, (cells, label, hatch) in enumerate(paths):
         positions = [i + (number - (len(paths) - 1) / 2) * width for i in range(len(sizes))]
         bottom = [0.0] * len(sizes)
         for (key, stage), color in zip(STAGES, colors):
             heights = [cells[s][key] * 1e3 if s in cells else 0.0 for s in sizes]
-            axes.bar(positions, heights, width, bottom=bottom, color=color, hatch=hatch, edgecolor="black", linewidth=0.4,
-                     label=stage if number == 0 else None)
+            axes.bar(positions, heights, width, bottom=bottom, color=color, hatch=hatch, edgecolor="black", linewidth=0.4)
             bottom = [b + h for b, h in zip(bottom, heights)]
-        axes.bar([], [], color="white", hatch=hatch, edgecolor="black", label=label)
+        handles.append(Patch(facecolor="white", hatch=hatch, edgecolor="black", label=f"{label} (bar {number + 1})"))
     axes.set_xticks(range(len(sizes)), [str(s) for s in sizes])
     axes.set_xlabel("batch size B")
     axes.set_ylabel("milliseconds, medians (fixed start-up not shown)")
     axes.set_title("Full path per epoch: load + convert + transfer + train + eval")
     axes.grid(True, axis="y", alpha=0.3)
-    axes.legend(fontsize=7)
+    axes.legend(handles=handles, fontsize=7)
