@@ -27,6 +27,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/timing.smk"
 include: "workflow/rules/gpu.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/northstar.smk"
 include: "workflow/rules/report.smk"
 
 

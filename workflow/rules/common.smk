@@ -32,3 +32,17 @@ GPU_TRAINING_RECORDS = (
 )
 GPU_TRANSFER_RECORDS = expand("results/timing/gpu/transfer.rep{repeat}.json", repeat=REPEATS) if GPU_DEVICE else []
 GPU_TABLES = ["results/tables/gpu_training.json", "results/tables/transfers.json"] if GPU_DEVICE else []
+
+# Northstar model selection runs on the CPU and, where GPU jobs are planned, on the GPU too.
+NORTHSTAR_DEVICES = ["cpu"] + ([GPU_DEVICE] if GPU_DEVICE else [])
+USER_TABLE = config["data"]["northstar"]["table"]
+NORTHSTAR_SOURCE = (
+    [USER_TABLE["path"]]
+    if USER_TABLE
+    else ["results/data/northstar.npy", "results/data/northstar.meta.json"]
+)
+
+
+def gpus_for_device(wildcards):
+    """GPU count a per-device job asks the scheduler for."""
+    return 0 if wildcards.device == "cpu" else 1

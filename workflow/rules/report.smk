@@ -25,6 +25,9 @@ rule report:
         load_convert="results/tables/load_convert.json",
         probe="results/env/devices.json",
         gpu=GPU_TABLES,
+        selection="results/tables/time_to_target.json",
+        seed_limits="results/northstar/seed_limits.json",
+        gradient_variance="results/tables/gradient_variance.json",
         code=library("report", "decision", "plots", "theory", "aggregate"),
     output:
         md=report("results/REPORT.md", caption="../report/report_md.rst", category="Decision"),

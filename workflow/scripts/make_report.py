@@ -43,7 +43,8 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
         full_path_rows=full_path, non_finite=non_finite, sheet=sheet, verdict=verdict, widths=widths,
         rows=p.rows, batch_sizes=p.batch_sizes, bandwidth_gb_s=p.bandwidth_gb_s, seed=p.seed,
         noise_iqr_ratio=p.noise_iqr_ratio, outlier_factor=p.outlier_factor, probe=probe, transfers=transfers,
-        accelerator=p.accelerator,
+        accelerator=p.accelerator, selection=atomic.read_json(inp.selection), seed_limits=atomic.read_json(inp.seed_limits),
+        gradient_variance=atomic.read_json(inp.gradient_variance),
     ))
     atomic.write_text(out.config, yaml.safe_dump(p.config, sort_keys=False))
     atomic.write_text(out.md, text)

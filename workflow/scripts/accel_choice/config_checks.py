@@ -76,11 +76,26 @@ def normalize_config(config: dict[str, Any]) -> None:
         config["accelerator"] = "off"
 
 
+def _check_at_most(key: str, sizes: list[int], limit: int, what: str) -> None:
+    too_large = [b for b in sizes if b > limit]
+    if too_large:
+        raise ConfigError(f"config key {key}: {too_large} larger than {what} = {limit}; allowed: batch sizes between 1 and {limit}")
+
+
 def check_config(config: dict[str, Any]) -> None:
     rows = config["data"]["benchmark"]["rows"]
-    too_large = [b for b in config["timing"]["batch_sizes"] if b > rows]
-    if too_large:
-        raise ConfigError(
-            f"config key timing.batch_sizes: {too_large} larger than data.benchmark.rows = {rows}; "
-            f"allowed: batch sizes between 1 and {rows}"
-        )
+    _check_at_most("timing.batch_sizes", config["timing"]["batch_sizes"], rows, "data.benchmark.rows")
+    _check_at_most("gradient_variance.batch_sizes", config["gradient_variance"]["batch_sizes"], rows, "data.benchmark.rows")
+    split = config["selection"]["split"]
+    total = split["train"] + split["val"] + split["test"]
+    if abs(total - 1) > 1e-9:
+        raise ConfigError(f"config key selection.split: train + val + test = {total:g}; allowed: ratios that add up to 1")
+    table = config["data"]["northstar"]["table"]
+    if table is not None:
+        if not os.path.isfile(table["path"]):
+            raise ConfigError(f"config key data.northstar.table.path: {table['path']} does not exist; allowed: a Parquet or CSV file")
+        return  # its row count is known only once the file is read (prepare_northstar checks it)
+    train_rows = int(config["data"]["northstar"]["rows"] * split["train"])
+    sizes = [*config["selection"]["batch_sizes"], config["selection"]["seed_batch_size"]]
+    _check_at_most("selection.batch_sizes / selection.seed_batch_size", sizes, train_rows,
+                   "the training split (data.northstar.rows × selection.split.train)")

@@ -98,3 +98,31 @@ def full_environment() -> dict[str, Any]:
         "collect_env_pretty": collect_env.pretty_str(info),
         "quick": quick_environment(),
     }
+
+
+def _flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in record.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(_flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def differences(records: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Keys whose values differ between environment records, with the distinct values seen."""
+    flat = [_flatten(r) for r in records]
+    keys = sorted(set().union(*flat)) if flat else []
+    differing = {}
+    for key in keys:
+        values = [json_value(f.get(key)) for f in flat]
+        distinct = list(dict.fromkeys(values))
+        if len(distinct) > 1:
+            differing[key] = distinct
+    return differing
+
+
+def json_value(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value

@@ -38,7 +38,7 @@ class FastPathLoader:
         self.x, self.y, self.batch_size, self.shuffle, self.generator = x, y, batch_size, shuffle, generator
 
     def __iter__(self) -> Iterator[Batch]:
-        order = torch.randperm(self.x.shape[0], generator=self.generator) if self.shuffle else None
+        order = torch.randperm(self.x.shape[0], generator=self.generator).to(self.x.device) if self.shuffle else None
         return _sliced(self.x, self.y, self.batch_size, order)
 
     def __len__(self) -> int:

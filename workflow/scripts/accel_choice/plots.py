@@ -35,11 +35,7 @@ def decision_figure(
     _full_path_panel(stacked, full_path_rows)
     figure.suptitle(title, fontsize=10)
     figure.tight_layout()
-    # Metadata without a date keeps the SVG identical for identical numbers.
-    for path, fmt in ((png_path, "png"), (svg_path, "svg")):
-        with atomic.atomic_path(path) as tmp:
-            figure.savefig(tmp, format=fmt, dpi=130, metadata={"Date": None} if fmt == "svg" else None)
-    plt.close(figure)
+    _save(figure, png_path, svg_path)
 
 
 def _series(row: dict[str, Any]) -> str:
@@ -97,3 +93,46 @@ def _full_path_panel(axes: Any, full_path_rows: Sequence[dict[str, Any]]) -> Non
     axes.set_title("Full path per epoch: load + convert + transfer + train + eval")
     axes.grid(True, axis="y", alpha=0.3)
     axes.legend(handles=handles, fontsize=7)
+
+
+def _save(figure: Any, png_path: str | os.PathLike[str], svg_path: str | os.PathLike[str]) -> None:
+    # Metadata without a date keeps the SVG identical for identical numbers.
+    for path, fmt in ((png_path, "png"), (svg_path, "svg")):
+        with atomic.atomic_path(path) as tmp:
+            figure.savefig(tmp, format=fmt, dpi=130, metadata={"Date": None} if fmt == "svg" else None)
+    plt.close(figure)
+
+
+def learning_curves(
+    histories: dict[str, Sequence[dict[str, Any]]], target: float, png_path: str | os.PathLike[str], svg_path: str | os.PathLike[str]
+) -> None:
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    for name, history in histories.items():
+        axes.plot([r["cumulative_s"] for r in history], [r["val_loss"] for r in history], marker=".", label=name)
+    axes.axhline(target, color="black", linestyle="--", linewidth=1, label="time-to-target threshold")
+    axes.set_xlabel("cumulative wall time, s (training + validation)")
+    axes.set_ylabel("validation log loss")
+    axes.set_title("Northstar: validation loss against time per batch size")
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize=7)
+    figure.tight_layout()
+    _save(figure, png_path, svg_path)
+
+
+def gradient_variance_figure(result: dict[str, Any], png_path: str | os.PathLike[str], svg_path: str | os.PathLike[str]) -> None:
+    rows = result["table"]
+    sizes = [r["batch_size"] for r in rows]
+    figure, axes = plt.subplots(figsize=(6.5, 4.5))
+    axes.errorbar(sizes, [r["measured"] for r in rows], yerr=[2 * r["measured_stderr"] for r in rows], marker="o",
+                  linestyle="none", capsize=4, label=f"measured over {result['draws']} mini-batches (±2 SE)")
+    axes.plot(sizes, [r["predicted"] for r in rows], label="σ²/B · (N−B)/(N−1), without replacement")
+    axes.plot(sizes, [r["predicted_iid"] for r in rows], linestyle=":", label="σ²/B, independent samples")
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("batch size B")
+    axes.set_ylabel("E‖g_B − G‖²")
+    axes.set_title(f"Gradient variance vs batch size (N={result['rows']:,}, P={result['parameters']:,})")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize=7)
+    figure.tight_layout()
+    _save(figure, png_path, svg_path)

@@ -29,6 +29,9 @@ class ReportInputs:
     probe: dict[str, Any] | None = None  # the device probe record
     transfers: dict[str, Any] | None = None  # aggregated transfer timings, when a GPU was measured
     accelerator: str = "auto"
+    selection: dict[str, Any] | None = None  # time-to-target result with per-run rows
+    seed_limits: dict[str, Any] | None = None
+    gradient_variance: dict[str, Any] | None = None
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -233,6 +236,69 @@ def _theory_section(inputs: ReportInputs) -> str:
     )
 
 
+def _selection_section(result: dict[str, Any] | None) -> str:
+    if not result:
+        return ""
+    body = [
+        (r["device"], r["batch_size"], r["best_epoch"], f"{r['stopped_epoch']}{' (early)' if r['stopped_early'] else ''}",
+         f"{r['best_val_loss']:.4f}", f"{r['seconds']:.2f}" if r["reached"] else "not reached",
+         r["updates"] if r["reached"] else "", f"{r['test_log_loss']:.4f}", f"{r['test_roc_auc']:.3f}",
+         f"{r['test_brier']:.4f}", f"{r['test_accuracy_at_0_5']:.3f}", f"{r['test_base_rate']:.3f}",
+         f"{r['test_base_rate_log_loss']:.4f}")
+        for r in sorted(result["rows"], key=lambda r: (r["device"], r["batch_size"]))
+    ]
+    return (
+        "## Northstar model selection: early stopping, test once, time to target\n\n"
+        f"Target: validation log loss ≤ {result['target_val_loss']:.4f} (within {result['within']:.0%} of the best, "
+        f"{result['best_val_loss']:.4f}). **Fastest to target: {result['fastest'] or 'none reached it'}.**\n\n"
+        + table(("device", "B", "best epoch", "stopped", "best val loss", "s to target", "updates to target",
+                 "test log loss", "test AUC", "test Brier", "test acc@0.5", "test base rate", "base-rate log loss"), body)
+        + "\n\nThe test split was evaluated once per run, after restoring the best checkpoint "
+        "(`torch.load(..., weights_only=True)`); standardisation statistics come from the training split only. "
+        "Curves: `figures/northstar_curves.png`; TensorBoard: `tensorboard --logdir results/northstar/tensorboard`."
+    )
+
+
+def _seed_section(result: dict[str, Any] | None) -> str:
+    if not result:
+        return ""
+    numeric, stats, env = result["numeric"], result["statistical"], result["environmental"]
+    yes = {True: "yes", False: "**no**"}
+    differences = env["differences"]
+    env_text = (
+        "none differ" if not differences
+        else "; ".join(f"`{key}`: {', '.join(map(str, values))}" for key, values in differences.items())
+    )
+    rows = [
+        ("numeric", f"seed {numeric['seed']} trained twice on this machine: identical weights {yes[numeric['identical_weights']]}, "
+                    f"identical loss curves {yes[numeric['identical_loss_curves']]}"),
+        ("statistical", f"{len(result['seeds'])} seeds at B={result['batch_size']}: test log loss "
+                        f"{stats['log_loss']['mean']:.4f} ± {stats['log_loss']['std']:.4f} "
+                        f"({stats['log_loss']['min']:.4f}–{stats['log_loss']['max']:.4f}); AUC "
+                        f"{stats['roc_auc']['mean']:.3f} ± {stats['roc_auc']['std']:.3f} "
+                        f"({stats['roc_auc']['min']:.3f}–{stats['roc_auc']['max']:.3f})"),
+        ("environmental", f"{env['records_compared']} environment records compared: {env_text}"),
+    ]
+    return "## Seed limits (measured)\n\n" + table(("reproducibility", "result"), rows) + (
+        "\n\nA seed promises the same numbers only with the same environment record; across machines, library "
+        "versions or thread counts, compare the statistical row, not bits."
+    )
+
+
+def _gradient_variance_section(result: dict[str, Any] | None) -> str:
+    if not result:
+        return ""
+    body = [(r["batch_size"], f"{r['measured']:.4g}", f"{r['predicted']:.4g}", f"{r['predicted_iid']:.4g}",
+             f"{r['ratio']:.3f} ± {r['ratio_2se']:.3f}") for r in result["table"]]
+    return (
+        "## Gradient variance vs batch size (the 1/B rule, measured)\n\n"
+        f"At the {result['parameter_point']}, over {result['draws']} random mini-batches per B drawn without replacement from "
+        f"N = {result['rows']:,} rows (P = {result['parameters']:,}); σ² = {result['sigma2']:.4g}.\n\n"
+        + table(("B", "measured E‖g_B − G‖²", "predicted σ²/B·(N−B)/(N−1)", "σ²/B (independent)", "measured/predicted ± 2 SE"), body)
+        + "\n\nFigure: `figures/gradient_variance.png` (log–log)."
+    )
+
+
 def _sheet_section(sheet: Sequence[dict[str, str]]) -> str:
     return "## GPU decision sheet (section 28.3.5)\n\n" + table(
         ("step", "what", "status", "evidence"), [(s["step"], s["title"], s["status"], s["evidence"]) for s in sheet]
@@ -270,6 +336,9 @@ def render(inputs: ReportInputs) -> str:
         _cpu_section(inputs.train_table),
         _gpu_section(inputs),
         _full_path_section(inputs.full_path_rows),
+        _selection_section(inputs.selection),
+        _seed_section(inputs.seed_limits),
+        _gradient_variance_section(inputs.gradient_variance),
         _load_section(inputs.load_table),
         _theory_section(inputs),
         _data_section(inputs.datasets),

@@ -1,0 +1,149 @@
+# Northstar model selection: split, early stopping per batch size (and device), time-to-target,
+# seed limits, and the measured 1/B gradient-variance rule on the benchmark matrix.
+
+
+rule prepare_northstar:
+    input:
+        source=NORTHSTAR_SOURCE,
+        code=library("selection", "usertable"),
+    output:
+        table="results/northstar/splits.parquet",
+        meta="results/northstar/prepare.json",
+    params:
+        ratios=config["selection"]["split"],
+        seed=config["seed"],
+        user_table=USER_TABLE,
+        min_train_rows=max(config["selection"]["batch_sizes"] + [config["selection"]["seed_batch_size"]]),
+    log:
+        "results/logs/prepare_northstar.log",
+    threads: 1
+    resources:
+        timing_slot=OTHER_JOB,
+    conda:
+        ENV
+    script:
+        "../scripts/prepare_northstar.py"
+
+
+rule train_northstar:
+    input:
+        table="results/northstar/splits.parquet",
+        meta="results/northstar/prepare.json",
+        code=library("selection", "model", "loaders"),
+    output:
+        history="results/northstar/{device}/bs{batch_size}/history.json",
+        model="results/northstar/{device}/bs{batch_size}/best_model.pt",
+        events=directory("results/northstar/tensorboard/{device}_bs{batch_size}"),
+    params:
+        seed=config["seed"],
+        hidden=config["model"]["hidden"],
+        lr=config["model"]["lr"],
+        patience=config["selection"]["patience"],
+        min_delta=config["selection"]["min_delta"],
+        max_epochs=config["selection"]["max_epochs"],
+    wildcard_constraints:
+        device="cpu|cuda|mps",
+        batch_size=r"\d+",
+    log:
+        "results/logs/train_northstar/{device}_bs{batch_size}.log",
+    threads: config["timing"]["threads"]
+    resources:
+        timing_slot=TIMING_JOB,
+        gpu=gpus_for_device,
+    conda:
+        ENV
+    script:
+        "../scripts/train_northstar.py"
+
+
+rule northstar_selection:
+    input:
+        histories=expand(
+            "results/northstar/{device}/bs{batch_size}/history.json",
+            device=NORTHSTAR_DEVICES,
+            batch_size=config["selection"]["batch_sizes"],
+        ),
+        code=library("selection", "plots"),
+    output:
+        json="results/tables/time_to_target.json",
+        csv=report(
+            "results/tables/time_to_target.csv", caption="../report/time_to_target.rst", category="Training"
+        ),
+        png=report(
+            "results/figures/northstar_curves.png", caption="../report/northstar_curves.rst", category="Training"
+        ),
+        svg="results/figures/northstar_curves.svg",
+    params:
+        within=config["selection"]["target_within"],
+    log:
+        "results/logs/northstar_selection.log",
+    threads: 1
+    resources:
+        timing_slot=OTHER_JOB,
+    conda:
+        ENV
+    script:
+        "../scripts/northstar_selection.py"
+
+
+rule seed_limits:
+    input:
+        table="results/northstar/splits.parquet",
+        meta="results/northstar/prepare.json",
+        histories=expand(
+            "results/northstar/{device}/bs{batch_size}/history.json",
+            device=NORTHSTAR_DEVICES,
+            batch_size=config["selection"]["batch_sizes"],
+        ),
+        code=library("selection", "model", "loaders", "envinfo"),
+    output:
+        "results/northstar/seed_limits.json",
+    params:
+        seed=config["seed"],
+        seeds=config["selection"]["seeds"],
+        batch_size=config["selection"]["seed_batch_size"],
+        hidden=config["model"]["hidden"],
+        lr=config["model"]["lr"],
+        patience=config["selection"]["patience"],
+        min_delta=config["selection"]["min_delta"],
+        max_epochs=config["selection"]["max_epochs"],
+    log:
+        "results/logs/seed_limits.log",
+    threads: config["timing"]["threads"]
+    resources:
+        timing_slot=OTHER_JOB,
+    conda:
+        ENV
+    script:
+        "../scripts/seed_limits.py"
+
+
+rule gradient_variance:
+    input:
+        data="results/data/benchmark.parquet",
+        meta="results/data/benchmark.meta.json",
+        export="results/data/benchmark.export.json",
+        code=library("gradvar", "model", "plots"),
+    output:
+        json="results/tables/gradient_variance.json",
+        csv=report(
+            "results/tables/gradient_variance.csv", caption="../report/gradient_variance.rst", category="Training"
+        ),
+        png=report(
+            "results/figures/gradient_variance.png", caption="../report/gradient_variance.rst", category="Training"
+        ),
+        svg="results/figures/gradient_variance.svg",
+    params:
+        seed=config["seed"],
+        hidden=config["model"]["hidden"],
+        batch_sizes=config["gradient_variance"]["batch_sizes"],
+        draws=config["gradient_variance"]["draws"],
+    log:
+        "results/logs/gradient_variance.log",
+    threads: config["timing"]["threads"]
+    resources:
+        timing_slot=OTHER_JOB,
+    conda:
+        ENV
+    script:
+        "../scripts/gradient_variance.py"

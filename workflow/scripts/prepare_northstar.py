@@ -1,0 +1,38 @@
+"""Rule prepare_northstar: the seeded stratified split and train-only standardisation statistics."""
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from accel_choice import atomic, dataio, envinfo, selection, usertable
+from accel_choice.runtime import job
+
+inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
+with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
+    if p.user_table:
+        table = p.user_table
+        dataset = usertable.load_user_table(table["path"], table["target"], table["features"])
+        source = {"kind": "user table", "path": table["path"], "sha256": atomic.sha256_file(table["path"])}
+    else:
+        meta = atomic.read_json(inp.source[1])
+        dataset = dataio.load_dataset(inp.source[0], meta)
+        source = {"kind": "generated", "matrix_sha256": meta["matrix_sha256"]}
+    labels = selection.stratified_split(dataset.target, p.ratios, p.seed)
+    train_rows = int((labels == "train").sum())
+    if train_rows < p.min_train_rows:
+        raise ValueError(f"the training split has {train_rows} rows, fewer than the largest selection batch size "
+                         f"{p.min_train_rows}; use a larger table or smaller selection.batch_sizes")
+    standardizer = selection.Standardizer.fit(dataset.features[labels == "train"])
+    columns = {name: pa.array(dataset.features[:, i]) for i, name in enumerate(dataset.feature_columns)}
+    columns[dataset.target_column] = pa.array(dataset.target.astype("int8"))
+    columns["split"] = pa.array(labels)
+    with atomic.atomic_path(out.table) as tmp:
+        pq.write_table(pa.table(columns), tmp)
+    counts = {name: {"rows": int((labels == name).sum()), "positive_rate": float(dataset.target[labels == name].mean())}
+              for name in selection.SPLITS}
+    atomic.write_json(out.meta, {
+        "feature_columns": list(dataset.feature_columns), "target_column": dataset.target_column, "source": source,
+        "ratios": p.ratios, "seed": p.seed, "splits": counts,
+        "standardizer": {"fitted_on": "train", "mean": standardizer.mean, "std": standardizer.std},
+        "table_sha256": atomic.sha256_file(out.table), "environment": envinfo.quick_environment(p.seed),
+    })
+    log.info("split %s", counts)
