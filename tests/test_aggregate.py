@@ -192,7 +192,11 @@ def test_refuses_different_initial_weights():
 
 def test_refuses_duplicate_repeat():
     recs = records() + [record(512, "dataloader", 1, 0.07)]
-    with pytest.raises(ValueError, match=r"duplicate records for \(batch_size, loader, repeat\) \(512, 'dataloader', 1\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"duplicate records for \(device, precision, placement, loader, batch_size, repeat\) "
+        r"\('cpu', 'fp32', 'host', 'dataloader', 512, 1\)",
+    ):
         aggregate.aggregate_training(recs, ROWS)
 
 
@@ -229,8 +233,13 @@ def test_non_finite_records_excluded_from_medians_and_listed():
     listed = aggregate.non_finite_records(recs)
     assert len(listed) == 1
     (entry,) = listed
-    assert set(entry) == {"batch_size", "loader", "repeat", "final_loss", "mean_train_loss"}
+    assert set(entry) == {
+        "device", "precision", "placement", "loader", "batch_size", "grad_scaler", "repeat", "nonfinite_step",
+        "final_loss", "mean_train_loss",
+    }
     assert (entry["batch_size"], entry["loader"], entry["repeat"]) == (32, "fastpath", 3)
+    assert (entry["device"], entry["precision"], entry["placement"], entry["grad_scaler"]) == ("cpu", "fp32", "host", False)
+    assert entry["nonfinite_step"] == 3
     assert math.isnan(entry["final_loss"]) and math.isnan(entry["mean_train_loss"])
 
 
@@ -357,3 +366,87 @@ def test_aggregate_does_not_mutate_records():
     before = copy.deepcopy(recs)
     aggregate.aggregate_training(recs, ROWS)
     assert recs == before
+
+
+# --- variants: device, precision, placement ---------------------------------------------------
+
+
+def gpu_records():
+    """fp32 and fp16 fast-path cells on "cuda" at B=32, resident, with peak memory and context start-up."""
+    recs = []
+    for precision, runs, peaks in (("fp32", [0.010, 0.011, 0.009], [3_000_000, 3_100_000, 2_900_000]),
+                                   ("fp16", [0.008, 0.008, 0.009], [2_000_000, 2_000_000, 2_000_512])):
+        for rep, (t, peak) in enumerate(zip(runs, peaks)):
+            recs.append(record(32, "fastpath", rep, t, device="cuda", precision=precision, placement="resident",
+                               grad_scaler=precision == "fp16", peak_memory_bytes=peak,
+                               context_startup_s=[0.30, 0.20, 0.25][rep]))
+    return recs
+
+
+def test_one_row_per_variant():
+    table = aggregate.aggregate_training(records() + gpu_records(), ROWS)
+    keys = [tuple(r[k] for k in aggregate.VARIANT_KEYS) for r in table]
+    assert keys == [
+        ("cpu", "fp32", "host", "dataloader", 32), ("cpu", "fp32", "host", "fastpath", 32),
+        ("cpu", "fp32", "host", "dataloader", 512), ("cpu", "fp32", "host", "fastpath", 512),
+        ("cuda", "fp16", "resident", "fastpath", 32), ("cuda", "fp32", "resident", "fastpath", 32),
+    ]
+    fp16 = table[4]
+    assert fp16["grad_scaler"] is True and table[5]["grad_scaler"] is False
+    assert fp16["epoch_s_runs"] == [0.008, 0.008, 0.009]
+    assert fp16["peak_memory_bytes_max"] == 2_000_512
+    assert table[5]["peak_memory_bytes_max"] == 3_100_000
+    assert fp16["context_startup_s_median"] == pytest.approx(0.25)
+    assert all(r["peak_memory_bytes_max"] is None and r["context_startup_s_median"] is None for r in table[:4])
+
+
+def test_gpu_cells_do_not_change_the_cpu_rows():
+    cpu_only = aggregate.aggregate_training(records(), ROWS)
+    mixed = aggregate.aggregate_training(records() + gpu_records(), ROWS)
+    assert [r for r in mixed if r["device"] == "cpu"] == cpu_only
+
+
+def test_loader_overhead_compares_within_a_device_and_precision():
+    recs = records() + gpu_records()
+    # a GPU DataLoader cell at B=32 fp32: compared with the GPU fp32 fast path, not the CPU one
+    recs += [record(32, "dataloader", rep, t, device="cuda", placement="resident", context_startup_s=0.2)
+             for rep, t in enumerate([0.05, 0.05, 0.05])]
+    table = aggregate.aggregate_training(recs, ROWS)
+    (gpu_dl,) = [r for r in table if r["device"] == "cuda" and r["loader"] == "dataloader"]
+    assert gpu_dl["epoch_s_over_fastpath"] == pytest.approx(0.05 / 0.010)
+    assert _row([r for r in table if r["device"] == "cpu"], 32, "dataloader")["epoch_s_over_fastpath"] == \
+        pytest.approx(0.29 / 0.100)
+    for r in table:
+        if r["device"] == "cuda" and r["loader"] == "fastpath":
+            assert r["epoch_s_over_fastpath"] == pytest.approx(1.0)
+
+
+def test_same_repeat_of_different_variants_is_no_duplicate():
+    recs = records() + [record(32, "fastpath", 0, 0.1, device="cuda", placement="streamed"),
+                        record(32, "fastpath", 0, 0.1, device="cuda", placement="resident")]
+    table = aggregate.aggregate_training(recs, ROWS)
+    assert len(table) == 6
+    with pytest.raises(ValueError, match=r"duplicate records for .*\('cuda', 'fp32', 'streamed', 'fastpath', 32, 0\)"):
+        aggregate.aggregate_training(recs + [record(32, "fastpath", 0, 0.2, device="cuda", placement="streamed")], ROWS)
+
+
+def test_non_finite_gpu_record_listed_with_its_variant():
+    bad = record(32, "fastpath", 1, 0.01, finite=False, device="cuda", precision="fp16", placement="streamed",
+                 grad_scaler=False, nonfinite_step=0)
+    recs = gpu_records() + [bad]
+    (entry,) = aggregate.non_finite_records(recs)
+    assert entry == {"device": "cuda", "precision": "fp16", "placement": "streamed", "loader": "fastpath", "batch_size": 32,
+                     "grad_scaler": False, "repeat": 1, "nonfinite_step": 0, "final_loss": entry["final_loss"],
+                     "mean_train_loss": entry["mean_train_loss"]}
+    assert math.isnan(entry["final_loss"])
+    table = aggregate.aggregate_training(recs, ROWS)
+    assert not [r for r in table if r["placement"] == "streamed"]  # its only repeat was non-finite
+
+
+def test_full_path_cpu_rows_carry_no_transfer_nor_start_up(table, load_table):
+    for r in aggregate.full_path(table, load_table):
+        assert r["transfer_s"] == 0.0
+        assert r["startup_s"] == 0.0
+        assert r["total_with_startup_s"] == r["total_s"]
+        assert r["total_min_s"] <= r["total_s"] <= r["total_max_s"]
+        assert (r["device"], r["precision"], r["placement"]) == ("cpu", "fp32", "host")

@@ -1,0 +1,274 @@
+"""Device probe, fingerprint and plan; the accelerator settings of the configuration schema.
+
+Runs on a CPU-only machine: the CUDA/MPS cases use synthetic probe records, never a faked runtime.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import yaml
+
+from accel_choice import config_checks, devices
+
+CPU_ONLY = not torch.cuda.is_available() and not torch.backends.mps.is_available()
+needs_cpu_only = pytest.mark.skipif(not CPU_ONLY, reason="asserts what a machine without CUDA/MPS reports")
+
+H200 = {
+    "index": 0,
+    "name": "NVIDIA H200",
+    "capability": "9.0",
+    "total_memory_bytes": 150_020_390_912,
+    "multiprocessors": 132,
+}
+ONE_GPU = {
+    "torch_version": "2.13.0+cu128",
+    "cuda_available": True,
+    "cuda_version": "12.8",
+    "cuda_devices": [H200],
+    "nvidia_driver": "570.86.15",
+    "mps_available": False,
+    "accelerator": "cuda",
+}
+NO_DEVICE = {
+    "torch_version": "2.13.0+cpu",
+    "cuda_available": False,
+    "cuda_version": None,
+    "cuda_devices": [],
+    "nvidia_driver": None,
+    "mps_available": False,
+    "accelerator": None,
+}
+MPS = dict(NO_DEVICE, mps_available=True, accelerator="mps")
+
+
+def _two_gpus():
+    probed = copy.deepcopy(ONE_GPU)
+    probed["cuda_devices"].append(dict(H200, index=1))
+    return probed
+
+
+# --- probe --------------------------------------------------------------------------------
+
+
+@needs_cpu_only
+def test_probe_on_this_machine_sees_no_accelerator():
+    probed = devices.probe()
+    assert probed["cuda_available"] is False
+    assert probed["cuda_devices"] == []
+    assert probed["nvidia_driver"] is None
+    assert probed["mps_available"] is False
+    assert probed["accelerator"] is None
+    assert probed["torch_version"] == torch.__version__
+    assert probed["cuda_version"] == torch.version.cuda
+    assert devices.fingerprint(probed) == "none"
+    assert devices.measurable_device(probed) is None
+
+
+def test_probe_record_has_the_keys_the_report_reads():
+    assert set(devices.probe()) == set(ONE_GPU)
+
+
+# --- fingerprint ----------------------------------------------------------------------------
+
+
+def test_fingerprint_of_one_h200():
+    assert devices.fingerprint(ONE_GPU) == "cuda12.8:NVIDIA H200:9.0:150020390912;driver570.86.15"
+
+
+def test_fingerprint_of_no_device_and_of_mps():
+    assert devices.fingerprint(NO_DEVICE) == "none"
+    assert devices.fingerprint(MPS) == "mps"
+
+
+def test_fingerprint_is_stable():
+    again = copy.deepcopy(ONE_GPU)
+    assert devices.fingerprint(again) == devices.fingerprint(ONE_GPU)
+    # the same record read back from JSON with its keys in another order
+    reordered = {k: again[k] for k in reversed(list(again))}
+    reordered["cuda_devices"] = [{k: d[k] for k in reversed(list(d))} for d in again["cuda_devices"]]
+    assert devices.fingerprint(reordered) == devices.fingerprint(ONE_GPU)
+    assert devices.fingerprint(_two_gpus()) == devices.fingerprint(_two_gpus())
+
+
+def _changed(**device_fields):
+    probed = copy.deepcopy(ONE_GPU)
+    probed["cuda_devices"][0].update(device_fields)
+    return probed
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        pytest.param(_two_gpus(), id="second device added"),
+        pytest.param(NO_DEVICE, id="device removed"),
+        pytest.param(_changed(name="NVIDIA H100 80GB HBM3"), id="device swapped"),
+        pytest.param(_changed(capability="8.0"), id="capability"),
+        pytest.param(_changed(total_memory_bytes=H200["total_memory_bytes"] // 7), id="memory (e.g. a MIG slice)"),
+        pytest.param(dict(ONE_GPU, nvidia_driver="580.65.06"), id="driver updated"),
+        pytest.param(dict(ONE_GPU, cuda_version="13.0"), id="CUDA build"),
+        pytest.param(dict(ONE_GPU, mps_available=True), id="mps added"),
+    ],
+)
+def test_fingerprint_changes_with_the_devices(other):
+    assert devices.fingerprint(other) != devices.fingerprint(ONE_GPU)
+
+
+def test_fingerprint_of_two_devices_names_both():
+    two = devices.fingerprint(_two_gpus())
+    assert two.count("NVIDIA H200") == 2
+    assert two.endswith(";driver570.86.15")
+
+
+# --- which device is measured, and the plan at parse time --------------------------------------
+
+
+def test_measurable_device():
+    assert devices.measurable_device(ONE_GPU) == "cuda"
+    assert devices.measurable_device(MPS) == "mps"
+    assert devices.measurable_device(dict(ONE_GPU, mps_available=True)) == "cuda"  # CUDA first
+    assert devices.measurable_device(NO_DEVICE) is None
+
+
+def test_planned_device_off_does_not_probe(monkeypatch):
+    def no_probe():
+        raise AssertionError("accelerator: off must not probe (nor import a GPU runtime)")
+
+    monkeypatch.setattr(devices, "probe", no_probe)
+    assert devices.planned_device("off") == (None, "off")
+
+
+@needs_cpu_only
+def test_planned_device_here():
+    assert devices.planned_device("auto") == (None, "none")
+    assert devices.planned_device("require") == ("cuda", "require;none")
+
+
+@pytest.mark.parametrize(
+    ("probed", "auto", "require"),
+    [
+        (ONE_GPU, ("cuda", "cuda12.8:NVIDIA H200:9.0:150020390912;driver570.86.15"),
+         ("cuda", "require;cuda12.8:NVIDIA H200:9.0:150020390912;driver570.86.15")),
+        (MPS, ("mps", "mps"), ("cuda", "require;mps")),
+        (NO_DEVICE, (None, "none"), ("cuda", "require;none")),
+    ],
+    ids=["cuda", "mps", "none"],
+)
+def test_planned_device_from_a_probe(monkeypatch, probed, auto, require):
+    monkeypatch.setattr(devices, "probe", lambda: probed)
+    assert devices.planned_device("auto") == auto
+    assert devices.planned_device("require") == require
+
+
+@pytest.mark.parametrize("mode", ["turbo", "", "AUTO", False, None])
+def test_planned_device_rejects_other_modes(mode):
+    with pytest.raises(ValueError, match="accelerator must be one of auto, require, off"):
+        devices.planned_device(mode)
+
+
+@needs_cpu_only
+def test_require_cuda_fails_clearly_here():
+    with pytest.raises(devices.DeviceUnavailable) as info:
+        devices.require("cuda")
+    message = str(info.value)
+    assert "needs a CUDA device, but none is visible" in message
+    assert "accelerator: require" in message
+    assert "accelerator: auto" in message  # how to proceed: measure only where a GPU is visible ...
+    assert "or off for none" in message  # ... or not at all
+    assert isinstance(info.value, RuntimeError)
+
+
+@needs_cpu_only
+def test_require_mps_fails_here():
+    with pytest.raises(devices.DeviceUnavailable, match="needs a MPS device"):
+        devices.require("mps")
+
+
+def test_cpu_helpers_are_no_ops():
+    cpu = torch.device("cpu")
+    assert devices.synchronize(cpu) is None
+    assert devices.reset_peak_memory(cpu) is None
+    assert devices.peak_memory_bytes(cpu) is None
+
+
+# --- configuration: accelerator and gpu keys -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def schema(repo):
+    with open(repo / "workflow" / "schemas" / "config.schema.yaml", encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def test_yaml_off_is_read_as_false_and_normalized():
+    config = yaml.safe_load("accelerator: off\n")
+    assert config == {"accelerator": False}  # the YAML 1.1 trap normalize_config is for
+    config_checks.normalize_config(config)
+    assert config == {"accelerator": "off"}
+
+
+@pytest.mark.parametrize("value", ["auto", "require", "off", "turbo"])
+def test_normalize_leaves_strings_alone(value):
+    config = {"accelerator": value}
+    config_checks.normalize_config(config)
+    assert config == {"accelerator": value}
+
+
+def test_normalize_without_the_key():
+    config = {"seed": 1}
+    config_checks.normalize_config(config)
+    assert config == {"seed": 1}
+
+
+def test_schema_accepts_the_accelerator_settings(schema):
+    for mode in ("auto", "require", "off"):
+        assert config_checks.schema_errors({"accelerator": mode}, schema) == []
+    good_gpu = {"precisions": ["bf16"], "placements": ["streamed"], "grad_scaler": False, "speedup_threshold": 1,
+                "transfer_passes": 1}
+    assert config_checks.schema_errors({"gpu": good_gpu}, schema) == []
+
+
+def test_schema_accepts_normalized_yaml_off(schema):
+    config = yaml.safe_load("accelerator: off\n")
+    assert config_checks.schema_errors(config, schema)  # unnormalized False is refused ...
+    config_checks.normalize_config(config)
+    assert config_checks.schema_errors(config, schema) == []  # ... normalized it passes
+
+
+@pytest.mark.parametrize(
+    ("config", "key", "allowed"),
+    [
+        ({"accelerator": "turbo"}, "config key accelerator:", "allowed: one of auto, require, off"),
+        ({"gpu": {"precisions": ["fp8"]}}, "config key gpu.precisions[0]:", "allowed: one of fp32, fp16, bf16"),
+        ({"gpu": {"placements": ["pinned"]}}, "config key gpu.placements[0]:", "allowed: one of resident, streamed"),
+        ({"gpu": {"speedup_threshold": 0.9}}, "config key gpu.speedup_threshold:", "allowed: a number >= 1"),
+        ({"gpu": {"transfer_passes": 0}}, "config key gpu.transfer_passes:", "allowed: an integer >= 1"),
+        ({"gpu": {"precisions": []}}, "config key gpu.precisions:", "allowed: a list of at least 1"),
+        ({"gpu": {"placement": ["resident"]}}, "config key gpu:", "unknown key(s) placement"),
+    ],
+    ids=["accelerator", "precision", "placement", "threshold", "passes", "no precision", "typo"],
+)
+def test_schema_names_the_bad_gpu_key(schema, config, key, allowed):
+    (message,) = config_checks.schema_errors(config, schema)
+    assert message.startswith(key)
+    assert allowed in message
+
+
+def test_schema_reports_every_bad_gpu_key_at_once(schema):
+    config = {"accelerator": "turbo",
+              "gpu": {"precisions": ["fp8"], "placements": ["pinned"], "speedup_threshold": 0.5}}
+    messages = config_checks.schema_errors(config, schema)
+    assert [m.split(":")[0] for m in messages] == [
+        "config key accelerator",
+        "config key gpu.placements[0]",
+        "config key gpu.precisions[0]",
+        "config key gpu.speedup_threshold",
+    ]
+    assert "'turbo'" in messages[0] and "'pinned'" in messages[1] and "'fp8'" in messages[2] and "0.5" in messages[3]
+
+
+def test_check_schema_raises_config_error(tmp_path, repo):
+    with pytest.raises(config_checks.ConfigError, match=r"gpu\.speedup_threshold"):
+        config_checks.check_schema({"gpu": {"speedup_threshold": 0.5}}, repo / "workflow" / "schemas" / "config.schema.yaml")

@@ -1,0 +1,276 @@
+"""The device-generic code of the GPU path, run on device "cpu": variants, non-finite detector, transfers.
+
+Nothing here fakes CUDA: precisions (autocast, GradScaler) and placements (resident, streamed)
+run on the CPU, where the same code paths execute and the results are deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+import torch
+
+from accel_choice import aggregate, datagen, measure, theory, transfer
+
+SEED = 20261020
+ROWS, FEATURES, HIDDEN, LR, WARMUP, BATCH = 100, 4, 6, 1e-2, 3, 32  # 4 steps: 3 full batches and one of 4
+PRECISIONS = ["fp32", "fp16", "bf16"]
+PLACEMENTS = ["resident", "streamed"]
+
+
+@pytest.fixture(scope="module")
+def data():
+    d = datagen.make_benchmark(ROWS, FEATURES, 0.2, SEED)
+    return torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy())
+
+
+def _job(x, y, variants, repeat=0, seed=SEED):
+    return measure.measure_training_job(
+        x, y, BATCH, repeat, variants, seed=seed, hidden=HIDDEN, lr=LR, warmup_steps=WARMUP, device="cpu"
+    )
+
+
+@pytest.fixture(scope="module")
+def gpu_job(data):
+    return _job(*data, measure.gpu_variants(PRECISIONS, PLACEMENTS, True))
+
+
+def _by(records, precision, placement):
+    (record,) = [r for r in records if (r["precision"], r["placement"]) == (precision, placement)]
+    return record
+
+
+# --- variants ---------------------------------------------------------------------------------
+
+
+def test_gpu_variants_cover_every_precision_and_placement():
+    variants = measure.gpu_variants(PRECISIONS, PLACEMENTS, True)
+    assert [(v.loader, v.precision, v.placement) for v in variants] == [
+        ("fastpath", "fp32", "resident"), ("fastpath", "fp32", "streamed"),
+        ("fastpath", "fp16", "resident"), ("fastpath", "fp16", "streamed"),
+        ("fastpath", "bf16", "resident"), ("fastpath", "bf16", "streamed"),
+    ]
+    assert [v.uses_scaler for v in variants] == [False, False, True, True, False, False]
+    assert not any(v.uses_scaler for v in measure.gpu_variants(PRECISIONS, PLACEMENTS, False))
+
+
+def test_cpu_variants_are_fp32_on_host():
+    assert measure.cpu_variants(["dataloader", "fastpath"]) == [
+        measure.Variant("dataloader", "fp32", "host"), measure.Variant("fastpath", "fp32", "host")
+    ]
+    assert measure.Variant() == measure.Variant("fastpath", "fp32", "host", True)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"precision": "fp8"}, "unknown precision 'fp8'; allowed: fp32, fp16, bf16"),
+        ({"precision": "float16"}, "unknown precision 'float16'"),
+        ({"placement": "pinned"}, "unknown placement 'pinned'; allowed: host, resident, streamed"),
+        ({"placement": "device"}, "unknown placement 'device'"),
+    ],
+)
+def test_variant_validation(fields, message):
+    with pytest.raises(ValueError, match=message):
+        measure.Variant(**fields)
+    with pytest.raises(ValueError, match=message.split(";")[0]):
+        measure.gpu_variants([fields.get("precision", "fp32")], [fields.get("placement", "resident")], True)
+
+
+# --- a GPU-shaped job on the CPU -----------------------------------------------------------
+
+
+def test_one_record_per_variant(gpu_job):
+    assert len(gpu_job) == 6
+    assert [(r["precision"], r["placement"]) for r in gpu_job] == [
+        (v.precision, v.placement) for v in measure.gpu_variants(PRECISIONS, PLACEMENTS, True)
+    ]
+    assert [r["position_in_job"] for r in gpu_job] == list(range(6))
+    assert {r["device"] for r in gpu_job} == {"cpu"}
+    assert {r["loader"] for r in gpu_job} == {"fastpath"}
+    assert {r["repeat"] for r in gpu_job} == {0}
+
+
+def test_records_finite_and_invariants_hold(gpu_job):
+    for r in gpu_job:
+        assert r["finite"] is True
+        assert r["nonfinite_step"] is None
+        for key in ("epoch_s", "samples_per_s", "eval_s", "eval_loss", "final_loss", "mean_train_loss"):
+            assert math.isfinite(r[key]), key
+        assert r["invariants"] == measure.check_invariants(r, ROWS)
+        assert all(r["invariants"].values())
+        assert r["samples"] == r["eval_samples"] == ROWS
+        assert r["steps"] == theory.steps_per_epoch(ROWS, BATCH) == 4
+        assert r["warmup_steps"] == WARMUP
+        assert 0.0 <= r["eval_accuracy"] <= 1.0
+
+
+def test_same_start_and_same_work_per_precision(gpu_job):
+    assert len({r["initial_weights_sha256"] for r in gpu_job}) == 1
+    # resident and streamed feed identical batches: bitwise identical weights at one precision
+    for precision in PRECISIONS:
+        resident, streamed = _by(gpu_job, precision, "resident"), _by(gpu_job, precision, "streamed")
+        assert resident["final_weights_sha256"] == streamed["final_weights_sha256"], precision
+        assert resident["same_final_weights_across_variants"] is True
+        assert streamed["same_final_weights_across_variants"] is True
+        assert resident["final_loss"] == streamed["final_loss"]
+    # ... and the precision really changed the arithmetic
+    assert len({_by(gpu_job, p, "resident")["final_weights_sha256"] for p in PRECISIONS}) == 3
+
+
+def test_fp32_resident_matches_the_cpu_job(data, gpu_job):
+    """Resident/streamed on the CPU is the host path: same batches, same weights as the CPU job."""
+    (host,) = _job(*data, measure.cpu_variants(["fastpath"]))
+    assert host["placement"] == "host"
+    assert _by(gpu_job, "fp32", "resident")["final_weights_sha256"] == host["final_weights_sha256"]
+
+
+def test_grad_scaler_recorded(data, gpu_job):
+    assert _by(gpu_job, "fp16", "resident")["grad_scaler"] is True
+    assert _by(gpu_job, "fp16", "streamed")["grad_scaler"] is True
+    assert all(not r["grad_scaler"] for r in gpu_job if r["precision"] != "fp16")
+    without = _job(*data, measure.gpu_variants(["fp16"], PLACEMENTS, False))
+    assert [r["grad_scaler"] for r in without] == [False, False]
+    assert all(r["finite"] for r in without)
+    # the scaler really ran: scaled fp16 gradients round differently, so the weights differ
+    assert without[0]["final_weights_sha256"] != _by(gpu_job, "fp16", "resident")["final_weights_sha256"]
+
+
+def test_no_peak_memory_nor_context_startup_on_cpu(gpu_job):
+    for r in gpu_job:
+        assert r["peak_memory_bytes"] is None
+        assert r["context_startup_s"] is None
+
+
+def test_odd_repeat_reverses_the_order(data):
+    variants = measure.gpu_variants(["fp32", "bf16"], ["resident"], True)
+    records = _job(*data, variants, repeat=1)
+    assert [(r["precision"], r["position_in_job"]) for r in records] == [("bf16", 0), ("fp32", 1)]
+
+
+# --- the non-finite detector ----------------------------------------------------------------
+
+
+def _timed_step_of_row(row: int, seed: int) -> int:
+    """The step of the timed epoch whose batch holds `row`: the fast path's permutation for `seed`."""
+    order = torch.randperm(ROWS, generator=torch.Generator().manual_seed(seed))
+    return int((order == row).nonzero()) // BATCH
+
+
+@pytest.fixture(scope="module")
+def planted(data):
+    """x with NaN in one row that the timed epoch (seed) meets in step 2 of 4 and the warm-up
+    permutation (seed + 1) in another step, so the step recorded tells which pass was seen."""
+    x, y = data
+    order = torch.randperm(ROWS, generator=torch.Generator().manual_seed(SEED))
+    row = next(int(r) for r in order[2 * BATCH : 3 * BATCH] if _timed_step_of_row(int(r), SEED + 1) != 2)
+    poisoned = x.clone()
+    poisoned[row] = float("nan")
+    return poisoned, y, row
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        measure.Variant("fastpath", "fp32", "host"),
+        measure.Variant("dataloader", "fp32", "host"),  # same permutation in its first pass
+        measure.Variant("fastpath", "fp32", "resident"),
+        measure.Variant("fastpath", "bf16", "streamed"),
+        measure.Variant("fastpath", "fp16", "resident", grad_scaler=False),
+        measure.Variant("fastpath", "fp16", "streamed", grad_scaler=True),  # the scaler skips the step: loss caught
+    ],
+    ids=lambda v: f"{v.loader}-{v.precision}-{v.placement}-{'scaler' if v.uses_scaler else 'noscaler'}",
+)
+def test_planted_nan_is_caught_at_its_step(planted, variant):
+    x, y, row = planted
+    expected = _timed_step_of_row(row, SEED)
+    assert expected == 2 and _timed_step_of_row(row, SEED + 1) != expected
+    (record,) = _job(x, y, [variant])
+    assert record["finite"] is False
+    assert record["nonfinite_step"] == expected
+    # without a scaler the NaN gradient poisons the weights; a GradScaler skips that step instead
+    assert math.isfinite(record["final_loss"]) is variant.uses_scaler
+    # the warm-up met the NaN too, but trained a throw-away copy: the timed model started clean
+    (clean,) = _job(torch.nan_to_num(x), y, [variant])
+    assert record["initial_weights_sha256"] == clean["initial_weights_sha256"]
+    assert clean["finite"] is True and clean["nonfinite_step"] is None
+    assert all(record["invariants"].values())  # a non-finite run is still a complete epoch
+
+
+def test_planted_nan_in_the_last_partial_batch(data):
+    x, y = data
+    order = torch.randperm(ROWS, generator=torch.Generator().manual_seed(SEED))
+    row = int(order[-1])  # the 4-row last batch
+    poisoned = x.clone()
+    poisoned[row, 0] = float("inf")
+    (record,) = _job(poisoned, y, measure.cpu_variants(["fastpath"]))
+    assert record["finite"] is False
+    assert record["nonfinite_step"] == 3 == _timed_step_of_row(row, SEED)
+
+
+def test_aggregate_excludes_the_planted_run_and_lists_its_step(data, planted):
+    x, y = data
+    variants = measure.gpu_variants(["fp32"], PLACEMENTS, True)
+    clean = _job(x, y, variants, repeat=0) + _job(x, y, variants, repeat=1)
+    bad = _job(planted[0], y, variants, repeat=2)
+    assert [r["finite"] for r in bad] == [False, False]
+    table = aggregate.aggregate_training(clean + bad, ROWS)
+    assert [(r["device"], r["precision"], r["placement"]) for r in table] == [
+        ("cpu", "fp32", "resident"), ("cpu", "fp32", "streamed")
+    ]
+    for row in table:
+        mine = sorted((r for r in clean if r["placement"] == row["placement"]), key=lambda r: r["repeat"])
+        assert row["repeats"] == 2
+        assert row["epoch_s_runs"] == [r["epoch_s"] for r in mine]
+        assert row["epoch_s_median"] == pytest.approx(statistics.median(r["epoch_s"] for r in mine))
+        assert row["mean_train_loss_median"] == pytest.approx(statistics.median(r["mean_train_loss"] for r in mine))
+        assert math.isfinite(row["mean_train_loss_median"])
+        assert row["peak_memory_bytes_max"] is None and row["context_startup_s_median"] is None
+    listed = aggregate.non_finite_records(clean + bad)
+    assert [(e["placement"], e["repeat"], e["nonfinite_step"]) for e in listed] == [
+        (r["placement"], 2, _timed_step_of_row(planted[2], SEED)) for r in bad
+    ]
+    assert all(e["precision"] == "fp32" and e["device"] == "cpu" and e["grad_scaler"] is False for e in listed)
+
+
+# --- transfers ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def transfers():
+    x = torch.randn(1024, 8, generator=torch.Generator().manual_seed(SEED))
+    return transfer.measure_transfers(x, [32, 512], "cpu", passes=3, pin=False)
+
+
+def test_transfer_copies_and_bytes(transfers):
+    assert [(c["what"], c["direction"], c["memory"], c["bytes"]) for c in transfers["copies"]] == [
+        ("matrix", "host_to_device", "pageable", 1024 * 8 * 4),
+        ("batch B=32", "host_to_device", "pageable", 32 * 8 * 4),
+        ("batch B=512", "host_to_device", "pageable", 512 * 8 * 4),
+        ("predictions", "device_to_host", "pageable", 1024 * 1 * 4),
+    ]
+    assert transfers["matrix_bytes"] == 1024 * 8 * 4
+    assert transfers["device"] == "cpu"
+
+
+def test_transfer_seconds_and_bandwidth(transfers):
+    for c in transfers["copies"]:
+        assert len(c["passes"]) == 3
+        assert all(t > 0 for t in c["passes"])
+        assert c["seconds"] == statistics.median(c["passes"])
+        assert c["seconds"] > 0
+        assert c["gb_per_s"] == pytest.approx(c["bytes"] / c["seconds"] / 1e9, rel=1e-12)
+
+
+def test_transfer_fixed_costs_none_on_cpu(transfers):
+    assert transfers["context_startup_s"] is None
+    assert transfers["pin_memory_s"] is None
+    assert len(transfers["loadavg_before"]) == len(transfers["loadavg_after"]) == 3
+
+
+def test_copy_record_on_cpu():
+    tensor = torch.arange(4096, dtype=torch.float32)
+    record = transfer.copy_record("t", "host_to_device", "pageable", tensor, torch.device("cpu"), 2)
+    assert record["bytes"] == 4096 * 4 and len(record["passes"]) == 2 and record["seconds"] > 0
