@@ -119,12 +119,6 @@ def test_transfers_on_cuda(benchmark):
     assert copies[("matrix", "pinned")]["gb_per_s"] > 0.5  # a 1 MiB pinned copy; any PCIe/NVLink link does far more
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="suspected library bug (unverified without a GPU): measure_training_job allocates the resident copy of "
-    "the data before the loop, and measure_variant resets the peak counter with it still allocated, so a streamed "
-    "variant's peak_memory_bytes includes a matrix it never uses whenever the job also has a resident variant",
-)
 def test_streamed_peak_does_not_include_the_resident_matrix():
     rows = 262_144  # 32 MiB of features: far above any allocator noise
     d = datagen.make_benchmark(rows, FEATURES, 0.2, SEED)

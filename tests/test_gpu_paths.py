@@ -249,6 +249,7 @@ def test_transfer_copies_and_bytes(transfers):
         ("matrix", "host_to_device", "pageable", 1024 * 8 * 4),
         ("batch B=32", "host_to_device", "pageable", 32 * 8 * 4),
         ("batch B=512", "host_to_device", "pageable", 512 * 8 * 4),
+        ("target", "host_to_device", "pageable", 1024 * 1 * 4),
         ("predictions", "device_to_host", "pageable", 1024 * 1 * 4),
     ]
     assert transfers["matrix_bytes"] == 1024 * 8 * 4

@@ -24,6 +24,8 @@ TINY = {
     "model": {"hidden": 8, "lr": 0.001},
     # threads 1 while torch would default to this machine's core count: the records must follow the rule.
     "timing": {"batch_sizes": [16, 64], "repeats": 3, "warmup_steps": 5, "load_passes": 2, "threads": 1},
+    "selection": {"batch_sizes": [16, 64], "max_epochs": 30, "seeds": 3, "seed_batch_size": 16},
+    "gradient_variance": {"batch_sizes": [1, 16, 64], "draws": 200},
 }
 
 
@@ -158,7 +160,8 @@ def test_a_change_of_visible_devices_reruns_only_what_used_the_probe(finished: P
 
 def test_require_plans_gpu_jobs_without_a_gpu_on_the_submit_host(finished: Path) -> None:
     plan = planned_jobs(snakemake(finished, changed(accelerator="require"), "-n"))
-    assert plan == {"probe_devices": 1, "time_transfer": 3, "time_gpu_training": 6, "aggregate_gpu": 1, "report": 1, "all": 1}
+    assert plan == {"probe_devices": 1, "time_transfer": 3, "time_gpu_training": 6, "aggregate_gpu": 1,
+                    "train_northstar": 2, "northstar_selection": 1, "seed_limits": 1, "report": 1, "all": 1}
 
 
 def test_require_fails_clearly_on_a_machine_without_gpu(tmp_path: Path) -> None:
@@ -169,11 +172,64 @@ def test_require_fails_clearly_on_a_machine_without_gpu(tmp_path: Path) -> None:
     assert not (tmp_path / "results/timing/gpu/transfer.rep0.json").exists()
 
 
+def test_northstar_selection_outputs(finished: Path) -> None:
+    import torch
+
+    results = finished / "results"
+    prepare = read(results / "northstar/prepare.json")
+    import pyarrow.parquet as pq
+
+    frame = pq.read_table(results / "northstar/splits.parquet").to_pandas()
+    train = frame[frame["split"] == "train"][prepare["feature_columns"]].to_numpy(dtype="float64")
+    assert prepare["standardizer"]["mean"] == pytest.approx(train.mean(axis=0).tolist(), rel=1e-6)
+    assert {name: s["rows"] for name, s in prepare["splits"].items()} == {"train": 120, "val": 40, "test": 40}
+    for batch_size in (16, 64):
+        run = read(results / f"northstar/cpu/bs{batch_size}/history.json")
+        assert run["test_evaluations"] == 1 and 0 <= run["test"]["roc_auc"] <= 1
+        assert run["best_val_loss"] == min(row["val_loss"] for row in run["history"])
+        state = torch.load(results / f"northstar/cpu/bs{batch_size}/best_model.pt", weights_only=True)
+        assert set(state) == {"0.weight", "0.bias", "2.weight", "2.bias"}
+        events = list((results / f"northstar/tensorboard/cpu_bs{batch_size}").glob("events.out.tfevents.*"))
+        assert len(events) == 1 and events[0].stat().st_size > 0
+    target = read(results / "tables/time_to_target.json")
+    assert target["fastest"] in {"cpu B=16", "cpu B=64"}
+    seed = read(results / "northstar/seed_limits.json")
+    assert seed["numeric"]["identical_weights"] is True and len(seed["runs"]) == 3
+    variance = read(results / "tables/gradient_variance.json")
+    assert [row["batch_size"] for row in variance["table"]] == [1, 16, 64]
+    report = (results / "REPORT.md").read_text()
+    for heading in ("## Northstar model selection", "## Seed limits (measured)", "## Gradient variance vs batch size"):
+        assert heading in report
+
+
+def test_own_table_runs_and_a_bad_one_fails_before_training(tmp_path: Path) -> None:
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.normal(size=200), "b": rng.normal(size=200)})
+    frame["late"] = (frame["a"] + rng.normal(size=200) > 0.8).astype(int)
+    frame.to_csv(tmp_path / "orders.csv", index=False)
+    own = {"path": str(tmp_path / "orders.csv"), "target": "late", "features": ["a", "b"]}
+    good = changed(data={"northstar": {"table": own}})
+    result = snakemake(tmp_path, good, "results/northstar/cpu/bs16/history.json")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert read(tmp_path / "results/northstar/prepare.json")["source"]["kind"] == "user table"
+
+    frame.rename(columns={"b": "c"}).to_csv(tmp_path / "orders.csv", index=False)
+    result = snakemake(tmp_path, good, "results/northstar/cpu/bs64/history.json")
+    assert result.returncode != 0
+    log = (tmp_path / "results/logs/prepare_northstar.log").read_text()
+    assert "column(s) b not found; the table has a, c, late" in log
+    assert not (tmp_path / "results/northstar/cpu/bs64").exists()
+
+
 def test_changing_the_seed_reruns_everything(finished: Path) -> None:
     plan = planned_jobs(snakemake(finished, changed(seed=8), "-n"))
     assert plan == {
         "generate_benchmark": 1, "generate_northstar": 1, "export_data": 2, "time_load_convert": 12,
-        "time_cpu_training": 6, "aggregate_load_convert": 1, "aggregate_training": 1, "report": 1, "all": 1,
+        "time_cpu_training": 6, "aggregate_load_convert": 1, "aggregate_training": 1, "prepare_northstar": 1,
+        "train_northstar": 2, "northstar_selection": 1, "seed_limits": 1, "gradient_variance": 1, "report": 1, "all": 1,
     }
 
 
@@ -192,6 +248,11 @@ BAD_CONFIGS = [
     ("late rate of 1", {"data": {"northstar": {"late_rate": 1.0}}}, "late_rate"),
     ("unknown precision", {"gpu": {"precisions": ["fp32", "fp8"]}}, "gpu.precisions"),
     ("speedup threshold below 1", {"gpu": {"speedup_threshold": 0.5}}, "gpu.speedup_threshold"),
+    ("patience below 0", {"selection": {"patience": -1}}, "selection.patience"),
+    ("split not adding up to 1", {"selection": {"split": {"train": 0.7, "val": 0.2, "test": 0.2}}}, "selection.split"),
+    ("own table that does not exist",
+     {"data": {"northstar": {"table": {"path": "/nonexistent/orders.csv", "target": "late", "features": ["a"]}}}},
+     "data.northstar.table.path"),
 ]
 
 

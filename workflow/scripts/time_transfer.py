@@ -12,9 +12,9 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     device = devices.require(p.device)
     meta, export = atomic.read_json(inp.meta), atomic.read_json(inp.export)
     dataset = dataio.load_exported_parquet(inp.data, meta, export)
-    x = torch.from_numpy(dataset.features.copy())
+    x, y = torch.from_numpy(dataset.features.copy()), torch.from_numpy(dataset.target.copy())
     started = time.time()
-    record = transfer.measure_transfers(x, p.batch_sizes, device, passes=p.passes)
+    record = transfer.measure_transfers(x, p.batch_sizes, device, passes=p.passes, y=y)
     record.update(repeat=int(snakemake.wildcards.repeat), wall_interval=[started, time.time()],  # noqa: F821
                   environment=envinfo.quick_environment(meta["generator"]["seed"]))
     atomic.write_json(snakemake.output[0], record)  # noqa: F821

@@ -219,7 +219,7 @@ def full_path(
     Medians add up to `total_s`; `total_min_s`..`total_max_s` add the training and eval
     min/max (and the transfers' min/max) to the load medians. Device rows also carry the
     fixed start-up (CUDA context), separately and in `total_with_startup_s`. Transfer:
-    resident data pay one pageable host→device copy of the matrix; every device row pays
+    resident data pay one pageable host→device copy of the matrix and the target; every device row pays
     the device→host copy of the predictions; streamed rows pay their copies inside the epoch.
     """
     rows = []
@@ -228,8 +228,14 @@ def full_path(
         convert_s = load["to_numpy_s_median"] + load["to_torch_s_median"]
         for train in train_table:
             on_device = train["device"] != "cpu"
+            if on_device and not transfers:
+                raise ValueError(f"a {train['device']} training row needs the transfer table for its full path")
             device_transfers = transfers if on_device else None
-            matrix = _copy_seconds(device_transfers, "matrix", "host_to_device") if train["placement"] == "resident" else (0.0, 0.0, 0.0)
+            matrix = (0.0, 0.0, 0.0)
+            if train["placement"] == "resident":
+                features = _copy_seconds(device_transfers, "matrix", "host_to_device")
+                target = _copy_seconds(device_transfers, "target", "host_to_device")
+                matrix = tuple(a + b for a, b in zip(features, target))
             predictions = _copy_seconds(device_transfers, "predictions", "device_to_host")
             startup = device_transfers["context_startup_s"]["median"] if device_transfers else 0.0
             fixed = load_s + convert_s

@@ -12,6 +12,7 @@ COMPUTED = "computed"
 CHECKED = "checked"
 NOT_MEASURABLE = "not measurable here"
 NOT_MEASURED = "not measured (accelerator: off)"
+NOT_RUN = "not measured in this run: a GPU is visible, but no GPU job was planned"
 
 
 def _gpu_line(probe: dict[str, Any] | None, environment: dict[str, Any]) -> tuple[bool, str]:
@@ -49,10 +50,15 @@ def decision_sheet(
     accelerator: str = "auto",
 ) -> list[dict[str, str]]:
     """The six steps, each with an honest status and the evidence behind it."""
-    _, gpu_line = _gpu_line(probe, environment)
+    visible, gpu_line = _gpu_line(probe, environment)
     gpu_rows = [r for r in train_table if r["device"] != "cpu"]
     cpu_rows = [r for r in train_table if r["device"] == "cpu"]
-    missing = NOT_MEASURED if accelerator == "off" else NOT_MEASURABLE
+    if accelerator == "off":
+        missing = NOT_MEASURED
+    elif visible:  # e.g. the probe ran on a GPU node while the submit host planned no GPU jobs
+        missing = NOT_RUN
+    else:
+        missing = NOT_MEASURABLE
     repeats = sorted({row["repeats"] for row in cpu_rows})
     largest = max(batch_sizes)
     if transfers:

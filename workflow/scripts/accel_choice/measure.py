@@ -332,15 +332,17 @@ def measure_training_job(
     target = torch.device(device)
     startup = context_startup_seconds(target)
     y = y.reshape(-1, 1)
-    needs_resident = any(v.placement == "resident" for v in variants)
-    x_device, y_device = (x.to(target), y.to(target)) if needs_resident else (None, None)
     order = list(variants) if repeat % 2 == 0 else list(reversed(variants))
     records = []
     for position, variant in enumerate(order):
+        # A resident copy exists only while a resident variant runs, so it counts in that
+        # variant's peak memory and in no other's.
+        x_device, y_device = (x.to(target), y.to(target)) if variant.placement == "resident" else (None, None)
         record = measure_variant(
             variant, x, y, batch_size, seed=seed, hidden=hidden, lr=lr, warmup_steps=warmup_steps, device=target,
             x_device=x_device, y_device=y_device,
         )
+        del x_device, y_device
         record.update(repeat=repeat, position_in_job=position, context_startup_s=startup)
         records.append(record)
     # Identical batches in identical order at one precision must give identical weights,

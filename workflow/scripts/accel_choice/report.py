@@ -305,12 +305,18 @@ def _sheet_section(sheet: Sequence[dict[str, str]]) -> str:
     )
 
 
+def _scaler_words(row: dict[str, Any]) -> str:
+    if row["precision"] != "fp16":
+        return ""
+    return " + GradScaler" if row["grad_scaler"] else " without GradScaler"
+
+
 def _flags_section(inputs: ReportInputs) -> str:
     noisy = [f"- training {r['device']} {r['precision']} {r['placement']} B={r['batch_size']} {r['loader']}: "
              + "; ".join(r["noise_reasons"]) for r in inputs.train_table if r["noisy"]]
     noisy += [f"- load {r['dataset']} {r['format']}: " + "; ".join(r["noise_reasons"]) for r in inputs.load_table if r["noisy"]]
     non_finite = [
-        f"- {r['device']} {r['precision']}{' + GradScaler' if r['grad_scaler'] else ' without GradScaler'} {r['placement']} "
+        f"- {r['device']} {r['precision']}{_scaler_words(r)} {r['placement']} "
         f"B={r['batch_size']} {r['loader']} repeat {r['repeat']}: first non-finite loss at step {r['nonfinite_step']}"
         for r in inputs.non_finite
     ]

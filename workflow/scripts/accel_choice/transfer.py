@@ -52,10 +52,11 @@ def copy_record(what: str, direction: str, memory: str, tensor: torch.Tensor, de
 
 
 def measure_transfers(
-    x: torch.Tensor, batch_sizes: Sequence[int], device: str | torch.device, passes: int = 5, pin: bool | None = None
+    x: torch.Tensor, batch_sizes: Sequence[int], device: str | torch.device, passes: int = 5, pin: bool | None = None,
+    y: torch.Tensor | None = None,
 ) -> dict[str, Any]:
     """Context start-up, then H2D of the matrix and of one batch per batch size (pageable and
-    pinned), and D2H of one prediction per row."""
+    pinned), H2D of the target column, and D2H of one prediction per row."""
     target = torch.device(device)
     startup = context_startup_seconds(target)
     pin = target.type == "cuda" if pin is None else pin
@@ -72,6 +73,8 @@ def measure_transfers(
         records.append(copy_record("matrix", "host_to_device", memory, source, target, passes))
         for batch_size in batch_sizes:
             records.append(copy_record(f"batch B={batch_size}", "host_to_device", memory, source[:batch_size], target, passes))
+    labels = torch.zeros(x.shape[0], 1) if y is None else y.reshape(-1, 1)
+    records.append(copy_record("target", "host_to_device", "pageable", labels, target, passes))
     predictions = torch.zeros(x.shape[0], 1, device=target)
     records.append(copy_record("predictions", "device_to_host", "pageable", predictions, host, passes))
     return {

@@ -1,0 +1,160 @@
+"""Northstar model selection: split, standardisation, early stopping, test-once, time-to-target, seed limits."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from accel_choice import datagen, selection
+from accel_choice.model import build_model, state_sha256
+
+RATIOS = {"train": 0.6, "val": 0.2, "test": 0.2}
+
+
+def test_split_is_stratified_deterministic_and_complete():
+    target = np.array([1] * 100 + [0] * 400, dtype=np.float32)
+    labels = selection.stratified_split(target, RATIOS, seed=3)
+    assert np.array_equal(labels, selection.stratified_split(target, RATIOS, seed=3))
+    assert not np.array_equal(labels, selection.stratified_split(target, RATIOS, seed=4))
+    assert sorted(set(labels)) == ["test", "train", "val"]
+    for name, share in RATIOS.items():
+        assert (labels == name).sum() == round(500 * share)
+        assert target[labels == name].mean() == pytest.approx(0.2)  # every split keeps the late rate
+
+
+def test_split_ratios_must_add_up_to_one():
+    with pytest.raises(ValueError, match="add up to 1"):
+        selection.stratified_split(np.zeros(10), {"train": 0.5, "val": 0.2, "test": 0.2}, 0)
+
+
+def test_standardizer_uses_train_statistics_only():
+    x = np.array([[1.0, 5.0], [3.0, 5.0], [100.0, 7.0]], dtype=np.float32)
+    labels = np.array(["train", "train", "test"])
+    standardizer = selection.Standardizer.fit(x[labels == "train"])
+    assert standardizer.mean == (2.0, 5.0)
+    assert standardizer.std == (1.0, 1.0)  # the constant column keeps std 1 instead of dividing by zero
+    splits = selection.split_table(x, np.array([0, 1, 1.0]), labels, standardizer)
+    assert splits["train"][0].tolist() == [[-1.0, 0.0], [1.0, 0.0]]
+    assert splits["test"][0].tolist() == [[98.0, 2.0]]  # the test row did not move the statistics
+
+
+@pytest.mark.parametrize(
+    ("losses", "patience", "stop_epoch", "best_epoch"),
+    [
+        ([1.0, 0.9, 0.8, 0.85, 0.84, 0.83], 3, 6, 3),  # three epochs without improvement after the best
+        ([1.0, 0.9, 0.8, 0.7], 2, None, 4),  # keeps improving: never stops
+        ([1.0, 1.0, 1.0], 1, 2, 1),  # equal is no improvement
+        ([1.0, 0.99995, 0.9], 2, None, 3),  # a gain below min_delta is no improvement; 0.9 is
+    ],
+)
+def test_early_stopping_on_scripted_losses(losses, patience, stop_epoch, best_epoch):
+    stopper = selection.EarlyStopping(patience=patience, min_delta=1e-4)
+    stopped = None
+    for epoch, loss in enumerate(losses, start=1):
+        _, stop = stopper.update(epoch, loss)
+        if stop:
+            stopped = epoch
+            break
+    assert stopped == stop_epoch
+    assert stopper.best_epoch == best_epoch
+
+
+def test_early_stopping_rejects_negative_patience():
+    with pytest.raises(ValueError, match="patience"):
+        selection.EarlyStopping(patience=-1, min_delta=0.0)
+
+
+def test_metrics_on_known_values():
+    y = np.array([0, 0, 1, 1.0])
+    p = np.array([0.1, 0.4, 0.35, 0.8])
+    metrics = selection.classification_metrics(y, p)
+    assert metrics["roc_auc"] == pytest.approx(0.75)
+    assert metrics["brier"] == pytest.approx((0.01 + 0.16 + 0.4225 + 0.04) / 4)
+    assert metrics["accuracy_at_0_5"] == pytest.approx(0.75)
+    assert metrics["log_loss"] == pytest.approx(-np.mean(np.log([0.9, 0.6, 0.35, 0.8])))
+    assert selection.roc_auc(np.array([0, 1.0]), np.array([0.5, 0.5])) == pytest.approx(0.5)  # a tie counts half
+    assert math.isnan(selection.roc_auc(np.array([1, 1.0]), np.array([0.2, 0.3])))
+
+
+def test_held_out_test_set_refuses_a_second_look():
+    x, y = torch.randn(20, 3), (torch.rand(20) > 0.5).float()
+    test_set = selection.HeldOutTestSet(x, y)
+    model = build_model(3, 4, 0)
+    assert test_set.evaluate(model)["rows"] == 20
+    with pytest.raises(RuntimeError, match="already evaluated"):
+        test_set.evaluate(model)
+
+
+@pytest.fixture(scope="module")
+def northstar_splits():
+    dataset = datagen.make_northstar(400, 0.25, 11)
+    labels = selection.stratified_split(dataset.target, RATIOS, 11)
+    standardizer = selection.Standardizer.fit(dataset.features[labels == "train"])
+    return selection.split_table(dataset.features, dataset.target, labels, standardizer)
+
+
+def _train(splits, tmp_path, **overrides):
+    settings = dict(batch_size=32, seed=5, hidden=8, lr=0.01, patience=3, min_delta=1e-4, max_epochs=60)
+    settings.update(overrides)
+    return selection.train_with_early_stopping(splits["train"], splits["val"], checkpoint=tmp_path / "best.pt", **settings)
+
+
+def test_training_stops_early_and_the_checkpoint_is_the_best_state(northstar_splits, tmp_path):
+    logged = []
+    run = _train(northstar_splits, tmp_path, log_scalar=lambda name, value, step: logged.append((name, step)))
+    val = [row["val_loss"] for row in run.history]
+    assert run.stopped_early and run.stopped_epoch == run.best_epoch + 3
+    assert run.best_val_loss == min(val) == val[run.best_epoch - 1]
+    restored = selection.restore_best(tmp_path / "best.pt", 8, 8, torch.device("cpu"))
+    assert state_sha256(restored) == run.best_state_sha256
+    history = run.history
+    assert [row["epoch"] for row in history] == list(range(1, run.stopped_epoch + 1))
+    assert history[-1]["cumulative_s"] == pytest.approx(sum(row["epoch_s"] for row in history))
+    steps = -(-northstar_splits["train"][0].shape[0] // 32)
+    assert [row["updates"] for row in history] == [steps * e for e in range(1, run.stopped_epoch + 1)]
+    assert ("loss/val", 1) in logged and ("throughput/samples_per_s", run.stopped_epoch) in logged
+
+
+def test_restore_best_refuses_pickled_code(tmp_path):
+    class Payload:
+        def __reduce__(self):
+            return (print, ("this must never run",))
+
+    torch.save({"0.weight": Payload()}, tmp_path / "evil.pt")
+    with pytest.raises(Exception, match="[Ww]eights only load failed|Unsupported"):
+        selection.restore_best(tmp_path / "evil.pt", 8, 8, torch.device("cpu"))
+
+
+def test_time_to_target_picks_the_first_run_to_reach_it():
+    histories = {
+        "B=32": [{"epoch": 1, "val_loss": 0.70, "cumulative_s": 1.0, "updates": 10},
+                 {"epoch": 2, "val_loss": 0.500, "cumulative_s": 2.0, "updates": 20}],
+        "B=128": [{"epoch": 1, "val_loss": 0.60, "cumulative_s": 0.3, "updates": 3},
+                  {"epoch": 2, "val_loss": 0.504, "cumulative_s": 0.6, "updates": 6},
+                  {"epoch": 3, "val_loss": 0.49, "cumulative_s": 0.9, "updates": 9}],
+        "B=512": [{"epoch": 1, "val_loss": 0.69, "cumulative_s": 0.1, "updates": 1}],
+    }
+    result = selection.time_to_target(histories, within=0.03)
+    assert result["best_val_loss"] == 0.49
+    assert result["target_val_loss"] == pytest.approx(0.5047)
+    rows = {r["run"]: r for r in result["rows"]}
+    assert (rows["B=32"]["epoch"], rows["B=32"]["seconds"], rows["B=32"]["updates"]) == (2, 2.0, 20)
+    assert (rows["B=128"]["epoch"], rows["B=128"]["seconds"]) == (2, 0.6)
+    assert rows["B=512"]["reached"] is False and rows["B=512"]["seconds"] is None
+    assert result["fastest"] == "B=128"
+
+
+def test_seed_limits_measures_reproducibility(northstar_splits, tmp_path):
+    result = selection.seed_limits(northstar_splits, [1, 2, 3], tmp_path, hidden=8, batch_size=64, lr=0.01,
+                                   patience=2, min_delta=1e-4, max_epochs=15)
+    assert result["numeric"]["identical_weights"] is True
+    assert result["numeric"]["identical_loss_curves"] is True
+    assert len(result["runs"]) == 3
+    spread = result["statistical"]["log_loss"]
+    losses = [r["log_loss"] for r in result["runs"]]
+    assert spread["min"] == min(losses) and spread["max"] == max(losses)
+    assert spread["std"] == pytest.approx(float(np.std(losses, ddof=1)))
+    assert len({r["best_state_sha256"] for r in result["runs"]}) == 3  # different seeds, different models
