@@ -56,6 +56,7 @@ def record(batch_size, loader, repeat, epoch_s, *, eval_s=0.005, finite=True, ro
         "position_in_job": 0 if (repeat % 2 == 0) == (loader == "dataloader") else 1,
         "same_final_weights_across_variants": True,
         "context_startup_s": None,
+        "foreign_cpu_share": 0.02,
     }
     r.update(extra)
     return r
@@ -284,6 +285,7 @@ def load_record(dataset, fmt, repeat, read, to_pandas, to_numpy, to_torch, file_
         "dataset": dataset, "format": fmt, "repeat": repeat, "rows": ROWS, "file_bytes": file_bytes,
         "tensor_bytes": ROWS * 33 * 4, "read_s": read, "to_pandas_s": to_pandas, "to_numpy_s": to_numpy,
         "to_torch_s": to_torch, "total_s": total,
+        "loadavg_before": [0.3, 0.3, 0.3], "loadavg_after": [0.3, 0.3, 0.3], "foreign_cpu_share": 0.0,
     }
 
 

@@ -46,11 +46,12 @@ def _train_record(batch_size, loader, repeat, epoch_s, finite=True, *, device="c
         "eval_samples": ROWS, "eval_loss": 0.4, "eval_accuracy": 0.9,
         "final_loss": 0.3 if finite else float("nan"), "mean_train_loss": 0.45 if finite else float("nan"),
         "finite": finite, "nonfinite_step": None if finite else nonfinite_step, "peak_memory_bytes": peak, "warmup_steps": 50, "warmup_first_step_s": 0.003, "warmup_steady_step_s": 0.0003,
-        "threads": 1, "loadavg_before": [0.25, 0.2, 0.1], "loadavg_after": [1.5, 0.2, 0.1],
+        "threads": 1, "loadavg_before": [1.25, 0.2, 0.1], "loadavg_after": [1.5, 0.2, 0.1],
         "initial_weights_sha256": "a" * 64, "final_weights_sha256": "b" * 64,
         "invariants": {"samples_eq_rows": True, "eval_samples_eq_rows": True,
                        "steps_eq_ceil_rows_over_batch": True, "samples_per_s_eq_samples_over_epoch_s": True},
         "repeat": repeat, "position_in_job": 0, "same_final_weights_across_variants": True, "context_startup_s": startup,
+        "foreign_cpu_share": 0.01,
     }
 
 
@@ -69,6 +70,7 @@ def _load_record(fmt, repeat, read, to_numpy):
         "file_bytes": 2_000_000 if fmt == "csv" else 1_100_000, "tensor_bytes": ROWS * 33 * 4,
         "read_s": read, "to_pandas_s": 0.0 if fmt == "csv" else 0.001, "to_numpy_s": to_numpy, "to_torch_s": 0.00001,
         "total_s": read + (0.0 if fmt == "csv" else 0.001) + to_numpy + 0.00001,
+        "loadavg_before": [0.2, 0.2, 0.2], "loadavg_after": [0.2, 0.2, 0.2], "foreign_cpu_share": 0.01,
     }
 
 

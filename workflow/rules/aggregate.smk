@@ -4,7 +4,7 @@
 rule aggregate_training:
     input:
         records=expand("results/timing/cpu/bs{batch_size}.rep{repeat}.json", batch_size=BATCH_SIZES, repeat=REPEATS),
-        code=library("aggregate", "stats"),
+        code=library("aggregate", "stats", "contention"),
     output:
         json="results/tables/cpu_training.json",
         csv=report(
@@ -17,6 +17,8 @@ rule aggregate_training:
         rows=config["data"]["benchmark"]["rows"],
         noise_iqr_ratio=config["aggregate"]["noise_iqr_ratio"],
         outlier_factor=config["aggregate"]["outlier_factor"],
+        foreign_cpu_share=config["aggregate"]["foreign_cpu_share"],
+        loadavg_rise=config["aggregate"]["loadavg_rise"],
     log:
         "results/logs/aggregate_training.log",
     threads: 1
@@ -36,7 +38,7 @@ rule aggregate_load_convert:
             fmt=config["timing"]["formats"],
             repeat=REPEATS,
         ),
-        code=library("aggregate", "stats"),
+        code=library("aggregate", "stats", "contention"),
     output:
         json="results/tables/load_convert.json",
         csv=report(
@@ -47,6 +49,8 @@ rule aggregate_load_convert:
     params:
         noise_iqr_ratio=config["aggregate"]["noise_iqr_ratio"],
         outlier_factor=config["aggregate"]["outlier_factor"],
+        foreign_cpu_share=config["aggregate"]["foreign_cpu_share"],
+        loadavg_rise=config["aggregate"]["loadavg_rise"],
     log:
         "results/logs/aggregate_load_convert.log",
     threads: 1

@@ -87,7 +87,7 @@ rule aggregate_gpu:
     input:
         records=GPU_TRAINING_RECORDS,
         transfers=GPU_TRANSFER_RECORDS,
-        code=library("aggregate", "stats"),
+        code=library("aggregate", "stats", "contention"),
     output:
         json="results/tables/gpu_training.json",
         csv=report("results/tables/gpu_training.csv", caption="../report/gpu_training.rst", category="GPU"),
@@ -97,6 +97,8 @@ rule aggregate_gpu:
         rows=config["data"]["benchmark"]["rows"],
         noise_iqr_ratio=config["aggregate"]["noise_iqr_ratio"],
         outlier_factor=config["aggregate"]["outlier_factor"],
+        foreign_cpu_share=config["aggregate"]["foreign_cpu_share"],
+        loadavg_rise=config["aggregate"]["loadavg_rise"],
     log:
         "results/logs/aggregate_gpu.log",
     threads: 1

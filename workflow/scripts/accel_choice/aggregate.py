@@ -17,6 +17,26 @@ def _group(records: Iterable[dict[str, Any]], keys: Sequence[str]) -> dict[tuple
 
 
 VARIANT_KEYS = ("device", "precision", "placement", "loader", "batch_size")
+FOREIGN_CPU_SHARE = 0.25  # cores busy elsewhere, on average over the job
+LOADAVG_RISE = 0.5
+
+
+def contamination(record: dict[str, Any], foreign_cpu_share: float = FOREIGN_CPU_SHARE, loadavg_rise: float = LOADAVG_RISE) -> list[str]:
+    """Why a measurement may have shared the machine: other processes' CPU during the job,
+    or a rising load average. Empty when neither was seen."""
+    reasons = []
+    share = record.get("foreign_cpu_share")
+    if share is not None and share > foreign_cpu_share:
+        reasons.append(f"other processes used {share:.2f} cores during the job (> {foreign_cpu_share:g})")
+    rise = record["loadavg_after"][0] - record["loadavg_before"][0]
+    if rise > loadavg_rise:
+        reasons.append(f"1-min load average rose by {rise:.2f} (> {loadavg_rise:g})")
+    return reasons
+
+
+def _contaminated(group: Sequence[dict[str, Any]], foreign_cpu_share: float, loadavg_rise: float) -> list[dict[str, Any]]:
+    return [{"repeat": r["repeat"], "reasons": reasons} for r in group
+            if (reasons := contamination(r, foreign_cpu_share, loadavg_rise))]
 
 
 def check_training_records(records: Sequence[dict[str, Any]], rows: int) -> None:
@@ -40,6 +60,8 @@ def aggregate_training(
     rows: int,
     noise_iqr_ratio: float = NOISE_IQR_RATIO,
     outlier_factor: float = OUTLIER_FACTOR,
+    foreign_cpu_share: float = FOREIGN_CPU_SHARE,
+    loadavg_rise: float = LOADAVG_RISE,
 ) -> list[dict[str, Any]]:
     """One row per variant (device, precision, placement, loader, batch size): epoch and eval
     time summaries over the finite repeats, throughput from the median."""
@@ -84,6 +106,7 @@ def aggregate_training(
                 "eval_noisy": evaluation["noisy"],
                 "same_final_weights_across_variants": all(r["same_final_weights_across_variants"] for r in group),
                 "peak_memory_bytes_max": max(peaks) if peaks else None,
+                "contaminated": _contaminated(group, foreign_cpu_share, loadavg_rise),
                 "context_startup_s_median": _median(startups) if startups else None,
             }
         )
@@ -137,6 +160,8 @@ def aggregate_load_convert(
     records: Sequence[dict[str, Any]],
     noise_iqr_ratio: float = NOISE_IQR_RATIO,
     outlier_factor: float = OUTLIER_FACTOR,
+    foreign_cpu_share: float = FOREIGN_CPU_SHARE,
+    loadavg_rise: float = LOADAVG_RISE,
 ) -> list[dict[str, Any]]:
     """One row per (dataset, format): each stage's median over repeats, with spread of the total."""
     if not records:
@@ -161,6 +186,7 @@ def aggregate_load_convert(
             noisy=total["noisy"],
             noise_reasons=total["noise_reasons"],
             mb_per_s=row["file_bytes"] / row["total_s_median"] / 1e6,
+            contaminated=_contaminated(group, foreign_cpu_share, loadavg_rise),
         )
         table.append(row)
     return table

@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import torch
 
+from .contention import ForeignCpuMeter
 from .dataio import matrix_sha256
 from .measure import load_average
 
@@ -82,7 +83,9 @@ def measure_load_convert(
     path = Path(path)
     _one_pass(path, fmt, feature_columns, target_column)
     load_before = load_average()
+    meter = ForeignCpuMeter().start()
     timed = [_one_pass(path, fmt, feature_columns, target_column) for _ in range(passes)]
+    foreign = meter.stop()
     load_after = load_average()
     runs = [stages for stages, _, _ in timed]
     stages = {name: statistics.median(run[name] for run in runs) for name in runs[0]}
@@ -107,4 +110,5 @@ def measure_load_convert(
         "threads": torch.get_num_threads(),
         "loadavg_before": load_before,
         "loadavg_after": load_after,
+        "foreign_cpu_share": foreign.share,
     }

@@ -8,8 +8,9 @@ applied to a whole epoch):
 - a warm-up on a throw-away copy of the model, so first-call costs (allocator, kernel
   selection, Adam's lazy state) are paid before the clock starts and the timed model
   still starts from the seeded initial weights;
-- the load average before and after, the process CPU time and (CUDA) the peak memory,
-  kept in every record;
+- the load average before and after, the CPU that other processes took during the job
+  (`foreign_cpu_share`, from /proc/stat), the process CPU time and (CUDA) the peak
+  memory, kept in every record;
 - the invariants of section 28.3.5 checked on every record;
 - non-finite losses caught without a host sync per step: each step's loss is stored in a
   device buffer and inspected after the clock stops. A non-finite gradient surfaces there
@@ -33,6 +34,7 @@ import torch
 from torch import nn
 
 from . import theory
+from .contention import ForeignCpuMeter
 from .devices import peak_memory_bytes, reset_peak_memory, synchronize
 from .loaders import Batch, make_loader
 from .model import build_model, make_optimizer, state_sha256
@@ -334,6 +336,7 @@ def measure_training_job(
     y = y.reshape(-1, 1)
     order = list(variants) if repeat % 2 == 0 else list(reversed(variants))
     records = []
+    meter = ForeignCpuMeter().start()
     for position, variant in enumerate(order):
         # A resident copy exists only while a resident variant runs, so it counts in that
         # variant's peak memory and in no other's.
@@ -345,6 +348,9 @@ def measure_training_job(
         del x_device, y_device
         record.update(repeat=repeat, position_in_job=position, context_startup_s=startup)
         records.append(record)
+    foreign = meter.stop()
+    for record in records:
+        record["foreign_cpu_share"] = foreign.share
     # Identical batches in identical order at one precision must give identical weights,
     # whatever the loader or placement: a check that the variants really did the same work.
     for precision in {r["precision"] for r in records}:

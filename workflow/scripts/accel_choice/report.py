@@ -93,7 +93,7 @@ def _load_section(load_table: Sequence[dict[str, Any]]) -> str:
         (
             r["dataset"], r["format"], f"{r['file_bytes']:,}", _ms(r["read_s_median"]), _ms(r["to_pandas_s_median"]),
             _ms(r["to_numpy_s_median"]), _ms(r["to_torch_s_median"]), _ms(r["total_s_median"]),
-            f"{_ms(r['total_s_min'])}–{_ms(r['total_s_max'])}", f"{r['mb_per_s']:.0f}", "**noisy**" if r["noisy"] else "",
+            f"{_ms(r['total_s_min'])}–{_ms(r['total_s_max'])}", f"{r['mb_per_s']:.0f}", _flag(r),
         )
         for r in load_table
     ]
@@ -107,6 +107,13 @@ def _load_section(load_table: Sequence[dict[str, Any]]) -> str:
     )
 
 
+def _flag(row: dict[str, Any]) -> str:
+    flags = ["**noisy**: " + "; ".join(row["noise_reasons"])] if row["noisy"] else []
+    if row.get("contaminated"):
+        flags.append(f"**busy machine** in repeat(s) {', '.join(str(c['repeat']) for c in row['contaminated'])}")
+    return "; ".join(flags)
+
+
 def _cpu_section(train_table: Sequence[dict[str, Any]]) -> str:
     train_table = [r for r in train_table if r["device"] == "cpu"]
     rows = [
@@ -116,7 +123,7 @@ def _cpu_section(train_table: Sequence[dict[str, Any]]) -> str:
             f"{r['samples_per_s']:,.0f}", f"{r['step_us_median']:.0f}", _ms(r["eval_s_median"]),
             f"{r['epoch_s_over_fastpath']:.2f}×" if r["epoch_s_over_fastpath"] else "",
             f"{r['mean_train_loss_median']:.4f}", ", ".join(map(str, r["threads"])),
-            "**noisy**: " + "; ".join(r["noise_reasons"]) if r["noisy"] else "",
+            _flag(r),
         )
         for r in train_table
     ]
@@ -163,7 +170,7 @@ def _gpu_section(inputs: ReportInputs) -> str:
             r["device"], r["precision"] + (" + GradScaler" if r["grad_scaler"] else ""), r["placement"], r["batch_size"],
             r["repeats"], _ms(r["epoch_s_median"]), f"{_ms(r['epoch_s_min'])}–{_ms(r['epoch_s_max'])}",
             f"{r['samples_per_s']:,.0f}", _ms(r["eval_s_median"]), f"{peak:,}" if peak is not None else "n/a", f"{bound:,}",
-            f"{peak / bound:.2f}" if peak else "", "**noisy**: " + "; ".join(r["noise_reasons"]) if r["noisy"] else "",
+            f"{peak / bound:.2f}" if peak else "", _flag(r),
         ))
     text = "## GPU training: one epoch (ms, medians over repeats)\n\n" + table(
         ("device", "precision", "placement", "B", "repeats", "epoch", "min–max", "samples/s", "eval", "peak bytes",
@@ -315,6 +322,13 @@ def _flags_section(inputs: ReportInputs) -> str:
     noisy = [f"- training {r['device']} {r['precision']} {r['placement']} B={r['batch_size']} {r['loader']}: "
              + "; ".join(r["noise_reasons"]) for r in inputs.train_table if r["noisy"]]
     noisy += [f"- load {r['dataset']} {r['format']}: " + "; ".join(r["noise_reasons"]) for r in inputs.load_table if r["noisy"]]
+    contaminated = [
+        f"- training {r['device']} {r['precision']} {r['placement']} B={r['batch_size']} {r['loader']}, repeat {c['repeat']}: "
+        + "; ".join(c["reasons"]) for r in inputs.train_table for c in r.get("contaminated", [])
+    ] + [
+        f"- load {r['dataset']} {r['format']}, repeat {c['repeat']}: " + "; ".join(c["reasons"])
+        for r in inputs.load_table for c in r.get("contaminated", [])
+    ]
     non_finite = [
         f"- {r['device']} {r['precision']}{_scaler_words(r)} {r['placement']} "
         f"B={r['batch_size']} {r['loader']} repeat {r['repeat']}: first non-finite loss at step {r['nonfinite_step']}"
@@ -324,10 +338,16 @@ def _flags_section(inputs: ReportInputs) -> str:
     text = (
         "## Measurement conditions and flags\n\n"
         f"A cell is flagged noisy when IQR/median > {inputs.noise_iqr_ratio:.0%} or a repeat exceeds "
-        f"{inputs.outlier_factor:g}× the median. Highest 1-minute load average seen around a training measurement: "
+        f"{inputs.outlier_factor:g}× the median; a repeat is flagged as taken on a busy machine when other processes "
+        "used more than the configured share of a core during its job (from /proc/stat) or the load average rose. "
+        "Highest 1-minute load average seen around a training measurement: "
         f"{max(loads):.2f}.\n\n"
     )
     text += ("Flagged cells (kept in the tables, not averaged away):\n" + "\n".join(noisy)) if noisy else "No cell was flagged noisy."
+    text += (
+        "\n\nMeasurements taken while the machine was busy (kept, flagged; compare with care):\n" + "\n".join(contaminated)
+        if contaminated else "\n\nNo measurement shared the machine with another busy process (foreign CPU from /proc/stat, load average)."
+    )
     if non_finite:
         text += "\n\nNon-finite runs (NaN/inf loss or weights), excluded from the medians:\n" + "\n".join(non_finite)
     return text

@@ -1,0 +1,84 @@
+"""Contaminated measurements: a busy neighbour during one repeat is seen and flagged."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from accel_choice import aggregate, contention, datagen, measure
+
+BUSY = "import time\nend = time.time() + 30\nwhile time.time() < end: pass\n"
+
+
+@pytest.fixture()
+def busy_neighbours():
+    """Two spinning processes (they stop by themselves after 30 s at the latest)."""
+    processes = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(2)]
+    time.sleep(0.3)
+    yield processes
+    for process in processes:
+        process.kill()
+        process.wait()
+
+
+def _spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def test_machine_busy_seconds_counts_up():
+    first = contention.machine_busy_seconds()
+    _spin(0.2)
+    assert contention.machine_busy_seconds() >= first + 0.1
+
+
+def test_own_work_is_counted_as_own():
+    meter = contention.ForeignCpuMeter().start()
+    _spin(1.0)
+    reading = meter.stop()
+    assert reading.own_cpu_s == pytest.approx(1.0, abs=0.2)
+    assert reading.wall_s == pytest.approx(1.0, abs=0.2)
+
+
+def test_busy_neighbours_are_foreign_cpu(busy_neighbours):
+    meter = contention.ForeignCpuMeter().start()
+    _spin(1.0)
+    assert meter.stop().share > 0.5
+
+
+def _job(repeat: int):
+    dataset = datagen.make_benchmark(2048, 16, 0.2, 3)
+    x, y = torch.from_numpy(dataset.features.copy()), torch.from_numpy(dataset.target.copy())
+    return measure.measure_training_job(x, y, 32, repeat, measure.cpu_variants(["dataloader", "fastpath"]), seed=3,
+                                        hidden=16, lr=1e-3, warmup_steps=5)
+
+
+def test_a_repeat_with_a_busy_neighbour_is_flagged(busy_neighbours):
+    contaminated = _job(1)
+    assert all(r["foreign_cpu_share"] > aggregate.FOREIGN_CPU_SHARE for r in contaminated)
+    # Two clean repeats, shaped by the real record, with the share a quiet machine shows.
+    clean = [dict(r, repeat=repeat, foreign_cpu_share=0.01, loadavg_after=r["loadavg_before"])
+             for repeat in (0, 2) for r in contaminated]
+    table = aggregate.aggregate_training(clean + contaminated, 2048)
+    for row in table:
+        assert [c["repeat"] for c in row["contaminated"]] == [1]
+        assert "other processes used" in row["contaminated"][0]["reasons"][0]
+
+
+@pytest.mark.parametrize(
+    ("share", "before", "after", "expected"),
+    [
+        (0.1, 0.5, 0.6, []),
+        (0.6, 0.5, 0.6, ["other processes used 0.60 cores during the job (> 0.25)"]),
+        (None, 0.5, 1.2, ["1-min load average rose by 0.70 (> 0.5)"]),
+        (0.3, 0.1, 0.9, ["other processes used 0.30 cores during the job (> 0.25)", "1-min load average rose by 0.80 (> 0.5)"]),
+    ],
+)
+def test_contamination_reasons(share, before, after, expected):
+    record = {"foreign_cpu_share": share, "loadavg_before": [before, 0, 0], "loadavg_after": [after, 0, 0]}
+    assert aggregate.contamination(record) == expected
