@@ -6,10 +6,14 @@ plans after one config change, then bad configs that must fail before any job ru
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -61,16 +65,172 @@ def changed(**overrides: dict) -> dict:
     return config
 
 
+TIMING_LOGS = {"time_cpu_training": "timing/cpu", "time_load_convert": "timing/load_convert"}
+
+
+def _incomplete(workdir: Path) -> set[str]:
+    """Outputs Snakemake has marked incomplete (.snakemake/incomplete/<urlsafe base64 of the path>)."""
+    marks = workdir / ".snakemake/incomplete"
+    names = set()
+    for mark in marks.rglob("*") if marks.exists() else []:
+        if mark.is_file() and mark.name != "migration_underway":
+            encoded = "".join(part.lstrip("@") for part in mark.relative_to(marks).parts)
+            names.add(base64.urlsafe_b64decode(encoded).decode())
+    return names
+
+
+def _timing_outputs(workdir: Path) -> dict[str, int]:
+    """Finished timing records: present and not marked incomplete, with their mtimes."""
+    incomplete = _incomplete(workdir)
+    files = {str(p.relative_to(workdir)): p.stat().st_mtime_ns for p in (workdir / "results/timing").rglob("*.json")}
+    return {path: mtime for path, mtime in files.items() if path not in incomplete}
+
+
+def _timing_job_in_flight(workdir: Path) -> str | None:
+    """The output of a timing job that has started measuring (its log exists) but not finished."""
+    for rule, folder in TIMING_LOGS.items():
+        for log in (workdir / "results/logs" / rule).glob("*.log"):
+            output = workdir / "results" / folder / (log.stem + ".json")
+            if not output.exists():
+                return str(output.relative_to(workdir))
+    return None
+
+
+def _interrupt(workdir: Path, config: dict, sig: signal.Signals, after_outputs: int, extra: tuple[str, ...] = ()) -> dict:
+    """Start the workflow, send `sig` to it (and, for SIGKILL, its jobs) while a timing job runs
+    after `after_outputs` timing records exist; say what was done and what was in flight."""
+    config_path = workdir / "test-config.yaml"
+    config_path.write_text(yaml.safe_dump(config))
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
+               "--configfile", str(config_path), "--cores", "4", *extra]
+    log = open(workdir / f"interrupted-{sig.name}.log", "w")  # a file, not a pipe: a full pipe would stall the run
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.time() + 300
+    second = None
+    try:
+        while time.time() < deadline and process.poll() is None:
+            in_flight = _timing_job_in_flight(workdir)
+            if in_flight and len(_timing_outputs(workdir)) >= after_outputs:
+                if second is None:  # a concurrent invocation on the same directory meets the lock
+                    second = subprocess.run([*command[:-2], "--cores", "1"], capture_output=True, text=True, timeout=120)
+                done = _timing_outputs(workdir)
+                if _timing_job_in_flight(workdir) == in_flight:
+                    if sig == signal.SIGKILL:
+                        os.killpg(process.pid, signal.SIGKILL)  # a crash: the scheduler and its jobs die at once
+                    else:
+                        process.send_signal(sig)
+                    process.wait(timeout=120)
+                    return {"done": done, "in_flight": in_flight, "killed_at": time.time_ns(), "second": second}
+            time.sleep(0.05)
+        raise AssertionError("the workflow ended before it could be interrupted during a timing job:\n"
+                             + (workdir / f"interrupted-{sig.name}.log").read_text()[-3000:])
+    finally:
+        log.close()
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def timeline(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Ctrl-C during a timing job, resume; a hard kill during another, unlock and resume with
+    --rerun-incomplete. Each stop records the jobs done before it and the one in flight."""
     workdir = tmp_path_factory.mktemp("tiny")
-    result = snakemake(workdir, TINY)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
-    return workdir
+    events = {"workdir": workdir}
+    events["sigint"] = _interrupt(workdir, TINY, signal.SIGINT, after_outputs=2)
+    events["after_sigint"] = _timing_outputs(workdir)
+    events["sigkill"] = _interrupt(workdir, TINY, signal.SIGKILL, after_outputs=len(events["after_sigint"]) + 2)
+    events["after_sigkill"] = _timing_outputs(workdir)
+    events["unlock"] = snakemake(workdir, TINY, "--unlock")
+    events["resume"] = snakemake(workdir, TINY, "--rerun-incomplete")
+    events["final"] = _timing_outputs(workdir)
+    return events
+
+
+@pytest.fixture(scope="module")
+def finished(timeline: dict) -> Path:
+    assert timeline["resume"].returncode == 0, timeline["resume"].stdout[-4000:] + timeline["resume"].stderr[-4000:]
+    return timeline["workdir"]
 
 
 def read(path: Path):
     return json.loads(path.read_text())
+
+
+def test_interrupted_runs_keep_what_finished_and_rerun_only_the_rest(timeline: dict) -> None:
+    for stop, after in (("sigint", "after_sigint"), ("sigkill", "after_sigkill")):
+        done, in_flight = timeline[stop]["done"], timeline[stop]["in_flight"]
+        for path, mtime in done.items():  # nothing that had finished was lost or redone
+            assert timeline["final"][path] == mtime, f"{path} was re-run after {stop}"
+        # The interrupted job's output - absent, or written after the signal - is never taken
+        # as a result: Snakemake marks it incomplete and the resume measures it again.
+        assert in_flight not in timeline[after], f"{stop}: {in_flight} counted as finished"
+        assert timeline["final"][in_flight] > timeline[stop]["killed_at"], f"{stop}: {in_flight} was not re-run"
+    assert timeline["unlock"].returncode == 0
+    assert len(timeline["final"]) == 6 + 2 * 1 * 3
+
+
+def test_a_second_invocation_meets_the_lock(timeline: dict) -> None:
+    # Without rerun-incomplete (set in profiles/default) Snakemake 9 would stop earlier, on the
+    # running job's outputs being "incomplete", and suggest --rerun-incomplete: wrong advice
+    # while another run is active. With it, the second invocation stops at the lock.
+    second = timeline["sigint"]["second"]
+    assert second.returncode != 0
+    output = second.stdout + second.stderr
+    assert "cannot be locked" in output, output[-2000:]
+    assert "Job stats" not in output
+
+
+def test_resumed_report_has_the_structure_of_a_clean_run(finished: Path) -> None:
+    report = (finished / "results/REPORT.md").read_text()
+    headings = [line for line in report.splitlines() if line.startswith("## ")]
+    assert headings == [
+        "## GPU decision sheet (section 28.3.5)",
+        "## CPU baseline: one training epoch (ms, medians over repeats)",
+        "## Full path per epoch on the benchmark matrix (ms, sums of medians)",
+        "## Northstar model selection: early stopping, test once, time to target",
+        "## Seed limits (measured)",
+        "## Gradient variance vs batch size (the 1/B rule, measured)",
+        "## Load and convert (ms, medians over repeats)",
+        "## Theoretical estimates (computed, not measured)",
+        "## Data",
+        "## Measurement conditions and flags",
+        "## Environment",
+        "## Reproduce",
+    ]
+    table = read(finished / "results/tables/cpu_training.json")["table"]
+    assert [(r["batch_size"], r["loader"], r["repeats"]) for r in table] == [
+        (16, "dataloader", 3), (16, "fastpath", 3), (64, "dataloader", 3), (64, "fastpath", 3)]
+
+
+def test_a_bad_config_leaves_existing_results_untouched(finished: Path) -> None:
+    before = {p: p.stat().st_mtime_ns for p in (finished / "results").rglob("*") if p.is_file()}
+    result = snakemake(finished, changed(timing={"repeats": 0}))
+    assert result.returncode != 0 and "config key timing.repeats" in result.stderr
+    assert {p: p.stat().st_mtime_ns for p in (finished / "results").rglob("*") if p.is_file()} == before
+
+
+def test_an_edited_export_is_refused_naming_the_file(finished: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(finished, copy, ignore=shutil.ignore_patterns(".snakemake"))
+    parquet = copy / "results/data/benchmark.parquet"
+    data = bytearray(parquet.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one damaged byte
+    parquet.write_bytes(bytes(data))
+    result = snakemake(copy, TINY, "--forcerun", "time_load_convert", "--until", "time_load_convert")
+    assert result.returncode != 0
+    logs = "".join(p.read_text() for p in (copy / "results/logs/time_load_convert").glob("benchmark.*.log"))
+    assert "benchmark.parquet has sha256" in logs and "the file was changed or damaged" in logs
+    assert "re-run the workflow to regenerate it with the export_data rule" in logs
+
+
+def test_outputs_stay_inside_results(finished: Path) -> None:
+    result = snakemake(finished, TINY, "--summary")
+    assert result.returncode == 0, result.stderr[-2000:]
+    files = [line.split("\t")[0] for line in result.stdout.splitlines()[1:] if line.strip()]
+    assert files and all(f.startswith("results/") for f in files), [f for f in files if not f.startswith("results/")]
 
 
 def test_run_writes_the_lab_report(finished: Path) -> None:
