@@ -461,3 +461,10 @@ def test_snakemake_report_builds_html_with_the_figure(finished: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     html = (finished / "report.html").read_text()
     assert "decision.png" in html and "cpu_training.csv" in html
+
+
+def test_no_config_value_is_evaluated_as_code() -> None:
+    sources = [*REPO.glob("workflow/**/*.py"), *REPO.glob("workflow/rules/*.smk"), REPO / "Snakefile"]
+    for source in sources:
+        text = source.read_text()
+        assert not re.search(r"(?<![\w.])(eval|exec)\(", text), f"{source} evaluates text as code"
