@@ -452,3 +452,19 @@ def test_full_path_cpu_rows_carry_no_transfer_nor_start_up(table, load_table):
         assert r["total_with_startup_s"] == r["total_s"]
         assert r["total_min_s"] <= r["total_s"] <= r["total_max_s"]
         assert (r["device"], r["precision"], r["placement"]) == ("cpu", "fp32", "host")
+
+
+def test_require_keys_names_the_file():
+    good = {"a": 1, "b": 2}
+    assert aggregate.require_keys(good, ("a", "b"), "x.json") is good
+    with pytest.raises(ValueError, match=r"x.json: not a complete record \(missing b\); delete it and re-run"):
+        aggregate.require_keys({"a": 1}, ("a", "b"), "x.json")
+    with pytest.raises(ValueError, match="x.json: expected a JSON object, found list"):
+        aggregate.require_keys([1], ("a",), "x.json")
+
+
+def test_real_records_carry_the_required_keys():
+    d = datagen.make_benchmark(40, 3, 0.2, 1)
+    x, y = torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy())
+    real = measure.measure_training_job(x, y, 20, 0, measure.cpu_variants(["fastpath"]), seed=1, hidden=2, lr=1e-3, warmup_steps=1)[0]
+    aggregate.require_keys(real, aggregate.TRAINING_KEYS, "real")

@@ -5,13 +5,15 @@ from accel_choice.runtime import job
 
 p, out = snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
-    records = [r for path in snakemake.input.records for r in atomic.read_json(path)["records"]]  # noqa: F821
+    records = [aggregate.require_keys(r, aggregate.TRAINING_KEYS, path)
+               for path in snakemake.input.records for r in atomic.read_json(path)["records"]]  # noqa: F821
     table = aggregate.aggregate_training(records, p.rows, p.noise_iqr_ratio, p.outlier_factor, p.foreign_cpu_share,
                                           p.loadavg_rise)
     atomic.write_json(out.json, {"table": table, "non_finite": aggregate.non_finite_records(records),
                                  "environment": envinfo.quick_environment()})
     tables.write_csv(out.csv, table)
-    transfers = aggregate.aggregate_transfers([atomic.read_json(path) for path in snakemake.input.transfers])  # noqa: F821
+    transfers = aggregate.aggregate_transfers([aggregate.require_keys(atomic.read_json(path), aggregate.TRANSFER_KEYS, path)
+                                               for path in snakemake.input.transfers])  # noqa: F821
     atomic.write_json(out.transfers, transfers)
     tables.write_csv(out.transfers_csv, transfers["copies"])
     log.info("GPU: %d records into %d cells, %d non-finite", len(records), len(table), sum(not r["finite"] for r in records))

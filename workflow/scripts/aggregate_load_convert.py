@@ -5,7 +5,8 @@ from accel_choice.runtime import job
 
 p, out = snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
-    records = [atomic.read_json(path) for path in snakemake.input.records]  # noqa: F821
+    records = [aggregate.require_keys(atomic.read_json(path), aggregate.LOAD_KEYS, path)
+               for path in snakemake.input.records]  # noqa: F821
     table = aggregate.aggregate_load_convert(records, p.noise_iqr_ratio, p.outlier_factor, p.foreign_cpu_share, p.loadavg_rise)
     atomic.write_json(out.json, {"table": table, "environment": envinfo.quick_environment()})
     tables.write_csv(out.csv, table)

@@ -17,6 +17,21 @@ def _group(records: Iterable[dict[str, Any]], keys: Sequence[str]) -> dict[tuple
 
 
 VARIANT_KEYS = ("device", "precision", "placement", "loader", "batch_size")
+TRAINING_KEYS = (*VARIANT_KEYS, "repeat", "samples", "steps", "epoch_s", "samples_per_s", "eval_s", "finite", "invariants",
+                 "initial_weights_sha256", "loadavg_before", "loadavg_after")
+LOAD_KEYS = ("dataset", "format", "repeat", "rows", "file_bytes", "read_s", "to_pandas_s", "to_numpy_s", "to_torch_s",
+             "total_s", "loadavg_before", "loadavg_after")
+TRANSFER_KEYS = ("device", "repeat", "context_startup_s", "copies")
+
+
+def require_keys(record: Any, keys: Sequence[str], source: str) -> dict[str, Any]:
+    """A record read from `source`, refused with the file named when it lacks a field."""
+    if not isinstance(record, dict):
+        raise ValueError(f"{source}: expected a JSON object, found {type(record).__name__}; delete it and re-run")
+    missing = [key for key in keys if key not in record]
+    if missing:
+        raise ValueError(f"{source}: not a complete record (missing {', '.join(missing)}); delete it and re-run")
+    return record
 FOREIGN_CPU_SHARE = 0.25  # cores busy elsewhere, on average over the job
 LOADAVG_RISE = 0.5
 
