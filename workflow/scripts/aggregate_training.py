@@ -5,8 +5,7 @@ from accel_choice.runtime import job
 
 p, out = snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
-    records = [aggregate.require_keys(r, aggregate.TRAINING_KEYS, path)
-               for path in snakemake.input.records for r in atomic.read_json(path)["records"]]  # noqa: F821
+    records = aggregate.read_training_records(snakemake.input.records)  # noqa: F821
     table = aggregate.aggregate_training(records, p.rows, p.noise_iqr_ratio, p.outlier_factor, p.foreign_cpu_share,
                                           p.loadavg_rise)
     atomic.write_json(out.json, {"table": table, "non_finite": aggregate.non_finite_records(records),

@@ -1,15 +1,11 @@
 """Rule gradient_variance: the 1/B rule measured at the seeded initial weights on the benchmark matrix."""
 
-import torch
-
 from accel_choice import atomic, dataio, envinfo, gradvar, model, plots, tables
 from accel_choice.runtime import job
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
-    meta, export = atomic.read_json(inp.meta), atomic.read_json(inp.export)
-    dataset = dataio.load_exported_parquet(inp.data, meta, export)
-    x, y = torch.from_numpy(dataset.features.copy()), torch.from_numpy(dataset.target.copy())
+    x, y, _ = dataio.load_benchmark_tensors(inp.data, inp.meta, inp.export)
     net = model.build_model(x.shape[1], p.hidden, p.seed)
     gradients = gradvar.per_sample_gradients(net, x, y)
     result = gradvar.variance_table(gradients, p.batch_sizes, p.draws, p.seed)

@@ -2,17 +2,12 @@
 
 import time
 
-import torch
-
 from accel_choice import atomic, dataio, envinfo, measure
 from accel_choice.runtime import job
 
 inp, wc, p = snakemake.input, snakemake.wildcards, snakemake.params  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
-    meta = atomic.read_json(inp.meta)
-    export = atomic.read_json(inp.export)
-    dataset = dataio.load_exported_parquet(inp.data, meta, export)
-    x, y = torch.from_numpy(dataset.features.copy()), torch.from_numpy(dataset.target.copy())
+    x, y, _ = dataio.load_benchmark_tensors(inp.data, inp.meta, inp.export)
     started = time.time()
     records = measure.measure_training_job(
         x, y, int(wc.batch_size), int(wc.repeat), measure.cpu_variants(p.loaders),

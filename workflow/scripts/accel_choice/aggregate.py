@@ -54,6 +54,13 @@ def _contaminated(group: Sequence[dict[str, Any]], foreign_cpu_share: float, loa
             if (reasons := contamination(r, foreign_cpu_share, loadavg_rise))]
 
 
+def read_training_records(paths: Sequence[str]) -> list[dict[str, Any]]:
+    """Every record of the given timing-job files, each checked for its fields."""
+    from .atomic import read_json
+
+    return [require_keys(r, TRAINING_KEYS, path) for path in paths for r in read_json(path)["records"]]
+
+
 def check_training_records(records: Sequence[dict[str, Any]], rows: int) -> None:
     """Refuse a set of records that cannot be compared: different data, different start weights."""
     if not records:

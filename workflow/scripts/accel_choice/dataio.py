@@ -134,3 +134,14 @@ def load_exported_parquet(path: str | os.PathLike[str], meta: dict[str, Any], ex
     columns = (*meta["feature_columns"], meta["target_column"])
     matrix = read_parquet_matrix(path, columns)
     return Dataset(meta["name"], matrix, tuple(meta["feature_columns"]), meta["target_column"])
+
+
+def load_benchmark_tensors(data_path: str | os.PathLike[str], meta_path: str | os.PathLike[str],
+                           export_path: str | os.PathLike[str]) -> tuple[Any, Any, dict[str, Any]]:
+    """The exported benchmark Parquet as owned float32 torch tensors (features, target) and its
+    metadata, refused unless the file is the one export recorded."""
+    import torch
+
+    meta, export = atomic.read_json(meta_path), atomic.read_json(export_path)
+    dataset = load_exported_parquet(data_path, meta, export)
+    return torch.from_numpy(dataset.features.copy()), torch.from_numpy(dataset.target.copy()), meta
