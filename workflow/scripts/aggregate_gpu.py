@@ -6,10 +6,10 @@ from accel_choice.runtime import job
 p, out = snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     records = aggregate.read_training_records(snakemake.input.records)  # noqa: F821
-    table = aggregate.aggregate_training(records, p.rows, p.noise_iqr_ratio, p.outlier_factor, p.foreign_cpu_share,
-                                          p.loadavg_rise)
-    atomic.write_json(out.json, {"table": table, "non_finite": aggregate.non_finite_records(records),
-                                 "environment": envinfo.quick_environment()})
+    summary = aggregate.training_summary(records, p.rows, p.noise_iqr_ratio, p.outlier_factor, p.foreign_cpu_share,
+                                         p.loadavg_rise)
+    table = summary["table"]
+    atomic.write_json(out.json, {**summary, "environment": envinfo.quick_environment()})
     tables.write_csv(out.csv, table)
     transfers = aggregate.aggregate_transfers([aggregate.require_keys(atomic.read_json(path), aggregate.TRANSFER_KEYS, path)
                                                for path in snakemake.input.transfers])  # noqa: F821

@@ -152,6 +152,19 @@ def _add_loader_overhead(table: list[dict[str, Any]]) -> None:
         row["epoch_s_over_fastpath"] = row["epoch_s_median"] / base if base else None
 
 
+def training_summary(
+    records: Sequence[dict[str, Any]],
+    rows: int,
+    noise_iqr_ratio: float = NOISE_IQR_RATIO,
+    outlier_factor: float = OUTLIER_FACTOR,
+    foreign_cpu_share: float = FOREIGN_CPU_SHARE,
+    loadavg_rise: float = LOADAVG_RISE,
+) -> dict[str, Any]:
+    """The aggregated table and the non-finite runs left out of it, as the aggregation rules write them."""
+    table = aggregate_training(records, rows, noise_iqr_ratio, outlier_factor, foreign_cpu_share, loadavg_rise)
+    return {"table": table, "non_finite": non_finite_records(records)}
+
+
 def non_finite_records(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {k: r[k] for k in (*VARIANT_KEYS, "grad_scaler", "repeat", "nonfinite_step", "final_loss", "mean_train_loss")}

@@ -129,7 +129,7 @@ def compare_devices(full_path_rows: Sequence[dict[str, Any]], threshold: float) 
     }
 
 
-def _describe(row: dict[str, Any]) -> str:
+def describe(row: dict[str, Any]) -> str:
     if row["device"] == "cpu":
         return f"CPU {row['format']} + {row['loader']} at B={row['batch_size']}"
     return f"{row['device'].upper()} {row['precision']} {row['placement']} at B={row['batch_size']}"
@@ -175,8 +175,8 @@ def verdict(
                 "comparison": None}
     low, high = comparison["speedup_range"]
     measured = (
-        f"Measured full path of one epoch, fixed start-up included: best CPU ({_describe(comparison['cpu'])}) "
-        f"{comparison['cpu']['total_s'] * 1e3:.1f} ms vs best GPU ({_describe(comparison['gpu'])}) "
+        f"Measured full path of one epoch, fixed start-up included: best CPU ({describe(comparison['cpu'])}) "
+        f"{comparison['cpu']['total_s'] * 1e3:.1f} ms vs best GPU ({describe(comparison['gpu'])}) "
         f"{comparison['gpu']['total_with_startup_s'] * 1e3:.1f} ms, of which {comparison['gpu']['startup_s'] * 1e3:.1f} ms "
         f"start-up: speedup {comparison['speedup']:.2f}× (spread {low:.2f}–{high:.2f}×; without start-up "
         f"{comparison['speedup_without_startup']:.2f}×)."

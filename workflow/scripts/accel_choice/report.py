@@ -198,7 +198,7 @@ def _gpu_section(inputs: ReportInputs) -> str:
         text += (
             "\n\n## CPU vs GPU, full path of one epoch\n\n"
             + table(("", "CPU", "GPU"), [
-                ("best variant", decision._describe(comparison["cpu"]), decision._describe(comparison["gpu"])),
+                ("best variant", decision.describe(comparison["cpu"]), decision.describe(comparison["gpu"])),
                 ("full path, ms", _ms(comparison["cpu"]["total_s"]), _ms(comparison["gpu"]["total_s"])),
                 ("spread, ms", f"{_ms(comparison['cpu']['total_min_s'])}–{_ms(comparison['cpu']['total_max_s'])}",
                  f"{_ms(comparison['gpu']['total_min_s'])}–{_ms(comparison['gpu']['total_max_s'])}"),
