@@ -1,13 +1,23 @@
 # accel-choice: is a CPU enough for this training job, or does a GPU pay off?
+import os
 import sys
 from pathlib import Path
 
+from snakemake import __version__ as SNAKEMAKE_VERSION
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
+from accel_choice.archive import INVOCATION_VARIABLE, invocation_record  # noqa: E402
 from accel_choice.config_checks import check_config, check_schema, normalize_config  # noqa: E402
+
+# Provenance, not a parameter: the command the user typed reaches every job through the
+# environment (setdefault: a cluster job re-parsing this file keeps its submitter's record),
+# so it is recorded in results/ without ever triggering a re-run.
+os.environ.setdefault(
+    INVOCATION_VARIABLE, invocation_record(sys.argv, os.getcwd(), SNAKEMAKE_VERSION)
+)
 
 
 configfile: "config/config.yaml"
@@ -28,7 +38,9 @@ include: "workflow/rules/timing.smk"
 include: "workflow/rules/gpu.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/northstar.smk"
+include: "workflow/rules/planner.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/archive.smk"
 
 
 rule all:
@@ -36,3 +48,5 @@ rule all:
         "results/REPORT.md",
         "results/figures/decision.png",
         "results/s111_cpu_results.json",
+        "results/provenance.json",
+        "results/MANIFEST.sha256",

@@ -199,7 +199,7 @@ def _datasets():
         {
             "name": "benchmark", "rows": ROWS, "feature_columns": [f"x{i:02d}" for i in range(32)], "positive_rate": 0.5012,
             "matrix_sha256": "f00d" * 16,
-            "export": {"files": {"parquet": {"bytes": 1_100_000}, "csv": {"bytes": 2_000_000}}},
+            "export": {"files": {"parquet": {"bytes": 1_100_000, "sha256": "c" * 64}, "csv": {"bytes": 2_000_000, "sha256": "d" * 64}}},
         }
     ]
 

@@ -33,8 +33,11 @@ GPU_TRAINING_RECORDS = (
 GPU_TRANSFER_RECORDS = expand("results/timing/gpu/transfer.rep{repeat}.json", repeat=REPEATS) if GPU_DEVICE else []
 GPU_TABLES = ["results/tables/gpu_training.json", "results/tables/transfers.json"] if GPU_DEVICE else []
 
-# Northstar model selection runs on the CPU and, where GPU jobs are planned, on the GPU too.
-NORTHSTAR_DEVICES = ["cpu"] + ([GPU_DEVICE] if GPU_DEVICE else [])
+# Northstar model selection and the planner's grid run on the CPU and, where GPU jobs are
+# planned, on the GPU too.
+DEVICES = ["cpu"] + ([GPU_DEVICE] if GPU_DEVICE else [])
+NORTHSTAR_DEVICES = DEVICES
+PLANNER_REPEATS = list(range(config["planner"]["repeats"]))
 USER_TABLE = config["data"]["northstar"]["table"]
 NORTHSTAR_SOURCE = (
     [USER_TABLE["path"]]
@@ -46,3 +49,35 @@ NORTHSTAR_SOURCE = (
 def gpus_for_device(wildcards):
     """GPU count a per-device job asks the scheduler for."""
     return 0 if wildcards.device == "cpu" else 1
+
+
+# Jobs with a `benchmark:` file: the heavy ones. Each name is the stem its log and its
+# benchmark file share (results/logs/<name>.log, results/benchmarks/<name>.tsv), so the
+# resource table can pair them.
+BENCHMARKED_JOBS = [
+    "generate_benchmark",
+    "generate_northstar",
+    "collect_environment",
+    "seed_limits",
+    "gradient_variance",
+    *expand("export_data/{dataset}", dataset=DATASETS),
+    *expand(
+        "time_load_convert/{dataset}.{fmt}.rep{repeat}",
+        dataset=DATASETS,
+        fmt=config["timing"]["formats"],
+        repeat=REPEATS,
+    ),
+    *expand("time_cpu_training/bs{batch_size}.rep{repeat}", batch_size=BATCH_SIZES, repeat=REPEATS),
+    *expand(
+        "train_northstar/{device}_bs{batch_size}",
+        device=NORTHSTAR_DEVICES,
+        batch_size=config["selection"]["batch_sizes"],
+    ),
+    *expand("time_cost_model/{device}.rep{repeat}", device=DEVICES, repeat=PLANNER_REPEATS),
+    *(expand("time_transfer/rep{repeat}", repeat=REPEATS) if GPU_DEVICE else []),
+    *(
+        expand("time_gpu_training/bs{batch_size}.rep{repeat}", batch_size=BATCH_SIZES, repeat=REPEATS)
+        if GPU_DEVICE
+        else []
+    ),
+]

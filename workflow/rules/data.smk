@@ -14,6 +14,8 @@ rule generate_benchmark:
         seed=config["seed"],
     log:
         "results/logs/generate_benchmark.log",
+    benchmark:
+        "results/benchmarks/generate_benchmark.tsv"
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
@@ -35,6 +37,8 @@ rule generate_northstar:
         seed=config["seed"],
     log:
         "results/logs/generate_northstar.log",
+    benchmark:
+        "results/benchmarks/generate_northstar.tsv"
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
@@ -59,6 +63,8 @@ rule export_data:
         dataset="|".join(DATASETS),
     log:
         "results/logs/export_data/{dataset}.log",
+    benchmark:
+        "results/benchmarks/export_data/{dataset}.tsv"
     threads: 1
     resources:
         timing_slot=OTHER_JOB,

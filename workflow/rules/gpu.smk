@@ -40,6 +40,8 @@ rule time_transfer:
         repeat=r"\d+",
     log:
         "results/logs/time_transfer/rep{repeat}.log",
+    benchmark:
+        "results/benchmarks/time_transfer/rep{repeat}.tsv"
     threads: config["timing"]["threads"]
     resources:
         timing_slot=TIMING_JOB,
@@ -73,6 +75,8 @@ rule time_gpu_training:
         repeat=r"\d+",
     log:
         "results/logs/time_gpu_training/bs{batch_size}.rep{repeat}.log",
+    benchmark:
+        "results/benchmarks/time_gpu_training/bs{batch_size}.rep{repeat}.tsv"
     threads: config["timing"]["threads"]
     resources:
         timing_slot=TIMING_JOB,

@@ -46,6 +46,8 @@ rule train_northstar:
         batch_size=r"\d+",
     log:
         "results/logs/train_northstar/{device}_bs{batch_size}.log",
+    benchmark:
+        "results/benchmarks/train_northstar/{device}_bs{batch_size}.tsv"
     threads: config["timing"]["threads"]
     resources:
         timing_slot=TIMING_JOB,
@@ -109,6 +111,8 @@ rule seed_limits:
         max_epochs=config["selection"]["max_epochs"],
     log:
         "results/logs/seed_limits.log",
+    benchmark:
+        "results/benchmarks/seed_limits.tsv"
     threads: config["timing"]["threads"]
     resources:
         timing_slot=OTHER_JOB,
@@ -140,6 +144,8 @@ rule gradient_variance:
         draws=config["gradient_variance"]["draws"],
     log:
         "results/logs/gradient_variance.log",
+    benchmark:
+        "results/benchmarks/gradient_variance.tsv"
     threads: config["timing"]["threads"]
     resources:
         timing_slot=OTHER_JOB,

@@ -7,6 +7,8 @@ rule collect_environment:
         txt="results/env/collect_env.txt",
     log:
         "results/logs/collect_environment.log",
+    benchmark:
+        "results/benchmarks/collect_environment.tsv"
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
@@ -28,7 +30,12 @@ rule report:
         selection="results/tables/time_to_target.json",
         seed_limits="results/northstar/seed_limits.json",
         gradient_variance="results/tables/gradient_variance.json",
-        code=library("report", "decision", "plots", "theory", "aggregate"),
+        resources="results/tables/resources.json",
+        cost_model="results/tables/cost_model.json",
+        break_even="results/tables/break_even.json",
+        flop_check="results/tables/flop_check.json",
+        scenario="results/tables/scenario.json",
+        code=library("report", "decision", "plots", "theory", "aggregate", "archive"),
     output:
         md=report("results/REPORT.md", caption="../report/report_md.rst", category="Decision"),
         png=report("results/figures/decision.png", caption="../report/decision_figure.rst", category="Decision"),
@@ -36,7 +43,10 @@ rule report:
         full_path_csv=report(
             "results/tables/full_path.csv", caption="../report/full_path.rst", category="Decision"
         ),
+        full_path_json="results/tables/full_path.json",
         decision="results/tables/decision.json",
+        data_csv=report("results/tables/data.csv", caption="../report/data.rst", category="Data"),
+        data_json="results/tables/data.json",
         config="results/config.yaml",
     params:
         rows=config["data"]["benchmark"]["rows"],

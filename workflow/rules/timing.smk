@@ -18,6 +18,8 @@ rule time_load_convert:
         repeat=r"\d+",
     log:
         "results/logs/time_load_convert/{dataset}.{fmt}.rep{repeat}.log",
+    benchmark:
+        "results/benchmarks/time_load_convert/{dataset}.{fmt}.rep{repeat}.tsv"
     threads: config["timing"]["threads"]
     resources:
         timing_slot=TIMING_JOB,
@@ -46,6 +48,8 @@ rule time_cpu_training:
         repeat=r"\d+",
     log:
         "results/logs/time_cpu_training/bs{batch_size}.rep{repeat}.log",
+    benchmark:
+        "results/benchmarks/time_cpu_training/bs{batch_size}.rep{repeat}.tsv"
     threads: config["timing"]["threads"]
     resources:
         timing_slot=TIMING_JOB,

@@ -2,7 +2,7 @@
 
 import yaml
 
-from accel_choice import aggregate, atomic, decision, envinfo, plots, report, tables
+from accel_choice import aggregate, archive, atomic, decision, envinfo, plots, report, tables
 from accel_choice.runtime import job
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
@@ -30,6 +30,10 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     verdict = decision.verdict(train_table, full_path, environment["quick"], widths, probe=probe,
                                threshold=p.speedup_threshold)
     tables.write_csv(out.full_path_csv, full_path)
+    atomic.write_json(out.full_path_json, full_path)
+    data_rows = report.data_table(datasets)
+    tables.write_csv(out.data_csv, data_rows)
+    atomic.write_json(out.data_json, data_rows)
     atomic.write_json(out.decision, {"verdict": verdict, "sheet": sheet, "full_path": full_path,
                                     "environment": envinfo.quick_environment(p.seed)})
     plots.decision_figure(
@@ -44,7 +48,10 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
         rows=p.rows, batch_sizes=p.batch_sizes, bandwidth_gb_s=p.bandwidth_gb_s, seed=p.seed,
         noise_iqr_ratio=p.noise_iqr_ratio, outlier_factor=p.outlier_factor, probe=probe, transfers=transfers,
         accelerator=p.accelerator, selection=atomic.read_json(inp.selection), seed_limits=atomic.read_json(inp.seed_limits),
-        gradient_variance=atomic.read_json(inp.gradient_variance),
+        gradient_variance=atomic.read_json(inp.gradient_variance), resources=atomic.read_json(inp.resources),
+        cost_model=atomic.read_json(inp.cost_model), break_even=atomic.read_json(inp.break_even),
+        flop_check=atomic.read_json(inp.flop_check), scenario=atomic.read_json(inp.scenario),
+        provenance={"workflow": envinfo.workflow_commit(), "invocation": archive.current_invocation()},
     ))
     atomic.write_text(out.config, yaml.safe_dump(p.config, sort_keys=False))
     atomic.write_text(out.md, text)

@@ -90,6 +90,7 @@ def check_config(config: dict[str, Any]) -> None:
     total = split["train"] + split["val"] + split["test"]
     if abs(total - 1) > 1e-9:
         raise ConfigError(f"config key selection.split: train + val + test = {total:g}; allowed: ratios that add up to 1")
+    _check_planner(config["planner"])
     table = config["data"]["northstar"]["table"]
     if table is not None:
         if not os.path.isfile(table["path"]):
@@ -99,3 +100,15 @@ def check_config(config: dict[str, Any]) -> None:
     sizes = [*config["selection"]["batch_sizes"], config["selection"]["seed_batch_size"]]
     _check_at_most("selection.batch_sizes / selection.seed_batch_size", sizes, train_rows,
                    "the training split (data.northstar.rows × selection.split.train)")
+
+
+def _check_planner(planner: dict[str, Any]) -> None:
+    grid = planner["grid"]
+    workloads = sum(1 for n in grid["rows"] for _ in grid["features"] for _ in grid["hidden"]
+                    for b in grid["batch_sizes"] if b <= n)
+    if workloads < 4:
+        raise ConfigError(f"config key planner.grid: {workloads} workload(s) with batch size <= rows; allowed: at least 4 "
+                          "(the cost model fits 3 terms and is checked out of sample)")
+    for axis, (low, high) in planner["sweep"].items():
+        if low >= high:
+            raise ConfigError(f"config key planner.sweep.{axis}: [{low}, {high}]; allowed: [smallest, largest] with smallest < largest")

@@ -136,3 +136,60 @@ def gradient_variance_figure(result: dict[str, Any], png_path: str | os.PathLike
     axes.legend(fontsize=7)
     figure.tight_layout()
     _save(figure, png_path, svg_path)
+
+
+def break_even_figure(
+    curves: Sequence[dict[str, Any]],
+    measured: Sequence[dict[str, Any]],
+    png_path: str | os.PathLike[str],
+    svg_path: str | os.PathLike[str],
+    *,
+    gpu_label: str,
+) -> None:
+    """One panel per costmodel.break_even() result: modelled CPU and GPU epoch seconds.
+
+    A measured epoch is drawn on a panel only when its workload lies on that panel's line,
+    i.e. every field except the panel's axis equals the curve's base workload: a point
+    measured elsewhere would be compared with a prediction for a different workload.
+    Measured dicts carry device ("cpu" or anything else for the GPU), rows, features,
+    hidden, batch_size and epoch_s.
+    """
+    if not curves:
+        raise ValueError("break_even_figure needs at least one break_even() curve")
+    figure, panels = plt.subplots(1, len(curves), figsize=(5.5 * len(curves), 4.5), squeeze=False)
+    for axes, curve in zip(panels[0], curves):
+        _break_even_panel(axes, curve, _points_on_line(curve, measured), gpu_label)
+    figure.tight_layout()
+    _save(figure, png_path, svg_path)
+
+
+_WORKLOAD_FIELDS = ("rows", "features", "hidden", "batch_size")
+
+
+def _points_on_line(curve: dict[str, Any], measured: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    fixed = [f for f in _WORKLOAD_FIELDS if f != curve["axis"]]
+    return [m for m in measured if all(m[f] == curve["base"][f] for f in fixed)]
+
+
+def _break_even_panel(axes: Any, curve: dict[str, Any], points: Sequence[dict[str, Any]], gpu_label: str) -> None:
+    axis, values = curve["axis"], curve["values"]
+    cpu_line = axes.plot(values, curve["cpu_s"], label="CPU (modelled)")[0]
+    gpu_line = axes.plot(values, curve["gpu_s"], label=f"{gpu_label} (modelled)")[0]
+    for is_cpu, line, marker in ((True, cpu_line, "o"), (False, gpu_line, "s")):
+        mine = sorted((p for p in points if (p["device"] == "cpu") == is_cpu), key=lambda p: p[axis])
+        if mine:
+            axes.scatter([p[axis] for p in mine], [p["epoch_s"] for p in mine], marker=marker, color=line.get_color(),
+                         zorder=3, label=f"{'CPU' if is_cpu else 'GPU'} measured")
+    if curve["break_even"] is not None:
+        axes.axvline(curve["break_even"], color="black", linestyle="--", linewidth=1,
+                     label=f"break-even ≈ {curve['break_even']:,.0f} (modelled)")
+    elif curve["gpu_always_faster"]:
+        axes.text(0.02, 0.02, "GPU faster over the whole range", transform=axes.transAxes, fontsize=8)
+    base = ", ".join(f"{f}={curve['base'][f]:,}" for f in _WORKLOAD_FIELDS if f != axis)
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel(axis)
+    axes.set_ylabel("seconds per epoch")
+    axes.set_title(f"modelled epoch time vs {axis}\n({base})", fontsize=9)
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize=7)

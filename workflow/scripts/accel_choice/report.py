@@ -32,6 +32,12 @@ class ReportInputs:
     selection: dict[str, Any] | None = None  # time-to-target result with per-run rows
     seed_limits: dict[str, Any] | None = None
     gradient_variance: dict[str, Any] | None = None
+    resources: dict[str, Any] | None = None  # tables/resources.json
+    cost_model: dict[str, Any] | None = None  # tables/cost_model.json
+    break_even: dict[str, Any] | None = None  # tables/break_even.json
+    flop_check: dict[str, Any] | None = None  # tables/flop_check.json
+    scenario: dict[str, Any] | None = None  # tables/scenario.json
+    provenance: dict[str, Any] | None = None  # workflow commit and the invocation that made this report
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -71,20 +77,26 @@ def _environment_section(env: dict[str, Any], probe: dict[str, Any] | None, acce
     )
 
 
+def data_table(datasets: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per generated data set, for the report and for tables/data.csv."""
+    return [
+        {
+            "dataset": meta["name"], "rows": meta["rows"], "features": len(meta["feature_columns"]),
+            "positive_rate": meta["positive_rate"], "matrix_sha256": meta["matrix_sha256"],
+            "parquet_bytes": meta["export"]["files"]["parquet"]["bytes"],
+            "parquet_sha256": meta["export"]["files"]["parquet"]["sha256"],
+            "csv_bytes": meta["export"]["files"]["csv"]["bytes"], "csv_sha256": meta["export"]["files"]["csv"]["sha256"],
+        }
+        for meta in datasets
+    ]
+
+
 def _data_section(datasets: Sequence[dict[str, Any]]) -> str:
-    rows = []
-    for meta in datasets:
-        export = meta["export"]
-        rows.append(
-            (
-                meta["name"],
-                f"{meta['rows']:,} × {len(meta['feature_columns'])}",
-                f"{meta['positive_rate']:.3f}",
-                f"`{meta['matrix_sha256'][:16]}…`",
-                f"{export['files']['parquet']['bytes']:,}",
-                f"{export['files']['csv']['bytes']:,}",
-            )
-        )
+    rows = [
+        (r["dataset"], f"{r['rows']:,} × {r['features']}", f"{r['positive_rate']:.3f}", f"`{r['matrix_sha256'][:16]}…`",
+         f"{r['parquet_bytes']:,}", f"{r['csv_bytes']:,}")
+        for r in data_table(datasets)
+    ]
     return "## Data\n\n" + table(("dataset", "rows × features", "positive rate", "sha256 of fp32 matrix", "Parquet bytes", "CSV bytes"), rows)
 
 
@@ -367,11 +379,177 @@ def render(inputs: ReportInputs) -> str:
         _gradient_variance_section(inputs.gradient_variance),
         _load_section(inputs.load_table),
         _theory_section(inputs),
+        _flop_section(inputs.flop_check),
+        _scenario_section(inputs.scenario),
+        _planner_section(inputs.cost_model, inputs.break_even),
         _data_section(inputs.datasets),
         _flags_section(inputs),
         _environment_section(inputs.environment, inputs.probe, inputs.accelerator),
+        _resources_section(inputs.resources),
+        _provenance_section(inputs.provenance),
         f"## Reproduce\n\n`snakemake --cores 4` with the archived `config.yaml` (seed {inputs.seed}). "
         "Figure: `figures/decision.png` (and `.svg`). Tables: `tables/*.csv` and `*.json`. "
-        "The textbook's exercise-2 shape: `s111_cpu_results.json`.",
+        "The textbook's exercise-2 shape: `s111_cpu_results.json`. Check that nothing was edited since the run: "
+        "`sha256sum --check --quiet MANIFEST.sha256` inside this folder (no output means every file matches).",
     ]
     return "\n\n".join(section for section in sections if section) + "\n"
+
+
+def _number(value: float | None, fmt: str, empty: str = "—") -> str:
+    return empty if value is None else format(value, fmt)
+
+
+def _flop_section(result: dict[str, Any] | None) -> str:
+    if not result:
+        return ""
+    rows = [
+        (r["batch_size"], f"{r['counted_forward_per_batch']:,}", f"{r['counted_backward_per_batch']:,}",
+         f"{r['counted_per_batch']:,}", f"{r['formula_3x_per_batch']:,}", f"{r['counted_over_3x']:.3f}",
+         _ms(r["epoch_s"]) if r["epoch_s"] is not None else "—",
+         _number(r["gflop_per_s_3x"], ".3f"), _number(r["gflop_per_s_counted"], ".3f"))
+        for r in result["table"]
+    ]
+    return (
+        "## FLOP formula against torch's FLOP counter\n\n"
+        "`torch.utils.flop_counter.FlopCounterMode` run on one forward and one backward pass of the actual model, "
+        "against the formula (forward 2·B·Σ d_in·d_out; forward + backward ≈ 3× forward). Achieved GFLOP/s: FLOP of "
+        "the whole epoch (the partial last batch counted exactly) over the measured median CPU fast-path epoch.\n\n"
+        + table(("B", "counted fwd/batch", "counted bwd/batch", "counted total", "3× formula", "counted / 3×",
+                 "epoch ms (measured)", "GFLOP/s by 3×", "GFLOP/s by counter"), rows)
+        + "\n\nWhy the counter shows less than 3×: backward costs two matrix products per layer - the weight "
+        "gradient and the input gradient - so ≈ 2× forward. The first layer's input is the data, which needs no "
+        "gradient, so autograd computes only its weight gradient: that layer's forward + backward is 2× its forward, "
+        "not 3×, and the counted total is 3× forward − 2·B·d·h. The counter also leaves out what is not a "
+        "matrix product (bias adds, ReLU, the loss, Adam's update), which the 3× rule of thumb silently includes "
+        "or ignores. Neither count is time: the achieved rate is far below the CPU's peak because this model's "
+        "matrices are small and every step pays a fixed per-step cost (see the cost model)."
+    )
+
+
+def _scenario_section(plan: dict[str, Any] | None) -> str:
+    if not plan:
+        return ""
+
+    def fits(answer: bool | None) -> str:
+        return "unknown" if answer is None else ("yes" if answer else "**no**")
+
+    def gb(n: int | None) -> str:
+        return "unknown" if n is None else f"{n / 1e9:,.1f} GB"
+
+    modelled = plan.get("modelled") or {}
+    rows = [
+        ("input bytes n·d·4", f"{plan['input_bytes']:,} B = {plan['input_bytes'] / 1e9:g} GB"),
+        ("fits in host memory", f"{fits(plan['fits_in_host_memory'])} (this machine: {gb(plan['host_memory_bytes'])})"),
+        ("fits in GPU memory", f"{fits(plan['fits_in_gpu_memory'])} ({gb(plan['gpu_memory_bytes'])}, "
+                               f"{plan.get('gpu_memory_source', 'assumed')})"),
+        ("parameters P", f"{plan['params']:,}"),
+        ("Adam fp32 bound 4·P·4", f"{plan['adam_fp32_bytes']:,} B ≈ {plan['adam_fp32_bytes'] / 1024:.0f} KiB"),
+        (f"activations of one batch (B = {plan['batch_size']})",
+         f"input {plan['batch_input_bytes']:,} + hidden {plan['batch_hidden_bytes']:,} + logits "
+         f"{plan['batch_logit_bytes']:,} = {plan['forward_activation_bytes']:,} B forward; ≈ "
+         f"{plan['forward_backward_activation_bytes']:,} B with backward"),
+        (f"transfer at {plan['bandwidth_gb_s']:g} GB/s (assumed)", f"{plan['transfer_s']:.1f} s per pass over the input"),
+        ("steps per epoch", f"{plan['steps_per_epoch']:,}"),
+        ("FLOP per epoch (3× rule)", f"{plan['flop_per_epoch_3x']:.3e}"),
+    ]
+    if modelled:
+        rows += [
+            ("CPU epoch (modelled, extrapolated)", f"{modelled['cpu_epoch_s']:,.1f} s"),
+            (f"GPU epoch, data resident (modelled, GPU {modelled['gpu_model_source']})", f"{modelled['gpu_epoch_s_resident']:,.1f} s"),
+            ("GPU epoch, input copied every epoch (modelled)", f"{modelled['gpu_epoch_s_streamed']:,.1f} s"),
+        ]
+    stream = "must be streamed" if plan["fits_in_gpu_memory"] is False or plan["fits_in_host_memory"] is False else \
+        "can sit whole in memory"
+    return (
+        f"## Planner: the scale scenario (exercise 4; computed, not measured)\n\n"
+        f"n = {plan['rows']:,} rows, d = {plan['features']}, model {' → '.join(map(str, plan['widths']))}, "
+        f"B = {plan['batch_size']} (config `planner.scenario`). The input {stream}.\n\n"
+        + table(("quantity", "value"), rows)
+        + "\n\nBefore claiming a speedup at this size, measure: " + "; ".join(plan["to_measure"]) + ". "
+        "The modelled epochs extrapolate the fitted cost model far beyond the measured grid; read them as an order of "
+        "magnitude."
+    )
+
+
+def _planner_section(cost_model: dict[str, Any] | None, break_even: dict[str, Any] | None) -> str:
+    if not cost_model or not break_even:
+        return ""
+    models = [
+        (m["device"], m["source"], f"{m['seconds_per_step'] * 1e6:.1f}", _number(m["gflop_per_s"], ".2f", "dropped"),
+         _number(m["gb_per_s"], ".2f", "dropped"), m["points"] or "—", _number(m["r2"], ".4f"),
+         _number(m["median_abs_rel_error"], ".1%"), _number(m["max_abs_rel_error"], ".1%"),
+         _number(m["loo_median_abs_rel_error"], ".1%"))
+        for m in cost_model["models"]
+    ]
+    warnings = [f"- {m['device']}: {m['warning']}" for m in cost_model["models"] if m.get("warning")]
+    verdicts = []
+    for s in break_even["summary"]:
+        if s["break_even"] is not None:
+            where = f"GPU faster from {s['axis']} ≈ {s['break_even']:,.0f}"
+        elif s["gpu_always_faster"]:
+            where = "GPU faster over the whole range"
+        else:
+            where = "CPU faster over the whole range"
+        verdicts.append((s["axis"], s["placement"], where))
+    assumed = break_even["gpu_model_source"] == "assumed"
+    return (
+        "## Planner: cost model and break-even (modelled)\n\n"
+        "Epoch time ≈ steps · (per-step overhead) + FLOP / (sustained FLOP/s) + bytes moved / (bandwidth), fitted per "
+        "device by non-negative least squares on relative errors, to the planner's timed grid and the benchmark's "
+        "fast-path cells (`tables/cost_model.json` holds every point and residual). A term the fit dropped is "
+        "marked \"dropped\". Quote the leave-one-out error: it is the error on a workload the fit did not see.\n\n"
+        + table(("device", "source", "µs per step", "sustained GFLOP/s", "GB/s", "points", "R²", "median |error|",
+                 "max |error|", "leave-one-out median |error|"), models)
+        + ("\n\n" + "\n".join(warnings) if warnings else "")
+        + "\n\nGrowing the benchmark workload along one axis at a time (`figures/break_even.png`; lines modelled, "
+        f"markers measured). A training job of {cost_model['epochs']} epochs (`planner.epochs`) is compared: the GPU "
+        f"pays its start-up ({cost_model['gpu_startup_s']:.2f} s, {cost_model['gpu_startup_source']}) once, and "
+        f"host→device copies at {cost_model['host_to_device_gb_s']:.1f} GB/s ({cost_model['host_to_device_source']}) "
+        "once for resident data or every epoch when streamed:\n\n"
+        + table(("axis", "GPU placement", "break-even (modelled)"), verdicts)
+        + ("\n\n**No GPU was measured: the GPU side is the configured assumption (`planner.gpu_assumed`), not a "
+           "measurement, and so is every break-even above.**" if assumed else "")
+    )
+
+
+def _resources_section(result: dict[str, Any] | None) -> str:
+    if not result:
+        return ""
+    rows = [
+        (r["rule"], r["jobs"], f"{r['process_wall_total_s']:.1f}", _number(r["process_wall_median_s"], ".2f"),
+         _number(r["body_wall_median_s"], ".2f"), _number(r["outside_body_median_s"], ".2f"),
+         _number(r["max_rss_mb_sampled"], ".0f"), r["jobs_without_rss_sample"], _number(r["peak_rss_mb_kernel"], ".0f"))
+        for r in result["rules"]
+    ]
+    return (
+        "## Resources per rule (Snakemake `benchmark:` beside the in-script timings)\n\n"
+        + table(("rule", "jobs", "process wall total s", "process wall median s", "script body median s",
+                 "outside the body s", "max RSS MB (sampled)", "jobs without an RSS sample", "peak RSS MB (kernel)"), rows)
+        + "\n\nWhich to trust for what: the `benchmark:` wall time is the whole process - interpreter start, imports "
+        "(torch alone is about a second), Snakemake's script preamble - so use it for what a job costs the scheduler "
+        "and for sizing cluster requests. Its memory is sampled (first every 0.5 s, later every 30 s), so a short job "
+        "can have no sample or a maximum below its real peak; the kernel's peak RSS (getrusage) does not miss. The "
+        "measurements of this report are the in-script `perf_counter` timings around each timed section: the "
+        "directive cannot separate warm-up, data loading and the epoch, and includes the overhead above."
+    )
+
+
+def _provenance_section(provenance: dict[str, Any] | None) -> str:
+    if not provenance:
+        return ""
+    workflow = provenance.get("workflow") or {}
+    commit = workflow.get("commit") or "unknown (not a git checkout)"
+    invocation = provenance.get("invocation") or {}
+    rows = [
+        ("workflow commit", f"`{commit}`" + (" with uncommitted changes" if workflow.get("dirty") else "")),
+        ("Snakemake", invocation.get("snakemake_version") or "unknown"),
+        ("command line", f"`{invocation['command_line']}`" if invocation.get("command_line") else "unknown"),
+        ("working directory", invocation.get("working_directory") or "unknown"),
+        ("started", invocation.get("started") or "unknown"),
+        ("host", invocation.get("host") or "unknown"),
+    ]
+    return (
+        "## Provenance\n\n" + table(("", ""), rows)
+        + "\n\nThe command line is that of the invocation that wrote this report; `provenance.json` also counts the "
+        "workflow commits embedded in every record, so a folder filled by two versions of the workflow is visible."
+    )

@@ -5,7 +5,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
+import resource
 import sys
+import time
 from collections.abc import Iterator
 
 import torch
@@ -32,8 +35,30 @@ def job(log_path: str | os.PathLike[str], threads: int) -> Iterator[logging.Logg
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", handlers=handlers, force=True)
     set_threads(threads)
     log.info("threads=%d torch_threads=%d", threads, torch.get_num_threads())
+    started_wall, started_cpu = time.perf_counter(), time.process_time()
     try:
         yield log
     except Exception:
         log.exception("job failed")
         raise
+    log.info(BODY_LINE, time.perf_counter() - started_wall, time.process_time() - started_cpu, peak_rss_mb())
+
+
+# The last line of every job's log: the script body's own timing, read back by the
+# resource table beside Snakemake's `benchmark:` sample of the whole process.
+BODY_LINE = "job body: wall %.4f s, cpu %.4f s, peak RSS %.1f MB"
+_BODY_PATTERN = re.compile(r"job body: wall ([0-9.]+) s, cpu ([0-9.]+) s, peak RSS ([0-9.]+) MB")
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set size as the kernel tracked it (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def read_body_line(log_text: str) -> dict[str, float] | None:
+    """The body timing a finished job logged, or None for a log without one (a failed job)."""
+    matches = _BODY_PATTERN.findall(log_text)
+    if not matches:
+        return None
+    wall, cpu, rss = (float(v) for v in matches[-1])
+    return {"body_wall_s": wall, "body_cpu_s": cpu, "peak_rss_mb": rss}

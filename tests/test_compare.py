@@ -1,0 +1,440 @@
+"""Comparing two archived results/ folders: matched rows, ratios, warnings, outputs and the CLI.
+
+The folders are built here from records run through the real aggregation functions, so their tables
+carry exactly the keys the workflow writes; no test needs a finished run's results/.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import compare_results
+from accel_choice import aggregate, atomic, compare, tables
+
+ROWS = 2048
+CONFIG: dict[str, Any] = {
+    "seed": 20261020,
+    "accelerator": "auto",
+    "data": {"benchmark": {"rows": ROWS, "features": 32, "noise": 0.2},
+             "northstar": {"rows": 2400, "late_rate": 0.18, "table": None}, "parquet_compression": "zstd"},
+    "model": {"hidden": 48, "lr": 0.001},
+    "timing": {"batch_sizes": [32, 512], "repeats": 3, "loaders": ["dataloader", "fastpath"], "formats": ["csv", "parquet"],
+               "warmup_steps": 50, "load_passes": 5, "threads": 1},
+    "aggregate": {"noise_iqr_ratio": 0.1, "outlier_factor": 2.0, "foreign_cpu_share": 0.25, "loadavg_rise": 0.5},
+    "gpu": {"precisions": ["fp32", "fp16", "bf16"], "placements": ["resident", "streamed"], "grad_scaler": True,
+            "speedup_threshold": 1.5, "transfer_passes": 5},
+    "report": {"bandwidth_gb_s": 8},
+}
+QUICK: dict[str, Any] = {
+    "torch_version": "2.13.0+cpu", "cuda_compiled_version": None, "is_cuda_available": False, "nvidia_gpu_models": [],
+    "cpu_model": "AMD EPYC", "logical_cores": 2, "affinity_cores": 2, "torch_threads": 1, "torch_interop_threads": 2,
+    "omp_num_threads_env": "1", "python_version": "3.11.7", "python_platform": "Linux-6.1-x86_64-with-glibc2.36",
+    "os": "Linux 6.1", "machine": "x86_64",
+    "packages": {"torch": "2.13.0+cpu", "numpy": "2.4.6", "pandas": "3.1.1", "pyarrow": "26.0.1", "matplotlib": "3.11.2",
+                 "snakemake": "9.27.1"},
+    "seed": None, "workflow": {"commit": "d" * 40, "dirty": False},
+}
+COLLECT_ENV: dict[str, Any] = {
+    "torch_version": "2.13.0+cpu", "cuda_compiled_version": None, "cuda_runtime_version": None, "nvidia_gpu_models": None,
+    "nvidia_driver_version": None, "cudnn_version": None, "os": "Debian GNU/Linux 12 (bookworm) (x86_64)",
+    "is_cuda_available": "False", "cpu_info": "Architecture: x86_64\nModel name:                              AMD EPYC\n",
+}
+FAST_EPOCH_S = {32: 0.040, 512: 0.010}  # fastpath; the DataLoader takes 1.5× as long
+GPU_VARIANTS = (("fp32", "resident"), ("fp16", "streamed"))
+
+
+def _record(batch_size: int, loader: str, repeat: int, epoch_s: float, *, device: str = "cpu", precision: str = "fp32",
+            placement: str = "host", finite: bool = True, foreign: float = 0.01, threads: int = 1) -> dict[str, Any]:
+    """One timing record with the fields the aggregation reads."""
+    return {
+        "device": device, "precision": precision, "placement": placement, "loader": loader, "batch_size": batch_size,
+        "grad_scaler": precision == "fp16", "repeat": repeat, "samples": ROWS, "steps": -(-ROWS // batch_size),
+        "epoch_s": epoch_s, "samples_per_s": ROWS / epoch_s, "eval_s": epoch_s / 3, "finite": finite,
+        "nonfinite_step": None if finite else 3, "final_loss": 0.3, "mean_train_loss": 0.45, "eval_accuracy": 0.9,
+        "invariants": {"samples_eq_rows": True}, "initial_weights_sha256": "a" * 64,
+        "loadavg_before": [0.5, 0.2, 0.1], "loadavg_after": [0.6, 0.2, 0.1], "foreign_cpu_share": foreign,
+        "peak_memory_bytes": None if device == "cpu" else 1 << 20, "context_startup_s": None if device == "cpu" else 0.2,
+        "warmup_first_step_s": 0.003, "warmup_steady_step_s": 0.0003, "threads": threads,
+        "same_final_weights_across_variants": True,
+    }
+
+
+def _cpu_records(batch_sizes, scale: float, noisy: bool, busy: bool, threads: int) -> list[dict[str, Any]]:
+    records = []
+    for size in batch_sizes:
+        for loader, factor in (("dataloader", 1.5), ("fastpath", 1.0)):
+            for repeat, jitter in enumerate((1.0, 1.01, 0.99)):
+                # A third repeat at 3× the median is the outlier rule's noise flag.
+                if noisy and loader == "fastpath" and size == batch_sizes[0] and repeat == 2:
+                    jitter = 3.0
+                records.append(_record(size, loader, repeat, FAST_EPOCH_S[size] * factor * scale * jitter, threads=threads,
+                                       foreign=0.9 if busy and repeat == 0 else 0.01))
+    return records
+
+
+def _gpu_records(batch_sizes, non_finite: bool) -> list[dict[str, Any]]:
+    records = []
+    for size in batch_sizes:
+        for precision, placement in GPU_VARIANTS:
+            for repeat in range(3):
+                finite = not (non_finite and precision == "fp16" and repeat == 0)
+                records.append(_record(size, "fastpath", repeat, FAST_EPOCH_S[size] / 8 * (1 + repeat / 100), device="cuda",
+                                       precision=precision, placement=placement, finite=finite))
+    return records
+
+
+def _load_table() -> list[dict[str, Any]]:
+    records = [{"dataset": "benchmark", "format": fmt, "repeat": repeat, "rows": ROWS, "file_bytes": 300_000,
+                "tensor_bytes": ROWS * 33 * 4, "read_s": seconds, "to_pandas_s": 0.0005, "to_numpy_s": 0.0002,
+                "to_torch_s": 0.00001, "total_s": seconds + 0.00071, "loadavg_before": [0.5, 0.2, 0.1],
+                "loadavg_after": [0.5, 0.2, 0.1]}
+               for fmt, seconds in (("csv", 0.012), ("parquet", 0.004)) for repeat in range(3)]
+    return aggregate.aggregate_load_convert(records)
+
+
+def _transfers() -> dict[str, Any]:
+    copies = [{"what": what, "direction": direction, "memory": "pageable", "bytes": 1 << 18, "seconds": 0.0001}
+              for what, direction in (("matrix", "host_to_device"), ("target", "host_to_device"),
+                                      ("predictions", "device_to_host"))]
+    return aggregate.aggregate_transfers([{"device": "cuda", "repeat": r, "context_startup_s": 0.2, "pin_memory_s": None,
+                                           "copies": copies} for r in range(3)])
+
+
+def make_results(root: Path, name: str, *, scale: float = 1.0, batch_sizes=(32, 512), gpu: bool = False,
+                 config: dict[str, Any] | None = None, quick: dict[str, Any] | None = None, noisy: bool = False,
+                 busy: bool = False, non_finite: bool = False, threads: int = 1, provenance: dict[str, Any] | None = None,
+                 manifest: bool = True, full_path_in_decision: bool = True) -> Path:
+    """A results folder with the files the comparison reads, written as the workflow writes them."""
+    folder = root / name
+    quick = quick or QUICK
+    cpu = aggregate.training_summary(_cpu_records(batch_sizes, scale, noisy, busy, threads), ROWS)
+    atomic.write_json(folder / compare.CPU_TABLE, {**cpu, "environment": quick})
+    train_table, transfers = list(cpu["table"]), None
+    if gpu:
+        gpu_summary = aggregate.training_summary(_gpu_records(batch_sizes, non_finite), ROWS)
+        atomic.write_json(folder / compare.GPU_TABLE, {**gpu_summary, "environment": quick})
+        train_table, transfers = train_table + gpu_summary["table"], _transfers()
+    full_path = aggregate.full_path(train_table, _load_table(), transfers)
+    tables.write_csv(folder / compare.FULL_PATH_CSV, full_path)
+    decision = {"verdict": {"device": "CPU", "claim": "No CUDA device was visible."}, "sheet": [], "environment": quick}
+    atomic.write_json(folder / compare.DECISION, {**decision, "full_path": full_path} if full_path_in_decision else decision)
+    atomic.write_json(folder / compare.ENVIRONMENT, {"collect_env": COLLECT_ENV, "collect_env_pretty": "...", "quick": quick})
+    atomic.write_text(folder / compare.CONFIG, yaml.safe_dump(config or CONFIG, sort_keys=False))
+    atomic.write_text(folder / "REPORT.md", "# report\n")
+    if provenance is not None:
+        atomic.write_json(folder / compare.PROVENANCE, provenance)
+    if manifest:
+        write_manifest(folder)
+    return folder
+
+
+def write_manifest(folder: Path) -> None:
+    """What `cd folder && find . -type f ! -name MANIFEST.sha256 | sed 's|^./||' | xargs sha256sum` writes."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != compare.MANIFEST and not p.name.startswith("."))
+    lines = [f"{atomic.sha256_file(p)}  {p.relative_to(folder).as_posix()}" for p in files]
+    (folder / compare.MANIFEST).write_text("\n".join(lines) + "\n")
+
+
+def _compare(a: Path, b: Path, label_a: str = "laptop", label_b: str = "server") -> compare.Comparison:
+    return compare.compare(compare.load_results(a, label_a), compare.load_results(b, label_b))
+
+
+def _with(base: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
+    changed = copy.deepcopy(base)
+    *parents, last = dotted.split(".")
+    node = changed
+    for key in parents:
+        node = node[key]
+    node[last] = value
+    return changed
+
+
+def _mentioning(result: compare.Comparison, text: str) -> list[str]:
+    return [w for w in result.warnings if text in w]
+
+
+# ---------------------------------------------------------------- the same folder twice
+
+
+def test_a_folder_against_itself_gives_ratio_one_and_no_config_warning(tmp_path):
+    folder = make_results(tmp_path, "run", gpu=True)
+    result = _compare(folder, folder)
+    assert len(result.rows) == 2 * (2 + len(GPU_VARIANTS))
+    for row in result.rows:
+        assert row["present"] == "both"
+        for name in ("epoch_s", "samples_per_s", "full_path_s"):
+            assert row[f"{name}_ratio_b_over_a"] == 1.0
+            assert row[f"{name}_spreads_overlap"] is True
+        assert row["epoch_comparison"] == "same median"
+    assert result.config_differences == [] and result.environment_differences == []
+    assert result.warnings == []
+    assert result.full_path_format == "parquet"
+
+
+def test_rows_are_matched_on_the_real_variant_keys(tmp_path):
+    folder = make_results(tmp_path, "run", gpu=True)
+    result = _compare(folder, folder)
+    real_keys = set(json.loads((folder / compare.CPU_TABLE).read_text())["table"][0])
+    assert set(aggregate.VARIANT_KEYS) <= real_keys
+    assert {tuple(r[k] for k in aggregate.VARIANT_KEYS) for r in result.rows} == {
+        compare.variant_key(r) for r in compare.load_results(folder, "x").training}
+
+
+# ---------------------------------------------------------------- ratios and wording
+
+
+def test_ratios_are_b_over_a_and_the_wording_names_the_faster_side(tmp_path):
+    laptop = make_results(tmp_path, "laptop")
+    server = make_results(tmp_path, "server", scale=0.5)
+    row = next(r for r in _compare(laptop, server).rows if r["loader"] == "fastpath" and r["batch_size"] == 32)
+    assert row["epoch_s_ratio_b_over_a"] == pytest.approx(0.5)
+    assert row["samples_per_s_ratio_b_over_a"] == pytest.approx(2.0)
+    assert row["epoch_comparison"] == "server 2× faster than laptop"
+    assert row["epoch_s_spreads_overlap"] is False
+    assert row["full_path_s_ratio_b_over_a"] < 1
+    reverse = next(r for r in _compare(server, laptop, "server", "laptop").rows
+                   if r["loader"] == "fastpath" and r["batch_size"] == 32)
+    assert reverse["epoch_s_ratio_b_over_a"] == pytest.approx(2.0)
+    assert reverse["epoch_comparison"] == "server 2× faster than laptop"
+
+
+def test_time_wording_for_missing_sides():
+    assert compare.time_wording(1.0, None, "laptop", "server") == "only in laptop"
+    assert compare.time_wording(None, 1.0, "laptop", "server") == "only in server"
+    assert compare.time_wording(0.3, 0.1, "laptop", "server") == "server 3× faster than laptop"
+    assert compare.time_wording(0.1, 0.3, "laptop", "server") == "laptop 3× faster than server"
+    assert compare.time_wording(1.002, 1.0, "laptop", "server") == "server 1.0020× faster than laptop"
+
+
+def test_fastest_full_path_compares_across_devices(tmp_path):
+    result = _compare(make_results(tmp_path, "laptop"), make_results(tmp_path, "server", gpu=True))
+    assert result.fastest["a"]["variant"] == "cpu fastpath"
+    assert result.fastest["b"]["variant"].startswith("cuda ")
+    assert result.fastest["ratio_b_over_a"] < 1
+    assert result.fastest["comparison"].startswith("server ")
+
+
+# ---------------------------------------------------------------- one-sided rows and GPU rows
+
+
+def test_gpu_rows_on_one_side_are_listed_and_the_cpu_only_side_is_named(tmp_path):
+    result = _compare(make_results(tmp_path, "laptop"), make_results(tmp_path, "server", gpu=True))
+    only = [r for r in result.rows if r["present"] == "b_only"]
+    assert len(only) == 2 * len(GPU_VARIANTS) and all(r["device"] == "cuda" for r in only)
+    assert all(r["epoch_s_a"] is None and r["epoch_s_ratio_b_over_a"] is None for r in only)
+    assert all(r["epoch_comparison"] == "only in server" for r in only)
+    assert _mentioning(result, "laptop has no GPU rows (no tables/gpu_training.json)")
+    assert _mentioning(result, f"{len(only)} row(s) exist only in server")
+
+
+def test_batch_sizes_on_one_side_only_are_warned_about_and_kept(tmp_path):
+    result = _compare(make_results(tmp_path, "laptop", batch_sizes=(32,)), make_results(tmp_path, "server"))
+    assert _mentioning(result, "Batch size(s) 512 were measured only in server")
+    assert {r["present"] for r in result.rows if r["batch_size"] == 512} == {"b_only"}
+
+
+# ---------------------------------------------------------------- fairness warnings
+
+
+@pytest.mark.parametrize("key, value", [
+    ("data.benchmark.rows", 4096), ("data.benchmark.features", 16), ("data.benchmark.noise", 0.5), ("model.hidden", 64),
+    ("model.lr", 0.01), ("seed", 1), ("timing.repeats", 5), ("timing.warmup_steps", 10), ("timing.threads", 2),
+    ("timing.loaders", ["fastpath"]), ("gpu.precisions", ["fp32"]),
+])
+def test_config_that_makes_the_comparison_unfair_is_a_warning(tmp_path, key, value):
+    result = _compare(make_results(tmp_path, "laptop"), make_results(tmp_path, "server", config=_with(CONFIG, key, value)))
+    warned = _mentioning(result, f"Config {key} differs")
+    assert len(warned) == 1 and "laptop" in warned[0] and "server" in warned[0]
+    assert [d["key"] for d in result.config_differences] == [key]
+
+
+def test_a_config_difference_that_does_not_touch_timings_is_listed_but_not_warned(tmp_path):
+    result = _compare(make_results(tmp_path, "laptop"),
+                      make_results(tmp_path, "server", config=_with(CONFIG, "report.bandwidth_gb_s", 16)))
+    assert result.config_differences == [{"key": "report.bandwidth_gb_s", "a": 8, "b": 16}]
+    assert not _mentioning(result, "Config")
+
+
+def test_environment_differences_in_threads_and_torch_are_warnings(tmp_path):
+    server_env = _with(_with(QUICK, "torch_version", "2.13.0+cu130"), "nvidia_gpu_models", ["NVIDIA H200"])
+    result = _compare(make_results(tmp_path, "laptop"), make_results(tmp_path, "server", quick=server_env, threads=2))
+    keys = {d["key"]: (d["a"], d["b"]) for d in result.environment_differences}
+    assert keys["quick.torch_version"] == ("2.13.0+cpu", "2.13.0+cu130")
+    assert keys["quick.nvidia_gpu_models"] == ([], ["NVIDIA H200"])
+    assert keys["training_threads"] == ([1], [2])
+    assert _mentioning(result, "different torch thread counts (laptop: [1], server: [2])")
+    assert _mentioning(result, "the same release in different builds")
+
+
+# ---------------------------------------------------------------- noise
+
+
+def test_noisy_busy_and_non_finite_sides_are_named(tmp_path):
+    clean = make_results(tmp_path, "laptop")
+    flagged = make_results(tmp_path, "server", gpu=True, noisy=True, busy=True, non_finite=True)
+    result = _compare(clean, flagged)
+    assert _mentioning(result, "server: 1 of 8 training cells are flagged noisy")
+    assert _mentioning(result, "cpu fastpath B=32")
+    assert _mentioning(result, "ran on a busy machine")
+    assert _mentioning(result, "server: 2 training run(s) went NaN/inf")
+    assert not _mentioning(result, "laptop:")
+    noisy_row = next(r for r in result.rows if r["loader"] == "fastpath" and r["batch_size"] == 32 and r["device"] == "cpu")
+    assert (noisy_row["noisy_a"], noisy_row["noisy_b"]) == (False, True)
+
+
+# ---------------------------------------------------------------- manifest
+
+
+def test_manifest_that_verifies_gives_no_warning(tmp_path):
+    folder = make_results(tmp_path, "run")
+    check = compare.verify_manifest(folder)
+    assert check.verified and check.files == len([p for p in folder.rglob("*") if p.is_file()]) - 1
+
+
+def test_edited_missing_and_extra_files_fail_the_manifest(tmp_path):
+    folder = make_results(tmp_path, "run")
+    (folder / "REPORT.md").write_text("# edited\n")
+    (folder / compare.FULL_PATH_CSV).unlink()
+    (folder / "notes.txt").write_text("added later\n")
+    check = compare.verify_manifest(folder)
+    assert (check.changed, check.missing, check.unlisted) == (("REPORT.md",), (compare.FULL_PATH_CSV,), ("notes.txt",))
+    warning = compare.manifest_warnings(compare.load_results(folder, "laptop"))
+    assert len(warning) == 1 and "MANIFEST.sha256 does not verify" in warning[0] and "REPORT.md" in warning[0]
+
+
+def test_files_written_after_the_manifest_and_hidden_temporaries_are_not_unlisted(tmp_path):
+    folder = make_results(tmp_path, "run")
+    for name in (*compare.WRITTEN_AFTER_THE_MANIFEST, "tables/.decision.json.abc.tmp"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("written later\n")
+    assert compare.verify_manifest(folder).verified
+
+
+def test_manifest_lines_leaving_the_folder_are_malformed(tmp_path):
+    folder = make_results(tmp_path, "run")
+    with open(folder / compare.MANIFEST, "a") as handle:
+        handle.write(f"{'0' * 64}  ../outside.txt\nnot a manifest line\n")
+    assert len(compare.verify_manifest(folder).malformed_lines) == 2
+
+
+def test_manifest_written_by_find_and_sha256sum_in_binary_mode_verifies(tmp_path):
+    folder = make_results(tmp_path, "run")
+    manifest = folder / compare.MANIFEST
+    manifest.write_text("".join(line.replace("  ", " *./", 1) + "\n" for line in manifest.read_text().splitlines()))
+    assert compare.verify_manifest(folder).verified
+
+
+def test_no_manifest_cannot_verify(tmp_path):
+    result = _compare(make_results(tmp_path, "laptop", manifest=False), make_results(tmp_path, "server"))
+    assert _mentioning(result, "laptop has no MANIFEST.sha256: cannot verify that nothing was edited")
+
+
+# ---------------------------------------------------------------- provenance and inputs
+
+
+def test_provenance_fills_the_header_and_every_key_is_optional(tmp_path):
+    provenance = {"workflow": {"commit": "c" * 40, "dirty": True}, "snakemake_version": "9.99.0",
+                  "command_line": "snakemake --cores 4", "created": "2026-05-01T10:00:00+00:00",
+                  "invocation": {"host": "node17"}, "record_commits": {"c" * 40: 40, "e" * 40 + " (dirty)": 2}}
+    result = _compare(make_results(tmp_path, "laptop", provenance=provenance), make_results(tmp_path, "server", provenance={}))
+    a, b = result.sides
+    assert (a["workflow_commit"], a["snakemake_version"], a["commit_source"]) == ("c" * 40, "9.99.0", "provenance.json")
+    assert (b["workflow_commit"], b["snakemake_version"]) == ("d" * 40, "9.27.1")
+    assert _mentioning(result, "laptop: the workflow had uncommitted changes")
+    assert _mentioning(result, f"laptop: its records come from more than one workflow version ({'c' * 40}, {'e' * 40} (dirty))")
+    assert not _mentioning(result, "server:")
+    text = compare.markdown(result)
+    assert "9.99.0" in text and "snakemake --cores 4" in text and "node17" in text
+
+
+def test_record_commits_may_be_a_list():
+    assert compare.distinct_record_commits(["a", "b", "a"]) == ["a", "b"]
+    assert compare.distinct_record_commits(None) == []
+
+
+def test_full_path_is_read_from_the_csv_when_the_decision_has_none(tmp_path):
+    from_csv = make_results(tmp_path, "csv", full_path_in_decision=False)
+    from_json = make_results(tmp_path, "json")
+    assert compare.load_results(from_csv, "a").full_path == compare.load_results(from_json, "b").full_path
+
+
+@pytest.mark.parametrize("name", [compare.CONFIG, compare.CPU_TABLE, compare.ENVIRONMENT])
+def test_a_folder_without_a_required_file_is_refused_naming_it(tmp_path, name):
+    folder = make_results(tmp_path, "run")
+    (folder / name).unlink()
+    with pytest.raises(compare.NotAResultsFolder, match=name.replace(".", r"\.")):
+        compare.load_results(folder, "a")
+
+
+def test_an_empty_cpu_table_is_refused(tmp_path):
+    folder = make_results(tmp_path, "run")
+    atomic.write_json(folder / compare.CPU_TABLE, {"table": [], "non_finite": []})
+    with pytest.raises(compare.NotAResultsFolder, match="cpu_training.json: has no rows"):
+        compare.load_results(folder, "a")
+
+
+def test_a_damaged_table_is_refused_naming_it(tmp_path):
+    folder = make_results(tmp_path, "run")
+    (folder / compare.CPU_TABLE).write_text('{"table": [')
+    with pytest.raises(compare.NotAResultsFolder, match="cpu_training.json: not valid JSON"):
+        compare.load_results(folder, "a")
+
+
+# ---------------------------------------------------------------- outputs and the CLI
+
+
+def test_cli_writes_every_output_with_the_same_rows(tmp_path, capsys):
+    laptop = make_results(tmp_path, "laptop", manifest=False)
+    server = make_results(tmp_path, "server", gpu=True, scale=0.5)
+    out = tmp_path / "out" / "cmp"
+    code = compare_results.main([str(laptop), str(server), "--out", str(out), "--label-a", "laptop", "--label-b", "gpu-server"])
+    assert code == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted(compare.OUTPUT_NAMES)
+    assert "warning: laptop has no MANIFEST.sha256" in capsys.readouterr().err
+    document = json.loads((out / "comparison.json").read_text())
+    with open(out / "comparison.csv", newline="") as handle:
+        csv_rows = list(csv.DictReader(handle))
+    assert len(csv_rows) == len(document["rows"]) == 2 * (2 + len(GPU_VARIANTS))
+    assert list(csv_rows[0]) == list(document["rows"][0])
+    text = (out / "comparison.md").read_text()
+    for expected in ("# Comparison: laptop (A) vs gpu-server (B)", "## Batch size 32", "## Batch size 512",
+                     "epoch gpu-server/laptop", "gpu-server 2× faster than laptop", "only in gpu-server",
+                     "## Environment differences", "## Warnings", str(laptop.resolve())):
+        assert expected in text
+    assert (out / "comparison.png").read_bytes()[:4] == b"\x89PNG"
+    assert b"<svg" in (out / "comparison.svg").read_bytes()
+
+
+def test_cli_exits_2_with_one_line_naming_the_missing_file(tmp_path, capsys):
+    good = make_results(tmp_path, "good")
+    bad = make_results(tmp_path, "bad")
+    (bad / compare.ENVIRONMENT).unlink()
+    assert compare_results.main([str(good), str(bad), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "env/collect_env.json: missing" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_refuses_an_output_folder_inside_a_results_folder(tmp_path):
+    folder = make_results(tmp_path, "run")
+    with pytest.raises(SystemExit) as exited:
+        compare_results.main([str(folder), str(folder), "--out", str(folder / "cmp")])
+    assert exited.value.code == 2
+
+
+def test_cli_runs_as_a_script_from_another_directory(tmp_path, repo):
+    folder = make_results(tmp_path, "run")
+    script = repo / "workflow" / "scripts" / "compare_results.py"
+    done = subprocess.run([sys.executable, str(script), str(folder), "/nonexistent", "--out", str(tmp_path / "out")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip() == "error: /nonexistent: no such folder (expected an accel-choice results/ folder)"

@@ -1,0 +1,211 @@
+"""The epoch cost model: bytes counted, rates recovered from synthetic epochs, break-even found."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from accel_choice import costmodel, plots, theory
+from accel_choice.costmodel import Workload
+
+TRUE = costmodel.assumed("cpu", seconds_per_step=2e-4, flop_per_s=5e10, bytes_per_s=2e10)
+# Varies the model shape as well as rows and batch size, so FLOP and bytes are not proportional.
+DESIGN = [Workload(r, f, h, b) for r in (2048, 65536) for f in (8, 64, 256) for h in (16, 256) for b in (32, 1024)]
+TEXTBOOK = Workload(8192, 32, 48, 512)
+
+
+def _points(model: costmodel.CostModel, workloads, noise: float = 0.0, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    factors = np.exp(rng.normal(0.0, noise, len(workloads))) if noise else np.ones(len(workloads))
+    return [(w, costmodel.predict(model, w) * float(k)) for w, k in zip(workloads, factors)]
+
+
+def _coefficients(model: costmodel.CostModel) -> tuple[float, float, float]:
+    return model.seconds_per_step, model.flop_per_s, model.bytes_per_s
+
+
+# --- work and prediction --------------------------------------------------------------
+
+
+def test_work_of_textbook_epoch():
+    counts = costmodel.work(TEXTBOOK)
+    assert counts["steps"] == 16
+    assert counts["flop"] == theory.forward_backward_flops(8192, (32, 48, 1)) == 77_856_768
+    data = 8192 * 33 * 4  # input and target read once
+    activations = 2 * theory.activation_bytes(8192, (32, 48, 1))  # written in forward, read in backward
+    optimizer = 16 * 2 * 26_128  # Adam reads and writes params, grads and two moments every step
+    assert counts["bytes"] == data + activations + optimizer == 1_081_344 + 5_308_416 + 836_096
+
+
+def test_terms_sum_to_predict_and_infinite_rate_contributes_nothing():
+    parts = costmodel.terms(TRUE, TEXTBOOK)
+    assert parts["overhead_s"] == pytest.approx(16 * 2e-4)
+    assert parts["compute_s"] == pytest.approx(77_856_768 / 5e10)
+    assert costmodel.predict(TRUE, TEXTBOOK) == pytest.approx(sum(parts.values()))
+    no_memory = costmodel.assumed("cpu", 2e-4, 5e10, math.inf)
+    assert costmodel.terms(no_memory, TEXTBOOK)["memory_s"] == 0.0
+
+
+def test_assumed_model():
+    gpu = costmodel.assumed("cuda", 1e-5, 1e13, 3e12)
+    assert (gpu.source, gpu.quality, gpu.device) == ("assumed", None, "cuda")
+    for bad in ((-1.0, 1e13, 3e12), (1e-5, 0.0, 3e12), (1e-5, 1e13, -3e12), (1e-5, math.nan, 3e12)):
+        with pytest.raises(ValueError):
+            costmodel.assumed("cuda", *bad)
+
+
+# --- fitting --------------------------------------------------------------------------
+
+
+def test_fit_recovers_exact_coefficients():
+    fitted = costmodel.fit("cpu", _points(TRUE, DESIGN))
+    assert fitted.source == "fitted" and fitted.device == "cpu"
+    assert _coefficients(fitted) == pytest.approx(_coefficients(TRUE), rel=1e-6)
+    quality = fitted.quality
+    assert quality["points"] == len(DESIGN)
+    assert quality["terms_used"] == ["overhead", "compute", "memory"]
+    assert quality["r2"] == pytest.approx(1.0)
+    assert quality["max_abs_rel_error"] < 1e-9
+    assert quality["loo_median_abs_rel_error"] < 1e-9
+    assert quality["identifiable"] is True and quality["warning"] is None
+    assert len(quality["residuals"]) == len(DESIGN)
+    assert set(quality["residuals"][0]) == {"rows", "features", "hidden", "batch_size", "measured_s", "predicted_s", "rel_error"}
+    json.dumps(quality)  # plain Python numbers only
+
+
+def test_fit_recovers_coefficients_under_one_percent_noise():
+    fitted = costmodel.fit("cpu", _points(TRUE, DESIGN, noise=0.01))
+    assert _coefficients(fitted) == pytest.approx(_coefficients(TRUE), rel=0.05)
+    assert 0.002 < fitted.quality["median_abs_rel_error"] < 0.02
+    # out of sample is a little worse than in sample, and still about the noise level
+    assert fitted.quality["median_abs_rel_error"] <= fitted.quality["loo_median_abs_rel_error"] < 0.02
+
+
+@pytest.mark.parametrize(
+    ("truth", "dropped"),
+    [
+        (costmodel.assumed("cpu", 2e-4, 5e10, math.inf), "memory"),
+        (costmodel.assumed("cpu", 2e-4, math.inf, 2e10), "compute"),
+        (costmodel.assumed("cpu", 0.0, 5e10, 2e10), "overhead"),
+    ],
+)
+def test_fit_drops_a_term_with_zero_true_coefficient(truth, dropped):
+    fitted = costmodel.fit("cpu", _points(truth, DESIGN))
+    assert dropped not in fitted.quality["terms_used"]
+    assert _coefficients(fitted) == pytest.approx(_coefficients(truth), rel=1e-6)
+    for seed in range(5):  # with noise a dropped term may come back, but never negative
+        noisy = costmodel.fit("cpu", _points(truth, DESIGN, noise=0.02, seed=seed))
+        assert noisy.seconds_per_step >= 0 and noisy.flop_per_s > 0 and noisy.bytes_per_s > 0
+
+
+def test_fit_weights_residuals_relatively_so_a_tiny_epoch_matters():
+    tiny = Workload(64, 8, 16, 64)  # one step: about 0.2 ms, almost all overhead
+    big = [Workload(65536, f, h, b) for f in (64, 256) for h in (128, 512) for b in (256, 1024)]  # 0.1-1.2 s
+    points = _points(TRUE, [tiny, *big])
+    points = [points[0]] + [(w, s * (1.05 if i % 2 else 0.95)) for i, (w, s) in enumerate(points[1:])]
+    fitted = costmodel.fit("cpu", points)
+    assert abs(fitted.quality["residuals"][0]["rel_error"]) < 0.02
+    # an ordinary (absolute) least-squares fit of the same points misses the tiny epoch badly
+    design = np.array([[costmodel.work(w)[k] for k in ("steps", "flop", "bytes")] for w, _ in points])
+    seconds = np.array([s for _, s in points])
+    absolute = np.linalg.lstsq(design, seconds, rcond=None)[0]
+    assert abs(design[0] @ absolute - seconds[0]) / seconds[0] > 0.2
+
+
+@pytest.mark.parametrize(
+    "workloads",
+    [
+        [Workload(8192, 32, 48, b) for b in (32, 64, 128, 256, 512)],  # FLOP per epoch is constant
+        [Workload(r, 32, 48, b) for r in (2048, 8192, 32768) for b in (32, 512)],  # FLOP and bytes both ∝ rows
+    ],
+)
+def test_degenerate_design_is_flagged(workloads):
+    fitted = costmodel.fit("cpu", _points(TRUE, workloads))
+    quality = fitted.quality
+    assert quality["identifiable"] is False
+    assert quality["condition_number"] > costmodel.MAX_CONDITION
+    assert "not separately identifiable" in quality["warning"]
+    assert quality["max_abs_rel_error"] < 1e-6  # it still reproduces the points it saw
+    assert fitted.seconds_per_step >= 0 and fitted.flop_per_s > 0 and fitted.bytes_per_s > 0
+
+
+def test_fit_rejects_too_few_points_and_bad_times():
+    points = _points(TRUE, DESIGN[:4])
+    with pytest.raises(ValueError, match="at least 4"):
+        costmodel.fit("cpu", points[:3])
+    for bad in (0.0, -1.0, math.nan, math.inf):
+        with pytest.raises(ValueError, match="positive finite"):
+            costmodel.fit("cpu", [*points[:3], (points[3][0], bad)])
+
+
+# --- break-even -----------------------------------------------------------------------
+
+# The CPU's epoch is pure compute, linear in hidden; the GPU's is a fixed 0.5 s copy.
+CPU_COMPUTE_ONLY = costmodel.assumed("cpu", 0.0, 1e10, math.inf)
+GPU_FREE = costmodel.assumed("cuda", 0.0, math.inf, math.inf)
+HIDDEN_GRID = [256, 512, 1024, 2048, 4096, 8192, 16384]
+
+
+def test_break_even_finds_known_crossing():
+    result = costmodel.break_even(CPU_COMPUTE_ONLY, GPU_FREE, TEXTBOOK, "hidden", HIDDEN_GRID, gpu_extra_s=lambda w: 0.5)
+    crossing = 0.5 * 1e10 / (6 * 8192 * 33)  # 6·rows·hidden·(features+1) FLOP = 0.5 s at 1e10 FLOP/s
+    # cpu/gpu is a power law in hidden, so interpolating on log scales is exact
+    assert result["break_even"] == pytest.approx(crossing, rel=1e-9)
+    assert result["break_even_grid"] == 4096
+    assert result["gpu_always_faster"] is False
+    assert result["gpu_s"] == [0.5] * len(HIDDEN_GRID)
+    assert result["ratio"] == pytest.approx([c / 0.5 for c in result["cpu_s"]])
+    assert result["gpu_faster"] == [False, False, False, False, True, True, True]
+    assert result["base"] == {"rows": 8192, "features": 32, "hidden": 48, "batch_size": 512}
+
+
+def test_break_even_none_when_gpu_never_or_always_faster():
+    slow_gpu = costmodel.break_even(CPU_COMPUTE_ONLY, GPU_FREE, TEXTBOOK, "hidden", HIDDEN_GRID, gpu_extra_s=lambda w: 1e3)
+    assert slow_gpu["break_even"] is None and slow_gpu["gpu_always_faster"] is False
+    fast_gpu = costmodel.break_even(CPU_COMPUTE_ONLY, GPU_FREE, TEXTBOOK, "hidden", HIDDEN_GRID, gpu_extra_s=lambda w: 1e-6)
+    assert fast_gpu["break_even"] is None and fast_gpu["gpu_always_faster"] is True
+
+
+def test_break_even_along_rows_uses_per_step_overhead():
+    cpu = costmodel.assumed("cpu", 1e-4, 5e10, 2e10)
+    gpu = costmodel.assumed("cuda", 1e-4, 1e13, 3e12)
+    result = costmodel.break_even(cpu, gpu, TEXTBOOK, "rows", [512, 4096, 32768], gpu_extra_s=lambda w: 2e-3)
+    assert result["gpu_s"][0] == pytest.approx(costmodel.predict(gpu, Workload(512, 32, 48, 512)) + 2e-3)
+    assert result["values"] == [512, 4096, 32768]
+
+
+def test_break_even_rejects_bad_axis_and_grid():
+    with pytest.raises(ValueError, match="axis"):
+        costmodel.break_even(CPU_COMPUTE_ONLY, GPU_FREE, TEXTBOOK, "layers", [1, 2])
+    for grid in ([], [512, 256], [0, 1], [4, 4]):
+        with pytest.raises(ValueError, match="increasing"):
+            costmodel.break_even(CPU_COMPUTE_ONLY, GPU_FREE, TEXTBOOK, "hidden", grid)
+
+
+# --- figure ---------------------------------------------------------------------------
+
+
+def test_break_even_figure_writes_png_and_svg(tmp_path):
+    gpu = costmodel.assumed("cuda", 3e-5, 1e13, 3e12)
+    curves = [
+        costmodel.break_even(TRUE, gpu, TEXTBOOK, "hidden", HIDDEN_GRID, gpu_extra_s=lambda w: 0.05),
+        costmodel.break_even(TRUE, gpu, TEXTBOOK, "batch_size", [32, 128, 512, 2048]),
+    ]
+    measured = [
+        {"device": "cpu", **vars(TEXTBOOK), "epoch_s": 0.01},
+        {"device": "cpu", "rows": 8192, "features": 32, "hidden": 48, "batch_size": 32, "epoch_s": 0.08},
+        {"device": "cuda", "rows": 8192, "features": 32, "hidden": 1024, "batch_size": 512, "epoch_s": 0.06},
+        {"device": "cpu", "rows": 99, "features": 32, "hidden": 1024, "batch_size": 32, "epoch_s": 1.0},  # on no line
+    ]
+    png, svg = tmp_path / "break_even.png", tmp_path / "break_even.svg"
+    plots.break_even_figure(curves, measured, png, svg, gpu_label="GPU (assumed: 10 TFLOP/s)")
+    assert png.stat().st_size > 0 and svg.stat().st_size > 0
+    assert "modelled" in svg.read_text()
+
+
+def test_break_even_figure_needs_a_curve(tmp_path):
+    with pytest.raises(ValueError):
+        plots.break_even_figure([], [], tmp_path / "a.png", tmp_path / "a.svg", gpu_label="GPU")

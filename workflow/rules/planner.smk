@@ -1,0 +1,72 @@
+# The planner: a timed grid of workloads per device, the cost model fitted to it, the
+# break-even curves, the FLOP-counter check and exercise 4's scale scenario.
+
+
+rule time_cost_model:
+    input:
+        code=library("planner", "measure", "loaders", "model", "contention"),
+    output:
+        "results/timing/cost_model/{device}.rep{repeat}.json",
+    params:
+        seed=config["seed"],
+        lr=config["model"]["lr"],
+        grid=config["planner"]["grid"],
+        warmup_steps=config["planner"]["warmup_steps"],
+    wildcard_constraints:
+        device="cpu|cuda|mps",
+        repeat=r"\d+",
+    log:
+        "results/logs/time_cost_model/{device}.rep{repeat}.log",
+    benchmark:
+        "results/benchmarks/time_cost_model/{device}.rep{repeat}.tsv"
+    threads: config["timing"]["threads"]
+    resources:
+        timing_slot=TIMING_JOB,
+        gpu=gpus_for_device,
+    conda:
+        ENV
+    script:
+        "../scripts/time_cost_model.py"
+
+
+rule planner:
+    input:
+        grid=expand("results/timing/cost_model/{device}.rep{repeat}.json", device=DEVICES, repeat=PLANNER_REPEATS),
+        training="results/tables/cpu_training.json",
+        gpu=GPU_TABLES,
+        probe="results/env/devices.json",
+        code=library("planner", "costmodel", "flopcheck", "plots", "theory", "stats"),
+    output:
+        cost_model="results/tables/cost_model.json",
+        cost_model_csv=report(
+            "results/tables/cost_model.csv", caption="../report/cost_model.rst", category="Planner"
+        ),
+        break_even="results/tables/break_even.json",
+        break_even_csv="results/tables/break_even.csv",
+        png=report("results/figures/break_even.png", caption="../report/break_even.rst", category="Planner"),
+        svg="results/figures/break_even.svg",
+        flop_check="results/tables/flop_check.json",
+        flop_check_csv=report(
+            "results/tables/flop_check.csv", caption="../report/flop_check.rst", category="Planner"
+        ),
+        scenario="results/tables/scenario.json",
+        scenario_csv=report("results/tables/scenario.csv", caption="../report/scenario.rst", category="Planner"),
+    params:
+        rows=config["data"]["benchmark"]["rows"],
+        features=config["data"]["benchmark"]["features"],
+        hidden=config["model"]["hidden"],
+        batch_sizes=config["timing"]["batch_sizes"],
+        planner=config["planner"],
+        noise_iqr_ratio=config["aggregate"]["noise_iqr_ratio"],
+        outlier_factor=config["aggregate"]["outlier_factor"],
+        foreign_cpu_share=config["aggregate"]["foreign_cpu_share"],
+        loadavg_rise=config["aggregate"]["loadavg_rise"],
+    log:
+        "results/logs/planner.log",
+    threads: 1
+    resources:
+        timing_slot=OTHER_JOB,
+    conda:
+        ENV
+    script:
+        "../scripts/plan.py"

@@ -1,0 +1,856 @@
+"""Two archived results/ folders side by side: matched rows with ratios, differences, warnings, a figure.
+
+Rows are matched on the training variant (`aggregate.VARIANT_KEYS`). Ratios are always B/A, so for a
+time a ratio below 1 means B is faster and for a throughput a ratio above 1 means B is faster; every
+row also says it in words. Nothing here runs a measurement: the inputs are the folders' own tables.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import yaml
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from . import atomic, envinfo, tables  # noqa: E402
+from .aggregate import VARIANT_KEYS  # noqa: E402
+from .report import table  # noqa: E402
+
+MANIFEST = "MANIFEST.sha256"
+CONFIG = "config.yaml"
+CPU_TABLE = "tables/cpu_training.json"
+GPU_TABLE = "tables/gpu_training.json"
+DECISION = "tables/decision.json"
+FULL_PATH_CSV = "tables/full_path.csv"
+ENVIRONMENT = "env/collect_env.json"
+PROVENANCE = "provenance.json"
+# Written after the manifest by the archive rule, so never listed (the same names as archive.AFTER_THE_MANIFEST).
+WRITTEN_AFTER_THE_MANIFEST = ("logs/archive.log", "snakemake-report.html", "snakemake-report.zip")
+OUTPUT_NAMES = ("comparison.md", "comparison.csv", "comparison.json", "comparison.png", "comparison.svg")
+
+TRAINING_ROW_KEYS = (*VARIANT_KEYS, "epoch_s_median", "epoch_s_min", "epoch_s_max", "samples_per_s",
+                     "samples_per_s_min", "samples_per_s_max", "noisy")
+FULL_PATH_ROW_KEYS = ("format", *VARIANT_KEYS, "total_s", "total_min_s", "total_max_s")
+# (name in the outputs, median key, min key, max key) of a training row; the full path is added separately.
+TRAINING_METRICS = (
+    ("epoch_s", "epoch_s_median", "epoch_s_min", "epoch_s_max"),
+    ("samples_per_s", "samples_per_s", "samples_per_s_min", "samples_per_s_max"),
+)
+FULL_PATH_METRIC = ("full_path_s", "total_s", "total_min_s", "total_max_s")
+PREFERRED_FORMAT = "parquet"
+
+# Config keys whose difference makes timings incomparable, and why.
+FAIRNESS_CONFIG = {
+    "seed": "the data draws and initial weights differ",
+    "data.benchmark.rows": "the two sides trained on different data",
+    "data.benchmark.features": "the two sides trained on different data",
+    "data.benchmark.noise": "the two sides trained on different data",
+    "data.parquet_compression": "the Parquet files differ, so load times differ",
+    "model.hidden": "the model differs",
+    "model.lr": "the model's training differs",
+    "timing.repeats": "the medians and spreads rest on different numbers of repeats",
+    "timing.warmup_steps": "the timed epochs follow different warm-ups",
+    "timing.threads": "the CPU jobs ran with different thread counts",
+    "timing.loaders": "different loaders were measured",
+    "timing.formats": "different file formats were measured",
+    "timing.load_passes": "load times rest on different numbers of passes",
+    "gpu.precisions": "different GPU precisions were measured",
+    "gpu.placements": "different GPU placements were measured",
+    "gpu.grad_scaler": "fp16 ran with and without GradScaler",
+}
+# collect_env fields worth a row of their own; the quick record covers the rest.
+COLLECT_ENV_KEYS = ("torch_version", "cuda_compiled_version", "cuda_runtime_version", "nvidia_gpu_models",
+                    "nvidia_driver_version", "cudnn_version", "os", "is_cuda_available")
+
+
+class NotAResultsFolder(ValueError):
+    """A folder that cannot be compared; the message names the file and fits on one line."""
+
+
+@dataclass(frozen=True)
+class ManifestCheck:
+    present: bool
+    files: int = 0
+    changed: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    unlisted: tuple[str, ...] = ()
+    malformed_lines: tuple[int, ...] = ()
+
+    @property
+    def verified(self) -> bool:
+        return self.present and not (self.changed or self.missing or self.unlisted or self.malformed_lines)
+
+
+@dataclass(frozen=True)
+class ResultsFolder:
+    label: str
+    path: Path
+    config: dict[str, Any]
+    training: list[dict[str, Any]]  # CPU rows, then GPU rows when the folder has them
+    non_finite: list[dict[str, Any]]
+    full_path: list[dict[str, Any]]
+    environment: dict[str, Any]  # env/collect_env.json: {"collect_env", "quick", ...}
+    table_environment: dict[str, Any] | None  # the aggregation job's quick record in cpu_training.json
+    verdict: dict[str, Any] | None
+    provenance: dict[str, Any] | None
+    has_gpu_table: bool
+    manifest: ManifestCheck
+
+    @property
+    def gpu_rows(self) -> list[dict[str, Any]]:
+        return [row for row in self.training if row["device"] != "cpu"]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    sides: tuple[dict[str, Any], dict[str, Any]]
+    rows: list[dict[str, Any]]
+    full_path_format: str | None
+    fastest: dict[str, Any]
+    environment_differences: list[dict[str, Any]]
+    config_differences: list[dict[str, Any]]
+    warnings: list[str]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "sides": {"a": self.sides[0], "b": self.sides[1]},
+            "ratio": "B/A: for times below 1 means B is faster; for samples/s above 1 means B is faster",
+            "full_path_format": self.full_path_format,
+            "fastest_full_path": self.fastest,
+            "rows": self.rows,
+            "environment_differences": self.environment_differences,
+            "config_differences": self.config_differences,
+            "warnings": self.warnings,
+        }
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load_results(path: str | os.PathLike[str], label: str) -> ResultsFolder:
+    """Read one results folder; raise NotAResultsFolder naming the first missing or bad file."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise NotAResultsFolder(f"{folder}: no such folder (expected an accel-choice results/ folder)")
+    cpu = _training_document(folder, CPU_TABLE)
+    if not cpu["table"]:
+        raise _missing(folder, CPU_TABLE, "has no rows")
+    gpu = _training_document(folder, GPU_TABLE) if (folder / GPU_TABLE).exists() else {"table": [], "non_finite": []}
+    decision = _read_json(folder, DECISION) if (folder / DECISION).exists() else None
+    environment = _environment(folder)
+    return ResultsFolder(
+        label=label,
+        path=folder,
+        config=_config(folder),
+        training=cpu["table"] + gpu["table"],
+        non_finite=list(cpu.get("non_finite") or []) + list(gpu.get("non_finite") or []),
+        full_path=_full_path(folder, decision),
+        environment=environment,
+        table_environment=cpu.get("environment") if isinstance(cpu.get("environment"), dict) else None,
+        verdict=decision.get("verdict") if isinstance(decision, dict) else None,
+        provenance=_provenance(folder),
+        has_gpu_table=(folder / GPU_TABLE).exists(),
+        manifest=verify_manifest(folder),
+    )
+
+
+def _missing(folder: Path, name: str, why: str = "missing") -> NotAResultsFolder:
+    return NotAResultsFolder(f"{folder / name}: {why}; {folder} is not a complete accel-choice results folder")
+
+
+def _read_json(folder: Path, name: str) -> Any:
+    if not (folder / name).is_file():
+        raise _missing(folder, name)
+    try:
+        return atomic.read_json(folder / name)
+    except ValueError as err:
+        raise NotAResultsFolder(str(err).replace("; delete it and re-run the workflow", "")) from err
+    except OSError as err:
+        raise NotAResultsFolder(f"{folder / name}: cannot be read ({err.strerror})") from err
+
+
+def _config(folder: Path) -> dict[str, Any]:
+    if not (folder / CONFIG).is_file():
+        raise _missing(folder, CONFIG)
+    try:
+        config = yaml.safe_load((folder / CONFIG).read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise NotAResultsFolder(f"{folder / CONFIG}: not valid YAML ({' '.join(str(err).split())})") from err
+    except OSError as err:
+        raise NotAResultsFolder(f"{folder / CONFIG}: cannot be read ({err.strerror})") from err
+    if not isinstance(config, dict):
+        raise _missing(folder, CONFIG, "not a configuration mapping")
+    return config
+
+
+def _training_document(folder: Path, name: str) -> dict[str, Any]:
+    document = _read_json(folder, name)
+    if not isinstance(document, dict) or not isinstance(document.get("table"), list):
+        raise _missing(folder, name, "not an aggregated training table (no 'table' list)")
+    _require_row_keys(document["table"], TRAINING_ROW_KEYS, folder, name)
+    return document
+
+
+def _require_row_keys(rows: Sequence[Any], keys: Sequence[str], folder: Path, name: str) -> None:
+    for number, row in enumerate(rows):
+        missing = [key for key in keys if not isinstance(row, dict) or key not in row]
+        if missing:
+            raise _missing(folder, name, f"row {number} lacks {', '.join(missing)}")
+
+
+def _environment(folder: Path) -> dict[str, Any]:
+    environment = _read_json(folder, ENVIRONMENT)
+    if not isinstance(environment, dict) or not isinstance(environment.get("quick"), dict):
+        raise _missing(folder, ENVIRONMENT, "not an environment record (no 'quick' part)")
+    return environment
+
+
+def _full_path(folder: Path, decision: Any) -> list[dict[str, Any]]:
+    if isinstance(decision, dict) and isinstance(decision.get("full_path"), list):
+        rows, source = decision["full_path"], DECISION
+    elif (folder / FULL_PATH_CSV).is_file():
+        rows, source = _read_csv(folder / FULL_PATH_CSV), FULL_PATH_CSV
+    else:
+        raise _missing(folder, FULL_PATH_CSV, f"missing, and there is no full_path in {DECISION} either")
+    _require_row_keys(rows, FULL_PATH_ROW_KEYS, folder, source)
+    return rows
+
+
+def _read_csv(path: Path) -> list[dict[str, Any]]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return [{key: _csv_value(value) for key, value in row.items()} for row in csv.DictReader(handle)]
+
+
+def _csv_value(text: str) -> Any:
+    if text in ("True", "False"):
+        return text == "True"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return None if text == "" else text
+
+
+def _provenance(folder: Path) -> dict[str, Any] | None:
+    if not (folder / PROVENANCE).exists():
+        return None
+    provenance = _read_json(folder, PROVENANCE)
+    if not isinstance(provenance, dict):
+        raise _missing(folder, PROVENANCE, "not a JSON object")
+    return provenance
+
+
+# ---------------------------------------------------------------- manifest
+
+_MANIFEST_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
+
+
+def verify_manifest(folder: Path) -> ManifestCheck:
+    """Check MANIFEST.sha256 (sha256sum's format) against the files of the folder.
+
+    Files the archive rule leaves out on purpose (hidden temporaries, symlinks, files written after
+    the manifest) are not reported as unlisted; a listed file that is gone or differs always is.
+    """
+    manifest = folder / MANIFEST
+    if not manifest.is_file():
+        return ManifestCheck(present=False)
+    listed, malformed = _parse_manifest(manifest.read_text(encoding="utf-8", errors="replace"))
+    missing = sorted(name for name in listed if not (folder / name).is_file())
+    changed = sorted(name for name, digest in listed.items()
+                     if name not in missing and _sha256_or_none(folder / name) != digest)
+    unlisted = sorted(set(_archived_files(folder)) - set(listed))
+    return ManifestCheck(present=True, files=len(listed), changed=tuple(changed), missing=tuple(missing),
+                         unlisted=tuple(unlisted), malformed_lines=tuple(malformed))
+
+
+def _archived_files(folder: Path) -> list[str]:
+    skip = {MANIFEST, *WRITTEN_AFTER_THE_MANIFEST}
+    return [path.relative_to(folder).as_posix() for path in folder.rglob("*")
+            if path.is_file() and not path.is_symlink() and not path.name.startswith(".")
+            and path.relative_to(folder).as_posix() not in skip]
+
+
+def _sha256_or_none(path: Path) -> str | None:
+    try:
+        return atomic.sha256_file(path)
+    except OSError:  # an unreadable file cannot be verified: it counts as changed
+        return None
+
+
+def _parse_manifest(text: str) -> tuple[dict[str, str], list[int]]:
+    listed: dict[str, str] = {}
+    malformed = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        match = _MANIFEST_LINE.match(line)
+        name = match.group(2) if match else ""
+        # A path leaving the folder would make us hash files outside the archive.
+        if not match or name.startswith("/") or ".." in Path(name).parts:
+            malformed.append(number)
+            continue
+        listed[Path(name).as_posix()] = match.group(1).lower()
+    return listed, malformed
+
+
+# ---------------------------------------------------------------- matching rows
+
+
+def variant_key(row: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(row[key] for key in VARIANT_KEYS)
+
+
+def variant_name(row: dict[str, Any]) -> str:
+    if row["device"] == "cpu":
+        return f"cpu {row['loader']}"
+    return f"{row['device']} {row['precision']} {row['placement']} {row['loader']}"
+
+
+def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    row = dict(zip(VARIANT_KEYS, key))
+    return (row["batch_size"], row["device"] != "cpu", str(row["device"]), str(row["precision"]),
+            str(row["placement"]), str(row["loader"]))
+
+
+def choose_full_path_format(a: ResultsFolder, b: ResultsFolder) -> str | None:
+    common = {r["format"] for r in a.full_path} & {r["format"] for r in b.full_path}
+    if PREFERRED_FORMAT in common:
+        return PREFERRED_FORMAT
+    return min(common) if common else None
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or not a or not math.isfinite(b / a):
+        return None
+    return b / a
+
+
+def _overlap(low_a: float, high_a: float, low_b: float, high_b: float) -> bool:
+    return low_a <= high_b and low_b <= high_a
+
+
+def _metric_columns(name: str, a: Sequence[float] | None, b: Sequence[float] | None) -> dict[str, Any]:
+    """median/min/max of each side, the ratio B/A of the medians, and whether the min–max spreads overlap."""
+    columns: dict[str, Any] = {}
+    for side, values in (("a", a), ("b", b)):
+        median, low, high = values if values else (None, None, None)
+        columns.update({f"{name}_{side}": median, f"{name}_{side}_min": low, f"{name}_{side}_max": high})
+    columns[f"{name}_ratio_b_over_a"] = _ratio(a[0] if a else None, b[0] if b else None)
+    columns[f"{name}_spreads_overlap"] = _overlap(a[1], a[2], b[1], b[2]) if a and b else None
+    return columns
+
+
+def _values(row: dict[str, Any] | None, keys: Sequence[str]) -> tuple[float, float, float] | None:
+    return None if row is None else (row[keys[0]], row[keys[1]], row[keys[2]])
+
+
+def time_wording(a: float | None, b: float | None, label_a: str, label_b: str) -> str:
+    """Which side is faster for a pair of times, as a sentence fragment without a ratio to invert."""
+    if a is None or b is None:
+        present = [label for label, value in ((label_a, a), (label_b, b)) if value is not None]
+        return f"only in {present[0]}" if present else ""
+    if a == b:
+        return "same median"
+    faster, slower, factor = (label_b, label_a, a / b) if b < a else (label_a, label_b, b / a)
+    shown = f"{factor:.3g}" if factor >= 1.005 else f"{factor:.4f}"  # never "1× faster"
+    return f"{faster} {shown}× faster than {slower}"
+
+
+def comparison_rows(a: ResultsFolder, b: ResultsFolder, fmt: str | None) -> list[dict[str, Any]]:
+    train_a = {variant_key(r): r for r in a.training}
+    train_b = {variant_key(r): r for r in b.training}
+    path_a = {variant_key(r): r for r in a.full_path if r["format"] == fmt}
+    path_b = {variant_key(r): r for r in b.full_path if r["format"] == fmt}
+    keys = sorted(set(train_a) | set(train_b), key=_sort_key)
+    return [_row(key, train_a.get(key), train_b.get(key), path_a.get(key), path_b.get(key), fmt, a.label, b.label)
+            for key in keys]
+
+
+def _row(key: tuple[Any, ...], ta: dict[str, Any] | None, tb: dict[str, Any] | None, pa: dict[str, Any] | None,
+         pb: dict[str, Any] | None, fmt: str | None, label_a: str, label_b: str) -> dict[str, Any]:
+    row: dict[str, Any] = {**dict(zip(VARIANT_KEYS, key)), "present": "both" if ta and tb else "a_only" if ta else "b_only"}
+    for name, *keys in TRAINING_METRICS:
+        row.update(_metric_columns(name, _values(ta, keys), _values(tb, keys)))
+    name, *keys = FULL_PATH_METRIC
+    row["full_path_format"] = fmt
+    row.update(_metric_columns(name, _values(pa, keys), _values(pb, keys)))
+    row["startup_s_a"] = pa.get("startup_s") if pa else None
+    row["startup_s_b"] = pb.get("startup_s") if pb else None
+    row["epoch_comparison"] = time_wording(row["epoch_s_a"], row["epoch_s_b"], label_a, label_b)
+    row["full_path_comparison"] = time_wording(row["full_path_s_a"], row["full_path_s_b"], label_a, label_b)
+    row["noisy_a"] = bool(ta["noisy"]) if ta else None
+    row["noisy_b"] = bool(tb["noisy"]) if tb else None
+    return row
+
+
+def fastest_full_path(a: ResultsFolder, b: ResultsFolder) -> dict[str, Any]:
+    """Each side's fastest full path per epoch over every format and variant (the laptop-vs-server question)."""
+    best = {side: min(folder.full_path, key=lambda r: r["total_s"], default=None) for side, folder in (("a", a), ("b", b))}
+    summary: dict[str, Any] = {side: None if row is None else {
+        "variant": variant_name(row), "format": row["format"], "batch_size": row["batch_size"],
+        "total_s": row["total_s"], "startup_s": row.get("startup_s")} for side, row in best.items()}
+    totals = [row["total_s"] if row else None for row in best.values()]
+    summary["ratio_b_over_a"] = _ratio(*totals)
+    summary["comparison"] = time_wording(*totals, a.label, b.label)
+    return summary
+
+
+# ---------------------------------------------------------------- differences
+
+
+def _environment_record(folder: ResultsFolder) -> dict[str, Any]:
+    collected = folder.environment.get("collect_env") or {}
+    return {
+        "quick": folder.environment["quick"],
+        "collect_env": {key: collected.get(key) for key in COLLECT_ENV_KEYS} | {"cpu_model": _lscpu_model(collected)},
+        "training_threads": sorted({t for row in folder.training for t in _as_list(row.get("threads"))}),
+    }
+
+
+def _lscpu_model(collected: dict[str, Any]) -> str | None:
+    for line in str(collected.get("cpu_info") or "").splitlines():
+        if line.startswith("Model name:"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _difference_rows(records: tuple[dict[str, Any], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Keys whose values differ, with each side's value (None where a side lacks the key)."""
+    flat = [_flatten(record) for record in records]
+    return [{"key": key, "a": flat[0].get(key), "b": flat[1].get(key)} for key in envinfo.differences(list(records))]
+
+
+def _flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in record.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def environment_differences(a: ResultsFolder, b: ResultsFolder) -> list[dict[str, Any]]:
+    return _difference_rows((_environment_record(a), _environment_record(b)))
+
+
+def config_differences(a: ResultsFolder, b: ResultsFolder) -> list[dict[str, Any]]:
+    return _difference_rows((a.config, b.config))
+
+
+# ---------------------------------------------------------------- warnings
+
+
+def _cells(rows: Iterable[dict[str, Any]], limit: int = 4) -> str:
+    names = [f"{variant_name(r)} B={r['batch_size']}" for r in rows]
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def noise_warnings(side: ResultsFolder) -> list[str]:
+    warnings = []
+    noisy = [r for r in side.training if r["noisy"]]
+    if noisy:
+        warnings.append(f"{side.label}: {len(noisy)} of {len(side.training)} training cells are flagged noisy "
+                        f"(repeats disagree: IQR/median or an outlier repeat): {_cells(noisy)}; their ratios are uncertain.")
+    busy = [r for r in side.training if r.get("contaminated")]
+    if busy:
+        repeats = sum(len(r["contaminated"]) for r in busy)
+        warnings.append(f"{side.label}: {repeats} repeat(s) in {len(busy)} training cell(s) ran on a busy machine "
+                        f"(other processes' CPU or a rising load average): {_cells(busy)}.")
+    if side.non_finite:
+        warnings.append(f"{side.label}: {len(side.non_finite)} training run(s) went NaN/inf and are left out of its medians: "
+                        f"{_cells(side.non_finite)}.")
+    noisy_paths = [r for r in side.full_path if r.get("noisy")]
+    if noisy_paths and not noisy:
+        warnings.append(f"{side.label}: {len(noisy_paths)} full-path row(s) are flagged noisy (load/convert repeats disagree).")
+    return warnings
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return "absent" if value is None else str(value)
+
+
+def config_warnings(differences: Sequence[dict[str, Any]], label_a: str, label_b: str) -> list[str]:
+    return [f"Config {d['key']} differs ({label_a}: {_shown(d['a'])}, {label_b}: {_shown(d['b'])}): "
+            f"{FAIRNESS_CONFIG[d['key']]}, so the comparison is not like for like."
+            for d in differences if d["key"] in FAIRNESS_CONFIG]
+
+
+def batch_size_warnings(a: ResultsFolder, b: ResultsFolder) -> list[str]:
+    sizes_a, sizes_b = ({r["batch_size"] for r in side.training} for side in (a, b))
+    return [f"Batch size(s) {', '.join(map(str, sorted(only)))} were measured only in {label}: their rows have no ratios."
+            for only, label in ((sizes_a - sizes_b, a.label), (sizes_b - sizes_a, b.label)) if only]
+
+
+def one_sided_warnings(rows: Sequence[dict[str, Any]], a: ResultsFolder, b: ResultsFolder) -> list[str]:
+    warnings = []
+    for present, label, other in (("a_only", a.label, b.label), ("b_only", b.label, a.label)):
+        only = [r for r in rows if r["present"] == present]
+        if only:
+            warnings.append(f"{len(only)} row(s) exist only in {label} and have no counterpart in {other} "
+                            f"(listed with '—' for {other}): {_cells(only)}.")
+    return warnings
+
+
+def environment_warnings(a: ResultsFolder, b: ResultsFolder) -> list[str]:
+    warnings = []
+    threads = [_environment_record(side)["training_threads"] for side in (a, b)]
+    if threads[0] != threads[1]:
+        warnings.append(f"The timing jobs ran with different torch thread counts ({a.label}: {_shown(threads[0])}, "
+                        f"{b.label}: {_shown(threads[1])}): CPU times differ for that reason alone.")
+    torch = [side.environment["quick"].get("torch_version") for side in (a, b)]
+    if torch[0] != torch[1]:
+        same_release = str(torch[0]).split("+")[0] == str(torch[1]).split("+")[0]
+        kind = "the same release in different builds" if same_release else "different releases"
+        warnings.append(f"torch differs ({a.label}: {torch[0]}, {b.label}: {torch[1]}; {kind}): part of any "
+                        "difference may come from torch, not from the hardware.")
+    return warnings
+
+
+def manifest_warnings(side: ResultsFolder) -> list[str]:
+    check = side.manifest
+    if not check.present:
+        return [f"{side.label} has no {MANIFEST}: cannot verify that nothing was edited since the run."]
+    if check.verified:
+        return []
+    problems = [f"{len(names)} {what} ({', '.join(names[:3])}{', …' if len(names) > 3 else ''})"
+                for names, what in ((check.changed, "file(s) changed"), (check.missing, "listed file(s) missing"),
+                                    (check.unlisted, "file(s) not listed"))
+                if names]
+    if check.malformed_lines:
+        problems.append(f"malformed line(s) {', '.join(map(str, check.malformed_lines[:5]))}")
+    return [f"{side.label}: {MANIFEST} does not verify: {'; '.join(problems)}; its results may have been edited."]
+
+
+def gpu_warnings(a: ResultsFolder, b: ResultsFolder) -> list[str]:
+    without = [side for side in (a, b) if not side.gpu_rows]
+    if len(without) == 2:
+        return ["Neither side has GPU rows: the comparison covers CPU rows only."]
+    return [f"{side.label} has no GPU rows ({'no ' + GPU_TABLE if not side.has_gpu_table else 'its GPU table is empty'}): "
+            "only CPU rows are matched across the two folders, and the other side's GPU rows are listed "
+            "as present on one side only."
+            for side in without]
+
+
+def provenance_warnings(side: ResultsFolder) -> list[str]:
+    provenance = side.provenance or {}
+    warnings = []
+    if (provenance.get("workflow") or {}).get("dirty"):
+        warnings.append(f"{side.label}: the workflow had uncommitted changes when it ran, "
+                        "so its commit does not fully identify the code.")
+    commits = distinct_record_commits(provenance.get("record_commits"))
+    if len(commits) > 1 or provenance.get("mixed_commits"):
+        warnings.append(f"{side.label}: its records come from more than one workflow version "
+                        f"({', '.join(commits) or 'provenance.json says mixed_commits'}): a mixed archive.")
+    return warnings
+
+
+def distinct_record_commits(value: Any) -> list[str]:
+    """The distinct commits in provenance's record_commits: a {commit: count} mapping or a list."""
+    if isinstance(value, dict):
+        return [str(key) for key in value]
+    if isinstance(value, list):
+        return list(dict.fromkeys(str(item) for item in value))
+    return []
+
+
+def format_warnings(fmt: str | None) -> list[str]:
+    if fmt is None:
+        return ["The two sides share no file format in their full-path tables: full-path times are not compared."]
+    return []
+
+
+# ---------------------------------------------------------------- the comparison
+
+
+def side_summary(side: ResultsFolder) -> dict[str, Any]:
+    provenance = side.provenance or {}
+    commit, source = _commit(side)
+    return {
+        "label": side.label,
+        "path": str(side.path.resolve()),
+        "workflow_commit": commit,
+        "workflow_dirty": (provenance.get("workflow") or _fallback_workflow(side)).get("dirty"),
+        "commit_source": source,
+        "snakemake_version": provenance.get("snakemake_version")
+        or (side.environment["quick"].get("packages") or {}).get("snakemake"),
+        "created": provenance.get("created"),
+        "command_line": provenance.get("command_line"),
+        "working_directory": provenance.get("working_directory"),
+        "host": (provenance.get("invocation") or {}).get("host"),
+        "verdict": (side.verdict or {}).get("device"),
+        "verdict_claim": (side.verdict or {}).get("claim"),
+        "cpu_rows": len(side.training) - len(side.gpu_rows),
+        "gpu_rows": len(side.gpu_rows),
+        "manifest": _manifest_status(side.manifest),
+    }
+
+
+def _fallback_workflow(side: ResultsFolder) -> dict[str, Any]:
+    return (side.table_environment or {}).get("workflow") or side.environment["quick"].get("workflow") or {}
+
+
+def _commit(side: ResultsFolder) -> tuple[str | None, str | None]:
+    commit = ((side.provenance or {}).get("workflow") or {}).get("commit")
+    if commit:
+        return commit, PROVENANCE
+    commit = _fallback_workflow(side).get("commit")
+    return (commit, f"environment record in {CPU_TABLE}") if commit else (None, None)
+
+
+def _manifest_status(check: ManifestCheck) -> str:
+    if not check.present:
+        return "absent"
+    return f"verified ({check.files} files)" if check.verified else "does not verify"
+
+
+def compare(a: ResultsFolder, b: ResultsFolder, full_path_format: str | None = None) -> Comparison:
+    fmt = full_path_format or choose_full_path_format(a, b)
+    rows = comparison_rows(a, b, fmt)
+    configs = config_differences(a, b)
+    warnings = [
+        *manifest_warnings(a), *manifest_warnings(b),
+        *provenance_warnings(a), *provenance_warnings(b),
+        *config_warnings(configs, a.label, b.label),
+        *environment_warnings(a, b),
+        *gpu_warnings(a, b),
+        *batch_size_warnings(a, b),
+        *one_sided_warnings(rows, a, b),
+        *format_warnings(fmt),
+        *noise_warnings(a), *noise_warnings(b),
+    ]
+    return Comparison(
+        sides=(side_summary(a), side_summary(b)),
+        rows=rows,
+        full_path_format=fmt,
+        fastest=fastest_full_path(a, b),
+        environment_differences=environment_differences(a, b),
+        config_differences=configs,
+        warnings=warnings,
+    )
+
+
+# ---------------------------------------------------------------- markdown
+
+
+def _ms(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    value = seconds * 1e3
+    # About three significant digits, never in exponent notation.
+    decimals = 0 if value >= 100 else 1 if value >= 10 else 2 if value >= 0.1 else 4
+    return f"{value:,.{decimals}f}"
+
+
+def _rate(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f}"
+
+
+def _spread(row: dict[str, Any], name: str, side: str, show: Any) -> str:
+    median = row[f"{name}_{side}"]
+    if median is None:
+        return "—"
+    return f"{show(median)} ({show(row[f'{name}_{side}_min'])}–{show(row[f'{name}_{side}_max'])})"
+
+
+def _ratio_cell(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def _variant_cell(row: dict[str, Any], label_a: str, label_b: str) -> str:
+    noisy = [label for label, flag in ((label_a, row["noisy_a"]), (label_b, row["noisy_b"])) if flag]
+    return variant_name(row) + (f" (noisy: {', '.join(noisy)})" if noisy else "")
+
+
+def _verdict_cell(row: dict[str, Any]) -> str:
+    words = row["epoch_comparison"]
+    return words + (" (spreads overlap)" if row["epoch_s_spreads_overlap"] else "")
+
+
+def batch_size_table(rows: Sequence[dict[str, Any]], label_a: str, label_b: str) -> str:
+    ratio = f"{label_b}/{label_a}"
+    headers = ("variant", f"epoch ms {label_a} (min–max)", f"epoch ms {label_b} (min–max)", f"epoch {ratio}", "per epoch",
+               f"samples/s {label_a} (min–max)", f"samples/s {label_b} (min–max)", f"samples/s {ratio}",
+               f"full path ms {label_a} (min–max)", f"full path ms {label_b} (min–max)", f"full path {ratio}")
+    cells = [(_variant_cell(r, label_a, label_b), _spread(r, "epoch_s", "a", _ms), _spread(r, "epoch_s", "b", _ms),
+              _ratio_cell(r["epoch_s_ratio_b_over_a"]), _verdict_cell(r),
+              _spread(r, "samples_per_s", "a", _rate), _spread(r, "samples_per_s", "b", _rate),
+              _ratio_cell(r["samples_per_s_ratio_b_over_a"]),
+              _spread(r, "full_path_s", "a", _ms), _spread(r, "full_path_s", "b", _ms),
+              _ratio_cell(r["full_path_s_ratio_b_over_a"])) for r in rows]
+    return table(headers, cells)
+
+
+def _header_section(result: Comparison) -> str:
+    a, b = result.sides
+    fields = (("path", "path"), ("workflow commit", "workflow_commit"), ("uncommitted changes", "workflow_dirty"),
+              ("commit read from", "commit_source"), ("Snakemake", "snakemake_version"), ("created", "created"),
+              ("command line", "command_line"), ("host", "host"), ("verdict", "verdict"), ("CPU rows", "cpu_rows"), ("GPU rows", "gpu_rows"),
+              (MANIFEST, "manifest"))
+    rows = [(name, _md(a.get(key)), _md(b.get(key))) for name, key in fields]
+    return f"# Comparison: {a['label']} (A) vs {b['label']} (B)\n\n" + table(("", f"A: {a['label']}", f"B: {b['label']}"), rows)
+
+
+def _md(value: Any) -> str:
+    text = "not recorded" if value is None else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _reading_section(result: Comparison) -> str:
+    a, b = (side["label"] for side in result.sides)
+    fmt = result.full_path_format or "none in common"
+    return (
+        "## How to read this\n\n"
+        f"Every ratio is **{b}/{a}** (B over A) of the medians. For times (epoch, full path) a ratio below 1 means "
+        f"{b} is faster; for samples/s a ratio above 1 means {b} is faster. The 'per epoch' column says it in words. "
+        "Min–max is over each side's repeats; 'spreads overlap' means the two ranges touch, so the repeats do not "
+        f"resolve the difference. Full path = load + convert + transfer + train epoch + eval (medians), format `{fmt}`, "
+        "fixed start-up (CUDA context) excluded. Rows are matched on "
+        f"({', '.join(VARIANT_KEYS)}); a row measured on one side only shows '—' for the other."
+    )
+
+
+def _fastest_section(result: Comparison) -> str:
+    fastest = result.fastest
+    rows = []
+    for side in ("a", "b"):
+        best = fastest[side]
+        label = result.sides[0 if side == "a" else 1]["label"]
+        if best:
+            startup = f", plus {_ms(best['startup_s'])} ms start-up" if best.get("startup_s") else ""
+            variant = f"{best['variant']} B={best['batch_size']} ({best['format']})"
+            rows.append((label, variant, f"{_ms(best['total_s'])}{startup}"))
+    text = table(("side", "fastest full path", "ms per epoch"), rows)
+    return (f"## Fastest full path on each side\n\n{text}\n\nAcross devices and formats, per epoch without the start-up: "
+            f"{fastest['comparison'] or 'not comparable'} (ratio {_ratio_cell(fastest['ratio_b_over_a'])}).")
+
+
+def _difference_section(title: str, differences: Sequence[dict[str, Any]], label_a: str, label_b: str) -> str:
+    if not differences:
+        return f"## {title}\n\nNone: the two records agree."
+    rows = [(d["key"], _md(_shown(d["a"])), _md(_shown(d["b"]))) for d in differences]
+    return f"## {title}\n\n" + table(("key", label_a, label_b), rows)
+
+
+def markdown(result: Comparison) -> str:
+    a, b = (side["label"] for side in result.sides)
+    sections = [_header_section(result), _reading_section(result), _fastest_section(result)]
+    for size in sorted({r["batch_size"] for r in result.rows}):
+        rows = [r for r in result.rows if r["batch_size"] == size]
+        sections.append(f"## Batch size {size}\n\n" + batch_size_table(rows, a, b))
+    sections.append(_difference_section("Environment differences", result.environment_differences, a, b))
+    sections.append(_difference_section("Configuration differences", result.config_differences, a, b))
+    warnings = "\n".join(f"- {w}" for w in result.warnings) or "None."
+    sections.append(f"## Warnings\n\n{warnings}\n\nFigure: `comparison.png` / `comparison.svg`.")
+    return "\n\n".join(sections) + "\n"
+
+
+# ---------------------------------------------------------------- figure
+
+
+def comparison_figure(result: Comparison, png_path: str | os.PathLike[str], svg_path: str | os.PathLike[str]) -> None:
+    a, b = (side["label"] for side in result.sides)
+    figure, (times, ratios) = plt.subplots(1, 2, figsize=(13, 5))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for number, name in enumerate(sorted({variant_name(r) for r in result.rows})):
+        rows = sorted((r for r in result.rows if variant_name(r) == name), key=lambda r: r["batch_size"])
+        color = colors[number % len(colors)]
+        _time_series(times, rows, "a", f"{name} · {a}", color, "-", "o")
+        _time_series(times, rows, "b", f"{name} · {b}", color, "--", "s")
+        _ratio_series(ratios, rows, name, color)
+    _style_times(times, result, a, b)
+    _style_ratios(ratios, result, a, b)
+    figure.tight_layout()
+    _save_figure(figure, png_path, svg_path)
+
+
+def _time_series(axes: Any, rows: Sequence[dict[str, Any]], side: str, label: str, color: str, line: str, marker: str) -> None:
+    shown = [r for r in rows if r[f"epoch_s_{side}"] is not None]
+    if not shown:
+        return
+    median = [r[f"epoch_s_{side}"] * 1e3 for r in shown]
+    low = [m - r[f"epoch_s_{side}_min"] * 1e3 for m, r in zip(median, shown)]
+    high = [r[f"epoch_s_{side}_max"] * 1e3 - m for m, r in zip(median, shown)]
+    axes.errorbar([r["batch_size"] for r in shown], median, yerr=[low, high], color=color, linestyle=line, marker=marker,
+                  capsize=3, label=label)
+
+
+def _ratio_series(axes: Any, rows: Sequence[dict[str, Any]], name: str, color: str) -> None:
+    shown = [r for r in rows if r["epoch_s_ratio_b_over_a"] is not None]
+    if shown:
+        axes.plot([r["batch_size"] for r in shown], [r["epoch_s_ratio_b_over_a"] for r in shown], color=color, marker="o",
+                  label=name)
+
+
+def _batch_axis(axes: Any, result: Comparison) -> None:
+    axes.set_xscale("log", base=2)
+    axes.set_xticks(sorted({r["batch_size"] for r in result.rows}))
+    axes.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    axes.set_xlabel("batch size B")
+    axes.grid(True, which="both", alpha=0.3)
+
+
+def _style_times(axes: Any, result: Comparison, a: str, b: str) -> None:
+    _batch_axis(axes, result)
+    axes.set_yscale("log")
+    axes.set_ylabel("training epoch, ms (median, min–max)")
+    axes.set_title(f"Epoch time: {a} solid (circles), {b} dashed (squares)")
+    axes.legend(fontsize=6, ncol=2)
+
+
+def _style_ratios(axes: Any, result: Comparison, a: str, b: str) -> None:
+    _batch_axis(axes, result)
+    axes.set_yscale("log")
+    axes.axhline(1.0, color="black", linewidth=1)
+    plain = matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}")
+    axes.get_yaxis().set_major_formatter(plain)
+    axes.get_yaxis().set_minor_formatter(plain)
+    axes.set_ylabel(f"epoch time {b}/{a} (below 1: {b} faster)")
+    axes.set_title("Ratio of the medians, rows measured on both sides")
+    if axes.get_legend_handles_labels()[0]:
+        axes.legend(fontsize=7)
+    else:
+        axes.text(0.5, 0.5, "no row measured on both sides", transform=axes.transAxes, ha="center")
+
+
+def _save_figure(figure: Any, png_path: str | os.PathLike[str], svg_path: str | os.PathLike[str]) -> None:
+    # Metadata without a date keeps the SVG identical for identical numbers.
+    for path, fmt in ((png_path, "png"), (svg_path, "svg")):
+        with atomic.atomic_path(path) as tmp:
+            figure.savefig(tmp, format=fmt, dpi=130, metadata={"Date": None} if fmt == "svg" else None)
+    plt.close(figure)
+
+
+# ---------------------------------------------------------------- writing
+
+
+def write_comparison(result: Comparison, out: str | os.PathLike[str]) -> list[Path]:
+    """comparison.md/.csv/.json/.png/.svg in `out` (created), each written atomically."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / name for name in OUTPUT_NAMES]
+    markdown_path, csv_path, json_path, png_path, svg_path = paths
+    atomic.write_text(markdown_path, markdown(result))
+    tables.write_csv(csv_path, result.rows)
+    atomic.write_json(json_path, result.as_json())
+    comparison_figure(result, png_path, svg_path)
+    return paths

@@ -1,0 +1,294 @@
+"""A three-term cost model of one training epoch, fitted to measured epoch times.
+
+epoch seconds ≈ steps · (seconds per step) + FLOP / (FLOP/s) + bytes moved / (bytes/s)
+
+The first term is per-step overhead (Python, kernel launches, optimizer bookkeeping), the
+second sustained arithmetic and the third memory traffic. `fit` estimates the three rates
+from measured epochs by non-negative least squares on relative residuals; `assumed` builds
+a model from quoted rates (e.g. a GPU that was not measured); `break_even` sweeps one
+workload axis and reports where the GPU's modelled time drops below the CPU's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from . import theory
+
+TERMS = ("overhead", "compute", "memory")
+AXES = ("rows", "features", "hidden", "batch_size")
+# Above this condition number of the column-normalised, relatively weighted design, a 1 %
+# timing error can move some combination of the coefficients by more than 10×.
+MAX_CONDITION = 1e3
+# Subsets with fewer terms win when their relative residual sum of squares is no worse than
+# this (absolute, per point): it stops a noise-free fit keeping a 1e-20 coefficient.
+_TIE_RSS_PER_POINT = 1e-12
+_MIN_POINTS = 4
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One epoch of the model features → hidden → 1 in fp32 over `rows` rows."""
+
+    rows: int
+    features: int
+    hidden: int
+    batch_size: int
+
+    @property
+    def widths(self) -> tuple[int, int, int]:
+        return (self.features, self.hidden, 1)
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Rates of one device; a rate of math.inf means the term contributes nothing."""
+
+    device: str
+    seconds_per_step: float
+    flop_per_s: float
+    bytes_per_s: float
+    source: str  # "fitted" or "assumed"
+    quality: dict[str, Any] | None
+
+
+def work(w: Workload) -> dict[str, float]:
+    """Steps, training FLOP (3× rule) and bytes moved in one epoch.
+
+    Bytes moved, a deliberately simple count of fp32 traffic to and from memory:
+      * input and target read once: rows · (features + 1) · 4;
+      * activations written in forward and read back in backward:
+        2 · theory.activation_bytes(rows, widths) (input, hidden output and logits of every row;
+        the input is re-read by the first layer's weight gradient);
+      * the optimizer: steps · 2 · theory.adam_fp32_bytes(widths), because each Adam step reads
+        parameters, gradients and both moments and writes them back (the gradients by backward).
+    Caches are ignored, so for small models this over-counts the traffic that reaches DRAM.
+    """
+    widths = w.widths
+    steps = theory.steps_per_epoch(w.rows, w.batch_size)
+    data = w.rows * (w.features + 1) * theory.FP32_BYTES
+    activations = 2 * theory.activation_bytes(w.rows, widths)
+    optimizer = steps * 2 * theory.adam_fp32_bytes(widths)
+    return {
+        "steps": float(steps),
+        "flop": float(theory.forward_backward_flops(w.rows, widths)),
+        "bytes": float(data + activations + optimizer),
+    }
+
+
+def _features(w: Workload) -> np.ndarray:
+    counts = work(w)
+    return np.array([counts["steps"], counts["flop"], counts["bytes"]], dtype=float)
+
+
+def _model_from_coefficients(device: str, coefficients: np.ndarray, source: str, quality: dict[str, Any] | None) -> CostModel:
+    per_step, per_flop, per_byte = (float(c) for c in coefficients)
+    return CostModel(device, per_step, _rate(per_flop), _rate(per_byte), source, quality)
+
+
+def _rate(seconds_per_unit: float) -> float:
+    return math.inf if seconds_per_unit <= 0 else 1.0 / seconds_per_unit
+
+
+def _coefficients(model: CostModel) -> np.ndarray:
+    return np.array([model.seconds_per_step, 1.0 / model.flop_per_s, 1.0 / model.bytes_per_s])
+
+
+def terms(model: CostModel, w: Workload) -> dict[str, float]:
+    """Modelled seconds of each term: overhead_s, compute_s, memory_s."""
+    counts = work(w)
+    return {
+        "overhead_s": counts["steps"] * model.seconds_per_step,
+        "compute_s": counts["flop"] / model.flop_per_s,
+        "memory_s": counts["bytes"] / model.bytes_per_s,
+    }
+
+
+def predict(model: CostModel, w: Workload) -> float:
+    """Modelled seconds of one epoch of `w` on `model.device`."""
+    return sum(terms(model, w).values())
+
+
+def assumed(device: str, seconds_per_step: float, flop_per_s: float, bytes_per_s: float) -> CostModel:
+    """A model from quoted rates rather than measurements (source "assumed")."""
+    if seconds_per_step < 0 or math.isnan(seconds_per_step):
+        raise ValueError(f"seconds_per_step must be >= 0, got {seconds_per_step}")
+    for name, rate in (("flop_per_s", flop_per_s), ("bytes_per_s", bytes_per_s)):
+        if not rate > 0:
+            raise ValueError(f"{name} must be > 0 (math.inf drops the term), got {rate}")
+    return CostModel(device, float(seconds_per_step), float(flop_per_s), float(bytes_per_s), "assumed", None)
+
+
+# --- fitting ---------------------------------------------------------------------------
+
+
+def _weighted_design(design: np.ndarray, seconds: np.ndarray) -> np.ndarray:
+    # Dividing each equation by its measured time makes the residuals relative errors,
+    # so a 10 ms epoch counts as much as a 100 s one.
+    return design / seconds[:, None]
+
+
+def _nnls(weighted: np.ndarray) -> tuple[np.ndarray, float]:
+    """Non-negative least squares of weighted · c ≈ 1 by trying every subset of terms.
+
+    The NNLS optimum is the unconstrained fit on its own set of positive terms, so the best
+    feasible subset fit is the exact optimum; with three terms there are only seven subsets.
+    """
+    n_points, n_terms = weighted.shape
+    target = np.ones(n_points)
+    scale = np.linalg.norm(weighted, axis=0)  # unit columns: FLOP and step counts differ by 1e9
+    candidates: list[tuple[float, int, np.ndarray]] = []
+    for size in range(1, n_terms + 1):
+        for subset in itertools.combinations(range(n_terms), size):
+            columns = list(subset)
+            solution = np.linalg.lstsq(weighted[:, columns] / scale[columns], target, rcond=None)[0] / scale[columns]
+            if np.any(solution < 0):
+                continue
+            coefficients = np.zeros(n_terms)
+            coefficients[columns] = solution
+            rss = float(np.sum((weighted @ coefficients - target) ** 2))
+            candidates.append((rss, size, coefficients))
+    best_rss = min(rss for rss, _, _ in candidates)
+    tolerance = best_rss * 1e-9 + _TIE_RSS_PER_POINT * n_points
+    rss, _, coefficients = min((c for c in candidates if c[0] <= best_rss + tolerance), key=lambda c: (c[1], c[0]))
+    return coefficients, rss
+
+
+def _condition_number(weighted: np.ndarray) -> float:
+    normalised = weighted / np.linalg.norm(weighted, axis=0)
+    singular = np.linalg.svd(normalised, compute_uv=False)
+    return math.inf if singular[-1] == 0 else float(singular[0] / singular[-1])
+
+
+def _leave_one_out_errors(design: np.ndarray, seconds: np.ndarray) -> list[float]:
+    errors = []
+    for held_out in range(len(seconds)):
+        keep = np.arange(len(seconds)) != held_out
+        coefficients, _ = _nnls(_weighted_design(design[keep], seconds[keep]))
+        predicted = float(design[held_out] @ coefficients)
+        errors.append(abs(predicted - seconds[held_out]) / seconds[held_out])
+    return errors
+
+
+def _r_squared(measured: np.ndarray, predicted: np.ndarray) -> float | None:
+    total = float(np.sum((measured - measured.mean()) ** 2))
+    if total == 0:
+        return None  # all times equal: R² is undefined
+    return 1.0 - float(np.sum((measured - predicted) ** 2)) / total
+
+
+def _validate_points(points: Sequence[tuple[Workload, float]]) -> None:
+    if len(points) < _MIN_POINTS:
+        raise ValueError(f"fit needs at least {_MIN_POINTS} measured (workload, seconds) points, got {len(points)}")
+    for w, seconds in points:
+        if not (seconds > 0 and math.isfinite(seconds)):
+            raise ValueError(f"measured epoch time must be a positive finite number of seconds, got {seconds} for {w}")
+
+
+def fit(device: str, points: Sequence[tuple[Workload, float]]) -> CostModel:
+    """Fit seconds_per_step, FLOP/s and bytes/s to measured (workload, epoch seconds) points.
+
+    Non-negative least squares on relative residuals; a term the fit drops gets rate
+    math.inf. quality["loo_median_abs_rel_error"] (leave-one-out) is the honest
+    out-of-sample error; quality["identifiable"] is False, with a warning, when the
+    points cannot tell the terms apart (e.g. only batch size varies: FLOP per epoch is
+    then constant and bytes moved is a linear function of the step count).
+    """
+    _validate_points(points)
+    design = np.array([_features(w) for w, _ in points])
+    seconds = np.array([float(s) for _, s in points])
+    weighted = _weighted_design(design, seconds)
+    coefficients, _ = _nnls(weighted)
+    predicted = design @ coefficients
+    relative = (predicted - seconds) / seconds
+    condition = _condition_number(weighted)
+    identifiable = condition <= MAX_CONDITION
+    quality: dict[str, Any] = {
+        "points": len(points),
+        "r2": _r_squared(seconds, predicted),
+        "median_abs_rel_error": float(np.median(np.abs(relative))),
+        "max_abs_rel_error": float(np.max(np.abs(relative))),
+        "loo_median_abs_rel_error": float(statistics.median(_leave_one_out_errors(design, seconds))),
+        "terms_used": [name for name, c in zip(TERMS, coefficients) if c > 0],
+        "condition_number": condition,
+        "identifiable": identifiable,
+        "warning": None if identifiable else _collinearity_warning(condition, [w for w, _ in points]),
+        "residuals": [
+            {**asdict(w), "measured_s": float(s), "predicted_s": float(p), "rel_error": float(r)}
+            for (w, _), s, p, r in zip(points, seconds, predicted, relative)
+        ],
+    }
+    return _model_from_coefficients(device, coefficients, "fitted", quality)
+
+
+def _collinearity_warning(condition: float, workloads: Sequence[Workload]) -> str:
+    varied = [axis for axis in AXES if len({getattr(w, axis) for w in workloads}) > 1]
+    return (
+        f"overhead, compute and memory terms are not separately identifiable from these points "
+        f"(condition number {condition:.3g} > {MAX_CONDITION:g}; varied: {', '.join(varied) or 'nothing'}): "
+        "the fit reproduces the measured points but its split into terms, and any extrapolation "
+        "along an axis that was not varied, is unreliable"
+    )
+
+
+# --- break-even ------------------------------------------------------------------------
+
+
+def break_even(
+    cpu: CostModel,
+    gpu: CostModel,
+    base: Workload,
+    axis: str,
+    values: Sequence[int],
+    gpu_extra_s: Callable[[Workload], float] | None = None,
+) -> dict[str, Any]:
+    """Modelled CPU and GPU epoch seconds along one axis, and where the GPU starts to win.
+
+    "break_even" is the value where the GPU turns from slower to faster, interpolated
+    linearly in log(value) against log(cpu/gpu) between the neighbouring grid values, and
+    "break_even_grid" the first grid value where it is faster; both are None when the GPU
+    is never faster, or is faster from the first value (then "gpu_always_faster" is True
+    if it stays faster). gpu_extra_s adds GPU-only seconds per epoch, e.g. host→device copy.
+    """
+    _validate_axis(axis, values)
+    workloads = [replace(base, **{axis: int(v)}) for v in values]
+    cpu_s = [predict(cpu, w) for w in workloads]
+    gpu_s = [predict(gpu, w) + (gpu_extra_s(w) if gpu_extra_s else 0.0) for w in workloads]
+    ratio = [c / g if g > 0 else math.inf for c, g in zip(cpu_s, gpu_s)]
+    gpu_faster = [g < c for c, g in zip(cpu_s, gpu_s)]
+    crossing = next((i for i in range(1, len(values)) if gpu_faster[i] and not gpu_faster[i - 1]), None)
+    return {
+        "axis": axis,
+        "base": asdict(base),
+        "values": [int(v) for v in values],
+        "cpu_s": cpu_s,
+        "gpu_s": gpu_s,
+        "ratio": ratio,
+        "gpu_faster": gpu_faster,
+        "break_even": None if crossing is None else _log_crossing(values, ratio, crossing),
+        "break_even_grid": None if crossing is None else int(values[crossing]),
+        "gpu_always_faster": all(gpu_faster),
+    }
+
+
+def _validate_axis(axis: str, values: Sequence[int]) -> None:
+    if axis not in AXES:
+        raise ValueError(f"axis must be one of {', '.join(AXES)}, got {axis!r}")
+    if not values or any(v <= 0 for v in values) or any(b <= a for a, b in zip(values, values[1:])):
+        raise ValueError(f"values must be positive and strictly increasing, got {list(values)}")
+
+
+def _log_crossing(values: Sequence[int], ratio: Sequence[float], index: int) -> float:
+    before, after = ratio[index - 1], ratio[index]
+    if not (before > 0 and math.isfinite(after)):
+        return float(values[index])  # a zero or infinite modelled time leaves nothing to interpolate
+    x0, x1 = math.log(values[index - 1]), math.log(values[index])
+    r0, r1 = math.log(before), math.log(after)
+    return math.exp(x0 - r0 * (x1 - x0) / (r1 - r0))

@@ -1,0 +1,247 @@
+"""The planner: the scale scenario of exercise 4, and the timed grid the cost model is fitted to."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from . import costmodel, stats, theory
+from .contention import ForeignCpuMeter
+from .costmodel import CostModel, Workload
+from .measure import Variant, context_startup_seconds, measure_variant
+
+GB = 1e9
+
+
+def grid_workloads(rows: Sequence[int], features: Sequence[int], hidden: Sequence[int],
+                   batch_sizes: Sequence[int]) -> list[Workload]:
+    """Every combination, except batch sizes larger than the rows they would split."""
+    return [
+        Workload(rows=n, features=d, hidden=h, batch_size=b)
+        for n, d, h, b in itertools.product(rows, features, hidden, batch_sizes)
+        if b <= n
+    ]
+
+
+def synthetic_tensors(workload: Workload, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Seeded standard-normal features and a 0/1 target: the cost of an epoch does not depend on the values."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(workload.rows, workload.features, generator=generator)
+    y = (torch.randn(workload.rows, 1, generator=generator) > 0).float()
+    return x, y
+
+
+def measure_grid(workloads: Sequence[Workload], repeat: int, *, device: str, seed: int, lr: float,
+                 warmup_steps: int) -> list[dict[str, Any]]:
+    """One timed epoch per workload (fast path, fp32; data resident on the device).
+
+    The order alternates with the repeat, as in the main timing jobs, so that no workload
+    always runs first or last.
+    """
+    target = torch.device(device)
+    startup = context_startup_seconds(target)
+    placement = "host" if target.type == "cpu" else "resident"
+    variant = Variant(loader="fastpath", precision="fp32", placement=placement)
+    order = list(workloads) if repeat % 2 == 0 else list(reversed(workloads))
+    meter = ForeignCpuMeter().start()
+    records = []
+    for workload in order:
+        x, y = synthetic_tensors(workload, seed)
+        x_device, y_device = x.to(target), y.to(target)
+        record = measure_variant(variant, x, y, workload.batch_size, seed=seed, hidden=workload.hidden, lr=lr,
+                                 warmup_steps=warmup_steps, device=target, x_device=x_device, y_device=y_device)
+        record.update(rows=workload.rows, features=workload.features, hidden=workload.hidden, repeat=repeat,
+                      context_startup_s=startup)
+        records.append(record)
+    foreign = meter.stop()
+    for record in records:
+        record["foreign_cpu_share"] = foreign.share
+    return records
+
+
+def host_memory_bytes() -> int | None:
+    """MemTotal of this machine, or None where /proc/meminfo does not exist."""
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return None
+
+
+def scenario_plan(rows: int, features: int, hidden: int, batch_size: int, bandwidth_gb_s: float, *,
+                  host_memory_bytes: int | None, gpu_memory_bytes: int | None) -> dict[str, Any]:
+    """Exercise 4's planning sheet: sizes, memory bounds, and the transfer-time estimate.
+
+    For n = 50,000,000, d = 256, 256 → 128 → 1, B = 512 at 8 GB/s: 51.2 GB of input,
+    P = 33,025, Adam bound 528,400 bytes, 6.4 s to move the input once.
+    """
+    widths = (features, hidden, 1)
+    input_bytes = theory.input_bytes(rows, features)
+    forward_activations = theory.activation_bytes(batch_size, widths)
+    return {
+        "rows": rows, "features": features, "hidden": hidden, "batch_size": batch_size, "widths": list(widths),
+        "bandwidth_gb_s": bandwidth_gb_s,
+        "input_bytes": input_bytes,
+        "host_memory_bytes": host_memory_bytes,
+        "gpu_memory_bytes": gpu_memory_bytes,
+        "fits_in_host_memory": None if host_memory_bytes is None else input_bytes <= host_memory_bytes,
+        "fits_in_gpu_memory": None if gpu_memory_bytes is None else input_bytes <= gpu_memory_bytes,
+        "params": theory.param_count(widths),
+        "adam_fp32_bytes": theory.adam_fp32_bytes(widths),
+        "batch_input_bytes": theory.input_bytes(batch_size, features),
+        "batch_hidden_bytes": batch_size * hidden * theory.FP32_BYTES,
+        "batch_logit_bytes": batch_size * theory.FP32_BYTES,
+        "forward_activation_bytes": forward_activations,
+        "forward_backward_activation_bytes": 2 * forward_activations,
+        "transfer_s": theory.transfer_seconds(input_bytes, bandwidth_gb_s),
+        "steps_per_epoch": theory.steps_per_epoch(rows, batch_size),
+        "flop_per_epoch_3x": theory.forward_backward_flops(rows, widths),
+        "to_measure": [
+            "the whole path at least 3 times: load, CPU→GPU transfer, train, eval",
+            "the effective host→device bandwidth on this machine (the 8 GB/s here is an assumption)",
+            "the GPU's name, driver/CUDA version and PCIe link, recorded with the numbers",
+            "loading (disk/Parquet → tensors) at this size: it often dominates the transfer",
+        ],
+    }
+
+
+def must_stream(plan: dict[str, Any]) -> bool:
+    """True when the input is known not to fit where it would have to sit whole."""
+    return plan["fits_in_gpu_memory"] is False or plan["fits_in_host_memory"] is False
+
+
+def grid_points(records: Sequence[dict[str, Any]], noise_iqr_ratio: float, outlier_factor: float) -> list[dict[str, Any]]:
+    """Median epoch time per (device, workload) over the grid's repeats, with its noise verdict."""
+    groups: dict[tuple[Any, ...], list[float]] = {}
+    for r in records:
+        if r["finite"]:
+            key = (r["device"], r["rows"], r["features"], r["hidden"], r["batch_size"])
+            groups.setdefault(key, []).append(r["epoch_s"])
+    points = []
+    for (device, rows, features, hidden, batch_size), seconds in sorted(groups.items()):
+        summary = stats.summarize(seconds, noise_iqr_ratio, outlier_factor)
+        points.append({"device": device, "source": "grid", "rows": rows, "features": features, "hidden": hidden,
+                       "batch_size": batch_size, "epoch_s": summary["median"], "epoch_s_min": summary["min"],
+                       "epoch_s_max": summary["max"], "repeats": summary["n"], "noisy": summary["noisy"]})
+    return points
+
+
+def benchmark_points(train_table: Sequence[dict[str, Any]], rows: int, features: int, hidden: int) -> list[dict[str, Any]]:
+    """The main benchmark's fast-path fp32 cells (CPU on the host, GPU resident) as extra fit points."""
+    points = []
+    for r in train_table:
+        if r["loader"] == "fastpath" and r["precision"] == "fp32" and r["placement"] in ("host", "resident"):
+            points.append({"device": r["device"], "source": "benchmark", "rows": rows, "features": features,
+                           "hidden": hidden, "batch_size": r["batch_size"], "epoch_s": r["epoch_s_median"],
+                           "epoch_s_min": r["epoch_s_min"], "epoch_s_max": r["epoch_s_max"], "repeats": r["repeats"],
+                           "noisy": r["noisy"]})
+    return points
+
+
+def workload_of(point: dict[str, Any]) -> Workload:
+    return Workload(rows=point["rows"], features=point["features"], hidden=point["hidden"], batch_size=point["batch_size"])
+
+
+def device_models(points: Sequence[dict[str, Any]], gpu_assumed: dict[str, float]) -> dict[str, CostModel]:
+    """A fitted model for every measured device; an assumed GPU model where no GPU was measured."""
+    models = {}
+    for device in dict.fromkeys(p["device"] for p in points):
+        mine = [(workload_of(p), p["epoch_s"]) for p in points if p["device"] == device]
+        models[device] = costmodel.fit(device, mine)
+    if len(models) == 1:
+        models["gpu"] = costmodel.assumed("gpu (assumed)", gpu_assumed["seconds_per_step"],
+                                          gpu_assumed["tflop_per_s"] * 1e12, gpu_assumed["memory_gb_s"] * 1e9)
+    return models
+
+
+def model_row(model: CostModel) -> dict[str, Any]:
+    """A JSON-safe table row: a term the fit dropped (rate ∞) is written as null, with `terms_used`."""
+    quality = model.quality or {}
+    def finite(rate: float) -> float | None:
+        return None if math.isinf(rate) else rate
+
+    return {
+        "device": model.device, "source": model.source,
+        "seconds_per_step": model.seconds_per_step,
+        "gflop_per_s": None if math.isinf(model.flop_per_s) else model.flop_per_s / 1e9,
+        "gb_per_s": None if math.isinf(model.bytes_per_s) else model.bytes_per_s / 1e9,
+        "flop_per_s": finite(model.flop_per_s), "bytes_per_s": finite(model.bytes_per_s),
+        "points": quality.get("points"), "r2": quality.get("r2"),
+        "median_abs_rel_error": quality.get("median_abs_rel_error"),
+        "max_abs_rel_error": quality.get("max_abs_rel_error"),
+        "loo_median_abs_rel_error": quality.get("loo_median_abs_rel_error"),
+        "terms_used": quality.get("terms_used"), "identifiable": quality.get("identifiable"),
+        "warning": quality.get("warning"),
+    }
+
+
+def sweep_values(low: int, high: int, count: int = 25) -> list[int]:
+    """Log-spaced integers from low to high, both included, without repeats."""
+    ratio = (high / low) ** (1 / (count - 1))
+    return sorted({max(1, round(low * ratio**i)) for i in range(count)} | {low, high})
+
+
+def break_even_curves(cpu: CostModel, gpu: CostModel, base: Workload, sweep: dict[str, Sequence[int]],
+                      host_to_device_bytes_per_s: float, startup_s: float, epochs: int) -> list[dict[str, Any]]:
+    """Per axis: the GPU with its data resident, and the GPU copying each epoch's input (streamed).
+
+    A training job of `epochs` epochs pays the GPU's fixed costs once - the runtime's start-up,
+    and for resident data one copy of the input - so each GPU epoch carries 1/epochs of them.
+    """
+    def copy_s(w: Workload) -> float:
+        return theory.input_bytes(w.rows, w.features) / host_to_device_bytes_per_s
+
+    def resident_extra(w: Workload) -> float:
+        return (startup_s + copy_s(w)) / epochs
+
+    def streamed_extra(w: Workload) -> float:
+        return startup_s / epochs + copy_s(w)
+
+    curves = []
+    for axis, (low, high) in sweep.items():
+        values = sweep_values(low, high)
+        for placement, extra in (("resident", resident_extra), ("streamed", streamed_extra)):
+            curve = costmodel.break_even(cpu, gpu, base, axis, values, gpu_extra_s=extra)
+            curves.append(dict(curve, placement=placement))
+    return curves
+
+
+def gpu_startup_seconds(transfers: dict[str, Any] | None, assumed_s: float) -> tuple[float, str]:
+    """The measured CUDA context start-up (median over the transfer jobs), else the configured assumption."""
+    if transfers and transfers.get("context_startup_s"):
+        return transfers["context_startup_s"]["median"], "measured"
+    return assumed_s, "assumed"
+
+
+def scenario_predictions(plan: dict[str, Any], models: dict[str, CostModel], host_to_device_bytes_per_s: float) -> dict[str, Any]:
+    """Modelled epoch times for the scenario: far outside the measured grid, so an extrapolation."""
+    workload = Workload(rows=plan["rows"], features=plan["features"], hidden=plan["hidden"], batch_size=plan["batch_size"])
+    predicted = {device: costmodel.predict(model, workload) for device, model in models.items()}
+    gpu = next(name for name in models if name != "cpu")
+    copy_s = theory.input_bytes(workload.rows, workload.features) / host_to_device_bytes_per_s
+    return {
+        "cpu_epoch_s": predicted["cpu"],
+        "gpu_epoch_s_resident": predicted[gpu],
+        "gpu_epoch_s_streamed": predicted[gpu] + copy_s,
+        "gpu_model_source": models[gpu].source,
+        "host_to_device_copy_s": copy_s,
+    }
+
+
+def host_to_device_bytes_per_s(transfers: dict[str, Any] | None, assumed_gb_s: float) -> tuple[float, str]:
+    """The measured pageable host→device bandwidth of the benchmark matrix, else the configured assumption."""
+    for row in (transfers or {}).get("copies", []):
+        if row["what"] == "matrix" and row["direction"] == "host_to_device" and row["memory"] == "pageable":
+            return row["gb_per_s"] * 1e9, "measured"
+    return assumed_gb_s * 1e9, "assumed"

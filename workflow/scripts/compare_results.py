@@ -1,0 +1,55 @@
+"""Compare two archived results/ folders side by side (not a Snakemake rule; run it by hand).
+
+    .venv/bin/python workflow/scripts/compare_results.py RESULTS_A RESULTS_B --out DIR [--label-a A --label-b B]
+
+Writes comparison.md, .csv, .json, .png and .svg into DIR. Exit 2 when a folder is not a results
+folder (one line naming the file), 0 otherwise; warnings are printed and written into comparison.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from accel_choice import compare  # noqa: E402
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Compare two accel-choice results/ folders side by side.")
+    parser.add_argument("results_a", type=Path, metavar="RESULTS_A", help="first results folder (A)")
+    parser.add_argument("results_b", type=Path, metavar="RESULTS_B", help="second results folder (B); ratios are B/A")
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for comparison.* (created)")
+    parser.add_argument("--label-a", default="A", help="name of A in the outputs, e.g. laptop")
+    parser.add_argument("--label-b", default="B", help="name of B in the outputs, e.g. gpu-server")
+    args = parser.parse_args(argv)
+    if args.label_a == args.label_b:
+        parser.error(f"--label-a and --label-b are both {args.label_a!r}; ratios would not say which side is which")
+    for folder in (args.results_a, args.results_b):
+        if args.out.resolve().is_relative_to(folder.resolve()):
+            # Writing into an archived folder would break its MANIFEST.sha256.
+            parser.error(f"--out {args.out} is inside the results folder {folder}; choose a folder outside both")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        a = compare.load_results(args.results_a, args.label_a)
+        b = compare.load_results(args.results_b, args.label_b)
+    except compare.NotAResultsFolder as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    result = compare.compare(a, b)
+    paths = compare.write_comparison(result, args.out)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(f"{len(result.rows)} rows, {len(result.warnings)} warning(s); wrote {', '.join(str(p) for p in paths)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

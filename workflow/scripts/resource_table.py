@@ -1,0 +1,16 @@
+"""Rule resource_table: Snakemake's benchmark files beside each job's own body timing."""
+
+from accel_choice import atomic, resources, tables
+from accel_choice.runtime import job
+
+inp, out = snakemake.input, snakemake.output  # noqa: F821 (injected by Snakemake)
+with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
+    rows = [
+        resources.job_row(name.split("/")[0], name, benchmark, log_path)
+        for name, benchmark, log_path in zip(snakemake.params.jobs, inp.benchmarks, inp.logs)  # noqa: F821
+    ]
+    summary = resources.rule_summary(rows)
+    tables.write_csv(out.jobs_csv, rows)
+    tables.write_csv(out.csv, summary)
+    atomic.write_json(out.json, {"rules": summary, "jobs": rows})
+    log.info("%d benchmarked jobs in %d rules", len(rows), len(summary))

@@ -1,0 +1,19 @@
+"""Rule time_cost_model: one repeat of the planner's grid of workloads on one device."""
+
+import time
+
+from accel_choice import atomic, envinfo, planner
+from accel_choice.runtime import job
+
+wc, p = snakemake.wildcards, snakemake.params  # noqa: F821 (injected by Snakemake)
+with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
+    workloads = planner.grid_workloads(p.grid["rows"], p.grid["features"], p.grid["hidden"], p.grid["batch_sizes"])
+    started = time.time()
+    records = planner.measure_grid(workloads, int(wc.repeat), device=wc.device, seed=p.seed, lr=p.lr,
+                                   warmup_steps=p.warmup_steps)
+    interval = [started, time.time()]
+    atomic.write_json(snakemake.output[0], {  # noqa: F821
+        "records": records, "wall_interval": interval, "environment": envinfo.quick_environment(p.seed)})
+    for r in records:
+        log.info("n=%d d=%d h=%d B=%d: epoch %.2f ms", r["rows"], r["features"], r["hidden"], r["batch_size"],
+                 r["epoch_s"] * 1e3)
