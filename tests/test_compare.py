@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 import compare_results
-from accel_choice import aggregate, atomic, compare, tables
+from accel_choice import aggregate, archive, atomic, compare, tables
 
 ROWS = 2048
 CONFIG: dict[str, Any] = {
@@ -313,7 +313,7 @@ def test_edited_missing_and_extra_files_fail_the_manifest(tmp_path):
 
 def test_files_written_after_the_manifest_and_hidden_temporaries_are_not_unlisted(tmp_path):
     folder = make_results(tmp_path, "run")
-    for name in (*compare.WRITTEN_AFTER_THE_MANIFEST, "tables/.decision.json.abc.tmp"):
+    for name in (*archive.AFTER_THE_MANIFEST, "tables/.decision.json.abc.tmp"):
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text("written later\n")
     assert compare.verify_manifest(folder).verified

@@ -10,6 +10,7 @@ import base64
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,6 +33,9 @@ TINY = {
                "formats": ["parquet"]},
     "selection": {"batch_sizes": [16, 64], "max_epochs": 30, "seeds": 3, "seed_batch_size": 16},
     "gradient_variance": {"batch_sizes": [1, 16, 64], "draws": 200},
+    # 16 small workloads: enough for the cost model's three terms and its leave-one-out check.
+    "planner": {"grid": {"rows": [128, 256], "features": [4, 16], "hidden": [8, 32], "batch_sizes": [16, 64]},
+                "warmup_steps": 3},
 }
 
 
@@ -167,7 +171,7 @@ def test_interrupted_runs_keep_what_finished_and_rerun_only_the_rest(timeline: d
         assert in_flight not in timeline[after], f"{stop}: {in_flight} counted as finished"
         assert timeline["final"][in_flight] > timeline[stop]["killed_at"], f"{stop}: {in_flight} was not re-run"
     assert timeline["unlock"].returncode == 0
-    assert len(timeline["final"]) == 6 + 2 * 1 * 3
+    assert len(timeline["final"]) == 6 + 2 * 1 * 3 + 3  # CPU training, load/convert, the planner's grid
 
 
 def test_a_second_invocation_meets_the_lock(timeline: dict) -> None:
@@ -193,9 +197,14 @@ def test_resumed_report_has_the_structure_of_a_clean_run(finished: Path) -> None
         "## Gradient variance vs batch size (the 1/B rule, measured)",
         "## Load and convert (ms, medians over repeats)",
         "## Theoretical estimates (computed, not measured)",
+        "## FLOP formula against torch's FLOP counter",
+        "## Planner: the scale scenario (exercise 4; computed, not measured)",
+        "## Planner: cost model and break-even (modelled)",
         "## Data",
         "## Measurement conditions and flags",
         "## Environment",
+        "## Resources per rule (Snakemake `benchmark:` beside the in-script timings)",
+        "## Provenance",
         "## Reproduce",
     ]
     table = read(finished / "results/tables/cpu_training.json")["table"]
@@ -275,7 +284,7 @@ def test_every_training_record_holds_the_invariants(finished: Path) -> None:
 
 def test_no_two_timing_jobs_overlapped(finished: Path) -> None:
     intervals = sorted(read(path)["wall_interval"] for path in (finished / "results/timing").rglob("*.json"))
-    assert len(intervals) == 6 + 2 * 1 * 3
+    assert len(intervals) == 6 + 2 * 1 * 3 + 3
     for (_, end), (start, _) in zip(intervals, intervals[1:]):
         assert start >= end, "two timing jobs measured at the same time"
 
@@ -297,12 +306,13 @@ def test_second_run_has_nothing_to_do(finished: Path) -> None:
 
 def test_changing_one_batch_size_reruns_only_its_jobs(finished: Path) -> None:
     plan = planned_jobs(snakemake(finished, changed(timing={"batch_sizes": [16, 32]}), "-n"))
-    assert plan == {"time_cpu_training": 3, "aggregate_training": 1, "report": 1, "all": 1}
+    assert plan == {"time_cpu_training": 3, "aggregate_training": 1, "resource_table": 1, "planner": 1, "report": 1,
+                    "archive": 1, "all": 1}
 
 
 def test_changing_the_bandwidth_reruns_only_the_report(finished: Path) -> None:
     plan = planned_jobs(snakemake(finished, changed(report={"bandwidth_gb_s": 16}), "-n"))
-    assert plan == {"report": 1, "all": 1}
+    assert plan == {"report": 1, "archive": 1, "all": 1}
 
 
 def test_no_gpu_here_so_auto_planned_no_gpu_jobs(finished: Path) -> None:
@@ -317,13 +327,14 @@ def test_a_change_of_visible_devices_reruns_only_what_used_the_probe(finished: P
     # Switching accelerator changes the probe's fingerprint param, exactly as a new GPU would:
     # the probe and the report re-run, no CPU measurement does.
     plan = planned_jobs(snakemake(finished, changed(accelerator="off"), "-n"))
-    assert plan == {"probe_devices": 1, "report": 1, "all": 1}
+    assert plan == {"probe_devices": 1, "planner": 1, "report": 1, "archive": 1, "all": 1}
 
 
 def test_require_plans_gpu_jobs_without_a_gpu_on_the_submit_host(finished: Path) -> None:
     plan = planned_jobs(snakemake(finished, changed(accelerator="require"), "-n"))
     assert plan == {"probe_devices": 1, "time_transfer": 3, "time_gpu_training": 6, "aggregate_gpu": 1,
-                    "train_northstar": 2, "northstar_selection": 1, "seed_limits": 1, "report": 1, "all": 1}
+                    "train_northstar": 2, "northstar_selection": 1, "seed_limits": 1, "time_cost_model": 3,
+                    "planner": 1, "resource_table": 1, "report": 1, "archive": 1, "all": 1}
 
 
 def test_require_fails_clearly_on_a_machine_without_gpu(tmp_path: Path) -> None:
@@ -391,7 +402,8 @@ def test_changing_the_seed_reruns_everything(finished: Path) -> None:
     assert plan == {
         "generate_benchmark": 1, "generate_northstar": 1, "export_data": 2, "time_load_convert": 6,
         "time_cpu_training": 6, "aggregate_load_convert": 1, "aggregate_training": 1, "prepare_northstar": 1,
-        "train_northstar": 2, "northstar_selection": 1, "seed_limits": 1, "gradient_variance": 1, "report": 1, "all": 1,
+        "train_northstar": 2, "northstar_selection": 1, "seed_limits": 1, "gradient_variance": 1, "time_cost_model": 3,
+        "planner": 1, "resource_table": 1, "report": 1, "archive": 1, "all": 1,
     }
 
 
@@ -403,6 +415,11 @@ BAD_CONFIGS = [
     ("batch size larger than the data", {"timing": {"batch_sizes": [16, 512]}}, "timing.batch_sizes"),
     ("batch size as text", {"timing": {"batch_sizes": ["16"]}}, "batch_sizes"),
     ("repeats 0", {"timing": {"repeats": 0}}, "repeats"),
+    ("planner sweep upside down", {"planner": {"sweep": {"rows": [1000, 10]}}}, "planner.sweep.rows"),
+    ("planner grid too small to fit", {"planner": {"grid": {"rows": [16], "features": [4], "hidden": [8], "batch_sizes": [16, 64]}}},
+     "planner.grid"),
+    ("GPU assumption of zero", {"planner": {"gpu_assumed": {"tflop_per_s": 0}}}, "planner.gpu_assumed.tflop_per_s"),
+    ("unknown planner key", {"planner": {"epoch": 5}}, "planner"),
     ("unknown loader", {"timing": {"loaders": ["dataloader", "turbo"]}}, "loaders"),
     ("typo in a key", {"timing": {"batch_size": [16]}}, "batch_size"),
     ("bandwidth 0", {"report": {"bandwidth_gb_s": 0}}, "bandwidth_gb_s"),
@@ -461,6 +478,145 @@ def test_snakemake_report_builds_html_with_the_figure(finished: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     html = (finished / "report.html").read_text()
     assert "decision.png" in html and "cpu_training.csv" in html
+
+
+# Written after MANIFEST.sha256 by design (accel_choice.archive.AFTER_THE_MANIFEST).
+AFTER_THE_MANIFEST = {"MANIFEST.sha256", "logs/archive.log", "snakemake-report.html", "snakemake-report.zip"}
+
+
+def _sha256sum_check(folder: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["sha256sum", "--check", "--quiet", "MANIFEST.sha256"], cwd=folder, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_manifest_lists_every_file_and_sha256sum_finds_an_edit(finished: Path, tmp_path: Path) -> None:
+    results = finished / "results"
+    listed = {line.split("  ", 1)[1] for line in (results / "MANIFEST.sha256").read_text().splitlines()}
+    # Hidden files are bookkeeping, not results: Snakemake's .snakemake_timestamp in directory
+    # outputs, and the temporary file of an interrupted atomic write.
+    on_disk = {p.relative_to(results).as_posix() for p in results.rglob("*") if p.is_file() and not p.name.startswith(".")}
+    assert on_disk - listed <= AFTER_THE_MANIFEST, sorted(on_disk - listed - AFTER_THE_MANIFEST)
+    assert {"REPORT.md", "provenance.json", "config.yaml", "env/collect_env.json", "tables/cost_model.json",
+            "benchmarks/time_cpu_training/bs16.rep0.tsv", "logs/report.log"} <= listed
+    archive = tmp_path / "archive"
+    shutil.copytree(results, archive)  # what a reader receives: the folder alone
+    assert _sha256sum_check(archive).returncode == 0
+    table = archive / "tables/cpu_training.csv"
+    table.write_text(table.read_text().replace("fastpath", "fastpatH", 1))
+    check = _sha256sum_check(archive)
+    assert check.returncode != 0 and "tables/cpu_training.csv: FAILED" in check.stdout
+
+
+def test_provenance_names_the_commit_snakemake_version_and_command(finished: Path) -> None:
+    import importlib.metadata
+
+    provenance = read(finished / "results/provenance.json")
+    assert provenance["snakemake_version"] == importlib.metadata.version("snakemake")
+    # The last invocation, the resume after the hard kill, wrote the report and the manifest.
+    assert "--rerun-incomplete" in provenance["command_line"] and str(finished) in provenance["command_line"]
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True)
+    if head.returncode == 0:
+        assert provenance["workflow"]["commit"] == head.stdout.strip()
+    assert provenance["mixed_commits"] is False and sum(provenance["record_commits"].values()) > 20
+    report = (finished / "results/REPORT.md").read_text()
+    assert f"| command line | `{provenance['command_line']}` |" in report
+    assert f"| Snakemake | {provenance['snakemake_version']} |" in report
+
+
+def test_every_table_is_written_as_csv_and_json(finished: Path) -> None:
+    tables = sorted((finished / "results/tables").glob("*.csv"))
+    assert len(tables) >= 12
+    for table in tables:
+        assert table.with_suffix(".json").is_file(), f"{table.name} has no JSON twin"
+
+
+def test_resource_table_pairs_each_benchmarked_job_with_its_own_timing(finished: Path) -> None:
+    results = finished / "results"
+    resources = read(results / "tables/resources.json")
+    assert len(resources["jobs"]) == len(list((results / "benchmarks").rglob("*.tsv"))) == 24
+    for job in resources["jobs"]:
+        # The directive times the whole process; the body is inside it, imports are not.
+        assert job["body_wall_s"] is not None and 0 < job["body_wall_s"] < job["process_wall_s"], job
+        assert job["peak_rss_mb"] > 50, job
+    rules = {r["rule"]: r for r in resources["rules"]}
+    assert rules["time_cpu_training"]["jobs"] == 6 and rules["time_cost_model"]["jobs"] == 3
+    assert "## Resources per rule" in (results / "REPORT.md").read_text()
+
+
+def test_planner_reproduces_exercise_4_and_labels_what_is_modelled(finished: Path) -> None:
+    from accel_choice import theory
+
+    results = finished / "results"
+    scenario = read(results / "tables/scenario.json")
+    assert scenario["input_bytes"] == 51_200_000_000 and scenario["params"] == 33_025
+    assert scenario["adam_fp32_bytes"] == 528_400 and scenario["transfer_s"] == pytest.approx(6.4)
+    assert (scenario["batch_input_bytes"], scenario["batch_hidden_bytes"], scenario["batch_logit_bytes"]) == (
+        524_288, 262_144, 2_048)
+    models = {m["device"]: m for m in read(results / "tables/cost_model.json")["models"]}
+    assert models["cpu"]["source"] == "fitted" and models["cpu"]["points"] == 16 + 2  # the grid + the benchmark
+    assert models["cpu"]["loo_median_abs_rel_error"] is not None
+    assert models["gpu (assumed)"]["source"] == "assumed"
+    break_even = read(results / "tables/break_even.json")
+    assert break_even["label"] == "modelled" and break_even["gpu_model_source"] == "assumed"
+    assert {(s["axis"], s["placement"]) for s in break_even["summary"]} == {
+        (axis, placement) for axis in ("rows", "features", "hidden") for placement in ("resident", "streamed")}
+    for row in read(results / "tables/flop_check.json")["table"]:
+        assert row["counted_per_batch"] == theory.forward_backward_flops_counted(row["batch_size"], (8, 8, 1))
+        assert row["formula_3x_per_batch"] == theory.forward_backward_flops(row["batch_size"], (8, 8, 1))
+    report = (results / "REPORT.md").read_text()
+    assert "No GPU was measured: the GPU side is the configured assumption" in report
+    assert (results / "figures/break_even.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_reordered_config_keys_rerun_nothing(finished: Path) -> None:
+    config = json.loads(json.dumps(TINY))
+    config["planner"]["grid"] = dict(reversed(list(config["planner"]["grid"].items())))
+    config["selection"]["split"] = {"test": 0.2, "val": 0.2, "train": 0.6}
+    assert planned_jobs(snakemake(finished, config, "-n")) == {}
+
+
+def test_changing_a_gpu_assumption_reruns_only_the_planner_and_what_follows(finished: Path) -> None:
+    plan = planned_jobs(snakemake(finished, changed(planner={**TINY["planner"], "gpu_assumed": {"tflop_per_s": 20}}), "-n"))
+    assert plan == {"planner": 1, "report": 1, "archive": 1, "all": 1}
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--virtual-time-budget=10000"]
+
+
+def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    profile = tmp_path / f"chromium-{len(list(tmp_path.iterdir()))}"
+    return subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
+                          capture_output=True, text=True, timeout=180)
+
+
+def test_lab_report_profile_writes_a_snakemake_report_that_renders(finished: Path, tmp_path: Path) -> None:
+    import zipfile
+
+    results = finished / "results"
+    run = snakemake(finished, TINY, "--profile", str(REPO / "profiles/lab-report"))
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    html = results / "snakemake-report.html"
+    assert html.stat().st_size > 100_000
+    zipped = snakemake(finished, TINY, "--report", str(results / "snakemake-report.zip"))
+    assert zipped.returncode == 0, zipped.stderr[-3000:]
+    names = zipfile.ZipFile(results / "snakemake-report.zip").namelist()
+    assert any(n.endswith("report.html") for n in names) and any(n.endswith("break_even.png") for n in names)
+    assert _sha256sum_check(results).returncode == 0, "the report must not touch the archived files"
+    if CHROMIUM is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is not installed (.ci/run installs Debian's chromium)")
+        pytest.skip("needs chromium (apt-get install chromium)")
+    dom = _chromium(tmp_path, "--dump-dom", html.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    # The categories are drawn by the report's JavaScript: present in the DOM only if it ran.
+    for category in ("Data", "Load and convert", "CPU training", "Training", "Decision", "Planner", "Resources"):
+        assert f">{category}<" in dom.stdout, category
+    shot = tmp_path / "report.png"
+    _chromium(tmp_path, "--window-size=1400,1000", f"--screenshot={shot}", html.as_uri())
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
 
 
 def test_no_config_value_is_evaluated_as_code() -> None:

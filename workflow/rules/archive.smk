@@ -10,6 +10,7 @@ rule resource_table:
         json="results/tables/resources.json",
         csv=report("results/tables/resources.csv", caption="../report/resources.rst", category="Resources"),
         jobs_csv="results/tables/resources_per_job.csv",
+        jobs_json="results/tables/resources_per_job.json",
     params:
         jobs=BENCHMARKED_JOBS,
     log:

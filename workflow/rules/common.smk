@@ -15,6 +15,17 @@ REPEATS = list(range(config["timing"]["repeats"]))
 DATASETS = ["benchmark", "northstar"]
 
 
+def sorted_keys(value):
+    """A config mapping with its keys sorted, at every level, for use as a param.
+
+    Snakemake's params trigger compares a dict param with its key order, so reordering the
+    keys of a YAML section (or `--config` merging them) would otherwise re-run the rule.
+    """
+    if isinstance(value, dict):
+        return {key: sorted_keys(value[key]) for key in sorted(value)}
+    return value
+
+
 def library(*modules):
     """Library modules a rule's results depend on: edits to them re-run the rule."""
     return [str(LIBRARY / "accel_choice" / f"{name}.py") for name in modules]

@@ -10,7 +10,7 @@ rule prepare_northstar:
         table="results/northstar/splits.parquet",
         meta="results/northstar/prepare.json",
     params:
-        ratios=config["selection"]["split"],
+        ratios=sorted_keys(config["selection"]["split"]),
         seed=config["seed"],
         user_table=USER_TABLE,
         min_train_rows=max(config["selection"]["batch_sizes"] + [config["selection"]["seed_batch_size"]]),

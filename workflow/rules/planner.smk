@@ -10,7 +10,7 @@ rule time_cost_model:
     params:
         seed=config["seed"],
         lr=config["model"]["lr"],
-        grid=config["planner"]["grid"],
+        grid=sorted_keys(config["planner"]["grid"]),
         warmup_steps=config["planner"]["warmup_steps"],
     wildcard_constraints:
         device="cpu|cuda|mps",
@@ -56,7 +56,7 @@ rule planner:
         features=config["data"]["benchmark"]["features"],
         hidden=config["model"]["hidden"],
         batch_sizes=config["timing"]["batch_sizes"],
-        planner=config["planner"],
+        planner=sorted_keys(config["planner"]),
         noise_iqr_ratio=config["aggregate"]["noise_iqr_ratio"],
         outlier_factor=config["aggregate"]["outlier_factor"],
         foreign_cpu_share=config["aggregate"]["foreign_cpu_share"],

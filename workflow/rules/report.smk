@@ -59,7 +59,7 @@ rule report:
         outlier_factor=config["aggregate"]["outlier_factor"],
         accelerator=config["accelerator"],
         speedup_threshold=config["gpu"]["speedup_threshold"],
-        config=config,
+        config=sorted_keys(config),
     log:
         "results/logs/report.log",
     threads: 1

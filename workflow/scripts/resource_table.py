@@ -11,6 +11,7 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     ]
     summary = resources.rule_summary(rows)
     tables.write_csv(out.jobs_csv, rows)
+    atomic.write_json(out.jobs_json, rows)
     tables.write_csv(out.csv, summary)
     atomic.write_json(out.json, {"rules": summary, "jobs": rows})
     log.info("%d benchmarked jobs in %d rules", len(rows), len(summary))

@@ -3,7 +3,8 @@
 The manifest is in the format of coreutils `sha256sum` (`<hex>  <path>`, paths relative to
 the results folder), so a reader holding only the archive checks it with
 `sha256sum --check MANIFEST.sha256`; `verify_manifest` does the same in Python and also
-names files the manifest does not list.
+names files the manifest does not list. `parse_manifest` also reads what `sha256sum -b` and
+`find . -exec sha256sum` write (`<hex> *./<path>`), so another folder's manifest can be checked.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import re
 import shlex
 import socket
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from . import atomic
@@ -58,8 +60,9 @@ def record_commits(paths: Iterable[str | os.PathLike[str]]) -> dict[str, list[st
             record = atomic.read_json(path)
         except (ValueError, OSError):
             continue
-        for workflow in _workflow_entries(record):
-            label = f"{workflow.get('commit') or 'unknown'}{' (dirty)' if workflow.get('dirty') else ''}"
+        labels = (f"{workflow.get('commit') or 'unknown'}{' (dirty)' if workflow.get('dirty') else ''}"
+                  for workflow in _workflow_entries(record))
+        for label in dict.fromkeys(labels):  # a record that repeats its commit (per row) counts once
             seen.setdefault(label, []).append(str(path))
     return seen
 
@@ -110,7 +113,7 @@ def archive_files(results_dir: str | os.PathLike[str], exclude: Iterable[str] = 
 def manifest_text(results_dir: str | os.PathLike[str], files: Iterable[str]) -> str:
     root = Path(results_dir)
     for name in files:
-        if "\n" in name or "\\" in name:
+        if any(character in name for character in "\n\r\\"):  # sha256sum would escape these
             raise ValueError(f"file name {name!r} cannot be written in sha256sum format")
     return "".join(f"{atomic.sha256_file(root / name)}  {name}\n" for name in files)
 
@@ -121,25 +124,67 @@ def write_manifest(results_dir: str | os.PathLike[str], exclude: Iterable[str] =
     return len(files)
 
 
+# sha256sum's line: the digest, a space, then a space (text mode) or '*' (binary mode), the path.
+_MANIFEST_LINE = re.compile(r"([0-9a-fA-F]{64}) [ *](.+)")
+
+
+def parse_manifest(text: str) -> tuple[dict[str, str], list[int]]:
+    """Path → lower-case digest of every sha256sum line, and the numbers of the lines that are not.
+
+    Lines are split on newlines only, not on every line break `str.splitlines` knows (a file
+    name may hold a form feed or U+2028); a carriage return ending a line is dropped, as
+    sha256sum does; blank lines are skipped. A path is normalised (`./a//b` → `a/b`); an
+    absolute one or one with `..` is malformed: checking it would hash a file outside the folder.
+    """
+    listed: dict[str, str] = {}
+    malformed = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
+        if not line.strip():
+            continue
+        match = _MANIFEST_LINE.fullmatch(line)
+        name = match.group(2) if match else ""
+        if not match or name.startswith("/") or ".." in PurePosixPath(name).parts:
+            malformed.append(number)
+            continue
+        listed[PurePosixPath(name).as_posix()] = match.group(1).lower()
+    return listed, malformed
+
+
 def read_manifest(path: str | os.PathLike[str]) -> dict[str, str]:
-    entries = {}
-    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
-        digest, separator, name = line.partition("  ")
-        if not separator or len(digest) != 64:
-            raise ValueError(f"{path}, line {number}: not a sha256sum line: {line!r}")
-        entries[name] = digest
-    return entries
+    """The entries of a manifest file; ValueError naming the first line that is not a sha256sum line."""
+    text = Path(path).read_bytes().decode("utf-8")  # no newline translation: parse_manifest splits on '\n'
+    listed, malformed = parse_manifest(text)
+    if malformed:
+        number = malformed[0]
+        raise ValueError(f"{path}, line {number}: not a sha256sum line: {text.split(chr(10))[number - 1]!r}")
+    return listed
 
 
-def verify_manifest(results_dir: str | os.PathLike[str], ignore_unlisted: Iterable[str] = AFTER_THE_MANIFEST) -> dict[str, list[str]]:
-    """Files that changed, went missing, or appeared since the manifest was written."""
+def check_files(results_dir: str | os.PathLike[str], listed: dict[str, str],
+                ignore_unlisted: Iterable[str] = AFTER_THE_MANIFEST) -> dict[str, list[str]]:
+    """Listed files that changed or went missing, and archived files `listed` does not name; each sorted.
+
+    A listed file that cannot be read cannot be verified: it counts as changed.
+    """
     root = Path(results_dir)
-    listed = read_manifest(root / MANIFEST_NAME)
     changed, missing = [], []
     for name, digest in listed.items():
         if not (root / name).is_file():
             missing.append(name)
-        elif atomic.sha256_file(root / name) != digest:
+        elif _sha256_or_none(root / name) != digest:
             changed.append(name)
     unlisted = [name for name in archive_files(root, ignore_unlisted) if name not in listed]
-    return {"changed": changed, "missing": missing, "unlisted": unlisted}
+    return {"changed": sorted(changed), "missing": sorted(missing), "unlisted": unlisted}
+
+
+def _sha256_or_none(path: Path) -> str | None:
+    try:
+        return atomic.sha256_file(path)
+    except OSError:
+        return None
+
+
+def verify_manifest(results_dir: str | os.PathLike[str], ignore_unlisted: Iterable[str] = AFTER_THE_MANIFEST) -> dict[str, list[str]]:
+    """Files that changed, went missing, or appeared since the manifest was written."""
+    return check_files(results_dir, read_manifest(Path(results_dir) / MANIFEST_NAME), ignore_unlisted)

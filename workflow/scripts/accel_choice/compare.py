@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import math
 import os
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,11 +21,11 @@ import yaml
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from . import atomic, envinfo, tables  # noqa: E402
+from . import archive, atomic, envinfo, tables  # noqa: E402
 from .aggregate import VARIANT_KEYS  # noqa: E402
 from .report import table  # noqa: E402
 
-MANIFEST = "MANIFEST.sha256"
+MANIFEST = archive.MANIFEST_NAME
 CONFIG = "config.yaml"
 CPU_TABLE = "tables/cpu_training.json"
 GPU_TABLE = "tables/gpu_training.json"
@@ -34,8 +33,6 @@ DECISION = "tables/decision.json"
 FULL_PATH_CSV = "tables/full_path.csv"
 ENVIRONMENT = "env/collect_env.json"
 PROVENANCE = "provenance.json"
-# Written after the manifest by the archive rule, so never listed (the same names as archive.AFTER_THE_MANIFEST).
-WRITTEN_AFTER_THE_MANIFEST = ("logs/archive.log", "snakemake-report.html", "snakemake-report.zip")
 OUTPUT_NAMES = ("comparison.md", "comparison.csv", "comparison.json", "comparison.png", "comparison.svg")
 
 TRAINING_ROW_KEYS = (*VARIANT_KEYS, "epoch_s_median", "epoch_s_min", "epoch_s_max", "samples_per_s",
@@ -253,55 +250,21 @@ def _provenance(folder: Path) -> dict[str, Any] | None:
 
 # ---------------------------------------------------------------- manifest
 
-_MANIFEST_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
-
-
 def verify_manifest(folder: Path) -> ManifestCheck:
     """Check MANIFEST.sha256 (sha256sum's format) against the files of the folder.
 
     Files the archive rule leaves out on purpose (hidden temporaries, symlinks, files written after
     the manifest) are not reported as unlisted; a listed file that is gone or differs always is.
+    Malformed lines, paths leaving the folder among them, are reported rather than fatal.
     """
     manifest = folder / MANIFEST
     if not manifest.is_file():
         return ManifestCheck(present=False)
-    listed, malformed = _parse_manifest(manifest.read_text(encoding="utf-8", errors="replace"))
-    missing = sorted(name for name in listed if not (folder / name).is_file())
-    changed = sorted(name for name, digest in listed.items()
-                     if name not in missing and _sha256_or_none(folder / name) != digest)
-    unlisted = sorted(set(_archived_files(folder)) - set(listed))
-    return ManifestCheck(present=True, files=len(listed), changed=tuple(changed), missing=tuple(missing),
-                         unlisted=tuple(unlisted), malformed_lines=tuple(malformed))
-
-
-def _archived_files(folder: Path) -> list[str]:
-    skip = {MANIFEST, *WRITTEN_AFTER_THE_MANIFEST}
-    return [path.relative_to(folder).as_posix() for path in folder.rglob("*")
-            if path.is_file() and not path.is_symlink() and not path.name.startswith(".")
-            and path.relative_to(folder).as_posix() not in skip]
-
-
-def _sha256_or_none(path: Path) -> str | None:
-    try:
-        return atomic.sha256_file(path)
-    except OSError:  # an unreadable file cannot be verified: it counts as changed
-        return None
-
-
-def _parse_manifest(text: str) -> tuple[dict[str, str], list[int]]:
-    listed: dict[str, str] = {}
-    malformed = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        match = _MANIFEST_LINE.match(line)
-        name = match.group(2) if match else ""
-        # A path leaving the folder would make us hash files outside the archive.
-        if not match or name.startswith("/") or ".." in Path(name).parts:
-            malformed.append(number)
-            continue
-        listed[Path(name).as_posix()] = match.group(1).lower()
-    return listed, malformed
+    listed, malformed = archive.parse_manifest(manifest.read_bytes().decode("utf-8", errors="replace"))
+    check = archive.check_files(folder, listed, archive.AFTER_THE_MANIFEST)
+    return ManifestCheck(present=True, files=len(listed), changed=tuple(check["changed"]),
+                         missing=tuple(check["missing"]), unlisted=tuple(check["unlisted"]),
+                         malformed_lines=tuple(malformed))
 
 
 # ---------------------------------------------------------------- matching rows

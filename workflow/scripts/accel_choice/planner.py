@@ -159,7 +159,7 @@ def device_models(points: Sequence[dict[str, Any]], gpu_assumed: dict[str, float
     for device in dict.fromkeys(p["device"] for p in points):
         mine = [(workload_of(p), p["epoch_s"]) for p in points if p["device"] == device]
         models[device] = costmodel.fit(device, mine)
-    if len(models) == 1:
+    if set(models) == {"cpu"}:
         models["gpu"] = costmodel.assumed("gpu (assumed)", gpu_assumed["seconds_per_step"],
                                           gpu_assumed["tflop_per_s"] * 1e12, gpu_assumed["memory_gb_s"] * 1e9)
     return models

@@ -1,0 +1,303 @@
+"""The planner: exercise 4's scenario sheet, the timed grid, fit points, models and break-even curves."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from accel_choice import costmodel, planner, theory
+from accel_choice.costmodel import Workload
+
+GIB = 1 << 30
+SCENARIO = {"rows": 50_000_000, "features": 256, "hidden": 128, "batch_size": 512, "bandwidth_gb_s": 8}
+GPU_ASSUMED = {"seconds_per_step": 0.00015, "tflop_per_s": 10, "memory_gb_s": 1000, "memory_gb": 80, "startup_s": 0.3}
+CPU_TRUE = costmodel.assumed("cpu", seconds_per_step=4e-4, flop_per_s=2e10, bytes_per_s=2.5e9)
+GPU_TRUE = costmodel.assumed("cuda", seconds_per_step=1.5e-4, flop_per_s=1e13, bytes_per_s=1e12)
+# The axes vary independently, so the three terms of the cost model can be told apart.
+DESIGN = planner.grid_workloads([128, 4096], [4, 64], [8, 256], [16, 64])
+TINY = planner.grid_workloads([64, 128], [4], [4, 8], [16, 32])
+
+
+@pytest.fixture
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _plan(**memory):
+    memory = {"host_memory_bytes": 24 * GIB, "gpu_memory_bytes": 80 * 10**9, **memory}
+    return planner.scenario_plan(**SCENARIO, **memory)
+
+
+# ---------------------------------------------------------------- exercise 4
+
+
+def test_scenario_plan_reproduces_exercise_4():
+    plan = _plan()
+    assert plan["widths"] == [256, 128, 1]
+    assert plan["input_bytes"] == 51_200_000_000 == 51.2e9
+    assert plan["params"] == 33_025
+    assert plan["adam_fp32_bytes"] == 528_400 and plan["adam_fp32_bytes"] / 1024 == pytest.approx(516, abs=0.05)
+    assert plan["batch_input_bytes"] == 524_288
+    assert plan["batch_hidden_bytes"] == 262_144
+    assert plan["batch_logit_bytes"] == 2_048
+    assert plan["forward_activation_bytes"] == 524_288 + 262_144 + 2_048
+    assert plan["forward_backward_activation_bytes"] == 2 * plan["forward_activation_bytes"]
+    assert plan["transfer_s"] == pytest.approx(6.4)
+    assert plan["steps_per_epoch"] == 97_657
+    assert plan["flop_per_epoch_3x"] == 3 * 2 * 50_000_000 * (256 * 128 + 128)
+    assert plan["fits_in_host_memory"] is False  # 51.2 GB > 24 GiB
+    assert plan["fits_in_gpu_memory"] is True  # 51.2 GB <= 80 GB
+    assert planner.must_stream(plan)
+    json.dumps(plan, allow_nan=False)
+
+
+def test_unknown_memory_is_none_not_a_guess():
+    plan = _plan(host_memory_bytes=None, gpu_memory_bytes=None)
+    assert plan["fits_in_host_memory"] is None and plan["fits_in_gpu_memory"] is None
+    assert planner.must_stream(plan) is False
+
+
+@pytest.mark.parametrize("host, gpu, streams", [
+    (64 * GIB, 80 * 10**9, False),
+    (64 * GIB, 40 * 10**9, True),  # fits the host, not the GPU
+    (24 * GIB, None, True),
+    (None, 40 * 10**9, True),
+    (64 * GIB, None, False),
+])
+def test_must_stream(host, gpu, streams):
+    assert planner.must_stream(_plan(host_memory_bytes=host, gpu_memory_bytes=gpu)) is streams
+
+
+def test_host_memory_is_a_positive_count_or_unknown():
+    memory = planner.host_memory_bytes()
+    assert memory is None or (isinstance(memory, int) and memory > 0)
+
+
+# ---------------------------------------------------------------- the grid
+
+
+def test_grid_workloads_skips_batches_larger_than_the_rows():
+    workloads = planner.grid_workloads([64, 1024], [4, 16], [8], [32, 128, 512])
+    assert len(workloads) == 2 * 2 * 1 * 3 - 2 * 2  # B = 128 and 512 do not split 64 rows
+    assert all(w.batch_size <= w.rows for w in workloads)
+    assert Workload(64, 4, 8, 128) not in workloads and Workload(1024, 16, 8, 512) in workloads
+    assert len(TINY) == 8
+    assert planner.grid_workloads([16], [4], [8], [32]) == []
+
+
+def test_synthetic_tensors_are_seeded_and_shaped():
+    workload = Workload(rows=100, features=7, hidden=3, batch_size=10)
+    x, y = planner.synthetic_tensors(workload, seed=5)
+    assert x.shape == (100, 7) and y.shape == (100, 1)
+    assert x.dtype == y.dtype == torch.float32
+    assert set(y.unique().tolist()) <= {0.0, 1.0}
+    x2, y2 = planner.synthetic_tensors(workload, seed=5)
+    assert torch.equal(x, x2) and torch.equal(y, y2)
+    assert not torch.equal(x, planner.synthetic_tensors(workload, seed=6)[0])
+
+
+def test_measure_grid_times_every_workload_alternating_the_order(one_thread):
+    by_repeat = {repeat: planner.measure_grid(TINY, repeat, device="cpu", seed=3, lr=1e-3, warmup_steps=2)
+                 for repeat in (0, 1)}
+    for repeat, records in by_repeat.items():
+        assert len(records) == len(TINY)
+        for r in records:
+            assert (r["device"], r["loader"], r["precision"], r["placement"]) == ("cpu", "fastpath", "fp32", "host")
+            assert r["repeat"] == repeat and r["finite"] is True
+            assert r["samples"] == r["eval_samples"] == r["rows"]
+            assert r["steps"] == theory.steps_per_epoch(r["rows"], r["batch_size"])
+            assert math.isfinite(r["epoch_s"]) and r["epoch_s"] > 0
+            assert r["warmup_steps"] == 2 and r["context_startup_s"] is None
+            assert "foreign_cpu_share" in r
+        json.dumps(records, allow_nan=False)
+    order = [[planner.workload_of(r) for r in by_repeat[repeat]] for repeat in (0, 1)]
+    assert order[0] == TINY and order[1] == TINY[::-1]
+    # Same seed: the same data and initial weights, so the same trained weights whatever the order.
+    final = {repeat: {planner.workload_of(r): r["final_weights_sha256"] for r in by_repeat[repeat]} for repeat in (0, 1)}
+    assert final[0] == final[1]
+
+
+def _record(rows, batch_size, epoch_s, finite=True, device="cpu", hidden=8):
+    return {"device": device, "rows": rows, "features": 4, "hidden": hidden, "batch_size": batch_size,
+            "epoch_s": epoch_s, "finite": finite}
+
+
+def test_grid_points_take_the_median_over_repeats_and_drop_non_finite_runs():
+    records = [
+        _record(128, 16, 0.30), _record(128, 16, 0.10), _record(128, 16, 0.20),
+        _record(128, 16, 99.0, finite=False),
+        _record(64, 16, 0.05), _record(64, 16, 0.07),
+        _record(64, 32, float("nan"), finite=False),  # every repeat non-finite: no point at all
+        _record(64, 16, 0.01, device="cuda"),
+    ]
+    points = planner.grid_points(records, noise_iqr_ratio=0.10, outlier_factor=2.0)
+    assert [(p["device"], p["rows"], p["batch_size"]) for p in points] == [("cpu", 64, 16), ("cpu", 128, 16), ("cuda", 64, 16)]
+    cpu_small, cpu_large, cuda = points
+    assert cpu_large["epoch_s"] == pytest.approx(0.20)
+    assert (cpu_large["epoch_s_min"], cpu_large["epoch_s_max"], cpu_large["repeats"]) == (0.10, 0.30, 3)
+    assert cpu_large["noisy"] is True  # IQR/median 50 %
+    assert cpu_small["epoch_s"] == pytest.approx(0.06) and cpu_small["repeats"] == 2
+    assert cuda["repeats"] == 1 and cuda["noisy"] is False
+    assert all(p["source"] == "grid" and p["features"] == 4 and p["hidden"] == 8 for p in points)
+
+
+def _table_row(device, loader, precision, placement, batch_size, epoch_s):
+    return {"device": device, "loader": loader, "precision": precision, "placement": placement,
+            "batch_size": batch_size, "epoch_s_median": epoch_s, "epoch_s_min": epoch_s * 0.9,
+            "epoch_s_max": epoch_s * 1.1, "repeats": 3, "noisy": False}
+
+
+def test_benchmark_points_keep_only_fastpath_fp32_host_or_resident_rows():
+    table = [
+        _table_row("cpu", "fastpath", "fp32", "host", 32, 0.5),
+        _table_row("cpu", "dataloader", "fp32", "host", 32, 0.9),
+        _table_row("cuda", "fastpath", "fp32", "resident", 512, 0.01),
+        _table_row("cuda", "fastpath", "fp32", "streamed", 512, 0.05),
+        _table_row("cuda", "fastpath", "bf16", "resident", 512, 0.008),
+        _table_row("cuda", "fastpath", "fp16", "resident", 32, 0.02),
+    ]
+    points = planner.benchmark_points(table, rows=8192, features=32, hidden=48)
+    assert [(p["device"], p["batch_size"], p["epoch_s"]) for p in points] == [("cpu", 32, 0.5), ("cuda", 512, 0.01)]
+    assert points[0] == {"device": "cpu", "source": "benchmark", "rows": 8192, "features": 32, "hidden": 48,
+                         "batch_size": 32, "epoch_s": 0.5, "epoch_s_min": 0.45, "epoch_s_max": 0.55,
+                         "repeats": 3, "noisy": False}
+
+
+# ---------------------------------------------------------------- models
+
+
+def _points(model, device, workloads=DESIGN):
+    return [{"device": device, "rows": w.rows, "features": w.features, "hidden": w.hidden, "batch_size": w.batch_size,
+             "epoch_s": costmodel.predict(model, w)} for w in workloads]
+
+
+def test_an_assumed_gpu_model_joins_a_cpu_only_measurement():
+    models = planner.device_models(_points(CPU_TRUE, "cpu"), GPU_ASSUMED)
+    assert list(models) == ["cpu", "gpu"]
+    cpu, gpu = models["cpu"], models["gpu"]
+    assert cpu.source == "fitted" and cpu.quality["points"] == len(DESIGN)
+    assert cpu.seconds_per_step == pytest.approx(CPU_TRUE.seconds_per_step, rel=1e-6)
+    assert cpu.flop_per_s == pytest.approx(CPU_TRUE.flop_per_s, rel=1e-6)
+    assert gpu.source == "assumed" and gpu.quality is None
+    assert gpu.seconds_per_step == 0.00015
+    assert gpu.flop_per_s == 10 * 1e12
+    assert gpu.bytes_per_s == 1000 * 1e9
+
+
+def test_a_measured_gpu_gets_its_own_fitted_model():
+    points = _points(CPU_TRUE, "cpu") + _points(GPU_TRUE, "cuda")
+    models = planner.device_models(points, GPU_ASSUMED)
+    assert list(models) == ["cpu", "cuda"]
+    assert {m.source for m in models.values()} == {"fitted"}
+
+
+def test_model_row_writes_a_dropped_term_as_null():
+    row = planner.model_row(costmodel.assumed("cpu", 1e-4, math.inf, 2e10))
+    assert row["flop_per_s"] is None and row["gflop_per_s"] is None
+    assert row["bytes_per_s"] == 2e10 and row["gb_per_s"] == pytest.approx(20.0)
+    assert row["source"] == "assumed" and row["points"] is None and row["terms_used"] is None
+    json.dumps(row, allow_nan=False)
+
+
+def test_model_row_of_a_fit_that_dropped_a_term():
+    no_compute = costmodel.assumed("cpu", 4e-4, math.inf, 2.5e9)
+    fitted = planner.device_models(_points(no_compute, "cpu"), GPU_ASSUMED)["cpu"]
+    row = planner.model_row(fitted)
+    assert row["terms_used"] == ["overhead", "memory"]
+    assert row["flop_per_s"] is None and row["gflop_per_s"] is None
+    assert row["gb_per_s"] == pytest.approx(2.5, rel=1e-6) and row["points"] == len(DESIGN)
+    assert set(row) >= {"r2", "loo_median_abs_rel_error", "identifiable", "warning"}
+    json.dumps(row, allow_nan=False)
+
+
+# ---------------------------------------------------------------- break-even
+
+
+@pytest.mark.parametrize("low, high", [(1000, 50_000_000), (16, 4096), (1, 2), (7, 7), (100, 130)])
+def test_sweep_values_are_increasing_unique_and_include_both_ends(low, high):
+    values = planner.sweep_values(low, high)
+    assert values[0] == low and values[-1] == high
+    assert all(b > a for a, b in zip(values, values[1:]))
+    assert len(values) <= 25 and all(isinstance(v, int) for v in values)
+
+
+def test_break_even_curves_resident_and_streamed_per_axis():
+    base = Workload(rows=8192, features=32, hidden=48, batch_size=512)
+    sweep = {"rows": (1024, 50_000_000), "batch_size": (16, 8192)}
+    bytes_per_s, startup, epochs = 8e9, 0.3, 10
+    curves = planner.break_even_curves(CPU_TRUE, GPU_TRUE, base, sweep, bytes_per_s, startup, epochs)
+    assert [(c["axis"], c["placement"]) for c in curves] == [
+        ("rows", "resident"), ("rows", "streamed"), ("batch_size", "resident"), ("batch_size", "streamed")]
+    for resident, streamed in (curves[0:2], curves[2:4]):
+        low, high = sweep[resident["axis"]]
+        assert resident["values"] == streamed["values"] == planner.sweep_values(low, high)
+        assert resident["cpu_s"] == streamed["cpu_s"]
+        assert all(s >= r for r, s in zip(resident["gpu_s"], streamed["gpu_s"]))
+        for value, gpu_s in zip(resident["values"], resident["gpu_s"]):
+            w = Workload(**{**resident["base"], resident["axis"]: value})
+            copy_s = theory.input_bytes(w.rows, w.features) / bytes_per_s
+            assert gpu_s == pytest.approx(costmodel.predict(GPU_TRUE, w) + (startup + copy_s) / epochs)
+    # Along rows the GPU catches up: resident data wins somewhere, and the crossing is inside the sweep.
+    assert curves[0]["break_even"] is not None and 1024 < curves[0]["break_even"] < 50_000_000
+
+
+def test_one_epoch_makes_resident_and_streamed_equal():
+    base = Workload(rows=8192, features=32, hidden=48, batch_size=512)
+    resident, streamed = planner.break_even_curves(CPU_TRUE, GPU_TRUE, base, {"rows": (1024, 1 << 20)}, 8e9, 0.3, 1)
+    assert resident["gpu_s"] == pytest.approx(streamed["gpu_s"])
+
+
+# ---------------------------------------------------------------- measured or assumed
+
+
+TRANSFERS = {
+    "copies": [
+        {"what": "batch B=512", "direction": "host_to_device", "memory": "pageable", "gb_per_s": 3.0},
+        {"what": "matrix", "direction": "host_to_device", "memory": "pinned", "gb_per_s": 25.0},
+        {"what": "matrix", "direction": "device_to_host", "memory": "pageable", "gb_per_s": 9.0},
+        {"what": "matrix", "direction": "host_to_device", "memory": "pageable", "gb_per_s": 12.0, "bytes": 1 << 20},
+    ],
+    "context_startup_s": {"median": 0.2, "min": 0.18, "max": 0.25},
+}
+
+
+def test_measured_transfers_win_over_assumptions():
+    assert planner.gpu_startup_seconds(TRANSFERS, 0.3) == (0.2, "measured")
+    rate, source = planner.host_to_device_bytes_per_s(TRANSFERS, 8)
+    assert (rate, source) == (pytest.approx(12e9), "measured")
+
+
+@pytest.mark.parametrize("transfers", [None, {}, {"copies": [], "context_startup_s": None}])
+def test_assumptions_fill_in_without_transfer_measurements(transfers):
+    assert planner.gpu_startup_seconds(transfers, 0.3) == (0.3, "assumed")
+    assert planner.host_to_device_bytes_per_s(transfers, 8) == (8e9, "assumed")
+
+
+def test_only_the_pageable_host_to_device_matrix_copy_counts():
+    copies = [row for row in TRANSFERS["copies"] if row["memory"] != "pageable" or row["what"] != "matrix"
+              or row["direction"] != "host_to_device"]
+    assert planner.host_to_device_bytes_per_s({"copies": copies}, 8) == (8e9, "assumed")
+
+
+# ---------------------------------------------------------------- the scenario, modelled
+
+
+def test_scenario_predictions():
+    plan = _plan()
+    models = planner.device_models(_points(CPU_TRUE, "cpu"), GPU_ASSUMED)
+    predicted = planner.scenario_predictions(plan, models, 8e9)
+    assert set(predicted) == {"cpu_epoch_s", "gpu_epoch_s_resident", "gpu_epoch_s_streamed", "gpu_model_source",
+                              "host_to_device_copy_s"}
+    workload = Workload(50_000_000, 256, 128, 512)
+    assert predicted["cpu_epoch_s"] == pytest.approx(costmodel.predict(models["cpu"], workload))
+    assert predicted["gpu_epoch_s_resident"] == pytest.approx(costmodel.predict(models["gpu"], workload))
+    assert predicted["host_to_device_copy_s"] == pytest.approx(6.4)
+    assert predicted["gpu_epoch_s_streamed"] == pytest.approx(predicted["gpu_epoch_s_resident"] + 6.4)
+    assert predicted["gpu_model_source"] == "assumed"
+    json.dumps(predicted, allow_nan=False)
