@@ -33,7 +33,8 @@ def _coefficients(model: costmodel.CostModel) -> tuple[float, float, float]:
 def test_work_of_textbook_epoch():
     counts = costmodel.work(TEXTBOOK)
     assert counts["steps"] == 16
-    assert counts["flop"] == theory.forward_backward_flops(8192, (32, 48, 1)) == 77_856_768
+    # What executes: 3× forward minus the first layer's input gradient, never computed.
+    assert counts["flop"] == theory.forward_backward_flops_counted(8192, (32, 48, 1)) == 77_856_768 - 2 * 8192 * 32 * 48
     data = 8192 * 33 * 4  # input and target read once
     activations = 2 * theory.activation_bytes(8192, (32, 48, 1))  # written in forward, read in backward
     optimizer = 16 * 2 * 26_128  # Adam reads and writes params, grads and two moments every step
@@ -43,7 +44,7 @@ def test_work_of_textbook_epoch():
 def test_terms_sum_to_predict_and_infinite_rate_contributes_nothing():
     parts = costmodel.terms(TRUE, TEXTBOOK)
     assert parts["overhead_s"] == pytest.approx(16 * 2e-4)
-    assert parts["compute_s"] == pytest.approx(77_856_768 / 5e10)
+    assert parts["compute_s"] == pytest.approx(theory.forward_backward_flops_counted(8192, (32, 48, 1)) / 5e10)
     assert costmodel.predict(TRUE, TEXTBOOK) == pytest.approx(sum(parts.values()))
     no_memory = costmodel.assumed("cpu", 2e-4, 5e10, math.inf)
     assert costmodel.terms(no_memory, TEXTBOOK)["memory_s"] == 0.0
@@ -151,14 +152,14 @@ HIDDEN_GRID = [256, 512, 1024, 2048, 4096, 8192, 16384]
 
 def test_break_even_finds_known_crossing():
     result = costmodel.break_even(CPU_COMPUTE_ONLY, GPU_FREE, TEXTBOOK, "hidden", HIDDEN_GRID, gpu_extra_s=lambda w: 0.5)
-    crossing = 0.5 * 1e10 / (6 * 8192 * 33)  # 6·rows·hidden·(features+1) FLOP = 0.5 s at 1e10 FLOP/s
+    crossing = 0.5 * 1e10 / (2 * 8192 * (2 * 32 + 3))  # counted FLOP 2·rows·hidden·(2·features + 3) = 0.5 s at 1e10 FLOP/s
     # cpu/gpu is a power law in hidden, so interpolating on log scales is exact
     assert result["break_even"] == pytest.approx(crossing, rel=1e-9)
-    assert result["break_even_grid"] == 4096
+    assert result["break_even_grid"] == 8192  # the first grid value past the crossing
     assert result["gpu_always_faster"] is False
     assert result["gpu_s"] == [0.5] * len(HIDDEN_GRID)
     assert result["ratio"] == pytest.approx([c / 0.5 for c in result["cpu_s"]])
-    assert result["gpu_faster"] == [False, False, False, False, True, True, True]
+    assert result["gpu_faster"] == [False, False, False, False, False, True, True]
     assert result["base"] == {"rows": 8192, "features": 32, "hidden": 48, "batch_size": 512}
 
 

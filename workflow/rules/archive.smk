@@ -9,7 +9,9 @@ rule resource_table:
     output:
         json="results/tables/resources.json",
         csv=report("results/tables/resources.csv", caption="../report/resources.rst", category="Resources"),
-        jobs_csv="results/tables/resources_per_job.csv",
+        jobs_csv=report(
+            "results/tables/resources_per_job.csv", caption="../report/resources.rst", category="Resources"
+        ),
         jobs_json="results/tables/resources_per_job.json",
     params:
         jobs=BENCHMARKED_JOBS,

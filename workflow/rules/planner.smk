@@ -42,7 +42,9 @@ rule planner:
             "results/tables/cost_model.csv", caption="../report/cost_model.rst", category="Planner"
         ),
         break_even="results/tables/break_even.json",
-        break_even_csv="results/tables/break_even.csv",
+        break_even_csv=report(
+            "results/tables/break_even.csv", caption="../report/break_even.rst", category="Planner"
+        ),
         png=report("results/figures/break_even.png", caption="../report/break_even.rst", category="Planner"),
         svg="results/figures/break_even.svg",
         flop_check="results/tables/flop_check.json",

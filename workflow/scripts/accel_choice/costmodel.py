@@ -60,7 +60,11 @@ class CostModel:
 
 
 def work(w: Workload) -> dict[str, float]:
-    """Steps, training FLOP (3× rule) and bytes moved in one epoch.
+    """Steps, training FLOP and bytes moved in one epoch.
+
+    FLOP are those the matrix products execute (theory.forward_backward_flops_counted, which
+    FlopCounterMode confirms): the 3× rule also counts the first layer's input gradient, which
+    is never computed, and would inflate the fitted FLOP/s - above this CPU's peak, measured.
 
     Bytes moved, a deliberately simple count of fp32 traffic to and from memory:
       * input and target read once: rows · (features + 1) · 4;
@@ -78,7 +82,7 @@ def work(w: Workload) -> dict[str, float]:
     optimizer = steps * 2 * theory.adam_fp32_bytes(widths)
     return {
         "steps": float(steps),
-        "flop": float(theory.forward_backward_flops(w.rows, widths)),
+        "flop": float(theory.forward_backward_flops_counted(w.rows, widths)),
         "bytes": float(data + activations + optimizer),
     }
 

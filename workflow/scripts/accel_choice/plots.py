@@ -133,7 +133,8 @@ def gradient_variance_figure(result: dict[str, Any], png_path: str | os.PathLike
     axes.set_ylabel("E‖g_B − G‖²")
     axes.set_title(f"Gradient variance vs batch size (N={result['rows']:,}, P={result['parameters']:,})")
     axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize=7)
+    # Below the panel: inside it, the legend hid measured points.
+    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
     figure.tight_layout()
     _save(figure, png_path, svg_path)
 
@@ -156,7 +157,7 @@ def break_even_figure(
     """
     if not curves:
         raise ValueError("break_even_figure needs at least one break_even() curve")
-    figure, panels = plt.subplots(1, len(curves), figsize=(5.5 * len(curves), 4.5), squeeze=False)
+    figure, panels = plt.subplots(1, len(curves), figsize=(5.5 * len(curves), 5.6), squeeze=False)
     for axes, curve in zip(panels[0], curves):
         _break_even_panel(axes, curve, _points_on_line(curve, measured), gpu_label)
     figure.tight_layout()
@@ -192,4 +193,5 @@ def _break_even_panel(axes: Any, curve: dict[str, Any], points: Sequence[dict[st
     axes.set_ylabel("seconds per epoch")
     axes.set_title(f"modelled epoch time vs {axis}\n({base})", fontsize=9)
     axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize=7)
+    # Below the panel: inside it, the legend hid measured points.
+    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)

@@ -494,7 +494,8 @@ def _planner_section(cost_model: dict[str, Any] | None, break_even: dict[str, An
     assumed = break_even["gpu_model_source"] == "assumed"
     return (
         "## Planner: cost model and break-even (modelled)\n\n"
-        "Epoch time ≈ steps · (per-step overhead) + FLOP / (sustained FLOP/s) + bytes moved / (bandwidth), fitted per "
+        "Epoch time ≈ steps · (per-step overhead) + FLOP / (sustained FLOP/s) + bytes moved / (bandwidth), with the "
+        "FLOP the matrix products execute (the counter's count, see above) and the bytes of `costmodel.work`, fitted per "
         "device by non-negative least squares on relative errors, to the planner's timed grid and the benchmark's "
         "fast-path cells (`tables/cost_model.json` holds every point and residual). A term the fit dropped is "
         "marked \"dropped\". Quote the leave-one-out error: it is the error on a workload the fit did not see.\n\n"
