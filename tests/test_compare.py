@@ -92,11 +92,12 @@ def _gpu_records(batch_sizes, non_finite: bool) -> list[dict[str, Any]]:
     return records
 
 
-def _load_table() -> list[dict[str, Any]]:
+def _load_table(noisy_csv: bool = False) -> list[dict[str, Any]]:
+    """Load + convert rows; with noisy_csv a third CSV repeat at 3× the others flags the CSV row noisy."""
     records = [{"dataset": "benchmark", "format": fmt, "repeat": repeat, "rows": ROWS, "file_bytes": 300_000,
                 "tensor_bytes": ROWS * 33 * 4, "read_s": seconds, "to_pandas_s": 0.0005, "to_numpy_s": 0.0002,
-                "to_torch_s": 0.00001, "total_s": seconds + 0.00071, "loadavg_before": [0.5, 0.2, 0.1],
-                "loadavg_after": [0.5, 0.2, 0.1]}
+                "to_torch_s": 0.00001, "loadavg_before": [0.5, 0.2, 0.1], "loadavg_after": [0.5, 0.2, 0.1],
+                "total_s": (seconds + 0.00071) * (3.0 if noisy_csv and fmt == "csv" and repeat == 2 else 1.0)}
                for fmt, seconds in (("csv", 0.012), ("parquet", 0.004)) for repeat in range(3)]
     return aggregate.aggregate_load_convert(records)
 
@@ -112,7 +113,7 @@ def _transfers() -> dict[str, Any]:
 def make_results(root: Path, name: str, *, scale: float = 1.0, batch_sizes=(32, 512), gpu: bool = False,
                  config: dict[str, Any] | None = None, quick: dict[str, Any] | None = None, noisy: bool = False,
                  busy: bool = False, non_finite: bool = False, threads: int = 1, provenance: dict[str, Any] | None = None,
-                 manifest: bool = True, full_path_in_decision: bool = True) -> Path:
+                 manifest: bool = True, full_path_in_decision: bool = True, noisy_csv_load: bool = False) -> Path:
     """A results folder with the files the comparison reads, written as the workflow writes them."""
     folder = root / name
     quick = quick or QUICK
@@ -123,7 +124,7 @@ def make_results(root: Path, name: str, *, scale: float = 1.0, batch_sizes=(32, 
         gpu_summary = aggregate.training_summary(_gpu_records(batch_sizes, non_finite), ROWS)
         atomic.write_json(folder / compare.GPU_TABLE, {**gpu_summary, "environment": quick})
         train_table, transfers = train_table + gpu_summary["table"], _transfers()
-    full_path = aggregate.full_path(train_table, _load_table(), transfers)
+    full_path = aggregate.full_path(train_table, _load_table(noisy_csv_load), transfers)
     tables.write_csv(folder / compare.FULL_PATH_CSV, full_path)
     decision = {"verdict": {"device": "CPU", "claim": "No CUDA device was visible."}, "sheet": [], "environment": quick}
     atomic.write_json(folder / compare.DECISION, {**decision, "full_path": full_path} if full_path_in_decision else decision)
@@ -248,13 +249,28 @@ def test_batch_sizes_on_one_side_only_are_warned_about_and_kept(tmp_path):
 @pytest.mark.parametrize("key, value", [
     ("data.benchmark.rows", 4096), ("data.benchmark.features", 16), ("data.benchmark.noise", 0.5), ("model.hidden", 64),
     ("model.lr", 0.01), ("seed", 1), ("timing.repeats", 5), ("timing.warmup_steps", 10), ("timing.threads", 2),
-    ("timing.loaders", ["fastpath"]), ("gpu.precisions", ["fp32"]),
+    ("timing.loaders", ["fastpath"]), ("gpu.precisions", ["fp32"]), ("aggregate.noise_iqr_ratio", 0.2),
+    ("aggregate.outlier_factor", 3.0), ("aggregate.foreign_cpu_share", 0.5), ("aggregate.loadavg_rise", 1.0),
 ])
 def test_config_that_makes_the_comparison_unfair_is_a_warning(tmp_path, key, value):
     result = _compare(make_results(tmp_path, "laptop"), make_results(tmp_path, "server", config=_with(CONFIG, key, value)))
     warned = _mentioning(result, f"Config {key} differs")
     assert len(warned) == 1 and "laptop" in warned[0] and "server" in warned[0]
     assert [d["key"] for d in result.config_differences] == [key]
+
+
+def test_different_noise_thresholds_are_a_warning_naming_the_key_and_both_values(tmp_path):
+    result = _compare(make_results(tmp_path, "laptop"),
+                      make_results(tmp_path, "server", config=_with(CONFIG, "aggregate.noise_iqr_ratio", 0.2)))
+    warned = _mentioning(result, "Config aggregate.noise_iqr_ratio differs (laptop: 0.1, server: 0.2)")
+    assert len(warned) == 1 and "noisy" in warned[0]
+
+
+def test_a_threshold_absent_on_one_side_is_a_warning(tmp_path):
+    older = copy.deepcopy(CONFIG)
+    del older["aggregate"]["loadavg_rise"]
+    result = _compare(make_results(tmp_path, "laptop", config=older), make_results(tmp_path, "server"))
+    assert _mentioning(result, "Config aggregate.loadavg_rise differs (laptop: absent, server: 0.5)")
 
 
 def test_a_config_difference_that_does_not_touch_timings_is_listed_but_not_warned(tmp_path):
@@ -289,6 +305,35 @@ def test_noisy_busy_and_non_finite_sides_are_named(tmp_path):
     assert not _mentioning(result, "laptop:")
     noisy_row = next(r for r in result.rows if r["loader"] == "fastpath" and r["batch_size"] == 32 and r["device"] == "cpu")
     assert (noisy_row["noisy_a"], noisy_row["noisy_b"]) == (False, True)
+
+
+def _full_path_warnings(result: compare.Comparison) -> list[str]:
+    return _mentioning(result, "full-path row(s) are flagged noisy")
+
+
+def test_full_path_rows_of_a_noisy_training_cell_are_not_warned_twice(tmp_path):
+    result = _compare(make_results(tmp_path, "laptop"), make_results(tmp_path, "server", noisy=True))
+    assert _mentioning(result, "server: 1 of 4 training cells are flagged noisy")
+    # Its full-path rows (CSV and Parquet) are noisy through the training cell, which is already named.
+    assert _full_path_warnings(result) == []
+
+
+def test_noisy_full_path_rows_of_clean_training_cells_are_warned(tmp_path):
+    result = _compare(make_results(tmp_path, "laptop"), make_results(tmp_path, "server", noisy_csv_load=True))
+    warned = _full_path_warnings(result)
+    assert len(warned) == 1 and warned[0].startswith("server: 4 full-path row(s)")
+    assert "cpu dataloader B=32 (csv)" in warned[0]
+
+
+def test_only_the_full_path_rows_of_the_flagged_training_cell_are_hidden(tmp_path):
+    result = _compare(make_results(tmp_path, "laptop"), make_results(tmp_path, "server", noisy=True, noisy_csv_load=True))
+    assert _mentioning(result, "server: 1 of 4 training cells are flagged noisy")
+    warned = _full_path_warnings(result)
+    # 4 noisy CSV rows less the one of cpu fastpath B=32, whose training row is flagged.
+    assert len(warned) == 1 and warned[0].startswith("server: 3 full-path row(s)")
+    assert "cpu fastpath B=32 (csv)" not in warned[0]
+    assert all(cell in warned[0] for cell in ("cpu dataloader B=32 (csv)", "cpu dataloader B=512 (csv)",
+                                              "cpu fastpath B=512 (csv)"))
 
 
 # ---------------------------------------------------------------- manifest
@@ -412,6 +457,43 @@ def test_cli_writes_every_output_with_the_same_rows(tmp_path, capsys):
         assert expected in text
     assert (out / "comparison.png").read_bytes()[:4] == b"\x89PNG"
     assert b"<svg" in (out / "comparison.svg").read_bytes()
+
+
+def _ratio_labels(axes) -> set[str]:
+    return {line.get_label() for line in axes.get_lines() if not line.get_label().startswith("_")}
+
+
+def test_figure_has_time_and_full_path_panels_and_a_ratio_for_every_metric(tmp_path):
+    result = _compare(make_results(tmp_path, "laptop"), make_results(tmp_path, "server", scale=0.5))
+    png, svg = tmp_path / "cmp.png", tmp_path / "cmp.svg"
+    figure = compare.comparison_figure(result, png, svg)
+    assert png.read_bytes()[:4] == b"\x89PNG" and b"<svg" in svg.read_bytes()
+    assert len(figure.axes) == 4
+    epoch, path, time_ratio, rate_ratio = figure.axes
+    assert "epoch" in epoch.get_ylabel() and "full path" in path.get_ylabel() and "parquet" in path.get_ylabel()
+    assert epoch.has_data() and path.has_data()
+    assert time_ratio.get_ylabel() == "time server/laptop (below 1: server faster)"
+    assert rate_ratio.get_ylabel() == "samples/s server/laptop (above 1: server faster)"
+    variants = ("cpu dataloader", "cpu fastpath")
+    assert _ratio_labels(time_ratio) == {f"{v} · {m}" for v in variants for m in ("epoch_s", "full_path_s")}
+    assert _ratio_labels(rate_ratio) == {f"{v} · samples_per_s" for v in variants}
+    epoch_line = next(line for line in time_ratio.get_lines() if line.get_label() == "cpu fastpath · epoch_s")
+    assert list(epoch_line.get_ydata()) == pytest.approx([0.5, 0.5])
+
+
+def test_figure_with_rows_on_one_side_only_and_no_common_format(tmp_path):
+    laptop = compare.load_results(make_results(tmp_path, "laptop"), "laptop")
+    server = compare.load_results(make_results(tmp_path, "server", gpu=True), "server")
+    result = compare.compare(laptop, server)
+    figure = compare.comparison_figure(result, tmp_path / "cmp.png", tmp_path / "cmp.svg")
+    assert len(figure.axes) == 4 and (tmp_path / "cmp.png").stat().st_size > 0
+    # GPU rows exist only in server: plotted as times, never as ratios.
+    assert any("cuda" in text.get_text() for text in figure.legends[0].get_texts())
+    assert not any("cuda" in label for label in _ratio_labels(figure.axes[2]) | _ratio_labels(figure.axes[3]))
+    no_format = compare.compare(laptop, server, full_path_format="feather")
+    figure = compare.comparison_figure(no_format, tmp_path / "none.png", tmp_path / "none.svg")
+    assert not any(line.get_label().endswith("full_path_s") for line in figure.axes[2].get_lines())
+    assert _ratio_labels(figure.axes[2]) == {"cpu dataloader · epoch_s", "cpu fastpath · epoch_s"}
 
 
 def test_cli_exits_2_with_one_line_naming_the_missing_file(tmp_path, capsys):

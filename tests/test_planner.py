@@ -123,9 +123,10 @@ def test_measure_grid_times_every_workload_alternating_the_order(one_thread):
     assert final[0] == final[1]
 
 
-def _record(rows, batch_size, epoch_s, finite=True, device="cpu", hidden=8):
+def _record(rows, batch_size, epoch_s, finite=True, device="cpu", hidden=8, foreign=0.0, loadavg=(0.1, 0.1)):
     return {"device": device, "rows": rows, "features": 4, "hidden": hidden, "batch_size": batch_size,
-            "epoch_s": epoch_s, "finite": finite}
+            "epoch_s": epoch_s, "finite": finite, "foreign_cpu_share": foreign,
+            "loadavg_before": [loadavg[0], 0, 0], "loadavg_after": [loadavg[1], 0, 0]}
 
 
 def test_grid_points_take_the_median_over_repeats_and_drop_non_finite_runs():
@@ -136,7 +137,8 @@ def test_grid_points_take_the_median_over_repeats_and_drop_non_finite_runs():
         _record(64, 32, float("nan"), finite=False),  # every repeat non-finite: no point at all
         _record(64, 16, 0.01, device="cuda"),
     ]
-    points = planner.grid_points(records, noise_iqr_ratio=0.10, outlier_factor=2.0)
+    points = planner.grid_points(records, noise_iqr_ratio=0.10, outlier_factor=2.0, foreign_cpu_share=0.25,
+                                 loadavg_rise=0.5)
     assert [(p["device"], p["rows"], p["batch_size"]) for p in points] == [("cpu", 64, 16), ("cpu", 128, 16), ("cuda", 64, 16)]
     cpu_small, cpu_large, cuda = points
     assert cpu_large["epoch_s"] == pytest.approx(0.20)
@@ -166,7 +168,7 @@ def test_benchmark_points_keep_only_fastpath_fp32_host_or_resident_rows():
     assert [(p["device"], p["batch_size"], p["epoch_s"]) for p in points] == [("cpu", 32, 0.5), ("cuda", 512, 0.01)]
     assert points[0] == {"device": "cpu", "source": "benchmark", "rows": 8192, "features": 32, "hidden": 48,
                          "batch_size": 32, "epoch_s": 0.5, "epoch_s_min": 0.45, "epoch_s_max": 0.55,
-                         "repeats": 3, "noisy": False}
+                         "repeats": 3, "noisy": False, "busy_repeats": 0}
 
 
 # ---------------------------------------------------------------- models
@@ -301,3 +303,20 @@ def test_scenario_predictions():
     assert predicted["gpu_epoch_s_streamed"] == pytest.approx(predicted["gpu_epoch_s_resident"] + 6.4)
     assert predicted["gpu_model_source"] == "assumed"
     json.dumps(predicted, allow_nan=False)
+
+
+def test_grid_points_count_repeats_measured_while_the_machine_was_busy():
+    records = [_record(128, 16, 0.20), _record(128, 16, 0.21, foreign=0.6), _record(128, 16, 0.22, loadavg=(0.1, 1.5))]
+    [point] = planner.grid_points(records, noise_iqr_ratio=0.10, outlier_factor=2.0, foreign_cpu_share=0.25,
+                                  loadavg_rise=0.5)
+    assert point["busy_repeats"] == 2 and point["repeats"] == 3
+
+
+def test_break_even_summary_names_a_gpu_that_is_faster_only_at_the_small_end():
+    curve = {"axis": "rows", "placement": "resident", "values": [10, 100, 1000], "gpu_faster": [True, True, False],
+             "break_even": None, "gpu_always_faster": False,
+             "base": {"rows": 10, "features": 4, "hidden": 8, "batch_size": 2}}
+    summary = planner.break_even_summary(curve)
+    assert summary["gpu_faster_until"] == 100 and summary["gpu_never_faster"] is False
+    never = planner.break_even_summary(dict(curve, gpu_faster=[False, False, False]))
+    assert never["gpu_faster_until"] is None and never["gpu_never_faster"] is True

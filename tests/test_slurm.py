@@ -276,7 +276,7 @@ def test_timing_jobs_had_their_node_to_themselves(cluster: SlurmCluster, runs) -
     # ... and the measurements themselves never overlapped (the records' own wall intervals).
     records = (started["cpu"].workdir / "results/timing").rglob("*.json")
     intervals = sorted(json.loads(path.read_text())["wall_interval"] for path in records)
-    timed = [row for row in rows["cpu"] if row["rule"] in {"time_load_convert", "time_cpu_training"}]
+    timed = [row for row in rows["cpu"] if row["rule"] in {"time_load_convert", "time_cpu_training", "time_cost_model"}]
     assert len(intervals) == len(timed)
     for (_, end), (start, _) in zip(intervals, intervals[1:]):
         assert start >= end

@@ -57,6 +57,11 @@ NORTHSTAR_SOURCE = (
 )
 
 
+def probe_for_device(wildcards):
+    """The device probe, an input of a GPU job only: a swapped GPU re-runs it, a CPU job stays."""
+    return [] if wildcards.device == "cpu" else ["results/env/devices.json"]
+
+
 def gpus_for_device(wildcards):
     """GPU count a per-device job asks the scheduler for."""
     return 0 if wildcards.device == "cpu" else 1

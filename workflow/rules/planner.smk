@@ -4,6 +4,7 @@
 
 rule time_cost_model:
     input:
+        probe=probe_for_device,
         code=library("planner", "measure", "loaders", "model", "contention"),
     output:
         "results/timing/cost_model/{device}.rep{repeat}.json",
@@ -45,6 +46,10 @@ rule planner:
         break_even_csv=report(
             "results/tables/break_even.csv", caption="../report/break_even.rst", category="Planner"
         ),
+        break_even_summary_csv=report(
+            "results/tables/break_even_summary.csv", caption="../report/break_even.rst", category="Planner"
+        ),
+        break_even_summary_json="results/tables/break_even_summary.json",
         png=report("results/figures/break_even.png", caption="../report/break_even.rst", category="Planner"),
         svg="results/figures/break_even.svg",
         flop_check="results/tables/flop_check.json",
@@ -59,6 +64,8 @@ rule planner:
         hidden=config["model"]["hidden"],
         batch_sizes=config["timing"]["batch_sizes"],
         planner=sorted_keys(config["planner"]),
+        bandwidth_gb_s=config["report"]["bandwidth_gb_s"],
+        threads=config["timing"]["threads"],
         noise_iqr_ratio=config["aggregate"]["noise_iqr_ratio"],
         outlier_factor=config["aggregate"]["outlier_factor"],
         foreign_cpu_share=config["aggregate"]["foreign_cpu_share"],

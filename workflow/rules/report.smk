@@ -47,6 +47,12 @@ rule report:
         decision="results/tables/decision.json",
         data_csv=report("results/tables/data.csv", caption="../report/data.rst", category="Data"),
         data_json="results/tables/data.json",
+        theory_csv=report("results/tables/theory.csv", caption="../report/theory.rst", category="Decision"),
+        theory_json="results/tables/theory.json",
+        sheet_csv=report("results/tables/decision_sheet.csv", caption="../report/decision_sheet.rst", category="Decision"),
+        sheet_json="results/tables/decision_sheet.json",
+        seed_csv=report("results/tables/seed_limits.csv", caption="../report/seed_limits.rst", category="Training"),
+        seed_json="results/tables/seed_limits.json",
         config="results/config.yaml",
     params:
         rows=config["data"]["benchmark"]["rows"],

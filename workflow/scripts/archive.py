@@ -8,6 +8,8 @@ from accel_choice.runtime import job
 out = snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     results = Path(out.manifest).parent
+    for name in archive.remove_stale_reports(results):
+        log.info("removed %s: made from the files of an earlier run", name)
     record = archive.provenance(results, envinfo.workflow_commit())
     atomic.write_json(out.provenance, record)
     count = archive.write_manifest(results, exclude=archive.AFTER_THE_MANIFEST)

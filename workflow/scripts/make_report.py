@@ -1,5 +1,7 @@
 """Rule report: full-path table, decision sheet, verdict, figure and REPORT.md."""
 
+from pathlib import Path
+
 import yaml
 
 from accel_choice import aggregate, archive, atomic, decision, envinfo, plots, report, tables
@@ -34,6 +36,14 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     data_rows = report.data_table(datasets)
     tables.write_csv(out.data_csv, data_rows)
     atomic.write_json(out.data_json, data_rows)
+    theory_rows = report.theory_table(train_table, widths, p.rows, p.batch_sizes, p.bandwidth_gb_s)
+    tables.write_csv(out.theory_csv, theory_rows)
+    atomic.write_json(out.theory_json, theory_rows)
+    tables.write_csv(out.sheet_csv, sheet)
+    atomic.write_json(out.sheet_json, sheet)
+    seed_rows = report.seed_table(atomic.read_json(inp.seed_limits))
+    tables.write_csv(out.seed_csv, seed_rows)
+    atomic.write_json(out.seed_json, seed_rows)
     atomic.write_json(out.decision, {"verdict": verdict, "sheet": sheet, "full_path": full_path,
                                     "environment": envinfo.quick_environment(p.seed)})
     plots.decision_figure(
@@ -42,6 +52,12 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
               f"{'; GPU: ' + ', '.join(d['name'] for d in probe['cuda_devices']) if transfers else '; no GPU measured'}; "
               f"n={p.rows:,}, model {p.features}→{p.hidden}→1, repeats {train_table[0]['repeats']}",
     )
+    records = sorted(Path(out.md).parent.rglob("*.json"))
+    report_provenance = {
+        "workflow": envinfo.workflow_commit(), "invocation": archive.current_invocation(),
+        "record_commits": {c: len(paths) for c, paths in archive.record_commits(records).items()},
+        "record_command_lines": {c: len(paths) for c, paths in archive.record_command_lines(records).items()},
+    }
     text = report.render(report.ReportInputs(
         environment=environment, datasets=datasets, train_table=train_table, load_table=load_table,
         full_path_rows=full_path, non_finite=non_finite, sheet=sheet, verdict=verdict, widths=widths,
@@ -51,7 +67,7 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
         gradient_variance=atomic.read_json(inp.gradient_variance), resources=atomic.read_json(inp.resources),
         cost_model=atomic.read_json(inp.cost_model), break_even=atomic.read_json(inp.break_even),
         flop_check=atomic.read_json(inp.flop_check), scenario=atomic.read_json(inp.scenario),
-        provenance={"workflow": envinfo.workflow_commit(), "invocation": archive.current_invocation()},
+        provenance=report_provenance,
     ))
     atomic.write_text(out.config, yaml.safe_dump(p.config, sort_keys=False))
     atomic.write_text(out.md, text)

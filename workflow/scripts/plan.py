@@ -1,6 +1,6 @@
 """Rule planner: cost model per device, break-even curves, FLOP-counter check, scale scenario."""
 
-from accel_choice import atomic, costmodel, flopcheck, planner, plots, tables
+from accel_choice import atomic, costmodel, envinfo, flopcheck, planner, plots, tables
 from accel_choice.runtime import job
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
@@ -12,11 +12,12 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     if inp.gpu:  # [gpu_training.json, transfers.json] when GPU jobs were planned
         train_table = train_table + atomic.read_json(inp.gpu[0])["table"]
         transfers = atomic.read_json(inp.gpu[1])
-    points = planner.grid_points(records, p.noise_iqr_ratio, p.outlier_factor) + planner.benchmark_points(
+    points = planner.grid_points(records, p.noise_iqr_ratio, p.outlier_factor, p.foreign_cpu_share,
+                                 p.loadavg_rise) + planner.benchmark_points(
         train_table, p.rows, p.features, p.hidden)
     models = planner.device_models(points, cfg["gpu_assumed"])
     gpu_name = next(name for name in models if name != "cpu")
-    bandwidth, bandwidth_source = planner.host_to_device_bytes_per_s(transfers, cfg["scenario"]["bandwidth_gb_s"])
+    bandwidth, bandwidth_source = planner.host_to_device_bytes_per_s(transfers, p.bandwidth_gb_s)
     startup, startup_source = planner.gpu_startup_seconds(transfers, cfg["gpu_assumed"]["startup_s"])
 
     base = costmodel.Workload(rows=p.rows, features=p.features, hidden=p.hidden, batch_size=cfg["batch_size"])
@@ -45,20 +46,21 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
                                        "host_to_device_gb_s": bandwidth / 1e9,
                                        "host_to_device_source": bandwidth_source,
                                        "gpu_startup_s": startup, "gpu_startup_source": startup_source,
-                                       "epochs": cfg["epochs"]})
+                                       "epochs": cfg["epochs"], "threads": p.threads,
+                                       "environment": envinfo.quick_environment()})
     tables.write_csv(out.cost_model_csv, model_rows)
     curve_rows = [{"axis": c["axis"], "placement": c["placement"], "value": v, "cpu_s": cs, "gpu_s": gs, "cpu_over_gpu": ratio}
                   for c in curves for v, cs, gs, ratio in zip(c["values"], c["cpu_s"], c["gpu_s"], c["ratio"])]
-    summary = [{"axis": c["axis"], "placement": c["placement"], "break_even": c["break_even"],
-                "gpu_always_faster": c["gpu_always_faster"], "base": c["base"]} for c in curves]
+    summary = [planner.break_even_summary(c) for c in curves]
     atomic.write_json(out.break_even, {"summary": summary, "curves": curve_rows, "gpu_model_source": models[gpu_name].source,
                                        "label": "modelled"})
     tables.write_csv(out.break_even_csv, curve_rows)
+    tables.write_csv(out.break_even_summary_csv, summary)
+    atomic.write_json(out.break_even_summary_json, summary)
     atomic.write_json(out.flop_check, {"table": flop_rows})
     tables.write_csv(out.flop_check_csv, flop_rows)
     atomic.write_json(out.scenario, scenario)
-    tables.write_csv(out.scenario_csv, [{"quantity": k, "value": v} for k, v in scenario.items()
-                                        if not isinstance(v, (dict, list))])
+    tables.write_csv(out.scenario_csv, planner.scenario_rows(scenario))
     for row in model_rows:
         log.info("%s (%s): %s s/step, %s GFLOP/s, %s GB/s, LOO median error %s", row["device"], row["source"],
                  row["seconds_per_step"], row["gflop_per_s"], row["gb_per_s"], row["loo_median_abs_rel_error"])

@@ -1,6 +1,6 @@
 """Rule resource_table: Snakemake's benchmark files beside each job's own body timing."""
 
-from accel_choice import atomic, resources, tables
+from accel_choice import atomic, envinfo, resources, tables
 from accel_choice.runtime import job
 
 inp, out = snakemake.input, snakemake.output  # noqa: F821 (injected by Snakemake)
@@ -13,5 +13,5 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     tables.write_csv(out.jobs_csv, rows)
     atomic.write_json(out.jobs_json, rows)
     tables.write_csv(out.csv, summary)
-    atomic.write_json(out.json, {"rules": summary, "jobs": rows})
+    atomic.write_json(out.json, {"rules": summary, "jobs": rows, "environment": envinfo.quick_environment()})
     log.info("%d benchmarked jobs in %d rules", len(rows), len(summary))

@@ -15,7 +15,7 @@ import os
 import re
 import shlex
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -54,16 +54,23 @@ def record_commits(paths: Iterable[str | os.PathLike[str]]) -> dict[str, list[st
 
     Results made by two versions of the workflow are a mixed archive; this makes that visible.
     """
+    return _record_labels(paths, lambda w: f"{w.get('commit') or 'unknown'}{' (dirty)' if w.get('dirty') else ''}")
+
+
+def record_command_lines(paths: Iterable[str | os.PathLike[str]]) -> dict[str, list[str]]:
+    """The snakemake command lines that measured the records, each with the records it made."""
+    return _record_labels(paths, lambda w: w.get("command_line") or "not recorded")
+
+
+def _record_labels(paths: Iterable[str | os.PathLike[str]], label: Callable[[dict[str, Any]], str]) -> dict[str, list[str]]:
     seen: dict[str, list[str]] = {}
     for path in paths:
         try:
             record = atomic.read_json(path)
         except (ValueError, OSError):
             continue
-        labels = (f"{workflow.get('commit') or 'unknown'}{' (dirty)' if workflow.get('dirty') else ''}"
-                  for workflow in _workflow_entries(record))
-        for label in dict.fromkeys(labels):  # a record that repeats its commit (per row) counts once
-            seen.setdefault(label, []).append(str(path))
+        for name in dict.fromkeys(label(w) for w in _workflow_entries(record)):  # once per record, not per row
+            seen.setdefault(name, []).append(str(path))
     return seen
 
 
@@ -81,7 +88,8 @@ def _workflow_entries(record: Any) -> Iterable[dict[str, Any]]:
 
 def provenance(results_dir: str | os.PathLike[str], workflow: dict[str, Any]) -> dict[str, Any]:
     root = Path(results_dir)
-    commits = record_commits(sorted(root.rglob("*.json")))
+    records = sorted(root.rglob("*.json"))
+    commits = record_commits(records)
     invocation = current_invocation()
     return {
         "workflow": workflow,
@@ -91,6 +99,7 @@ def provenance(results_dir: str | os.PathLike[str], workflow: dict[str, Any]) ->
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "record_commits": {label: len(paths) for label, paths in commits.items()},
         "mixed_commits": len(commits) > 1,
+        "record_command_lines": {line: len(paths) for line, paths in record_command_lines(records).items()},
         "config_snapshot": "config.yaml",
     }
 
@@ -116,6 +125,20 @@ def manifest_text(results_dir: str | os.PathLike[str], files: Iterable[str]) -> 
         if any(character in name for character in "\n\r\\"):  # sha256sum would escape these
             raise ValueError(f"file name {name!r} cannot be written in sha256sum format")
     return "".join(f"{atomic.sha256_file(root / name)}  {name}\n" for name in files)
+
+
+def remove_stale_reports(results_dir: str | os.PathLike[str]) -> list[str]:
+    """Delete Snakemake reports of an earlier run: this run changed the files they embed.
+
+    They are not in the manifest, so `sha256sum --check` could not show they are out of date.
+    """
+    removed = []
+    for name in AFTER_THE_MANIFEST:
+        path = Path(results_dir) / name
+        if name.startswith("snakemake-report") and path.is_file():
+            path.unlink()
+            removed.append(name)
+    return removed
 
 
 def write_manifest(results_dir: str | os.PathLike[str], exclude: Iterable[str] = ()) -> int:

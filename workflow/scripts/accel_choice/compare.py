@@ -64,6 +64,10 @@ FAIRNESS_CONFIG = {
     "gpu.precisions": "different GPU precisions were measured",
     "gpu.placements": "different GPU placements were measured",
     "gpu.grad_scaler": "fp16 ran with and without GradScaler",
+    "aggregate.noise_iqr_ratio": "cells were flagged noisy by different IQR/median thresholds",
+    "aggregate.outlier_factor": "cells were flagged noisy by different outlier thresholds",
+    "aggregate.foreign_cpu_share": "repeats were flagged busy by different foreign-CPU thresholds",
+    "aggregate.loadavg_rise": "repeats were flagged busy by different load-average thresholds",
 }
 # collect_env fields worth a row of their own; the quick record covers the rest.
 COLLECT_ENV_KEYS = ("torch_version", "cuda_compiled_version", "cuda_runtime_version", "nvidia_gpu_models",
@@ -421,8 +425,8 @@ def config_differences(a: ResultsFolder, b: ResultsFolder) -> list[dict[str, Any
 # ---------------------------------------------------------------- warnings
 
 
-def _cells(rows: Iterable[dict[str, Any]], limit: int = 4) -> str:
-    names = [f"{variant_name(r)} B={r['batch_size']}" for r in rows]
+def _cells(rows: Iterable[dict[str, Any]], limit: int = 4, with_format: bool = False) -> str:
+    names = [f"{variant_name(r)} B={r['batch_size']}" + (f" ({r['format']})" if with_format else "") for r in rows]
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
@@ -440,9 +444,13 @@ def noise_warnings(side: ResultsFolder) -> list[str]:
     if side.non_finite:
         warnings.append(f"{side.label}: {len(side.non_finite)} training run(s) went NaN/inf and are left out of its medians: "
                         f"{_cells(side.non_finite)}.")
-    noisy_paths = [r for r in side.full_path if r.get("noisy")]
-    if noisy_paths and not noisy:
-        warnings.append(f"{side.label}: {len(noisy_paths)} full-path row(s) are flagged noisy (load/convert repeats disagree).")
+    # A full-path row is noisy when its training cell is; those cells are named above, so only the
+    # full-path rows of cells whose training row is not flagged are warned about here.
+    flagged = {variant_key(r) for r in noisy}
+    noisy_paths = [r for r in side.full_path if r.get("noisy") and variant_key(r) not in flagged]
+    if noisy_paths:
+        warnings.append(f"{side.label}: {len(noisy_paths)} full-path row(s) are flagged noisy although their training "
+                        f"cell is not (load/convert repeats disagree): {_cells(noisy_paths, with_format=True)}.")
     return warnings
 
 
@@ -688,7 +696,10 @@ def _reading_section(result: Comparison) -> str:
         "Min–max is over each side's repeats; 'spreads overlap' means the two ranges touch, so the repeats do not "
         f"resolve the difference. Full path = load + convert + transfer + train epoch + eval (medians), format `{fmt}`, "
         "fixed start-up (CUDA context) excluded. Rows are matched on "
-        f"({', '.join(VARIANT_KEYS)}); a row measured on one side only shows '—' for the other."
+        f"({', '.join(VARIANT_KEYS)}); a row measured on one side only shows '—' for the other. "
+        "Absolute times of two runs also reflect each machine's state at the time (the same machine an hour apart "
+        "measured 2–11 % apart here, with identical timing code), so differences inside the min–max spreads or below "
+        "~10 % are not evidence of a code or hardware difference."
     )
 
 
@@ -730,69 +741,122 @@ def markdown(result: Comparison) -> str:
 # ---------------------------------------------------------------- figure
 
 
-def comparison_figure(result: Comparison, png_path: str | os.PathLike[str], svg_path: str | os.PathLike[str]) -> None:
+# Ratio panels: (title, y label with {a}/{b}, ((metric, line style, marker, legend text), ...)).
+RATIO_PANELS = (
+    ("Ratio of the medians: times", "time {b}/{a} (below 1: {b} faster)",
+     (("epoch_s", "-", "o", "epoch time"), ("full_path_s", ":", "^", "full-path time"))),
+    ("Ratio of the medians: throughput", "samples/s {b}/{a} (above 1: {b} faster)",
+     (("samples_per_s", "-", "o", "samples/s"),)),
+)
+SIDE_STYLES = (("a", "-", "o"), ("b", "--", "s"))  # A solid circles, B dashed squares
+
+
+def comparison_figure(result: Comparison, png_path: str | os.PathLike[str], svg_path: str | os.PathLike[str]) -> Any:
+    """2×2 panels: each side's epoch time and full-path time (top), the ratios B/A of epoch time, full-path time
+    and samples/s (bottom). Writes the PNG and SVG and returns the (closed) matplotlib Figure, for inspection."""
     a, b = (side["label"] for side in result.sides)
-    figure, (times, ratios) = plt.subplots(1, 2, figsize=(13, 5))
+    figure, grid = plt.subplots(2, 2, figsize=(14, 10), layout="constrained")
+    (epoch, path), ratios = grid
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for number, name in enumerate(sorted({variant_name(r) for r in result.rows})):
+    variants = sorted({variant_name(r) for r in result.rows})
+    for number, name in enumerate(variants):
         rows = sorted((r for r in result.rows if variant_name(r) == name), key=lambda r: r["batch_size"])
         color = colors[number % len(colors)]
-        _time_series(times, rows, "a", f"{name} · {a}", color, "-", "o")
-        _time_series(times, rows, "b", f"{name} · {b}", color, "--", "s")
-        _ratio_series(ratios, rows, name, color)
-    _style_times(times, result, a, b)
-    _style_ratios(ratios, result, a, b)
-    figure.tight_layout()
+        for side, line, marker in SIDE_STYLES:
+            _time_series(epoch, rows, "epoch_s", side, f"{name} · {side}", color, line, marker)
+            _time_series(path, rows, "full_path_s", side, f"{name} · {side}", color, line, marker)
+        for axes, (_, _, metrics) in zip(ratios, RATIO_PANELS):
+            for metric, line, marker, _ in metrics:
+                _ratio_series(axes, rows, metric, f"{name} · {metric}", color, line, marker)
+    fmt = result.full_path_format
+    _style_times(epoch, result, "training epoch, ms (median, min–max)", "Epoch time", a, b)
+    _style_times(path, result, f"full path per epoch ({fmt or 'no format'}), ms (median, min–max)",
+                 f"Full-path time ({fmt or 'no file format in common'}): load + convert + transfer + epoch + eval", a, b)
+    for axes, panel in zip(ratios, RATIO_PANELS):
+        _style_ratios(axes, result, panel, a, b)
+    figure.suptitle(f"{a} (A) vs {b} (B): medians per batch size; ratios B/A of rows measured on both sides")
+    figure.legend(handles=[matplotlib.lines.Line2D([], [], color=colors[n % len(colors)], linewidth=2, label=name)
+                           for n, name in enumerate(variants)],
+                  loc="outside lower center", ncol=min(len(variants), 4) or 1, fontsize=8, title="variant (colour)")
     _save_figure(figure, png_path, svg_path)
+    return figure
 
 
-def _time_series(axes: Any, rows: Sequence[dict[str, Any]], side: str, label: str, color: str, line: str, marker: str) -> None:
-    shown = [r for r in rows if r[f"epoch_s_{side}"] is not None]
+def _time_series(axes: Any, rows: Sequence[dict[str, Any]], metric: str, side: str, label: str, color: str, line: str,
+                 marker: str) -> None:
+    shown = [r for r in rows if r[f"{metric}_{side}"] is not None]
     if not shown:
         return
-    median = [r[f"epoch_s_{side}"] * 1e3 for r in shown]
-    low = [m - r[f"epoch_s_{side}_min"] * 1e3 for m, r in zip(median, shown)]
-    high = [r[f"epoch_s_{side}_max"] * 1e3 - m for m, r in zip(median, shown)]
+    median = [r[f"{metric}_{side}"] * 1e3 for r in shown]
+    low = [m - r[f"{metric}_{side}_min"] * 1e3 for m, r in zip(median, shown)]
+    high = [r[f"{metric}_{side}_max"] * 1e3 - m for m, r in zip(median, shown)]
     axes.errorbar([r["batch_size"] for r in shown], median, yerr=[low, high], color=color, linestyle=line, marker=marker,
                   capsize=3, label=label)
 
 
-def _ratio_series(axes: Any, rows: Sequence[dict[str, Any]], name: str, color: str) -> None:
-    shown = [r for r in rows if r["epoch_s_ratio_b_over_a"] is not None]
+def _ratio_series(axes: Any, rows: Sequence[dict[str, Any]], metric: str, label: str, color: str, line: str,
+                  marker: str) -> None:
+    shown = [r for r in rows if r[f"{metric}_ratio_b_over_a"] is not None]
     if shown:
-        axes.plot([r["batch_size"] for r in shown], [r["epoch_s_ratio_b_over_a"] for r in shown], color=color, marker="o",
-                  label=name)
+        axes.plot([r["batch_size"] for r in shown], [r[f"{metric}_ratio_b_over_a"] for r in shown], color=color,
+                  linestyle=line, marker=marker, label=label)
 
 
 def _batch_axis(axes: Any, result: Comparison) -> None:
     axes.set_xscale("log", base=2)
     axes.set_xticks(sorted({r["batch_size"] for r in result.rows}))
     axes.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    axes.get_xaxis().set_minor_formatter(matplotlib.ticker.NullFormatter())
     axes.set_xlabel("batch size B")
     axes.grid(True, which="both", alpha=0.3)
 
 
-def _style_times(axes: Any, result: Comparison, a: str, b: str) -> None:
-    _batch_axis(axes, result)
+def _plain_log(axes: Any) -> None:
+    """A log y axis labelled in plain numbers: every decade, and 2× and 5× in between."""
     axes.set_yscale("log")
-    axes.set_ylabel("training epoch, ms (median, min–max)")
-    axes.set_title(f"Epoch time: {a} solid (circles), {b} dashed (squares)")
-    axes.legend(fontsize=6, ncol=2)
+    axes.get_yaxis().set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+    axes.get_yaxis().set_minor_formatter(
+        matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}" if f"{value:.0e}"[0] in "25" else ""))
 
 
-def _style_ratios(axes: Any, result: Comparison, a: str, b: str) -> None:
+def _style_key(axes: Any, entries: Sequence[tuple[str, str, str]]) -> None:
+    """A black legend of line styles; the colours are the figure's variant legend."""
+    axes.legend(handles=[matplotlib.lines.Line2D([], [], color="black", linestyle=line, marker=marker, label=text)
+                         for text, line, marker in entries], fontsize=8)
+
+
+def _empty(axes: Any, text: str) -> None:
+    axes.text(0.5, 0.5, text, transform=axes.transAxes, ha="center", va="center")
+
+
+def _style_times(axes: Any, result: Comparison, ylabel: str, title: str, a: str, b: str) -> None:
     _batch_axis(axes, result)
-    axes.set_yscale("log")
+    axes.set_ylabel(ylabel)
+    axes.set_title(title, fontsize=10)
+    if not axes.has_data():
+        _empty(axes, "nothing to show")
+        return
+    _plain_log(axes)
+    _style_key(axes, [(f"A: {a}", line, marker) if side == "a" else (f"B: {b}", line, marker)
+                      for side, line, marker in SIDE_STYLES])
+
+
+def _style_ratios(axes: Any, result: Comparison, panel: tuple[Any, ...], a: str, b: str) -> None:
+    title, ylabel, metrics = panel
+    _batch_axis(axes, result)
+    axes.set_ylabel(ylabel.format(a=a, b=b))
+    axes.set_title(title, fontsize=10)
     axes.axhline(1.0, color="black", linewidth=1)
-    plain = matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}")
-    axes.get_yaxis().set_major_formatter(plain)
-    axes.get_yaxis().set_minor_formatter(plain)
-    axes.set_ylabel(f"epoch time {b}/{a} (below 1: {b} faster)")
-    axes.set_title("Ratio of the medians, rows measured on both sides")
-    if axes.get_legend_handles_labels()[0]:
-        axes.legend(fontsize=7)
+    if not axes.get_legend_handles_labels()[0]:
+        _empty(axes, "no row measured on both sides")
+        return
+    values = [value for line in axes.get_lines() for value in line.get_ydata()]
+    if min(values) > 0 and max(values) / min(values) >= 10:
+        _plain_log(axes)  # e.g. GPU against CPU: equal factors either side of 1 look equal
     else:
-        axes.text(0.5, 0.5, "no row measured on both sides", transform=axes.transAxes, ha="center")
+        axes.get_yaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter(useOffset=False))
+    if len(metrics) > 1:
+        _style_key(axes, [(text, line, marker) for _, line, marker, text in metrics])
 
 
 def _save_figure(figure: Any, png_path: str | os.PathLike[str], svg_path: str | os.PathLike[str]) -> None:

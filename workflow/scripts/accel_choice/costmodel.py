@@ -172,9 +172,12 @@ def _condition_number(weighted: np.ndarray) -> float:
 
 
 def _leave_one_out_errors(design: np.ndarray, seconds: np.ndarray) -> list[float]:
+    """Each point predicted by a fit without its workload: every point of the same workload
+    (the same design row, e.g. a grid cell that is also a benchmark cell) is held out with it."""
     errors = []
+    workloads = [tuple(row) for row in design]
     for held_out in range(len(seconds)):
-        keep = np.arange(len(seconds)) != held_out
+        keep = np.array([w != workloads[held_out] for w in workloads])
         coefficients, _ = _nnls(_weighted_design(design[keep], seconds[keep]))
         predicted = float(design[held_out] @ coefficients)
         errors.append(abs(predicted - seconds[held_out]) / seconds[held_out])

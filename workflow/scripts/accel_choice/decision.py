@@ -159,7 +159,8 @@ def verdict(
         f"Fastest CPU full path: {best['format']} + {best['loader']} at B={best['batch_size']}, "
         f"{best['total_s'] * 1e3:.1f} ms per epoch, of which training is {best['train_share']:.0%}.",
         f"The fastest CPU epoch ({fastest_train['loader']}, B={fastest_train['batch_size']}) does ~{epoch_flop / 1e6:.0f} MFLOP "
-        f"in {fastest_train['epoch_s_median'] * 1e3:.1f} ms: {achieved / 1e9:.2f} GFLOP/s achieved.",
+        f"in {fastest_train['epoch_s_median'] * 1e3:.1f} ms: {achieved / 1e9:.2f} GFLOP/s achieved (3× rule; "
+        "the FLOP-counter section gives the executed count).",
         f"From B={smallest['batch_size']} to B={largest['batch_size']} ({largest['batch_size'] / smallest['batch_size']:.0f}× "
         f"the samples per step) the time per optimizer step grew {largest['step_us_median'] / smallest['step_us_median']:.1f}×: "
         "the step is bound by fixed per-step overhead (Python, dispatch), which a faster arithmetic unit does not remove.",

@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from .archive import current_invocation
+
 KEY_PACKAGES = ("torch", "numpy", "pandas", "pyarrow", "matplotlib", "snakemake")
 
 
@@ -84,8 +86,13 @@ def quick_environment(seed: int | None = None) -> dict[str, Any]:
         "machine": uname.machine,
         "packages": _package_versions(),
         "seed": seed,
-        "workflow": workflow_commit(),
+        "workflow": {**workflow_commit(), "command_line": _command_line()},
     }
+
+
+def _command_line() -> str | None:
+    """The snakemake command this job belongs to (None outside the workflow)."""
+    return current_invocation().get("command_line")
 
 
 def full_environment() -> dict[str, Any]:

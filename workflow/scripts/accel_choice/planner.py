@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from . import costmodel, stats, theory
+from .aggregate import contamination
 from .contention import ForeignCpuMeter
 from .costmodel import CostModel, Workload
 from .measure import Variant, context_startup_seconds, measure_variant
@@ -107,9 +108,10 @@ def scenario_plan(rows: int, features: int, hidden: int, batch_size: int, bandwi
         "transfer_s": theory.transfer_seconds(input_bytes, bandwidth_gb_s),
         "steps_per_epoch": theory.steps_per_epoch(rows, batch_size),
         "flop_per_epoch_3x": theory.forward_backward_flops(rows, widths),
+        "flop_per_epoch_counted": theory.forward_backward_flops_counted(rows, widths),
         "to_measure": [
             "the whole path at least 3 times: load, CPU→GPU transfer, train, eval",
-            "the effective host→device bandwidth on this machine (the 8 GB/s here is an assumption)",
+            f"the effective host→device bandwidth on this machine (the {bandwidth_gb_s:g} GB/s here is an assumption)",
             "the GPU's name, driver/CUDA version and PCIe link, recorded with the numbers",
             "loading (disk/Parquet → tensors) at this size: it often dominates the transfer",
         ],
@@ -121,19 +123,22 @@ def must_stream(plan: dict[str, Any]) -> bool:
     return plan["fits_in_gpu_memory"] is False or plan["fits_in_host_memory"] is False
 
 
-def grid_points(records: Sequence[dict[str, Any]], noise_iqr_ratio: float, outlier_factor: float) -> list[dict[str, Any]]:
-    """Median epoch time per (device, workload) over the grid's repeats, with its noise verdict."""
-    groups: dict[tuple[Any, ...], list[float]] = {}
+def grid_points(records: Sequence[dict[str, Any]], noise_iqr_ratio: float, outlier_factor: float,
+                foreign_cpu_share: float, loadavg_rise: float) -> list[dict[str, Any]]:
+    """Median epoch time per (device, workload) over the grid's repeats, with its noise verdict
+    and the repeats measured while other processes were busy (kept, and counted in the report)."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in records:
         if r["finite"]:
-            key = (r["device"], r["rows"], r["features"], r["hidden"], r["batch_size"])
-            groups.setdefault(key, []).append(r["epoch_s"])
+            groups.setdefault((r["device"], r["rows"], r["features"], r["hidden"], r["batch_size"]), []).append(r)
     points = []
-    for (device, rows, features, hidden, batch_size), seconds in sorted(groups.items()):
-        summary = stats.summarize(seconds, noise_iqr_ratio, outlier_factor)
+    for (device, rows, features, hidden, batch_size), group in sorted(groups.items()):
+        summary = stats.summarize([r["epoch_s"] for r in group], noise_iqr_ratio, outlier_factor)
+        busy = sum(1 for r in group if contamination(r, foreign_cpu_share, loadavg_rise))
         points.append({"device": device, "source": "grid", "rows": rows, "features": features, "hidden": hidden,
                        "batch_size": batch_size, "epoch_s": summary["median"], "epoch_s_min": summary["min"],
-                       "epoch_s_max": summary["max"], "repeats": summary["n"], "noisy": summary["noisy"]})
+                       "epoch_s_max": summary["max"], "repeats": summary["n"], "noisy": summary["noisy"],
+                       "busy_repeats": busy})
     return points
 
 
@@ -145,7 +150,7 @@ def benchmark_points(train_table: Sequence[dict[str, Any]], rows: int, features:
             points.append({"device": r["device"], "source": "benchmark", "rows": rows, "features": features,
                            "hidden": hidden, "batch_size": r["batch_size"], "epoch_s": r["epoch_s_median"],
                            "epoch_s_min": r["epoch_s_min"], "epoch_s_max": r["epoch_s_max"], "repeats": r["repeats"],
-                           "noisy": r["noisy"]})
+                           "noisy": r["noisy"], "busy_repeats": len(r.get("contaminated") or [])})
     return points
 
 
@@ -245,3 +250,24 @@ def host_to_device_bytes_per_s(transfers: dict[str, Any] | None, assumed_gb_s: f
         if row["what"] == "matrix" and row["direction"] == "host_to_device" and row["memory"] == "pageable":
             return row["gb_per_s"] * 1e9, "measured"
     return assumed_gb_s * 1e9, "assumed"
+
+
+def break_even_summary(curve: dict[str, Any]) -> dict[str, Any]:
+    """Where along the axis the GPU is faster, in the three shapes a curve can take: never,
+    from a break-even on (or over the whole range), or only up to some value."""
+    faster = curve["gpu_faster"]
+    faster_until = None
+    if faster[0] and not all(faster):
+        faster_until = curve["values"][faster.index(False) - 1]
+    return {
+        "axis": curve["axis"], "placement": curve["placement"], "break_even": curve["break_even"],
+        "gpu_always_faster": curve["gpu_always_faster"], "gpu_never_faster": not any(faster),
+        "gpu_faster_until": faster_until, **{f"base_{k}": v for k, v in curve["base"].items()},
+    }
+
+
+def scenario_rows(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """The scenario as quantity/value rows, the modelled epochs included (flattened)."""
+    rows = [{"quantity": k, "value": v} for k, v in plan.items() if not isinstance(v, (dict, list))]
+    rows += [{"quantity": f"modelled.{k}", "value": v} for k, v in (plan.get("modelled") or {}).items()]
+    return rows

@@ -65,7 +65,7 @@ def _environment_section(env: dict[str, Any], probe: dict[str, Any] | None, acce
         ("CUDA available", str(quick["is_cuda_available"])),
         ("GPU", ", ".join(quick["nvidia_gpu_models"]) or "none"),
         ("key packages", ", ".join(f"{k} {v}" for k, v in quick["packages"].items())),
-        ("workflow commit", commit),
+        ("workflow commit when this record was taken", commit),
         ("accelerator setting", accelerator),
     ]
     if probe is not None:
@@ -221,23 +221,37 @@ def _gpu_section(inputs: ReportInputs) -> str:
     return text
 
 
+def theory_table(train_table: Sequence[dict[str, Any]], widths: Sequence[int], rows: int, batch_sizes: Sequence[int],
+                 bandwidth_gb_s: float) -> list[dict[str, Any]]:
+    """The theoretical estimates per batch size, with the achieved rate of the measured fast-path epoch."""
+    measured = {(r["batch_size"], r["loader"]): r for r in train_table if r["device"] == "cpu"}
+    table_rows = []
+    for b in batch_sizes:
+        fast = measured.get((b, "fastpath"))
+        table_rows.append({
+            "batch_size": b, "steps_per_epoch": theory.steps_per_epoch(rows, b),
+            "forward_flop_per_batch": theory.forward_flops(b, widths),
+            "forward_backward_flop_per_batch_3x": theory.forward_backward_flops(b, widths),
+            "forward_backward_flop_per_batch_counted": theory.forward_backward_flops_counted(b, widths),
+            "forward_backward_flop_per_epoch_3x": theory.forward_backward_flops(rows, widths),
+            "forward_activation_bytes_per_batch": theory.activation_bytes(b, widths),
+            "batch_transfer_s_assumed": theory.transfer_seconds(theory.input_bytes(b, widths[0]), bandwidth_gb_s),
+            "achieved_gflop_per_s_3x": theory.forward_backward_flops(rows, widths) / fast["epoch_s_median"] / 1e9
+            if fast else None,
+        })
+    return table_rows
+
+
 def _theory_section(inputs: ReportInputs) -> str:
     widths, n = inputs.widths, inputs.rows
     p = theory.param_count(widths)
-    measured = {(r["batch_size"], r["loader"]): r for r in inputs.train_table if r["device"] == "cpu"}
-    rows = []
-    for b in inputs.batch_sizes:
-        fast = measured.get((b, "fastpath"))
-        achieved = theory.forward_backward_flops(n, widths) / fast["epoch_s_median"] / 1e9 if fast else None
-        rows.append(
-            (
-                b, theory.steps_per_epoch(n, b), f"{theory.forward_flops(b, widths):,}", f"{theory.forward_backward_flops(b, widths):,}",
-                f"{theory.forward_backward_flops_counted(b, widths):,}", f"{theory.forward_backward_flops(n, widths) / 1e6:.1f}",
-                f"{theory.activation_bytes(b, widths):,}",
-                f"{theory.transfer_seconds(theory.input_bytes(b, widths[0]), inputs.bandwidth_gb_s) * 1e6:.2f}",
-                f"{achieved:.2f}" if achieved is not None else "",
-            )
-        )
+    rows = [
+        (r["batch_size"], r["steps_per_epoch"], f"{r['forward_flop_per_batch']:,}", f"{r['forward_backward_flop_per_batch_3x']:,}",
+         f"{r['forward_backward_flop_per_batch_counted']:,}", f"{r['forward_backward_flop_per_epoch_3x'] / 1e6:.1f}",
+         f"{r['forward_activation_bytes_per_batch']:,}", f"{r['batch_transfer_s_assumed'] * 1e6:.2f}",
+         _number(r["achieved_gflop_per_s_3x"], ".2f", ""))
+        for r in theory_table(inputs.train_table, widths, n, inputs.batch_sizes, inputs.bandwidth_gb_s)
+    ]
     matrix_bytes = theory.input_bytes(n, widths[0])
     return (
         "## Theoretical estimates (computed, not measured)\n\n"
@@ -247,7 +261,7 @@ def _theory_section(inputs: ReportInputs) -> str:
         f"{inputs.bandwidth_gb_s:g} GB/s (assumed effective bandwidth, `report.bandwidth_gb_s`).\n\n"
         + table(
             ("B", "steps/epoch", "fwd FLOP/batch", "fwd+bwd FLOP/batch (3×)", "fwd+bwd counted*", "fwd+bwd MFLOP/epoch",
-             "fwd activation bytes/batch", "batch transfer µs", "achieved GFLOP/s (CPU fast path, measured)"),
+             "fwd activation bytes/batch", "batch transfer µs", "achieved GFLOP/s by the 3× rule (CPU fast path, measured epoch)"),
             rows,
         )
         + "\n\n*What a FLOP counter sees: the first layer computes no input gradient, so backward is below 2× forward. "
@@ -276,6 +290,22 @@ def _selection_section(result: dict[str, Any] | None) -> str:
         "(`torch.load(..., weights_only=True)`); standardisation statistics come from the training split only. "
         "Curves: `figures/northstar_curves.png`; TensorBoard: `tensorboard --logdir results/northstar/tensorboard`."
     )
+
+
+def seed_table(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The seed-limits summary as rows: one per test metric over the seeds, plus the two checks."""
+    numeric, env = result["numeric"], result["environmental"]
+
+    def row(check: str, value: Any = None, **summary: Any) -> dict[str, Any]:
+        return {"check": check, "value": value, "seeds": len(result["seeds"]), "batch_size": result["batch_size"],
+                **{k: summary.get(k) for k in ("mean", "std", "min", "max")}}
+
+    rows = [row(f"statistical: test {metric}", **summary) for metric, summary in result["statistical"].items()]
+    rows.append(row(f"numeric: seed {numeric['seed']} twice, identical weights", numeric["identical_weights"]))
+    rows.append(row(f"numeric: seed {numeric['seed']} twice, identical loss curves", numeric["identical_loss_curves"]))
+    rows.append(row(f"environmental: keys differing over {env['records_compared']} records",
+                    "; ".join(env["differences"]) or "none"))
+    return rows
 
 
 def _seed_section(result: dict[str, Any] | None) -> str:
@@ -421,8 +451,8 @@ def _flop_section(result: dict[str, Any] | None) -> str:
         "gradient, so autograd computes only its weight gradient: that layer's forward + backward is 2× its forward, "
         "not 3×, and the counted total is 3× forward − 2·B·d·h. The counter also leaves out what is not a "
         "matrix product (bias adds, ReLU, the loss, Adam's update), which the 3× rule of thumb silently includes "
-        "or ignores. Neither count is time: the achieved rate is far below the CPU's peak because this model's "
-        "matrices are small and every step pays a fixed per-step cost (see the cost model)."
+        "or ignores. Neither count is time: the achieved rate also carries the per-step overhead that the cost model "
+        "below separates from the compute."
     )
 
 
@@ -450,7 +480,8 @@ def _scenario_section(plan: dict[str, Any] | None) -> str:
          f"{plan['forward_backward_activation_bytes']:,} B with backward"),
         (f"transfer at {plan['bandwidth_gb_s']:g} GB/s (assumed)", f"{plan['transfer_s']:.1f} s per pass over the input"),
         ("steps per epoch", f"{plan['steps_per_epoch']:,}"),
-        ("FLOP per epoch (3× rule)", f"{plan['flop_per_epoch_3x']:.3e}"),
+        ("FLOP per epoch (3× rule / executed, counted)",
+         f"{plan['flop_per_epoch_3x']:.3e} / {plan['flop_per_epoch_counted']:.3e}"),
     ]
     if modelled:
         rows += [
@@ -467,7 +498,8 @@ def _scenario_section(plan: dict[str, Any] | None) -> str:
         + table(("quantity", "value"), rows)
         + "\n\nBefore claiming a speedup at this size, measure: " + "; ".join(plan["to_measure"]) + ". "
         "The modelled epochs extrapolate the fitted cost model far beyond the measured grid; read them as an order of "
-        "magnitude."
+        "magnitude. They assume the input is already in memory: no term reads it from disk, although "
+        + ("here it does not fit in host memory." if plan["fits_in_host_memory"] is False else "at this size loading may dominate.")
     )
 
 
@@ -488,9 +520,14 @@ def _planner_section(cost_model: dict[str, Any] | None, break_even: dict[str, An
             where = f"GPU faster from {s['axis']} ≈ {s['break_even']:,.0f}"
         elif s["gpu_always_faster"]:
             where = "GPU faster over the whole range"
+        elif s.get("gpu_faster_until") is not None:
+            where = f"GPU faster only up to {s['axis']} = {s['gpu_faster_until']:,} (grid value)"
         else:
             where = "CPU faster over the whole range"
         verdicts.append((s["axis"], s["placement"], where))
+    points = cost_model["points"]
+    noisy = sum(1 for p in points if p["noisy"])
+    busy = sum(1 for p in points if p.get("busy_repeats"))
     assumed = break_even["gpu_model_source"] == "assumed"
     return (
         "## Planner: cost model and break-even (modelled)\n\n"
@@ -498,14 +535,18 @@ def _planner_section(cost_model: dict[str, Any] | None, break_even: dict[str, An
         "FLOP the matrix products execute (the counter's count, see above) and the bytes of `costmodel.work`, fitted per "
         "device by non-negative least squares on relative errors, to the planner's timed grid and the benchmark's "
         "fast-path cells (`tables/cost_model.json` holds every point and residual). A term the fit dropped is "
-        "marked \"dropped\". Quote the leave-one-out error: it is the error on a workload the fit did not see.\n\n"
+        "marked \"dropped\". Quote the leave-one-out error: each point predicted by a fit without its workload "
+        f"(its grid and benchmark cells held out together). The CPU rates hold for {cost_model.get('threads', 1)} torch "
+        f"thread(s) (`timing.threads`). Of the {len(points)} points, {noisy} are flagged noisy and {busy} had a repeat "
+        "measured while the machine was busy; all are kept in the fit and listed in the JSON.\n\n"
         + table(("device", "source", "µs per step", "sustained GFLOP/s", "GB/s", "points", "R²", "median |error|",
                  "max |error|", "leave-one-out median |error|"), models)
         + ("\n\n" + "\n".join(warnings) if warnings else "")
         + "\n\nGrowing the benchmark workload along one axis at a time (`figures/break_even.png`; lines modelled, "
         f"markers measured). A training job of {cost_model['epochs']} epochs (`planner.epochs`) is compared: the GPU "
         f"pays its start-up ({cost_model['gpu_startup_s']:.2f} s, {cost_model['gpu_startup_source']}) once, and "
-        f"host→device copies at {cost_model['host_to_device_gb_s']:.1f} GB/s ({cost_model['host_to_device_source']}) "
+        f"host→device copies at {cost_model['host_to_device_gb_s']:.1f} GB/s ({cost_model['host_to_device_source']}"
+        f"{', `report.bandwidth_gb_s`' if cost_model['host_to_device_source'] == 'assumed' else ''}) "
         "once for resident data or every epoch when streamed:\n\n"
         + table(("axis", "GPU placement", "break-even (modelled)"), verdicts)
         + ("\n\n**No GPU was measured: the GPU side is the configured assumption (`planner.gpu_assumed`), not a "
@@ -525,9 +566,9 @@ def _resources_section(result: dict[str, Any] | None) -> str:
     return (
         "## Resources per rule (Snakemake `benchmark:` beside the in-script timings)\n\n"
         + table(("rule", "jobs", "process wall total s", "process wall median s", "script body median s",
-                 "outside the body s", "max RSS MB (sampled)", "jobs without an RSS sample", "peak RSS MB (kernel)"), rows)
+                 "outside the body s", "max RSS MiB (sampled)", "jobs without an RSS sample", "peak RSS MiB (kernel)"), rows)
         + "\n\nWhich to trust for what: the `benchmark:` wall time is the whole process - interpreter start, imports "
-        "(torch alone is about a second), Snakemake's script preamble - so use it for what a job costs the scheduler "
+        "and Snakemake's script preamble (the \"outside the body\" column) - so use it for what a job costs the scheduler "
         "and for sizing cluster requests. Its memory is sampled (first every 0.5 s, later every 30 s), so a short job "
         "can have no sample or a maximum below its real peak; the kernel's peak RSS (getrusage) does not miss. The "
         "measurements of this report are the in-script `perf_counter` timings around each timed section: the "
@@ -549,8 +590,15 @@ def _provenance_section(provenance: dict[str, Any] | None) -> str:
         ("started", invocation.get("started") or "unknown"),
         ("host", invocation.get("host") or "unknown"),
     ]
+    commits = provenance.get("record_commits") or {}
+    command_lines = provenance.get("record_command_lines") or {}
+    rows += [("workflow commits in the records", "; ".join(f"`{c}`: {n}" for c, n in commits.items()) or "none"),
+             ("command lines in the records", "; ".join(f"`{c}`: {n}" for c, n in command_lines.items()) or "none")]
+    warning = ("\n\n**Warning: the records come from more than one version of the workflow (or from uncommitted "
+               "changes); re-run from a clean checkout before archiving.**" if len(commits) > 1 else "")
     return (
-        "## Provenance\n\n" + table(("", ""), rows)
-        + "\n\nThe command line is that of the invocation that wrote this report; `provenance.json` also counts the "
-        "workflow commits embedded in every record, so a folder filled by two versions of the workflow is visible."
+        "## Provenance\n\n" + table(("", ""), rows) + warning
+        + "\n\nThe first rows are the invocation that wrote this report; every record also carries the commit and "
+        "the command line of the invocation that measured it, counted above (`provenance.json` repeats the count "
+        "over the finished folder)."
     )
