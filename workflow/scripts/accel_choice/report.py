@@ -537,8 +537,8 @@ def _planner_section(cost_model: dict[str, Any] | None, break_even: dict[str, An
         "fast-path cells (`tables/cost_model.json` holds every point and residual). A term the fit dropped is "
         "marked \"dropped\". Quote the leave-one-out error: each point predicted by a fit without its workload "
         f"(its grid and benchmark cells held out together). The CPU rates hold for {cost_model.get('threads', 1)} torch "
-        f"thread(s) (`timing.threads`). Of the {len(points)} points, {noisy} are flagged noisy and {busy} had a repeat "
-        "measured while the machine was busy; all are kept in the fit and listed in the JSON.\n\n"
+        f"thread(s) (`timing.threads`). Points: {len(points)}; flagged noisy: {noisy}; with a repeat measured while "
+        f"the machine was busy: {busy}. All are kept in the fit and listed in the JSON.\n\n"
         + table(("device", "source", "µs per step", "sustained GFLOP/s", "GB/s", "points", "R²", "median |error|",
                  "max |error|", "leave-one-out median |error|"), models)
         + ("\n\n" + "\n".join(warnings) if warnings else "")
