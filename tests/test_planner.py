@@ -17,8 +17,8 @@ GPU_ASSUMED = {"seconds_per_step": 0.00015, "tflop_per_s": 10, "memory_gb_s": 10
 CPU_TRUE = costmodel.assumed("cpu", seconds_per_step=4e-4, flop_per_s=2e10, bytes_per_s=2.5e9)
 GPU_TRUE = costmodel.assumed("cuda", seconds_per_step=1.5e-4, flop_per_s=1e13, bytes_per_s=1e12)
 # The axes vary independently, so the three terms of the cost model can be told apart.
-DESIGN = planner.grid_workloads([128, 4096], [4, 64], [8, 256], [16, 64])
-TINY = planner.grid_workloads([64, 128], [4], [4, 8], [16, 32])
+DESIGN = costmodel.grid_workloads([128, 4096], [4, 64], [8, 256], [16, 64])
+TINY = costmodel.grid_workloads([64, 128], [4], [4, 8], [16, 32])
 
 
 @pytest.fixture
@@ -83,12 +83,12 @@ def test_host_memory_is_a_positive_count_or_unknown():
 
 
 def test_grid_workloads_skips_batches_larger_than_the_rows():
-    workloads = planner.grid_workloads([64, 1024], [4, 16], [8], [32, 128, 512])
+    workloads = costmodel.grid_workloads([64, 1024], [4, 16], [8], [32, 128, 512])
     assert len(workloads) == 2 * 2 * 1 * 3 - 2 * 2  # B = 128 and 512 do not split 64 rows
     assert all(w.batch_size <= w.rows for w in workloads)
     assert Workload(64, 4, 8, 128) not in workloads and Workload(1024, 16, 8, 512) in workloads
     assert len(TINY) == 8
-    assert planner.grid_workloads([16], [4], [8], [32]) == []
+    assert costmodel.grid_workloads([16], [4], [8], [32]) == []
 
 
 def test_synthetic_tensors_are_seeded_and_shaped():

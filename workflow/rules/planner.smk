@@ -5,7 +5,7 @@
 rule time_cost_model:
     input:
         probe=probe_for_device,
-        code=library("planner", "measure", "loaders", "model", "contention"),
+        code=library("planner", "costmodel", "measure", "loaders", "model", "contention"),
     output:
         "results/timing/cost_model/{device}.rep{repeat}.json",
     params:

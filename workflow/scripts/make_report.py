@@ -52,12 +52,8 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
               f"{'; GPU: ' + ', '.join(d['name'] for d in probe['cuda_devices']) if transfers else '; no GPU measured'}; "
               f"n={p.rows:,}, model {p.features}→{p.hidden}→1, repeats {train_table[0]['repeats']}",
     )
-    records = sorted(Path(out.md).parent.rglob("*.json"))
-    report_provenance = {
-        "workflow": envinfo.workflow_commit(), "invocation": archive.current_invocation(),
-        "record_commits": {c: len(paths) for c, paths in archive.record_commits(records).items()},
-        "record_command_lines": {c: len(paths) for c, paths in archive.record_command_lines(records).items()},
-    }
+    # The records so far: everything but this report and the archive job's own files.
+    report_provenance = archive.provenance(Path(out.md).parent, envinfo.workflow_commit())
     text = report.render(report.ReportInputs(
         environment=environment, datasets=datasets, train_table=train_table, load_table=load_table,
         full_path_rows=full_path, non_finite=non_finite, sheet=sheet, verdict=verdict, widths=widths,

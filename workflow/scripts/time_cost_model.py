@@ -2,12 +2,12 @@
 
 import time
 
-from accel_choice import atomic, envinfo, planner
+from accel_choice import atomic, costmodel, envinfo, planner
 from accel_choice.runtime import job
 
 wc, p = snakemake.wildcards, snakemake.params  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
-    workloads = planner.grid_workloads(p.grid["rows"], p.grid["features"], p.grid["hidden"], p.grid["batch_sizes"])
+    workloads = costmodel.grid_workloads(p.grid["rows"], p.grid["features"], p.grid["hidden"], p.grid["batch_sizes"])
     started = time.time()
     records = planner.measure_grid(workloads, int(wc.repeat), device=wc.device, seed=p.seed, lr=p.lr,
                                    warmup_steps=p.warmup_steps)

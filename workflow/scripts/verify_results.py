@@ -19,14 +19,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results", type=Path, help="an archived results/ folder")
     args = parser.parse_args(argv)
     try:
-        problems = archive.verify_manifest(args.results)
+        manifest = archive.read_manifest(args.results / archive.MANIFEST_NAME)
     except (OSError, ValueError) as error:
         print(f"cannot verify {args.results}: {error}", file=sys.stderr)
         return 2
+    problems = archive.check_files(args.results, manifest, archive.AFTER_THE_MANIFEST)
     for kind, names in problems.items():
         for name in names:
             print(f"{kind}: {name}")
-    listed = len(archive.read_manifest(args.results / archive.MANIFEST_NAME))
+    listed = len(manifest)
     if any(problems.values()):
         print(f"{args.results}: does NOT match its manifest ({listed} files listed)", file=sys.stderr)
         return 1

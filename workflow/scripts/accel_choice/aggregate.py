@@ -260,13 +260,21 @@ def aggregate_transfers(jobs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def pageable_copy(transfers: dict[str, Any] | None, what: str, direction: str) -> dict[str, Any] | None:
+    """The aggregated pageable copy of `what` in `direction`, or None where none was measured."""
+    for row in (transfers or {}).get("copies", []):
+        if row["what"] == what and row["direction"] == direction and row["memory"] == "pageable":
+            return row
+    return None
+
+
 def _copy_seconds(transfers: dict[str, Any] | None, what: str, direction: str) -> tuple[float, float, float]:
     if not transfers:
         return 0.0, 0.0, 0.0
-    for row in transfers["copies"]:
-        if row["what"] == what and row["direction"] == direction and row["memory"] == "pageable":
-            return row["seconds_median"], row["seconds_min"], row["seconds_max"]
-    raise ValueError(f"no {direction} transfer of {what!r} in the transfer table")
+    row = pageable_copy(transfers, what, direction)
+    if row is None:
+        raise ValueError(f"no {direction} transfer of {what!r} in the transfer table")
+    return row["seconds_median"], row["seconds_min"], row["seconds_max"]
 
 
 def full_path(

@@ -54,23 +54,30 @@ def record_commits(paths: Iterable[str | os.PathLike[str]]) -> dict[str, list[st
 
     Results made by two versions of the workflow are a mixed archive; this makes that visible.
     """
-    return _record_labels(paths, lambda w: f"{w.get('commit') or 'unknown'}{' (dirty)' if w.get('dirty') else ''}")
+    return record_origins(paths)["commits"]
 
 
 def record_command_lines(paths: Iterable[str | os.PathLike[str]]) -> dict[str, list[str]]:
     """The snakemake command lines that measured the records, each with the records it made."""
-    return _record_labels(paths, lambda w: w.get("command_line") or "not recorded")
+    return record_origins(paths)["command_lines"]
 
 
-def _record_labels(paths: Iterable[str | os.PathLike[str]], label: Callable[[dict[str, Any]], str]) -> dict[str, list[str]]:
-    seen: dict[str, list[str]] = {}
+def record_origins(paths: Iterable[str | os.PathLike[str]]) -> dict[str, dict[str, list[str]]]:
+    """Commits and command lines embedded in the JSON records, each file read once."""
+    labels: dict[str, Callable[[dict[str, Any]], str]] = {
+        "commits": lambda w: f"{w.get('commit') or 'unknown'}{' (dirty)' if w.get('dirty') else ''}",
+        "command_lines": lambda w: w.get("command_line") or "not recorded",
+    }
+    seen: dict[str, dict[str, list[str]]] = {kind: {} for kind in labels}
     for path in paths:
         try:
             record = atomic.read_json(path)
         except (ValueError, OSError):
             continue
-        for name in dict.fromkeys(label(w) for w in _workflow_entries(record)):  # once per record, not per row
-            seen.setdefault(name, []).append(str(path))
+        entries = list(_workflow_entries(record))
+        for kind, label in labels.items():
+            for name in dict.fromkeys(label(w) for w in entries):  # once per record, not per row
+                seen[kind].setdefault(name, []).append(str(path))
     return seen
 
 
@@ -88,8 +95,8 @@ def _workflow_entries(record: Any) -> Iterable[dict[str, Any]]:
 
 def provenance(results_dir: str | os.PathLike[str], workflow: dict[str, Any]) -> dict[str, Any]:
     root = Path(results_dir)
-    records = sorted(root.rglob("*.json"))
-    commits = record_commits(records)
+    origins = record_origins(sorted(root.rglob("*.json")))
+    commits = origins["commits"]
     invocation = current_invocation()
     return {
         "workflow": workflow,
@@ -99,7 +106,7 @@ def provenance(results_dir: str | os.PathLike[str], workflow: dict[str, Any]) ->
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "record_commits": {label: len(paths) for label, paths in commits.items()},
         "mixed_commits": len(commits) > 1,
-        "record_command_lines": {line: len(paths) for line, paths in record_command_lines(records).items()},
+        "record_command_lines": {line: len(paths) for line, paths in origins["command_lines"].items()},
         "config_snapshot": "config.yaml",
     }
 

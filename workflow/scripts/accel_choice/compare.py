@@ -400,18 +400,8 @@ def _as_list(value: Any) -> list[Any]:
 
 def _difference_rows(records: tuple[dict[str, Any], dict[str, Any]]) -> list[dict[str, Any]]:
     """Keys whose values differ, with each side's value (None where a side lacks the key)."""
-    flat = [_flatten(record) for record in records]
+    flat = [envinfo.flatten(record) for record in records]
     return [{"key": key, "a": flat[0].get(key), "b": flat[1].get(key)} for key in envinfo.differences(list(records))]
-
-
-def _flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in record.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 def environment_differences(a: ResultsFolder, b: ResultsFolder) -> list[dict[str, Any]]:

@@ -14,6 +14,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from .costmodel import grid_workloads
+
 
 class ConfigError(ValueError):
     """A configuration value is unusable; the message names the key."""
@@ -104,8 +106,7 @@ def check_config(config: dict[str, Any]) -> None:
 
 def _check_planner(planner: dict[str, Any]) -> None:
     grid = planner["grid"]
-    workloads = sum(1 for n in grid["rows"] for _ in grid["features"] for _ in grid["hidden"]
-                    for b in grid["batch_sizes"] if b <= n)
+    workloads = len(grid_workloads(grid["rows"], grid["features"], grid["hidden"], grid["batch_sizes"]))
     if workloads < 4:
         raise ConfigError(f"config key planner.grid: {workloads} workload(s) with batch size <= rows; allowed: at least 4 "
                           "(the cost model fits 3 terms and is checked out of sample)")

@@ -59,6 +59,16 @@ class CostModel:
     quality: dict[str, Any] | None
 
 
+
+def grid_workloads(rows: Sequence[int], features: Sequence[int], hidden: Sequence[int],
+                   batch_sizes: Sequence[int]) -> list[Workload]:
+    """Every combination, except batch sizes larger than the rows they would split."""
+    return [
+        Workload(rows=n, features=d, hidden=h, batch_size=b)
+        for n, d, h, b in itertools.product(rows, features, hidden, batch_sizes)
+        if b <= n
+    ]
+
 def work(w: Workload) -> dict[str, float]:
     """Steps, training FLOP and bytes moved in one epoch.
 

@@ -107,12 +107,12 @@ def full_environment() -> dict[str, Any]:
     }
 
 
-def _flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for key, value in record.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
-            flat.update(_flatten(value, name + "."))
+            flat.update(flatten(value, name + "."))
         else:
             flat[name] = value
     return flat
@@ -120,7 +120,7 @@ def _flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def differences(records: list[dict[str, Any]]) -> dict[str, list[Any]]:
     """Keys whose values differ between environment records, with the distinct values seen."""
-    flat = [_flatten(r) for r in records]
+    flat = [flatten(r) for r in records]
     keys = sorted(set().union(*flat)) if flat else []
     differing = {}
     for key in keys:

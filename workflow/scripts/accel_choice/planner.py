@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
 from collections.abc import Sequence
@@ -11,22 +10,12 @@ from typing import Any
 import torch
 
 from . import costmodel, stats, theory
-from .aggregate import contamination
+from .aggregate import contamination, pageable_copy
 from .contention import ForeignCpuMeter
 from .costmodel import CostModel, Workload
 from .measure import Variant, context_startup_seconds, measure_variant
 
 GB = 1e9
-
-
-def grid_workloads(rows: Sequence[int], features: Sequence[int], hidden: Sequence[int],
-                   batch_sizes: Sequence[int]) -> list[Workload]:
-    """Every combination, except batch sizes larger than the rows they would split."""
-    return [
-        Workload(rows=n, features=d, hidden=h, batch_size=b)
-        for n, d, h, b in itertools.product(rows, features, hidden, batch_sizes)
-        if b <= n
-    ]
 
 
 def synthetic_tensors(workload: Workload, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -90,7 +79,7 @@ def scenario_plan(rows: int, features: int, hidden: int, batch_size: int, bandwi
     widths = (features, hidden, 1)
     input_bytes = theory.input_bytes(rows, features)
     forward_activations = theory.activation_bytes(batch_size, widths)
-    return {
+    plan = {
         "rows": rows, "features": features, "hidden": hidden, "batch_size": batch_size, "widths": list(widths),
         "bandwidth_gb_s": bandwidth_gb_s,
         "input_bytes": input_bytes,
@@ -116,6 +105,8 @@ def scenario_plan(rows: int, features: int, hidden: int, batch_size: int, bandwi
             "loading (disk/Parquet → tensors) at this size: it often dominates the transfer",
         ],
     }
+    plan["must_stream"] = must_stream(plan)
+    return plan
 
 
 def must_stream(plan: dict[str, Any]) -> bool:
@@ -246,9 +237,9 @@ def scenario_predictions(plan: dict[str, Any], models: dict[str, CostModel], hos
 
 def host_to_device_bytes_per_s(transfers: dict[str, Any] | None, assumed_gb_s: float) -> tuple[float, str]:
     """The measured pageable host→device bandwidth of the benchmark matrix, else the configured assumption."""
-    for row in (transfers or {}).get("copies", []):
-        if row["what"] == "matrix" and row["direction"] == "host_to_device" and row["memory"] == "pageable":
-            return row["gb_per_s"] * 1e9, "measured"
+    row = pageable_copy(transfers, "matrix", "host_to_device")
+    if row is not None:
+        return row["gb_per_s"] * 1e9, "measured"
     return assumed_gb_s * 1e9, "assumed"
 
 

@@ -489,8 +489,7 @@ def _scenario_section(plan: dict[str, Any] | None) -> str:
             (f"GPU epoch, data resident (modelled, GPU {modelled['gpu_model_source']})", f"{modelled['gpu_epoch_s_resident']:,.1f} s"),
             ("GPU epoch, input copied every epoch (modelled)", f"{modelled['gpu_epoch_s_streamed']:,.1f} s"),
         ]
-    stream = "must be streamed" if plan["fits_in_gpu_memory"] is False or plan["fits_in_host_memory"] is False else \
-        "can sit whole in memory"
+    stream = "must be streamed" if plan["must_stream"] else "can sit whole in memory"
     return (
         f"## Planner: the scale scenario (exercise 4; computed, not measured)\n\n"
         f"n = {plan['rows']:,} rows, d = {plan['features']}, model {' → '.join(map(str, plan['widths']))}, "
