@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +17,7 @@ COMMIT_A = "a" * 40
 COMMIT_B = "b" * 40
 ARGV = ["/venv/bin/snakemake", "--cores", "4", "--configfile", "my config.yaml"]
 
+SCRIPTS = Path(__file__).resolve().parents[1] / "workflow" / "scripts"
 needs_sha256sum = pytest.mark.skipif(shutil.which("sha256sum") is None, reason="coreutils sha256sum not installed")
 
 
@@ -119,53 +123,99 @@ def test_provenance_outside_the_workflow_has_no_command_line(tmp_path, monkeypat
     assert "not set" in record["invocation"]["note"]
 
 
-# ---------------------------------------------------------------- which files are archived
+# ---------------------------------------------------------------- which files the manifest vouches for
+
+MADE = ["REPORT.md", "config.yaml", "benchmarks/generate_benchmark.tsv", "logs/generate_benchmark.log",
+        "tables/cpu_training.json", "env/collect_env.json", "data/x.bin", "northstar/tensorboard/cpu_bs16"]
 
 
-def test_archive_files_leaves_out_the_manifest_late_files_temporaries_and_symlinks(tmp_path):
+def _with_leftovers(tmp_path):
+    """A results folder that also holds what this configuration did not make."""
     root = _results(tmp_path)
-    atomic.write_text(root / archive.MANIFEST_NAME, "")
-    for name in archive.AFTER_THE_MANIFEST:
-        atomic.write_text(root / name, "written after the manifest\n")
+    board = root / "northstar" / "tensorboard" / "cpu_bs16"  # a directory output, with Snakemake's marker
+    board.mkdir(parents=True)
+    (board / "events.out.tfevents.1.host").write_bytes(b"\x00events")
+    (board / ".snakemake_timestamp").write_text("")
+    atomic.write_json(root / "timing" / "cpu" / "bs64.rep1.json",  # a removed batch size's record
+                      {"records": [], "environment": {"workflow": {"commit": COMMIT_B, "dirty": False}}})
     (root / "tables" / ".decision.json.k2j4h1.tmp").write_text("half a write")
     (root / "REPORT.link.md").symlink_to(root / "REPORT.md")
-    (root / "data_link").symlink_to(root / "data", target_is_directory=True)
-    files = archive.archive_files(root, exclude=archive.AFTER_THE_MANIFEST)
-    assert files == ["REPORT.md", "benchmarks/generate_benchmark.tsv", "config.yaml", "data/x.bin",
-                     "env/collect_env.json", "logs/generate_benchmark.log", "tables/cpu_training.json"]
-    # Without the exclusions the late files are results like any other; the manifest never is.
-    assert set(archive.archive_files(root)) - set(files) == set(archive.AFTER_THE_MANIFEST)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("not ours\n")
+    (root / "elsewhere").symlink_to(outside, target_is_directory=True)
+    for name in archive.AFTER_THE_MANIFEST:
+        atomic.write_text(root / name, "written after the manifest\n")
+    return root
+
+
+def test_walk_never_follows_a_symbolic_link(tmp_path):
+    root = _with_leftovers(tmp_path)
+    entries = {entry.path: entry.kind for entry in archive.walk(root)}
+    assert entries["elsewhere"] == "symlink" and entries["REPORT.link.md"] == "symlink"
+    assert not any(path.startswith("elsewhere/") for path in entries)
+    assert entries["northstar/tensorboard/cpu_bs16/.snakemake_timestamp"] == "file"
+    # A results folder that is itself a link (kept on scratch, say) is walked as the folder.
+    link = tmp_path / "results-link"
+    link.symlink_to(root, target_is_directory=True)
+    assert archive.walk(link) == archive.walk(root)
+
+
+def test_inventory_tells_this_configurations_files_from_everything_else(tmp_path):
+    root = _with_leftovers(tmp_path)
+    atomic.write_text(root / archive.MANIFEST_NAME, "")
+    found = archive.inventory(root, MADE)
+    assert found.made == ("REPORT.md", "benchmarks/generate_benchmark.tsv", "config.yaml", "data/x.bin",
+                          "env/collect_env.json", "logs/generate_benchmark.log",
+                          "northstar/tensorboard/cpu_bs16/.snakemake_timestamp",
+                          "northstar/tensorboard/cpu_bs16/events.out.tfevents.1.host", "tables/cpu_training.json")
+    assert [(entry.path, entry.kind) for entry in found.foreign] == [
+        ("REPORT.link.md", "symlink"), ("elsewhere", "symlink"), ("tables/.decision.json.k2j4h1.tmp", "file"),
+        ("timing/cpu/bs64.rep1.json", "file")]
+    assert found.late == tuple(sorted(archive.AFTER_THE_MANIFEST))
+    # A link is never made, whatever its name says.
+    assert "REPORT.link.md" not in archive.inventory(root, [*MADE, "REPORT.link.md"]).made
+
+
+def test_seal_vouches_for_this_configurations_files_and_lists_the_rest(tmp_path, monkeypatch):
+    monkeypatch.setenv(archive.INVOCATION_VARIABLE, archive.invocation_record(ARGV, str(tmp_path), "9.27.1"))
+    root = _with_leftovers(tmp_path)
+    record, found = archive.seal(root, MADE, {"commit": COMMIT_A, "dirty": False})
+    listed = archive.read_manifest(root / archive.MANIFEST_NAME)
+    assert sorted(listed) == sorted([*found.made]) and archive.PROVENANCE_NAME in listed
+    assert "timing/cpu/bs64.rep1.json" not in listed and "elsewhere" not in listed
+    written = json.loads((root / archive.PROVENANCE_NAME).read_text())
+    assert written == record
+    files = record["files"]
+    assert files["made_by_this_configuration"] == len(found.made) - 1  # provenance.json is added after counting
+    foreign = {entry["path"]: entry for entry in files["not_made_by_this_configuration"]}
+    assert foreign["timing/cpu/bs64.rep1.json"]["sha256"] == atomic.sha256_file(root / "timing/cpu/bs64.rep1.json")
+    assert foreign["elsewhere"] == {"path": "elsewhere", "kind": "symlink", "target": str(tmp_path / "outside")}
+    # The stale record's commit is not counted: it is not this configuration's.
+    assert record["record_commits"] == {COMMIT_A: 2} and record["mixed_commits"] is False
+    result = archive.verify(root)
+    assert result.matches and result.foreign == 4, result
 
 
 # ---------------------------------------------------------------- the manifest and coreutils
 
 
-def test_manifest_lines_are_in_sha256sum_format(tmp_path):
+def _sealed(tmp_path):
     root = _results(tmp_path)
-    count = archive.write_manifest(root, exclude=archive.AFTER_THE_MANIFEST)
+    archive.seal(root, MADE[:-1], {"commit": COMMIT_A, "dirty": False})
+    return root
+
+
+def test_manifest_lines_are_in_sha256sum_format(tmp_path):
+    root = _sealed(tmp_path)
     lines = (root / archive.MANIFEST_NAME).read_text().splitlines()
-    assert count == len(lines) == 7
+    assert len(lines) == 8  # the seven files and provenance.json
     digest, name = lines[0].split("  ", 1)
     assert (digest, name) == (atomic.sha256_file(root / "REPORT.md"), "REPORT.md")
     assert archive.read_manifest(root / archive.MANIFEST_NAME) == {
-        name: atomic.sha256_file(root / name) for name in archive.archive_files(root)}
-    assert archive.verify_manifest(root) == {"changed": [], "missing": [], "unlisted": []}
-
-
-@needs_sha256sum
-def test_sha256sum_accepts_the_manifest_and_both_catch_an_edited_byte(tmp_path):
-    root = _results(tmp_path)
-    (root / "odd name with spaces.txt").write_text("spaces\n")
-    archive.write_manifest(root, exclude=archive.AFTER_THE_MANIFEST)
-    done = _sha256sum_check(root)
-    assert done.returncode == 0, done.stdout + done.stderr
-
-    data = bytearray((root / "data" / "x.bin").read_bytes())
-    data[100] ^= 0x01
-    (root / "data" / "x.bin").write_bytes(bytes(data))
-    done = _sha256sum_check(root)
-    assert done.returncode != 0 and "data/x.bin: FAILED" in done.stdout
-    assert archive.verify_manifest(root) == {"changed": ["data/x.bin"], "missing": [], "unlisted": []}
+        entry.path: atomic.sha256_file(root / entry.path) for entry in archive.walk(root)
+        if entry.path != archive.MANIFEST_NAME}
+    assert archive.verify(root) == archive.Verification(listed=8)
 
 
 @needs_sha256sum
@@ -175,54 +225,55 @@ def test_file_names_with_line_breaks_other_than_newline_round_trip(tmp_path):
     names = ["form\ffeed.txt", "line\u2028separator.txt", "next\x85line.txt", "group\x1dseparator.txt"]
     for name in names:
         (root / name).write_text("odd\n")
-    archive.write_manifest(root)
+    archive.seal(root, [*MADE, *names], {"commit": None, "dirty": None})
     assert _sha256sum_check(root).returncode == 0
     assert set(names) <= set(archive.read_manifest(root / archive.MANIFEST_NAME))
-    assert archive.verify_manifest(root) == {"changed": [], "missing": [], "unlisted": []}
+    assert archive.verify(root).matches
 
 
 @needs_sha256sum
 def test_a_manifest_with_crlf_line_ends_still_verifies(tmp_path):
-    root = _results(tmp_path)
-    archive.write_manifest(root)
+    root = _sealed(tmp_path)
     manifest = root / archive.MANIFEST_NAME
     manifest.write_bytes(manifest.read_bytes().replace(b"\n", b"\r\n"))
     assert _sha256sum_check(root).returncode == 0
-    assert archive.verify_manifest(root) == {"changed": [], "missing": [], "unlisted": []}
+    assert archive.verify(root).matches
 
 
-def test_deleted_new_and_late_files(tmp_path):
+@pytest.mark.parametrize("name", ["two\nlines.txt", "back\\slash.txt", "carriage\rreturn.txt", "ends_in_cr\r"])
+def test_a_made_file_name_sha256sum_would_escape_is_refused(tmp_path, name):
     root = _results(tmp_path)
-    archive.write_manifest(root, exclude=archive.AFTER_THE_MANIFEST)
-    (root / "config.yaml").unlink()
-    (root / "tables" / "added.csv").write_text("a,b\n")
-    for name in archive.AFTER_THE_MANIFEST:
-        atomic.write_text(root / name, "written after the manifest\n")
-    (root / "tables" / ".added.csv.x1y2.tmp").write_text("interrupted")
-    assert archive.verify_manifest(root) == {"changed": [], "missing": ["config.yaml"], "unlisted": ["tables/added.csv"]}
-    # Told to ignore nothing, the late files are unlisted too.
-    assert archive.verify_manifest(root, ignore_unlisted=())["unlisted"] == sorted(
-        ["tables/added.csv", *archive.AFTER_THE_MANIFEST])
+    (root / name).write_text("x\n")
+    with pytest.raises(ValueError, match="sha256sum format"):
+        archive.seal(root, [*MADE, name], {"commit": None, "dirty": None})
+    assert not (root / archive.MANIFEST_NAME).exists()
+    assert not [p for p in root.iterdir() if p.name.startswith(f".{archive.MANIFEST_NAME}")]
 
 
-def test_a_listed_file_replaced_by_a_folder_is_missing(tmp_path):
+def test_such_a_name_among_files_we_did_not_make_is_listed_in_provenance(tmp_path):
     root = _results(tmp_path)
-    archive.write_manifest(root)
-    (root / "REPORT.md").unlink()
-    (root / "REPORT.md").mkdir()
-    assert archive.verify_manifest(root) == {"changed": [], "missing": ["REPORT.md"], "unlisted": []}
+    (root / "two\nlines.txt").write_text("x\n")
+    record, _ = archive.seal(root, MADE, {"commit": None, "dirty": None})
+    assert [e["path"] for e in record["files"]["not_made_by_this_configuration"]] == ["two\nlines.txt"]
+    assert archive.verify(root).matches
 
 
 def test_read_manifest_rejects_a_malformed_line_naming_its_number(tmp_path):
     manifest = tmp_path / archive.MANIFEST_NAME
     manifest.write_text(f"{'0' * 64}  a.txt\n{'1' * 64}  b.txt\nnot a checksum line\n")
-    with pytest.raises(ValueError, match=r"MANIFEST\.sha256, line 3: not a sha256sum line: 'not a checksum line'"):
+    with pytest.raises(archive.ManifestError, match=r"MANIFEST\.sha256, line 3: not a sha256sum line .*'not a checksum line'"):
         archive.read_manifest(manifest)
-    manifest.write_text(f"{'0' * 63}  short.txt\n")
-    with pytest.raises(ValueError, match="line 1"):
-        archive.read_manifest(manifest)
-    manifest.write_text(f"{'g' * 64}  not_hex.txt\n")
-    with pytest.raises(ValueError, match="line 1"):
+    for text in (f"{'0' * 63}  short.txt\n", f"{'g' * 64}  not_hex.txt\n", "\n\n"):
+        manifest.write_text(text)
+        with pytest.raises(archive.ManifestError, match="line 1"):
+            archive.read_manifest(manifest)
+
+
+@pytest.mark.parametrize("digests", [("0", "0"), ("0", "1")], ids=["same digest", "other digest"])
+def test_read_manifest_rejects_a_path_listed_twice(tmp_path, digests):
+    manifest = tmp_path / archive.MANIFEST_NAME
+    manifest.write_text(f"{digests[0] * 64}  a.txt\n{'2' * 64}  b.txt\n{digests[1] * 64} *./a.txt\n")
+    with pytest.raises(archive.ManifestError, match=r"line 3: lists a\.txt again \(first on line 1\)"):
         archive.read_manifest(manifest)
 
 
@@ -230,7 +281,7 @@ def test_read_manifest_rejects_a_malformed_line_naming_its_number(tmp_path):
 def test_read_manifest_rejects_a_path_leaving_the_folder(tmp_path, name):
     manifest = tmp_path / archive.MANIFEST_NAME
     manifest.write_text(f"{'0' * 64}  {name}\n")
-    with pytest.raises(ValueError, match="line 1"):
+    with pytest.raises(archive.ManifestError, match="line 1"):
         archive.read_manifest(manifest)
 
 
@@ -241,11 +292,148 @@ def test_read_manifest_accepts_binary_mode_and_dot_slash_lines(tmp_path):
     assert archive.read_manifest(manifest) == {"tables/x.json": "a" * 64, "y.txt": "b" * 64}
 
 
-@pytest.mark.parametrize("name", ["two\nlines.txt", "back\\slash.txt", "carriage\rreturn.txt", "ends_in_cr\r"])
-def test_a_file_name_sha256sum_would_escape_is_refused(tmp_path, name):
-    root = _results(tmp_path)
-    (root / name).write_text("x\n")
-    with pytest.raises(ValueError, match="sha256sum format"):
-        archive.write_manifest(root)
-    assert not (root / archive.MANIFEST_NAME).exists()
-    assert not [p for p in root.iterdir() if p.name.startswith(f".{archive.MANIFEST_NAME}")]
+# ---------------------------------------------------------------- verify: sha256sum's verdict and more
+
+
+def _edit(root, tmp_path):
+    data = bytearray((root / "data" / "x.bin").read_bytes())
+    data[100] ^= 0x01
+    (root / "data" / "x.bin").write_bytes(bytes(data))
+
+
+def _same_bytes_through_a_link(root, tmp_path):
+    copy = tmp_path / "copy-of-report.md"
+    copy.write_bytes((root / "REPORT.md").read_bytes())
+    (root / "REPORT.md").unlink()
+    (root / "REPORT.md").symlink_to(copy)
+
+
+def _folder_swapped_for_a_link(root, tmp_path):
+    # The listed env/collect_env.json now hashes a file outside the folder with the same bytes.
+    outside = tmp_path / "outside-env"
+    outside.mkdir()
+    (outside / "collect_env.json").write_bytes((root / "env" / "collect_env.json").read_bytes())
+    shutil.rmtree(root / "env")
+    (root / "env").symlink_to(outside, target_is_directory=True)
+
+
+def _append_line(text):
+    def mutate(root, tmp_path):
+        with open(root / archive.MANIFEST_NAME, "a", encoding="utf-8") as handle:
+            handle.write(text(root))
+    return mutate
+
+
+def _write(name, content="added later\n"):
+    def mutate(root, tmp_path):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(content)
+    return mutate
+
+
+def _replace_with_folder(root, tmp_path):
+    (root / "REPORT.md").unlink()
+    (root / "REPORT.md").mkdir()
+
+
+def _link_added(root, tmp_path):
+    (root / "hostname").symlink_to("/etc/hostname")
+
+
+def _fifo_added(root, tmp_path):
+    os.mkfifo(root / "tables" / "pipe")
+
+
+# (case, mutation, sha256sum --check passes, verify's problem kinds or ManifestError)
+VERIFY_CASES = [
+    ("untouched", lambda root, tmp_path: None, True, []),
+    ("edited byte", _edit, False, ["changed"]),
+    ("deleted file", lambda root, tmp_path: (root / "config.yaml").unlink(), False, ["missing"]),
+    ("replaced by a folder", _replace_with_folder, False, ["missing"]),
+    ("file added", _write("tables/added.csv"), True, ["added"]),
+    ("dot-file added", _write(".hidden"), True, ["added"]),
+    ("hidden temporary added", _write("tables/.decision.json.x1y2.tmp"), True, ["added"]),
+    ("symlink added", _link_added, True, ["added"]),
+    ("FIFO added", _fifo_added, True, ["added"]),
+    ("listed file replaced by a link to the same bytes", _same_bytes_through_a_link, True,
+     ["symbolic link (not followed)"]),
+    ("listed folder replaced by a link to the same bytes", _folder_swapped_for_a_link, True,
+     ["symbolic link (not followed)", "added"]),
+    ("line listed twice, same digest",
+     _append_line(lambda root: f"{atomic.sha256_file(root / 'config.yaml')}  config.yaml\n"), True, "ManifestError"),
+    ("line listed twice, other digest", _append_line(lambda root: f"{'0' * 64}  config.yaml\n"), False, "ManifestError"),
+    ("malformed line", _append_line(lambda root: "this is not a checksum line\n"), True, "ManifestError"),
+    ("path outside the folder", _append_line(lambda root: f"{atomic.sha256_file('/etc/hostname')}  ../../../../../etc/hostname\n"),
+     None, "ManifestError"),
+    ("empty manifest", lambda root, tmp_path: (root / archive.MANIFEST_NAME).write_text(""), False, "ManifestError"),
+    ("late files written after the manifest", _write("snakemake-report.html"), True, []),
+]
+
+
+@pytest.mark.parametrize(("case", "mutate", "sha256sum_passes", "expected"), VERIFY_CASES, ids=[c[0] for c in VERIFY_CASES])
+def test_verify_gives_sha256sums_verdict_and_more(tmp_path, case, mutate, sha256sum_passes, expected):
+    root = _sealed(tmp_path)
+    mutate(root, tmp_path)
+    if shutil.which("sha256sum") and sha256sum_passes is not None:
+        assert (_sha256sum_check(root).returncode == 0) == sha256sum_passes, case
+    if expected == "ManifestError":
+        with pytest.raises(archive.ManifestError):
+            archive.verify(root)
+        return
+    result = archive.verify(root)
+    assert [what for what, _ in result.problems()] == expected, result
+    assert result.matches == (not expected)
+    if sha256sum_passes is False:
+        assert not result.matches  # never a match where coreutils finds a difference
+
+
+def test_foreign_files_listed_in_provenance_are_checked_too(tmp_path):
+    root = _with_leftovers(tmp_path)
+    archive.seal(root, MADE, {"commit": COMMIT_A, "dirty": False})
+    assert archive.verify(root).matches
+    (root / "timing" / "cpu" / "bs64.rep1.json").write_text("{}\n")
+    (root / "REPORT.link.md").unlink()
+    result = archive.verify(root)
+    assert result.foreign_changed == ("REPORT.link.md", "timing/cpu/bs64.rep1.json") and not result.matches
+
+
+def test_an_edited_provenance_list_is_not_trusted(tmp_path):
+    root = _with_leftovers(tmp_path)
+    archive.seal(root, MADE, {"commit": COMMIT_A, "dirty": False})
+    record = json.loads((root / archive.PROVENANCE_NAME).read_text())
+    record["files"]["not_made_by_this_configuration"].append({"path": "planted.txt", "kind": "file", "sha256": "0" * 64})
+    (root / archive.PROVENANCE_NAME).write_text(json.dumps(record))
+    (root / "planted.txt").write_text("x")
+    result = archive.verify(root)
+    assert result.changed == (archive.PROVENANCE_NAME,)
+    assert "planted.txt" in result.added and "timing/cpu/bs64.rep1.json" in result.added
+
+
+# ---------------------------------------------------------------- verify_results.py
+
+
+def _verify_cli(root):
+    return subprocess.run([sys.executable, str(SCRIPTS / "verify_results.py"), str(root)], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_verify_results_exit_codes_and_messages(tmp_path):
+    root = _with_leftovers(tmp_path)
+    archive.seal(root, MADE, {"commit": COMMIT_A, "dirty": False})
+    done = _verify_cli(root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "all 10 listed files match; nothing added, removed or linked; 4 entries not made by this configuration" in done.stdout
+    (root / "config.yaml").unlink()
+    (root / ".dot").write_text("x")
+    (root / "tables" / "link").symlink_to("/etc/hostname")
+    done = _verify_cli(root)
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == ["missing: config.yaml", "added: .dot", "added: tables/link (symbolic link)"]
+    assert "does NOT match its manifest" in done.stderr
+    with open(root / archive.MANIFEST_NAME, "a") as handle:
+        handle.write("garbage\n")
+    done = _verify_cli(root)
+    assert done.returncode == 2 and "line 11: not a sha256sum line" in done.stderr
+    (root / archive.MANIFEST_NAME).unlink()
+    done = _verify_cli(root)
+    assert done.returncode == 2 and "cannot verify" in done.stderr and "MANIFEST.sha256" in done.stderr

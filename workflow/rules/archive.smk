@@ -1,4 +1,15 @@
 # The lab report as an archive: the resource table, then provenance and the checksum manifest.
+from snakemake.exceptions import WorkflowError
+
+
+# Each heavy job's log and benchmark file share a stem (results/logs/<stem>.log,
+# results/benchmarks/<stem>.tsv), so the resource table can pair them.
+BENCHMARKED_JOBS = [
+    path.removeprefix("results/benchmarks/").removesuffix(".tsv")
+    for each in workflow.rules
+    if each.benchmark
+    for path in job_files(each.name, kinds=("benchmark",))
+]
 
 
 rule resource_table:
@@ -26,14 +37,24 @@ rule resource_table:
         "../scripts/resource_table.py"
 
 
+# Every rule but `all` and `archive` must say what its jobs are: a rule left out of JOBS would
+# have its files neither rebuilt when lost nor told apart from an earlier configuration's.
+_rules_without_jobs = sorted({each.name for each in workflow.rules} - set(JOBS) - {"all", "archive"})
+if _rules_without_jobs:
+    raise WorkflowError(f"rules missing from JOBS in workflow/rules/common.smk: {', '.join(_rules_without_jobs)}")
+
+# What this configuration's DAG makes: every output, log and benchmark file of every job.
+MADE_FILES = [path for name in JOBS for path in job_files(name)]
+
+
 # Last job of every run: hashes everything under results/ (its own log excepted: it is
-# still being written), after writing provenance.json so that the manifest covers it.
+# still being written), after writing provenance.json so that the manifest covers it. Every
+# file of the DAG is an input, so a record or data file deleted after a run is made again
+# (re-measured) by the next one instead of vanishing from the archive; files in results/
+# that this configuration did not make are listed as such in provenance.json, not vouched for.
 rule archive:
     input:
-        "results/REPORT.md",
-        "results/figures/decision.png",
-        "results/s111_cpu_results.json",
-        "results/tables/resources.json",
+        made=MADE_FILES,
         code=library("archive", "atomic"),
     output:
         provenance="results/provenance.json",

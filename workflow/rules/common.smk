@@ -1,5 +1,8 @@
 # Shared helpers: the library path, the device plan and the job lists.
+import itertools
 from pathlib import Path
+
+from snakemake.io import strip_wildcard_constraints
 
 from accel_choice.devices import planned_device
 
@@ -67,33 +70,52 @@ def gpus_for_device(wildcards):
     return 0 if wildcards.device == "cpu" else 1
 
 
-# Jobs with a `benchmark:` file: the heavy ones. Each name is the stem its log and its
-# benchmark file share (results/logs/<name>.log, results/benchmarks/<name>.tsv), so the
-# resource table can pair them.
-BENCHMARKED_JOBS = [
-    "generate_benchmark",
-    "generate_northstar",
-    "collect_environment",
-    "seed_limits",
-    "gradient_variance",
-    *expand("export_data/{dataset}", dataset=DATASETS),
-    *expand(
-        "time_load_convert/{dataset}.{fmt}.rep{repeat}",
-        dataset=DATASETS,
-        fmt=config["timing"]["formats"],
-        repeat=REPEATS,
-    ),
-    *expand("time_cpu_training/bs{batch_size}.rep{repeat}", batch_size=BATCH_SIZES, repeat=REPEATS),
-    *expand(
-        "train_northstar/{device}_bs{batch_size}",
-        device=NORTHSTAR_DEVICES,
-        batch_size=config["selection"]["batch_sizes"],
-    ),
-    *expand("time_cost_model/{device}.rep{repeat}", device=DEVICES, repeat=PLANNER_REPEATS),
-    *(expand("time_transfer/rep{repeat}", repeat=REPEATS) if GPU_DEVICE else []),
-    *(
-        expand("time_gpu_training/bs{batch_size}.rep{repeat}", batch_size=BATCH_SIZES, repeat=REPEATS)
-        if GPU_DEVICE
-        else []
-    ),
-]
+def jobs(**axes):
+    """The wildcard values of a rule's jobs: one mapping per combination of the axes' values."""
+    return [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
+
+
+# Every job of this configuration's DAG, as the wildcard values of each rule's jobs (`all` and
+# `archive` aside; a rule missing here stops the workflow when it is parsed). The archive job
+# takes every output, log and benchmark file of these jobs as input (archive.smk): a file lost
+# from results/ is made again by the next run, and the archive tells this configuration's files
+# from those an earlier configuration left behind.
+JOBS = {
+    "generate_benchmark": jobs(),
+    "generate_northstar": jobs(),
+    "export_data": jobs(dataset=DATASETS),
+    "time_load_convert": jobs(dataset=DATASETS, fmt=config["timing"]["formats"], repeat=REPEATS),
+    "time_cpu_training": jobs(batch_size=BATCH_SIZES, repeat=REPEATS),
+    "aggregate_training": jobs(),
+    "aggregate_load_convert": jobs(),
+    "probe_devices": jobs(),
+    "time_transfer": jobs(repeat=REPEATS) if GPU_DEVICE else [],
+    "time_gpu_training": jobs(batch_size=BATCH_SIZES, repeat=REPEATS) if GPU_DEVICE else [],
+    "aggregate_gpu": jobs() if GPU_DEVICE else [],
+    "prepare_northstar": jobs(),
+    "train_northstar": jobs(device=NORTHSTAR_DEVICES, batch_size=config["selection"]["batch_sizes"]),
+    "northstar_selection": jobs(),
+    "seed_limits": jobs(),
+    "gradient_variance": jobs(),
+    "time_cost_model": jobs(device=DEVICES, repeat=PLANNER_REPEATS),
+    "planner": jobs(),
+    "collect_environment": jobs(),
+    "report": jobs(),
+    "resource_table": jobs(),
+}
+
+
+def job_files(name, kinds=("output", "log", "benchmark")):
+    """The files each job of rule `name` writes: outputs, logs and benchmark files, for the jobs in JOBS."""
+    writer = workflow.get_rule(name)
+    patterns = [
+        *(writer.output if "output" in kinds else []),
+        *(writer.log if "log" in kinds else []),
+        *([writer.benchmark] if "benchmark" in kinds and writer.benchmark else []),
+    ]
+    return [
+        path
+        for wildcards in JOBS[name]
+        for pattern in patterns
+        for path in expand(strip_wildcard_constraints(pattern), **{key: [value] for key, value in wildcards.items()})
+    ]

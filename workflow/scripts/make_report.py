@@ -53,7 +53,9 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
               f"n={p.rows:,}, model {p.features}→{p.hidden}→1, repeats {train_table[0]['repeats']}",
     )
     # The records so far: everything but this report and the archive job's own files.
-    report_provenance = archive.provenance(Path(out.md).parent, envinfo.workflow_commit())
+    results = Path(out.md).parent
+    report_provenance = archive.provenance(
+        results, envinfo.workflow_commit(), [Path(path).relative_to(results).as_posix() for path in p.made])
     text = report.render(report.ReportInputs(
         environment=environment, datasets=datasets, train_table=train_table, load_table=load_table,
         full_path_rows=full_path, non_finite=non_finite, sheet=sheet, verdict=verdict, widths=widths,

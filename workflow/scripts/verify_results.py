@@ -1,9 +1,12 @@
-"""Check an archived results/ folder against its MANIFEST.sha256, including files added since.
+"""Check an archived results/ folder against its MANIFEST.sha256, including everything added since.
 
     .venv/bin/python workflow/scripts/verify_results.py results
 
-Exit 0 when every listed file is unchanged and nothing was added or removed; 1 otherwise,
-naming each file; 2 when the folder has no readable manifest.
+Exit 0 when every listed file is unchanged and nothing was added, removed or replaced by a link;
+1 otherwise, naming each path; 2 when the folder has no readable manifest, or a line of it is
+malformed or lists a path twice. Symbolic links are never followed. Files the archive found but
+this configuration did not make are listed in provenance.json (not in the manifest); they are
+checked against the hashes recorded there.
 """
 
 import argparse
@@ -19,19 +22,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results", type=Path, help="an archived results/ folder")
     args = parser.parse_args(argv)
     try:
-        manifest = archive.read_manifest(args.results / archive.MANIFEST_NAME)
-    except (OSError, ValueError) as error:
+        result = archive.verify(args.results)
+    except (OSError, archive.ManifestError) as error:
         print(f"cannot verify {args.results}: {error}", file=sys.stderr)
         return 2
-    problems = archive.check_files(args.results, manifest, archive.AFTER_THE_MANIFEST)
-    for kind, names in problems.items():
-        for name in names:
-            print(f"{kind}: {name}")
-    listed = len(manifest)
-    if any(problems.values()):
-        print(f"{args.results}: does NOT match its manifest ({listed} files listed)", file=sys.stderr)
+    for what, name in result.problems():
+        print(f"{what}: {name}")
+    foreign = (f"; {result.foreign} entr{'y' if result.foreign == 1 else 'ies'} not made by this configuration, "
+               f"listed in {archive.PROVENANCE_NAME}" if result.foreign else "")
+    if not result.matches:
+        print(f"{args.results}: does NOT match its manifest ({result.listed} files listed{foreign})", file=sys.stderr)
         return 1
-    print(f"{args.results}: all {listed} listed files match; nothing added or removed")
+    print(f"{args.results}: all {result.listed} listed files match; nothing added, removed or linked{foreign}"
+          + (", unchanged" if result.foreign else ""))
     return 0
 
 

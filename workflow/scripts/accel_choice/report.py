@@ -598,6 +598,9 @@ def _provenance_section(provenance: dict[str, Any] | None) -> str:
     return (
         "## Provenance\n\n" + table(("", ""), rows) + warning
         + "\n\nThe first rows are the invocation that wrote this report; every record also carries the commit and "
-        "the command line of the invocation that measured it, counted above (`provenance.json` repeats the count "
-        "over the finished folder)."
+        "the command line of the invocation that measured it, counted above over the records this configuration "
+        "made (`provenance.json` repeats the count over the finished folder). `MANIFEST.sha256` vouches for the "
+        "files this configuration made and for nothing else: files in `results/` that it did not make (an earlier "
+        "configuration's records, say) are listed in `provenance.json` under `files.not_made_by_this_configuration`. "
+        "`workflow/scripts/verify_results.py results` checks both and names anything added since."
     )
