@@ -2,8 +2,16 @@
 
     .venv/bin/python workflow/scripts/compare_results.py RESULTS_A RESULTS_B --out DIR [--label-a A --label-b B]
 
-Writes comparison.md, .csv, .json, .png and .svg into DIR. Exit 2 when a folder is not a results
-folder (one line naming the file), 0 otherwise; warnings are printed and written into comparison.md.
+Writes comparison.md, .csv, .json, .png and .svg into DIR. Warnings are printed and written into comparison.md.
+
+Exit codes:
+    0  the comparison was written.
+    2  bad input, before anything is written. One line naming the file: a folder that is not a results folder,
+       or a value the comparison reads that the workflow never writes (a time or rate that is not a positive
+       finite number, min > median or median > max, a batch size that is not a positive integer, a string or
+       boolean where a number belongs, a missing value, NaN or Infinity anywhere in a JSON file); then the row
+       (counted from 0) and the field are named too. Or, from argparse with its usage line: DIR inside a results
+       folder, or equal labels.
 """
 
 from __future__ import annotations
