@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import errno
 import json
 import math
 import os
@@ -700,6 +701,79 @@ def test_cli_refuses_an_output_folder_inside_a_results_folder(tmp_path):
     with pytest.raises(SystemExit) as exited:
         compare_results.main([str(folder), str(folder), "--out", str(folder / "cmp")])
     assert exited.value.code == 2
+
+
+def test_cli_runs_as_a_script_from_another_directory(tmp_path, repo):
+    folder = make_results(tmp_path, "run")
+    script = repo / "workflow" / "scripts" / "compare_results.py"
+    done = subprocess.run([sys.executable, str(script), str(folder), "/nonexistent", "--out", str(tmp_path / "out")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip() == "error: /nonexistent: no such folder (expected an accel-choice results/ folder)"
+
+
+def _draw_then_fail(axes, *args) -> None:
+    raise RuntimeError("drawing failed")
+
+
+def _png_then_fail(result, png_path, svg_path) -> None:
+    Path(png_path).write_bytes(b"\x89PNG half a figure")  # four of five outputs exist, the SVG never does
+    raise RuntimeError("drawing failed")
+
+
+@pytest.mark.parametrize("earlier", [True, False], ids=["earlier outputs", "no folder yet"])
+@pytest.mark.parametrize("name, failing", [("_style_ratios", _draw_then_fail), ("comparison_figure", _png_then_fail)])
+def test_a_failure_while_drawing_the_figure_leaves_out_as_it_was(tmp_path, monkeypatch, earlier, name, failing):
+    laptop, server = make_results(tmp_path, "laptop"), make_results(tmp_path, "server", scale=0.5)
+    out = tmp_path / "cmp"
+    before = _old_outputs(out) if earlier else None
+    monkeypatch.setattr(compare, name, failing)
+    with pytest.raises(RuntimeError, match="drawing failed"):
+        compare_results.main([str(laptop), str(server), "--out", str(out)])
+    _assert_as_it_was(out, before)
+
+
+def test_a_failure_while_moving_the_set_into_out_puts_back_what_was_moved(tmp_path, monkeypatch, capsys):
+    laptop, server = make_results(tmp_path, "laptop"), make_results(tmp_path, "server", scale=0.5)
+    out = tmp_path / "cmp"
+    before = _old_outputs(out)
+    replace = os.replace
+
+    def disk_full_at_the_json(source, target):
+        # comparison.md (replacing the earlier one) and comparison.csv (new) are in by then.
+        if Path(target) == out / "comparison.json":
+            raise OSError(errno.ENOSPC, "No space left on device", str(target))
+        replace(source, target)
+    monkeypatch.setattr(os, "replace", disk_full_at_the_json)
+    assert compare_results.main([str(laptop), str(server), "--out", str(out)]) == 1
+    assert capsys.readouterr().err == (f"error: cannot write the comparison into {out} ({out / 'comparison.json'}: "
+                                       f"No space left on device); {out} is left as it was\n")
+    _assert_as_it_was(out, before)
+
+
+def test_a_comparison_name_in_out_that_is_not_a_file_is_not_replaced(tmp_path, capsys):
+    laptop, server = make_results(tmp_path, "laptop"), make_results(tmp_path, "server", scale=0.5)
+    out = tmp_path / "cmp"
+    _old_outputs(out)
+    (out / "comparison.json").mkdir()
+    (out / "comparison.json" / "kept.txt").write_text("the user's\n")
+    before = _snapshot(out)
+    assert compare_results.main([str(laptop), str(server), "--out", str(out)]) == 1
+    assert capsys.readouterr().err == (f"error: cannot write the comparison into {out} ({out / 'comparison.json'} exists "
+                                       f"and is not a plain file; not replaced); {out} is left as it was\n")
+    _assert_as_it_was(out, before)
+    assert (out / "comparison.json" / "kept.txt").read_text() == "the user's\n"
+
+
+def test_cli_replaces_its_own_outputs_and_keeps_other_files(tmp_path):
+    laptop, server = make_results(tmp_path, "laptop"), make_results(tmp_path, "server", scale=0.5)
+    out = tmp_path / "cmp"
+    before = _old_outputs(out)
+    assert compare_results.main([str(laptop), str(server), "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted((*compare.OUTPUT_NAMES, "notes.txt"))
+    assert _snapshot(out)["notes.txt"] == before["notes.txt"]
+    assert (out / "comparison.md").read_text().startswith("# Comparison: A (A) vs B (B)")
+    _assert_as_it_was(out, _snapshot(out))
 
 
 def test_cli_runs_as_a_script_from_another_directory(tmp_path, repo):

@@ -2,10 +2,14 @@
 
     .venv/bin/python workflow/scripts/compare_results.py RESULTS_A RESULTS_B --out DIR [--label-a A --label-b B]
 
-Writes comparison.md, .csv, .json, .png and .svg into DIR. Warnings are printed and written into comparison.md.
+Writes comparison.md, .csv, .json, .png and .svg into DIR (created) as a set: all five are made in a temporary
+folder beside DIR and moved in together, so a failure leaves DIR as it was. Warnings are printed and written into
+comparison.md.
 
 Exit codes:
     0  the comparison was written.
+    1  DIR could not be written (a full disk, no permission, a comparison.* there that is a folder or a
+       symlink); one line naming the file; DIR is left as it was.
     2  bad input, before anything is written. One line naming the file: a folder that is not a results folder,
        or a value the comparison reads that the workflow never writes (a time or rate that is not a positive
        finite number, min > median or median > max, a batch size that is not a positive integer, a string or
@@ -52,7 +56,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     result = compare.compare(a, b)
-    paths = compare.write_comparison(result, args.out)
+    try:
+        paths = compare.write_comparison(result, args.out)
+    except OSError as err:
+        where = f"{err.filename}: {err.strerror}" if err.filename else str(err)
+        print(f"error: cannot write the comparison into {args.out} ({where}); {args.out} is left as it was",
+              file=sys.stderr)
+        return 1
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"{len(result.rows)} rows, {len(result.warnings)} warning(s); wrote {', '.join(str(p) for p in paths)}")

@@ -713,8 +713,17 @@ SIDE_STYLES = (("a", "-", "o"), ("b", "--", "s"))  # A solid circles, B dashed s
 def comparison_figure(result: Comparison, png_path: str | os.PathLike[str], svg_path: str | os.PathLike[str]) -> Any:
     """2×2 panels: each side's epoch time and full-path time (top), the ratios B/A of epoch time, full-path time
     and samples/s (bottom). Writes the PNG and SVG and returns the (closed) matplotlib Figure, for inspection."""
-    a, b = (side["label"] for side in result.sides)
     figure, grid = plt.subplots(2, 2, figsize=(14, 10), layout="constrained")
+    try:
+        _draw(figure, grid, result)
+        _save_figure(figure, png_path, svg_path)
+    finally:
+        plt.close(figure)
+    return figure
+
+
+def _draw(figure: Any, grid: Any, result: Comparison) -> None:
+    a, b = (side["label"] for side in result.sides)
     (epoch, path), ratios = grid
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     variants = sorted({variant_name(r) for r in result.rows})
@@ -737,8 +746,6 @@ def comparison_figure(result: Comparison, png_path: str | os.PathLike[str], svg_
     figure.legend(handles=[matplotlib.lines.Line2D([], [], color=colors[n % len(colors)], linewidth=2, label=name)
                            for n, name in enumerate(variants)],
                   loc="outside lower center", ncol=min(len(variants), 4) or 1, fontsize=8, title="variant (colour)")
-    _save_figure(figure, png_path, svg_path)
-    return figure
 
 
 def _time_series(axes: Any, rows: Sequence[dict[str, Any]], metric: str, side: str, label: str, color: str, line: str,
@@ -823,20 +830,22 @@ def _save_figure(figure: Any, png_path: str | os.PathLike[str], svg_path: str | 
     for path, fmt in ((png_path, "png"), (svg_path, "svg")):
         with atomic.atomic_path(path) as tmp:
             figure.savefig(tmp, format=fmt, dpi=130, metadata={"Date": None} if fmt == "svg" else None)
-    plt.close(figure)
 
 
 # ---------------------------------------------------------------- writing
 
 
 def write_comparison(result: Comparison, out: str | os.PathLike[str]) -> list[Path]:
-    """comparison.md/.csv/.json/.png/.svg in `out` (created), each written atomically."""
+    """comparison.md/.csv/.json/.png/.svg in `out` (created), as a set.
+
+    All five are written into a temporary folder beside `out` and moved in only when every one exists; a failure
+    on the way (in the figure, say) leaves `out` as it was. Other files in `out` are not touched.
+    """
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / name for name in OUTPUT_NAMES]
-    markdown_path, csv_path, json_path, png_path, svg_path = paths
-    atomic.write_text(markdown_path, markdown(result))
-    tables.write_csv(csv_path, result.rows)
-    atomic.write_json(json_path, result.as_json())
-    comparison_figure(result, png_path, svg_path)
-    return paths
+    with atomic.staged_folder(out, OUTPUT_NAMES) as staging:
+        markdown_path, csv_path, json_path, png_path, svg_path = (staging / name for name in OUTPUT_NAMES)
+        atomic.write_text(markdown_path, markdown(result))
+        tables.write_csv(csv_path, result.rows)
+        atomic.write_json(json_path, result.as_json())
+        comparison_figure(result, png_path, svg_path)
+    return [out / name for name in OUTPUT_NAMES]
