@@ -696,11 +696,13 @@ def test_cli_exits_2_with_one_line_naming_the_missing_file(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-def test_cli_refuses_an_output_folder_inside_a_results_folder(tmp_path):
-    folder = make_results(tmp_path, "run")
+def test_cli_refuses_an_output_folder_inside_a_results_folder(tmp_path, capsys):
+    laptop, server = make_results(tmp_path, "laptop"), make_results(tmp_path, "server")
     with pytest.raises(SystemExit) as exited:
-        compare_results.main([str(folder), str(folder), "--out", str(folder / "cmp")])
+        compare_results.main([str(laptop), str(server), "--out", str(server / "cmp")])
     assert exited.value.code == 2
+    assert f"error: --out {server / 'cmp'} is inside the results folder {server}" in capsys.readouterr().err
+    assert not (server / "cmp").exists()
 
 
 def test_cli_runs_as_a_script_from_another_directory(tmp_path, repo):
@@ -710,6 +712,31 @@ def test_cli_runs_as_a_script_from_another_directory(tmp_path, repo):
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip() == "error: /nonexistent: no such folder (expected an accel-choice results/ folder)"
+
+
+def test_cli_refuses_an_existing_file_as_out(tmp_path, capsys):
+    laptop, server = make_results(tmp_path, "laptop"), make_results(tmp_path, "server")
+    out = tmp_path / "comparison.md"
+    out.write_text("mine\n")
+    with pytest.raises(SystemExit) as exited:
+        compare_results.main([str(laptop), str(server), "--out", str(out)])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(f"error: --out {out} is a file; give a folder")
+    assert out.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("second", ["run", "./run", "link", "../here/run"])
+def test_cli_refuses_the_same_folder_twice_however_it_is_spelled(tmp_path, monkeypatch, capsys, second):
+    folder = make_results(tmp_path / "here", "run")
+    (tmp_path / "here" / "link").symlink_to("run")
+    monkeypatch.chdir(tmp_path / "here")
+    with pytest.raises(SystemExit) as exited:
+        compare_results.main(["run", second, "--out", "cmp"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(
+        f"error: RESULTS_A and RESULTS_B are the same folder ({folder.resolve()}): every ratio would be 1 by "
+        "construction; compare two runs")
+    assert not (tmp_path / "here" / "cmp").exists()
 
 
 def _draw_then_fail(axes, *args) -> None:

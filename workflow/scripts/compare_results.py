@@ -15,7 +15,7 @@ Exit codes:
        finite number, min > median or median > max, a batch size that is not a positive integer, a string or
        boolean where a number belongs, a missing value, NaN or Infinity anywhere in a JSON file); then the row
        (counted from 0) and the field are named too. Or, from argparse with its usage line: DIR inside a results
-       folder, or equal labels.
+       folder, DIR an existing file, RESULTS_A and RESULTS_B the same folder, or equal labels.
 """
 
 from __future__ import annotations
@@ -40,6 +40,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.label_a == args.label_b:
         parser.error(f"--label-a and --label-b are both {args.label_a!r}; ratios would not say which side is which")
+    same = args.results_a.resolve()
+    if same == args.results_b.resolve():
+        parser.error(f"RESULTS_A and RESULTS_B are the same folder ({same}): every ratio would be 1 by construction; "
+                     "compare two runs")
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"--out {args.out} is a file; give a folder")
     for folder in (args.results_a, args.results_b):
         if args.out.resolve().is_relative_to(folder.resolve()):
             # Writing into an archived folder would break its MANIFEST.sha256.
