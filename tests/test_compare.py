@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import copy
 import csv
+import errno
 import json
+import math
+import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -434,6 +438,192 @@ def test_a_damaged_table_is_refused_naming_it(tmp_path):
         compare.load_results(folder, "a")
 
 
+# ---------------------------------------------------------------- bad values
+
+
+SECONDS = "expected a positive finite number of seconds"
+FASTPATH_32 = "row 1 (cpu fastpath B=32)"  # the CPU table's rows: (batch size, loader) sorted
+
+
+def _edit_json(folder: Path, name: str, edit: Callable[[Any], Any]) -> None:
+    """Change a table in place; json.dumps writes NaN and inf as the literals NaN and Infinity."""
+    document = json.loads((folder / name).read_text())
+    edit(document)
+    (folder / name).write_text(json.dumps(document))
+
+
+def _set(part: str, row: int, key: str, value: Any) -> Callable[[Any], Any]:
+    return lambda document: document[part][row].__setitem__(key, value)
+
+
+def _edit_csv_cell(path: Path, row: int, key: str, text: str) -> None:
+    with open(path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    rows[row][key] = text
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _old_outputs(out: Path) -> dict[str, tuple[bytes | None, int]]:
+    """An --out from an earlier call (part of a set, and a file of the user's), dated in the past."""
+    out.mkdir(parents=True)
+    for name in ("comparison.md", "comparison.png", "comparison.svg", "notes.txt"):
+        (out / name).write_text(f"earlier {name}\n")
+        os.utime(out / name, ns=(1_600_000_000 * 10**9, 1_600_000_000 * 10**9))
+    return _snapshot(out)
+
+
+def _snapshot(out: Path) -> dict[str, tuple[bytes | None, int]]:
+    return {p.name: (p.read_bytes() if p.is_file() else None, p.stat().st_mtime_ns) for p in out.iterdir()}
+
+
+def _assert_as_it_was(out: Path, before: dict[str, tuple[bytes | None, int]] | None) -> None:
+    """Contents and mtimes as before (or still no folder), and no temporary folder left beside it."""
+    if before is None:
+        assert not out.exists()
+    else:
+        assert _snapshot(out) == before
+    assert sorted(p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}.")) == []
+
+
+@pytest.mark.parametrize("value, shown", [
+    (-1.0, "is -1.0"), (0, "is 0"), (math.nan, "is nan"), (math.inf, "is inf"), ("0.01", "is the string '0.01'"),
+    (True, "is True (a boolean)"), (None, "has no value"),
+], ids=["negative", "zero", "nan", "inf", "string", "bool", "null"])
+def test_a_bad_epoch_time_exits_2_naming_file_row_and_field_and_leaves_out_as_it_was(tmp_path, capsys, value, shown):
+    good, bad = make_results(tmp_path, "laptop"), make_results(tmp_path, "server")
+    _edit_json(bad, compare.CPU_TABLE, _set("table", 1, "epoch_s_median", value))
+    out = tmp_path / "cmp"
+    before = _old_outputs(out)
+    assert compare_results.main([str(good), str(bad), "--out", str(out)]) == 2
+    expected = f"error: {bad / compare.CPU_TABLE}: {FASTPATH_32}: epoch_s_median {shown}; {SECONDS}\n"
+    assert capsys.readouterr().err == expected
+    _assert_as_it_was(out, before)
+
+
+@pytest.mark.parametrize("in_decision", [True, False], ids=["decision.json", "full_path.csv"])
+def test_a_bad_full_path_total_exits_2_naming_file_row_and_field(tmp_path, capsys, in_decision):
+    good, bad = make_results(tmp_path, "laptop"), make_results(tmp_path, "server", full_path_in_decision=in_decision)
+    if in_decision:
+        name, row = compare.DECISION, "full_path row 2"
+        _edit_json(bad, name, _set("full_path", 2, "total_s", -0.5))
+    else:
+        name, row = compare.FULL_PATH_CSV, "row 2"
+        _edit_csv_cell(bad / name, 2, "total_s", "-0.5")
+    out = tmp_path / "cmp"
+    before = _old_outputs(out)
+    assert compare_results.main([str(bad), str(good), "--out", str(out)]) == 2
+    expected = f"error: {bad / name}: {row} (csv, cpu fastpath B=32): total_s is -0.5; {SECONDS}\n"
+    assert capsys.readouterr().err == expected
+    _assert_as_it_was(out, before)
+
+
+def test_a_bad_samples_per_s_exits_2_from_the_script(tmp_path, repo):
+    good, bad = make_results(tmp_path, "laptop", gpu=True), make_results(tmp_path, "server", gpu=True)
+    _edit_json(bad, compare.GPU_TABLE, _set("table", 0, "samples_per_s", -3.0))
+    out = tmp_path / "cmp"
+    before = _old_outputs(out)
+    script = repo / "workflow" / "scripts" / "compare_results.py"
+    done = subprocess.run([sys.executable, str(script), str(good), str(bad), "--out", str(out)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (f"error: {bad / compare.GPU_TABLE}: row 0 (cuda fp16 streamed fastpath B=32): samples_per_s "
+                           "is -3.0; expected a positive finite number of samples per second\n")
+    _assert_as_it_was(out, before)
+
+
+@pytest.mark.parametrize("name, part, row, key, value, message", [
+    (compare.CPU_TABLE, "table", 1, "epoch_s_min", 1.0,
+     f"{FASTPATH_32}: epoch_s_min 1.0 > epoch_s_median 0.04; a damaged record (min <= median <= max must hold)"),
+    (compare.CPU_TABLE, "table", 1, "epoch_s_max", 0.001, f"{FASTPATH_32}: epoch_s_median 0.04 > epoch_s_max 0.001"),
+    (compare.CPU_TABLE, "table", 1, "samples_per_s_max", 1.0,
+     f"{FASTPATH_32}: samples_per_s 51200.0 > samples_per_s_max 1.0"),
+    (compare.CPU_TABLE, "table", 1, "batch_size", True, "batch_size is True (a boolean); expected a positive integer"),
+    (compare.CPU_TABLE, "table", 1, "batch_size", 32.0, "batch_size is 32.0; expected a positive integer"),
+    (compare.CPU_TABLE, "table", 1, "batch_size", 0, "batch_size is 0; expected a positive integer"),
+    (compare.CPU_TABLE, "table", 1, "loader", ["fastpath"],
+     'loader is a list (["fastpath"]); expected a non-empty string'),
+    (compare.CPU_TABLE, "table", 1, "device", None, "device has no value; expected a non-empty string"),
+    (compare.CPU_TABLE, "table", 1, "noisy", "no", f"{FASTPATH_32}: noisy is the string 'no'; expected true or false"),
+    (compare.CPU_TABLE, "table", 1, "noisy", 0, "noisy is 0; expected true or false"),
+    (compare.CPU_TABLE, "table", 1, "threads", ["1"],
+     'threads is a list (["1"]); expected a thread count or a list of them'),
+    (compare.CPU_TABLE, "table", 1, "contaminated", 2, "contaminated is 2; expected a list"),
+    (compare.CPU_TABLE, "table", 1, "epoch_s_iqr", math.nan,
+     "table[1].epoch_s_iqr is NaN; expected a finite number (NaN and infinity cannot be compared)"),
+    (compare.DECISION, "full_path", 2, "startup_s", -0.1,
+     "full_path row 2 (csv, cpu fastpath B=32): startup_s is -0.1; expected a finite number of seconds >= 0, or none"),
+    (compare.DECISION, "full_path", 2, "total_min_s", 9.0, "total_min_s 9.0 > total_s"),
+    (compare.DECISION, "full_path", 2, "format", 7, "format is 7; expected a non-empty string"),
+    (compare.DECISION, "full_path", 2, "noisy", "yes", "noisy is the string 'yes'; expected true or false"),
+    (compare.ENVIRONMENT, "quick", 0, "logical_cores", math.inf,
+     "quick.logical_cores is Infinity; expected a finite number (NaN and infinity cannot be compared)"),
+])
+def test_a_damaged_value_is_refused_naming_the_file_and_the_field(tmp_path, name, part, row, key, value, message):
+    folder = make_results(tmp_path, "run")
+    edit = (lambda d: d[part].__setitem__(key, value)) if part == "quick" else _set(part, row, key, value)
+    _edit_json(folder, name, edit)
+    with pytest.raises(compare.DamagedRecord) as refused:
+        compare.load_results(folder, "a")
+    text = str(refused.value)
+    assert text.startswith(f"{folder / name}: ") and message in text, text
+    assert isinstance(refused.value, compare.NotAResultsFolder)
+
+
+def test_a_bad_non_finite_run_and_a_bad_verdict_are_refused(tmp_path):
+    folder = make_results(tmp_path, "run", gpu=True, non_finite=True)
+    _edit_json(folder, compare.GPU_TABLE, _set("non_finite", 0, "batch_size", "32"))
+    with pytest.raises(compare.DamagedRecord, match=r"gpu_training\.json: non_finite row 0 \(cuda fp16 streamed fastpath "
+                                                    r"B=32\): batch_size is the string '32'; expected a positive integer$"):
+        compare.load_results(folder, "a")
+    folder = make_results(tmp_path, "other")
+    _edit_json(folder, compare.DECISION, lambda d: d.__setitem__("verdict", "GPU"))
+    with pytest.raises(compare.DamagedRecord, match=r"decision\.json: verdict is the string 'GPU'; expected an object$"):
+        compare.load_results(folder, "a")
+
+
+def test_nan_in_the_config_is_refused_naming_the_key(tmp_path):
+    folder = make_results(tmp_path, "run", config=_with(CONFIG, "model.lr", math.nan))
+    assert "lr: .nan" in (folder / compare.CONFIG).read_text()
+    with pytest.raises(compare.DamagedRecord, match=r"config\.yaml: model\.lr is NaN; expected a finite number"):
+        compare.load_results(folder, "a")
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda lines: lines[:3] + [lines[3] + ",extra"] + lines[4:], "row 2 has more cells than the header"),
+    (lambda lines: lines[:3] + [lines[3].split(",", 1)[0]] + lines[4:], "row 2 (csv, None None None None B=None): "
+                                                                        "device has no value"),
+], ids=["long row", "short row"])
+def test_a_full_path_csv_row_of_the_wrong_length_is_refused(tmp_path, edit, message):
+    folder = make_results(tmp_path, "run", full_path_in_decision=False)
+    path = folder / compare.FULL_PATH_CSV
+    path.write_text("\n".join(edit(path.read_text().splitlines())) + "\n")
+    with pytest.raises(compare.NotAResultsFolder) as refused:
+        compare.load_results(folder, "a")
+    assert str(refused.value).startswith(f"{path}: {message}")
+
+
+def test_optional_values_may_be_empty_or_absent(tmp_path):
+    """What today's code treats as optional stays optional: start-up (CPU rows carry 0, a CSV cell may be empty),
+    a full-path row's noisy flag, the training rows' threads and contaminated."""
+    folder = make_results(tmp_path, "run")
+
+    def strip(document: dict[str, Any]) -> None:
+        for row in document["full_path"]:
+            row["startup_s"] = None
+            del row["noisy"]
+    _edit_json(folder, compare.DECISION, strip)
+    _edit_json(folder, compare.CPU_TABLE,
+               lambda document: [(row.pop("threads"), row.pop("contaminated")) for row in document["table"]])
+    side = compare.load_results(folder, "a")
+    assert all(row["startup_s"] is None for row in side.full_path)
+    result = _compare(make_results(tmp_path, "other"), folder)
+    assert all(row["startup_s_b"] is None for row in result.rows) and result.fastest["b"]["startup_s"] is None
+
+
+
 # ---------------------------------------------------------------- outputs and the CLI
 
 
@@ -506,11 +696,111 @@ def test_cli_exits_2_with_one_line_naming_the_missing_file(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-def test_cli_refuses_an_output_folder_inside_a_results_folder(tmp_path):
-    folder = make_results(tmp_path, "run")
+def test_cli_refuses_an_output_folder_inside_a_results_folder(tmp_path, capsys):
+    laptop, server = make_results(tmp_path, "laptop"), make_results(tmp_path, "server")
     with pytest.raises(SystemExit) as exited:
-        compare_results.main([str(folder), str(folder), "--out", str(folder / "cmp")])
+        compare_results.main([str(laptop), str(server), "--out", str(server / "cmp")])
     assert exited.value.code == 2
+    assert f"error: --out {server / 'cmp'} is inside the results folder {server}" in capsys.readouterr().err
+    assert not (server / "cmp").exists()
+
+
+def test_cli_runs_as_a_script_from_another_directory(tmp_path, repo):
+    folder = make_results(tmp_path, "run")
+    script = repo / "workflow" / "scripts" / "compare_results.py"
+    done = subprocess.run([sys.executable, str(script), str(folder), "/nonexistent", "--out", str(tmp_path / "out")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip() == "error: /nonexistent: no such folder (expected an accel-choice results/ folder)"
+
+
+def test_cli_refuses_an_existing_file_as_out(tmp_path, capsys):
+    laptop, server = make_results(tmp_path, "laptop"), make_results(tmp_path, "server")
+    out = tmp_path / "comparison.md"
+    out.write_text("mine\n")
+    with pytest.raises(SystemExit) as exited:
+        compare_results.main([str(laptop), str(server), "--out", str(out)])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(f"error: --out {out} is a file; give a folder")
+    assert out.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("second", ["run", "./run", "link", "../here/run"])
+def test_cli_refuses_the_same_folder_twice_however_it_is_spelled(tmp_path, monkeypatch, capsys, second):
+    folder = make_results(tmp_path / "here", "run")
+    (tmp_path / "here" / "link").symlink_to("run")
+    monkeypatch.chdir(tmp_path / "here")
+    with pytest.raises(SystemExit) as exited:
+        compare_results.main(["run", second, "--out", "cmp"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(
+        f"error: RESULTS_A and RESULTS_B are the same folder ({folder.resolve()}): every ratio would be 1 by "
+        "construction; compare two runs")
+    assert not (tmp_path / "here" / "cmp").exists()
+
+
+def _draw_then_fail(axes, *args) -> None:
+    raise RuntimeError("drawing failed")
+
+
+def _png_then_fail(result, png_path, svg_path) -> None:
+    Path(png_path).write_bytes(b"\x89PNG half a figure")  # four of five outputs exist, the SVG never does
+    raise RuntimeError("drawing failed")
+
+
+@pytest.mark.parametrize("earlier", [True, False], ids=["earlier outputs", "no folder yet"])
+@pytest.mark.parametrize("name, failing", [("_style_ratios", _draw_then_fail), ("comparison_figure", _png_then_fail)])
+def test_a_failure_while_drawing_the_figure_leaves_out_as_it_was(tmp_path, monkeypatch, earlier, name, failing):
+    laptop, server = make_results(tmp_path, "laptop"), make_results(tmp_path, "server", scale=0.5)
+    out = tmp_path / "cmp"
+    before = _old_outputs(out) if earlier else None
+    monkeypatch.setattr(compare, name, failing)
+    with pytest.raises(RuntimeError, match="drawing failed"):
+        compare_results.main([str(laptop), str(server), "--out", str(out)])
+    _assert_as_it_was(out, before)
+
+
+def test_a_failure_while_moving_the_set_into_out_puts_back_what_was_moved(tmp_path, monkeypatch, capsys):
+    laptop, server = make_results(tmp_path, "laptop"), make_results(tmp_path, "server", scale=0.5)
+    out = tmp_path / "cmp"
+    before = _old_outputs(out)
+    replace = os.replace
+
+    def disk_full_at_the_json(source, target):
+        # comparison.md (replacing the earlier one) and comparison.csv (new) are in by then.
+        if Path(target) == out / "comparison.json":
+            raise OSError(errno.ENOSPC, "No space left on device", str(target))
+        replace(source, target)
+    monkeypatch.setattr(os, "replace", disk_full_at_the_json)
+    assert compare_results.main([str(laptop), str(server), "--out", str(out)]) == 1
+    assert capsys.readouterr().err == (f"error: cannot write the comparison into {out} ({out / 'comparison.json'}: "
+                                       f"No space left on device); {out} is left as it was\n")
+    _assert_as_it_was(out, before)
+
+
+def test_a_comparison_name_in_out_that_is_not_a_file_is_not_replaced(tmp_path, capsys):
+    laptop, server = make_results(tmp_path, "laptop"), make_results(tmp_path, "server", scale=0.5)
+    out = tmp_path / "cmp"
+    _old_outputs(out)
+    (out / "comparison.json").mkdir()
+    (out / "comparison.json" / "kept.txt").write_text("the user's\n")
+    before = _snapshot(out)
+    assert compare_results.main([str(laptop), str(server), "--out", str(out)]) == 1
+    assert capsys.readouterr().err == (f"error: cannot write the comparison into {out} ({out / 'comparison.json'} exists "
+                                       f"and is not a plain file; not replaced); {out} is left as it was\n")
+    _assert_as_it_was(out, before)
+    assert (out / "comparison.json" / "kept.txt").read_text() == "the user's\n"
+
+
+def test_cli_replaces_its_own_outputs_and_keeps_other_files(tmp_path):
+    laptop, server = make_results(tmp_path, "laptop"), make_results(tmp_path, "server", scale=0.5)
+    out = tmp_path / "cmp"
+    before = _old_outputs(out)
+    assert compare_results.main([str(laptop), str(server), "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted((*compare.OUTPUT_NAMES, "notes.txt"))
+    assert _snapshot(out)["notes.txt"] == before["notes.txt"]
+    assert (out / "comparison.md").read_text().startswith("# Comparison: A (A) vs B (B)")
+    _assert_as_it_was(out, _snapshot(out))
 
 
 def test_cli_runs_as_a_script_from_another_directory(tmp_path, repo):

@@ -6,8 +6,9 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,56 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+@contextlib.contextmanager
+def staged_folder(folder: str | os.PathLike[str], names: Sequence[str]) -> Iterator[Path]:
+    """Yield an empty temporary folder beside `folder`; on success move the files `names` from it into `folder`.
+
+    All or nothing: when the block raises or leaves one of `names` unwritten, `folder` is left as it was (it is
+    created only when the files move). The temporary folder shares the parent, so each move is a rename on one
+    file system; should one fail part-way, the files already moved are put back. Files in `folder` other than
+    `names` are never touched, and a name there that is not a plain file (a folder, a symlink) is refused
+    rather than replaced. The temporary folder is removed in every case.
+    """
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
+    try:
+        yield staging
+        unwritten = [name for name in names if not (staging / name).is_file()]
+        if unwritten:
+            raise FileNotFoundError(f"{staging}: {', '.join(unwritten)} not written; nothing moved into {folder}")
+        _move_set(staging, folder, names)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _move_set(staging: Path, folder: Path, names: Sequence[str]) -> None:
+    for name in names:
+        target = folder / name
+        if target.is_symlink() or (target.exists() and not target.is_file()):
+            raise FileExistsError(f"{target} exists and is not a plain file; not replaced")
+    created = not folder.exists()
+    folder.mkdir(exist_ok=True)
+    earlier = Path(tempfile.mkdtemp(prefix=".earlier.", dir=staging))  # the files replaced, until all are in
+    moved: list[str] = []
+    try:
+        for name in names:
+            if (folder / name).exists():
+                os.replace(folder / name, earlier / name)
+            moved.append(name)
+            os.replace(staging / name, folder / name)
+    except BaseException:
+        for name in reversed(moved):
+            if (earlier / name).exists():
+                os.replace(earlier / name, folder / name)
+            else:
+                (folder / name).unlink(missing_ok=True)
+        if created:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
 
 
 def _current_umask() -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from . import archive, atomic, envinfo, tables  # noqa: E402
+from . import compare_checks as checks  # noqa: E402
 from .aggregate import VARIANT_KEYS  # noqa: E402
+from .compare_checks import (FULL_PATH_METRIC, TRAINING_METRICS, DamagedRecord, NotAResultsFolder,  # noqa: E402,F401
+                             incomplete, variant_name)
 from .report import table  # noqa: E402
 
 MANIFEST = archive.MANIFEST_NAME
@@ -35,15 +38,6 @@ ENVIRONMENT = "env/collect_env.json"
 PROVENANCE = "provenance.json"
 OUTPUT_NAMES = ("comparison.md", "comparison.csv", "comparison.json", "comparison.png", "comparison.svg")
 
-TRAINING_ROW_KEYS = (*VARIANT_KEYS, "epoch_s_median", "epoch_s_min", "epoch_s_max", "samples_per_s",
-                     "samples_per_s_min", "samples_per_s_max", "noisy")
-FULL_PATH_ROW_KEYS = ("format", *VARIANT_KEYS, "total_s", "total_min_s", "total_max_s")
-# (name in the outputs, median key, min key, max key) of a training row; the full path is added separately.
-TRAINING_METRICS = (
-    ("epoch_s", "epoch_s_median", "epoch_s_min", "epoch_s_max"),
-    ("samples_per_s", "samples_per_s", "samples_per_s_min", "samples_per_s_max"),
-)
-FULL_PATH_METRIC = ("full_path_s", "total_s", "total_min_s", "total_max_s")
 PREFERRED_FORMAT = "parquet"
 
 # Config keys whose difference makes timings incomparable, and why.
@@ -72,10 +66,6 @@ FAIRNESS_CONFIG = {
 # collect_env fields worth a row of their own; the quick record covers the rest.
 COLLECT_ENV_KEYS = ("torch_version", "cuda_compiled_version", "cuda_runtime_version", "nvidia_gpu_models",
                     "nvidia_driver_version", "cudnn_version", "os", "is_cuda_available")
-
-
-class NotAResultsFolder(ValueError):
-    """A folder that cannot be compared; the message names the file and fits on one line."""
 
 
 @dataclass(frozen=True)
@@ -139,16 +129,20 @@ class Comparison:
 
 
 def load_results(path: str | os.PathLike[str], label: str) -> ResultsFolder:
-    """Read one results folder; raise NotAResultsFolder naming the first missing or bad file."""
+    """Read one results folder; raise NotAResultsFolder naming the first missing or bad file.
+
+    Every value the comparison computes with is checked first (`compare_checks`): a bad one is a DamagedRecord,
+    a NotAResultsFolder that names the file, the row and the field.
+    """
     folder = Path(path)
     if not folder.is_dir():
         raise NotAResultsFolder(f"{folder}: no such folder (expected an accel-choice results/ folder)")
-    cpu = _training_document(folder, CPU_TABLE)
+    cpu = _json(folder, CPU_TABLE, checks.training_document)
     if not cpu["table"]:
-        raise _missing(folder, CPU_TABLE, "has no rows")
-    gpu = _training_document(folder, GPU_TABLE) if (folder / GPU_TABLE).exists() else {"table": [], "non_finite": []}
-    decision = _read_json(folder, DECISION) if (folder / DECISION).exists() else None
-    environment = _environment(folder)
+        raise incomplete(folder, CPU_TABLE, "has no rows")
+    has_gpu_table = (folder / GPU_TABLE).exists()
+    gpu = _json(folder, GPU_TABLE, checks.training_document) if has_gpu_table else {"table": [], "non_finite": []}
+    decision = _json(folder, DECISION, checks.decision_document) if (folder / DECISION).exists() else None
     return ResultsFolder(
         label=label,
         path=folder,
@@ -156,22 +150,18 @@ def load_results(path: str | os.PathLike[str], label: str) -> ResultsFolder:
         training=cpu["table"] + gpu["table"],
         non_finite=list(cpu.get("non_finite") or []) + list(gpu.get("non_finite") or []),
         full_path=_full_path(folder, decision),
-        environment=environment,
+        environment=_json(folder, ENVIRONMENT, checks.environment_document),
         table_environment=cpu.get("environment") if isinstance(cpu.get("environment"), dict) else None,
-        verdict=decision.get("verdict") if isinstance(decision, dict) else None,
-        provenance=_provenance(folder),
-        has_gpu_table=(folder / GPU_TABLE).exists(),
+        verdict=decision.get("verdict") if decision else None,
+        provenance=_json(folder, PROVENANCE, checks.object_document) if (folder / PROVENANCE).exists() else None,
+        has_gpu_table=has_gpu_table,
         manifest=verify_manifest(folder),
     )
 
 
-def _missing(folder: Path, name: str, why: str = "missing") -> NotAResultsFolder:
-    return NotAResultsFolder(f"{folder / name}: {why}; {folder} is not a complete accel-choice results folder")
-
-
 def _read_json(folder: Path, name: str) -> Any:
     if not (folder / name).is_file():
-        raise _missing(folder, name)
+        raise incomplete(folder, name)
     try:
         return atomic.read_json(folder / name)
     except ValueError as err:
@@ -180,59 +170,53 @@ def _read_json(folder: Path, name: str) -> Any:
         raise NotAResultsFolder(f"{folder / name}: cannot be read ({err.strerror})") from err
 
 
+def _json(folder: Path, name: str, check: Callable[[Any, Path, str], None]) -> Any:
+    """A JSON document of the folder, after `check` (one of compare_checks' document checks) accepted it."""
+    document = _read_json(folder, name)
+    check(document, folder, name)
+    return document
+
+
 def _config(folder: Path) -> dict[str, Any]:
     if not (folder / CONFIG).is_file():
-        raise _missing(folder, CONFIG)
+        raise incomplete(folder, CONFIG)
     try:
         config = yaml.safe_load((folder / CONFIG).read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise NotAResultsFolder(f"{folder / CONFIG}: not valid YAML ({' '.join(str(err).split())})") from err
     except OSError as err:
         raise NotAResultsFolder(f"{folder / CONFIG}: cannot be read ({err.strerror})") from err
-    if not isinstance(config, dict):
-        raise _missing(folder, CONFIG, "not a configuration mapping")
+    checks.object_document(config, folder, CONFIG)
     return config
 
 
-def _training_document(folder: Path, name: str) -> dict[str, Any]:
-    document = _read_json(folder, name)
-    if not isinstance(document, dict) or not isinstance(document.get("table"), list):
-        raise _missing(folder, name, "not an aggregated training table (no 'table' list)")
-    _require_row_keys(document["table"], TRAINING_ROW_KEYS, folder, name)
-    return document
-
-
-def _require_row_keys(rows: Sequence[Any], keys: Sequence[str], folder: Path, name: str) -> None:
-    for number, row in enumerate(rows):
-        missing = [key for key in keys if not isinstance(row, dict) or key not in row]
-        if missing:
-            raise _missing(folder, name, f"row {number} lacks {', '.join(missing)}")
-
-
-def _environment(folder: Path) -> dict[str, Any]:
-    environment = _read_json(folder, ENVIRONMENT)
-    if not isinstance(environment, dict) or not isinstance(environment.get("quick"), dict):
-        raise _missing(folder, ENVIRONMENT, "not an environment record (no 'quick' part)")
-    return environment
-
-
-def _full_path(folder: Path, decision: Any) -> list[dict[str, Any]]:
-    if isinstance(decision, dict) and isinstance(decision.get("full_path"), list):
-        rows, source = decision["full_path"], DECISION
-    elif (folder / FULL_PATH_CSV).is_file():
-        rows, source = _read_csv(folder / FULL_PATH_CSV), FULL_PATH_CSV
-    else:
-        raise _missing(folder, FULL_PATH_CSV, f"missing, and there is no full_path in {DECISION} either")
-    _require_row_keys(rows, FULL_PATH_ROW_KEYS, folder, source)
+def _full_path(folder: Path, decision: dict[str, Any] | None) -> list[dict[str, Any]]:
+    if decision and isinstance(decision.get("full_path"), list):
+        return decision["full_path"]  # checked with decision.json
+    if not (folder / FULL_PATH_CSV).is_file():
+        raise incomplete(folder, FULL_PATH_CSV, f"missing, and there is no full_path in {DECISION} either")
+    rows = _read_csv(folder, FULL_PATH_CSV)
+    checks.full_path_rows(rows, folder, FULL_PATH_CSV)
     return rows
 
 
-def _read_csv(path: Path) -> list[dict[str, Any]]:
-    with open(path, newline="", encoding="utf-8") as handle:
-        return [{key: _csv_value(value) for key, value in row.items()} for row in csv.DictReader(handle)]
+def _read_csv(folder: Path, name: str) -> list[dict[str, Any]]:
+    try:
+        with open(folder / name, newline="", encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+    except (UnicodeDecodeError, csv.Error) as err:
+        raise NotAResultsFolder(f"{folder / name}: not a valid CSV table ({err})") from err
+    except OSError as err:
+        raise NotAResultsFolder(f"{folder / name}: cannot be read ({err.strerror})") from err
+    for number, row in enumerate(rows):
+        if None in row:  # csv.DictReader's key for cells beyond the header
+            raise incomplete(folder, name, f"row {number} has more cells than the header")
+    return [{key: _csv_value(value) for key, value in row.items()} for row in rows]
 
 
-def _csv_value(text: str) -> Any:
+def _csv_value(text: str | None) -> Any:
+    if text is None:  # a row shorter than the header
+        return None
     if text in ("True", "False"):
         return text == "True"
     for kind in (int, float):
@@ -241,15 +225,6 @@ def _csv_value(text: str) -> Any:
         except ValueError:
             pass
     return None if text == "" else text
-
-
-def _provenance(folder: Path) -> dict[str, Any] | None:
-    if not (folder / PROVENANCE).exists():
-        return None
-    provenance = _read_json(folder, PROVENANCE)
-    if not isinstance(provenance, dict):
-        raise _missing(folder, PROVENANCE, "not a JSON object")
-    return provenance
 
 
 # ---------------------------------------------------------------- manifest
@@ -276,12 +251,6 @@ def verify_manifest(folder: Path) -> ManifestCheck:
 
 def variant_key(row: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(row[key] for key in VARIANT_KEYS)
-
-
-def variant_name(row: dict[str, Any]) -> str:
-    if row["device"] == "cpu":
-        return f"cpu {row['loader']}"
-    return f"{row['device']} {row['precision']} {row['placement']} {row['loader']}"
 
 
 def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -744,8 +713,17 @@ SIDE_STYLES = (("a", "-", "o"), ("b", "--", "s"))  # A solid circles, B dashed s
 def comparison_figure(result: Comparison, png_path: str | os.PathLike[str], svg_path: str | os.PathLike[str]) -> Any:
     """2×2 panels: each side's epoch time and full-path time (top), the ratios B/A of epoch time, full-path time
     and samples/s (bottom). Writes the PNG and SVG and returns the (closed) matplotlib Figure, for inspection."""
-    a, b = (side["label"] for side in result.sides)
     figure, grid = plt.subplots(2, 2, figsize=(14, 10), layout="constrained")
+    try:
+        _draw(figure, grid, result)
+        _save_figure(figure, png_path, svg_path)
+    finally:
+        plt.close(figure)
+    return figure
+
+
+def _draw(figure: Any, grid: Any, result: Comparison) -> None:
+    a, b = (side["label"] for side in result.sides)
     (epoch, path), ratios = grid
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     variants = sorted({variant_name(r) for r in result.rows})
@@ -768,8 +746,6 @@ def comparison_figure(result: Comparison, png_path: str | os.PathLike[str], svg_
     figure.legend(handles=[matplotlib.lines.Line2D([], [], color=colors[n % len(colors)], linewidth=2, label=name)
                            for n, name in enumerate(variants)],
                   loc="outside lower center", ncol=min(len(variants), 4) or 1, fontsize=8, title="variant (colour)")
-    _save_figure(figure, png_path, svg_path)
-    return figure
 
 
 def _time_series(axes: Any, rows: Sequence[dict[str, Any]], metric: str, side: str, label: str, color: str, line: str,
@@ -854,20 +830,22 @@ def _save_figure(figure: Any, png_path: str | os.PathLike[str], svg_path: str | 
     for path, fmt in ((png_path, "png"), (svg_path, "svg")):
         with atomic.atomic_path(path) as tmp:
             figure.savefig(tmp, format=fmt, dpi=130, metadata={"Date": None} if fmt == "svg" else None)
-    plt.close(figure)
 
 
 # ---------------------------------------------------------------- writing
 
 
 def write_comparison(result: Comparison, out: str | os.PathLike[str]) -> list[Path]:
-    """comparison.md/.csv/.json/.png/.svg in `out` (created), each written atomically."""
+    """comparison.md/.csv/.json/.png/.svg in `out` (created), as a set.
+
+    All five are written into a temporary folder beside `out` and moved in only when every one exists; a failure
+    on the way (in the figure, say) leaves `out` as it was. Other files in `out` are not touched.
+    """
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / name for name in OUTPUT_NAMES]
-    markdown_path, csv_path, json_path, png_path, svg_path = paths
-    atomic.write_text(markdown_path, markdown(result))
-    tables.write_csv(csv_path, result.rows)
-    atomic.write_json(json_path, result.as_json())
-    comparison_figure(result, png_path, svg_path)
-    return paths
+    with atomic.staged_folder(out, OUTPUT_NAMES) as staging:
+        markdown_path, csv_path, json_path, png_path, svg_path = (staging / name for name in OUTPUT_NAMES)
+        atomic.write_text(markdown_path, markdown(result))
+        tables.write_csv(csv_path, result.rows)
+        atomic.write_json(json_path, result.as_json())
+        comparison_figure(result, png_path, svg_path)
+    return [out / name for name in OUTPUT_NAMES]
