@@ -397,6 +397,30 @@ def test_own_table_runs_and_a_bad_one_fails_before_training(tmp_path: Path) -> N
     assert not (tmp_path / "results/northstar/cpu/bs64").exists()
 
 
+def test_own_table_with_inf_in_val_and_test_rows_stops_at_prepare_northstar(tmp_path: Path) -> None:
+    import numpy as np
+    import pandas as pd
+    from accel_choice.selection import stratified_split
+
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"a": rng.normal(size=200), "b": rng.normal(size=200)})
+    frame["late"] = (frame["a"] + rng.normal(size=200) > 0.8).astype(int)
+    # The rows the workflow will put into val and test (TINY's seed, the default ratios): the
+    # training rows are clean, so the standardiser alone would not notice.
+    labels = stratified_split(frame["late"].to_numpy(), {"train": 0.6, "val": 0.2, "test": 0.2}, TINY["seed"])
+    frame.loc[np.flatnonzero(labels == "val")[0], "a"] = np.inf
+    frame.loc[np.flatnonzero(labels == "test")[:2], "b"] = 1e39  # a float64, beyond float32: inf after the cast
+    frame.to_csv(tmp_path / "orders.csv", index=False)
+    own = {"path": str(tmp_path / "orders.csv"), "target": "late", "features": ["a", "b"]}
+    result = snakemake(tmp_path, changed(data={"northstar": {"table": own}}), "results/northstar/cpu/bs16/history.json")
+    assert result.returncode != 0
+    log = (tmp_path / "results/logs/prepare_northstar.log").read_text()
+    assert (f"{tmp_path / 'orders.csv'}: column(s) a (1 row), b (2 rows) hold values that are not finite as float32"
+            in log), log[-2000:]
+    assert not (tmp_path / "results/northstar/prepare.json").exists()
+    assert not (tmp_path / "results/northstar/cpu").exists()
+
+
 def test_changing_the_seed_reruns_everything(finished: Path) -> None:
     plan = planned_jobs(snakemake(finished, changed(seed=8), "-n"))
     assert plan == {
@@ -432,6 +456,9 @@ BAD_CONFIGS = [
     ("own table that does not exist",
      {"data": {"northstar": {"table": {"path": "/nonexistent/orders.csv", "target": "late", "features": ["a"]}}}},
      "data.northstar.table.path"),
+    ("own table path that is a directory",
+     {"data": {"northstar": {"table": {"path": str(REPO / "config"), "target": "late", "features": ["a"]}}}},
+     f"config key data.northstar.table.path: {REPO / 'config'} is a directory, not a file"),
 ]
 
 

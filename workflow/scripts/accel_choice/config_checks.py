@@ -95,13 +95,26 @@ def check_config(config: dict[str, Any]) -> None:
     _check_planner(config["planner"])
     table = config["data"]["northstar"]["table"]
     if table is not None:
-        if not os.path.isfile(table["path"]):
-            raise ConfigError(f"config key data.northstar.table.path: {table['path']} does not exist; allowed: a Parquet or CSV file")
+        _check_table_path(table["path"])
+        if table["target"] in table["features"]:
+            raise ConfigError(f"config key data.northstar.table.features: lists the target column {table['target']!r}, "
+                              "which would give the model the label it has to predict; allowed: feature columns other "
+                              "than data.northstar.table.target")
         return  # its row count is known only once the file is read (prepare_northstar checks it)
     train_rows = int(config["data"]["northstar"]["rows"] * split["train"])
     sizes = [*config["selection"]["batch_sizes"], config["selection"]["seed_batch_size"]]
     _check_at_most("selection.batch_sizes / selection.seed_batch_size", sizes, train_rows,
                    "the training split (data.northstar.rows × selection.split.train)")
+
+
+def _check_table_path(path: str) -> None:
+    key, allowed = "config key data.northstar.table.path", "allowed: a Parquet or CSV file"
+    if os.path.isdir(path):
+        raise ConfigError(f"{key}: {path} is a directory, not a file; {allowed}")
+    if not os.path.isfile(path):
+        raise ConfigError(f"{key}: {path} does not exist; {allowed}")
+    if os.path.getsize(path) == 0:
+        raise ConfigError(f"{key}: {path} is empty (0 bytes); {allowed} with a header and rows")
 
 
 def _check_planner(planner: dict[str, Any]) -> None:
