@@ -380,20 +380,23 @@ def test_own_table_runs_and_a_bad_one_fails_before_training(tmp_path: Path) -> N
     import pandas as pd
 
     rng = np.random.default_rng(0)
-    frame = pd.DataFrame({"a": rng.normal(size=200), "b": rng.normal(size=200)})
+    # A feature called "split", the name of the split labels prepare_northstar adds: they take another.
+    frame = pd.DataFrame({"a": rng.normal(size=200), "split": rng.normal(size=200)})
     frame["late"] = (frame["a"] + rng.normal(size=200) > 0.8).astype(int)
     frame.to_csv(tmp_path / "orders.csv", index=False)
-    own = {"path": str(tmp_path / "orders.csv"), "target": "late", "features": ["a", "b"]}
+    own = {"path": str(tmp_path / "orders.csv"), "target": "late", "features": ["a", "split"]}
     good = changed(data={"northstar": {"table": own}})
     result = snakemake(tmp_path, good, "results/northstar/cpu/bs16/history.json")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert read(tmp_path / "results/northstar/prepare.json")["source"]["kind"] == "user table"
+    prepare = read(tmp_path / "results/northstar/prepare.json")
+    assert prepare["source"]["kind"] == "user table" and prepare["split_column"] == "split_1"
+    assert read(tmp_path / "results/northstar/cpu/bs16/history.json")["test"]["rows"] == 40
 
-    frame.rename(columns={"b": "c"}).to_csv(tmp_path / "orders.csv", index=False)
+    frame.rename(columns={"split": "c"}).to_csv(tmp_path / "orders.csv", index=False)
     result = snakemake(tmp_path, good, "results/northstar/cpu/bs64/history.json")
     assert result.returncode != 0
     log = (tmp_path / "results/logs/prepare_northstar.log").read_text()
-    assert "column(s) b not found; the table has a, c, late" in log
+    assert "column(s) split not found; the table has a, c, late" in log
     assert not (tmp_path / "results/northstar/cpu/bs64").exists()
 
 
