@@ -52,3 +52,80 @@ def test_own_table_listing_its_target_as_a_feature(config, tmp_path):
     with pytest.raises(config_checks.ConfigError, match="config key data.northstar.table.features: lists the target "
                                                         "column 'late'"):
         config_checks.check_config(_own_table(config, tmp_path / "orders.csv", features=("a", "late")))
+
+
+# --- non-finite numbers: every key that takes a number ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def schema(repo):
+    with open(repo / "workflow" / "schemas" / "config.schema.yaml", encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def _numeric_keys(schema, path=()):
+    """Every path in the schema whose value (or list item) is a number or an integer."""
+    kinds = schema.get("type", [])
+    kinds = {kinds} if isinstance(kinds, str) else set(kinds)
+    if kinds & {"number", "integer"}:
+        yield path
+    for key, sub in schema.get("properties", {}).items():
+        yield from _numeric_keys(sub, (*path, key))
+    if "items" in schema:
+        yield from _numeric_keys(schema["items"], (*path, 0))
+
+
+def _config_with(path, value):
+    """The smallest config that holds `value` at `path` (lists of one item)."""
+    for part in reversed(path):
+        value = [value] if isinstance(part, int) else {part: value}
+    return value
+
+
+def test_the_schema_has_float_and_integer_keys_to_check(schema):
+    keys = {config_checks._dotted(path) for path in _numeric_keys(schema)}
+    assert {"seed", "model.lr", "aggregate.noise_iqr_ratio", "timing.batch_sizes[0]", "planner.sweep.rows[0]"} <= keys
+    assert len(keys) > 40
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")], ids=["nan", "inf", "-inf"])
+def test_every_numeric_key_refuses_a_non_finite_value(schema, value):
+    for path in _numeric_keys(schema):
+        key = config_checks._dotted(path)
+        # Only the value's own line: a list of one may be too short, which is another key's line.
+        errors = [e for e in config_checks.schema_errors(_config_with(path, value), schema) if e.startswith(f"config key {key}:")]
+        assert len(errors) == 1 and errors[0].startswith(f"config key {key}: {value} is not a finite number; allowed: "), (
+            key, errors)
+
+
+def test_non_finite_values_are_one_line_each_among_other_errors(schema):
+    config = {"model": {"lr": float("nan"), "hidden": 0}, "aggregate": {"noise_iqr_ratio": float("inf")}}
+    assert config_checks.schema_errors(config, schema) == [
+        "config key aggregate.noise_iqr_ratio: inf is not a finite number; allowed: a number > 0",
+        "config key model.hidden: 0 is less than the minimum of 1; allowed: an integer >= 1",
+        "config key model.lr: nan is not a finite number; allowed: a number > 0",
+    ]
+
+
+def test_check_schema_raises_on_yaml_nan(repo):
+    config = yaml.safe_load("model:\n  lr: .nan\n")
+    with pytest.raises(config_checks.ConfigError, match="config key model.lr: nan is not a finite number"):
+        config_checks.check_schema(config, repo / "workflow" / "schemas" / "config.schema.yaml")
+
+
+@pytest.mark.parametrize(
+    ("config", "says"),
+    [({"timing": {"batch_sizes": ["32"]}}, "(a number written as text: --config KEY={...} passes nested values as text"),
+     ({"model": {"lr": "0.01"}}, "(a number written as text"),
+     ({"gpu": {"grad_scaler": "false"}}, "(true or false written as text")],
+    ids=["batch size", "lr", "boolean"],
+)
+def test_numbers_as_text_are_refused_with_the_reason(schema, config, says):
+    (message,) = config_checks.schema_errors(config, schema)
+    assert "is not of type" in message and says in message
+
+
+def test_text_that_is_no_number_gets_no_hint(schema):
+    (message,) = config_checks.schema_errors({"model": {"lr": "fast"}}, schema)
+    assert message == "config key model.lr: 'fast' is not of type 'number'; allowed: a number > 0"
+

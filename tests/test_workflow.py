@@ -462,6 +462,9 @@ BAD_CONFIGS = [
     ("own table path that is a directory",
      {"data": {"northstar": {"table": {"path": str(REPO / "config"), "target": "late", "features": ["a"]}}}},
      f"config key data.northstar.table.path: {REPO / 'config'} is a directory, not a file"),
+    ("learning rate NaN", {"model": {"lr": float("nan")}}, "config key model.lr: nan is not a finite number"),
+    ("noise ratio inf", {"aggregate": {"noise_iqr_ratio": float("inf")}},
+     "config key aggregate.noise_iqr_ratio: inf is not a finite number; allowed: a number > 0"),
 ]
 
 
@@ -476,6 +479,9 @@ def test_unknown_accelerator_mode_fails_naming_the_key(tmp_path: Path) -> None:
 def test_bad_config_fails_before_any_job_naming_the_key(tmp_path: Path, case: str, override: dict, key: str) -> None:
     config = json.loads(json.dumps(TINY))
     for section, values in override.items():
+        if not isinstance(values, dict):  # a top-level key such as seed
+            config[section] = values
+            continue
         target = config.setdefault(section, {})
         for name, value in values.items():
             if isinstance(value, dict):

@@ -1,13 +1,14 @@
 """Configuration checks that run when the Snakefile is parsed, before any job.
 
-`check_schema` reports every schema violation as one line that names the key by its
-dotted path and says what is allowed; Snakemake's own `validate` then fills in the
-defaults, and `check_config` checks what a JSON schema cannot express (relations
-between keys).
+`check_schema` reports every schema violation, and every NaN or infinite
+number, as one line that names the key by its dotted path and says what is allowed;
+Snakemake's own `validate` then fills in the defaults, and `check_config` checks what a
+JSON schema cannot express (relations between keys).
 """
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
@@ -37,9 +38,9 @@ def _allowed(schema: dict[str, Any]) -> str:
         if schema.get("uniqueItems"):
             words += ", without duplicates,"
         return f"{words} of {_allowed(schema['items'])}"
-    words = {"integer": "an integer", "number": "a number", "string": "a string", "object": "a mapping"}.get(
-        schema.get("type", ""), "a value"
-    )
+    kinds = {"integer": "an integer", "number": "a number", "string": "a string", "object": "a mapping",
+             "boolean": "true or false"}
+    words = kinds.get(schema.get("type", ""), "a value")
     bounds = []
     for key, sign in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<")):
         if key in schema:
@@ -49,19 +50,74 @@ def _allowed(schema: dict[str, Any]) -> str:
     return words + (" " + " and ".join(bounds) if bounds else "")
 
 
+def _non_finite(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], float]]:
+    """Every float in the config that is NaN or infinite (YAML's .nan, .inf), with its path."""
+    if isinstance(value, float):
+        return [] if math.isfinite(value) else [(path, value)]
+    if isinstance(value, dict):
+        return [found for key, item in value.items() for found in _non_finite(item, (*path, key))]
+    if isinstance(value, list):
+        return [found for index, item in enumerate(value) for found in _non_finite(item, (*path, index))]
+    return []
+
+
+def _fragment(schema: dict[str, Any], path: tuple[Any, ...]) -> dict[str, Any] | None:
+    """The part of the schema that describes the value at `path`; None for a key it does not know."""
+    for part in path:
+        schema = schema.get("items" if isinstance(part, int) else "properties", {})
+        schema = schema if isinstance(part, int) else schema.get(part)
+        if not schema:
+            return None
+    return schema
+
+
+def _numeric(schema: dict[str, Any]) -> bool:
+    kinds = schema.get("type", [])
+    return bool({"number", "integer"} & set([kinds] if isinstance(kinds, str) else kinds))
+
+
+def _looks_like(text: str, kind: Any) -> bool:
+    """Whether `text` is what YAML would have read as `kind`: a sign that it arrived as text."""
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return False
+    wanted = {"integer": int, "number": (int, float), "boolean": bool}.get(kind)
+    return wanted is not None and isinstance(value, wanted) and (kind == "boolean") == isinstance(value, bool)
+
+
+def _text_hint(kind: Any) -> str:
+    # Snakemake reads the values inside a nested `--config key={...}` as text (YAML's BaseLoader).
+    what = "true or false" if kind == "boolean" else "a number"
+    return f" ({what} written as text: --config KEY={{...}} passes nested values as text; set them in a --configfile)"
+
+
 def schema_errors(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
-    validator = jsonschema.Draft202012Validator(schema)
+    # NaN passes every bound of a JSON schema (nan > 0 and nan < 0 are both false) and inf passes
+    # every lower bound: refuse non-finite numbers first, wherever a key takes a number.
     messages = []
-    for error in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
+    non_finite = {}
+    for path, value in _non_finite(config):
+        fragment = _fragment(schema, path)
+        if fragment is not None and _numeric(fragment):
+            non_finite[path] = value
+            message = f"config key {_dotted(path)}: {value} is not a finite number; allowed: {_allowed(fragment)}"
+            messages.append((list(map(str, path)), message))
+    validator = jsonschema.Draft202012Validator(schema)
+    for error in validator.iter_errors(config):
+        if tuple(error.absolute_path) in non_finite:
+            continue
         key = _dotted(error.absolute_path)
         if error.validator == "additionalProperties":
             unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
-            messages.append(
-                f"config key {key}: unknown key(s) {', '.join(unknown)}; allowed keys: {', '.join(error.schema['properties'])}"
-            )
+            message = f"config key {key}: unknown key(s) {', '.join(unknown)}; allowed keys: {', '.join(error.schema['properties'])}"
         else:
-            messages.append(f"config key {key}: {error.message}; allowed: {_allowed(error.schema)}")
-    return messages
+            message = f"config key {key}: {error.message}; allowed: {_allowed(error.schema)}"
+            kind = error.validator_value
+            if error.validator == "type" and isinstance(error.instance, str) and _looks_like(error.instance, kind):
+                message += _text_hint(kind)
+        messages.append((list(map(str, error.absolute_path)), message))
+    return [message for _, message in sorted(messages, key=lambda pair: pair[0])]
 
 
 def check_schema(config: dict[str, Any], schema_path: str | os.PathLike[str]) -> None:
