@@ -129,3 +129,63 @@ def test_text_that_is_no_number_gets_no_hint(schema):
     (message,) = config_checks.schema_errors({"model": {"lr": "fast"}}, schema)
     assert message == "config key model.lr: 'fast' is not of type 'number'; allowed: a number > 0"
 
+
+# --- seed: what torch takes, after the offsets the workflow adds ------------------------------
+
+
+def test_torch_and_numpy_take_the_seeds_the_limit_says():
+    import numpy as np
+    import torch
+
+    torch.manual_seed(config_checks.TORCH_SEED_MAX)
+    torch.Generator().manual_seed(config_checks.TORCH_SEED_MAX)
+    np.random.default_rng(config_checks.TORCH_SEED_MAX + 1)  # numpy has no upper limit
+    for seeding in (torch.manual_seed, torch.Generator().manual_seed):
+        with pytest.raises((RuntimeError, ValueError)):
+            seeding(config_checks.TORCH_SEED_MAX + 1)
+
+
+def test_the_largest_seed_reaches_every_seeded_call_with_its_offsets(config):
+    """Everything seeded from `seed` in the workflow, at the largest seed plus the offsets added to it."""
+    import numpy as np
+    import torch
+
+    from accel_choice import datagen, loaders, model, selection
+
+    seed = config_checks.max_seed(config)
+    offset, _ = config_checks.seed_offset(config)
+    datagen.make_benchmark(16, 3, 0.2, seed)
+    target = datagen.make_northstar(40, 0.3, seed).target
+    selection.stratified_split(target, {"train": 0.6, "val": 0.2, "test": 0.2}, seed)
+    x, y = torch.zeros(8, 3), torch.zeros(8)
+    for extra in sorted({0, config_checks.WARM_UP_SEED_OFFSET, offset}):
+        model.build_model(3, 4, seed + extra)
+        for kind in loaders.LOADERS:
+            assert sum(len(batch[0]) for batch in loaders.make_loader(kind, x, y, 4, True, seed + extra)) == 8
+    with pytest.raises((RuntimeError, ValueError)):
+        model.build_model(3, 4, seed + offset + 1)
+    assert np.isfinite(target).all()
+
+
+def test_seed_limit_follows_selection_seeds(config):
+    config["selection"]["seeds"] = 5
+    assert config_checks.seed_offset(config) == (4, "selection.seeds − 1")
+    assert config_checks.max_seed(config) == 2**64 - 1 - 4
+    config["selection"]["seeds"] = 2  # seed + 1: as much as the warm-up adds
+    assert config_checks.max_seed(config) == 2**64 - 2
+
+
+@pytest.mark.parametrize("seed", [2**64 - 1, 2**64 - 4, 2**70])
+def test_seed_too_large_for_torch_is_refused_with_the_limit(config, seed):
+    config["seed"], config["selection"]["seeds"] = seed, 5
+    with pytest.raises(config_checks.ConfigError) as error:
+        config_checks.check_config(config)
+    assert str(error.value) == (
+        f"config key seed: {seed} is too large: the workflow seeds torch with seed + 4 (selection.seeds − 1), and "
+        f"torch accepts at most 2**64 − 1; allowed: an integer between 0 and {2**64 - 5}")
+
+
+def test_the_largest_seed_passes(config):
+    config["seed"] = config_checks.max_seed(config)
+    config_checks.check_config(config)
+

@@ -3,7 +3,7 @@
 `check_schema` reports every schema violation, and every NaN or infinite
 number, as one line that names the key by its dotted path and says what is allowed;
 Snakemake's own `validate` then fills in the defaults, and `check_config` checks what a
-JSON schema cannot express (relations between keys).
+JSON schema cannot express (relations between keys, the largest usable seed).
 """
 
 from __future__ import annotations
@@ -140,7 +140,32 @@ def _check_at_most(key: str, sizes: list[int], limit: int, what: str) -> None:
         raise ConfigError(f"config key {key}: {too_large} larger than {what} = {limit}; allowed: batch sizes between 1 and {limit}")
 
 
+# torch.manual_seed and torch.Generator().manual_seed take 0 .. 2**64 - 1 (2**64 raises "Overflow when
+# unpacking long long"); numpy's default_rng takes any non-negative integer. The workflow adds to `seed`:
+# seed_limits trains with seed + i for i < selection.seeds, measure.measure_variant warms up with seed + 1.
+TORCH_SEED_MAX = 2**64 - 1
+WARM_UP_SEED_OFFSET = 1
+
+
+def seed_offset(config: dict[str, Any]) -> tuple[int, str]:
+    """The largest number the workflow adds to `seed` before seeding torch, and where it comes from."""
+    seeds = config["selection"]["seeds"] - 1
+    if seeds >= WARM_UP_SEED_OFFSET:
+        return seeds, "selection.seeds − 1"
+    return WARM_UP_SEED_OFFSET, "the warm-up of every timing job"
+
+
+def max_seed(config: dict[str, Any]) -> int:
+    """The largest `seed` for which every seed the workflow derives from it still fits torch."""
+    return TORCH_SEED_MAX - seed_offset(config)[0]
+
+
 def check_config(config: dict[str, Any]) -> None:
+    seed, largest = config["seed"], max_seed(config)
+    if seed > largest:
+        offset, source = seed_offset(config)
+        raise ConfigError(f"config key seed: {seed} is too large: the workflow seeds torch with seed + {offset} "
+                          f"({source}), and torch accepts at most 2**64 − 1; allowed: an integer between 0 and {largest}")
     rows = config["data"]["benchmark"]["rows"]
     _check_at_most("timing.batch_sizes", config["timing"]["batch_sizes"], rows, "data.benchmark.rows")
     _check_at_most("gradient_variance.batch_sizes", config["gradient_variance"]["batch_sizes"], rows, "data.benchmark.rows")
