@@ -189,3 +189,42 @@ def test_the_largest_seed_passes(config):
     config["seed"] = config_checks.max_seed(config)
     config_checks.check_config(config)
 
+
+# --- a key set twice in a config file ---------------------------------------------------------
+
+
+def test_duplicate_keys_top_level_and_nested():
+    text = "seed: 5\ntiming:\n  repeats: 3\n  batch_sizes: [16]\n  repeats: 4\nseed: 6\n"
+    assert config_checks.duplicate_keys(text) == [("seed", [(1, 1), (6, 1)]), ("timing.repeats", [(3, 3), (5, 3)])]
+
+
+def test_duplicate_keys_in_a_list_item_and_three_times():
+    text = "planner:\n  grid:\n    rows: [1]\n    rows: [2]\n    rows: [3]\nl:\n  - {k: 1, k: 2}\n"
+    assert config_checks.duplicate_keys(text) == [("planner.grid.rows", [(3, 5), (4, 5), (5, 5)]),
+                                                  ("l[0].k", [(7, 6), (7, 12)])]
+
+
+def test_no_duplicates_in_a_clean_file_or_an_overridden_merge_key(repo):
+    assert config_checks.duplicate_keys((repo / "config" / "config.yaml").read_text()) == []
+    assert config_checks.duplicate_keys("base: &b {rows: 1}\nother:\n  <<: *b\n  rows: 2\n") == []
+    assert config_checks.duplicate_keys("") == []
+
+
+def test_check_config_files_names_file_key_and_lines(tmp_path, repo):
+    clean, twice = tmp_path / "clean.yaml", tmp_path / "twice.yaml"
+    clean.write_text("seed: 5\n")
+    twice.write_text("seed: 5\ntiming:\n  repeats: 3\n  repeats: 4\nseed: 6\n")
+    config_checks.check_config_files([repo / "config" / "config.yaml", clean])
+    with pytest.raises(config_checks.ConfigError) as error:
+        config_checks.check_config_files([clean, str(twice)])
+    assert str(error.value) == (
+        "invalid configuration, nothing was run:\n"
+        f"  config file {twice}: key seed is set twice, on lines 1 and 5; only the last would count: keep one\n"
+        f"  config file {twice}: key timing.repeats is set twice, on lines 3 and 4; only the last would count: keep one")
+
+
+def test_check_config_files_on_json_on_one_line(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text('{"seed": 5, "timing": {"repeats": 3, "repeats": 4}}')
+    with pytest.raises(config_checks.ConfigError, match="key timing.repeats is set twice, at line:column 1:24 and 1:38"):
+        config_checks.check_config_files([path])

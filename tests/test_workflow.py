@@ -39,9 +39,10 @@ TINY = {
 }
 
 
-def snakemake(workdir: Path, config: dict, *args: str) -> subprocess.CompletedProcess[str]:
+def snakemake(workdir: Path, config: dict | str, *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI on `config`: a mapping, or the YAML text itself (to test what a file can hold)."""
     config_path = workdir / "test-config.yaml"
-    config_path.write_text(yaml.safe_dump(config))
+    config_path.write_text(config if isinstance(config, str) else yaml.safe_dump(config))
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
                "--configfile", str(config_path), "--cores", "4", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=600)
@@ -496,6 +497,25 @@ def test_bad_config_fails_before_any_job_naming_the_key(tmp_path: Path, case: st
     output = result.stdout + result.stderr
     assert result.returncode != 0, case
     assert key in output, output[-2000:]
+    assert "Job stats" not in output
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["seed twice", "timing.repeats twice"])
+def test_a_key_set_twice_in_a_config_file_fails_naming_file_key_and_lines(tmp_path: Path, nested: bool) -> None:
+    text = yaml.safe_dump(TINY)
+    if nested:  # a second `repeats: 4` as the first line of the timing block; TINY's repeats: 3 comes later
+        text = text.replace("timing:\n", "timing:\n  repeats: 4\n", 1)
+        key, lines = "timing.repeats", [n for n, line in enumerate(text.splitlines(), 1) if line.startswith("  repeats:")]
+    else:
+        text += "seed: 8\n"
+        key, lines = "seed", [n for n, line in enumerate(text.splitlines(), 1) if line.startswith("seed:")]
+    assert len(lines) == 2
+    result = snakemake(tmp_path, text, "-n")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert (f"config file {tmp_path / 'test-config.yaml'}: key {key} is set twice, on lines {lines[0]} and {lines[1]}; "
+            "only the last would count: keep one") in output, output[-2000:]
     assert "Job stats" not in output
     assert not (tmp_path / "results").exists()
 

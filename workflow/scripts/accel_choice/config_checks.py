@@ -1,6 +1,7 @@
 """Configuration checks that run when the Snakefile is parsed, before any job.
 
-`check_schema` reports every schema violation, and every NaN or infinite
+`check_config_files` refuses a config file that sets a key twice (YAML keeps the last
+silently). `check_schema` reports every schema violation, and every NaN or infinite
 number, as one line that names the key by its dotted path and says what is allowed;
 Snakemake's own `validate` then fills in the defaults, and `check_config` checks what a
 JSON schema cannot express (relations between keys, the largest usable seed).
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import jsonschema
@@ -126,6 +128,63 @@ def check_schema(config: dict[str, Any], schema_path: str | os.PathLike[str]) ->
     errors = schema_errors(config, schema)
     if errors:
         raise ConfigError("invalid configuration, nothing was run:\n  " + "\n  ".join(errors))
+
+
+class DuplicateKeyError(ConfigError):
+    """A config file holds a key twice in one mapping; YAML would silently keep the last."""
+
+
+def duplicate_keys(text: str) -> list[tuple[str, list[tuple[int, int]]]]:
+    """Keys that one mapping of a YAML document holds more than once: (dotted key, (line, column) of each)."""
+    loader = yaml.SafeLoader(text)
+    try:
+        root = loader.get_single_node()
+        found: list[tuple[str, list[tuple[int, int]]]] = []
+
+        def walk(node: yaml.Node, path: tuple[Any, ...]) -> None:
+            if isinstance(node, yaml.MappingNode):
+                lines: dict[Any, list[tuple[int, int]]] = {}
+                for key_node, value_node in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` may be overridden on purpose
+                        continue
+                    key = loader.construct_object(key_node, deep=True)
+                    if isinstance(key, (str, int, float, bool)) or key is None:
+                        mark = key_node.start_mark
+                        lines.setdefault(key, []).append((mark.line + 1, mark.column + 1))
+                    walk(value_node, (*path, key))
+                found.extend((_dotted((*path, key)), at) for key, at in lines.items() if len(at) > 1)
+            elif isinstance(node, yaml.SequenceNode):
+                for index, item in enumerate(node.value):
+                    walk(item, (*path, index))
+
+        if root is not None:
+            walk(root, ())
+        return sorted(found, key=lambda pair: pair[1])
+    finally:
+        loader.dispose()
+
+
+def check_config_files(paths: Sequence[str | os.PathLike[str]]) -> None:
+    """Refuse a config file that sets a key twice: YAML (and Snakemake) keep the last one silently."""
+    problems = []
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        try:
+            duplicates = duplicate_keys(text)
+        except yaml.YAMLError:
+            continue  # JSON that YAML 1.1 cannot read (Snakemake read it as JSON); nothing to say here
+        for key, places in duplicates:
+            lines = [line for line, _ in places]
+            if len(set(lines)) == len(lines):
+                shown, where = list(map(str, lines)), "on lines"
+            else:  # JSON on one line, say
+                shown, where = [f"{line}:{column}" for line, column in places], "at line:column"
+            times = "twice" if len(places) == 2 else f"{len(places)} times"
+            problems.append(f"config file {path}: key {key} is set {times}, {where} {', '.join(shown[:-1])} and "
+                            f"{shown[-1]}; only the last would count: keep one")
+    if problems:
+        raise DuplicateKeyError("invalid configuration, nothing was run:\n  " + "\n  ".join(problems))
 
 
 def normalize_config(config: dict[str, Any]) -> None:
