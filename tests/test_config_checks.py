@@ -93,9 +93,10 @@ def test_every_numeric_key_refuses_a_non_finite_value(schema, value):
     for path in _numeric_keys(schema):
         key = config_checks._dotted(path)
         # Only the value's own line: a list of one may be too short, which is another key's line.
-        errors = [e for e in config_checks.schema_errors(_config_with(path, value), schema) if e.startswith(f"config key {key}:")]
-        assert len(errors) == 1 and errors[0].startswith(f"config key {key}: {value} is not a finite number; allowed: "), (
-            key, errors)
+        errors = config_checks.schema_errors(_config_with(path, value), schema)
+        errors = [e for e in errors if e.startswith(f"config key {key}:")]
+        assert len(errors) == 1, (key, errors)
+        assert errors[0].startswith(f"config key {key}: {value} is not a finite number; allowed: "), errors
 
 
 def test_non_finite_values_are_one_line_each_among_other_errors(schema):
@@ -105,6 +106,22 @@ def test_non_finite_values_are_one_line_each_among_other_errors(schema):
         "config key model.hidden: 0 is less than the minimum of 1; allowed: an integer >= 1",
         "config key model.lr: nan is not a finite number; allowed: a number > 0",
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "write"),
+    [("seed: 1000.0", "seed", 1000), ("timing:\n  repeats: 3.0", "timing.repeats", 3),
+     ("planner:\n  sweep:\n    rows: [1.0e+3, 10]", "planner.sweep.rows[0]", 1000)],
+)
+def test_an_integer_written_as_a_float_is_refused(schema, text, key, write):
+    # jsonschema counts 1000.0 as an integer; numpy's default_rng(1000.0) raises a TypeError in the first job.
+    (message,) = config_checks.schema_errors(yaml.safe_load(text), schema)
+    assert message.startswith(f"config key {key}: {float(write)} is not an integer (it has a decimal point or an "
+                              f"exponent: write {write}); allowed: an integer >= ")
+
+
+def test_the_default_config_passes_the_schema(schema, config):
+    assert config_checks.schema_errors(config, schema) == []
 
 
 def test_check_schema_raises_on_yaml_nan(repo):

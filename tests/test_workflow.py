@@ -466,6 +466,7 @@ BAD_CONFIGS = [
     ("learning rate NaN", {"model": {"lr": float("nan")}}, "config key model.lr: nan is not a finite number"),
     ("noise ratio inf", {"aggregate": {"noise_iqr_ratio": float("inf")}},
      "config key aggregate.noise_iqr_ratio: inf is not a finite number; allowed: a number > 0"),
+    ("seed written as a float", {"seed": 1000.0}, "config key seed: 1000.0 is not an integer"),
     ("seed beyond 64 bits", {"seed": 2**70}, "config key seed: 1180591620717411303424 is too large"),
     ("seed that overflows with the seed-limits offset", {"seed": 2**64 - 1},
      "config key seed: 18446744073709551615 is too large: the workflow seeds torch with seed + 2 (selection.seeds − 1), "

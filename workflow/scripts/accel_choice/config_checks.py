@@ -1,10 +1,11 @@
 """Configuration checks that run when the Snakefile is parsed, before any job.
 
 `check_config_files` refuses a config file that sets a key twice (YAML keeps the last
-silently). `check_schema` reports every schema violation, and every NaN or infinite
-number, as one line that names the key by its dotted path and says what is allowed;
-Snakemake's own `validate` then fills in the defaults, and `check_config` checks what a
-JSON schema cannot express (relations between keys, the largest usable seed).
+silently). `check_schema` reports every schema violation, every NaN or infinite number and
+every integer written as a float, as one line that names the key by its dotted path and
+says what is allowed; Snakemake's own `validate` then fills in the defaults, and
+`check_config` checks what a JSON schema cannot express (relations between keys, the
+largest usable seed).
 """
 
 from __future__ import annotations
@@ -52,14 +53,14 @@ def _allowed(schema: dict[str, Any]) -> str:
     return words + (" " + " and ".join(bounds) if bounds else "")
 
 
-def _non_finite(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], float]]:
-    """Every float in the config that is NaN or infinite (YAML's .nan, .inf), with its path."""
+def _floats(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], float]]:
+    """Every float in the config, with its path."""
     if isinstance(value, float):
-        return [] if math.isfinite(value) else [(path, value)]
+        return [(path, value)]
     if isinstance(value, dict):
-        return [found for key, item in value.items() for found in _non_finite(item, (*path, key))]
+        return [found for key, item in value.items() for found in _floats(item, (*path, key))]
     if isinstance(value, list):
-        return [found for index, item in enumerate(value) for found in _non_finite(item, (*path, index))]
+        return [found for index, item in enumerate(value) for found in _floats(item, (*path, index))]
     return []
 
 
@@ -73,9 +74,9 @@ def _fragment(schema: dict[str, Any], path: tuple[Any, ...]) -> dict[str, Any] |
     return schema
 
 
-def _numeric(schema: dict[str, Any]) -> bool:
+def _kinds(schema: dict[str, Any]) -> set[str]:
     kinds = schema.get("type", [])
-    return bool({"number", "integer"} & set([kinds] if isinstance(kinds, str) else kinds))
+    return {kinds} if isinstance(kinds, str) else set(kinds)
 
 
 def _looks_like(text: str, kind: Any) -> bool:
@@ -94,20 +95,31 @@ def _text_hint(kind: Any) -> str:
     return f" ({what} written as text: --config KEY={{...}} passes nested values as text; set them in a --configfile)"
 
 
+def _float_problem(value: float, schema: dict[str, Any]) -> str | None:
+    """What a JSON schema lets through: NaN passes every bound (nan > 0 and nan < 0 are both false),
+    inf every lower bound, and 1000.0 counts as an integer although numpy refuses it as a seed."""
+    kinds = _kinds(schema)
+    if not math.isfinite(value) and kinds & {"number", "integer"}:
+        return f"{value} is not a finite number"
+    if value.is_integer() and "integer" in kinds and "number" not in kinds:
+        return f"{value} is not an integer (it has a decimal point or an exponent: write {int(value)})"
+    return None
+
+
 def schema_errors(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
-    # NaN passes every bound of a JSON schema (nan > 0 and nan < 0 are both false) and inf passes
-    # every lower bound: refuse non-finite numbers first, wherever a key takes a number.
+    # Floats the schema would let through first, one line each; then the schema's own errors.
     messages = []
-    non_finite = {}
-    for path, value in _non_finite(config):
+    caught = set()
+    for path, value in _floats(config):
         fragment = _fragment(schema, path)
-        if fragment is not None and _numeric(fragment):
-            non_finite[path] = value
-            message = f"config key {_dotted(path)}: {value} is not a finite number; allowed: {_allowed(fragment)}"
+        problem = None if fragment is None else _float_problem(value, fragment)
+        if problem:
+            caught.add(path)
+            message = f"config key {_dotted(path)}: {problem}; allowed: {_allowed(fragment)}"
             messages.append((list(map(str, path)), message))
     validator = jsonschema.Draft202012Validator(schema)
     for error in validator.iter_errors(config):
-        if tuple(error.absolute_path) in non_finite:
+        if tuple(error.absolute_path) in caught:
             continue
         key = _dotted(error.absolute_path)
         if error.validator == "additionalProperties":
