@@ -10,7 +10,12 @@ min_version("9.0")
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from accel_choice.archive import INVOCATION_VARIABLE, invocation_record  # noqa: E402
-from accel_choice.config_checks import check_config, check_schema, normalize_config  # noqa: E402
+from accel_choice.config_checks import (  # noqa: E402
+    check_config,
+    check_config_files,
+    check_schema,
+    normalize_config,
+)
 
 # Provenance, not a parameter: the command the user typed reaches every job through the
 # environment (setdefault: a cluster job re-parsing this file keeps its submitter's record),
@@ -23,6 +28,9 @@ os.environ.setdefault(
 configfile: "config/config.yaml"
 
 
+# Snakemake has read every config file (--configfile ones, then the one above where it exists) and
+# kept the last of a key set twice: read each again and refuse duplicates, naming file, key and lines.
+check_config_files(workflow.configfiles)
 # Our check first: one line per problem, naming the key and what is allowed.
 normalize_config(config)
 check_schema(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")

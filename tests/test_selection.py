@@ -30,6 +30,43 @@ def test_split_ratios_must_add_up_to_one():
         selection.stratified_split(np.zeros(10), {"train": 0.5, "val": 0.2, "test": 0.2}, 0)
 
 
+def test_a_split_with_one_class_is_refused_naming_split_rows_and_classes():
+    # 3 late orders: round(0.6 * 3) = 2 to train, round(0.2 * 3) = 1 to val, none left for test;
+    # 37 on time: 22, 7 and 8.
+    target = np.array([1] * 3 + [0] * 37, dtype=np.float32)
+    labels = selection.stratified_split(target, RATIOS, seed=0)
+    with pytest.raises(ValueError) as error:
+        selection.check_split_classes(target, labels, "orders.csv")
+    assert str(error.value) == (
+        "orders.csv: the test split has 8 rows: 8 of class 0, 0 of class 1. Every split needs both classes: use a "
+        "table with more rows of the rarer class, or other selection.split ratios (a larger share for that split)")
+
+
+def test_every_split_with_both_classes_passes():
+    target = np.array([1] * 5 + [0] * 35, dtype=np.float32)
+    selection.check_split_classes(target, selection.stratified_split(target, RATIOS, seed=0), "orders.csv")
+
+
+def test_split_column_takes_a_free_name():
+    assert selection.split_column_name(["a", "b", "late"]) == "split"
+    assert selection.split_column_name(["split", "b", "late"]) == "split_1"
+    assert selection.split_column_name(["split", "split_1", "late"]) == "split_2"
+
+
+def test_load_splits_reads_the_split_column_named_in_the_metadata(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # A feature called "split" beside the labels, as prepare_northstar writes it.
+    path = tmp_path / "splits.parquet"
+    pq.write_table(pa.table({"split": [1.0, 2.0, 3.0], "late": [0, 1, 1], "split_1": ["train", "train", "test"]}), path)
+    meta = {"feature_columns": ["split"], "target_column": "late", "split_column": "split_1",
+            "standardizer": {"mean": [0.0], "std": [1.0]}}
+    splits = selection.load_splits(path, meta)
+    assert splits["train"][0].tolist() == [[1.0], [2.0]] and splits["test"][1].tolist() == [1.0]
+    assert splits["val"][0].shape == (0, 1)
+
+
 def test_standardizer_uses_train_statistics_only():
     x = np.array([[1.0, 5.0], [3.0, 5.0], [100.0, 7.0]], dtype=np.float32)
     labels = np.array(["train", "train", "test"])

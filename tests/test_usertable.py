@@ -71,3 +71,63 @@ def test_missing_values(tmp_path):
     frame = good_frame().assign(distance=[1.0, None, 3.0, 4.0])
     with pytest.raises(usertable.TableError, match="distance have missing values"):
         usertable.load_user_table(_write(tmp_path, frame), "late", FEATURES)
+
+
+def test_target_listed_as_a_feature(tmp_path):
+    with pytest.raises(usertable.TableError, match="the target column 'late' is also listed in data.northstar.table.features"):
+        usertable.load_user_table(_write(tmp_path, good_frame()), "late", ["distance", "late"])
+
+
+@pytest.mark.parametrize("copy", [[0, 1, 0, 1], [False, True, False, True], [0.0, 1.0, 0.0, 1.0]])
+def test_a_copy_of_the_target_under_another_name(tmp_path, copy):
+    frame = good_frame().assign(delivered_late=copy)
+    with pytest.raises(usertable.TableError, match="feature column\\(s\\) 'delivered_late' hold the same value as the "
+                                                   "target column 'late' in every row"):
+        usertable.load_user_table(_write(tmp_path, frame), "late", [*FEATURES, "delivered_late"])
+
+
+def test_a_feature_that_only_mostly_matches_the_target_is_kept(tmp_path):
+    frame = good_frame().assign(hint=[0, 1, 1, 1])
+    assert usertable.load_user_table(_write(tmp_path, frame), "late", [*FEATURES, "hint"]).features.shape == (4, 3)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_non_finite_values_are_counted_per_column(tmp_path, suffix):
+    frame = good_frame().assign(distance=[1.0, np.inf, -np.inf, 4.0], weight=[2.0, 3.0, 4.0, np.inf])
+    path = _write(tmp_path, frame, suffix)
+    with pytest.raises(usertable.TableError) as error:
+        usertable.load_user_table(path, "late", FEATURES)
+    assert str(error.value).startswith(f"{path}: column(s) distance (2 rows), weight (1 row) hold values that are not "
+                                       "finite as float32 (inf, -inf, or beyond ±3.4e+38, the largest float32)")
+
+
+def test_a_value_beyond_float32_is_refused_although_float64_holds_it(tmp_path):
+    frame = good_frame().assign(weight=[2.0, 1e39, 4.0, 3.4e38])  # 3.4e38 still fits in float32
+    with pytest.raises(usertable.TableError, match=r"column\(s\) weight \(1 row\) hold values that are not finite"):
+        usertable.load_user_table(_write(tmp_path, frame), "late", FEATURES)
+
+
+def test_a_directory_is_named_as_a_directory(tmp_path):
+    folder = tmp_path / "orders.csv"
+    folder.mkdir()
+    with pytest.raises(usertable.TableError, match="orders.csv is a directory, not a file"):
+        usertable.load_user_table(folder, "late", FEATURES)
+
+
+@pytest.mark.parametrize(("content", "message"), [("", "is empty \\(0 bytes\\)"),
+                                                  ("\n\n", "is empty \\(no header, no rows\\)"),
+                                                  ("distance,weight,late\n", "has no rows \\(columns distance, weight, late\\)")])
+def test_an_empty_csv_is_named(tmp_path, content, message):
+    path = tmp_path / "orders.csv"
+    path.write_text(content)
+    with pytest.raises(usertable.TableError, match=f"data.northstar.table.path: {path} {message}"):
+        usertable.load_user_table(path, "late", FEATURES)
+
+
+def test_an_empty_parquet_file_is_named(tmp_path):
+    path = _write(tmp_path, good_frame().iloc[:0], ".parquet")
+    with pytest.raises(usertable.TableError, match=f"data.northstar.table.path: {path} has no rows"):
+        usertable.load_user_table(path, "late", FEATURES)
+    path.write_bytes(b"")
+    with pytest.raises(usertable.TableError, match=f"data.northstar.table.path: {path} is empty \\(0 bytes\\)"):
+        usertable.load_user_table(path, "late", FEATURES)

@@ -39,9 +39,10 @@ TINY = {
 }
 
 
-def snakemake(workdir: Path, config: dict, *args: str) -> subprocess.CompletedProcess[str]:
+def snakemake(workdir: Path, config: dict | str, *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI on `config`: a mapping, or the YAML text itself (to test what a file can hold)."""
     config_path = workdir / "test-config.yaml"
-    config_path.write_text(yaml.safe_dump(config))
+    config_path.write_text(config if isinstance(config, str) else yaml.safe_dump(config))
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
                "--configfile", str(config_path), "--cores", "4", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=600)
@@ -380,21 +381,48 @@ def test_own_table_runs_and_a_bad_one_fails_before_training(tmp_path: Path) -> N
     import pandas as pd
 
     rng = np.random.default_rng(0)
-    frame = pd.DataFrame({"a": rng.normal(size=200), "b": rng.normal(size=200)})
+    # A feature called "split", the name of the split labels prepare_northstar adds: they take another.
+    frame = pd.DataFrame({"a": rng.normal(size=200), "split": rng.normal(size=200)})
     frame["late"] = (frame["a"] + rng.normal(size=200) > 0.8).astype(int)
     frame.to_csv(tmp_path / "orders.csv", index=False)
-    own = {"path": str(tmp_path / "orders.csv"), "target": "late", "features": ["a", "b"]}
+    own = {"path": str(tmp_path / "orders.csv"), "target": "late", "features": ["a", "split"]}
     good = changed(data={"northstar": {"table": own}})
     result = snakemake(tmp_path, good, "results/northstar/cpu/bs16/history.json")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert read(tmp_path / "results/northstar/prepare.json")["source"]["kind"] == "user table"
+    prepare = read(tmp_path / "results/northstar/prepare.json")
+    assert prepare["source"]["kind"] == "user table" and prepare["split_column"] == "split_1"
+    assert read(tmp_path / "results/northstar/cpu/bs16/history.json")["test"]["rows"] == 40
 
-    frame.rename(columns={"b": "c"}).to_csv(tmp_path / "orders.csv", index=False)
+    frame.rename(columns={"split": "c"}).to_csv(tmp_path / "orders.csv", index=False)
     result = snakemake(tmp_path, good, "results/northstar/cpu/bs64/history.json")
     assert result.returncode != 0
     log = (tmp_path / "results/logs/prepare_northstar.log").read_text()
-    assert "column(s) b not found; the table has a, c, late" in log
+    assert "column(s) split not found; the table has a, c, late" in log
     assert not (tmp_path / "results/northstar/cpu/bs64").exists()
+
+
+def test_own_table_with_inf_in_val_and_test_rows_stops_at_prepare_northstar(tmp_path: Path) -> None:
+    import numpy as np
+    import pandas as pd
+    from accel_choice.selection import stratified_split
+
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"a": rng.normal(size=200), "b": rng.normal(size=200)})
+    frame["late"] = (frame["a"] + rng.normal(size=200) > 0.8).astype(int)
+    # The rows the workflow will put into val and test (TINY's seed, the default ratios): the
+    # training rows are clean, so the standardiser alone would not notice.
+    labels = stratified_split(frame["late"].to_numpy(), {"train": 0.6, "val": 0.2, "test": 0.2}, TINY["seed"])
+    frame.loc[np.flatnonzero(labels == "val")[0], "a"] = np.inf
+    frame.loc[np.flatnonzero(labels == "test")[:2], "b"] = 1e39  # a float64, beyond float32: inf after the cast
+    frame.to_csv(tmp_path / "orders.csv", index=False)
+    own = {"path": str(tmp_path / "orders.csv"), "target": "late", "features": ["a", "b"]}
+    result = snakemake(tmp_path, changed(data={"northstar": {"table": own}}), "results/northstar/cpu/bs16/history.json")
+    assert result.returncode != 0
+    log = (tmp_path / "results/logs/prepare_northstar.log").read_text()
+    assert (f"{tmp_path / 'orders.csv'}: column(s) a (1 row), b (2 rows) hold values that are not finite as float32"
+            in log), log[-2000:]
+    assert not (tmp_path / "results/northstar/prepare.json").exists()
+    assert not (tmp_path / "results/northstar/cpu").exists()
 
 
 def test_changing_the_seed_reruns_everything(finished: Path) -> None:
@@ -432,6 +460,17 @@ BAD_CONFIGS = [
     ("own table that does not exist",
      {"data": {"northstar": {"table": {"path": "/nonexistent/orders.csv", "target": "late", "features": ["a"]}}}},
      "data.northstar.table.path"),
+    ("own table path that is a directory",
+     {"data": {"northstar": {"table": {"path": str(REPO / "config"), "target": "late", "features": ["a"]}}}},
+     f"config key data.northstar.table.path: {REPO / 'config'} is a directory, not a file"),
+    ("learning rate NaN", {"model": {"lr": float("nan")}}, "config key model.lr: nan is not a finite number"),
+    ("noise ratio inf", {"aggregate": {"noise_iqr_ratio": float("inf")}},
+     "config key aggregate.noise_iqr_ratio: inf is not a finite number; allowed: a number > 0"),
+    ("seed written as a float", {"seed": 1000.0}, "config key seed: 1000.0 is not an integer"),
+    ("seed beyond 64 bits", {"seed": 2**70}, "config key seed: 1180591620717411303424 is too large"),
+    ("seed that overflows with the seed-limits offset", {"seed": 2**64 - 1},
+     "config key seed: 18446744073709551615 is too large: the workflow seeds torch with seed + 2 (selection.seeds − 1), "
+     "and torch accepts at most 2**64 − 1; allowed: an integer between 0 and 18446744073709551613"),
 ]
 
 
@@ -446,6 +485,9 @@ def test_unknown_accelerator_mode_fails_naming_the_key(tmp_path: Path) -> None:
 def test_bad_config_fails_before_any_job_naming_the_key(tmp_path: Path, case: str, override: dict, key: str) -> None:
     config = json.loads(json.dumps(TINY))
     for section, values in override.items():
+        if not isinstance(values, dict):  # a top-level key such as seed
+            config[section] = values
+            continue
         target = config.setdefault(section, {})
         for name, value in values.items():
             if isinstance(value, dict):
@@ -456,6 +498,25 @@ def test_bad_config_fails_before_any_job_naming_the_key(tmp_path: Path, case: st
     output = result.stdout + result.stderr
     assert result.returncode != 0, case
     assert key in output, output[-2000:]
+    assert "Job stats" not in output
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["seed twice", "timing.repeats twice"])
+def test_a_key_set_twice_in_a_config_file_fails_naming_file_key_and_lines(tmp_path: Path, nested: bool) -> None:
+    text = yaml.safe_dump(TINY)
+    if nested:  # a second `repeats: 4` as the first line of the timing block; TINY's repeats: 3 comes later
+        text = text.replace("timing:\n", "timing:\n  repeats: 4\n", 1)
+        key, lines = "timing.repeats", [n for n, line in enumerate(text.splitlines(), 1) if line.startswith("  repeats:")]
+    else:
+        text += "seed: 8\n"
+        key, lines = "seed", [n for n, line in enumerate(text.splitlines(), 1) if line.startswith("seed:")]
+    assert len(lines) == 2
+    result = snakemake(tmp_path, text, "-n")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert (f"config file {tmp_path / 'test-config.yaml'}: key {key} is set twice, on lines {lines[0]} and {lines[1]}; "
+            "only the last would count: keep one") in output, output[-2000:]
     assert "Job stats" not in output
     assert not (tmp_path / "results").exists()
 

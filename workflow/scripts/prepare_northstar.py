@@ -12,25 +12,31 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
         table = p.user_table
         dataset = usertable.load_user_table(table["path"], table["target"], table["features"])
         source = {"kind": "user table", "path": table["path"], "sha256": atomic.sha256_file(table["path"])}
+        described = table["path"]
     else:
         meta = atomic.read_json(inp.source[1])
         dataset = dataio.load_dataset(inp.source[0], meta)
         source = {"kind": "generated", "matrix_sha256": meta["matrix_sha256"]}
+        described = f"the generated table {inp.source[0]} (data.northstar.rows, data.northstar.late_rate)"
     labels = selection.stratified_split(dataset.target, p.ratios, p.seed)
+    selection.check_split_classes(dataset.target, labels, described)
     train_rows = int((labels == "train").sum())
     if train_rows < p.min_train_rows:
-        raise ValueError(f"the training split has {train_rows} rows, fewer than the largest selection batch size "
-                         f"{p.min_train_rows}; use a larger table or smaller selection.batch_sizes")
+        raise ValueError(f"{described}: the training split has {train_rows} rows, fewer than the largest selection "
+                         f"batch size {p.min_train_rows}; use a larger table or smaller selection.batch_sizes")
     standardizer = selection.Standardizer.fit(dataset.features[labels == "train"])
     columns = {name: pa.array(dataset.features[:, i]) for i, name in enumerate(dataset.feature_columns)}
     columns[dataset.target_column] = pa.array(dataset.target.astype("int8"))
-    columns["split"] = pa.array(labels)
+    # A feature may be called "split": the labels then take a free name, recorded in prepare.json.
+    split_column = selection.split_column_name(dataset.columns)
+    columns[split_column] = pa.array(labels)
     with atomic.atomic_path(out.table) as tmp:
         pq.write_table(pa.table(columns), tmp)
     counts = {name: {"rows": int((labels == name).sum()), "positive_rate": float(dataset.target[labels == name].mean())}
               for name in selection.SPLITS}
     atomic.write_json(out.meta, {
-        "feature_columns": list(dataset.feature_columns), "target_column": dataset.target_column, "source": source,
+        "feature_columns": list(dataset.feature_columns), "target_column": dataset.target_column,
+        "split_column": split_column, "source": source,
         "ratios": p.ratios, "seed": p.seed, "splits": counts,
         "standardizer": {"fitted_on": "train", "mean": standardizer.mean, "std": standardizer.std},
         "table_sha256": atomic.sha256_file(out.table), "environment": envinfo.quick_environment(p.seed),

@@ -1,14 +1,18 @@
 """Configuration checks that run when the Snakefile is parsed, before any job.
 
-`check_schema` reports every schema violation as one line that names the key by its
-dotted path and says what is allowed; Snakemake's own `validate` then fills in the
-defaults, and `check_config` checks what a JSON schema cannot express (relations
-between keys).
+`check_config_files` refuses a config file that sets a key twice (YAML keeps the last
+silently). `check_schema` reports every schema violation, every NaN or infinite number and
+every integer written as a float, as one line that names the key by its dotted path and
+says what is allowed; Snakemake's own `validate` then fills in the defaults, and
+`check_config` checks what a JSON schema cannot express (relations between keys, the
+largest usable seed).
 """
 
 from __future__ import annotations
 
+import math
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import jsonschema
@@ -37,9 +41,9 @@ def _allowed(schema: dict[str, Any]) -> str:
         if schema.get("uniqueItems"):
             words += ", without duplicates,"
         return f"{words} of {_allowed(schema['items'])}"
-    words = {"integer": "an integer", "number": "a number", "string": "a string", "object": "a mapping"}.get(
-        schema.get("type", ""), "a value"
-    )
+    kinds = {"integer": "an integer", "number": "a number", "string": "a string", "object": "a mapping",
+             "boolean": "true or false"}
+    words = kinds.get(schema.get("type", ""), "a value")
     bounds = []
     for key, sign in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<")):
         if key in schema:
@@ -49,19 +53,85 @@ def _allowed(schema: dict[str, Any]) -> str:
     return words + (" " + " and ".join(bounds) if bounds else "")
 
 
+def _floats(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], float]]:
+    """Every float in the config, with its path."""
+    if isinstance(value, float):
+        return [(path, value)]
+    if isinstance(value, dict):
+        return [found for key, item in value.items() for found in _floats(item, (*path, key))]
+    if isinstance(value, list):
+        return [found for index, item in enumerate(value) for found in _floats(item, (*path, index))]
+    return []
+
+
+def _fragment(schema: dict[str, Any], path: tuple[Any, ...]) -> dict[str, Any] | None:
+    """The part of the schema that describes the value at `path`; None for a key it does not know."""
+    for part in path:
+        schema = schema.get("items" if isinstance(part, int) else "properties", {})
+        schema = schema if isinstance(part, int) else schema.get(part)
+        if not schema:
+            return None
+    return schema
+
+
+def _kinds(schema: dict[str, Any]) -> set[str]:
+    kinds = schema.get("type", [])
+    return {kinds} if isinstance(kinds, str) else set(kinds)
+
+
+def _looks_like(text: str, kind: Any) -> bool:
+    """Whether `text` is what YAML would have read as `kind`: a sign that it arrived as text."""
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return False
+    wanted = {"integer": int, "number": (int, float), "boolean": bool}.get(kind)
+    return wanted is not None and isinstance(value, wanted) and (kind == "boolean") == isinstance(value, bool)
+
+
+def _text_hint(kind: Any) -> str:
+    # Snakemake reads the values inside a nested `--config key={...}` as text (YAML's BaseLoader).
+    what = "true or false" if kind == "boolean" else "a number"
+    return f" ({what} written as text: --config KEY={{...}} passes nested values as text; set them in a --configfile)"
+
+
+def _float_problem(value: float, schema: dict[str, Any]) -> str | None:
+    """What a JSON schema lets through: NaN passes every bound (nan > 0 and nan < 0 are both false),
+    inf every lower bound, and 1000.0 counts as an integer although numpy refuses it as a seed."""
+    kinds = _kinds(schema)
+    if not math.isfinite(value) and kinds & {"number", "integer"}:
+        return f"{value} is not a finite number"
+    if value.is_integer() and "integer" in kinds and "number" not in kinds:
+        return f"{value} is not an integer (it has a decimal point or an exponent: write {int(value)})"
+    return None
+
+
 def schema_errors(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
-    validator = jsonschema.Draft202012Validator(schema)
+    # Floats the schema would let through first, one line each; then the schema's own errors.
     messages = []
-    for error in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
+    caught = set()
+    for path, value in _floats(config):
+        fragment = _fragment(schema, path)
+        problem = None if fragment is None else _float_problem(value, fragment)
+        if problem:
+            caught.add(path)
+            message = f"config key {_dotted(path)}: {problem}; allowed: {_allowed(fragment)}"
+            messages.append((list(map(str, path)), message))
+    validator = jsonschema.Draft202012Validator(schema)
+    for error in validator.iter_errors(config):
+        if tuple(error.absolute_path) in caught:
+            continue
         key = _dotted(error.absolute_path)
         if error.validator == "additionalProperties":
             unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
-            messages.append(
-                f"config key {key}: unknown key(s) {', '.join(unknown)}; allowed keys: {', '.join(error.schema['properties'])}"
-            )
+            message = f"config key {key}: unknown key(s) {', '.join(unknown)}; allowed keys: {', '.join(error.schema['properties'])}"
         else:
-            messages.append(f"config key {key}: {error.message}; allowed: {_allowed(error.schema)}")
-    return messages
+            message = f"config key {key}: {error.message}; allowed: {_allowed(error.schema)}"
+            kind = error.validator_value
+            if error.validator == "type" and isinstance(error.instance, str) and _looks_like(error.instance, kind):
+                message += _text_hint(kind)
+        messages.append((list(map(str, error.absolute_path)), message))
+    return [message for _, message in sorted(messages, key=lambda pair: pair[0])]
 
 
 def check_schema(config: dict[str, Any], schema_path: str | os.PathLike[str]) -> None:
@@ -70,6 +140,63 @@ def check_schema(config: dict[str, Any], schema_path: str | os.PathLike[str]) ->
     errors = schema_errors(config, schema)
     if errors:
         raise ConfigError("invalid configuration, nothing was run:\n  " + "\n  ".join(errors))
+
+
+class DuplicateKeyError(ConfigError):
+    """A config file holds a key twice in one mapping; YAML would silently keep the last."""
+
+
+def duplicate_keys(text: str) -> list[tuple[str, list[tuple[int, int]]]]:
+    """Keys that one mapping of a YAML document holds more than once: (dotted key, (line, column) of each)."""
+    loader = yaml.SafeLoader(text)
+    try:
+        root = loader.get_single_node()
+        found: list[tuple[str, list[tuple[int, int]]]] = []
+
+        def walk(node: yaml.Node, path: tuple[Any, ...]) -> None:
+            if isinstance(node, yaml.MappingNode):
+                lines: dict[Any, list[tuple[int, int]]] = {}
+                for key_node, value_node in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` may be overridden on purpose
+                        continue
+                    key = loader.construct_object(key_node, deep=True)
+                    if isinstance(key, (str, int, float, bool)) or key is None:
+                        mark = key_node.start_mark
+                        lines.setdefault(key, []).append((mark.line + 1, mark.column + 1))
+                    walk(value_node, (*path, key))
+                found.extend((_dotted((*path, key)), at) for key, at in lines.items() if len(at) > 1)
+            elif isinstance(node, yaml.SequenceNode):
+                for index, item in enumerate(node.value):
+                    walk(item, (*path, index))
+
+        if root is not None:
+            walk(root, ())
+        return sorted(found, key=lambda pair: pair[1])
+    finally:
+        loader.dispose()
+
+
+def check_config_files(paths: Sequence[str | os.PathLike[str]]) -> None:
+    """Refuse a config file that sets a key twice: YAML (and Snakemake) keep the last one silently."""
+    problems = []
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        try:
+            duplicates = duplicate_keys(text)
+        except yaml.YAMLError:
+            continue  # JSON that YAML 1.1 cannot read (Snakemake read it as JSON); nothing to say here
+        for key, places in duplicates:
+            lines = [line for line, _ in places]
+            if len(set(lines)) == len(lines):
+                shown, where = list(map(str, lines)), "on lines"
+            else:  # JSON on one line, say
+                shown, where = [f"{line}:{column}" for line, column in places], "at line:column"
+            times = "twice" if len(places) == 2 else f"{len(places)} times"
+            problems.append(f"config file {path}: key {key} is set {times}, {where} {', '.join(shown[:-1])} and "
+                            f"{shown[-1]}; only the last would count: keep one")
+    if problems:
+        raise DuplicateKeyError("invalid configuration, nothing was run:\n  " + "\n  ".join(problems))
 
 
 def normalize_config(config: dict[str, Any]) -> None:
@@ -84,7 +211,32 @@ def _check_at_most(key: str, sizes: list[int], limit: int, what: str) -> None:
         raise ConfigError(f"config key {key}: {too_large} larger than {what} = {limit}; allowed: batch sizes between 1 and {limit}")
 
 
+# torch.manual_seed and torch.Generator().manual_seed take 0 .. 2**64 - 1 (2**64 raises "Overflow when
+# unpacking long long"); numpy's default_rng takes any non-negative integer. The workflow adds to `seed`:
+# seed_limits trains with seed + i for i < selection.seeds, measure.measure_variant warms up with seed + 1.
+TORCH_SEED_MAX = 2**64 - 1
+WARM_UP_SEED_OFFSET = 1
+
+
+def seed_offset(config: dict[str, Any]) -> tuple[int, str]:
+    """The largest number the workflow adds to `seed` before seeding torch, and where it comes from."""
+    seeds = config["selection"]["seeds"] - 1
+    if seeds >= WARM_UP_SEED_OFFSET:
+        return seeds, "selection.seeds − 1"
+    return WARM_UP_SEED_OFFSET, "the warm-up of every timing job"
+
+
+def max_seed(config: dict[str, Any]) -> int:
+    """The largest `seed` for which every seed the workflow derives from it still fits torch."""
+    return TORCH_SEED_MAX - seed_offset(config)[0]
+
+
 def check_config(config: dict[str, Any]) -> None:
+    seed, largest = config["seed"], max_seed(config)
+    if seed > largest:
+        offset, source = seed_offset(config)
+        raise ConfigError(f"config key seed: {seed} is too large: the workflow seeds torch with seed + {offset} "
+                          f"({source}), and torch accepts at most 2**64 − 1; allowed: an integer between 0 and {largest}")
     rows = config["data"]["benchmark"]["rows"]
     _check_at_most("timing.batch_sizes", config["timing"]["batch_sizes"], rows, "data.benchmark.rows")
     _check_at_most("gradient_variance.batch_sizes", config["gradient_variance"]["batch_sizes"], rows, "data.benchmark.rows")
@@ -95,13 +247,26 @@ def check_config(config: dict[str, Any]) -> None:
     _check_planner(config["planner"])
     table = config["data"]["northstar"]["table"]
     if table is not None:
-        if not os.path.isfile(table["path"]):
-            raise ConfigError(f"config key data.northstar.table.path: {table['path']} does not exist; allowed: a Parquet or CSV file")
+        _check_table_path(table["path"])
+        if table["target"] in table["features"]:
+            raise ConfigError(f"config key data.northstar.table.features: lists the target column {table['target']!r}, "
+                              "which would give the model the label it has to predict; allowed: feature columns other "
+                              "than data.northstar.table.target")
         return  # its row count is known only once the file is read (prepare_northstar checks it)
     train_rows = int(config["data"]["northstar"]["rows"] * split["train"])
     sizes = [*config["selection"]["batch_sizes"], config["selection"]["seed_batch_size"]]
     _check_at_most("selection.batch_sizes / selection.seed_batch_size", sizes, train_rows,
                    "the training split (data.northstar.rows × selection.split.train)")
+
+
+def _check_table_path(path: str) -> None:
+    key, allowed = "config key data.northstar.table.path", "allowed: a Parquet or CSV file"
+    if os.path.isdir(path):
+        raise ConfigError(f"{key}: {path} is a directory, not a file; {allowed}")
+    if not os.path.isfile(path):
+        raise ConfigError(f"{key}: {path} does not exist; {allowed}")
+    if os.path.getsize(path) == 0:
+        raise ConfigError(f"{key}: {path} is empty (0 bytes); {allowed} with a header and rows")
 
 
 def _check_planner(planner: dict[str, Any]) -> None:

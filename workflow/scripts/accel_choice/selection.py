@@ -45,6 +45,31 @@ def stratified_split(target: np.ndarray, ratios: dict[str, float], seed: int) ->
     return labels.astype(str)
 
 
+def split_column_name(columns: Sequence[str]) -> str:
+    """The name of the split-label column beside `columns`: `split`, or `split_1`, `split_2`, ...
+    when a feature or the target is already called that."""
+    taken = set(columns)
+    name, number = "split", 0
+    while name in taken:
+        number += 1
+        name = f"split_{number}"
+    return name
+
+
+def check_split_classes(target: np.ndarray, labels: np.ndarray, source: str) -> None:
+    """Every split needs both classes: validation loss, early stopping and the test AUC mean
+    nothing on one class. Raises naming the split, its rows and its class counts."""
+    problems = []
+    for name in SPLITS:
+        rows = target[labels == name]
+        negatives, positives = int((rows == 0).sum()), int((rows == 1).sum())
+        if negatives == 0 or positives == 0:
+            problems.append(f"the {name} split has {len(rows)} rows: {negatives} of class 0, {positives} of class 1")
+    if problems:
+        raise ValueError(f"{source}: {'; '.join(problems)}. Every split needs both classes: use a table with more rows "
+                         "of the rarer class, or other selection.split ratios (a larger share for that split)")
+
+
 @dataclass(frozen=True)
 class Standardizer:
     """Per-feature mean and standard deviation, fitted on the training split only."""
@@ -316,4 +341,4 @@ def load_splits(table_path: str | os.PathLike[str], meta: dict[str, Any]) -> dic
     x = frame[meta["feature_columns"]].to_numpy(dtype=np.float32)
     y = frame[meta["target_column"]].to_numpy(dtype=np.float32)
     standardizer = Standardizer(tuple(meta["standardizer"]["mean"]), tuple(meta["standardizer"]["std"]))
-    return split_table(x, y, frame["split"].to_numpy(dtype=str), standardizer)
+    return split_table(x, y, frame[meta["split_column"]].to_numpy(dtype=str), standardizer)

@@ -1,0 +1,247 @@
+"""Parse-time configuration checks: what a JSON schema cannot say, one line per problem naming the key."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from accel_choice import config_checks
+
+
+@pytest.fixture()
+def config(repo):
+    """The default configuration, complete (every key present, as after Snakemake's validate)."""
+    with open(repo / "config" / "config.yaml", encoding="utf-8") as handle:
+        return json.loads(json.dumps(yaml.safe_load(handle)))
+
+
+def _own_table(config, path, target="late", features=("a", "b")):
+    config["data"]["northstar"]["table"] = {"path": str(path), "target": target, "features": list(features)}
+    return config
+
+
+def test_own_table_that_exists_passes(config, tmp_path):
+    (tmp_path / "orders.csv").write_text("a,b,late\n1,2,0\n")
+    config_checks.check_config(_own_table(config, tmp_path / "orders.csv"))
+
+
+def _empty_file(folder):
+    (folder / "orders.csv").write_bytes(b"")
+    return folder / "orders.csv"
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda folder: folder / "nope.csv", "nope.csv does not exist; allowed: a Parquet or CSV file"),
+        (lambda folder: folder, "is a directory, not a file; allowed: a Parquet or CSV file"),
+        (_empty_file, "orders.csv is empty (0 bytes); allowed: a Parquet or CSV file with a header and rows"),
+    ],
+    ids=["missing", "directory", "empty"],
+)
+def test_own_table_path_problems_name_the_key(config, tmp_path, make, says):
+    with pytest.raises(config_checks.ConfigError) as error:
+        config_checks.check_config(_own_table(config, make(tmp_path)))
+    assert str(error.value).startswith("config key data.northstar.table.path: ") and says in str(error.value)
+
+
+def test_own_table_listing_its_target_as_a_feature(config, tmp_path):
+    (tmp_path / "orders.csv").write_text("a,late\n1,0\n")
+    with pytest.raises(config_checks.ConfigError, match="config key data.northstar.table.features: lists the target "
+                                                        "column 'late'"):
+        config_checks.check_config(_own_table(config, tmp_path / "orders.csv", features=("a", "late")))
+
+
+# --- non-finite numbers: every key that takes a number ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def schema(repo):
+    with open(repo / "workflow" / "schemas" / "config.schema.yaml", encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def _numeric_keys(schema, path=()):
+    """Every path in the schema whose value (or list item) is a number or an integer."""
+    kinds = schema.get("type", [])
+    kinds = {kinds} if isinstance(kinds, str) else set(kinds)
+    if kinds & {"number", "integer"}:
+        yield path
+    for key, sub in schema.get("properties", {}).items():
+        yield from _numeric_keys(sub, (*path, key))
+    if "items" in schema:
+        yield from _numeric_keys(schema["items"], (*path, 0))
+
+
+def _config_with(path, value):
+    """The smallest config that holds `value` at `path` (lists of one item)."""
+    for part in reversed(path):
+        value = [value] if isinstance(part, int) else {part: value}
+    return value
+
+
+def test_the_schema_has_float_and_integer_keys_to_check(schema):
+    keys = {config_checks._dotted(path) for path in _numeric_keys(schema)}
+    assert {"seed", "model.lr", "aggregate.noise_iqr_ratio", "timing.batch_sizes[0]", "planner.sweep.rows[0]"} <= keys
+    assert len(keys) > 40
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")], ids=["nan", "inf", "-inf"])
+def test_every_numeric_key_refuses_a_non_finite_value(schema, value):
+    for path in _numeric_keys(schema):
+        key = config_checks._dotted(path)
+        # Only the value's own line: a list of one may be too short, which is another key's line.
+        errors = config_checks.schema_errors(_config_with(path, value), schema)
+        errors = [e for e in errors if e.startswith(f"config key {key}:")]
+        assert len(errors) == 1, (key, errors)
+        assert errors[0].startswith(f"config key {key}: {value} is not a finite number; allowed: "), errors
+
+
+def test_non_finite_values_are_one_line_each_among_other_errors(schema):
+    config = {"model": {"lr": float("nan"), "hidden": 0}, "aggregate": {"noise_iqr_ratio": float("inf")}}
+    assert config_checks.schema_errors(config, schema) == [
+        "config key aggregate.noise_iqr_ratio: inf is not a finite number; allowed: a number > 0",
+        "config key model.hidden: 0 is less than the minimum of 1; allowed: an integer >= 1",
+        "config key model.lr: nan is not a finite number; allowed: a number > 0",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "write"),
+    [("seed: 1000.0", "seed", 1000), ("timing:\n  repeats: 3.0", "timing.repeats", 3),
+     ("planner:\n  sweep:\n    rows: [1.0e+3, 10]", "planner.sweep.rows[0]", 1000)],
+)
+def test_an_integer_written_as_a_float_is_refused(schema, text, key, write):
+    # jsonschema counts 1000.0 as an integer; numpy's default_rng(1000.0) raises a TypeError in the first job.
+    (message,) = config_checks.schema_errors(yaml.safe_load(text), schema)
+    assert message.startswith(f"config key {key}: {float(write)} is not an integer (it has a decimal point or an "
+                              f"exponent: write {write}); allowed: an integer >= ")
+
+
+def test_the_default_config_passes_the_schema(schema, config):
+    assert config_checks.schema_errors(config, schema) == []
+
+
+def test_check_schema_raises_on_yaml_nan(repo):
+    config = yaml.safe_load("model:\n  lr: .nan\n")
+    with pytest.raises(config_checks.ConfigError, match="config key model.lr: nan is not a finite number"):
+        config_checks.check_schema(config, repo / "workflow" / "schemas" / "config.schema.yaml")
+
+
+@pytest.mark.parametrize(
+    ("config", "says"),
+    [({"timing": {"batch_sizes": ["32"]}}, "(a number written as text: --config KEY={...} passes nested values as text"),
+     ({"model": {"lr": "0.01"}}, "(a number written as text"),
+     ({"gpu": {"grad_scaler": "false"}}, "(true or false written as text")],
+    ids=["batch size", "lr", "boolean"],
+)
+def test_numbers_as_text_are_refused_with_the_reason(schema, config, says):
+    (message,) = config_checks.schema_errors(config, schema)
+    assert "is not of type" in message and says in message
+
+
+def test_text_that_is_no_number_gets_no_hint(schema):
+    (message,) = config_checks.schema_errors({"model": {"lr": "fast"}}, schema)
+    assert message == "config key model.lr: 'fast' is not of type 'number'; allowed: a number > 0"
+
+
+# --- seed: what torch takes, after the offsets the workflow adds ------------------------------
+
+
+def test_torch_and_numpy_take_the_seeds_the_limit_says():
+    import numpy as np
+    import torch
+
+    torch.manual_seed(config_checks.TORCH_SEED_MAX)
+    torch.Generator().manual_seed(config_checks.TORCH_SEED_MAX)
+    np.random.default_rng(config_checks.TORCH_SEED_MAX + 1)  # numpy has no upper limit
+    for seeding in (torch.manual_seed, torch.Generator().manual_seed):
+        with pytest.raises((RuntimeError, ValueError)):
+            seeding(config_checks.TORCH_SEED_MAX + 1)
+
+
+def test_the_largest_seed_reaches_every_seeded_call_with_its_offsets(config):
+    """Everything seeded from `seed` in the workflow, at the largest seed plus the offsets added to it."""
+    import numpy as np
+    import torch
+
+    from accel_choice import datagen, loaders, model, selection
+
+    seed = config_checks.max_seed(config)
+    offset, _ = config_checks.seed_offset(config)
+    datagen.make_benchmark(16, 3, 0.2, seed)
+    target = datagen.make_northstar(40, 0.3, seed).target
+    selection.stratified_split(target, {"train": 0.6, "val": 0.2, "test": 0.2}, seed)
+    x, y = torch.zeros(8, 3), torch.zeros(8)
+    for extra in sorted({0, config_checks.WARM_UP_SEED_OFFSET, offset}):
+        model.build_model(3, 4, seed + extra)
+        for kind in loaders.LOADERS:
+            assert sum(len(batch[0]) for batch in loaders.make_loader(kind, x, y, 4, True, seed + extra)) == 8
+    with pytest.raises((RuntimeError, ValueError)):
+        model.build_model(3, 4, seed + offset + 1)
+    assert np.isfinite(target).all()
+
+
+def test_seed_limit_follows_selection_seeds(config):
+    config["selection"]["seeds"] = 5
+    assert config_checks.seed_offset(config) == (4, "selection.seeds − 1")
+    assert config_checks.max_seed(config) == 2**64 - 1 - 4
+    config["selection"]["seeds"] = 2  # seed + 1: as much as the warm-up adds
+    assert config_checks.max_seed(config) == 2**64 - 2
+
+
+@pytest.mark.parametrize("seed", [2**64 - 1, 2**64 - 4, 2**70])
+def test_seed_too_large_for_torch_is_refused_with_the_limit(config, seed):
+    config["seed"], config["selection"]["seeds"] = seed, 5
+    with pytest.raises(config_checks.ConfigError) as error:
+        config_checks.check_config(config)
+    assert str(error.value) == (
+        f"config key seed: {seed} is too large: the workflow seeds torch with seed + 4 (selection.seeds − 1), and "
+        f"torch accepts at most 2**64 − 1; allowed: an integer between 0 and {2**64 - 5}")
+
+
+def test_the_largest_seed_passes(config):
+    config["seed"] = config_checks.max_seed(config)
+    config_checks.check_config(config)
+
+
+# --- a key set twice in a config file ---------------------------------------------------------
+
+
+def test_duplicate_keys_top_level_and_nested():
+    text = "seed: 5\ntiming:\n  repeats: 3\n  batch_sizes: [16]\n  repeats: 4\nseed: 6\n"
+    assert config_checks.duplicate_keys(text) == [("seed", [(1, 1), (6, 1)]), ("timing.repeats", [(3, 3), (5, 3)])]
+
+
+def test_duplicate_keys_in_a_list_item_and_three_times():
+    text = "planner:\n  grid:\n    rows: [1]\n    rows: [2]\n    rows: [3]\nl:\n  - {k: 1, k: 2}\n"
+    assert config_checks.duplicate_keys(text) == [("planner.grid.rows", [(3, 5), (4, 5), (5, 5)]),
+                                                  ("l[0].k", [(7, 6), (7, 12)])]
+
+
+def test_no_duplicates_in_a_clean_file_or_an_overridden_merge_key(repo):
+    assert config_checks.duplicate_keys((repo / "config" / "config.yaml").read_text()) == []
+    assert config_checks.duplicate_keys("base: &b {rows: 1}\nother:\n  <<: *b\n  rows: 2\n") == []
+    assert config_checks.duplicate_keys("") == []
+
+
+def test_check_config_files_names_file_key_and_lines(tmp_path, repo):
+    clean, twice = tmp_path / "clean.yaml", tmp_path / "twice.yaml"
+    clean.write_text("seed: 5\n")
+    twice.write_text("seed: 5\ntiming:\n  repeats: 3\n  repeats: 4\nseed: 6\n")
+    config_checks.check_config_files([repo / "config" / "config.yaml", clean])
+    with pytest.raises(config_checks.ConfigError) as error:
+        config_checks.check_config_files([clean, str(twice)])
+    assert str(error.value) == (
+        "invalid configuration, nothing was run:\n"
+        f"  config file {twice}: key seed is set twice, on lines 1 and 5; only the last would count: keep one\n"
+        f"  config file {twice}: key timing.repeats is set twice, on lines 3 and 4; only the last would count: keep one")
+
+
+def test_check_config_files_on_json_on_one_line(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text('{"seed": 5, "timing": {"repeats": 3, "repeats": 4}}')
+    with pytest.raises(config_checks.ConfigError, match="key timing.repeats is set twice, at line:column 1:24 and 1:38"):
+        config_checks.check_config_files([path])
