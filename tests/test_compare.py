@@ -346,7 +346,7 @@ def test_only_the_full_path_rows_of_the_flagged_training_cell_are_hidden(tmp_pat
 def test_manifest_that_verifies_gives_no_warning(tmp_path):
     folder = make_results(tmp_path, "run")
     check = compare.verify_manifest(folder)
-    assert check.verified and check.files == len([p for p in folder.rglob("*") if p.is_file()]) - 1
+    assert check.verified and check.result.listed == len([p for p in folder.rglob("*") if p.is_file()]) - 1
 
 
 def test_edited_missing_and_extra_files_fail_the_manifest(tmp_path):
@@ -355,24 +355,41 @@ def test_edited_missing_and_extra_files_fail_the_manifest(tmp_path):
     (folder / compare.FULL_PATH_CSV).unlink()
     (folder / "notes.txt").write_text("added later\n")
     check = compare.verify_manifest(folder)
-    assert (check.changed, check.missing, check.unlisted) == (("REPORT.md",), (compare.FULL_PATH_CSV,), ("notes.txt",))
+    assert (check.result.changed, check.result.missing, check.result.added) == (
+        ("REPORT.md",), (compare.FULL_PATH_CSV,), ("notes.txt",))
     warning = compare.manifest_warnings(compare.load_results(folder, "laptop"))
     assert len(warning) == 1 and "MANIFEST.sha256 does not verify" in warning[0] and "REPORT.md" in warning[0]
+    assert "1 added (notes.txt)" in warning[0]
 
 
-def test_files_written_after_the_manifest_and_hidden_temporaries_are_not_unlisted(tmp_path):
+def test_files_written_after_the_manifest_are_not_added_but_a_hidden_file_is(tmp_path):
     folder = make_results(tmp_path, "run")
-    for name in (*archive.AFTER_THE_MANIFEST, "tables/.decision.json.abc.tmp"):
+    for name in archive.AFTER_THE_MANIFEST:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text("written later\n")
     assert compare.verify_manifest(folder).verified
+    (folder / "tables" / ".decision.json.abc.tmp").write_text("written later\n")
+    assert compare.verify_manifest(folder).result.added == ("tables/.decision.json.abc.tmp",)
 
 
-def test_manifest_lines_leaving_the_folder_are_malformed(tmp_path):
+def test_a_listed_file_replaced_by_a_link_fails_the_manifest(tmp_path):
+    folder = make_results(tmp_path, "run")
+    copy = tmp_path / "REPORT.copy.md"
+    copy.write_bytes((folder / "REPORT.md").read_bytes())
+    (folder / "REPORT.md").unlink()
+    (folder / "REPORT.md").symlink_to(copy)
+    warning = compare.manifest_warnings(compare.load_results(folder, "laptop"))
+    assert len(warning) == 1 and "1 symbolic link (not followed) (REPORT.md)" in warning[0]
+
+
+def test_manifest_lines_leaving_the_folder_or_repeated_cannot_be_checked(tmp_path):
     folder = make_results(tmp_path, "run")
     with open(folder / compare.MANIFEST, "a") as handle:
         handle.write(f"{'0' * 64}  ../outside.txt\nnot a manifest line\n")
-    assert len(compare.verify_manifest(folder).malformed_lines) == 2
+    check = compare.verify_manifest(folder)
+    assert not check.verified and check.result is None and "not a sha256sum line" in check.error
+    warning = compare.manifest_warnings(compare.load_results(folder, "laptop"))
+    assert len(warning) == 1 and "MANIFEST.sha256 cannot be checked" in warning[0] and "and 1 more line" in warning[0]
 
 
 def test_manifest_written_by_find_and_sha256sum_in_binary_mode_verifies(tmp_path):

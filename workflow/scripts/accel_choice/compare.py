@@ -70,16 +70,15 @@ COLLECT_ENV_KEYS = ("torch_version", "cuda_compiled_version", "cuda_runtime_vers
 
 @dataclass(frozen=True)
 class ManifestCheck:
+    """A folder against its MANIFEST.sha256, by `archive.verify`: absent, unreadable (`error`), or checked."""
+
     present: bool
-    files: int = 0
-    changed: tuple[str, ...] = ()
-    missing: tuple[str, ...] = ()
-    unlisted: tuple[str, ...] = ()
-    malformed_lines: tuple[int, ...] = ()
+    result: archive.Verification | None = None
+    error: str | None = None  # a malformed or repeated line, or a manifest that cannot be read
 
     @property
     def verified(self) -> bool:
-        return self.present and not (self.changed or self.missing or self.unlisted or self.malformed_lines)
+        return self.result is not None and self.result.matches
 
 
 @dataclass(frozen=True)
@@ -230,20 +229,14 @@ def _csv_value(text: str | None) -> Any:
 # ---------------------------------------------------------------- manifest
 
 def verify_manifest(folder: Path) -> ManifestCheck:
-    """Check MANIFEST.sha256 (sha256sum's format) against the files of the folder.
-
-    Files the archive rule leaves out on purpose (hidden temporaries, symlinks, files written after
-    the manifest) are not reported as unlisted; a listed file that is gone or differs always is.
-    Malformed lines, paths leaving the folder among them, are reported rather than fatal.
-    """
-    manifest = folder / MANIFEST
-    if not manifest.is_file():
+    """Check the folder against its MANIFEST.sha256 the way verify_results.py does (`archive.verify`):
+    changed, missing, linked and added entries are reported; a malformed manifest is reported, not fatal."""
+    if not (folder / MANIFEST).is_file():
         return ManifestCheck(present=False)
-    listed, malformed = archive.parse_manifest(manifest.read_bytes().decode("utf-8", errors="replace"))
-    check = archive.check_files(folder, listed, archive.AFTER_THE_MANIFEST)
-    return ManifestCheck(present=True, files=len(listed), changed=tuple(check["changed"]),
-                         missing=tuple(check["missing"]), unlisted=tuple(check["unlisted"]),
-                         malformed_lines=tuple(malformed))
+    try:
+        return ManifestCheck(present=True, result=archive.verify(folder))
+    except (OSError, archive.ManifestError) as error:
+        return ManifestCheck(present=True, error=str(error))
 
 
 # ---------------------------------------------------------------- matching rows
@@ -462,12 +455,13 @@ def manifest_warnings(side: ResultsFolder) -> list[str]:
         return [f"{side.label} has no {MANIFEST}: cannot verify that nothing was edited since the run."]
     if check.verified:
         return []
+    if check.result is None:
+        return [f"{side.label}: {MANIFEST} cannot be checked ({check.error}); its results may have been edited."]
+    found: dict[str, list[str]] = {}
+    for what, name in check.result.problems():
+        found.setdefault(what, []).append(name)
     problems = [f"{len(names)} {what} ({', '.join(names[:3])}{', …' if len(names) > 3 else ''})"
-                for names, what in ((check.changed, "file(s) changed"), (check.missing, "listed file(s) missing"),
-                                    (check.unlisted, "file(s) not listed"))
-                if names]
-    if check.malformed_lines:
-        problems.append(f"malformed line(s) {', '.join(map(str, check.malformed_lines[:5]))}")
+                for what, names in found.items()]
     return [f"{side.label}: {MANIFEST} does not verify: {'; '.join(problems)}; its results may have been edited."]
 
 
@@ -550,7 +544,7 @@ def _commit(side: ResultsFolder) -> tuple[str | None, str | None]:
 def _manifest_status(check: ManifestCheck) -> str:
     if not check.present:
         return "absent"
-    return f"verified ({check.files} files)" if check.verified else "does not verify"
+    return f"verified ({check.result.listed} files)" if check.verified else "does not verify"
 
 
 def compare(a: ResultsFolder, b: ResultsFolder, full_path_format: str | None = None) -> Comparison:
