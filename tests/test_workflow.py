@@ -553,19 +553,107 @@ def _sha256sum_check(folder: Path) -> subprocess.CompletedProcess[str]:
 def test_manifest_lists_every_file_and_sha256sum_finds_an_edit(finished: Path, tmp_path: Path) -> None:
     results = finished / "results"
     listed = {line.split("  ", 1)[1] for line in (results / "MANIFEST.sha256").read_text().splitlines()}
-    # Hidden files are bookkeeping, not results: Snakemake's .snakemake_timestamp in directory
-    # outputs, and the temporary file of an interrupted atomic write.
-    on_disk = {p.relative_to(results).as_posix() for p in results.rglob("*") if p.is_file() and not p.name.startswith(".")}
-    assert on_disk - listed <= AFTER_THE_MANIFEST, sorted(on_disk - listed - AFTER_THE_MANIFEST)
+    provenance = read(results / "provenance.json")
+    leftovers = {entry["path"] for entry in provenance["files"]["not_made_by_this_configuration"]}
+    # Every entry of the folder, hidden ones too (Snakemake's .snakemake_timestamp in directory
+    # outputs), is listed, written after the manifest, or named in provenance.json. After the hard
+    # kill the only thing this configuration did not make is an interrupted write's temporary.
+    on_disk = {p.relative_to(results).as_posix() for p in results.rglob("*") if p.is_file() or p.is_symlink()}
+    assert on_disk - listed - leftovers == AFTER_THE_MANIFEST & on_disk | {"MANIFEST.sha256"}
+    assert all(Path(name).name.startswith(".") and name.endswith(".tmp") for name in leftovers), leftovers
+    assert not listed & leftovers
     assert {"REPORT.md", "provenance.json", "config.yaml", "env/collect_env.json", "tables/cost_model.json",
-            "benchmarks/time_cpu_training/bs16.rep0.tsv", "logs/report.log"} <= listed
+            "benchmarks/time_cpu_training/bs16.rep0.tsv", "logs/report.log", "data/benchmark.parquet",
+            "timing/cpu/bs64.rep2.json"} <= listed
+    assert any(name.endswith("/.snakemake_timestamp") for name in listed)
+    assert provenance["files"]["made_by_this_configuration"] == len(listed) - 1  # provenance.json itself
     archive = tmp_path / "archive"
-    shutil.copytree(results, archive)  # what a reader receives: the folder alone
+    shutil.copytree(results, archive, symlinks=True)  # what a reader receives: the folder alone
     assert _sha256sum_check(archive).returncode == 0
+    assert _verify_results(archive).returncode == 0
     table = archive / "tables/cpu_training.csv"
     table.write_text(table.read_text().replace("fastpath", "fastpatH", 1))
     check = _sha256sum_check(archive)
     assert check.returncode != 0 and "tables/cpu_training.csv: FAILED" in check.stdout
+
+
+def _verify_results(results: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(REPO / "workflow/scripts/verify_results.py"), str(results)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def _copy_of(finished: Path, destination: Path) -> Path:
+    """A finished run moved nowhere: the same repository, its results and Snakemake's records."""
+    shutil.copytree(finished, destination, symlinks=True, ignore=shutil.ignore_patterns("locks", "report.html"))
+    return destination
+
+
+@pytest.fixture(scope="module")
+def lost_and_stale(finished: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """A finished run that loses a record and is run again, then is run with one batch size fewer."""
+    workdir = _copy_of(finished, tmp_path_factory.mktemp("lost") / "run")
+    results = workdir / "results"
+    lost = results / "timing/cpu/bs64.rep1.json"
+    before = read(lost)
+    lost.unlink()
+    events = {"workdir": workdir, "before": before, "plan": planned_jobs(snakemake(workdir, TINY, "-n"))}
+    events["rerun"] = snakemake(workdir, TINY)
+    events["after"] = read(lost) if lost.exists() else None
+    events["verify_after_rerun"] = _verify_results(results)
+    parquet = results / "data/benchmark.parquet"
+    events["parquet_sha256"] = atomic_sha256(parquet)
+    parquet.unlink()  # what the sha256 message tells the user to do with a damaged export
+    events["data_plan"] = planned_jobs(snakemake(workdir, TINY, "-n"))
+    events["fewer"] = snakemake(workdir, changed(timing={"batch_sizes": [16]}))
+    events["verify_fewer"] = _verify_results(results)
+    return events
+
+
+def atomic_sha256(path: Path) -> str:
+    from accel_choice import atomic
+
+    return atomic.sha256_file(path)
+
+
+def test_a_lost_record_is_measured_again_and_the_archive_verifies(lost_and_stale: dict) -> None:
+    assert lost_and_stale["plan"] == {"time_cpu_training": 1, "aggregate_training": 1, "resource_table": 1,
+                                      "planner": 1, "report": 1, "archive": 1, "all": 1}
+    rerun = lost_and_stale["rerun"]
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    after = lost_and_stale["after"]
+    assert after is not None and after["wall_interval"][0] > lost_and_stale["before"]["wall_interval"][1]
+    verify = lost_and_stale["verify_after_rerun"]
+    assert verify.returncode == 0 and "all" in verify.stdout and "listed files match" in verify.stdout, verify.stdout
+
+
+def test_a_deleted_data_file_is_written_again_with_everything_that_read_it(lost_and_stale: dict) -> None:
+    plan = lost_and_stale["data_plan"]
+    assert plan["export_data"] == 1 and plan["time_load_convert"] == 3 and plan["time_cpu_training"] == 6
+    assert plan["gradient_variance"] == 1 and plan["archive"] == 1
+    assert "generate_benchmark" not in plan and "train_northstar" not in plan
+
+
+def test_files_of_an_earlier_configuration_are_listed_not_vouched_for(lost_and_stale: dict) -> None:
+    fewer = lost_and_stale["fewer"]
+    assert fewer.returncode == 0, fewer.stderr[-3000:]
+    results = lost_and_stale["workdir"] / "results"
+    # Snakemake wrote the data again (no job read it any more but every file is a target), byte for byte.
+    assert atomic_sha256(results / "data/benchmark.parquet") == lost_and_stale["parquet_sha256"]
+    listed = {line.split("  ", 1)[1] for line in (results / "MANIFEST.sha256").read_text().splitlines()}
+    provenance = read(results / "provenance.json")
+    stale = {entry["path"] for entry in provenance["files"]["not_made_by_this_configuration"]
+             if not entry["path"].endswith(".tmp")}
+    assert stale == {f"{folder}/bs64.rep{r}.{ext}" for r in range(3) for folder, ext in (
+        ("timing/cpu", "json"), ("logs/time_cpu_training", "log"), ("benchmarks/time_cpu_training", "tsv"))}
+    assert not stale & listed and (results / "timing/cpu/bs64.rep0.json").exists()  # listed, not deleted
+    assert [row["batch_size"] for row in read(results / "tables/cpu_training.json")["table"]] == [16, 16]
+    verify = lost_and_stale["verify_fewer"]
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert "not made by this configuration, listed in provenance.json, unchanged" in verify.stdout
+    # The leftovers are checked too: an edit to one of them is a difference.
+    (results / "timing/cpu/bs64.rep0.json").write_text("{}\n")
+    verify = _verify_results(results)
+    assert verify.returncode == 1 and "timing/cpu/bs64.rep0.json" in verify.stdout
 
 
 def test_provenance_names_the_commit_snakemake_version_and_command(finished: Path) -> None:

@@ -106,7 +106,7 @@ JOBS = {
 
 
 def job_files(name, kinds=("output", "log", "benchmark")):
-    """The files each job of rule `name` writes: outputs, logs and benchmark files, for the jobs in JOBS."""
+    """Outputs, logs and benchmark files of every job that JOBS lists for the rule called `name`."""
     writer = workflow.get_rule(name)
     patterns = [
         *(writer.output if "output" in kinds else []),
