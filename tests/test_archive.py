@@ -195,6 +195,9 @@ def test_seal_vouches_for_this_configurations_files_and_lists_the_rest(tmp_path,
     assert record["record_commits"] == {COMMIT_A: 2} and record["mixed_commits"] is False
     result = archive.verify(root)
     assert result.matches and result.foreign == 4, result
+    # Sealed again by a later commit: the earlier provenance.json is not counted as a record.
+    record, _ = archive.seal(root, MADE, {"commit": COMMIT_B, "dirty": False})
+    assert record["record_commits"] == {COMMIT_A: 2} and record["mixed_commits"] is False
 
 
 # ---------------------------------------------------------------- the manifest and coreutils

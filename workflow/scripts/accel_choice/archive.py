@@ -108,7 +108,9 @@ def provenance(results_dir: str | os.PathLike[str], workflow: dict[str, Any],
     """
     root = Path(results_dir)
     names = sorted(made) if made is not None else [e.path for e in walk(root) if e.kind == "file"]
-    origins = record_origins(root / name for name in names if name.endswith(".json") and (root / name).is_file())
+    # An earlier run's provenance.json is no record: it carries that run's commit, not a measurement's.
+    origins = record_origins(root / name for name in names
+                             if name.endswith(".json") and name != PROVENANCE_NAME and (root / name).is_file())
     commits = origins["commits"]
     invocation = current_invocation()
     return {
