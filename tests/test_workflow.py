@@ -601,18 +601,13 @@ def lost_and_stale(finished: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     events["after"] = read(lost) if lost.exists() else None
     events["verify_after_rerun"] = _verify_results(results)
     parquet = results / "data/benchmark.parquet"
-    events["parquet_sha256"] = atomic_sha256(parquet)
+    kept = shutil.copy2(parquet, workdir / "benchmark.parquet.kept")
     parquet.unlink()  # what the sha256 message tells the user to do with a damaged export
     events["data_plan"] = planned_jobs(snakemake(workdir, TINY, "-n"))
+    shutil.copy2(kept, parquet)  # put back: writing it again would re-measure every job that reads it
     events["fewer"] = snakemake(workdir, changed(timing={"batch_sizes": [16]}))
     events["verify_fewer"] = _verify_results(results)
     return events
-
-
-def atomic_sha256(path: Path) -> str:
-    from accel_choice import atomic
-
-    return atomic.sha256_file(path)
 
 
 def test_a_lost_record_is_measured_again_and_the_archive_verifies(lost_and_stale: dict) -> None:
@@ -637,8 +632,6 @@ def test_files_of_an_earlier_configuration_are_listed_not_vouched_for(lost_and_s
     fewer = lost_and_stale["fewer"]
     assert fewer.returncode == 0, fewer.stderr[-3000:]
     results = lost_and_stale["workdir"] / "results"
-    # Snakemake wrote the data again (no job read it any more but every file is a target), byte for byte.
-    assert atomic_sha256(results / "data/benchmark.parquet") == lost_and_stale["parquet_sha256"]
     listed = {line.split("  ", 1)[1] for line in (results / "MANIFEST.sha256").read_text().splitlines()}
     provenance = read(results / "provenance.json")
     stale = {entry["path"] for entry in provenance["files"]["not_made_by_this_configuration"]
