@@ -8,14 +8,16 @@ import math
 import pytest
 import torch
 
-from accel_choice import aggregate, datagen, measure
+from accel_choice.records import VARIANT_KEYS
+from accel_choice.analyze import aggregate, fullpath
+from accel_choice.measure import datagen, training
 
 ROWS = 8192
 SHA0 = "a" * 64
 
 
 def record(batch_size, loader, repeat, epoch_s, *, eval_s=0.005, finite=True, rows=ROWS, sha=SHA0, **extra):
-    """A record shaped like measure.measure_training_job's output (keys copied from measure.py)."""
+    """A record shaped like training.measure_training_job's output (keys copied from training.py)."""
     steps = -(-rows // batch_size)
     r = {
         "batch_size": batch_size,
@@ -89,7 +91,7 @@ def test_synthetic_record_keys_match_measure_output():
     """The helper above must stay shaped like the real thing."""
     d = datagen.make_benchmark(40, 3, 0.2, 1)
     x, y = torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy())
-    real = measure.measure_training_job(x, y, 20, 0, measure.cpu_variants(["fastpath"]), seed=1, hidden=2, lr=1e-3, warmup_steps=1)[0]
+    real = training.measure_training_job(x, y, 20, 0, training.cpu_variants(["fastpath"]), seed=1, hidden=2, lr=1e-3, warmup_steps=1)[0]
     assert set(record(20, "fastpath", 0, 0.01)) == set(real)
     assert set(record(20, "fastpath", 0, 0.01)["invariants"]) == set(real["invariants"])
 
@@ -336,7 +338,7 @@ def test_aggregate_load_convert_refuses_empty():
 
 
 def test_full_path_sums(table, load_table):
-    rows = aggregate.full_path(table, load_table)
+    rows = fullpath.full_path(table, load_table)
     assert len(rows) == 2 * len(table)  # benchmark only: 2 formats x 4 training cells
     assert {r["format"] for r in rows} == {"csv", "parquet"}
     assert rows == sorted(rows, key=lambda r: (r["format"], r["loader"], r["batch_size"]))
@@ -357,7 +359,7 @@ def test_full_path_sums(table, load_table):
 
 
 def test_full_path_other_dataset(table, load_table):
-    rows = aggregate.full_path(table, load_table, dataset="northstar")
+    rows = fullpath.full_path(table, load_table, dataset="northstar")
     assert len(rows) == len(table)
     assert {r["format"] for r in rows} == {"csv"}
     assert all(r["load_s"] == pytest.approx(0.010) for r in rows)
@@ -387,7 +389,7 @@ def gpu_records():
 
 def test_one_row_per_variant():
     table = aggregate.aggregate_training(records() + gpu_records(), ROWS)
-    keys = [tuple(r[k] for k in aggregate.VARIANT_KEYS) for r in table]
+    keys = [tuple(r[k] for k in VARIANT_KEYS) for r in table]
     assert keys == [
         ("cpu", "fp32", "host", "dataloader", 32), ("cpu", "fp32", "host", "fastpath", 32),
         ("cpu", "fp32", "host", "dataloader", 512), ("cpu", "fp32", "host", "fastpath", 512),
@@ -446,7 +448,7 @@ def test_non_finite_gpu_record_listed_with_its_variant():
 
 
 def test_full_path_cpu_rows_carry_no_transfer_nor_start_up(table, load_table):
-    for r in aggregate.full_path(table, load_table):
+    for r in fullpath.full_path(table, load_table):
         assert r["transfer_s"] == 0.0
         assert r["startup_s"] == 0.0
         assert r["total_with_startup_s"] == r["total_s"]
@@ -466,5 +468,5 @@ def test_require_keys_names_the_file():
 def test_real_records_carry_the_required_keys():
     d = datagen.make_benchmark(40, 3, 0.2, 1)
     x, y = torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy())
-    real = measure.measure_training_job(x, y, 20, 0, measure.cpu_variants(["fastpath"]), seed=1, hidden=2, lr=1e-3, warmup_steps=1)[0]
+    real = training.measure_training_job(x, y, 20, 0, training.cpu_variants(["fastpath"]), seed=1, hidden=2, lr=1e-3, warmup_steps=1)[0]
     aggregate.require_keys(real, aggregate.TRAINING_KEYS, "real")

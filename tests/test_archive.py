@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from accel_choice import archive, atomic
+from accel_choice.io import atomic, manifest, provenance
 
 COMMIT_A = "a" * 40
 COMMIT_B = "b" * 40
@@ -39,7 +39,7 @@ def _results(tmp_path):
 
 
 def _sha256sum_check(root):
-    return subprocess.run(["sha256sum", "--check", "--quiet", archive.MANIFEST_NAME], cwd=root,
+    return subprocess.run(["sha256sum", "--check", "--quiet", manifest.MANIFEST_NAME], cwd=root,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -47,9 +47,9 @@ def _sha256sum_check(root):
 
 
 def test_invocation_record_round_trips_through_the_environment(monkeypatch):
-    text = archive.invocation_record(ARGV, "/work/run", "9.27.1")
-    monkeypatch.setenv(archive.INVOCATION_VARIABLE, text)
-    invocation = archive.current_invocation()
+    text = provenance.invocation_record(ARGV, "/work/run", "9.27.1")
+    monkeypatch.setenv(provenance.INVOCATION_VARIABLE, text)
+    invocation = provenance.current_invocation()
     assert invocation["argv"] == ARGV
     assert invocation["command_line"] == "/venv/bin/snakemake --cores 4 --configfile 'my config.yaml'"
     assert invocation["working_directory"] == "/work/run"
@@ -60,12 +60,12 @@ def test_invocation_record_round_trips_through_the_environment(monkeypatch):
 @pytest.mark.parametrize("value", [None, ""])
 def test_invocation_outside_the_workflow_says_so(monkeypatch, value):
     if value is None:
-        monkeypatch.delenv(archive.INVOCATION_VARIABLE, raising=False)
+        monkeypatch.delenv(provenance.INVOCATION_VARIABLE, raising=False)
     else:
-        monkeypatch.setenv(archive.INVOCATION_VARIABLE, value)
-    invocation = archive.current_invocation()
+        monkeypatch.setenv(provenance.INVOCATION_VARIABLE, value)
+    invocation = provenance.current_invocation()
     assert invocation["command_line"] is None
-    assert f"{archive.INVOCATION_VARIABLE} not set" in invocation["note"]
+    assert f"{provenance.INVOCATION_VARIABLE} not set" in invocation["note"]
 
 
 # ---------------------------------------------------------------- commits and provenance
@@ -81,7 +81,7 @@ def test_record_commits_finds_nested_workflow_entries_and_skips_damaged_files(tm
     (tmp_path / "damaged.json").write_text('{"workflow": ')
     (tmp_path / "no_commit.json").write_text(json.dumps({"workflow": {"name": "x"}, "rows": [1, 2]}))
     paths = sorted(tmp_path.glob("*.json"))
-    seen = archive.record_commits(paths)
+    seen = provenance.record_commits(paths)
     assert seen == {COMMIT_A: [str(clean)], f"{COMMIT_B} (dirty)": [str(nested)], "unknown": [str(unknown)]}
 
 
@@ -92,18 +92,22 @@ def test_record_commits_counts_a_record_once_per_commit(tmp_path):
                               "rows": [{"environment": {"workflow": {"commit": COMMIT_A, "dirty": False}}}] * 3})
     mixed = tmp_path / "mixed.json"
     atomic.write_json(mixed, {"a": {"workflow": {"commit": COMMIT_A}}, "b": {"workflow": {"commit": COMMIT_B}}})
-    seen = archive.record_commits([table, mixed])
+    seen = provenance.record_commits([table, mixed])
     assert seen == {COMMIT_A: [str(table), str(mixed)], COMMIT_B: [str(mixed)]}
+
+
+def _every_file(root):
+    return [entry.path for entry in manifest.walk(root) if entry.kind == "file"]
 
 
 def test_provenance_counts_record_commits_and_flags_a_mixed_archive(tmp_path, monkeypatch):
     root = _results(tmp_path)
-    monkeypatch.setenv(archive.INVOCATION_VARIABLE, archive.invocation_record(ARGV, str(tmp_path), "9.27.1"))
+    monkeypatch.setenv(provenance.INVOCATION_VARIABLE, provenance.invocation_record(ARGV, str(tmp_path), "9.27.1"))
     workflow = {"commit": COMMIT_A, "dirty": False}
-    record = archive.provenance(root, workflow)
+    record = provenance.provenance(root, workflow, _every_file(root))
     assert record["workflow"] == workflow
     assert record["snakemake_version"] == "9.27.1"
-    assert record["command_line"] == archive.current_invocation()["command_line"]
+    assert record["command_line"] == provenance.current_invocation()["command_line"]
     assert record["invocation"]["argv"] == ARGV
     assert record["record_commits"] == {COMMIT_A: 2}
     assert record["mixed_commits"] is False
@@ -111,14 +115,15 @@ def test_provenance_counts_record_commits_and_flags_a_mixed_archive(tmp_path, mo
     json.dumps(record, allow_nan=False)
 
     atomic.write_json(root / "timing" / "old.json", {"records": [], "workflow": {"commit": COMMIT_B, "dirty": True}})
-    record = archive.provenance(root, workflow)
+    record = provenance.provenance(root, workflow, _every_file(root))
     assert record["record_commits"] == {COMMIT_A: 2, f"{COMMIT_B} (dirty)": 1}
     assert record["mixed_commits"] is True
 
 
 def test_provenance_outside_the_workflow_has_no_command_line(tmp_path, monkeypatch):
-    monkeypatch.delenv(archive.INVOCATION_VARIABLE, raising=False)
-    record = archive.provenance(_results(tmp_path), {"commit": None, "dirty": None})
+    monkeypatch.delenv(provenance.INVOCATION_VARIABLE, raising=False)
+    root = _results(tmp_path)
+    record = provenance.provenance(root, {"commit": None, "dirty": None}, _every_file(root))
     assert record["command_line"] is None and record["snakemake_version"] is None
     assert "not set" in record["invocation"]["note"]
 
@@ -144,27 +149,27 @@ def _with_leftovers(tmp_path):
     outside.mkdir()
     (outside / "secret.txt").write_text("not ours\n")
     (root / "elsewhere").symlink_to(outside, target_is_directory=True)
-    for name in archive.AFTER_THE_MANIFEST:
+    for name in manifest.AFTER_THE_MANIFEST:
         atomic.write_text(root / name, "written after the manifest\n")
     return root
 
 
 def test_walk_never_follows_a_symbolic_link(tmp_path):
     root = _with_leftovers(tmp_path)
-    entries = {entry.path: entry.kind for entry in archive.walk(root)}
+    entries = {entry.path: entry.kind for entry in manifest.walk(root)}
     assert entries["elsewhere"] == "symlink" and entries["REPORT.link.md"] == "symlink"
     assert not any(path.startswith("elsewhere/") for path in entries)
     assert entries["northstar/tensorboard/cpu_bs16/.snakemake_timestamp"] == "file"
     # A results folder that is itself a link (kept on scratch, say) is walked as the folder.
     link = tmp_path / "results-link"
     link.symlink_to(root, target_is_directory=True)
-    assert archive.walk(link) == archive.walk(root)
+    assert manifest.walk(link) == manifest.walk(root)
 
 
 def test_inventory_tells_this_configurations_files_from_everything_else(tmp_path):
     root = _with_leftovers(tmp_path)
-    atomic.write_text(root / archive.MANIFEST_NAME, "")
-    found = archive.inventory(root, MADE)
+    atomic.write_text(root / manifest.MANIFEST_NAME, "")
+    found = manifest.inventory(root, MADE)
     assert found.made == ("REPORT.md", "benchmarks/generate_benchmark.tsv", "config.yaml", "data/x.bin",
                           "env/collect_env.json", "logs/generate_benchmark.log",
                           "northstar/tensorboard/cpu_bs16/.snakemake_timestamp",
@@ -172,19 +177,19 @@ def test_inventory_tells_this_configurations_files_from_everything_else(tmp_path
     assert [(entry.path, entry.kind) for entry in found.foreign] == [
         ("REPORT.link.md", "symlink"), ("elsewhere", "symlink"), ("tables/.decision.json.k2j4h1.tmp", "file"),
         ("timing/cpu/bs64.rep1.json", "file")]
-    assert found.late == tuple(sorted(archive.AFTER_THE_MANIFEST))
+    assert found.late == tuple(sorted(manifest.AFTER_THE_MANIFEST))
     # A link is never made, whatever its name says.
-    assert "REPORT.link.md" not in archive.inventory(root, [*MADE, "REPORT.link.md"]).made
+    assert "REPORT.link.md" not in manifest.inventory(root, [*MADE, "REPORT.link.md"]).made
 
 
 def test_seal_vouches_for_this_configurations_files_and_lists_the_rest(tmp_path, monkeypatch):
-    monkeypatch.setenv(archive.INVOCATION_VARIABLE, archive.invocation_record(ARGV, str(tmp_path), "9.27.1"))
+    monkeypatch.setenv(provenance.INVOCATION_VARIABLE, provenance.invocation_record(ARGV, str(tmp_path), "9.27.1"))
     root = _with_leftovers(tmp_path)
-    record, found = archive.seal(root, MADE, {"commit": COMMIT_A, "dirty": False})
-    listed = archive.read_manifest(root / archive.MANIFEST_NAME)
-    assert sorted(listed) == sorted([*found.made]) and archive.PROVENANCE_NAME in listed
+    record, found = manifest.seal(root, MADE, {"commit": COMMIT_A, "dirty": False})
+    listed = manifest.read_manifest(root / manifest.MANIFEST_NAME)
+    assert sorted(listed) == sorted([*found.made]) and manifest.PROVENANCE_NAME in listed
     assert "timing/cpu/bs64.rep1.json" not in listed and "elsewhere" not in listed
-    written = json.loads((root / archive.PROVENANCE_NAME).read_text())
+    written = json.loads((root / manifest.PROVENANCE_NAME).read_text())
     assert written == record
     files = record["files"]
     assert files["made_by_this_configuration"] == len(found.made) - 1  # provenance.json is added after counting
@@ -193,10 +198,10 @@ def test_seal_vouches_for_this_configurations_files_and_lists_the_rest(tmp_path,
     assert foreign["elsewhere"] == {"path": "elsewhere", "kind": "symlink", "target": str(tmp_path / "outside")}
     # The stale record's commit is not counted: it is not this configuration's.
     assert record["record_commits"] == {COMMIT_A: 2} and record["mixed_commits"] is False
-    result = archive.verify(root)
+    result = manifest.verify(root)
     assert result.matches and result.foreign == 4, result
     # Sealed again by a later commit: the earlier provenance.json is not counted as a record.
-    record, _ = archive.seal(root, MADE, {"commit": COMMIT_B, "dirty": False})
+    record, _ = manifest.seal(root, MADE, {"commit": COMMIT_B, "dirty": False})
     assert record["record_commits"] == {COMMIT_A: 2} and record["mixed_commits"] is False
 
 
@@ -205,20 +210,20 @@ def test_seal_vouches_for_this_configurations_files_and_lists_the_rest(tmp_path,
 
 def _sealed(tmp_path):
     root = _results(tmp_path)
-    archive.seal(root, MADE[:-1], {"commit": COMMIT_A, "dirty": False})
+    manifest.seal(root, MADE[:-1], {"commit": COMMIT_A, "dirty": False})
     return root
 
 
 def test_manifest_lines_are_in_sha256sum_format(tmp_path):
     root = _sealed(tmp_path)
-    lines = (root / archive.MANIFEST_NAME).read_text().splitlines()
+    lines = (root / manifest.MANIFEST_NAME).read_text().splitlines()
     assert len(lines) == 8  # the seven files and provenance.json
     digest, name = lines[0].split("  ", 1)
     assert (digest, name) == (atomic.sha256_file(root / "REPORT.md"), "REPORT.md")
-    assert archive.read_manifest(root / archive.MANIFEST_NAME) == {
-        entry.path: atomic.sha256_file(root / entry.path) for entry in archive.walk(root)
-        if entry.path != archive.MANIFEST_NAME}
-    assert archive.verify(root) == archive.Verification(listed=8)
+    assert manifest.read_manifest(root / manifest.MANIFEST_NAME) == {
+        entry.path: atomic.sha256_file(root / entry.path) for entry in manifest.walk(root)
+        if entry.path != manifest.MANIFEST_NAME}
+    assert manifest.verify(root) == manifest.Verification(listed=8)
 
 
 @needs_sha256sum
@@ -228,19 +233,19 @@ def test_file_names_with_line_breaks_other_than_newline_round_trip(tmp_path):
     names = ["form\ffeed.txt", "line\u2028separator.txt", "next\x85line.txt", "group\x1dseparator.txt"]
     for name in names:
         (root / name).write_text("odd\n")
-    archive.seal(root, [*MADE, *names], {"commit": None, "dirty": None})
+    manifest.seal(root, [*MADE, *names], {"commit": None, "dirty": None})
     assert _sha256sum_check(root).returncode == 0
-    assert set(names) <= set(archive.read_manifest(root / archive.MANIFEST_NAME))
-    assert archive.verify(root).matches
+    assert set(names) <= set(manifest.read_manifest(root / manifest.MANIFEST_NAME))
+    assert manifest.verify(root).matches
 
 
 @needs_sha256sum
 def test_a_manifest_with_crlf_line_ends_still_verifies(tmp_path):
     root = _sealed(tmp_path)
-    manifest = root / archive.MANIFEST_NAME
-    manifest.write_bytes(manifest.read_bytes().replace(b"\n", b"\r\n"))
+    manifest_file = root / manifest.MANIFEST_NAME
+    manifest_file.write_bytes(manifest_file.read_bytes().replace(b"\n", b"\r\n"))
     assert _sha256sum_check(root).returncode == 0
-    assert archive.verify(root).matches
+    assert manifest.verify(root).matches
 
 
 @pytest.mark.parametrize("name", ["two\nlines.txt", "back\\slash.txt", "carriage\rreturn.txt", "ends_in_cr\r"])
@@ -248,51 +253,51 @@ def test_a_made_file_name_sha256sum_would_escape_is_refused(tmp_path, name):
     root = _results(tmp_path)
     (root / name).write_text("x\n")
     with pytest.raises(ValueError, match="sha256sum format"):
-        archive.seal(root, [*MADE, name], {"commit": None, "dirty": None})
-    assert not (root / archive.MANIFEST_NAME).exists()
-    assert not [p for p in root.iterdir() if p.name.startswith(f".{archive.MANIFEST_NAME}")]
+        manifest.seal(root, [*MADE, name], {"commit": None, "dirty": None})
+    assert not (root / manifest.MANIFEST_NAME).exists()
+    assert not [p for p in root.iterdir() if p.name.startswith(f".{manifest.MANIFEST_NAME}")]
 
 
 def test_such_a_name_among_files_we_did_not_make_is_listed_in_provenance(tmp_path):
     root = _results(tmp_path)
     (root / "two\nlines.txt").write_text("x\n")
-    record, _ = archive.seal(root, MADE, {"commit": None, "dirty": None})
+    record, _ = manifest.seal(root, MADE, {"commit": None, "dirty": None})
     assert [e["path"] for e in record["files"]["not_made_by_this_configuration"]] == ["two\nlines.txt"]
-    assert archive.verify(root).matches
+    assert manifest.verify(root).matches
 
 
 def test_read_manifest_rejects_a_malformed_line_naming_its_number(tmp_path):
-    manifest = tmp_path / archive.MANIFEST_NAME
-    manifest.write_text(f"{'0' * 64}  a.txt\n{'1' * 64}  b.txt\nnot a checksum line\n")
-    with pytest.raises(archive.ManifestError, match=r"MANIFEST\.sha256, line 3: not a sha256sum line .*'not a checksum line'"):
-        archive.read_manifest(manifest)
+    manifest_file = tmp_path / manifest.MANIFEST_NAME
+    manifest_file.write_text(f"{'0' * 64}  a.txt\n{'1' * 64}  b.txt\nnot a checksum line\n")
+    with pytest.raises(manifest.ManifestError, match=r"MANIFEST\.sha256, line 3: not a sha256sum line .*'not a checksum line'"):
+        manifest.read_manifest(manifest_file)
     for text in (f"{'0' * 63}  short.txt\n", f"{'g' * 64}  not_hex.txt\n", "\n\n"):
-        manifest.write_text(text)
-        with pytest.raises(archive.ManifestError, match="line 1"):
-            archive.read_manifest(manifest)
+        manifest_file.write_text(text)
+        with pytest.raises(manifest.ManifestError, match="line 1"):
+            manifest.read_manifest(manifest_file)
 
 
 @pytest.mark.parametrize("digests", [("0", "0"), ("0", "1")], ids=["same digest", "other digest"])
 def test_read_manifest_rejects_a_path_listed_twice(tmp_path, digests):
-    manifest = tmp_path / archive.MANIFEST_NAME
-    manifest.write_text(f"{digests[0] * 64}  a.txt\n{'2' * 64}  b.txt\n{digests[1] * 64} *./a.txt\n")
-    with pytest.raises(archive.ManifestError, match=r"line 3: lists a\.txt again \(first on line 1\)"):
-        archive.read_manifest(manifest)
+    manifest_file = tmp_path / manifest.MANIFEST_NAME
+    manifest_file.write_text(f"{digests[0] * 64}  a.txt\n{'2' * 64}  b.txt\n{digests[1] * 64} *./a.txt\n")
+    with pytest.raises(manifest.ManifestError, match=r"line 3: lists a\.txt again \(first on line 1\)"):
+        manifest.read_manifest(manifest_file)
 
 
 @pytest.mark.parametrize("name", ["../outside.txt", "/etc/passwd", "tables/../../outside.txt"])
 def test_read_manifest_rejects_a_path_leaving_the_folder(tmp_path, name):
-    manifest = tmp_path / archive.MANIFEST_NAME
-    manifest.write_text(f"{'0' * 64}  {name}\n")
-    with pytest.raises(archive.ManifestError, match="line 1"):
-        archive.read_manifest(manifest)
+    manifest_file = tmp_path / manifest.MANIFEST_NAME
+    manifest_file.write_text(f"{'0' * 64}  {name}\n")
+    with pytest.raises(manifest.ManifestError, match="line 1"):
+        manifest.read_manifest(manifest_file)
 
 
 def test_read_manifest_accepts_binary_mode_and_dot_slash_lines(tmp_path):
     # `find . -type f -exec sha256sum -b {} +` writes "<hex> *./name".
-    manifest = tmp_path / archive.MANIFEST_NAME
-    manifest.write_text(f"{'A' * 64} *./tables/x.json\n{'b' * 64}  y.txt\n\n")
-    assert archive.read_manifest(manifest) == {"tables/x.json": "a" * 64, "y.txt": "b" * 64}
+    manifest_file = tmp_path / manifest.MANIFEST_NAME
+    manifest_file.write_text(f"{'A' * 64} *./tables/x.json\n{'b' * 64}  y.txt\n\n")
+    assert manifest.read_manifest(manifest_file) == {"tables/x.json": "a" * 64, "y.txt": "b" * 64}
 
 
 # ---------------------------------------------------------------- verify: sha256sum's verdict and more
@@ -322,7 +327,7 @@ def _folder_swapped_for_a_link(root, tmp_path):
 
 def _append_line(text):
     def mutate(root, tmp_path):
-        with open(root / archive.MANIFEST_NAME, "a", encoding="utf-8") as handle:
+        with open(root / manifest.MANIFEST_NAME, "a", encoding="utf-8") as handle:
             handle.write(text(root))
     return mutate
 
@@ -368,7 +373,7 @@ VERIFY_CASES = [
     ("malformed line", _append_line(lambda root: "this is not a checksum line\n"), True, "ManifestError"),
     ("path outside the folder", _append_line(lambda root: f"{atomic.sha256_file('/etc/hostname')}  ../../../../../etc/hostname\n"),
      None, "ManifestError"),
-    ("empty manifest", lambda root, tmp_path: (root / archive.MANIFEST_NAME).write_text(""), False, "ManifestError"),
+    ("empty manifest", lambda root, tmp_path: (root / manifest.MANIFEST_NAME).write_text(""), False, "ManifestError"),
     ("late files written after the manifest", _write("snakemake-report.html"), True, []),
 ]
 
@@ -380,10 +385,10 @@ def test_verify_gives_sha256sums_verdict_and_more(tmp_path, case, mutate, sha256
     if shutil.which("sha256sum") and sha256sum_passes is not None:
         assert (_sha256sum_check(root).returncode == 0) == sha256sum_passes, case
     if expected == "ManifestError":
-        with pytest.raises(archive.ManifestError):
-            archive.verify(root)
+        with pytest.raises(manifest.ManifestError):
+            manifest.verify(root)
         return
-    result = archive.verify(root)
+    result = manifest.verify(root)
     assert [what for what, _ in result.problems()] == expected, result
     assert result.matches == (not expected)
     if sha256sum_passes is False:
@@ -392,23 +397,23 @@ def test_verify_gives_sha256sums_verdict_and_more(tmp_path, case, mutate, sha256
 
 def test_foreign_files_listed_in_provenance_are_checked_too(tmp_path):
     root = _with_leftovers(tmp_path)
-    archive.seal(root, MADE, {"commit": COMMIT_A, "dirty": False})
-    assert archive.verify(root).matches
+    manifest.seal(root, MADE, {"commit": COMMIT_A, "dirty": False})
+    assert manifest.verify(root).matches
     (root / "timing" / "cpu" / "bs64.rep1.json").write_text("{}\n")
     (root / "REPORT.link.md").unlink()
-    result = archive.verify(root)
+    result = manifest.verify(root)
     assert result.foreign_changed == ("REPORT.link.md", "timing/cpu/bs64.rep1.json") and not result.matches
 
 
 def test_an_edited_provenance_list_is_not_trusted(tmp_path):
     root = _with_leftovers(tmp_path)
-    archive.seal(root, MADE, {"commit": COMMIT_A, "dirty": False})
-    record = json.loads((root / archive.PROVENANCE_NAME).read_text())
+    manifest.seal(root, MADE, {"commit": COMMIT_A, "dirty": False})
+    record = json.loads((root / manifest.PROVENANCE_NAME).read_text())
     record["files"]["not_made_by_this_configuration"].append({"path": "planted.txt", "kind": "file", "sha256": "0" * 64})
-    (root / archive.PROVENANCE_NAME).write_text(json.dumps(record))
+    (root / manifest.PROVENANCE_NAME).write_text(json.dumps(record))
     (root / "planted.txt").write_text("x")
-    result = archive.verify(root)
-    assert result.changed == (archive.PROVENANCE_NAME,)
+    result = manifest.verify(root)
+    assert result.changed == (manifest.PROVENANCE_NAME,)
     assert "planted.txt" in result.added and "timing/cpu/bs64.rep1.json" in result.added
 
 
@@ -422,7 +427,7 @@ def _verify_cli(root):
 
 def test_verify_results_exit_codes_and_messages(tmp_path):
     root = _with_leftovers(tmp_path)
-    archive.seal(root, MADE, {"commit": COMMIT_A, "dirty": False})
+    manifest.seal(root, MADE, {"commit": COMMIT_A, "dirty": False})
     done = _verify_cli(root)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "all 10 listed files match; nothing added, removed or linked; 4 entries not made by this configuration" in done.stdout
@@ -433,10 +438,10 @@ def test_verify_results_exit_codes_and_messages(tmp_path):
     assert done.returncode == 1
     assert done.stdout.splitlines() == ["missing: config.yaml", "added: .dot", "added: tables/link (symbolic link)"]
     assert "does NOT match its manifest" in done.stderr
-    with open(root / archive.MANIFEST_NAME, "a") as handle:
+    with open(root / manifest.MANIFEST_NAME, "a") as handle:
         handle.write("garbage\n")
     done = _verify_cli(root)
     assert done.returncode == 2 and "line 11: not a sha256sum line" in done.stderr
-    (root / archive.MANIFEST_NAME).unlink()
+    (root / manifest.MANIFEST_NAME).unlink()
     done = _verify_cli(root)
     assert done.returncode == 2 and "cannot verify" in done.stderr and "MANIFEST.sha256" in done.stderr

@@ -22,7 +22,10 @@ import pytest
 import yaml
 
 import compare_results
-from accel_choice import aggregate, archive, atomic, compare, tables
+from accel_choice.records import VARIANT_KEYS
+from accel_choice.analyze import aggregate, compare, fullpath
+from accel_choice.io import atomic, folder_checks, manifest, results_folder, tables
+from accel_choice.render import comparison
 
 ROWS = 2048
 CONFIG: dict[str, Any] = {
@@ -122,21 +125,21 @@ def make_results(root: Path, name: str, *, scale: float = 1.0, batch_sizes=(32, 
     folder = root / name
     quick = quick or QUICK
     cpu = aggregate.training_summary(_cpu_records(batch_sizes, scale, noisy, busy, threads), ROWS)
-    atomic.write_json(folder / compare.CPU_TABLE, {**cpu, "environment": quick})
+    atomic.write_json(folder / results_folder.CPU_TABLE, {**cpu, "environment": quick})
     train_table, transfers = list(cpu["table"]), None
     if gpu:
         gpu_summary = aggregate.training_summary(_gpu_records(batch_sizes, non_finite), ROWS)
-        atomic.write_json(folder / compare.GPU_TABLE, {**gpu_summary, "environment": quick})
+        atomic.write_json(folder / results_folder.GPU_TABLE, {**gpu_summary, "environment": quick})
         train_table, transfers = train_table + gpu_summary["table"], _transfers()
-    full_path = aggregate.full_path(train_table, _load_table(noisy_csv_load), transfers)
-    tables.write_csv(folder / compare.FULL_PATH_CSV, full_path)
+    full_path = fullpath.full_path(train_table, _load_table(noisy_csv_load), transfers)
+    tables.write_csv(folder / results_folder.FULL_PATH_CSV, full_path)
     decision = {"verdict": {"device": "CPU", "claim": "No CUDA device was visible."}, "sheet": [], "environment": quick}
-    atomic.write_json(folder / compare.DECISION, {**decision, "full_path": full_path} if full_path_in_decision else decision)
-    atomic.write_json(folder / compare.ENVIRONMENT, {"collect_env": COLLECT_ENV, "collect_env_pretty": "...", "quick": quick})
-    atomic.write_text(folder / compare.CONFIG, yaml.safe_dump(config or CONFIG, sort_keys=False))
+    atomic.write_json(folder / results_folder.DECISION, {**decision, "full_path": full_path} if full_path_in_decision else decision)
+    atomic.write_json(folder / results_folder.ENVIRONMENT, {"collect_env": COLLECT_ENV, "collect_env_pretty": "...", "quick": quick})
+    atomic.write_text(folder / results_folder.CONFIG, yaml.safe_dump(config or CONFIG, sort_keys=False))
     atomic.write_text(folder / "REPORT.md", "# report\n")
     if provenance is not None:
-        atomic.write_json(folder / compare.PROVENANCE, provenance)
+        atomic.write_json(folder / results_folder.PROVENANCE, provenance)
     if manifest:
         write_manifest(folder)
     return folder
@@ -144,13 +147,13 @@ def make_results(root: Path, name: str, *, scale: float = 1.0, batch_sizes=(32, 
 
 def write_manifest(folder: Path) -> None:
     """What `cd folder && find . -type f ! -name MANIFEST.sha256 | sed 's|^./||' | xargs sha256sum` writes."""
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != compare.MANIFEST and not p.name.startswith("."))
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != results_folder.MANIFEST and not p.name.startswith("."))
     lines = [f"{atomic.sha256_file(p)}  {p.relative_to(folder).as_posix()}" for p in files]
-    (folder / compare.MANIFEST).write_text("\n".join(lines) + "\n")
+    (folder / results_folder.MANIFEST).write_text("\n".join(lines) + "\n")
 
 
 def _compare(a: Path, b: Path, label_a: str = "laptop", label_b: str = "server") -> compare.Comparison:
-    return compare.compare(compare.load_results(a, label_a), compare.load_results(b, label_b))
+    return compare.compare(results_folder.load_results(a, label_a), results_folder.load_results(b, label_b))
 
 
 def _with(base: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
@@ -188,10 +191,10 @@ def test_a_folder_against_itself_gives_ratio_one_and_no_config_warning(tmp_path)
 def test_rows_are_matched_on_the_real_variant_keys(tmp_path):
     folder = make_results(tmp_path, "run", gpu=True)
     result = _compare(folder, folder)
-    real_keys = set(json.loads((folder / compare.CPU_TABLE).read_text())["table"][0])
-    assert set(aggregate.VARIANT_KEYS) <= real_keys
-    assert {tuple(r[k] for k in aggregate.VARIANT_KEYS) for r in result.rows} == {
-        compare.variant_key(r) for r in compare.load_results(folder, "x").training}
+    real_keys = set(json.loads((folder / results_folder.CPU_TABLE).read_text())["table"][0])
+    assert set(VARIANT_KEYS) <= real_keys
+    assert {tuple(r[k] for k in VARIANT_KEYS) for r in result.rows} == {
+        compare.variant_key(r) for r in results_folder.load_results(folder, "x").training}
 
 
 # ---------------------------------------------------------------- ratios and wording
@@ -345,31 +348,31 @@ def test_only_the_full_path_rows_of_the_flagged_training_cell_are_hidden(tmp_pat
 
 def test_manifest_that_verifies_gives_no_warning(tmp_path):
     folder = make_results(tmp_path, "run")
-    check = compare.verify_manifest(folder)
+    check = results_folder.verify_manifest(folder)
     assert check.verified and check.result.listed == len([p for p in folder.rglob("*") if p.is_file()]) - 1
 
 
 def test_edited_missing_and_extra_files_fail_the_manifest(tmp_path):
     folder = make_results(tmp_path, "run")
     (folder / "REPORT.md").write_text("# edited\n")
-    (folder / compare.FULL_PATH_CSV).unlink()
+    (folder / results_folder.FULL_PATH_CSV).unlink()
     (folder / "notes.txt").write_text("added later\n")
-    check = compare.verify_manifest(folder)
+    check = results_folder.verify_manifest(folder)
     assert (check.result.changed, check.result.missing, check.result.added) == (
-        ("REPORT.md",), (compare.FULL_PATH_CSV,), ("notes.txt",))
-    warning = compare.manifest_warnings(compare.load_results(folder, "laptop"))
+        ("REPORT.md",), (results_folder.FULL_PATH_CSV,), ("notes.txt",))
+    warning = compare.manifest_warnings(results_folder.load_results(folder, "laptop"))
     assert len(warning) == 1 and "MANIFEST.sha256 does not verify" in warning[0] and "REPORT.md" in warning[0]
     assert "1 added (notes.txt)" in warning[0]
 
 
 def test_files_written_after_the_manifest_are_not_added_but_a_hidden_file_is(tmp_path):
     folder = make_results(tmp_path, "run")
-    for name in archive.AFTER_THE_MANIFEST:
+    for name in manifest.AFTER_THE_MANIFEST:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text("written later\n")
-    assert compare.verify_manifest(folder).verified
+    assert results_folder.verify_manifest(folder).verified
     (folder / "tables" / ".decision.json.abc.tmp").write_text("written later\n")
-    assert compare.verify_manifest(folder).result.added == ("tables/.decision.json.abc.tmp",)
+    assert results_folder.verify_manifest(folder).result.added == ("tables/.decision.json.abc.tmp",)
 
 
 def test_a_listed_file_replaced_by_a_link_fails_the_manifest(tmp_path):
@@ -378,25 +381,25 @@ def test_a_listed_file_replaced_by_a_link_fails_the_manifest(tmp_path):
     copy.write_bytes((folder / "REPORT.md").read_bytes())
     (folder / "REPORT.md").unlink()
     (folder / "REPORT.md").symlink_to(copy)
-    warning = compare.manifest_warnings(compare.load_results(folder, "laptop"))
+    warning = compare.manifest_warnings(results_folder.load_results(folder, "laptop"))
     assert len(warning) == 1 and "1 symbolic link (not followed) (REPORT.md)" in warning[0]
 
 
 def test_manifest_lines_leaving_the_folder_or_repeated_cannot_be_checked(tmp_path):
     folder = make_results(tmp_path, "run")
-    with open(folder / compare.MANIFEST, "a") as handle:
+    with open(folder / results_folder.MANIFEST, "a") as handle:
         handle.write(f"{'0' * 64}  ../outside.txt\nnot a manifest line\n")
-    check = compare.verify_manifest(folder)
+    check = results_folder.verify_manifest(folder)
     assert not check.verified and check.result is None and "not a sha256sum line" in check.error
-    warning = compare.manifest_warnings(compare.load_results(folder, "laptop"))
+    warning = compare.manifest_warnings(results_folder.load_results(folder, "laptop"))
     assert len(warning) == 1 and "MANIFEST.sha256 cannot be checked" in warning[0] and "and 1 more line" in warning[0]
 
 
 def test_manifest_written_by_find_and_sha256sum_in_binary_mode_verifies(tmp_path):
     folder = make_results(tmp_path, "run")
-    manifest = folder / compare.MANIFEST
-    manifest.write_text("".join(line.replace("  ", " *./", 1) + "\n" for line in manifest.read_text().splitlines()))
-    assert compare.verify_manifest(folder).verified
+    manifest_file = folder / results_folder.MANIFEST
+    manifest_file.write_text("".join(line.replace("  ", " *./", 1) + "\n" for line in manifest_file.read_text().splitlines()))
+    assert results_folder.verify_manifest(folder).verified
 
 
 def test_no_manifest_cannot_verify(tmp_path):
@@ -418,7 +421,7 @@ def test_provenance_fills_the_header_and_every_key_is_optional(tmp_path):
     assert _mentioning(result, "laptop: the workflow had uncommitted changes")
     assert _mentioning(result, f"laptop: its records come from more than one workflow version ({'c' * 40}, {'e' * 40} (dirty))")
     assert not _mentioning(result, "server:")
-    text = compare.markdown(result)
+    text = comparison.markdown(result)
     assert "9.99.0" in text and "snakemake --cores 4" in text and "node17" in text
 
 
@@ -430,29 +433,29 @@ def test_record_commits_may_be_a_list():
 def test_full_path_is_read_from_the_csv_when_the_decision_has_none(tmp_path):
     from_csv = make_results(tmp_path, "csv", full_path_in_decision=False)
     from_json = make_results(tmp_path, "json")
-    assert compare.load_results(from_csv, "a").full_path == compare.load_results(from_json, "b").full_path
+    assert results_folder.load_results(from_csv, "a").full_path == results_folder.load_results(from_json, "b").full_path
 
 
-@pytest.mark.parametrize("name", [compare.CONFIG, compare.CPU_TABLE, compare.ENVIRONMENT])
+@pytest.mark.parametrize("name", [results_folder.CONFIG, results_folder.CPU_TABLE, results_folder.ENVIRONMENT])
 def test_a_folder_without_a_required_file_is_refused_naming_it(tmp_path, name):
     folder = make_results(tmp_path, "run")
     (folder / name).unlink()
-    with pytest.raises(compare.NotAResultsFolder, match=name.replace(".", r"\.")):
-        compare.load_results(folder, "a")
+    with pytest.raises(folder_checks.NotAResultsFolder, match=name.replace(".", r"\.")):
+        results_folder.load_results(folder, "a")
 
 
 def test_an_empty_cpu_table_is_refused(tmp_path):
     folder = make_results(tmp_path, "run")
-    atomic.write_json(folder / compare.CPU_TABLE, {"table": [], "non_finite": []})
-    with pytest.raises(compare.NotAResultsFolder, match="cpu_training.json: has no rows"):
-        compare.load_results(folder, "a")
+    atomic.write_json(folder / results_folder.CPU_TABLE, {"table": [], "non_finite": []})
+    with pytest.raises(folder_checks.NotAResultsFolder, match="cpu_training.json: has no rows"):
+        results_folder.load_results(folder, "a")
 
 
 def test_a_damaged_table_is_refused_naming_it(tmp_path):
     folder = make_results(tmp_path, "run")
-    (folder / compare.CPU_TABLE).write_text('{"table": [')
-    with pytest.raises(compare.NotAResultsFolder, match="cpu_training.json: not valid JSON"):
-        compare.load_results(folder, "a")
+    (folder / results_folder.CPU_TABLE).write_text('{"table": [')
+    with pytest.raises(folder_checks.NotAResultsFolder, match="cpu_training.json: not valid JSON"):
+        results_folder.load_results(folder, "a")
 
 
 # ---------------------------------------------------------------- bad values
@@ -511,11 +514,11 @@ def _assert_as_it_was(out: Path, before: dict[str, tuple[bytes | None, int]] | N
 ], ids=["negative", "zero", "nan", "inf", "string", "bool", "null"])
 def test_a_bad_epoch_time_exits_2_naming_file_row_and_field_and_leaves_out_as_it_was(tmp_path, capsys, value, shown):
     good, bad = make_results(tmp_path, "laptop"), make_results(tmp_path, "server")
-    _edit_json(bad, compare.CPU_TABLE, _set("table", 1, "epoch_s_median", value))
+    _edit_json(bad, results_folder.CPU_TABLE, _set("table", 1, "epoch_s_median", value))
     out = tmp_path / "cmp"
     before = _old_outputs(out)
     assert compare_results.main([str(good), str(bad), "--out", str(out)]) == 2
-    expected = f"error: {bad / compare.CPU_TABLE}: {FASTPATH_32}: epoch_s_median {shown}; {SECONDS}\n"
+    expected = f"error: {bad / results_folder.CPU_TABLE}: {FASTPATH_32}: epoch_s_median {shown}; {SECONDS}\n"
     assert capsys.readouterr().err == expected
     _assert_as_it_was(out, before)
 
@@ -524,10 +527,10 @@ def test_a_bad_epoch_time_exits_2_naming_file_row_and_field_and_leaves_out_as_it
 def test_a_bad_full_path_total_exits_2_naming_file_row_and_field(tmp_path, capsys, in_decision):
     good, bad = make_results(tmp_path, "laptop"), make_results(tmp_path, "server", full_path_in_decision=in_decision)
     if in_decision:
-        name, row = compare.DECISION, "full_path row 2"
+        name, row = results_folder.DECISION, "full_path row 2"
         _edit_json(bad, name, _set("full_path", 2, "total_s", -0.5))
     else:
-        name, row = compare.FULL_PATH_CSV, "row 2"
+        name, row = results_folder.FULL_PATH_CSV, "row 2"
         _edit_csv_cell(bad / name, 2, "total_s", "-0.5")
     out = tmp_path / "cmp"
     before = _old_outputs(out)
@@ -539,73 +542,73 @@ def test_a_bad_full_path_total_exits_2_naming_file_row_and_field(tmp_path, capsy
 
 def test_a_bad_samples_per_s_exits_2_from_the_script(tmp_path, repo):
     good, bad = make_results(tmp_path, "laptop", gpu=True), make_results(tmp_path, "server", gpu=True)
-    _edit_json(bad, compare.GPU_TABLE, _set("table", 0, "samples_per_s", -3.0))
+    _edit_json(bad, results_folder.GPU_TABLE, _set("table", 0, "samples_per_s", -3.0))
     out = tmp_path / "cmp"
     before = _old_outputs(out)
     script = repo / "workflow" / "scripts" / "compare_results.py"
     done = subprocess.run([sys.executable, str(script), str(good), str(bad), "--out", str(out)],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == (f"error: {bad / compare.GPU_TABLE}: row 0 (cuda fp16 streamed fastpath B=32): samples_per_s "
+    assert done.stderr == (f"error: {bad / results_folder.GPU_TABLE}: row 0 (cuda fp16 streamed fastpath B=32): samples_per_s "
                            "is -3.0; expected a positive finite number of samples per second\n")
     _assert_as_it_was(out, before)
 
 
 @pytest.mark.parametrize("name, part, row, key, value, message", [
-    (compare.CPU_TABLE, "table", 1, "epoch_s_min", 1.0,
+    (results_folder.CPU_TABLE, "table", 1, "epoch_s_min", 1.0,
      f"{FASTPATH_32}: epoch_s_min 1.0 > epoch_s_median 0.04; a damaged record (min <= median <= max must hold)"),
-    (compare.CPU_TABLE, "table", 1, "epoch_s_max", 0.001, f"{FASTPATH_32}: epoch_s_median 0.04 > epoch_s_max 0.001"),
-    (compare.CPU_TABLE, "table", 1, "samples_per_s_max", 1.0,
+    (results_folder.CPU_TABLE, "table", 1, "epoch_s_max", 0.001, f"{FASTPATH_32}: epoch_s_median 0.04 > epoch_s_max 0.001"),
+    (results_folder.CPU_TABLE, "table", 1, "samples_per_s_max", 1.0,
      f"{FASTPATH_32}: samples_per_s 51200.0 > samples_per_s_max 1.0"),
-    (compare.CPU_TABLE, "table", 1, "batch_size", True, "batch_size is True (a boolean); expected a positive integer"),
-    (compare.CPU_TABLE, "table", 1, "batch_size", 32.0, "batch_size is 32.0; expected a positive integer"),
-    (compare.CPU_TABLE, "table", 1, "batch_size", 0, "batch_size is 0; expected a positive integer"),
-    (compare.CPU_TABLE, "table", 1, "loader", ["fastpath"],
+    (results_folder.CPU_TABLE, "table", 1, "batch_size", True, "batch_size is True (a boolean); expected a positive integer"),
+    (results_folder.CPU_TABLE, "table", 1, "batch_size", 32.0, "batch_size is 32.0; expected a positive integer"),
+    (results_folder.CPU_TABLE, "table", 1, "batch_size", 0, "batch_size is 0; expected a positive integer"),
+    (results_folder.CPU_TABLE, "table", 1, "loader", ["fastpath"],
      'loader is a list (["fastpath"]); expected a non-empty string'),
-    (compare.CPU_TABLE, "table", 1, "device", None, "device has no value; expected a non-empty string"),
-    (compare.CPU_TABLE, "table", 1, "noisy", "no", f"{FASTPATH_32}: noisy is the string 'no'; expected true or false"),
-    (compare.CPU_TABLE, "table", 1, "noisy", 0, "noisy is 0; expected true or false"),
-    (compare.CPU_TABLE, "table", 1, "threads", ["1"],
+    (results_folder.CPU_TABLE, "table", 1, "device", None, "device has no value; expected a non-empty string"),
+    (results_folder.CPU_TABLE, "table", 1, "noisy", "no", f"{FASTPATH_32}: noisy is the string 'no'; expected true or false"),
+    (results_folder.CPU_TABLE, "table", 1, "noisy", 0, "noisy is 0; expected true or false"),
+    (results_folder.CPU_TABLE, "table", 1, "threads", ["1"],
      'threads is a list (["1"]); expected a thread count or a list of them'),
-    (compare.CPU_TABLE, "table", 1, "contaminated", 2, "contaminated is 2; expected a list"),
-    (compare.CPU_TABLE, "table", 1, "epoch_s_iqr", math.nan,
+    (results_folder.CPU_TABLE, "table", 1, "contaminated", 2, "contaminated is 2; expected a list"),
+    (results_folder.CPU_TABLE, "table", 1, "epoch_s_iqr", math.nan,
      "table[1].epoch_s_iqr is NaN; expected a finite number (NaN and infinity cannot be compared)"),
-    (compare.DECISION, "full_path", 2, "startup_s", -0.1,
+    (results_folder.DECISION, "full_path", 2, "startup_s", -0.1,
      "full_path row 2 (csv, cpu fastpath B=32): startup_s is -0.1; expected a finite number of seconds >= 0, or none"),
-    (compare.DECISION, "full_path", 2, "total_min_s", 9.0, "total_min_s 9.0 > total_s"),
-    (compare.DECISION, "full_path", 2, "format", 7, "format is 7; expected a non-empty string"),
-    (compare.DECISION, "full_path", 2, "noisy", "yes", "noisy is the string 'yes'; expected true or false"),
-    (compare.ENVIRONMENT, "quick", 0, "logical_cores", math.inf,
+    (results_folder.DECISION, "full_path", 2, "total_min_s", 9.0, "total_min_s 9.0 > total_s"),
+    (results_folder.DECISION, "full_path", 2, "format", 7, "format is 7; expected a non-empty string"),
+    (results_folder.DECISION, "full_path", 2, "noisy", "yes", "noisy is the string 'yes'; expected true or false"),
+    (results_folder.ENVIRONMENT, "quick", 0, "logical_cores", math.inf,
      "quick.logical_cores is Infinity; expected a finite number (NaN and infinity cannot be compared)"),
 ])
 def test_a_damaged_value_is_refused_naming_the_file_and_the_field(tmp_path, name, part, row, key, value, message):
     folder = make_results(tmp_path, "run")
     edit = (lambda d: d[part].__setitem__(key, value)) if part == "quick" else _set(part, row, key, value)
     _edit_json(folder, name, edit)
-    with pytest.raises(compare.DamagedRecord) as refused:
-        compare.load_results(folder, "a")
+    with pytest.raises(folder_checks.DamagedRecord) as refused:
+        results_folder.load_results(folder, "a")
     text = str(refused.value)
     assert text.startswith(f"{folder / name}: ") and message in text, text
-    assert isinstance(refused.value, compare.NotAResultsFolder)
+    assert isinstance(refused.value, folder_checks.NotAResultsFolder)
 
 
 def test_a_bad_non_finite_run_and_a_bad_verdict_are_refused(tmp_path):
     folder = make_results(tmp_path, "run", gpu=True, non_finite=True)
-    _edit_json(folder, compare.GPU_TABLE, _set("non_finite", 0, "batch_size", "32"))
-    with pytest.raises(compare.DamagedRecord, match=r"gpu_training\.json: non_finite row 0 \(cuda fp16 streamed fastpath "
+    _edit_json(folder, results_folder.GPU_TABLE, _set("non_finite", 0, "batch_size", "32"))
+    with pytest.raises(folder_checks.DamagedRecord, match=r"gpu_training\.json: non_finite row 0 \(cuda fp16 streamed fastpath "
                                                     r"B=32\): batch_size is the string '32'; expected a positive integer$"):
-        compare.load_results(folder, "a")
+        results_folder.load_results(folder, "a")
     folder = make_results(tmp_path, "other")
-    _edit_json(folder, compare.DECISION, lambda d: d.__setitem__("verdict", "GPU"))
-    with pytest.raises(compare.DamagedRecord, match=r"decision\.json: verdict is the string 'GPU'; expected an object$"):
-        compare.load_results(folder, "a")
+    _edit_json(folder, results_folder.DECISION, lambda d: d.__setitem__("verdict", "GPU"))
+    with pytest.raises(folder_checks.DamagedRecord, match=r"decision\.json: verdict is the string 'GPU'; expected an object$"):
+        results_folder.load_results(folder, "a")
 
 
 def test_nan_in_the_config_is_refused_naming_the_key(tmp_path):
     folder = make_results(tmp_path, "run", config=_with(CONFIG, "model.lr", math.nan))
-    assert "lr: .nan" in (folder / compare.CONFIG).read_text()
-    with pytest.raises(compare.DamagedRecord, match=r"config\.yaml: model\.lr is NaN; expected a finite number"):
-        compare.load_results(folder, "a")
+    assert "lr: .nan" in (folder / results_folder.CONFIG).read_text()
+    with pytest.raises(folder_checks.DamagedRecord, match=r"config\.yaml: model\.lr is NaN; expected a finite number"):
+        results_folder.load_results(folder, "a")
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -615,10 +618,10 @@ def test_nan_in_the_config_is_refused_naming_the_key(tmp_path):
 ], ids=["long row", "short row"])
 def test_a_full_path_csv_row_of_the_wrong_length_is_refused(tmp_path, edit, message):
     folder = make_results(tmp_path, "run", full_path_in_decision=False)
-    path = folder / compare.FULL_PATH_CSV
+    path = folder / results_folder.FULL_PATH_CSV
     path.write_text("\n".join(edit(path.read_text().splitlines())) + "\n")
-    with pytest.raises(compare.NotAResultsFolder) as refused:
-        compare.load_results(folder, "a")
+    with pytest.raises(folder_checks.NotAResultsFolder) as refused:
+        results_folder.load_results(folder, "a")
     assert str(refused.value).startswith(f"{path}: {message}")
 
 
@@ -631,10 +634,10 @@ def test_optional_values_may_be_empty_or_absent(tmp_path):
         for row in document["full_path"]:
             row["startup_s"] = None
             del row["noisy"]
-    _edit_json(folder, compare.DECISION, strip)
-    _edit_json(folder, compare.CPU_TABLE,
+    _edit_json(folder, results_folder.DECISION, strip)
+    _edit_json(folder, results_folder.CPU_TABLE,
                lambda document: [(row.pop("threads"), row.pop("contaminated")) for row in document["table"]])
-    side = compare.load_results(folder, "a")
+    side = results_folder.load_results(folder, "a")
     assert all(row["startup_s"] is None for row in side.full_path)
     result = _compare(make_results(tmp_path, "other"), folder)
     assert all(row["startup_s_b"] is None for row in result.rows) and result.fastest["b"]["startup_s"] is None
@@ -650,7 +653,7 @@ def test_cli_writes_every_output_with_the_same_rows(tmp_path, capsys):
     out = tmp_path / "out" / "cmp"
     code = compare_results.main([str(laptop), str(server), "--out", str(out), "--label-a", "laptop", "--label-b", "gpu-server"])
     assert code == 0
-    assert sorted(p.name for p in out.iterdir()) == sorted(compare.OUTPUT_NAMES)
+    assert sorted(p.name for p in out.iterdir()) == sorted(comparison.OUTPUT_NAMES)
     assert "warning: laptop has no MANIFEST.sha256" in capsys.readouterr().err
     document = json.loads((out / "comparison.json").read_text())
     with open(out / "comparison.csv", newline="") as handle:
@@ -673,7 +676,7 @@ def _ratio_labels(axes) -> set[str]:
 def test_figure_has_time_and_full_path_panels_and_a_ratio_for_every_metric(tmp_path):
     result = _compare(make_results(tmp_path, "laptop"), make_results(tmp_path, "server", scale=0.5))
     png, svg = tmp_path / "cmp.png", tmp_path / "cmp.svg"
-    figure = compare.comparison_figure(result, png, svg)
+    figure = comparison.comparison_figure(result, png, svg)
     assert png.read_bytes()[:4] == b"\x89PNG" and b"<svg" in svg.read_bytes()
     assert len(figure.axes) == 4
     epoch, path, time_ratio, rate_ratio = figure.axes
@@ -689,16 +692,16 @@ def test_figure_has_time_and_full_path_panels_and_a_ratio_for_every_metric(tmp_p
 
 
 def test_figure_with_rows_on_one_side_only_and_no_common_format(tmp_path):
-    laptop = compare.load_results(make_results(tmp_path, "laptop"), "laptop")
-    server = compare.load_results(make_results(tmp_path, "server", gpu=True), "server")
+    laptop = results_folder.load_results(make_results(tmp_path, "laptop"), "laptop")
+    server = results_folder.load_results(make_results(tmp_path, "server", gpu=True), "server")
     result = compare.compare(laptop, server)
-    figure = compare.comparison_figure(result, tmp_path / "cmp.png", tmp_path / "cmp.svg")
+    figure = comparison.comparison_figure(result, tmp_path / "cmp.png", tmp_path / "cmp.svg")
     assert len(figure.axes) == 4 and (tmp_path / "cmp.png").stat().st_size > 0
     # GPU rows exist only in server: plotted as times, never as ratios.
     assert any("cuda" in text.get_text() for text in figure.legends[0].get_texts())
     assert not any("cuda" in label for label in _ratio_labels(figure.axes[2]) | _ratio_labels(figure.axes[3]))
     no_format = compare.compare(laptop, server, full_path_format="feather")
-    figure = compare.comparison_figure(no_format, tmp_path / "none.png", tmp_path / "none.svg")
+    figure = comparison.comparison_figure(no_format, tmp_path / "none.png", tmp_path / "none.svg")
     assert not any(line.get_label().endswith("full_path_s") for line in figure.axes[2].get_lines())
     assert _ratio_labels(figure.axes[2]) == {"cpu dataloader · epoch_s", "cpu fastpath · epoch_s"}
 
@@ -706,7 +709,7 @@ def test_figure_with_rows_on_one_side_only_and_no_common_format(tmp_path):
 def test_cli_exits_2_with_one_line_naming_the_missing_file(tmp_path, capsys):
     good = make_results(tmp_path, "good")
     bad = make_results(tmp_path, "bad")
-    (bad / compare.ENVIRONMENT).unlink()
+    (bad / results_folder.ENVIRONMENT).unlink()
     assert compare_results.main([str(good), str(bad), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "env/collect_env.json: missing" in err
@@ -771,7 +774,7 @@ def test_a_failure_while_drawing_the_figure_leaves_out_as_it_was(tmp_path, monke
     laptop, server = make_results(tmp_path, "laptop"), make_results(tmp_path, "server", scale=0.5)
     out = tmp_path / "cmp"
     before = _old_outputs(out) if earlier else None
-    monkeypatch.setattr(compare, name, failing)
+    monkeypatch.setattr(comparison, name, failing)
     with pytest.raises(RuntimeError, match="drawing failed"):
         compare_results.main([str(laptop), str(server), "--out", str(out)])
     _assert_as_it_was(out, before)
@@ -814,16 +817,9 @@ def test_cli_replaces_its_own_outputs_and_keeps_other_files(tmp_path):
     out = tmp_path / "cmp"
     before = _old_outputs(out)
     assert compare_results.main([str(laptop), str(server), "--out", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == sorted((*compare.OUTPUT_NAMES, "notes.txt"))
+    assert sorted(p.name for p in out.iterdir()) == sorted((*comparison.OUTPUT_NAMES, "notes.txt"))
     assert _snapshot(out)["notes.txt"] == before["notes.txt"]
     assert (out / "comparison.md").read_text().startswith("# Comparison: A (A) vs B (B)")
     _assert_as_it_was(out, _snapshot(out))
 
 
-def test_cli_runs_as_a_script_from_another_directory(tmp_path, repo):
-    folder = make_results(tmp_path, "run")
-    script = repo / "workflow" / "scripts" / "compare_results.py"
-    done = subprocess.run([sys.executable, str(script), str(folder), "/nonexistent", "--out", str(tmp_path / "out")],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2
-    assert done.stderr.strip() == "error: /nonexistent: no such folder (expected an accel-choice results/ folder)"

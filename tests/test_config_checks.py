@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from accel_choice import config_checks
+from accel_choice.io import config_checks
 
 
 @pytest.fixture()
@@ -167,7 +167,8 @@ def test_the_largest_seed_reaches_every_seeded_call_with_its_offsets(config):
     import numpy as np
     import torch
 
-    from accel_choice import datagen, loaders, model, selection
+    from accel_choice.measure import datagen, loaders, model
+    from accel_choice.analyze import selection
 
     seed = config_checks.max_seed(config)
     offset, _ = config_checks.seed_offset(config)

@@ -9,7 +9,8 @@ import time
 import pytest
 import torch
 
-from accel_choice import aggregate, contention, datagen, measure
+from accel_choice.analyze import aggregate
+from accel_choice.measure import contention, datagen, training
 
 BUSY = "import time\nend = time.time() + 30\nwhile time.time() < end: pass\n"
 
@@ -54,7 +55,7 @@ def test_busy_neighbours_are_foreign_cpu(busy_neighbours):
 def _job(repeat: int):
     dataset = datagen.make_benchmark(2048, 16, 0.2, 3)
     x, y = torch.from_numpy(dataset.features.copy()), torch.from_numpy(dataset.target.copy())
-    return measure.measure_training_job(x, y, 32, repeat, measure.cpu_variants(["dataloader", "fastpath"]), seed=3,
+    return training.measure_training_job(x, y, 32, repeat, training.cpu_variants(["dataloader", "fastpath"]), seed=3,
                                         hidden=16, lr=1e-3, warmup_steps=5)
 
 

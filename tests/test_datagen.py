@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from accel_choice import datagen
+from accel_choice.measure import datagen
 
 SEED = 20261020
 

@@ -12,7 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from accel_choice import atomic, dataio, datagen
+from accel_choice.io import atomic, dataio
+from accel_choice.measure import datagen
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,9 @@ import re
 
 import pytest
 
-from accel_choice import aggregate, decision, plots, report, tables
+from accel_choice.analyze import aggregate, decision, fullpath
+from accel_choice.render import plots, report
+from accel_choice.io import tables
 
 ROWS = 8192
 WIDTHS = (32, 48, 1)
@@ -95,7 +97,7 @@ def load_table():
 
 @pytest.fixture(scope="module")
 def full_path_rows(train_table, load_table):
-    return aggregate.full_path(train_table, load_table)
+    return fullpath.full_path(train_table, load_table)
 
 
 def _sheet(train_table, load_table, env):
@@ -403,7 +405,7 @@ def _gpu_case(train_records, load_table, scenario, transfers=None):
     recs = train_records + _gpu_records(*SCENARIOS[scenario])
     table = aggregate.aggregate_training(recs, ROWS)
     transfers = _transfers() if transfers is None else transfers
-    return table, aggregate.full_path(table, load_table, transfers), transfers
+    return table, fullpath.full_path(table, load_table, transfers), transfers
 
 
 def _one(rows, **where):
@@ -471,7 +473,7 @@ def test_full_path_refuses_transfers_without_a_needed_copy(train_records, load_t
     transfers = _transfers()
     transfers["copies"] = [c for c in transfers["copies"] if c["what"] != "predictions"]
     with pytest.raises(ValueError, match="no device_to_host transfer of 'predictions'"):
-        aggregate.full_path(table, load_table, transfers)
+        fullpath.full_path(table, load_table, transfers)
 
 
 # --- compare_devices and the verdict ------------------------------------------------------------
@@ -634,7 +636,7 @@ GPU_HEADINGS = ("GPU training: one epoch (ms, medians over repeats)",
 def _render(train_records, load_table, *, gpu, transfers, probe, accelerator="auto"):
     recs = train_records + (_gpu_records(*SCENARIOS["gpu_wins"], non_finite=True) if gpu else [])
     table = aggregate.aggregate_training(recs, ROWS)
-    rows = aggregate.full_path(table, load_table, transfers)
+    rows = fullpath.full_path(table, load_table, transfers)
     env = _environment()
     return report.render(report.ReportInputs(
         environment=env, datasets=_datasets(), train_table=table, load_table=load_table, full_path_rows=rows,

@@ -11,7 +11,8 @@ import pytest
 import torch
 import yaml
 
-from accel_choice import config_checks, devices
+from accel_choice.io import config_checks
+from accel_choice.measure import devices
 
 CPU_ONLY = not torch.cuda.is_available() and not torch.backends.mps.is_available()
 needs_cpu_only = pytest.mark.skipif(not CPU_ONLY, reason="asserts what a machine without CUDA/MPS reports")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from accel_choice import flopcheck, theory
+from accel_choice.measure import flopcheck
+from accel_choice.analyze import theory
 
 
 @pytest.mark.parametrize(("features", "hidden", "batch"), [(32, 48, 128), (32, 48, 512), (8, 8, 64), (256, 128, 512), (5, 3, 7)])

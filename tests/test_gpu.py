@@ -11,7 +11,8 @@ import re
 import pytest
 import torch
 
-from accel_choice import datagen, decision, devices, measure, theory, transfer
+from accel_choice.measure import datagen, devices, training, transfer
+from accel_choice.analyze import decision, theory
 
 pytestmark = [
     pytest.mark.gpu,
@@ -30,14 +31,14 @@ def benchmark():
 
 
 def _job(x, y, variants, repeat=0):
-    return measure.measure_training_job(
+    return training.measure_training_job(
         x, y, BATCH, repeat, variants, seed=SEED, hidden=HIDDEN, lr=LR, warmup_steps=WARMUP, device="cuda"
     )
 
 
 @pytest.fixture(scope="module")
 def gpu_job(benchmark):
-    return _job(*benchmark, measure.gpu_variants(["fp32", "fp16", "bf16"], ["resident", "streamed"], True))
+    return _job(*benchmark, training.gpu_variants(["fp32", "fp16", "bf16"], ["resident", "streamed"], True))
 
 
 def test_probe_lists_the_device():
@@ -89,7 +90,7 @@ def test_peak_memory_above_what_must_be_allocated(gpu_job):
 
 
 def test_fp16_without_grad_scaler(benchmark):
-    records = _job(*benchmark, measure.gpu_variants(["fp16"], ["resident", "streamed"], False))
+    records = _job(*benchmark, training.gpu_variants(["fp16"], ["resident", "streamed"], False))
     assert len(records) == 2
     for r in records:
         assert r["grad_scaler"] is False
@@ -125,7 +126,7 @@ def test_streamed_peak_does_not_include_the_resident_matrix():
     x, y = torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy())
 
     def streamed_peak(placements):
-        records = measure.measure_training_job(x, y, 4096, 0, measure.gpu_variants(["fp32"], placements, True),
+        records = training.measure_training_job(x, y, 4096, 0, training.gpu_variants(["fp32"], placements, True),
                                                seed=SEED, hidden=HIDDEN, lr=LR, warmup_steps=WARMUP, device="cuda")
         return next(r["peak_memory_bytes"] for r in records if r["placement"] == "streamed")
 

@@ -12,7 +12,8 @@ import statistics
 import pytest
 import torch
 
-from accel_choice import aggregate, datagen, measure, theory, transfer
+from accel_choice.analyze import aggregate, theory
+from accel_choice.measure import datagen, training, transfer
 
 SEED = 20261020
 ROWS, FEATURES, HIDDEN, LR, WARMUP, BATCH = 100, 4, 6, 1e-2, 3, 32  # 4 steps: 3 full batches and one of 4
@@ -27,14 +28,14 @@ def data():
 
 
 def _job(x, y, variants, repeat=0, seed=SEED):
-    return measure.measure_training_job(
+    return training.measure_training_job(
         x, y, BATCH, repeat, variants, seed=seed, hidden=HIDDEN, lr=LR, warmup_steps=WARMUP, device="cpu"
     )
 
 
 @pytest.fixture(scope="module")
 def gpu_job(data):
-    return _job(*data, measure.gpu_variants(PRECISIONS, PLACEMENTS, True))
+    return _job(*data, training.gpu_variants(PRECISIONS, PLACEMENTS, True))
 
 
 def _by(records, precision, placement):
@@ -46,21 +47,21 @@ def _by(records, precision, placement):
 
 
 def test_gpu_variants_cover_every_precision_and_placement():
-    variants = measure.gpu_variants(PRECISIONS, PLACEMENTS, True)
+    variants = training.gpu_variants(PRECISIONS, PLACEMENTS, True)
     assert [(v.loader, v.precision, v.placement) for v in variants] == [
         ("fastpath", "fp32", "resident"), ("fastpath", "fp32", "streamed"),
         ("fastpath", "fp16", "resident"), ("fastpath", "fp16", "streamed"),
         ("fastpath", "bf16", "resident"), ("fastpath", "bf16", "streamed"),
     ]
     assert [v.uses_scaler for v in variants] == [False, False, True, True, False, False]
-    assert not any(v.uses_scaler for v in measure.gpu_variants(PRECISIONS, PLACEMENTS, False))
+    assert not any(v.uses_scaler for v in training.gpu_variants(PRECISIONS, PLACEMENTS, False))
 
 
 def test_cpu_variants_are_fp32_on_host():
-    assert measure.cpu_variants(["dataloader", "fastpath"]) == [
-        measure.Variant("dataloader", "fp32", "host"), measure.Variant("fastpath", "fp32", "host")
+    assert training.cpu_variants(["dataloader", "fastpath"]) == [
+        training.Variant("dataloader", "fp32", "host"), training.Variant("fastpath", "fp32", "host")
     ]
-    assert measure.Variant() == measure.Variant("fastpath", "fp32", "host", True)
+    assert training.Variant() == training.Variant("fastpath", "fp32", "host", True)
 
 
 @pytest.mark.parametrize(
@@ -74,9 +75,9 @@ def test_cpu_variants_are_fp32_on_host():
 )
 def test_variant_validation(fields, message):
     with pytest.raises(ValueError, match=message):
-        measure.Variant(**fields)
+        training.Variant(**fields)
     with pytest.raises(ValueError, match=message.split(";")[0]):
-        measure.gpu_variants([fields.get("precision", "fp32")], [fields.get("placement", "resident")], True)
+        training.gpu_variants([fields.get("precision", "fp32")], [fields.get("placement", "resident")], True)
 
 
 # --- a GPU-shaped job on the CPU -----------------------------------------------------------
@@ -85,7 +86,7 @@ def test_variant_validation(fields, message):
 def test_one_record_per_variant(gpu_job):
     assert len(gpu_job) == 6
     assert [(r["precision"], r["placement"]) for r in gpu_job] == [
-        (v.precision, v.placement) for v in measure.gpu_variants(PRECISIONS, PLACEMENTS, True)
+        (v.precision, v.placement) for v in training.gpu_variants(PRECISIONS, PLACEMENTS, True)
     ]
     assert [r["position_in_job"] for r in gpu_job] == list(range(6))
     assert {r["device"] for r in gpu_job} == {"cpu"}
@@ -99,7 +100,7 @@ def test_records_finite_and_invariants_hold(gpu_job):
         assert r["nonfinite_step"] is None
         for key in ("epoch_s", "samples_per_s", "eval_s", "eval_loss", "final_loss", "mean_train_loss"):
             assert math.isfinite(r[key]), key
-        assert r["invariants"] == measure.check_invariants(r, ROWS)
+        assert r["invariants"] == training.check_invariants(r, ROWS)
         assert all(r["invariants"].values())
         assert r["samples"] == r["eval_samples"] == ROWS
         assert r["steps"] == theory.steps_per_epoch(ROWS, BATCH) == 4
@@ -122,7 +123,7 @@ def test_same_start_and_same_work_per_precision(gpu_job):
 
 def test_fp32_resident_matches_the_cpu_job(data, gpu_job):
     """Resident/streamed on the CPU is the host path: same batches, same weights as the CPU job."""
-    (host,) = _job(*data, measure.cpu_variants(["fastpath"]))
+    (host,) = _job(*data, training.cpu_variants(["fastpath"]))
     assert host["placement"] == "host"
     assert _by(gpu_job, "fp32", "resident")["final_weights_sha256"] == host["final_weights_sha256"]
 
@@ -131,7 +132,7 @@ def test_grad_scaler_recorded(data, gpu_job):
     assert _by(gpu_job, "fp16", "resident")["grad_scaler"] is True
     assert _by(gpu_job, "fp16", "streamed")["grad_scaler"] is True
     assert all(not r["grad_scaler"] for r in gpu_job if r["precision"] != "fp16")
-    without = _job(*data, measure.gpu_variants(["fp16"], PLACEMENTS, False))
+    without = _job(*data, training.gpu_variants(["fp16"], PLACEMENTS, False))
     assert [r["grad_scaler"] for r in without] == [False, False]
     assert all(r["finite"] for r in without)
     # the scaler really ran: scaled fp16 gradients round differently, so the weights differ
@@ -145,7 +146,7 @@ def test_no_peak_memory_nor_context_startup_on_cpu(gpu_job):
 
 
 def test_odd_repeat_reverses_the_order(data):
-    variants = measure.gpu_variants(["fp32", "bf16"], ["resident"], True)
+    variants = training.gpu_variants(["fp32", "bf16"], ["resident"], True)
     records = _job(*data, variants, repeat=1)
     assert [(r["precision"], r["position_in_job"]) for r in records] == [("bf16", 0), ("fp32", 1)]
 
@@ -174,12 +175,12 @@ def planted(data):
 @pytest.mark.parametrize(
     "variant",
     [
-        measure.Variant("fastpath", "fp32", "host"),
-        measure.Variant("dataloader", "fp32", "host"),  # same permutation in its first pass
-        measure.Variant("fastpath", "fp32", "resident"),
-        measure.Variant("fastpath", "bf16", "streamed"),
-        measure.Variant("fastpath", "fp16", "resident", grad_scaler=False),
-        measure.Variant("fastpath", "fp16", "streamed", grad_scaler=True),  # the scaler skips the step: loss caught
+        training.Variant("fastpath", "fp32", "host"),
+        training.Variant("dataloader", "fp32", "host"),  # same permutation in its first pass
+        training.Variant("fastpath", "fp32", "resident"),
+        training.Variant("fastpath", "bf16", "streamed"),
+        training.Variant("fastpath", "fp16", "resident", grad_scaler=False),
+        training.Variant("fastpath", "fp16", "streamed", grad_scaler=True),  # the scaler skips the step: loss caught
     ],
     ids=lambda v: f"{v.loader}-{v.precision}-{v.placement}-{'scaler' if v.uses_scaler else 'noscaler'}",
 )
@@ -205,14 +206,14 @@ def test_planted_nan_in_the_last_partial_batch(data):
     row = int(order[-1])  # the 4-row last batch
     poisoned = x.clone()
     poisoned[row, 0] = float("inf")
-    (record,) = _job(poisoned, y, measure.cpu_variants(["fastpath"]))
+    (record,) = _job(poisoned, y, training.cpu_variants(["fastpath"]))
     assert record["finite"] is False
     assert record["nonfinite_step"] == 3 == _timed_step_of_row(row, SEED)
 
 
 def test_aggregate_excludes_the_planted_run_and_lists_its_step(data, planted):
     x, y = data
-    variants = measure.gpu_variants(["fp32"], PLACEMENTS, True)
+    variants = training.gpu_variants(["fp32"], PLACEMENTS, True)
     clean = _job(x, y, variants, repeat=0) + _job(x, y, variants, repeat=1)
     bad = _job(planted[0], y, variants, repeat=2)
     assert [r["finite"] for r in bad] == [False, False]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from accel_choice import gradvar
-from accel_choice.model import build_model
+from accel_choice.measure import gradvar
+from accel_choice.measure.model import build_model
 
 
 def test_per_sample_gradients_match_autograd_one_sample_at_a_time():

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from accel_choice import datagen, dataio, loadconv
+from accel_choice.measure import datagen, loadconv
+from accel_choice.io import dataio
 
 ROWS, FEATURES = 300, 6
 STAGES = ("read_s", "to_pandas_s", "to_numpy_s", "to_torch_s", "total_s")

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from accel_choice import datagen, loaders, measure, model
+from accel_choice.measure import datagen, loaders, training, model
 
 SEED = 20261020
 ROWS, FEATURES, HIDDEN, LR, WARMUP = 200, 8, 8, 1e-3, 3
@@ -101,8 +101,8 @@ def data():
 
 def _job(data, batch_size: int, repeat: int, loader_kinds=loaders.LOADERS):
     x, y = data
-    return measure.measure_training_job(
-        x, y, batch_size, repeat, measure.cpu_variants(loader_kinds), seed=SEED, hidden=HIDDEN, lr=LR, warmup_steps=WARMUP
+    return training.measure_training_job(
+        x, y, batch_size, repeat, training.cpu_variants(loader_kinds), seed=SEED, hidden=HIDDEN, lr=LR, warmup_steps=WARMUP
     )
 
 
@@ -201,7 +201,7 @@ def test_warm_up_runs_on_a_copy():
     y = (y > 20).float()
     net = model.build_model(4, 5, 0)
     before = model.state_sha256(net)
-    result = measure.warm_up(net, LR, measure.Variant(), torch.device("cpu"),
+    result = training.warm_up(net, LR, training.Variant(), torch.device("cpu"),
                              loaders.make_loader("fastpath", x, y, 16, True, 0), 7)
     assert result.steps == 7  # cycles past the 3 batches of one epoch
     assert result.first_step_s > 0 and result.steady_step_s > 0
@@ -244,37 +244,37 @@ def _doctored(record, **changes):
 
 
 def test_check_invariants_accepts_real_record(job_b64_r0):
-    assert all(measure.check_invariants(job_b64_r0[0], ROWS).values())
+    assert all(training.check_invariants(job_b64_r0[0], ROWS).values())
 
 
 def test_check_invariants_samples_not_rows(job_b64_r0):
     r = job_b64_r0[0]
     bad = _doctored(r, samples=ROWS - 8, samples_per_s=(ROWS - 8) / r["epoch_s"])
-    with pytest.raises(measure.InvariantError, match="samples_eq_rows"):
-        measure.check_invariants(bad, ROWS)
+    with pytest.raises(training.InvariantError, match="samples_eq_rows"):
+        training.check_invariants(bad, ROWS)
     # the invariant is relative to the rows the job was given
-    with pytest.raises(measure.InvariantError):
-        measure.check_invariants(r, ROWS + 1)
+    with pytest.raises(training.InvariantError):
+        training.check_invariants(r, ROWS + 1)
 
 
 def test_check_invariants_eval_samples(job_b64_r0):
-    with pytest.raises(measure.InvariantError, match="eval_samples_eq_rows"):
-        measure.check_invariants(_doctored(job_b64_r0[0], eval_samples=ROWS - 1), ROWS)
+    with pytest.raises(training.InvariantError, match="eval_samples_eq_rows"):
+        training.check_invariants(_doctored(job_b64_r0[0], eval_samples=ROWS - 1), ROWS)
 
 
 def test_check_invariants_steps(job_b64_r0):
-    with pytest.raises(measure.InvariantError, match="steps_eq_ceil_rows_over_batch"):
-        measure.check_invariants(_doctored(job_b64_r0[0], steps=3), ROWS)
+    with pytest.raises(training.InvariantError, match="steps_eq_ceil_rows_over_batch"):
+        training.check_invariants(_doctored(job_b64_r0[0], steps=3), ROWS)
 
 
 def test_check_invariants_inconsistent_throughput(job_b64_r0):
     r = job_b64_r0[0]
-    with pytest.raises(measure.InvariantError, match="samples_per_s_eq_samples_over_epoch_s"):
-        measure.check_invariants(_doctored(r, samples_per_s=r["samples_per_s"] * 1.01), ROWS)
+    with pytest.raises(training.InvariantError, match="samples_per_s_eq_samples_over_epoch_s"):
+        training.check_invariants(_doctored(r, samples_per_s=r["samples_per_s"] * 1.01), ROWS)
     # a rounded throughput (the textbook's round(n / dt, 2)) is not the exact ratio either
-    with pytest.raises(measure.InvariantError):
-        measure.check_invariants(_doctored(r, samples_per_s=round(r["samples_per_s"]) + 0.5), ROWS)
+    with pytest.raises(training.InvariantError):
+        training.check_invariants(_doctored(r, samples_per_s=round(r["samples_per_s"]) + 0.5), ROWS)
 
 
 def test_invariant_error_is_an_assertion_error():
-    assert issubclass(measure.InvariantError, AssertionError)
+    assert issubclass(training.InvariantError, AssertionError)

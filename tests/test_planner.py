@@ -8,8 +8,10 @@ import math
 import pytest
 import torch
 
-from accel_choice import costmodel, planner, theory
-from accel_choice.costmodel import Workload
+from accel_choice.records import grid_workloads
+from accel_choice.analyze import costmodel, planner, theory
+from accel_choice.measure import grid
+from accel_choice.records import Workload
 
 GIB = 1 << 30
 SCENARIO = {"rows": 50_000_000, "features": 256, "hidden": 128, "batch_size": 512, "bandwidth_gb_s": 8}
@@ -17,8 +19,8 @@ GPU_ASSUMED = {"seconds_per_step": 0.00015, "tflop_per_s": 10, "memory_gb_s": 10
 CPU_TRUE = costmodel.assumed("cpu", seconds_per_step=4e-4, flop_per_s=2e10, bytes_per_s=2.5e9)
 GPU_TRUE = costmodel.assumed("cuda", seconds_per_step=1.5e-4, flop_per_s=1e13, bytes_per_s=1e12)
 # The axes vary independently, so the three terms of the cost model can be told apart.
-DESIGN = costmodel.grid_workloads([128, 4096], [4, 64], [8, 256], [16, 64])
-TINY = costmodel.grid_workloads([64, 128], [4], [4, 8], [16, 32])
+DESIGN = grid_workloads([128, 4096], [4, 64], [8, 256], [16, 64])
+TINY = grid_workloads([64, 128], [4], [4, 8], [16, 32])
 
 
 @pytest.fixture
@@ -83,27 +85,27 @@ def test_host_memory_is_a_positive_count_or_unknown():
 
 
 def test_grid_workloads_skips_batches_larger_than_the_rows():
-    workloads = costmodel.grid_workloads([64, 1024], [4, 16], [8], [32, 128, 512])
+    workloads = grid_workloads([64, 1024], [4, 16], [8], [32, 128, 512])
     assert len(workloads) == 2 * 2 * 1 * 3 - 2 * 2  # B = 128 and 512 do not split 64 rows
     assert all(w.batch_size <= w.rows for w in workloads)
     assert Workload(64, 4, 8, 128) not in workloads and Workload(1024, 16, 8, 512) in workloads
     assert len(TINY) == 8
-    assert costmodel.grid_workloads([16], [4], [8], [32]) == []
+    assert grid_workloads([16], [4], [8], [32]) == []
 
 
 def test_synthetic_tensors_are_seeded_and_shaped():
     workload = Workload(rows=100, features=7, hidden=3, batch_size=10)
-    x, y = planner.synthetic_tensors(workload, seed=5)
+    x, y = grid.synthetic_tensors(workload, seed=5)
     assert x.shape == (100, 7) and y.shape == (100, 1)
     assert x.dtype == y.dtype == torch.float32
     assert set(y.unique().tolist()) <= {0.0, 1.0}
-    x2, y2 = planner.synthetic_tensors(workload, seed=5)
+    x2, y2 = grid.synthetic_tensors(workload, seed=5)
     assert torch.equal(x, x2) and torch.equal(y, y2)
-    assert not torch.equal(x, planner.synthetic_tensors(workload, seed=6)[0])
+    assert not torch.equal(x, grid.synthetic_tensors(workload, seed=6)[0])
 
 
 def test_measure_grid_times_every_workload_alternating_the_order(one_thread):
-    by_repeat = {repeat: planner.measure_grid(TINY, repeat, device="cpu", seed=3, lr=1e-3, warmup_steps=2)
+    by_repeat = {repeat: grid.measure_grid(TINY, repeat, device="cpu", seed=3, lr=1e-3, warmup_steps=2)
                  for repeat in (0, 1)}
     for repeat, records in by_repeat.items():
         assert len(records) == len(TINY)

@@ -7,7 +7,8 @@ import logging
 import pytest
 import torch
 
-from accel_choice import resources, runtime
+from accel_choice.analyze import resources
+from accel_choice.io import runtime
 
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 

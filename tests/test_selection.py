@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from accel_choice import datagen, selection
-from accel_choice.model import build_model, state_sha256
+from accel_choice.measure import datagen, northstar
+from accel_choice.analyze import selection
+from accel_choice.measure.model import build_model, state_sha256
 
 RATIOS = {"train": 0.6, "val": 0.2, "test": 0.2}
 
@@ -62,7 +63,7 @@ def test_load_splits_reads_the_split_column_named_in_the_metadata(tmp_path):
     pq.write_table(pa.table({"split": [1.0, 2.0, 3.0], "late": [0, 1, 1], "split_1": ["train", "train", "test"]}), path)
     meta = {"feature_columns": ["split"], "target_column": "late", "split_column": "split_1",
             "standardizer": {"mean": [0.0], "std": [1.0]}}
-    splits = selection.load_splits(path, meta)
+    splits = northstar.load_splits(path, meta)
     assert splits["train"][0].tolist() == [[1.0], [2.0]] and splits["test"][1].tolist() == [1.0]
     assert splits["val"][0].shape == (0, 1)
 
@@ -73,7 +74,7 @@ def test_standardizer_uses_train_statistics_only():
     standardizer = selection.Standardizer.fit(x[labels == "train"])
     assert standardizer.mean == (2.0, 5.0)
     assert standardizer.std == (1.0, 1.0)  # the constant column keeps std 1 instead of dividing by zero
-    splits = selection.split_table(x, np.array([0, 1, 1.0]), labels, standardizer)
+    splits = northstar.split_table(x, np.array([0, 1, 1.0]), labels, standardizer)
     assert splits["train"][0].tolist() == [[-1.0, 0.0], [1.0, 0.0]]
     assert splits["test"][0].tolist() == [[98.0, 2.0]]  # the test row did not move the statistics
 
@@ -118,7 +119,7 @@ def test_metrics_on_known_values():
 
 def test_held_out_test_set_refuses_a_second_look():
     x, y = torch.randn(20, 3), (torch.rand(20) > 0.5).float()
-    test_set = selection.HeldOutTestSet(x, y)
+    test_set = northstar.HeldOutTestSet(x, y)
     model = build_model(3, 4, 0)
     assert test_set.evaluate(model)["rows"] == 20
     with pytest.raises(RuntimeError, match="already evaluated"):
@@ -130,13 +131,13 @@ def northstar_splits():
     dataset = datagen.make_northstar(400, 0.25, 11)
     labels = selection.stratified_split(dataset.target, RATIOS, 11)
     standardizer = selection.Standardizer.fit(dataset.features[labels == "train"])
-    return selection.split_table(dataset.features, dataset.target, labels, standardizer)
+    return northstar.split_table(dataset.features, dataset.target, labels, standardizer)
 
 
 def _train(splits, tmp_path, **overrides):
     settings = dict(batch_size=32, seed=5, hidden=8, lr=0.01, patience=3, min_delta=1e-4, max_epochs=60)
     settings.update(overrides)
-    return selection.train_with_early_stopping(splits["train"], splits["val"], checkpoint=tmp_path / "best.pt", **settings)
+    return northstar.train_with_early_stopping(splits["train"], splits["val"], checkpoint=tmp_path / "best.pt", **settings)
 
 
 def test_training_stops_early_and_the_checkpoint_is_the_best_state(northstar_splits, tmp_path):
@@ -145,7 +146,7 @@ def test_training_stops_early_and_the_checkpoint_is_the_best_state(northstar_spl
     val = [row["val_loss"] for row in run.history]
     assert run.stopped_early and run.stopped_epoch == run.best_epoch + 3
     assert run.best_val_loss == min(val) == val[run.best_epoch - 1]
-    restored = selection.restore_best(tmp_path / "best.pt", 8, 8, torch.device("cpu"))
+    restored = northstar.restore_best(tmp_path / "best.pt", 8, 8, torch.device("cpu"))
     assert state_sha256(restored) == run.best_state_sha256
     history = run.history
     assert [row["epoch"] for row in history] == list(range(1, run.stopped_epoch + 1))
@@ -162,7 +163,7 @@ def test_restore_best_refuses_pickled_code(tmp_path):
 
     torch.save({"0.weight": Payload()}, tmp_path / "evil.pt")
     with pytest.raises(Exception, match="[Ww]eights only load failed|Unsupported"):
-        selection.restore_best(tmp_path / "evil.pt", 8, 8, torch.device("cpu"))
+        northstar.restore_best(tmp_path / "evil.pt", 8, 8, torch.device("cpu"))
 
 
 def test_time_to_target_picks_the_first_run_to_reach_it():
@@ -185,7 +186,7 @@ def test_time_to_target_picks_the_first_run_to_reach_it():
 
 
 def test_seed_limits_measures_reproducibility(northstar_splits, tmp_path):
-    result = selection.seed_limits(northstar_splits, [1, 2, 3], tmp_path, hidden=8, batch_size=64, lr=0.01,
+    result = northstar.seed_limits(northstar_splits, [1, 2, 3], tmp_path, hidden=8, batch_size=64, lr=0.01,
                                    patience=2, min_delta=1e-4, max_epochs=15)
     assert result["numeric"]["identical_weights"] is True
     assert result["numeric"]["identical_loss_curves"] is True

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from accel_choice import stats
+from accel_choice.analyze import stats
 
 
 def test_median_min_max_of_three_repeats():

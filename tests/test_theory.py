@@ -8,7 +8,8 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from accel_choice import model, theory
+from accel_choice.measure import model
+from accel_choice.analyze import theory
 
 SPEC = (32, 48, 1)  # the textbook model: 32 -> 48 -> 1
 EX4 = (256, 128, 1)  # exercise 4: 256 -> 128 -> 1

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from accel_choice import usertable
+from accel_choice.io import usertable
 
 FEATURES = ["distance", "weight"]
 

@@ -43,9 +43,22 @@ def snakemake(workdir: Path, config: dict | str, *args: str) -> subprocess.Compl
     """The CLI on `config`: a mapping, or the YAML text itself (to test what a file can hold)."""
     config_path = workdir / "test-config.yaml"
     config_path.write_text(config if isinstance(config, str) else yaml.safe_dump(config))
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(_snakefile(workdir)), "--directory", str(workdir),
                "--configfile", str(config_path), "--cores", "4", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=600)
+
+
+def _snakefile(workdir: Path) -> Path:
+    """The workflow a run uses: the checkout it lives in, or the repository for a bare folder."""
+    return workdir / "Snakefile" if (workdir / "Snakefile").is_file() else REPO / "Snakefile"
+
+
+def _checkout(destination: Path) -> Path:
+    """A copy of this checkout (sources and git history, not the venv or earlier results) to run in:
+    the finished run then lives beside its own code, as a user's does."""
+    shutil.copytree(REPO, destination, ignore=shutil.ignore_patterns(
+        ".venv", "results", ".snakemake", "__pycache__", ".pytest_cache", "*.pyc", "report.html", "test-config.yaml"))
+    return destination
 
 
 def planned_jobs(result: subprocess.CompletedProcess[str]) -> dict[str, int]:
@@ -106,7 +119,7 @@ def _interrupt(workdir: Path, config: dict, sig: signal.Signals, after_outputs: 
     after `after_outputs` timing records exist; say what was done and what was in flight."""
     config_path = workdir / "test-config.yaml"
     config_path.write_text(yaml.safe_dump(config))
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(_snakefile(workdir)), "--directory", str(workdir),
                "--configfile", str(config_path), "--cores", "4", *extra]
     log = open(workdir / f"interrupted-{sig.name}.log", "w")  # a file, not a pipe: a full pipe would stall the run
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -140,7 +153,7 @@ def _interrupt(workdir: Path, config: dict, sig: signal.Signals, after_outputs: 
 def timeline(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """Ctrl-C during a timing job, resume; a hard kill during another, unlock and resume with
     --rerun-incomplete. Each stop records the jobs done before it and the one in flight."""
-    workdir = tmp_path_factory.mktemp("tiny")
+    workdir = _checkout(tmp_path_factory.mktemp("tiny") / "checkout")
     events = {"workdir": workdir}
     events["sigint"] = _interrupt(workdir, TINY, signal.SIGINT, after_outputs=2)
     events["after_sigint"] = _timing_outputs(workdir)
@@ -293,7 +306,7 @@ def test_no_two_timing_jobs_overlapped(finished: Path) -> None:
 def test_same_seed_gives_byte_identical_data(finished: Path, tmp_path: Path) -> None:
     meta = read(finished / "results/data/benchmark.meta.json")
     export = read(finished / "results/data/benchmark.export.json")
-    from accel_choice import atomic
+    from accel_choice.io import atomic
 
     assert atomic.sha256_file(finished / "results/data/benchmark.npy") == meta["file_sha256"]
     assert atomic.sha256_file(finished / "results/data/benchmark.parquet") == export["files"]["parquet"]["sha256"]
@@ -303,6 +316,57 @@ def test_same_seed_gives_byte_identical_data(finished: Path, tmp_path: Path) -> 
 
 def test_second_run_has_nothing_to_do(finished: Path) -> None:
     assert planned_jobs(snakemake(finished, TINY, "-n")) == {}
+
+
+def test_a_checkout_moved_with_its_results_plans_nothing(finished: Path, tmp_path: Path) -> None:
+    # cp -a of a finished run: code inputs are relative to the working directory, so nothing changed.
+    moved = _copy_of(finished, tmp_path / "elsewhere" / "deeper" / "run")
+    assert planned_jobs(snakemake(moved, TINY, "-n")) == {}
+
+
+def _rules_of_scripts() -> dict[str, str]:
+    """Rule name -> the script it runs, read from the rule files."""
+    found = {}
+    for smk in (REPO / "workflow/rules").glob("*.smk"):
+        for block in re.split(r"(?m)^(?=rule \w+:)", smk.read_text()):
+            rule, script = re.match(r"rule (\w+):", block), re.search(r'script:\n\s+"\.\./scripts/(\w+\.py)"', block)
+            if rule and script:
+                found[rule.group(1)] = script.group(1)
+    return found
+
+
+@pytest.mark.parametrize("module", ["measure/contention.py", "analyze/stats.py", "render/plots.py"])
+def test_editing_a_module_reruns_exactly_the_rules_whose_scripts_import_it(finished: Path, tmp_path: Path,
+                                                                           module: str) -> None:
+    from accel_choice.io import imports
+
+    copy = _copy_of(finished, tmp_path / "run")
+    edited = copy / "workflow/scripts/accel_choice" / module
+    edited.write_text(edited.read_text() + "\n# an edit that changes the content\n")
+    dry = snakemake(copy, TINY, "-n")
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    # Each job block of the dry run names its rule and why it runs: its own changed input, or an
+    # input another planned job will rewrite (Snakemake names only that reason for a job downstream
+    # of one that re-runs).
+    reasons = {}
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", dry.stdout + dry.stderr):
+        rule, reason = re.match(r"(?:local)?rule (\w+):", block), re.search(r"reason: (.*)", block)
+        if rule and reason:
+            reasons.setdefault(rule.group(1), set()).add(reason.group(1))
+    scripts = REPO / "workflow/scripts"
+    importing = {rule for rule, script in _rules_of_scripts().items()
+                 if (scripts / "accel_choice" / module).resolve() in imports.closure(scripts / script, scripts)}
+    with_jobs = importing - {"time_gpu_training", "time_transfer", "aggregate_gpu"}  # no GPU here: no jobs
+    assert with_jobs and with_jobs <= set(reasons), (with_jobs, sorted(reasons))
+    for rule, why in reasons.items():
+        if rule in importing:
+            continue
+        # A rule that does not import the module runs only because an upstream job rewrites its input.
+        assert all("Updated input files" not in text and "updated by another job" in text for text in why), (rule, why)
+    direct = {rule for rule, why in reasons.items() if any("Updated input files" in text for text in why)}
+    assert direct and direct <= importing
+    for rule in direct:
+        assert any(f"workflow/scripts/accel_choice/{module}" in text for text in reasons[rule]), reasons[rule]
 
 
 def test_changing_one_batch_size_reruns_only_its_jobs(finished: Path) -> None:
@@ -404,7 +468,7 @@ def test_own_table_runs_and_a_bad_one_fails_before_training(tmp_path: Path) -> N
 def test_own_table_with_inf_in_val_and_test_rows_stops_at_prepare_northstar(tmp_path: Path) -> None:
     import numpy as np
     import pandas as pd
-    from accel_choice.selection import stratified_split
+    from accel_choice.analyze.selection import stratified_split
 
     rng = np.random.default_rng(1)
     frame = pd.DataFrame({"a": rng.normal(size=200), "b": rng.normal(size=200)})
@@ -532,7 +596,7 @@ def test_snakemake_report_builds_html_with_the_figure(finished: Path) -> None:
     config_path = finished / "test-config.yaml"
     config_path.write_text(yaml.safe_dump(TINY))
     result = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(finished),
+        [sys.executable, "-m", "snakemake", "--snakefile", str(_snakefile(finished)), "--directory", str(finished),
          "--configfile", str(config_path), "--report", str(finished / "report.html")],
         capture_output=True, text=True, timeout=300,
     )
@@ -686,7 +750,7 @@ def test_resource_table_pairs_each_benchmarked_job_with_its_own_timing(finished:
 
 
 def test_planner_reproduces_exercise_4_and_labels_what_is_modelled(finished: Path) -> None:
-    from accel_choice import theory
+    from accel_choice.analyze import theory
 
     results = finished / "results"
     scenario = read(results / "tables/scenario.json")

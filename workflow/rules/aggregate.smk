@@ -4,7 +4,7 @@
 rule aggregate_training:
     input:
         records=expand("results/timing/cpu/bs{batch_size}.rep{repeat}.json", batch_size=BATCH_SIZES, repeat=REPEATS),
-        code=library("aggregate", "stats", "contention"),
+        code=code("aggregate_training.py"),
     output:
         json="results/tables/cpu_training.json",
         csv=report(
@@ -38,7 +38,7 @@ rule aggregate_load_convert:
             fmt=config["timing"]["formats"],
             repeat=REPEATS,
         ),
-        code=library("aggregate", "stats", "contention"),
+        code=code("aggregate_load_convert.py"),
     output:
         json="results/tables/load_convert.json",
         csv=report(

@@ -16,7 +16,7 @@ rule resource_table:
     input:
         benchmarks=expand("results/benchmarks/{job}.tsv", job=BENCHMARKED_JOBS),
         logs=expand("results/logs/{job}.log", job=BENCHMARKED_JOBS),
-        code=library("resources", "runtime"),
+        code=code("resource_table.py"),
     output:
         json="results/tables/resources.json",
         csv=report("results/tables/resources.csv", caption="../report/resources.rst", category="Resources"),
@@ -43,6 +43,15 @@ _rules_without_jobs = sorted({each.name for each in workflow.rules} - set(JOBS) 
 if _rules_without_jobs:
     raise WorkflowError(f"rules missing from JOBS in workflow/rules/common.smk: {', '.join(_rules_without_jobs)}")
 
+# Every script's rule lists its script's import closure as `code`, so that an edit re-runs it.
+_stale_code = sorted(
+    each.name
+    for each in workflow.rules
+    if each.script and list(map(str, each.input.get("code", []))) != code(Path(each.script).name)
+)
+if _stale_code:
+    raise WorkflowError(f"rules whose code input is not code(<their script>): {', '.join(_stale_code)}")
+
 # What this configuration's DAG makes: every output, log and benchmark file of every job.
 MADE_FILES = [path for name in JOBS for path in job_files(name)]
 
@@ -55,7 +64,7 @@ MADE_FILES = [path for name in JOBS for path in job_files(name)]
 rule archive:
     input:
         made=MADE_FILES,
-        code=library("archive", "atomic"),
+        code=code("archive.py"),
     output:
         provenance="results/provenance.json",
         manifest="results/MANIFEST.sha256",

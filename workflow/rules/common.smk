@@ -1,10 +1,12 @@
 # Shared helpers: the library path, the device plan and the job lists.
 import itertools
+import os
 from pathlib import Path
 
 from snakemake.io import strip_wildcard_constraints
 
-from accel_choice.devices import planned_device
+from accel_choice.io.imports import closure, relative_paths
+from accel_choice.measure.devices import planned_device
 
 LIBRARY = Path(workflow.basedir) / "workflow" / "scripts"
 
@@ -29,9 +31,11 @@ def sorted_keys(value):
     return value
 
 
-def library(*modules):
-    """Library modules a rule's results depend on: edits to them re-run the rule."""
-    return [str(LIBRARY / "accel_choice" / f"{name}.py") for name in modules]
+def code(script):
+    """The library files `script` imports, directly or not (its import closure, read from the
+    source), relative to the working directory: editing one re-runs exactly the rules whose
+    scripts import it, and a checkout moved together with its results plans nothing."""
+    return relative_paths(closure(LIBRARY / script, LIBRARY), os.getcwd())
 
 
 # Decided when the workflow is parsed: GPU_DEVICE is "cuda" or "mps" when GPU jobs are

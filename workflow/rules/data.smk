@@ -6,7 +6,7 @@ rule generate_benchmark:
         npy="results/data/benchmark.npy",
         meta="results/data/benchmark.meta.json",
     input:
-        code=library("datagen", "dataio"),
+        code=code("generate_benchmark.py"),
     params:
         rows=config["data"]["benchmark"]["rows"],
         features=config["data"]["benchmark"]["features"],
@@ -30,7 +30,7 @@ rule generate_northstar:
         npy="results/data/northstar.npy",
         meta="results/data/northstar.meta.json",
     input:
-        code=library("datagen", "dataio"),
+        code=code("generate_northstar.py"),
     params:
         rows=config["data"]["northstar"]["rows"],
         late_rate=config["data"]["northstar"]["late_rate"],
@@ -52,7 +52,7 @@ rule export_data:
     input:
         npy="results/data/{dataset}.npy",
         meta="results/data/{dataset}.meta.json",
-        code=library("dataio"),
+        code=code("export_data.py"),
     output:
         parquet="results/data/{dataset}.parquet",
         csv="results/data/{dataset}.csv",

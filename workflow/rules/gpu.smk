@@ -7,7 +7,7 @@ rule probe_devices:
     output:
         "results/env/devices.json",
     input:
-        code=library("devices"),
+        code=code("probe_devices.py"),
     params:
         fingerprint=DEVICE_FINGERPRINT,
         mode=config["accelerator"],
@@ -29,7 +29,7 @@ rule time_transfer:
         meta="results/data/benchmark.meta.json",
         export="results/data/benchmark.export.json",
         probe="results/env/devices.json",
-        code=library("transfer", "devices", "measure"),
+        code=code("time_transfer.py"),
     output:
         "results/timing/gpu/transfer.rep{repeat}.json",
     params:
@@ -58,7 +58,7 @@ rule time_gpu_training:
         meta="results/data/benchmark.meta.json",
         export="results/data/benchmark.export.json",
         probe="results/env/devices.json",
-        code=library("measure", "loaders", "model", "devices"),
+        code=code("time_gpu_training.py"),
     output:
         "results/timing/gpu/bs{batch_size}.rep{repeat}.json",
     params:
@@ -91,7 +91,7 @@ rule aggregate_gpu:
     input:
         records=GPU_TRAINING_RECORDS,
         transfers=GPU_TRANSFER_RECORDS,
-        code=library("aggregate", "stats", "contention"),
+        code=code("aggregate_gpu.py"),
     output:
         json="results/tables/gpu_training.json",
         csv=report("results/tables/gpu_training.csv", caption="../report/gpu_training.rst", category="GPU"),

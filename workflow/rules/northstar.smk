@@ -5,7 +5,7 @@
 rule prepare_northstar:
     input:
         source=NORTHSTAR_SOURCE,
-        code=library("selection", "usertable"),
+        code=code("prepare_northstar.py"),
     output:
         table="results/northstar/splits.parquet",
         meta="results/northstar/prepare.json",
@@ -29,7 +29,7 @@ rule train_northstar:
     input:
         table="results/northstar/splits.parquet",
         meta="results/northstar/prepare.json",
-        code=library("selection", "model", "loaders"),
+        code=code("train_northstar.py"),
     output:
         history="results/northstar/{device}/bs{batch_size}/history.json",
         model="results/northstar/{device}/bs{batch_size}/best_model.pt",
@@ -65,7 +65,7 @@ rule northstar_selection:
             device=NORTHSTAR_DEVICES,
             batch_size=config["selection"]["batch_sizes"],
         ),
-        code=library("selection", "plots"),
+        code=code("northstar_selection.py"),
     output:
         json="results/tables/time_to_target.json",
         csv=report(
@@ -97,7 +97,7 @@ rule seed_limits:
             device=NORTHSTAR_DEVICES,
             batch_size=config["selection"]["batch_sizes"],
         ),
-        code=library("selection", "model", "loaders", "envinfo"),
+        code=code("seed_limits.py"),
     output:
         "results/northstar/seed_limits.json",
     params:
@@ -127,7 +127,7 @@ rule gradient_variance:
         data="results/data/benchmark.parquet",
         meta="results/data/benchmark.meta.json",
         export="results/data/benchmark.export.json",
-        code=library("gradvar", "model", "plots"),
+        code=code("gradient_variance.py"),
     output:
         json="results/tables/gradient_variance.json",
         csv=report(

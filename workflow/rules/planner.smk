@@ -5,7 +5,7 @@
 rule time_cost_model:
     input:
         probe=probe_for_device,
-        code=library("planner", "costmodel", "measure", "loaders", "model", "contention"),
+        code=code("time_cost_model.py"),
     output:
         "results/timing/cost_model/{device}.rep{repeat}.json",
     params:
@@ -36,7 +36,7 @@ rule planner:
         training="results/tables/cpu_training.json",
         gpu=GPU_TABLES,
         probe="results/env/devices.json",
-        code=library("planner", "costmodel", "flopcheck", "plots", "theory", "stats"),
+        code=code("plan.py"),
     output:
         cost_model="results/tables/cost_model.json",
         cost_model_csv=report(

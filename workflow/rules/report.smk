@@ -2,6 +2,8 @@
 
 
 rule collect_environment:
+    input:
+        code=code("collect_environment.py"),
     output:
         json="results/env/collect_env.json",
         txt="results/env/collect_env.txt",
@@ -35,7 +37,7 @@ rule report:
         break_even="results/tables/break_even.json",
         flop_check="results/tables/flop_check.json",
         scenario="results/tables/scenario.json",
-        code=library("report", "decision", "plots", "theory", "aggregate", "archive"),
+        code=code("make_report.py"),
     output:
         md=report("results/REPORT.md", caption="../report/report_md.rst", category="Decision"),
         png=report("results/figures/decision.png", caption="../report/decision_figure.rst", category="Decision"),

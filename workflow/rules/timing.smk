@@ -7,7 +7,7 @@ rule time_load_convert:
         data="results/data/{dataset}.{fmt}",
         meta="results/data/{dataset}.meta.json",
         export="results/data/{dataset}.export.json",
-        code=library("loadconv", "dataio", "contention"),
+        code=code("time_load_convert.py"),
     output:
         "results/timing/load_convert/{dataset}.{fmt}.rep{repeat}.json",
     params:
@@ -34,7 +34,7 @@ rule time_cpu_training:
         data="results/data/benchmark.parquet",
         meta="results/data/benchmark.meta.json",
         export="results/data/benchmark.export.json",
-        code=library("measure", "loaders", "model", "contention"),
+        code=code("time_cpu_training.py"),
     output:
         "results/timing/cpu/bs{batch_size}.rep{repeat}.json",
     params:

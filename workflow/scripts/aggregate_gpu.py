@@ -1,7 +1,8 @@
 """Rule aggregate_gpu: GPU training medians per variant, and the transfer table."""
 
-from accel_choice import aggregate, atomic, envinfo, tables
-from accel_choice.runtime import job
+from accel_choice.analyze import aggregate
+from accel_choice.io import atomic, envinfo, tables
+from accel_choice.io.runtime import job
 
 p, out = snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821

@@ -1,7 +1,7 @@
 """Rule collect_environment: torch's own collect_env, once per workflow."""
 
-from accel_choice import atomic, envinfo
-from accel_choice.runtime import job
+from accel_choice.io import atomic, envinfo
+from accel_choice.io.runtime import job
 
 with job(snakemake.log[0], snakemake.threads):  # noqa: F821 (injected by Snakemake)
     environment = envinfo.full_environment()

@@ -27,7 +27,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from accel_choice import compare  # noqa: E402
+from accel_choice.analyze import compare  # noqa: E402
+from accel_choice.io import folder_checks, results_folder  # noqa: E402
+from accel_choice.render import comparison  # noqa: E402
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -56,14 +58,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        a = compare.load_results(args.results_a, args.label_a)
-        b = compare.load_results(args.results_b, args.label_b)
-    except compare.NotAResultsFolder as err:
+        a = results_folder.load_results(args.results_a, args.label_a)
+        b = results_folder.load_results(args.results_b, args.label_b)
+    except folder_checks.NotAResultsFolder as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     result = compare.compare(a, b)
     try:
-        paths = compare.write_comparison(result, args.out)
+        paths = comparison.write_comparison(result, args.out)
     except OSError as err:
         where = f"{err.filename}: {err.strerror}" if err.filename else str(err)
         print(f"error: cannot write the comparison into {args.out} ({where}); {args.out} is left as it was",

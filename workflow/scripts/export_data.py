@@ -1,7 +1,7 @@
 """Rule export_data: Parquet (explicit schema) and CSV, with bytes, sha256 and schema recorded."""
 
-from accel_choice import atomic, dataio, envinfo
-from accel_choice.runtime import job
+from accel_choice.io import atomic, dataio, envinfo
+from accel_choice.io.runtime import job
 
 out = snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821

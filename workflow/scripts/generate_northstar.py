@@ -1,7 +1,8 @@
 """Rule generate_northstar: the Northstar-like orders table with its late-delivery label."""
 
-from accel_choice import dataio, datagen, envinfo
-from accel_choice.runtime import job
+from accel_choice.io import dataio, envinfo
+from accel_choice.measure import datagen
+from accel_choice.io.runtime import job
 
 p = snakemake.params  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821

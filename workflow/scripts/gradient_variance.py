@@ -1,7 +1,9 @@
 """Rule gradient_variance: the 1/B rule measured at the seeded initial weights on the benchmark matrix."""
 
-from accel_choice import atomic, dataio, envinfo, gradvar, model, plots, tables
-from accel_choice.runtime import job
+from accel_choice.io import atomic, dataio, envinfo, tables
+from accel_choice.measure import gradvar, model
+from accel_choice.render import plots
+from accel_choice.io.runtime import job
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821

@@ -4,8 +4,10 @@ from pathlib import Path
 
 import yaml
 
-from accel_choice import aggregate, archive, atomic, decision, envinfo, plots, report, tables
-from accel_choice.runtime import job
+from accel_choice.analyze import decision, fullpath
+from accel_choice.io import atomic, envinfo, provenance, tables
+from accel_choice.render import plots, report
+from accel_choice.io.runtime import job
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
@@ -26,7 +28,7 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
         transfers = atomic.read_json(inp.gpu[1])
     widths = (p.features, p.hidden, 1)
 
-    full_path = aggregate.full_path(train_table, load_table, transfers)
+    full_path = fullpath.full_path(train_table, load_table, transfers)
     sheet = decision.decision_sheet(train_table, load_table, environment["quick"], widths, p.batch_sizes,
                                     probe=probe, transfers=transfers, accelerator=p.accelerator)
     verdict = decision.verdict(train_table, full_path, environment["quick"], widths, probe=probe,
@@ -54,7 +56,7 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     )
     # The records so far: everything but this report and the archive job's own files.
     results = Path(out.md).parent
-    report_provenance = archive.provenance(
+    report_provenance = provenance.provenance(
         results, envinfo.workflow_commit(), [Path(path).relative_to(results).as_posix() for path in p.made])
     text = report.render(report.ReportInputs(
         environment=environment, datasets=datasets, train_table=train_table, load_table=load_table,

@@ -1,7 +1,9 @@
 """Rule northstar_selection: time-to-target per device and batch size, and the learning-curve figure."""
 
-from accel_choice import atomic, plots, selection, tables
-from accel_choice.runtime import job
+from accel_choice.io import atomic, tables
+from accel_choice.render import plots
+from accel_choice.analyze import selection
+from accel_choice.io.runtime import job
 
 out = snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821

@@ -1,7 +1,11 @@
 """Rule planner: cost model per device, break-even curves, FLOP-counter check, scale scenario."""
 
-from accel_choice import atomic, costmodel, envinfo, flopcheck, planner, plots, tables
-from accel_choice.runtime import job
+from accel_choice.records import Workload
+from accel_choice.io import atomic, envinfo, tables
+from accel_choice.analyze import planner
+from accel_choice.measure import flopcheck
+from accel_choice.render import plots
+from accel_choice.io.runtime import job
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
@@ -20,7 +24,7 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     bandwidth, bandwidth_source = planner.host_to_device_bytes_per_s(transfers, p.bandwidth_gb_s)
     startup, startup_source = planner.gpu_startup_seconds(transfers, cfg["gpu_assumed"]["startup_s"])
 
-    base = costmodel.Workload(rows=p.rows, features=p.features, hidden=p.hidden, batch_size=cfg["batch_size"])
+    base = Workload(rows=p.rows, features=p.features, hidden=p.hidden, batch_size=cfg["batch_size"])
     curves = planner.break_even_curves(models["cpu"], models[gpu_name], base, cfg["sweep"], bandwidth, startup,
                                        cfg["epochs"])
     plots.break_even_figure(

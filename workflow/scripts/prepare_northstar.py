@@ -3,8 +3,9 @@
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from accel_choice import atomic, dataio, envinfo, selection, usertable
-from accel_choice.runtime import job
+from accel_choice.io import atomic, dataio, envinfo, usertable
+from accel_choice.analyze import selection
+from accel_choice.io.runtime import job
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821

@@ -1,7 +1,8 @@
 """Rule probe_devices: what accelerators torch sees on the machine that runs this job."""
 
-from accel_choice import atomic, devices, envinfo
-from accel_choice.runtime import job
+from accel_choice.io import atomic, envinfo
+from accel_choice.measure import devices
+from accel_choice.io.runtime import job
 
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821 (injected by Snakemake)
     probed = devices.probe()

@@ -1,7 +1,8 @@
 """Rule resource_table: Snakemake's benchmark files beside each job's own body timing."""
 
-from accel_choice import atomic, envinfo, resources, tables
-from accel_choice.runtime import job
+from accel_choice.io import atomic, envinfo, tables
+from accel_choice.analyze import resources
+from accel_choice.io.runtime import job
 
 inp, out = snakemake.input, snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821

@@ -2,15 +2,16 @@
 
 import tempfile
 
-from accel_choice import atomic, envinfo, selection
-from accel_choice.runtime import job
+from accel_choice.io import atomic, envinfo
+from accel_choice.measure import northstar
+from accel_choice.io.runtime import job
 
 inp, p = snakemake.input, snakemake.params  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     meta = atomic.read_json(inp.meta)
-    splits = selection.load_splits(inp.table, meta)
+    splits = northstar.load_splits(inp.table, meta)
     with tempfile.TemporaryDirectory() as workdir:
-        result = selection.seed_limits(
+        result = northstar.seed_limits(
             splits, [p.seed + i for i in range(p.seeds)], workdir, hidden=p.hidden, batch_size=p.batch_size, lr=p.lr,
             patience=p.patience, min_delta=p.min_delta, max_epochs=p.max_epochs,
         )

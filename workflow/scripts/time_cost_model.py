@@ -2,14 +2,16 @@
 
 import time
 
-from accel_choice import atomic, costmodel, envinfo, planner
-from accel_choice.runtime import job
+from accel_choice.records import grid_workloads
+from accel_choice.io import atomic, envinfo
+from accel_choice.measure import grid
+from accel_choice.io.runtime import job
 
 wc, p = snakemake.wildcards, snakemake.params  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
-    workloads = costmodel.grid_workloads(p.grid["rows"], p.grid["features"], p.grid["hidden"], p.grid["batch_sizes"])
+    workloads = grid_workloads(p.grid["rows"], p.grid["features"], p.grid["hidden"], p.grid["batch_sizes"])
     started = time.time()
-    records = planner.measure_grid(workloads, int(wc.repeat), device=wc.device, seed=p.seed, lr=p.lr,
+    records = grid.measure_grid(workloads, int(wc.repeat), device=wc.device, seed=p.seed, lr=p.lr,
                                    warmup_steps=p.warmup_steps)
     interval = [started, time.time()]
     atomic.write_json(snakemake.output[0], {  # noqa: F821

@@ -2,15 +2,16 @@
 
 import time
 
-from accel_choice import atomic, dataio, envinfo, measure
-from accel_choice.runtime import job
+from accel_choice.io import atomic, dataio, envinfo
+from accel_choice.measure import training
+from accel_choice.io.runtime import job
 
 inp, wc, p = snakemake.input, snakemake.wildcards, snakemake.params  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     x, y, _ = dataio.load_benchmark_tensors(inp.data, inp.meta, inp.export)
     started = time.time()
-    records = measure.measure_training_job(
-        x, y, int(wc.batch_size), int(wc.repeat), measure.cpu_variants(p.loaders),
+    records = training.measure_training_job(
+        x, y, int(wc.batch_size), int(wc.repeat), training.cpu_variants(p.loaders),
         seed=p.seed, hidden=p.hidden, lr=p.lr, warmup_steps=p.warmup_steps,
     )
     # Wall-clock interval of the measurement: lets a test prove no two timing jobs overlapped.

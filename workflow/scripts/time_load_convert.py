@@ -2,8 +2,9 @@
 
 import time
 
-from accel_choice import atomic, dataio, envinfo, loadconv
-from accel_choice.runtime import job
+from accel_choice.io import atomic, dataio, envinfo
+from accel_choice.measure import loadconv
+from accel_choice.io.runtime import job
 
 inp, wc = snakemake.input, snakemake.wildcards  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821

@@ -4,8 +4,10 @@ import numpy as np
 import torch
 from torch.utils.tensorboard import SummaryWriter
 
-from accel_choice import atomic, devices, envinfo, selection
-from accel_choice.runtime import job
+from accel_choice.io import atomic, envinfo
+from accel_choice.measure import devices, northstar
+from accel_choice.analyze import selection
+from accel_choice.io.runtime import job
 
 inp, wc, p, out = snakemake.input, snakemake.wildcards, snakemake.params, snakemake.output  # noqa: F821
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
@@ -13,15 +15,15 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     meta = atomic.read_json(inp.meta)
     if atomic.sha256_file(inp.table) != meta["table_sha256"]:
         raise ValueError(f"{inp.table} differs from the split prepare_northstar recorded; delete it and re-run")
-    splits = selection.load_splits(inp.table, meta)
+    splits = northstar.load_splits(inp.table, meta)
     writer = SummaryWriter(out.events)
-    run = selection.train_with_early_stopping(
+    run = northstar.train_with_early_stopping(
         splits["train"], splits["val"], batch_size=int(wc.batch_size), seed=p.seed, hidden=p.hidden, lr=p.lr,
         patience=p.patience, min_delta=p.min_delta, max_epochs=p.max_epochs, checkpoint=out.model, device=device,
         log_scalar=writer.add_scalar,
     )
-    model = selection.restore_best(out.model, splits["train"][0].shape[1], p.hidden, device)
-    test = selection.HeldOutTestSet(*splits["test"]).evaluate(model)
+    model = northstar.restore_best(out.model, splits["train"][0].shape[1], p.hidden, device)
+    test = northstar.HeldOutTestSet(*splits["test"]).evaluate(model)
     # The no-skill reference: predict the training split's late rate for every test order.
     y_test = splits["test"][1].numpy()
     test["base_rate"] = float(y_test.mean())

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from accel_choice import archive  # noqa: E402
+from accel_choice.io import manifest  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,14 +22,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results", type=Path, help="an archived results/ folder")
     args = parser.parse_args(argv)
     try:
-        result = archive.verify(args.results)
-    except (OSError, archive.ManifestError) as error:
+        result = manifest.verify(args.results)
+    except (OSError, manifest.ManifestError) as error:
         print(f"cannot verify {args.results}: {error}", file=sys.stderr)
         return 2
     for what, name in result.problems():
         print(f"{what}: {name}")
     foreign = (f"; {result.foreign} entr{'y' if result.foreign == 1 else 'ies'} not made by this configuration, "
-               f"listed in {archive.PROVENANCE_NAME}" if result.foreign else "")
+               f"listed in {manifest.PROVENANCE_NAME}" if result.foreign else "")
     if not result.matches:
         print(f"{args.results}: does NOT match its manifest ({result.listed} files listed{foreign})", file=sys.stderr)
         return 1

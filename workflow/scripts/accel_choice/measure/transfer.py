@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 
-from .devices import synchronize
-from .measure import context_startup_seconds, load_average
+from accel_choice.measure.devices import synchronize
+from accel_choice.measure.training import context_startup_seconds, load_average
 
 
 def _timed_copy(tensor: torch.Tensor, device: torch.device, passes: int, non_blocking: bool) -> tuple[float, list[float]]:

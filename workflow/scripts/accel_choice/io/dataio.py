@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from . import atomic
-from .datagen import Dataset
+from accel_choice.io import atomic
+from accel_choice.records import Dataset
 
 TARGET_TYPE = pa.int8()
 

@@ -25,9 +25,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import torch
 
-from .contention import ForeignCpuMeter
-from .dataio import matrix_sha256
-from .measure import load_average
+from accel_choice.measure.contention import ForeignCpuMeter
+from accel_choice.io.dataio import matrix_sha256
+from accel_choice.measure.training import load_average
 
 FORMATS = ("csv", "parquet")
 

@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from . import theory
+from accel_choice.analyze import theory
+from accel_choice.records import Workload
 
 TERMS = ("overhead", "compute", "memory")
 AXES = ("rows", "features", "hidden", "batch_size")
@@ -31,20 +32,6 @@ MAX_CONDITION = 1e3
 # this (absolute, per point): it stops a noise-free fit keeping a 1e-20 coefficient.
 _TIE_RSS_PER_POINT = 1e-12
 _MIN_POINTS = 4
-
-
-@dataclass(frozen=True)
-class Workload:
-    """One epoch of the model features → hidden → 1 in fp32 over `rows` rows."""
-
-    rows: int
-    features: int
-    hidden: int
-    batch_size: int
-
-    @property
-    def widths(self) -> tuple[int, int, int]:
-        return (self.features, self.hidden, 1)
 
 
 @dataclass(frozen=True)
@@ -59,15 +46,6 @@ class CostModel:
     quality: dict[str, Any] | None
 
 
-
-def grid_workloads(rows: Sequence[int], features: Sequence[int], hidden: Sequence[int],
-                   batch_sizes: Sequence[int]) -> list[Workload]:
-    """Every combination, except batch sizes larger than the rows they would split."""
-    return [
-        Workload(rows=n, features=d, hidden=h, batch_size=b)
-        for n, d, h, b in itertools.product(rows, features, hidden, batch_sizes)
-        if b <= n
-    ]
 
 def work(w: Workload) -> dict[str, float]:
     """Steps, training FLOP and bytes moved in one epoch.

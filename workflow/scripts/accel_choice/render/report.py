@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import decision, theory
+from accel_choice.analyze import decision, theory
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,10 @@
 `torch.utils.collect_env.get_env_info()` is the complete record, but it spawns
 subprocesses (pip, lscpu, nvidia-smi) and costs about 1.2 s, so it runs once per
 workflow (`full_environment`). Every job also embeds `quick_environment()`: the same
-field names where collect_env has them, read in-process in milliseconds.
+field names where collect_env has them, read in-process in milliseconds. A job that does not
+use torch does not import it for this record either (about a second of start-up): its torch
+fields then say so (`torch_loaded: false`, CUDA and thread fields null, the version from the
+installed package's metadata).
 """
 
 from __future__ import annotations
@@ -13,12 +16,12 @@ import importlib.metadata
 import os
 import platform
 import subprocess
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-import torch
-
-from .archive import current_invocation
+from accel_choice.io.provenance import current_invocation
 
 KEY_PACKAGES = ("torch", "numpy", "pandas", "pyarrow", "matplotlib", "snakemake")
 
@@ -60,25 +63,35 @@ def workflow_commit() -> dict[str, Any]:
     return {"commit": commit, "dirty": bool(dirty)}
 
 
-def _gpu_names() -> list[str]:
+def _gpu_names(torch: ModuleType) -> list[str]:
     if not torch.cuda.is_available():
         return []
     return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
 
 
+def _torch_fields() -> dict[str, Any]:
+    """torch's part of the record, from the torch this job already imported; none is imported here."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return {"torch_version": _package_versions()["torch"], "torch_loaded": False, "cuda_compiled_version": None,
+                "is_cuda_available": None, "nvidia_gpu_models": [], "torch_threads": None, "torch_interop_threads": None}
+    return {"torch_version": torch.__version__, "torch_loaded": True, "cuda_compiled_version": torch.version.cuda,
+            "is_cuda_available": torch.cuda.is_available(), "nvidia_gpu_models": _gpu_names(torch),
+            "torch_threads": torch.get_num_threads(), "torch_interop_threads": torch.get_num_interop_threads()}
+
+
 def quick_environment(seed: int | None = None) -> dict[str, Any]:
     """A small, fast environment record for embedding in every output."""
     uname = platform.uname()
+    torch_fields = _torch_fields()
     return {
-        "torch_version": torch.__version__,
-        "cuda_compiled_version": torch.version.cuda,
-        "is_cuda_available": torch.cuda.is_available(),
-        "nvidia_gpu_models": _gpu_names(),
+        **{key: torch_fields[key] for key in ("torch_version", "torch_loaded", "cuda_compiled_version",
+                                              "is_cuda_available", "nvidia_gpu_models")},
         "cpu_model": _cpu_model(),
         "logical_cores": os.cpu_count(),
         "affinity_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "torch_threads": torch.get_num_threads(),
-        "torch_interop_threads": torch.get_num_interop_threads(),
+        "torch_threads": torch_fields["torch_threads"],
+        "torch_interop_threads": torch_fields["torch_interop_threads"],
         "omp_num_threads_env": os.environ.get("OMP_NUM_THREADS"),
         "python_version": platform.python_version(),
         "python_platform": platform.platform(),

@@ -8,7 +8,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from . import atomic
+from accel_choice.io import atomic
 
 
 def _cell(value: Any) -> Any:

@@ -1,4 +1,4 @@
-"""The lab report as an archive: provenance record, checksum manifest, and its verification.
+"""The lab report as an archive: the checksum manifest, what it vouches for, and its verification.
 
 The manifest lists the files this configuration's jobs made, in the format of coreutils
 `sha256sum` (`<hex>  <path>`, paths relative to the results folder), so a reader holding only
@@ -11,121 +11,21 @@ also reads what `sha256sum -b` and `find . -exec sha256sum` write (`<hex> *./<pa
 
 from __future__ import annotations
 
-import datetime
-import json
 import os
 import re
-import shlex
-import socket
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from . import atomic
+from accel_choice.io import atomic
+from accel_choice.io.provenance import PROVENANCE_NAME, provenance
 
 MANIFEST_NAME = "MANIFEST.sha256"
-PROVENANCE_NAME = "provenance.json"
 # Written after the manifest, so never listed in it: the archive job's own log, and
 # Snakemake's HTML report (made from the listed files once the run has finished).
 AFTER_THE_MANIFEST = ("logs/archive.log", "snakemake-report.html", "snakemake-report.zip")
-# Set by the Snakefile in the snakemake process that the user started; jobs inherit it.
-INVOCATION_VARIABLE = "ACCEL_CHOICE_INVOCATION"
-
-
-def invocation_record(argv: list[str], working_directory: str, snakemake_version: str) -> str:
-    """What the Snakefile stores in the environment: the command exactly as it was typed."""
-    return json.dumps({
-        "command_line": shlex.join(argv),
-        "argv": argv,
-        "working_directory": working_directory,
-        "snakemake_version": snakemake_version,
-        "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "host": socket.gethostname(),
-    })
-
-
-def current_invocation() -> dict[str, Any]:
-    """The invocation this job belongs to, or an explicit 'unknown' when run outside the workflow."""
-    text = os.environ.get(INVOCATION_VARIABLE)
-    if not text:
-        return {"command_line": None, "note": f"{INVOCATION_VARIABLE} not set: not started through the Snakefile"}
-    return json.loads(text)
-
-
-def record_commits(paths: Iterable[str | os.PathLike[str]]) -> dict[str, list[str]]:
-    """Workflow commits embedded in the JSON records, each with the records that carry it.
-
-    Results made by two versions of the workflow are a mixed archive; this makes that visible.
-    """
-    return record_origins(paths)["commits"]
-
-
-def record_command_lines(paths: Iterable[str | os.PathLike[str]]) -> dict[str, list[str]]:
-    """The snakemake command lines that measured the records, each with the records it made."""
-    return record_origins(paths)["command_lines"]
-
-
-def record_origins(paths: Iterable[str | os.PathLike[str]]) -> dict[str, dict[str, list[str]]]:
-    """Commits and command lines embedded in the JSON records, each file read once."""
-    labels: dict[str, Callable[[dict[str, Any]], str]] = {
-        "commits": lambda w: f"{w.get('commit') or 'unknown'}{' (dirty)' if w.get('dirty') else ''}",
-        "command_lines": lambda w: w.get("command_line") or "not recorded",
-    }
-    seen: dict[str, dict[str, list[str]]] = {kind: {} for kind in labels}
-    for path in paths:
-        try:
-            record = atomic.read_json(path)
-        except (ValueError, OSError):
-            continue
-        entries = list(_workflow_entries(record))
-        for kind, label in labels.items():
-            for name in dict.fromkeys(label(w) for w in entries):  # once per record, not per row
-                seen[kind].setdefault(name, []).append(str(path))
-    return seen
-
-
-def _workflow_entries(record: Any) -> Iterable[dict[str, Any]]:
-    if isinstance(record, dict):
-        workflow = record.get("workflow")
-        if isinstance(workflow, dict) and "commit" in workflow:
-            yield workflow
-        for value in record.values():
-            yield from _workflow_entries(value)
-    elif isinstance(record, list):
-        for value in record:
-            yield from _workflow_entries(value)
-
-
-def provenance(results_dir: str | os.PathLike[str], workflow: dict[str, Any],
-               made: Iterable[str] | None = None) -> dict[str, Any]:
-    """The invocation, the workflow commit, and the commits and command lines found in the records.
-
-    `made`: the files (relative to `results_dir`) this configuration made; only their JSON records
-    are read, so records an earlier configuration left in the folder do not count. None: every
-    JSON file in the folder.
-    """
-    root = Path(results_dir)
-    names = sorted(made) if made is not None else [e.path for e in walk(root) if e.kind == "file"]
-    # An earlier run's provenance.json is no record: it carries that run's commit, not a measurement's.
-    origins = record_origins(root / name for name in names
-                             if name.endswith(".json") and name != PROVENANCE_NAME and (root / name).is_file())
-    commits = origins["commits"]
-    invocation = current_invocation()
-    return {
-        "workflow": workflow,
-        "snakemake_version": invocation.get("snakemake_version"),
-        "command_line": invocation.get("command_line"),
-        "invocation": invocation,
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "record_commits": {label: len(paths) for label, paths in commits.items()},
-        "mixed_commits": len(commits) > 1,
-        "record_command_lines": {line: len(paths) for line, paths in origins["command_lines"].items()},
-        "config_snapshot": "config.yaml",
-    }
-
-
 # ---------------------------------------------------------------- what is in the folder
 
 

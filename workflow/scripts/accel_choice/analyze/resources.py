@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import runtime
+from accel_choice.io import runtime
 
 # Snakemake's max_rss and getrusage's peak are both in MiB here, whatever the "mb" in the names.
 BENCHMARK_FIELDS = {"s": "process_wall_s", "max_rss": "max_rss_mb", "cpu_time": "process_cpu_s", "mean_load": "mean_load"}

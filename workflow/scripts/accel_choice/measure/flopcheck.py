@@ -16,7 +16,8 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from . import model, theory
+from accel_choice.measure import model
+from accel_choice.analyze import theory
 
 
 def counted_training_flops(features: int, hidden: int, batch_size: int, seed: int = 0) -> dict[str, int]:

@@ -1,8 +1,8 @@
-"""Model selection on the Northstar table (section 28.3.2): split, standardise, early stopping,
-a test set evaluated exactly once, and the time each batch size needs to reach a target.
+"""Northstar model selection, the measured side: training with early stopping (epoch times on the
+job's device), the best checkpoint restored, the test set evaluated exactly once, seed limits.
 
-The validation set chooses the model; the test set is touched only after early stopping
-has restored the best checkpoint, once - `HeldOutTestSet` refuses a second look.
+The validation set chooses the model; the test set is touched only after early stopping has
+restored the best checkpoint, once - `HeldOutTestSet` refuses a second look.
 """
 
 from __future__ import annotations
@@ -19,129 +19,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import atomic
-from .devices import peak_memory_bytes, reset_peak_memory, synchronize
-from .loaders import make_loader
-from .model import build_model, make_optimizer, state_sha256
-
-SPLITS = ("train", "val", "test")
-
-
-def stratified_split(target: np.ndarray, ratios: dict[str, float], seed: int) -> np.ndarray:
-    """A split label per row; each class is shuffled and cut by `ratios`, so every split keeps
-    the class balance. Same target and seed, same labels."""
-    total = sum(ratios[name] for name in SPLITS)
-    if not math.isclose(total, 1.0, abs_tol=1e-9):
-        raise ValueError(f"split ratios must add up to 1, got {total}")
-    rng = np.random.default_rng(seed)
-    labels = np.empty(len(target), dtype=object)
-    for value in np.unique(target):
-        rows = rng.permutation(np.flatnonzero(target == value))
-        n_train = round(ratios["train"] * len(rows))
-        n_val = round(ratios["val"] * len(rows))
-        labels[rows[:n_train]] = "train"
-        labels[rows[n_train : n_train + n_val]] = "val"
-        labels[rows[n_train + n_val :]] = "test"
-    return labels.astype(str)
-
-
-def split_column_name(columns: Sequence[str]) -> str:
-    """The name of the split-label column beside `columns`: `split`, or `split_1`, `split_2`, ...
-    when a feature or the target is already called that."""
-    taken = set(columns)
-    name, number = "split", 0
-    while name in taken:
-        number += 1
-        name = f"split_{number}"
-    return name
-
-
-def check_split_classes(target: np.ndarray, labels: np.ndarray, source: str) -> None:
-    """Every split needs both classes: validation loss, early stopping and the test AUC mean
-    nothing on one class. Raises naming the split, its rows and its class counts."""
-    problems = []
-    for name in SPLITS:
-        rows = target[labels == name]
-        negatives, positives = int((rows == 0).sum()), int((rows == 1).sum())
-        if negatives == 0 or positives == 0:
-            problems.append(f"the {name} split has {len(rows)} rows: {negatives} of class 0, {positives} of class 1")
-    if problems:
-        raise ValueError(f"{source}: {'; '.join(problems)}. Every split needs both classes: use a table with more rows "
-                         "of the rarer class, or other selection.split ratios (a larger share for that split)")
-
-
-@dataclass(frozen=True)
-class Standardizer:
-    """Per-feature mean and standard deviation, fitted on the training split only."""
-
-    mean: tuple[float, ...]
-    std: tuple[float, ...]
-
-    @classmethod
-    def fit(cls, x_train: np.ndarray) -> Standardizer:
-        mean = x_train.mean(axis=0, dtype=np.float64)
-        std = x_train.std(axis=0, dtype=np.float64)
-        std[std == 0] = 1.0  # a constant feature stays constant instead of dividing by zero
-        return cls(tuple(map(float, mean)), tuple(map(float, std)))
-
-    def transform(self, x: np.ndarray) -> np.ndarray:
-        return ((x - np.asarray(self.mean)) / np.asarray(self.std)).astype(np.float32)
-
-
-@dataclass
-class EarlyStopping:
-    """The specification's rule: stop after `patience` epochs without an improvement larger than `min_delta`."""
-
-    patience: int
-    min_delta: float
-    best: float = math.inf
-    best_epoch: int | None = None
-    epochs_without_improvement: int = 0
-
-    def __post_init__(self) -> None:
-        if self.patience < 0 or self.min_delta < 0:
-            raise ValueError(f"patience and min_delta must be >= 0, got {self.patience}, {self.min_delta}")
-
-    def update(self, epoch: int, val_loss: float) -> tuple[bool, bool]:
-        """(improved, stop) after this epoch's validation loss."""
-        if val_loss < self.best - self.min_delta:
-            self.best, self.best_epoch, self.epochs_without_improvement = val_loss, epoch, 0
-            return True, False
-        self.epochs_without_improvement += 1
-        return False, self.epochs_without_improvement >= self.patience
-
-
-def log_loss(y: np.ndarray, p: np.ndarray, eps: float = 1e-7) -> float:
-    p = np.clip(p, eps, 1 - eps)
-    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
-
-
-def roc_auc(y: np.ndarray, score: np.ndarray) -> float:
-    """Probability that a random positive scores above a random negative (ties count half)."""
-    positives, negatives = int((y == 1).sum()), int((y == 0).sum())
-    if positives == 0 or negatives == 0:
-        return math.nan
-    order = np.argsort(score, kind="mergesort")
-    ranks = np.empty(len(score))
-    sorted_scores = score[order]
-    start = 0
-    while start < len(score):  # average ranks over ties
-        end = start
-        while end + 1 < len(score) and sorted_scores[end + 1] == sorted_scores[start]:
-            end += 1
-        ranks[order[start : end + 1]] = (start + end) / 2 + 1
-        start = end + 1
-    return float((ranks[y == 1].sum() - positives * (positives + 1) / 2) / (positives * negatives))
-
-
-def classification_metrics(y: np.ndarray, p: np.ndarray) -> dict[str, float]:
-    return {
-        "log_loss": log_loss(y, p),
-        "roc_auc": roc_auc(y, p),
-        "brier": float(np.mean((p - y) ** 2)),
-        "accuracy_at_0_5": float(np.mean((p >= 0.5) == (y == 1))),
-        "rows": int(len(y)),
-    }
+from accel_choice.analyze.selection import SPLITS, EarlyStopping, Standardizer, classification_metrics
+from accel_choice.io import atomic
+from accel_choice.measure.devices import peak_memory_bytes, reset_peak_memory, synchronize
+from accel_choice.measure.loaders import make_loader
+from accel_choice.measure.model import build_model, make_optimizer, state_sha256
 
 
 class HeldOutTestSet:
@@ -258,29 +140,6 @@ def restore_best(checkpoint: str | os.PathLike[str], features: int, hidden: int,
     model = build_model(features, hidden, seed=0).to(device)
     model.load_state_dict(torch.load(checkpoint, map_location=device, weights_only=True))
     return model
-
-
-def time_to_target(histories: dict[Any, Sequence[dict[str, Any]]], within: float) -> dict[str, Any]:
-    """Per run, the first epoch whose validation loss is within `within` (relative) of the best
-    validation loss any run reached, with the wall time and updates it took to get there."""
-    best = min(row["val_loss"] for history in histories.values() for row in history)
-    target = best * (1 + within) if best >= 0 else best * (1 - within)
-    rows = []
-    for key, history in histories.items():
-        hit = next((row for row in history if row["val_loss"] <= target), None)
-        rows.append(
-            {
-                "run": key,
-                "best_val_loss": min(row["val_loss"] for row in history),
-                "reached": hit is not None,
-                "epoch": hit["epoch"] if hit else None,
-                "updates": hit["updates"] if hit else None,
-                "seconds": hit["cumulative_s"] if hit else None,
-            }
-        )
-    reached = [r for r in rows if r["reached"]]
-    fastest = min(reached, key=lambda r: r["seconds"])["run"] if reached else None
-    return {"best_val_loss": best, "within": within, "target_val_loss": target, "rows": rows, "fastest": fastest}
 
 
 def _train_and_test(

@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from . import atomic  # noqa: E402
+from accel_choice.io import atomic  # noqa: E402
 
 STAGES = (("load_s", "load"), ("convert_s", "convert"), ("transfer_s", "transfer"), ("train_s", "train epoch"), ("eval_s", "eval"))
 # (device, format, precision, placement, loader, label, hatch)

@@ -33,11 +33,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import theory
-from .contention import ForeignCpuMeter
-from .devices import peak_memory_bytes, reset_peak_memory, synchronize
-from .loaders import Batch, make_loader
-from .model import build_model, make_optimizer, state_sha256
+from accel_choice.analyze import theory
+from accel_choice.measure.contention import ForeignCpuMeter
+from accel_choice.measure.devices import peak_memory_bytes, reset_peak_memory, synchronize
+from accel_choice.measure.loaders import Batch, make_loader
+from accel_choice.measure.model import build_model, make_optimizer, state_sha256
 
 PRECISIONS = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
 PLACEMENTS = ("host", "resident", "streamed")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import theory
+from accel_choice.analyze import theory
 
 MEASURED = "measured"
 COMPUTED = "computed"

@@ -6,30 +6,9 @@ The same arguments give the same bytes on the same library versions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
-import torch
 
-
-@dataclass(frozen=True)
-class Dataset:
-    name: str
-    matrix: np.ndarray  # float32, shape (rows, features + 1); last column is the target
-    feature_columns: tuple[str, ...]
-    target_column: str
-
-    @property
-    def columns(self) -> tuple[str, ...]:
-        return (*self.feature_columns, self.target_column)
-
-    @property
-    def features(self) -> np.ndarray:
-        return self.matrix[:, :-1]
-
-    @property
-    def target(self) -> np.ndarray:
-        return self.matrix[:, -1]
+from accel_choice.records import Dataset
 
 
 def make_benchmark(rows: int, features: int, noise: float, seed: int) -> Dataset:
@@ -38,6 +17,8 @@ def make_benchmark(rows: int, features: int, noise: float, seed: int) -> Dataset
     Draws in the specification's order from a generator seeded like its
     `torch.manual_seed(SEED)`, so the textbook script sees the same matrix.
     """
+    import torch  # here, not at the top: the Northstar table needs numpy only
+
     generator = torch.Generator().manual_seed(seed)
     x = torch.randn(rows, features, generator=generator)
     w = torch.randn(features, 1, generator=generator)

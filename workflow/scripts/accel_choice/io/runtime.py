@@ -11,14 +11,20 @@ import sys
 import time
 from collections.abc import Iterator
 
-import torch
-
 log = logging.getLogger("accel_choice")
 
 
 def set_threads(threads: int) -> None:
-    """Make torch (and pyarrow's pool) use exactly the threads the scheduler granted the job."""
-    torch.set_num_threads(threads)
+    """Make torch (and pyarrow's pool) use exactly the threads the scheduler granted the job.
+
+    torch is set where the job imported it; the environment variables cover a torch imported later.
+    A job that needs no torch does not import it here.
+    """
+    for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[variable] = str(threads)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(threads)
     try:
         import pyarrow
 
@@ -34,7 +40,8 @@ def job(log_path: str | os.PathLike[str], threads: int) -> Iterator[logging.Logg
     handlers: list[logging.Handler] = [logging.FileHandler(log_path, mode="w"), logging.StreamHandler(sys.stderr)]
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", handlers=handlers, force=True)
     set_threads(threads)
-    log.info("threads=%d torch_threads=%d", threads, torch.get_num_threads())
+    torch = sys.modules.get("torch")
+    log.info("threads=%d torch_threads=%s", threads, torch.get_num_threads() if torch else "torch not imported")
     started_wall, started_cpu = time.perf_counter(), time.process_time()
     try:
         yield log

@@ -1,0 +1,144 @@
+"""The library's layout: layers that import only downward, and code inputs that follow real imports.
+
+A rule's `code` input is its script's import closure (accel_choice.io.imports, read with `ast`).
+These tests check it against an independent reader, the standard library's `modulefinder`, for
+every script a rule runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import modulefinder
+import re
+from pathlib import Path
+
+import pytest
+
+from accel_choice.io import imports
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = REPO / "workflow" / "scripts"
+LIBRARY = SCRIPTS / "accel_choice"
+RULE_SCRIPTS = sorted({name for smk in (REPO / "workflow" / "rules").glob("*.smk")
+                       for name in re.findall(r'script:\n\s+"\.\./scripts/(\w+\.py)"', smk.read_text())})
+
+# What each layer may import from the package: records (and paths) at the bottom, then io, then
+# analyze; measure and render sit on top and do not import each other.
+ALLOWED = {
+    "records": set(),
+    "io": {"records", "io"},
+    "analyze": {"records", "io", "analyze"},
+    "measure": {"records", "io", "analyze", "measure"},
+    "render": {"records", "io", "analyze", "render"},
+}
+
+
+def _layer(dotted: str) -> str:
+    parts = dotted.split(".")
+    return parts[1] if len(parts) > 2 else "records"  # accel_choice.records, accel_choice.paths: the bottom
+
+
+def _modules() -> list[Path]:
+    return sorted(path for path in LIBRARY.rglob("*.py") if path.name != "__init__.py" or path.parent != LIBRARY)
+
+
+def _top_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_rule_scripts_were_found() -> None:
+    assert len(RULE_SCRIPTS) >= 20 and "time_cpu_training.py" in RULE_SCRIPTS
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: p.relative_to(LIBRARY).as_posix())
+def test_each_module_imports_only_from_its_layer_and_below(path: Path) -> None:
+    dotted = ".".join(("accel_choice", *path.relative_to(LIBRARY).with_suffix("").parts))
+    layer = _layer(dotted)
+    used = {_layer(name) for name in imports.imported_modules(SCRIPTS, path) if name.count(".") >= 1}
+    assert used <= ALLOWED[layer], f"{dotted} ({layer}) imports from {sorted(used - ALLOWED[layer])}"
+
+
+# io modules that hand torch tensors over or record torch's environment: they import torch inside
+# the functions that need it, never at module level, so a job that does not call them does not pay
+# for torch (about a second).
+TORCH_IN_IO = {
+    "io/dataio.py": "returns torch tensors (load_benchmark_tensors)",
+    "io/envinfo.py": "records torch's version and threads",
+}
+
+
+@pytest.mark.parametrize("path", [p for p in _modules() if p.parent.name in ("analyze", "render", "io")
+                                  or p.parent == LIBRARY], ids=lambda p: p.relative_to(LIBRARY).as_posix())
+def test_records_io_analysis_and_rendering_never_import_torch_at_module_level(path: Path) -> None:
+    tree = ast.parse(path.read_text())
+    top_level = {alias.name.split(".")[0] for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
+                 for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])}
+    assert "torch" not in top_level
+    inside = "torch" in _top_imports(path)
+    assert inside == (path.relative_to(LIBRARY).as_posix() in TORCH_IN_IO), "update TORCH_IN_IO"
+
+
+def _module_finder_closure(script: Path) -> set[Path]:
+    """The library files `script` imports, found by the standard library's modulefinder (search path:
+    the scripts folder only, so third-party packages are not followed)."""
+    finder = modulefinder.ModuleFinder(path=[str(SCRIPTS)])
+    finder.run_script(str(script))
+    return {Path(module.__file__).resolve() for name, module in finder.modules.items()
+            if name.split(".")[0] == "accel_choice" and module.__file__}
+
+
+@pytest.mark.parametrize("script", RULE_SCRIPTS)
+def test_code_inputs_are_the_scripts_real_import_closure(script: str) -> None:
+    ours = set(imports.closure(SCRIPTS / script, SCRIPTS))
+    assert ours == _module_finder_closure(SCRIPTS / script)
+    assert ours, f"{script} imports nothing from the library"
+
+
+def test_closure_follows_imports_through_other_modules(tmp_path: Path) -> None:
+    package = tmp_path / "accel_choice"
+    (package / "deep").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "deep" / "__init__.py").write_text("")
+    (package / "a.py").write_text("from accel_choice.deep import b\n")
+    (package / "deep" / "b.py").write_text("def f():\n    from . import c\n")  # relative, inside a function
+    (package / "deep" / "c.py").write_text("import json\n")
+    (package / "unused.py").write_text("")
+    script = tmp_path / "job.py"
+    script.write_text("from accel_choice import a\n")
+    found = {path.relative_to(tmp_path).as_posix() for path in imports.closure(script, tmp_path)}
+    assert found == {"accel_choice/__init__.py", "accel_choice/a.py", "accel_choice/deep/__init__.py",
+                     "accel_choice/deep/b.py", "accel_choice/deep/c.py"}
+
+
+def test_paths_are_relative_to_the_working_directory(tmp_path: Path) -> None:
+    files = [tmp_path / "repo" / "workflow" / "scripts" / "accel_choice" / "io" / "atomic.py"]
+    assert imports.relative_paths(files, tmp_path / "repo") == ["workflow/scripts/accel_choice/io/atomic.py"]
+
+
+# Jobs whose work needs no torch: importing it would cost each about a second of start-up.
+NO_TORCH_SCRIPTS = ("aggregate_gpu.py", "aggregate_load_convert.py", "aggregate_training.py", "archive.py",
+                    "export_data.py", "generate_northstar.py", "make_report.py", "northstar_selection.py",
+                    "prepare_northstar.py", "resource_table.py")
+
+
+@pytest.mark.parametrize("script", NO_TORCH_SCRIPTS)
+def test_jobs_that_need_no_torch_import_none(script: str) -> None:
+    import subprocess
+    import sys
+
+    modules = [".".join(path.relative_to(SCRIPTS).with_suffix("").parts).removesuffix(".__init__")
+               for path in imports.closure(SCRIPTS / script, SCRIPTS)]
+    code = (f"import importlib, sys; sys.path.insert(0, {str(SCRIPTS)!r})\n"
+            f"for name in {modules!r}: importlib.import_module(name)\n"
+            "from accel_choice.io import envinfo, runtime; envinfo.quick_environment(); runtime.set_threads(1)\n"
+            "print(sorted(name for name in sys.modules if name.split('.')[0] == 'torch')[:3])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]", f"{script} imports torch through its modules: {done.stdout}"

@@ -1,0 +1,1 @@
+"""Pure analysis of records: statistics, aggregation, the full path, the decision, the cost model and planner, model selection, theory formulas, resources, the comparison of two runs. Touches no clock and no torch."""

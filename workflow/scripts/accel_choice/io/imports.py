@@ -1,0 +1,78 @@
+"""The library files a rule's script really runs: its import closure inside `accel_choice`.
+
+A rule lists these files as its `code` input, so editing a module re-runs exactly the rules
+whose scripts import it, directly or through another module, and no other. The closure is
+read from the source (`ast`), never by importing anything: the Snakefile computes it when it
+is parsed, without torch.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+PACKAGE = "accel_choice"
+
+
+def _module_file(root: Path, dotted: str) -> Path | None:
+    """The file of module `dotted` (a package's `__init__.py`) under `root`, or None."""
+    path = root.joinpath(*dotted.split("."))
+    if path.with_suffix(".py").is_file():
+        return path.with_suffix(".py")
+    if (path / "__init__.py").is_file():
+        return path / "__init__.py"
+    return None
+
+
+def _package_of(root: Path, file: Path) -> str:
+    """The package a relative import in `file` starts from: a/b for a/b/c.py and for a/b/__init__.py."""
+    return ".".join(file.relative_to(root).with_suffix("").parts[:-1])
+
+
+def imported_modules(root: Path, file: Path) -> set[str]:
+    """Dotted names of the `accel_choice` modules that `file` imports (at any depth of its code)."""
+    tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against the importing module's package
+                package = _package_of(root, file).split(".") if file.is_relative_to(root) else []
+                package = package[: len(package) - (node.level - 1)]
+                base = ".".join([*package, *([base] if base else [])])
+            # `from a.b import c`: c is a module or a name in a.b; both a.b and a.b.c are candidates.
+            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == PACKAGE:
+                # Importing a.b.c runs a/__init__.py and a/b/__init__.py too.
+                found.update(".".join(parts[:depth]) for depth in range(1, len(parts) + 1))
+    return {name for name in found if _module_file(root, name) is not None}
+
+
+def closure(script: str | os.PathLike[str], root: str | os.PathLike[str]) -> list[Path]:
+    """Every `accel_choice` file that running `script` imports, directly or not, sorted.
+
+    `root` is the folder holding the `accel_choice` package (workflow/scripts).
+    """
+    root = Path(root).resolve()
+    seen: dict[str, Path] = {}
+    queue = [Path(script).resolve()]
+    while queue:
+        for name in imported_modules(root, queue.pop()):
+            if name not in seen:
+                seen[name] = _module_file(root, name)
+                queue.append(seen[name])
+    return sorted(seen.values())
+
+
+def relative_paths(files: Iterable[Path], start: str | os.PathLike[str]) -> list[str]:
+    """`files` relative to `start` (the working directory): a checkout moved or copied together with
+    its results keeps the same paths, so Snakemake sees the same inputs and plans nothing."""
+    return [os.path.relpath(file, start) for file in files]

@@ -1,0 +1,48 @@
+"""The planner's grid: one timed epoch per workload (rows × features × hidden × B) for the cost model."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from accel_choice.records import Workload
+from accel_choice.measure.contention import ForeignCpuMeter
+from accel_choice.measure.training import Variant, context_startup_seconds, measure_variant
+
+
+def synthetic_tensors(workload: Workload, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Seeded standard-normal features and a 0/1 target: the cost of an epoch does not depend on the values."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(workload.rows, workload.features, generator=generator)
+    y = (torch.randn(workload.rows, 1, generator=generator) > 0).float()
+    return x, y
+
+
+def measure_grid(workloads: Sequence[Workload], repeat: int, *, device: str, seed: int, lr: float,
+                 warmup_steps: int) -> list[dict[str, Any]]:
+    """One timed epoch per workload (fast path, fp32; data resident on the device).
+
+    The order alternates with the repeat, as in the main timing jobs, so that no workload
+    always runs first or last.
+    """
+    target = torch.device(device)
+    startup = context_startup_seconds(target)
+    placement = "host" if target.type == "cpu" else "resident"
+    variant = Variant(loader="fastpath", precision="fp32", placement=placement)
+    order = list(workloads) if repeat % 2 == 0 else list(reversed(workloads))
+    meter = ForeignCpuMeter().start()
+    records = []
+    for workload in order:
+        x, y = synthetic_tensors(workload, seed)
+        x_device, y_device = x.to(target), y.to(target)
+        record = measure_variant(variant, x, y, workload.batch_size, seed=seed, hidden=workload.hidden, lr=lr,
+                                 warmup_steps=warmup_steps, device=target, x_device=x_device, y_device=y_device)
+        record.update(rows=workload.rows, features=workload.features, hidden=workload.hidden, repeat=repeat,
+                      context_startup_s=startup)
+        records.append(record)
+    foreign = meter.stop()
+    for record in records:
+        record["foreign_cpu_share"] = foreign.share
+    return records

@@ -1,0 +1,1 @@
+"""Rendering records for people: REPORT.md, the comparison, figures."""
