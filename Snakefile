@@ -23,6 +23,9 @@ os.environ.setdefault(
 configfile: "config/config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 # Snakemake has read every config file (--configfile ones, then the one above where it exists) and
 # kept the last of a key set twice: read each again and refuse duplicates, naming file, key and lines.
 check_config_files(workflow.configfiles)

@@ -99,8 +99,9 @@ def _reading_section(result: Comparison) -> str:
         f"resolve the difference. Full path = load + convert + transfer + train epoch + eval (medians), format `{fmt}`, "
         "fixed start-up (CUDA context) excluded. Rows are matched on "
         f"({', '.join(VARIANT_KEYS)}); a row measured on one side only shows '—' for the other. "
-        "Absolute times of two runs also reflect each machine's state at the time (see the README: one machine, an "
-        "hour apart, identical timing code, medians up to ~10 % apart), so differences inside the min–max spreads or "
+        "Absolute times of two runs also reflect each machine's state at the time (see docs/lab-report.md, "
+        "Comparing two lab reports: one machine, an hour apart, identical timing code, medians up to ~10 % apart), "
+        "so differences inside the min–max spreads or "
         "below ~10 % are not evidence of a code or hardware difference."
     )
 
