@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from accel_choice.analyze import costmodel, theory
-from accel_choice.render import plots
+from accel_choice.render.planner import break_even_figure
 from accel_choice.records import Workload
 
 TRUE = costmodel.assumed("cpu", seconds_per_step=2e-4, flop_per_s=5e10, bytes_per_s=2e10)
@@ -203,11 +203,11 @@ def test_break_even_figure_writes_png_and_svg(tmp_path):
         {"device": "cpu", "rows": 99, "features": 32, "hidden": 1024, "batch_size": 32, "epoch_s": 1.0},  # on no line
     ]
     png, svg = tmp_path / "break_even.png", tmp_path / "break_even.svg"
-    plots.break_even_figure(curves, measured, png, svg, gpu_label="GPU (assumed: 10 TFLOP/s)")
+    break_even_figure(curves, measured, png, svg, gpu_label="GPU (assumed: 10 TFLOP/s)")
     assert png.stat().st_size > 0 and svg.stat().st_size > 0
     assert "modelled" in svg.read_text()
 
 
 def test_break_even_figure_needs_a_curve(tmp_path):
     with pytest.raises(ValueError):
-        plots.break_even_figure([], [], tmp_path / "a.png", tmp_path / "a.svg", gpu_label="GPU")
+        break_even_figure([], [], tmp_path / "a.png", tmp_path / "a.svg", gpu_label="GPU")

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from accel_choice.analyze import aggregate, decision, fullpath
-from accel_choice.render import plots, report
+from accel_choice.render import formatting, plots, report
 from accel_choice.io import tables
 
 ROWS = 8192
@@ -267,7 +267,7 @@ def test_report_flags_noise_and_non_finite(rendered):
 
 def test_report_cpu_and_data_tables(rendered):
     # B=32 dataloader: median 120 ms, 3.00x the fast path
-    assert re.search(r"^\| 32 \| dataloader \| 3 \| 256 \| 120\.00 \| 119\.00–121\.00 \|", rendered, flags=re.M)
+    assert re.search(r"^\| 32 \| dataloader \| 3 \| 256 \| 120 \| 119–121 \|", rendered, flags=re.M)
     assert "| 3.00× |" in rendered
     assert "the final weights were bitwise identical across loaders in every job." in rendered
     assert "| benchmark | 8,192 × 32 | 0.501 | `f00df00df00df00d…` | 1,100,000 | 2,000,000 |" in rendered
@@ -277,7 +277,7 @@ def test_report_cpu_and_data_tables(rendered):
 
 
 def test_report_table_helper():
-    assert report.table(("a", "b"), [(1, 2), ("x", "y")]) == "| a | b |\n|---|---|\n| 1 | 2 |\n| x | y |"
+    assert formatting.table(("a", "b"), [(1, 2), ("x", "y")]) == "| a | b |\n|---|---|\n| 1 | 2 |\n| x | y |"
 
 
 # --- figure ---------------------------------------------------------------------------
@@ -682,7 +682,7 @@ def test_report_transfers_and_comparison(rendered_gpu):
     assert "| matrix | host to device | pageable | 1,048,576 | 100.0 | 90.0–120.0 | 10.49 |" in rendered_gpu
     assert "| predictions | device to host | pageable | 32,768 | 20.0 | 18.0–25.0 | 1.64 |" in rendered_gpu
     assert "| best variant | CPU parquet + fastpath at B=512 | CUDA fp32 resident at B=512 |" in rendered_gpu
-    assert "| full path, ms | 20.01 | 8.63 |" in rendered_gpu
+    assert "| full path, ms | 20.0 | 8.63 |" in rendered_gpu
     assert "| fixed start-up, ms | 0 | 1.00 |" in rendered_gpu
     assert re.search(r"^\| speedup CPU/GPU \|  \| 2\.08× \([\d.]+–[\d.]+×\); threshold 1\.5× \|$", rendered_gpu, flags=re.M)
 
@@ -690,7 +690,7 @@ def test_report_transfers_and_comparison(rendered_gpu):
 def test_report_gpu_full_path_flags_and_environment(rendered_gpu):
     # full-path row: device, format, precision, placement, loader, B, load, convert, transfer, train, eval, total
     assert "| cuda | parquet | fp32 | resident | fastpath | 512 | 5.00 | 1.01 | 0.12 | 2.00 | 0.50 | 8.63 |" in rendered_gpu
-    assert "| cpu | parquet | fp32 | host | fastpath | 512 | 5.00 | 1.01 | 0.00 | 10.00 | 4.00 | 20.01 |" in rendered_gpu
+    assert "| cpu | parquet | fp32 | host | fastpath | 512 | 5.00 | 1.01 | 0 | 10.0 | 4.00 | 20.0 |" in rendered_gpu
     assert ("- cuda fp16 without GradScaler resident B=512 fastpath repeat 1: first non-finite loss at step 5"
             in rendered_gpu)
     assert "| accelerator setting | auto |" in rendered_gpu

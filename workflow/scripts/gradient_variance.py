@@ -2,7 +2,7 @@
 
 from accel_choice.io import atomic, dataio, envinfo, tables
 from accel_choice.measure import gradvar, model
-from accel_choice.render import plots
+from accel_choice.render import northstar
 from accel_choice.io.runtime import job
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
@@ -14,6 +14,6 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     result.update(parameter_point="seeded initial weights", environment=envinfo.quick_environment(p.seed))
     atomic.write_json(out.json, result)
     tables.write_csv(out.csv, result["table"])
-    plots.gradient_variance_figure(result, out.png, out.svg)
+    northstar.gradient_variance_figure(result, out.png, out.svg)
     for row in result["table"]:
         log.info("B=%d measured/predicted %.3f ± %.3f", row["batch_size"], row["ratio"], row["ratio_2se"])

@@ -6,7 +6,7 @@ import yaml
 
 from accel_choice.analyze import decision, fullpath
 from accel_choice.io import atomic, envinfo, provenance, tables
-from accel_choice.render import plots, report
+from accel_choice.render import northstar, plots, report
 from accel_choice.io.runtime import job
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
@@ -43,7 +43,7 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     atomic.write_json(out.theory_json, theory_rows)
     tables.write_csv(out.sheet_csv, sheet)
     atomic.write_json(out.sheet_json, sheet)
-    seed_rows = report.seed_table(atomic.read_json(inp.seed_limits))
+    seed_rows = northstar.seed_table(atomic.read_json(inp.seed_limits))
     tables.write_csv(out.seed_csv, seed_rows)
     atomic.write_json(out.seed_json, seed_rows)
     atomic.write_json(out.decision, {"verdict": verdict, "sheet": sheet, "full_path": full_path,

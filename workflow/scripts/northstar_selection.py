@@ -1,7 +1,7 @@
 """Rule northstar_selection: time-to-target per device and batch size, and the learning-curve figure."""
 
 from accel_choice.io import atomic, tables
-from accel_choice.render import plots
+from accel_choice.render import northstar
 from accel_choice.analyze import selection
 from accel_choice.io.runtime import job
 
@@ -20,5 +20,5 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     result["rows"] = rows
     atomic.write_json(out.json, result)
     tables.write_csv(out.csv, rows)
-    plots.learning_curves(histories, result["target_val_loss"], out.png, out.svg)
+    northstar.learning_curves(histories, result["target_val_loss"], out.png, out.svg)
     log.info("fastest to target: %s", result["fastest"])

@@ -4,7 +4,7 @@ from accel_choice.records import Workload
 from accel_choice.io import atomic, envinfo, tables
 from accel_choice.analyze import planner
 from accel_choice.measure import flopcheck
-from accel_choice.render import plots
+from accel_choice.render.planner import break_even_figure
 from accel_choice.io.runtime import job
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
@@ -27,7 +27,7 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     base = Workload(rows=p.rows, features=p.features, hidden=p.hidden, batch_size=cfg["batch_size"])
     curves = planner.break_even_curves(models["cpu"], models[gpu_name], base, cfg["sweep"], bandwidth, startup,
                                        cfg["epochs"])
-    plots.break_even_figure(
+    break_even_figure(
         [c for c in curves if c["placement"] == "resident"], points, out.png, out.svg,
         gpu_label=f"GPU {models[gpu_name].source}, data resident, start-up and one copy spread over {cfg['epochs']} epochs",
     )

@@ -17,21 +17,12 @@ from accel_choice.analyze.compare import Comparison, shown  # noqa: E402
 from accel_choice.io.results_folder import MANIFEST  # noqa: E402
 from accel_choice.io import atomic, tables  # noqa: E402
 from accel_choice.io.folder_checks import variant_name  # noqa: E402
-from accel_choice.render.report import table  # noqa: E402
+from accel_choice.render.formatting import ms, save_figure, table  # noqa: E402
 
 OUTPUT_NAMES = ("comparison.md", "comparison.csv", "comparison.json", "comparison.png", "comparison.svg")
 
 
 # ---------------------------------------------------------------- markdown
-
-
-def _ms(seconds: float | None) -> str:
-    if seconds is None:
-        return "—"
-    value = seconds * 1e3
-    # About three significant digits, never in exponent notation.
-    decimals = 0 if value >= 100 else 1 if value >= 10 else 2 if value >= 0.1 else 4
-    return f"{value:,.{decimals}f}"
 
 
 def _rate(value: float | None) -> str:
@@ -64,11 +55,11 @@ def batch_size_table(rows: Sequence[dict[str, Any]], label_a: str, label_b: str)
     headers = ("variant", f"epoch ms {label_a} (min–max)", f"epoch ms {label_b} (min–max)", f"epoch {ratio}", "per epoch",
                f"samples/s {label_a} (min–max)", f"samples/s {label_b} (min–max)", f"samples/s {ratio}",
                f"full path ms {label_a} (min–max)", f"full path ms {label_b} (min–max)", f"full path {ratio}")
-    cells = [(_variant_cell(r, label_a, label_b), _spread(r, "epoch_s", "a", _ms), _spread(r, "epoch_s", "b", _ms),
+    cells = [(_variant_cell(r, label_a, label_b), _spread(r, "epoch_s", "a", ms), _spread(r, "epoch_s", "b", ms),
               _ratio_cell(r["epoch_s_ratio_b_over_a"]), _verdict_cell(r),
               _spread(r, "samples_per_s", "a", _rate), _spread(r, "samples_per_s", "b", _rate),
               _ratio_cell(r["samples_per_s_ratio_b_over_a"]),
-              _spread(r, "full_path_s", "a", _ms), _spread(r, "full_path_s", "b", _ms),
+              _spread(r, "full_path_s", "a", ms), _spread(r, "full_path_s", "b", ms),
               _ratio_cell(r["full_path_s_ratio_b_over_a"])) for r in rows]
     return table(headers, cells)
 
@@ -113,9 +104,9 @@ def _fastest_section(result: Comparison) -> str:
         best = fastest[side]
         label = result.sides[0 if side == "a" else 1]["label"]
         if best:
-            startup = f", plus {_ms(best['startup_s'])} ms start-up" if best.get("startup_s") else ""
+            startup = f", plus {ms(best['startup_s'])} ms start-up" if best.get("startup_s") else ""
             variant = f"{best['variant']} B={best['batch_size']} ({best['format']})"
-            rows.append((label, variant, f"{_ms(best['total_s'])}{startup}"))
+            rows.append((label, variant, f"{ms(best['total_s'])}{startup}"))
     text = table(("side", "fastest full path", "ms per epoch"), rows)
     return (f"## Fastest full path on each side\n\n{text}\n\nAcross devices and formats, per epoch without the start-up: "
             f"{fastest['comparison'] or 'not comparable'} (ratio {_ratio_cell(fastest['ratio_b_over_a'])}).")
@@ -160,7 +151,7 @@ def comparison_figure(result: Comparison, png_path: str | os.PathLike[str], svg_
     figure, grid = plt.subplots(2, 2, figsize=(14, 10), layout="constrained")
     try:
         _draw(figure, grid, result)
-        _save_figure(figure, png_path, svg_path)
+        save_figure(figure, png_path, svg_path)
     finally:
         plt.close(figure)
     return figure
@@ -267,13 +258,6 @@ def _style_ratios(axes: Any, result: Comparison, panel: tuple[Any, ...], a: str,
         axes.get_yaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter(useOffset=False))
     if len(metrics) > 1:
         _style_key(axes, [(text, line, marker) for _, line, marker, text in metrics])
-
-
-def _save_figure(figure: Any, png_path: str | os.PathLike[str], svg_path: str | os.PathLike[str]) -> None:
-    # Metadata without a date keeps the SVG identical for identical numbers.
-    for path, fmt in ((png_path, "png"), (svg_path, "svg")):
-        with atomic.atomic_path(path) as tmp:
-            figure.savefig(tmp, format=fmt, dpi=130, metadata={"Date": None} if fmt == "svg" else None)
 
 
 # ---------------------------------------------------------------- writing

@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from accel_choice.io import atomic  # noqa: E402
+from accel_choice.render.formatting import save_figure  # noqa: E402
 
 STAGES = (("load_s", "load"), ("convert_s", "convert"), ("transfer_s", "transfer"), ("train_s", "train epoch"), ("eval_s", "eval"))
 # (device, format, precision, placement, loader, label, hatch)
@@ -35,7 +35,7 @@ def decision_figure(
     _full_path_panel(stacked, full_path_rows)
     figure.suptitle(title, fontsize=10)
     figure.tight_layout()
-    _save(figure, png_path, svg_path)
+    save_figure(figure, png_path, svg_path)
 
 
 def _series(row: dict[str, Any]) -> str:
@@ -95,103 +95,3 @@ def _full_path_panel(axes: Any, full_path_rows: Sequence[dict[str, Any]]) -> Non
     axes.legend(handles=handles, fontsize=7)
 
 
-def _save(figure: Any, png_path: str | os.PathLike[str], svg_path: str | os.PathLike[str]) -> None:
-    # Metadata without a date keeps the SVG identical for identical numbers.
-    for path, fmt in ((png_path, "png"), (svg_path, "svg")):
-        with atomic.atomic_path(path) as tmp:
-            figure.savefig(tmp, format=fmt, dpi=130, metadata={"Date": None} if fmt == "svg" else None)
-    plt.close(figure)
-
-
-def learning_curves(
-    histories: dict[str, Sequence[dict[str, Any]]], target: float, png_path: str | os.PathLike[str], svg_path: str | os.PathLike[str]
-) -> None:
-    figure, axes = plt.subplots(figsize=(7, 4.5))
-    for name, history in histories.items():
-        axes.plot([r["cumulative_s"] for r in history], [r["val_loss"] for r in history], marker=".", label=name)
-    axes.axhline(target, color="black", linestyle="--", linewidth=1, label="time-to-target threshold")
-    axes.set_xlabel("cumulative wall time, s (training + validation)")
-    axes.set_ylabel("validation log loss")
-    axes.set_title("Northstar: validation loss against time per batch size")
-    axes.grid(True, alpha=0.3)
-    axes.legend(fontsize=7)
-    figure.tight_layout()
-    _save(figure, png_path, svg_path)
-
-
-def gradient_variance_figure(result: dict[str, Any], png_path: str | os.PathLike[str], svg_path: str | os.PathLike[str]) -> None:
-    rows = result["table"]
-    sizes = [r["batch_size"] for r in rows]
-    figure, axes = plt.subplots(figsize=(6.5, 4.5))
-    axes.errorbar(sizes, [r["measured"] for r in rows], yerr=[2 * r["measured_stderr"] for r in rows], marker="o",
-                  linestyle="none", capsize=4, label=f"measured over {result['draws']} mini-batches (±2 SE)")
-    axes.plot(sizes, [r["predicted"] for r in rows], label="σ²/B · (N−B)/(N−1), without replacement")
-    axes.plot(sizes, [r["predicted_iid"] for r in rows], linestyle=":", label="σ²/B, independent samples")
-    axes.set_xscale("log")
-    axes.set_yscale("log")
-    axes.set_xlabel("batch size B")
-    axes.set_ylabel("E‖g_B − G‖²")
-    axes.set_title(f"Gradient variance vs batch size (N={result['rows']:,}, P={result['parameters']:,})")
-    axes.grid(True, which="both", alpha=0.3)
-    # Below the panel: inside it, the legend hid measured points.
-    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
-    figure.tight_layout()
-    _save(figure, png_path, svg_path)
-
-
-def break_even_figure(
-    curves: Sequence[dict[str, Any]],
-    measured: Sequence[dict[str, Any]],
-    png_path: str | os.PathLike[str],
-    svg_path: str | os.PathLike[str],
-    *,
-    gpu_label: str,
-) -> None:
-    """One panel per costmodel.break_even() result: modelled CPU and GPU epoch seconds.
-
-    A measured epoch is drawn on a panel only when its workload lies on that panel's line,
-    i.e. every field except the panel's axis equals the curve's base workload: a point
-    measured elsewhere would be compared with a prediction for a different workload.
-    Measured dicts carry device ("cpu" or anything else for the GPU), rows, features,
-    hidden, batch_size and epoch_s.
-    """
-    if not curves:
-        raise ValueError("break_even_figure needs at least one break_even() curve")
-    figure, panels = plt.subplots(1, len(curves), figsize=(5.5 * len(curves), 5.6), squeeze=False)
-    for axes, curve in zip(panels[0], curves):
-        _break_even_panel(axes, curve, _points_on_line(curve, measured), gpu_label)
-    figure.tight_layout()
-    _save(figure, png_path, svg_path)
-
-
-_WORKLOAD_FIELDS = ("rows", "features", "hidden", "batch_size")
-
-
-def _points_on_line(curve: dict[str, Any], measured: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    fixed = [f for f in _WORKLOAD_FIELDS if f != curve["axis"]]
-    return [m for m in measured if all(m[f] == curve["base"][f] for f in fixed)]
-
-
-def _break_even_panel(axes: Any, curve: dict[str, Any], points: Sequence[dict[str, Any]], gpu_label: str) -> None:
-    axis, values = curve["axis"], curve["values"]
-    cpu_line = axes.plot(values, curve["cpu_s"], label="CPU (modelled)")[0]
-    gpu_line = axes.plot(values, curve["gpu_s"], label=f"{gpu_label} (modelled)")[0]
-    for is_cpu, line, marker in ((True, cpu_line, "o"), (False, gpu_line, "s")):
-        mine = sorted((p for p in points if (p["device"] == "cpu") == is_cpu), key=lambda p: p[axis])
-        if mine:
-            axes.scatter([p[axis] for p in mine], [p["epoch_s"] for p in mine], marker=marker, color=line.get_color(),
-                         zorder=3, label=f"{'CPU' if is_cpu else 'GPU'} measured")
-    if curve["break_even"] is not None:
-        axes.axvline(curve["break_even"], color="black", linestyle="--", linewidth=1,
-                     label=f"break-even ≈ {curve['break_even']:,.0f} (modelled)")
-    elif curve["gpu_always_faster"]:
-        axes.text(0.02, 0.02, "GPU faster over the whole range", transform=axes.transAxes, fontsize=8)
-    base = ", ".join(f"{f}={curve['base'][f]:,}" for f in _WORKLOAD_FIELDS if f != axis)
-    axes.set_xscale("log")
-    axes.set_yscale("log")
-    axes.set_xlabel(axis)
-    axes.set_ylabel("seconds per epoch")
-    axes.set_title(f"modelled epoch time vs {axis}\n({base})", fontsize=9)
-    axes.grid(True, which="both", alpha=0.3)
-    # Below the panel: inside it, the legend hid measured points.
-    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)

@@ -1,0 +1,43 @@
+"""Formatting shared by everything rendered: Markdown tables, milliseconds, optional numbers, figure files."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from accel_choice.io import atomic
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def ms(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    value = seconds * 1e3
+    if value == 0:
+        return "0"
+    # About three significant digits, never in exponent notation.
+    decimals = 0 if value >= 100 else 1 if value >= 10 else 2 if value >= 0.1 else 4
+    return f"{value:,.{decimals}f}"
+
+
+def number(value: float | None, fmt: str, empty: str = "—") -> str:
+    return empty if value is None else format(value, fmt)
+
+
+def save_figure(figure: Any, png_path: str | os.PathLike[str], svg_path: str | os.PathLike[str]) -> None:
+    """Write `figure` as PNG and SVG, each atomically, and close it.
+
+    Metadata without a date keeps the SVG identical for identical numbers.
+    """
+    import matplotlib.pyplot as plt
+
+    for path, kind in ((png_path, "png"), (svg_path, "svg")):
+        with atomic.atomic_path(path) as tmp:
+            figure.savefig(tmp, format=kind, dpi=130, metadata={"Date": None} if kind == "svg" else None)
+    plt.close(figure)
