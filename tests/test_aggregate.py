@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from accel_choice.records import VARIANT_KEYS
-from accel_choice.analyze import aggregate, fullpath
+from accel_choice.analyze import aggregate, fullpath, loads
 from accel_choice.measure import datagen, training
 
 ROWS = 8192
@@ -305,7 +305,7 @@ def load_records():
 
 @pytest.fixture
 def load_table():
-    return aggregate.aggregate_load_convert(load_records())
+    return loads.aggregate_load_convert(load_records())
 
 
 def test_aggregate_load_convert_medians(load_table):
@@ -334,7 +334,7 @@ def test_aggregate_load_convert_medians(load_table):
 
 def test_aggregate_load_convert_refuses_empty():
     with pytest.raises(ValueError, match="no load/convert records"):
-        aggregate.aggregate_load_convert([])
+        loads.aggregate_load_convert([])
 
 
 def test_full_path_sums(table, load_table):

@@ -23,7 +23,7 @@ import yaml
 
 import compare_results
 from accel_choice.records import VARIANT_KEYS
-from accel_choice.analyze import aggregate, compare, fullpath
+from accel_choice.analyze import aggregate, compare, fullpath, loads
 from accel_choice.io import atomic, folder_checks, manifest, results_folder, tables
 from accel_choice.render import comparison
 
@@ -106,14 +106,14 @@ def _load_table(noisy_csv: bool = False) -> list[dict[str, Any]]:
                 "to_torch_s": 0.00001, "loadavg_before": [0.5, 0.2, 0.1], "loadavg_after": [0.5, 0.2, 0.1],
                 "total_s": (seconds + 0.00071) * (3.0 if noisy_csv and fmt == "csv" and repeat == 2 else 1.0)}
                for fmt, seconds in (("csv", 0.012), ("parquet", 0.004)) for repeat in range(3)]
-    return aggregate.aggregate_load_convert(records)
+    return loads.aggregate_load_convert(records)
 
 
 def _transfers() -> dict[str, Any]:
     copies = [{"what": what, "direction": direction, "memory": "pageable", "bytes": 1 << 18, "seconds": 0.0001}
               for what, direction in (("matrix", "host_to_device"), ("target", "host_to_device"),
                                       ("predictions", "device_to_host"))]
-    return aggregate.aggregate_transfers([{"device": "cuda", "repeat": r, "context_startup_s": 0.2, "pin_memory_s": None,
+    return loads.aggregate_transfers([{"device": "cuda", "repeat": r, "context_startup_s": 0.2, "pin_memory_s": None,
                                            "copies": copies} for r in range(3)])
 
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from accel_choice.analyze import aggregate, decision, fullpath
+from accel_choice.analyze import aggregate, decision, fullpath, loads
 from accel_choice.render import formatting, plots, report
 from accel_choice.io import tables
 
@@ -92,7 +92,7 @@ def train_table(train_records):
 def load_table():
     recs = [_load_record("csv", i, 0.050 + i * 0.001, 0.003) for i in range(3)]
     recs += [_load_record("parquet", i, 0.004, 0.001) for i in range(3)]
-    return aggregate.aggregate_load_convert(recs)
+    return loads.aggregate_load_convert(recs)
 
 
 @pytest.fixture(scope="module")
@@ -373,7 +373,7 @@ def _transfer_job(repeat, startup, matrix_s, predictions_s, pin_s=0.002):
 def _transfers(startups=(0.001, 0.0012, 0.0009)):
     """matrix H2D median 100 µs (90-120), predictions D2H median 20 µs (18-25)."""
     matrix, predictions = (100e-6, 90e-6, 120e-6), (20e-6, 18e-6, 25e-6)
-    return aggregate.aggregate_transfers(
+    return loads.aggregate_transfers(
         [_transfer_job(i, startups[i], matrix[i], predictions[i]) for i in range(3)]
     )
 
@@ -436,12 +436,12 @@ def test_aggregate_transfers():
     assert t["context_startup_s"] == pytest.approx({"median": 0.001, "min": 0.0009, "max": 0.0012})
     assert t["pin_memory_s_median"] == pytest.approx(0.002)
     with pytest.raises(ValueError, match="no transfer records"):
-        aggregate.aggregate_transfers([])
+        loads.aggregate_transfers([])
 
 
 def test_aggregate_transfers_without_pinning():
     jobs = [_transfer_job(i, 0.1, 1e-4, 2e-5, pin_s=None) for i in range(2)]
-    assert aggregate.aggregate_transfers(jobs)["pin_memory_s_median"] is None
+    assert loads.aggregate_transfers(jobs)["pin_memory_s_median"] is None
 
 
 # --- full path per device -------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Rule aggregate_gpu: GPU training medians per variant, and the transfer table."""
 
-from accel_choice.analyze import aggregate
+from accel_choice.analyze import aggregate, loads
 from accel_choice.io import atomic, envinfo, tables
 from accel_choice.io.runtime import job
 
@@ -12,7 +12,7 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     table = summary["table"]
     atomic.write_json(out.json, {**summary, "environment": envinfo.quick_environment()})
     tables.write_csv(out.csv, table)
-    transfers = aggregate.aggregate_transfers([aggregate.require_keys(atomic.read_json(path), aggregate.TRANSFER_KEYS, path)
+    transfers = loads.aggregate_transfers([aggregate.require_keys(atomic.read_json(path), loads.TRANSFER_KEYS, path)
                                                for path in snakemake.input.transfers])  # noqa: F821
     atomic.write_json(out.transfers, transfers)
     tables.write_csv(out.transfers_csv, transfers["copies"])

@@ -6,7 +6,7 @@ import yaml
 
 from accel_choice.analyze import decision, fullpath
 from accel_choice.io import atomic, envinfo, provenance, tables
-from accel_choice.render import northstar, plots, report
+from accel_choice.render import data, northstar, plots, report
 from accel_choice.io.runtime import job
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
@@ -35,7 +35,7 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
                                threshold=p.speedup_threshold)
     tables.write_csv(out.full_path_csv, full_path)
     atomic.write_json(out.full_path_json, full_path)
-    data_rows = report.data_table(datasets)
+    data_rows = data.data_table(datasets)
     tables.write_csv(out.data_csv, data_rows)
     atomic.write_json(out.data_json, data_rows)
     theory_rows = report.theory_table(train_table, widths, p.rows, p.batch_sizes, p.bandwidth_gb_s)

@@ -41,3 +41,11 @@ def save_figure(figure: Any, png_path: str | os.PathLike[str], svg_path: str | o
         with atomic.atomic_path(path) as tmp:
             figure.savefig(tmp, format=kind, dpi=130, metadata={"Date": None} if kind == "svg" else None)
     plt.close(figure)
+
+
+def cell_flags(row: dict[str, Any]) -> str:
+    """What makes a cell's median doubtful, in bold: noisy repeats, a busy machine."""
+    flags = ["**noisy**: " + "; ".join(row["noise_reasons"])] if row["noisy"] else []
+    if row.get("contaminated"):
+        flags.append(f"**busy machine** in repeat(s) {', '.join(str(c['repeat']) for c in row['contaminated'])}")
+    return "; ".join(flags)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from accel_choice.analyze import decision, theory
-from accel_choice.render import northstar, planner
-from accel_choice.render.formatting import ms, number, table
+from accel_choice.render import archive, data, northstar, planner
+from accel_choice.render.formatting import cell_flags, ms, number, table
 
 
 @dataclass(frozen=True)
@@ -42,82 +42,6 @@ class ReportInputs:
     provenance: dict[str, Any] | None = None  # workflow commit and the invocation that made this report
 
 
-def _environment_section(env: dict[str, Any], probe: dict[str, Any] | None, accelerator: str) -> str:
-    quick = env["quick"]
-    collected = env["collect_env"]
-    workflow = quick["workflow"]
-    commit = workflow["commit"] or "not a git checkout"
-    if workflow["dirty"]:
-        commit += " (uncommitted changes)"
-    rows = [
-        ("CPU", f"{quick['cpu_model']}, {quick['logical_cores']} logical cores ({quick['affinity_cores']} usable)"),
-        ("OS", collected.get("os") or quick["os"]),
-        ("Python", quick["python_version"]),
-        ("torch", f"{quick['torch_version']} (CUDA build: {quick['cuda_compiled_version'] or 'none'})"),
-        ("CUDA available", str(quick["is_cuda_available"])),
-        ("GPU", ", ".join(quick["nvidia_gpu_models"]) or "none"),
-        ("key packages", ", ".join(f"{k} {v}" for k, v in quick["packages"].items())),
-        ("workflow commit when this record was taken", commit),
-        ("accelerator setting", accelerator),
-    ]
-    if probe is not None:
-        devices = "; ".join(f"{d['name']} (sm {d['capability']}, {d['total_memory_bytes'] / 2**30:.1f} GiB)" for d in probe["cuda_devices"])
-        rows.append(("device probe", devices or ("MPS" if probe["mps_available"] else "no accelerator visible")))
-    return "## Environment\n\n" + table(("", ""), rows) + (
-        "\n\nThe complete `torch.utils.collect_env` record is `env/collect_env.txt`; every job's own record "
-        "is inside its JSON output. Absolute times hold only for this machine; compare ratios within one run."
-    )
-
-
-def data_table(datasets: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per generated data set, for the report and for tables/data.csv."""
-    return [
-        {
-            "dataset": meta["name"], "rows": meta["rows"], "features": len(meta["feature_columns"]),
-            "positive_rate": meta["positive_rate"], "matrix_sha256": meta["matrix_sha256"],
-            "parquet_bytes": meta["export"]["files"]["parquet"]["bytes"],
-            "parquet_sha256": meta["export"]["files"]["parquet"]["sha256"],
-            "csv_bytes": meta["export"]["files"]["csv"]["bytes"], "csv_sha256": meta["export"]["files"]["csv"]["sha256"],
-        }
-        for meta in datasets
-    ]
-
-
-def _data_section(datasets: Sequence[dict[str, Any]]) -> str:
-    rows = [
-        (r["dataset"], f"{r['rows']:,} × {r['features']}", f"{r['positive_rate']:.3f}", f"`{r['matrix_sha256'][:16]}…`",
-         f"{r['parquet_bytes']:,}", f"{r['csv_bytes']:,}")
-        for r in data_table(datasets)
-    ]
-    return "## Data\n\n" + table(("dataset", "rows × features", "positive rate", "sha256 of fp32 matrix", "Parquet bytes", "CSV bytes"), rows)
-
-
-def _load_section(load_table: Sequence[dict[str, Any]]) -> str:
-    rows = [
-        (
-            r["dataset"], r["format"], f"{r['file_bytes']:,}", ms(r["read_s_median"]), ms(r["to_pandas_s_median"]),
-            ms(r["to_numpy_s_median"]), ms(r["to_torch_s_median"]), ms(r["total_s_median"]),
-            f"{ms(r['total_s_min'])}–{ms(r['total_s_max'])}", f"{r['mb_per_s']:.0f}", _flag(r),
-        )
-        for r in load_table
-    ]
-    return "## Load and convert (ms, medians over repeats)\n\n" + table(
-        ("dataset", "format", "file bytes", "read", "to pandas", "to numpy fp32", "to torch", "total", "total min–max", "MB/s", "flag"),
-        rows,
-    ) + (
-        "\n\n`to torch` is `torch.from_numpy`, which shares the numpy buffer: the copy is in `to numpy fp32`. "
-        "Each stage is the median over repeats of the per-job median over passes; `total` is the median of the "
-        "per-pass totals, so it need not equal the sum of the stage columns (the full-path table adds the stages)."
-    )
-
-
-def _flag(row: dict[str, Any]) -> str:
-    flags = ["**noisy**: " + "; ".join(row["noise_reasons"])] if row["noisy"] else []
-    if row.get("contaminated"):
-        flags.append(f"**busy machine** in repeat(s) {', '.join(str(c['repeat']) for c in row['contaminated'])}")
-    return "; ".join(flags)
-
-
 def _cpu_section(train_table: Sequence[dict[str, Any]]) -> str:
     train_table = [r for r in train_table if r["device"] == "cpu"]
     rows = [
@@ -127,7 +51,7 @@ def _cpu_section(train_table: Sequence[dict[str, Any]]) -> str:
             f"{r['samples_per_s']:,.0f}", f"{r['step_us_median']:.0f}", ms(r["eval_s_median"]),
             f"{r['epoch_s_over_fastpath']:.2f}×" if r["epoch_s_over_fastpath"] else "",
             f"{r['mean_train_loss_median']:.4f}", ", ".join(map(str, r["threads"])),
-            _flag(r),
+            cell_flags(r),
         )
         for r in train_table
     ]
@@ -174,7 +98,7 @@ def _gpu_section(inputs: ReportInputs) -> str:
             r["device"], r["precision"] + (" + GradScaler" if r["grad_scaler"] else ""), r["placement"], r["batch_size"],
             r["repeats"], ms(r["epoch_s_median"]), f"{ms(r['epoch_s_min'])}–{ms(r['epoch_s_max'])}",
             f"{r['samples_per_s']:,.0f}", ms(r["eval_s_median"]), f"{peak:,}" if peak is not None else "n/a", f"{bound:,}",
-            f"{peak / bound:.2f}" if peak else "", _flag(r),
+            f"{peak / bound:.2f}" if peak else "", cell_flags(r),
         ))
     text = "## GPU training: one epoch (ms, medians over repeats)\n\n" + table(
         ("device", "precision", "placement", "B", "repeats", "epoch", "min–max", "samples/s", "eval", "peak bytes",
@@ -320,16 +244,16 @@ def render(inputs: ReportInputs) -> str:
         northstar.selection_section(inputs.selection),
         northstar.seed_section(inputs.seed_limits),
         northstar.gradient_variance_section(inputs.gradient_variance),
-        _load_section(inputs.load_table),
+        data.load_section(inputs.load_table),
         _theory_section(inputs),
         planner.flop_section(inputs.flop_check),
         planner.scenario_section(inputs.scenario),
         planner.planner_section(inputs.cost_model, inputs.break_even),
-        _data_section(inputs.datasets),
+        data.data_section(inputs.datasets),
         _flags_section(inputs),
-        _environment_section(inputs.environment, inputs.probe, inputs.accelerator),
-        _resources_section(inputs.resources),
-        _provenance_section(inputs.provenance),
+        data.environment_section(inputs.environment, inputs.probe, inputs.accelerator),
+        archive.resources_section(inputs.resources),
+        archive.provenance_section(inputs.provenance),
         f"## Reproduce\n\n`snakemake --cores 4` with the archived `config.yaml` (seed {inputs.seed}). "
         "Figure: `figures/decision.png` (and `.svg`). Tables: `tables/*.csv` and `*.json`. "
         "The textbook's exercise-2 shape: `s111_cpu_results.json`. Check that nothing was edited since the run: "
@@ -338,54 +262,3 @@ def render(inputs: ReportInputs) -> str:
     return "\n\n".join(section for section in sections if section) + "\n"
 
 
-def _resources_section(result: dict[str, Any] | None) -> str:
-    if not result:
-        return ""
-    rows = [
-        (r["rule"], r["jobs"], f"{r['process_wall_total_s']:.1f}", number(r["process_wall_median_s"], ".2f"),
-         number(r["body_wall_median_s"], ".2f"), number(r["outside_body_median_s"], ".2f"),
-         number(r["max_rss_mb_sampled"], ".0f"), r["jobs_without_rss_sample"], number(r["peak_rss_mb_kernel"], ".0f"))
-        for r in result["rules"]
-    ]
-    return (
-        "## Resources per rule (Snakemake `benchmark:` beside the in-script timings)\n\n"
-        + table(("rule", "jobs", "process wall total s", "process wall median s", "script body median s",
-                 "outside the body s", "max RSS MiB (sampled)", "jobs without an RSS sample", "peak RSS MiB (kernel)"), rows)
-        + "\n\nWhich to trust for what: the `benchmark:` wall time is the whole process - interpreter start, imports "
-        "and Snakemake's script preamble (the \"outside the body\" column) - so use it for what a job costs the scheduler "
-        "and for sizing cluster requests. Its memory is sampled (first every 0.5 s, later every 30 s), so a short job "
-        "can have no sample or a maximum below its real peak; the kernel's peak RSS (getrusage) does not miss. The "
-        "measurements of this report are the in-script `perf_counter` timings around each timed section: the "
-        "directive cannot separate warm-up, data loading and the epoch, and includes the overhead above."
-    )
-
-
-def _provenance_section(provenance: dict[str, Any] | None) -> str:
-    if not provenance:
-        return ""
-    workflow = provenance.get("workflow") or {}
-    commit = workflow.get("commit") or "unknown (not a git checkout)"
-    invocation = provenance.get("invocation") or {}
-    rows = [
-        ("workflow commit", f"`{commit}`" + (" with uncommitted changes" if workflow.get("dirty") else "")),
-        ("Snakemake", invocation.get("snakemake_version") or "unknown"),
-        ("command line", f"`{invocation['command_line']}`" if invocation.get("command_line") else "unknown"),
-        ("working directory", invocation.get("working_directory") or "unknown"),
-        ("started", invocation.get("started") or "unknown"),
-        ("host", invocation.get("host") or "unknown"),
-    ]
-    commits = provenance.get("record_commits") or {}
-    command_lines = provenance.get("record_command_lines") or {}
-    rows += [("workflow commits in the records", "; ".join(f"`{c}`: {n}" for c, n in commits.items()) or "none"),
-             ("command lines in the records", "; ".join(f"`{c}`: {n}" for c, n in command_lines.items()) or "none")]
-    warning = ("\n\n**Warning: the records come from more than one version of the workflow (or from uncommitted "
-               "changes); re-run from a clean checkout before archiving.**" if len(commits) > 1 else "")
-    return (
-        "## Provenance\n\n" + table(("", ""), rows) + warning
-        + "\n\nThe first rows are the invocation that wrote this report; every record also carries the commit and "
-        "the command line of the invocation that measured it, counted above over the records this configuration "
-        "made (`provenance.json` repeats the count over the finished folder). `MANIFEST.sha256` vouches for the "
-        "files this configuration made and for nothing else: files in `results/` that it did not make (an earlier "
-        "configuration's records, say) are listed in `provenance.json` under `files.not_made_by_this_configuration`. "
-        "`workflow/scripts/verify_results.py results` checks both and names anything added since."
-    )

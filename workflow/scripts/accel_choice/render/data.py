@@ -1,0 +1,77 @@
+"""The data path in the report: the environment and device probe, the datasets, load and convert."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from accel_choice.render.formatting import cell_flags, ms, table
+
+
+def environment_section(env: dict[str, Any], probe: dict[str, Any] | None, accelerator: str) -> str:
+    quick = env["quick"]
+    collected = env["collect_env"]
+    workflow = quick["workflow"]
+    commit = workflow["commit"] or "not a git checkout"
+    if workflow["dirty"]:
+        commit += " (uncommitted changes)"
+    rows = [
+        ("CPU", f"{quick['cpu_model']}, {quick['logical_cores']} logical cores ({quick['affinity_cores']} usable)"),
+        ("OS", collected.get("os") or quick["os"]),
+        ("Python", quick["python_version"]),
+        ("torch", f"{quick['torch_version']} (CUDA build: {quick['cuda_compiled_version'] or 'none'})"),
+        ("CUDA available", str(quick["is_cuda_available"])),
+        ("GPU", ", ".join(quick["nvidia_gpu_models"]) or "none"),
+        ("key packages", ", ".join(f"{k} {v}" for k, v in quick["packages"].items())),
+        ("workflow commit when this record was taken", commit),
+        ("accelerator setting", accelerator),
+    ]
+    if probe is not None:
+        devices = "; ".join(f"{d['name']} (sm {d['capability']}, {d['total_memory_bytes'] / 2**30:.1f} GiB)" for d in probe["cuda_devices"])
+        rows.append(("device probe", devices or ("MPS" if probe["mps_available"] else "no accelerator visible")))
+    return "## Environment\n\n" + table(("", ""), rows) + (
+        "\n\nThe complete `torch.utils.collect_env` record is `env/collect_env.txt`; every job's own record "
+        "is inside its JSON output. Absolute times hold only for this machine; compare ratios within one run."
+    )
+
+
+def data_table(datasets: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per generated data set, for the report and for tables/data.csv."""
+    return [
+        {
+            "dataset": meta["name"], "rows": meta["rows"], "features": len(meta["feature_columns"]),
+            "positive_rate": meta["positive_rate"], "matrix_sha256": meta["matrix_sha256"],
+            "parquet_bytes": meta["export"]["files"]["parquet"]["bytes"],
+            "parquet_sha256": meta["export"]["files"]["parquet"]["sha256"],
+            "csv_bytes": meta["export"]["files"]["csv"]["bytes"], "csv_sha256": meta["export"]["files"]["csv"]["sha256"],
+        }
+        for meta in datasets
+    ]
+
+
+def data_section(datasets: Sequence[dict[str, Any]]) -> str:
+    rows = [
+        (r["dataset"], f"{r['rows']:,} × {r['features']}", f"{r['positive_rate']:.3f}", f"`{r['matrix_sha256'][:16]}…`",
+         f"{r['parquet_bytes']:,}", f"{r['csv_bytes']:,}")
+        for r in data_table(datasets)
+    ]
+    return "## Data\n\n" + table(("dataset", "rows × features", "positive rate", "sha256 of fp32 matrix", "Parquet bytes", "CSV bytes"), rows)
+
+
+def load_section(load_table: Sequence[dict[str, Any]]) -> str:
+    rows = [
+        (
+            r["dataset"], r["format"], f"{r['file_bytes']:,}", ms(r["read_s_median"]), ms(r["to_pandas_s_median"]),
+            ms(r["to_numpy_s_median"]), ms(r["to_torch_s_median"]), ms(r["total_s_median"]),
+            f"{ms(r['total_s_min'])}–{ms(r['total_s_max'])}", f"{r['mb_per_s']:.0f}", cell_flags(r),
+        )
+        for r in load_table
+    ]
+    return "## Load and convert (ms, medians over repeats)\n\n" + table(
+        ("dataset", "format", "file bytes", "read", "to pandas", "to numpy fp32", "to torch", "total", "total min–max", "MB/s", "flag"),
+        rows,
+    ) + (
+        "\n\n`to torch` is `torch.from_numpy`, which shares the numpy buffer: the copy is in `to numpy fp32`. "
+        "Each stage is the median over repeats of the per-job median over passes; `total` is the median of the "
+        "per-pass totals, so it need not equal the sum of the stage columns (the full-path table adds the stages)."
+    )
