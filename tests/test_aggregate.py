@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from accel_choice.records import VARIANT_KEYS
+from accel_choice.records.training import VARIANT_KEYS
 from accel_choice.analyze import aggregate, fullpath, loads
 from accel_choice.measure import datagen, training
 

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 import compare_results
-from accel_choice.records import VARIANT_KEYS
+from accel_choice.records.training import VARIANT_KEYS
 from accel_choice.analyze import aggregate, compare, fullpath, loads
 from accel_choice.io import atomic, folder_checks, manifest, results_folder, tables
 from accel_choice.render import comparison

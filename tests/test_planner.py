@@ -8,10 +8,10 @@ import math
 import pytest
 import torch
 
-from accel_choice.records import grid_workloads
+from accel_choice.records.planner import grid_workloads
 from accel_choice.analyze import costmodel, planner, theory
 from accel_choice.measure import grid
-from accel_choice.records import Workload
+from accel_choice.records.planner import Workload
 
 GIB = 1 << 30
 SCENARIO = {"rows": 50_000_000, "features": 256, "hidden": 128, "batch_size": 512, "bandwidth_gb_s": 8}

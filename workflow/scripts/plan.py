@@ -1,6 +1,6 @@
 """Rule planner: cost model per device, break-even curves, FLOP-counter check, scale scenario."""
 
-from accel_choice.records import Workload
+from accel_choice.records.planner import Workload
 from accel_choice.io import atomic, envinfo, tables
 from accel_choice.analyze import planner
 from accel_choice.measure import flopcheck

@@ -2,6 +2,7 @@
 
 import tempfile
 
+from accel_choice import records
 from accel_choice.io import atomic, envinfo
 from accel_choice.measure import northstar
 from accel_choice.io.runtime import job
@@ -15,7 +16,8 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
             splits, [p.seed + i for i in range(p.seeds)], workdir, hidden=p.hidden, batch_size=p.batch_size, lr=p.lr,
             patience=p.patience, min_delta=p.min_delta, max_epochs=p.max_epochs,
         )
-    environments = [atomic.read_json(path)["environment"] for path in inp.histories] + [envinfo.quick_environment(p.seed)]
+    environments = [atomic.read_json(path)["environment"] for path in inp.histories] + [
+        records.to_json(envinfo.quick_environment(p.seed))]
     result["environmental"] = {
         "records_compared": len(environments),
         "differences": envinfo.differences(environments),

@@ -2,7 +2,7 @@
 
 import time
 
-from accel_choice.records import grid_workloads
+from accel_choice.records.planner import grid_workloads
 from accel_choice.io import atomic, envinfo
 from accel_choice.measure import grid
 from accel_choice.io.runtime import job

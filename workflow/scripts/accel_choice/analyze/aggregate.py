@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from accel_choice.records import VARIANT_KEYS
+from accel_choice.records.training import VARIANT_KEYS
 from accel_choice.analyze.stats import NOISE_IQR_RATIO, OUTLIER_FACTOR, summarize
 
 

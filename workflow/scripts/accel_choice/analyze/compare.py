@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from accel_choice.records import VARIANT_KEYS
+from accel_choice.records.training import VARIANT_KEYS
 from accel_choice.io import envinfo
 from accel_choice.io.folder_checks import FULL_PATH_METRIC, TRAINING_METRICS, variant_name
 from accel_choice.io.results_folder import CPU_TABLE, GPU_TABLE, MANIFEST, PROVENANCE, ManifestCheck, ResultsFolder

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from accel_choice.analyze import theory
-from accel_choice.records import Workload
+from accel_choice.records.planner import Workload
 
 TERMS = ("overhead", "compute", "memory")
 AXES = ("rows", "features", "hidden", "batch_size")

@@ -11,7 +11,7 @@ from accel_choice.analyze import costmodel, stats, theory
 from accel_choice.analyze.aggregate import contamination
 from accel_choice.analyze.fullpath import pageable_copy
 from accel_choice.analyze.costmodel import CostModel
-from accel_choice.records import Workload
+from accel_choice.records.planner import Workload
 
 GB = 1e9
 

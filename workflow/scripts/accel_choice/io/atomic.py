@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -11,6 +12,8 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from accel_choice import records
 
 
 @contextlib.contextmanager
@@ -104,7 +107,19 @@ def write_text(target: str | os.PathLike[str], text: str) -> None:
 
 
 def write_json(target: str | os.PathLike[str], obj: Any) -> None:
-    write_text(target, json.dumps(obj, indent=2, sort_keys=False, allow_nan=False) + "\n")
+    """`obj` as JSON; records (accel_choice.records) inside it are written as their JSON objects."""
+    write_text(target, json.dumps(obj, indent=2, sort_keys=False, allow_nan=False, default=_record_json) + "\n")
+
+
+def write_record(target: str | os.PathLike[str], obj: Any) -> None:
+    """A record file: its schema and version first, then its fields (records.read reads it back)."""
+    write_json(target, records.to_json(obj))
+
+
+def _record_json(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return records.to_json(obj)
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:

@@ -20,7 +20,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from accel_choice.io import atomic
-from accel_choice.records import Dataset
+from accel_choice.records.data import Dataset
 
 TARGET_TYPE = pa.int8()
 

@@ -22,6 +22,7 @@ from types import ModuleType
 from typing import Any
 
 from accel_choice.io.provenance import current_invocation
+from accel_choice.records.environment import Environment, EnvironmentReport, Workflow
 
 KEY_PACKAGES = ("torch", "numpy", "pandas", "pyarrow", "matplotlib", "snakemake")
 
@@ -80,27 +81,26 @@ def _torch_fields() -> dict[str, Any]:
             "torch_threads": torch.get_num_threads(), "torch_interop_threads": torch.get_num_interop_threads()}
 
 
-def quick_environment(seed: int | None = None) -> dict[str, Any]:
+def quick_environment(seed: int | None = None) -> Environment:
     """A small, fast environment record for embedding in every output."""
     uname = platform.uname()
     torch_fields = _torch_fields()
-    return {
+    return Environment(
         **{key: torch_fields[key] for key in ("torch_version", "torch_loaded", "cuda_compiled_version",
-                                              "is_cuda_available", "nvidia_gpu_models")},
-        "cpu_model": _cpu_model(),
-        "logical_cores": os.cpu_count(),
-        "affinity_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "torch_threads": torch_fields["torch_threads"],
-        "torch_interop_threads": torch_fields["torch_interop_threads"],
-        "omp_num_threads_env": os.environ.get("OMP_NUM_THREADS"),
-        "python_version": platform.python_version(),
-        "python_platform": platform.platform(),
-        "os": f"{uname.system} {uname.release}",
-        "machine": uname.machine,
-        "packages": _package_versions(),
-        "seed": seed,
-        "workflow": {**workflow_commit(), "command_line": _command_line()},
-    }
+                                              "is_cuda_available", "torch_threads", "torch_interop_threads")},
+        nvidia_gpu_models=tuple(torch_fields["nvidia_gpu_models"]),
+        cpu_model=_cpu_model(),
+        logical_cores=os.cpu_count(),
+        affinity_cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        omp_num_threads_env=os.environ.get("OMP_NUM_THREADS"),
+        python_version=platform.python_version(),
+        python_platform=platform.platform(),
+        os=f"{uname.system} {uname.release}",
+        machine=uname.machine,
+        packages=_package_versions(),
+        seed=seed,
+        workflow=Workflow(**workflow_commit(), command_line=_command_line()),
+    )
 
 
 def _command_line() -> str | None:
@@ -108,16 +108,13 @@ def _command_line() -> str | None:
     return current_invocation().get("command_line")
 
 
-def full_environment() -> dict[str, Any]:
+def full_environment() -> EnvironmentReport:
     """Everything torch's own collect_env gathers, plus the quick record."""
     from torch.utils import collect_env
 
     info = collect_env.get_env_info()
-    return {
-        "collect_env": info._asdict(),
-        "collect_env_pretty": collect_env.pretty_str(info),
-        "quick": quick_environment(),
-    }
+    return EnvironmentReport(collect_env=info._asdict(), collect_env_pretty=collect_env.pretty_str(info),
+                             quick=quick_environment())
 
 
 def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:

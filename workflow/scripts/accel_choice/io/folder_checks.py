@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from accel_choice.records import VARIANT_KEYS
+from accel_choice.records.training import VARIANT_KEYS
 
 # (name in the outputs, median key, min key, max key) of a training row; the full path is added separately.
 TRAINING_METRICS = (

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from accel_choice.records import Dataset
+from accel_choice.records.data import Dataset
 
 
 class TableError(ValueError):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from accel_choice.records import Dataset
+from accel_choice.records.data import Dataset
 
 
 def make_benchmark(rows: int, features: int, noise: float, seed: int) -> Dataset:

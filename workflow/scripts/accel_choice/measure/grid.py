@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from accel_choice.records import Workload
+from accel_choice.records.planner import Workload
 from accel_choice.measure.contention import ForeignCpuMeter
 from accel_choice.measure.training import Variant, context_startup_seconds, measure_variant
 

@@ -12,7 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from accel_choice.records import VARIANT_KEYS  # noqa: E402
+from accel_choice.records.training import VARIANT_KEYS  # noqa: E402
 from accel_choice.analyze.compare import Comparison, shown  # noqa: E402
 from accel_choice.io.results_folder import MANIFEST  # noqa: E402
 from accel_choice.io import atomic, tables  # noqa: E402

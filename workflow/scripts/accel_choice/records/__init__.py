@@ -1,0 +1,133 @@
+"""The records rules hand each other: every JSON one rule writes and another reads, as a type.
+
+Each record is a frozen dataclass (pydantic's, strict: an int is not a bool, a float not a
+string, NaN and infinity are refused, an unknown key is an error) defined once, in one module
+of this package per subject. A record that is a whole file carries a schema name and version
+(`SCHEMA`, `VERSION`); `to_json` writes them first, and `read` refuses a file written under
+another schema or version, or by a workflow before records had versions, with a message naming
+the file and saying to re-run, instead of half-reading it. A damaged value is refused naming
+the file and the field (`records[1].epoch_s: Input should be greater than 0 (found -1.0)`).
+
+This package imports nothing else from accel_choice: every layer may depend on it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar, dataclass_transform
+
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic.dataclasses import dataclass as _pydantic_dataclass
+
+T = TypeVar("T")
+
+CONFIG = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+HEADER = ("schema", "schema_version")
+RERUN = "delete it and re-run the workflow (snakemake --cores 4 makes it again)"
+
+# Field types with their invariants, shared by every record.
+Seconds = Annotated[float, Field(gt=0)]  # a measured duration
+NonNegativeSeconds = Annotated[float, Field(ge=0)]
+Positive = Annotated[float, Field(gt=0)]
+NonNegative = Annotated[float, Field(ge=0)]
+Fraction = Annotated[float, Field(ge=0, le=1)]
+Count = Annotated[int, Field(ge=0)]
+PositiveCount = Annotated[int, Field(ge=1)]
+Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+LoadAverage = tuple[float, float, float]
+
+
+class RecordError(ValueError):
+    """A record file that cannot be used as it is; the message names the file and the field."""
+
+
+@dataclass_transform(kw_only_default=True, frozen_default=True)
+def record(cls: type[T] | None = None, *, schema: str | None = None, version: int = 1) -> Any:
+    """Make `cls` a record: a frozen, strictly validated, keyword-only dataclass.
+
+    With `schema`, the record is a whole file: `to_json` writes `schema` and `schema_version`
+    first and `read` checks them.
+    """
+
+    def wrap(klass: type[T]) -> type[T]:
+        made = _pydantic_dataclass(frozen=True, kw_only=True, config=CONFIG)(klass)
+        made.SCHEMA = schema  # type: ignore[attr-defined]
+        made.VERSION = version  # type: ignore[attr-defined]
+        return made
+
+    return wrap if cls is None else wrap(cls)
+
+
+
+@functools.cache
+def _adapter(cls: type) -> TypeAdapter[Any]:
+    return TypeAdapter(cls)
+
+
+def to_json(obj: Any) -> dict[str, Any]:
+    """The JSON object of a record, its schema and version first when it is a whole file."""
+    body = _adapter(type(obj)).dump_python(obj, mode="json")
+    schema = getattr(type(obj), "SCHEMA", None)
+    return {"schema": schema, "schema_version": type(obj).VERSION, **body} if schema else body
+
+
+def _refuse_constant(source: str) -> Callable[[str], Any]:
+    def refuse(name: str) -> Any:
+        raise RecordError(f"{source}: holds {name}, which no record writes (JSON has no NaN or infinity); {RERUN}")
+
+    return refuse
+
+
+def _where(location: tuple[Any, ...]) -> str:
+    text = ""
+    for part in location:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text.lstrip(".") or "(the whole record)"
+
+
+def describe_error(error: ValidationError, source: str) -> str:
+    """The first problem of a validation error, naming the file, the field and the value found."""
+    first = error.errors()[0]
+    found = first.get("input")
+    shown = "" if isinstance(found, (dict, list)) else f" (found {found!r})"
+    more = f" and {error.error_count() - 1} more problem(s)" if error.error_count() > 1 else ""
+    return f"{source}: {_where(tuple(first['loc']))}: {first['msg']}{shown}{more}; {RERUN}"
+
+
+def from_json(cls: type[T], data: Any, source: str) -> T:
+    """A record of type `cls` from parsed JSON (`data`), read from `source` (named in every error)."""
+    schema = getattr(cls, "SCHEMA", None)
+    if schema:
+        if not isinstance(data, dict):
+            raise RecordError(f"{source}: expected a JSON object ({schema}), found {type(data).__name__}; {RERUN}")
+        found = (data.get("schema"), data.get("schema_version"))
+        if found != (schema, cls.VERSION):  # type: ignore[attr-defined]
+            was = "no schema (written by a workflow before records were versioned)" if found == (None, None) \
+                else f"schema {found[0]} version {found[1]}"
+            raise RecordError(f"{source}: has {was}; this workflow reads {schema} version "
+                              f"{cls.VERSION}: {RERUN}")  # type: ignore[attr-defined]
+        data = {key: value for key, value in data.items() if key not in HEADER}
+    try:
+        return _adapter(cls).validate_json(json.dumps(data, allow_nan=True))
+    except ValidationError as error:
+        raise RecordError(describe_error(error, source)) from None
+
+
+def read(cls: type[T], path: str | os.PathLike[str]) -> T:
+    """Read and check a record file; RecordError naming the file for anything that is not right."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RecordError(f"{source}: missing; {RERUN}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise RecordError(f"{source}: cannot be read ({error}); {RERUN}") from None
+    try:
+        data = json.loads(text, parse_constant=_refuse_constant(source))
+    except json.JSONDecodeError as error:
+        raise RecordError(f"{source}: not valid JSON ({error}); {RERUN}") from None
+    return from_json(cls, data, source)

@@ -1,0 +1,53 @@
+"""Where and by what a record was made: the environment every record embeds, and the full report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accel_choice.records import record
+
+
+@record
+class Workflow:
+    """The workflow source a job ran: its git commit (None outside a checkout) and the command that started it."""
+
+    commit: str | None
+    dirty: bool | None
+    command_line: str | None = None
+
+
+@record
+class Environment:
+    """The quick environment record of one job (io/envinfo.quick_environment): read in milliseconds.
+
+    A job that does not use torch does not import it: `torch_loaded` is false, the CUDA and
+    thread fields are null and the version comes from the installed package.
+    """
+
+    torch_version: str | None
+    torch_loaded: bool
+    cuda_compiled_version: str | None
+    is_cuda_available: bool | None
+    nvidia_gpu_models: tuple[str, ...]
+    cpu_model: str
+    logical_cores: int | None
+    affinity_cores: int | None
+    torch_threads: int | None
+    torch_interop_threads: int | None
+    omp_num_threads_env: str | None
+    python_version: str
+    python_platform: str
+    os: str
+    machine: str
+    packages: dict[str, str | None]
+    seed: int | None
+    workflow: Workflow
+
+
+@record(schema="environment-report")
+class EnvironmentReport:
+    """env/collect_env.json: torch.utils.collect_env's complete record, its text, and the quick record."""
+
+    collect_env: dict[str, Any]
+    collect_env_pretty: str
+    quick: Environment

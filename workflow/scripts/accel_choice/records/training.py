@@ -1,0 +1,216 @@
+"""Training timing: one timed epoch per variant (a timing job's records), the aggregated cells,
+and the full path of one epoch per format and variant.
+
+A variant is (device, precision, placement, loader, batch size): VARIANT_KEYS. Times are
+seconds, measured with `time.perf_counter()`; a loss that was not finite is null.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accel_choice.records import (
+    Count,
+    LoadAverage,
+    NonNegative,
+    NonNegativeSeconds,
+    Positive,
+    PositiveCount,
+    Seconds,
+    Sha256,
+    record,
+)
+from accel_choice.records.environment import Environment
+
+# What identifies a training variant: one aggregated cell per value of these fields.
+VARIANT_KEYS = ("device", "precision", "placement", "loader", "batch_size")
+
+
+def variant_of(row: Any) -> tuple[Any, ...]:
+    """The VARIANT_KEYS values of a record, cell or full-path row."""
+    return tuple(getattr(row, key) for key in VARIANT_KEYS)
+
+
+def _ordered(low: float, middle: float, high: float, names: str) -> None:
+    if not low <= middle <= high:
+        low_name, middle_name, high_name = names.split()
+        raise ValueError(f"{low_name} {low!r} <= {middle_name} {middle!r} <= {high_name} {high!r} does not hold: "
+                         "a damaged record")
+
+
+@record
+class Invariants:
+    """Section 28.3.5's checks on one timed epoch; a timing job fails when one breaks."""
+
+    samples_eq_rows: bool
+    eval_samples_eq_rows: bool
+    steps_eq_ceil_rows_over_batch: bool
+    samples_per_s_eq_samples_over_epoch_s: bool
+
+
+@record
+class TrainingRecord:
+    """One timed training epoch and one evaluation pass of one variant, in one timing job."""
+
+    device: str
+    precision: str
+    placement: str
+    loader: str
+    batch_size: PositiveCount
+    grad_scaler: bool
+    repeat: Count
+    position_in_job: Count
+    samples: Count
+    steps: Count
+    epoch_s: Seconds
+    samples_per_s: Positive
+    epoch_cpu_s: NonNegativeSeconds
+    eval_s: Seconds
+    eval_samples: Count
+    eval_loss: float | None  # null: not finite
+    eval_accuracy: float | None
+    final_loss: float | None
+    mean_train_loss: float | None
+    finite: bool
+    nonfinite_step: Count | None
+    peak_memory_bytes: Count | None
+    warmup_steps: Count
+    warmup_first_step_s: Seconds
+    warmup_steady_step_s: Seconds
+    threads: PositiveCount
+    loadavg_before: LoadAverage
+    loadavg_after: LoadAverage
+    foreign_cpu_share: NonNegative | None
+    context_startup_s: Seconds | None
+    initial_weights_sha256: Sha256
+    final_weights_sha256: Sha256
+    same_final_weights_across_variants: bool
+    invariants: Invariants
+
+    def __post_init__(self) -> None:
+        if self.finite != (self.nonfinite_step is None):
+            raise ValueError(f"finite is {self.finite} but nonfinite_step is {self.nonfinite_step!r}")
+
+
+@record(schema="training-job")
+class TrainingJob:
+    """timing/{cpu,gpu}/bs<B>.rep<r>.json: every variant of one batch size, timed in one process."""
+
+    records: tuple[TrainingRecord, ...]
+    wall_interval: tuple[float, float]  # time.time() at the start and end: no two timing jobs overlap
+    environment: Environment
+    probe: dict[str, Any] | None = None  # GPU jobs: what torch saw on the job's node
+
+
+@record
+class Contamination:
+    """A repeat that shared the machine, and why (other processes' CPU, a rising load average)."""
+
+    repeat: Count
+    reasons: tuple[str, ...]
+
+
+@record
+class TrainingCell:
+    """One variant aggregated over its finite repeats: medians with spread, flags, throughput."""
+
+    device: str
+    precision: str
+    placement: str
+    loader: str
+    batch_size: PositiveCount
+    grad_scaler: bool
+    repeats: PositiveCount
+    samples: Count
+    steps: Count
+    epoch_s_runs: tuple[Seconds, ...]
+    epoch_s_median: Seconds
+    epoch_s_min: Seconds
+    epoch_s_max: Seconds
+    epoch_s_iqr: NonNegative
+    epoch_s_iqr_over_median: NonNegative
+    samples_per_s: Positive
+    samples_per_s_min: Positive
+    samples_per_s_max: Positive
+    step_us_median: Positive
+    eval_s_median: Seconds
+    eval_s_min: Seconds
+    eval_s_max: Seconds
+    eval_s_iqr: NonNegative
+    mean_train_loss_median: float | None
+    eval_accuracy_median: float | None
+    warmup_first_over_steady_median: Positive
+    threads: tuple[PositiveCount, ...]
+    loadavg_max: NonNegative
+    noisy: bool
+    noise_reasons: tuple[str, ...]
+    eval_noisy: bool
+    same_final_weights_across_variants: bool
+    peak_memory_bytes_max: Count | None
+    contaminated: tuple[Contamination, ...]
+    context_startup_s_median: Seconds | None
+    epoch_s_over_fastpath: Positive | None  # this cell's epoch over the fast path's, same device/precision/placement/B
+
+    def __post_init__(self) -> None:
+        _ordered(self.epoch_s_min, self.epoch_s_median, self.epoch_s_max, "epoch_s_min epoch_s_median epoch_s_max")
+        _ordered(self.eval_s_min, self.eval_s_median, self.eval_s_max, "eval_s_min eval_s_median eval_s_max")
+        _ordered(self.samples_per_s_min, self.samples_per_s, self.samples_per_s_max,
+                 "samples_per_s_min samples_per_s samples_per_s_max")
+        if len(self.epoch_s_runs) != self.repeats:
+            raise ValueError(f"{len(self.epoch_s_runs)} epoch_s_runs for {self.repeats} repeats")
+
+
+@record
+class NonFiniteRun:
+    """A timed run whose loss or weights went NaN/inf: left out of the medians, named in the report."""
+
+    device: str
+    precision: str
+    placement: str
+    loader: str
+    batch_size: PositiveCount
+    grad_scaler: bool
+    repeat: Count
+    nonfinite_step: Count | None
+    final_loss: float | None
+    mean_train_loss: float | None
+
+
+@record(schema="training-table")
+class TrainingTable:
+    """tables/{cpu,gpu}_training.json: the cells of one device, and the runs left out of them."""
+
+    table: tuple[TrainingCell, ...]
+    non_finite: tuple[NonFiniteRun, ...]
+    environment: Environment
+
+
+@record
+class FullPathRow:
+    """One epoch's full path for one file format and training variant (sums of medians).
+
+    load + convert + transfer + train + eval = total; total_min/max add the spread of training,
+    evaluation and the copies to the load medians; a device row also carries the fixed start-up.
+    """
+
+    format: str
+    device: str
+    precision: str
+    placement: str
+    loader: str
+    batch_size: PositiveCount
+    load_s: NonNegativeSeconds
+    convert_s: NonNegativeSeconds
+    transfer_s: NonNegativeSeconds
+    train_s: Seconds
+    eval_s: Seconds
+    total_s: Seconds
+    total_min_s: Seconds
+    total_max_s: Seconds
+    startup_s: NonNegativeSeconds
+    total_with_startup_s: Seconds
+    train_share: Positive
+    noisy: bool
+
+    def __post_init__(self) -> None:
+        _ordered(self.total_min_s, self.total_s, self.total_max_s, "total_min_s total_s total_max_s")
