@@ -8,60 +8,19 @@ import math
 import pytest
 import torch
 
-from accel_choice.records.training import VARIANT_KEYS
+from accel_choice.records.training import variant_of
 from accel_choice.analyze import aggregate, fullpath, loads
 from accel_choice.measure import datagen, training
+from builders_training import replaced, training_record
 
 ROWS = 8192
 SHA0 = "a" * 64
 
 
 def record(batch_size, loader, repeat, epoch_s, *, eval_s=0.005, finite=True, rows=ROWS, sha=SHA0, **extra):
-    """A record shaped like training.measure_training_job's output (keys copied from training.py)."""
-    steps = -(-rows // batch_size)
-    r = {
-        "batch_size": batch_size,
-        "loader": loader,
-        "device": "cpu",
-        "precision": "fp32",
-        "placement": "host",
-        "grad_scaler": False,
-        "samples": rows,
-        "steps": steps,
-        "epoch_s": epoch_s,
-        "samples_per_s": rows / epoch_s,
-        "epoch_cpu_s": epoch_s,
-        "eval_s": eval_s,
-        "eval_samples": rows,
-        "eval_loss": 0.4 if finite else float("nan"),
-        "eval_accuracy": 0.9,
-        "final_loss": 0.35 if finite else float("nan"),
-        "mean_train_loss": 0.45 if finite else float("nan"),
-        "finite": finite,
-        "nonfinite_step": None if finite else 3,
-        "peak_memory_bytes": None,
-        "warmup_steps": 50,
-        "warmup_first_step_s": 0.002,
-        "warmup_steady_step_s": 0.0002,
-        "threads": 1,
-        "loadavg_before": [0.5, 0.4, 0.3],
-        "loadavg_after": [0.7, 0.4, 0.3],
-        "initial_weights_sha256": sha,
-        "final_weights_sha256": "b" * 64,
-        "invariants": {
-            "samples_eq_rows": True,
-            "eval_samples_eq_rows": True,
-            "steps_eq_ceil_rows_over_batch": True,
-            "samples_per_s_eq_samples_over_epoch_s": True,
-        },
-        "repeat": repeat,
-        "position_in_job": 0 if (repeat % 2 == 0) == (loader == "dataloader") else 1,
-        "same_final_weights_across_variants": True,
-        "context_startup_s": None,
-        "foreign_cpu_share": 0.02,
-    }
-    r.update(extra)
-    return r
+    """One timed epoch (a TrainingRecord) of the CPU at these values."""
+    return training_record(batch_size=batch_size, loader=loader, repeat=repeat, epoch_s=epoch_s, eval_s=eval_s,
+                           finite=finite, rows=rows, initial_weights_sha256=sha, **extra)
 
 
 # epoch_s per (batch_size, loader), indexed by repeat
@@ -83,104 +42,103 @@ def table():
 
 
 def _row(table, batch_size, loader):
-    (row,) = [r for r in table if r["batch_size"] == batch_size and r["loader"] == loader]
+    (row,) = [r for r in table if r.batch_size == batch_size and r.loader == loader]
     return row
 
 
-def test_synthetic_record_keys_match_measure_output():
-    """The helper above must stay shaped like the real thing."""
+def test_synthetic_record_is_the_type_measure_writes():
+    """The builder and the timing job make the same record type, so the tests cannot drift from it."""
     d = datagen.make_benchmark(40, 3, 0.2, 1)
     x, y = torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy())
     real = training.measure_training_job(x, y, 20, 0, training.cpu_variants(["fastpath"]), seed=1, hidden=2, lr=1e-3, warmup_steps=1)[0]
-    assert set(record(20, "fastpath", 0, 0.01)) == set(real)
-    assert set(record(20, "fastpath", 0, 0.01)["invariants"]) == set(real["invariants"])
+    assert type(record(20, "fastpath", 0, 0.01, rows=40)) is type(real)
 
 
 def test_one_row_per_batch_size_and_loader_sorted(table):
-    assert [(r["batch_size"], r["loader"]) for r in table] == [
+    assert [(r.batch_size, r.loader) for r in table] == [
         (32, "dataloader"), (32, "fastpath"), (512, "dataloader"), (512, "fastpath")
     ]
     for r in table:
-        assert r["repeats"] == 3
-        assert r["samples"] == ROWS
-        assert r["device"] == "cpu"
-    assert _row(table, 32, "fastpath")["steps"] == 256
-    assert _row(table, 512, "fastpath")["steps"] == 16
+        assert r.repeats == 3
+        assert r.samples == ROWS
+        assert r.device == "cpu"
+    assert _row(table, 32, "fastpath").steps == 256
+    assert _row(table, 512, "fastpath").steps == 16
 
 
 def test_medians_min_max_iqr(table):
     r = _row(table, 32, "dataloader")
-    assert r["epoch_s_runs"] == [0.30, 0.28, 0.29]  # in repeat order
-    assert r["epoch_s_median"] == pytest.approx(0.29)
-    assert r["epoch_s_min"] == pytest.approx(0.28)
-    assert r["epoch_s_max"] == pytest.approx(0.30)
-    assert r["epoch_s_iqr"] == pytest.approx(0.01)  # quartiles 0.285 and 0.295
-    assert r["epoch_s_iqr_over_median"] == pytest.approx(0.01 / 0.29)
-    assert r["eval_s_median"] == pytest.approx(0.005)
-    assert r["eval_s_iqr"] == pytest.approx(0.0)
+    assert r.epoch_s_runs == (0.30, 0.28, 0.29)  # in repeat order
+    assert r.epoch_s_median == pytest.approx(0.29)
+    assert r.epoch_s_min == pytest.approx(0.28)
+    assert r.epoch_s_max == pytest.approx(0.30)
+    assert r.epoch_s_iqr == pytest.approx(0.01)  # quartiles 0.285 and 0.295
+    assert r.epoch_s_iqr_over_median == pytest.approx(0.01 / 0.29)
+    assert r.eval_s_median == pytest.approx(0.005)
+    assert r.eval_s_iqr == pytest.approx(0.0)
 
 
 def test_runs_sorted_by_repeat_whatever_the_input_order():
     shuffled = list(reversed(records()))
     table = aggregate.aggregate_training(shuffled, ROWS)
-    assert _row(table, 512, "fastpath")["epoch_s_runs"] == [0.020, 0.020, 0.050]
+    assert _row(table, 512, "fastpath").epoch_s_runs == (0.020, 0.020, 0.050)
 
 
 def test_samples_per_s_from_median(table):
     for r in table:
-        assert r["samples_per_s"] == pytest.approx(r["samples"] / r["epoch_s_median"], rel=1e-12)
-        assert r["samples_per_s_min"] == pytest.approx(r["samples"] / r["epoch_s_max"])
-        assert r["samples_per_s_max"] == pytest.approx(r["samples"] / r["epoch_s_min"])
-        assert r["step_us_median"] == pytest.approx(r["epoch_s_median"] / r["steps"] * 1e6)
-    assert _row(table, 32, "fastpath")["samples_per_s"] == pytest.approx(8192 / 0.100)
+        assert r.samples_per_s == pytest.approx(r.samples / r.epoch_s_median, rel=1e-12)
+        assert r.samples_per_s_min == pytest.approx(r.samples / r.epoch_s_max)
+        assert r.samples_per_s_max == pytest.approx(r.samples / r.epoch_s_min)
+        assert r.step_us_median == pytest.approx(r.epoch_s_median / r.steps * 1e6)
+    assert _row(table, 32, "fastpath").samples_per_s == pytest.approx(8192 / 0.100)
 
 
 def test_planted_outlier_flags_cell_noisy(table):
     outlier = _row(table, 512, "fastpath")
-    assert outlier["epoch_s_median"] == pytest.approx(0.020)
-    assert outlier["epoch_s_max"] == pytest.approx(0.050)
-    assert outlier["noisy"] is True
-    assert any("2.50x the median" in reason for reason in outlier["noise_reasons"])
+    assert outlier.epoch_s_median == pytest.approx(0.020)
+    assert outlier.epoch_s_max == pytest.approx(0.050)
+    assert outlier.noisy is True
+    assert any("2.50x the median" in reason for reason in outlier.noise_reasons)
     for b, loader in [(32, "dataloader"), (32, "fastpath"), (512, "dataloader")]:
-        assert _row(table, b, loader)["noisy"] is False
-        assert _row(table, b, loader)["noise_reasons"] == []
+        assert _row(table, b, loader).noisy is False
+        assert _row(table, b, loader).noise_reasons == ()
 
 
 def test_noise_thresholds_are_passed_through():
     table = aggregate.aggregate_training(records(), ROWS, noise_iqr_ratio=0.8, outlier_factor=3.0)  # IQR/median is 75 %
-    assert not _row(table, 512, "fastpath")["noisy"]
+    assert not _row(table, 512, "fastpath").noisy
     table = aggregate.aggregate_training(records(), ROWS, noise_iqr_ratio=0.001)
-    assert _row(table, 32, "fastpath")["noisy"]
+    assert _row(table, 32, "fastpath").noisy
 
 
 def test_epoch_s_over_fastpath(table):
-    assert _row(table, 32, "dataloader")["epoch_s_over_fastpath"] == pytest.approx(0.29 / 0.100)
-    assert _row(table, 512, "dataloader")["epoch_s_over_fastpath"] == pytest.approx(0.061 / 0.020)
-    assert _row(table, 32, "fastpath")["epoch_s_over_fastpath"] == pytest.approx(1.0)
+    assert _row(table, 32, "dataloader").epoch_s_over_fastpath == pytest.approx(0.29 / 0.100)
+    assert _row(table, 512, "dataloader").epoch_s_over_fastpath == pytest.approx(0.061 / 0.020)
+    assert _row(table, 32, "fastpath").epoch_s_over_fastpath == pytest.approx(1.0)
 
 
 def test_epoch_s_over_fastpath_none_without_fastpath():
-    only_dl = [r for r in records() if r["loader"] == "dataloader"]
+    only_dl = [r for r in records() if r.loader == "dataloader"]
     table = aggregate.aggregate_training(only_dl, ROWS)
-    assert all(r["epoch_s_over_fastpath"] is None for r in table)
+    assert all(r.epoch_s_over_fastpath is None for r in table)
 
 
 def test_other_summaries(table):
     r = _row(table, 32, "fastpath")
-    assert r["threads"] == [1]
-    assert r["loadavg_max"] == pytest.approx(0.7)
-    assert r["warmup_first_over_steady_median"] == pytest.approx(10.0)
-    assert r["mean_train_loss_median"] == pytest.approx(0.45)
-    assert r["eval_accuracy_median"] == pytest.approx(0.9)
-    assert r["same_final_weights_across_variants"] is True
+    assert r.threads == (1,)
+    assert r.loadavg_max == pytest.approx(0.7)
+    assert r.warmup_first_over_steady_median == pytest.approx(10.0)
+    assert r.mean_train_loss_median == pytest.approx(0.45)
+    assert r.eval_accuracy_median == pytest.approx(0.9)
+    assert r.same_final_weights_across_variants is True
 
 
 def test_same_final_weights_false_propagates():
     recs = records()
-    recs[0]["same_final_weights_across_variants"] = False
+    recs[0] = replaced(recs[0], same_final_weights_across_variants=False)
     table = aggregate.aggregate_training(recs, ROWS)
-    assert _row(table, 32, "dataloader")["same_final_weights_across_variants"] is False
-    assert _row(table, 32, "fastpath")["same_final_weights_across_variants"] is True
+    assert _row(table, 32, "dataloader").same_final_weights_across_variants is False
+    assert _row(table, 32, "fastpath").same_final_weights_across_variants is True
 
 
 # --- refusals --------------------------------------------------------------------------
@@ -188,7 +146,7 @@ def test_same_final_weights_false_propagates():
 
 def test_refuses_different_initial_weights():
     recs = records()
-    recs[4]["initial_weights_sha256"] = "c" * 64
+    recs[4] = replaced(recs[4], initial_weights_sha256="c" * 64)
     with pytest.raises(ValueError, match="2 different initial weights"):
         aggregate.aggregate_training(recs, ROWS)
 
@@ -205,7 +163,7 @@ def test_refuses_duplicate_repeat():
 
 def test_refuses_broken_invariant():
     recs = records()
-    recs[2]["invariants"] = dict(recs[2]["invariants"], samples_per_s_eq_samples_over_epoch_s=False)
+    recs[2] = replaced(recs[2], invariants=replaced(recs[2].invariants, samples_per_s_eq_samples_over_epoch_s=False))
     with pytest.raises(ValueError, match="break an invariant"):
         aggregate.aggregate_training(recs, ROWS)
 
@@ -228,26 +186,22 @@ def test_non_finite_records_excluded_from_medians_and_listed():
     recs = records() + [bad]
     table = aggregate.aggregate_training(recs, ROWS)
     cell = _row(table, 32, "fastpath")
-    assert cell["repeats"] == 3
-    assert cell["epoch_s_runs"] == [0.100, 0.101, 0.099]
-    assert cell["epoch_s_median"] == pytest.approx(0.100)
-    assert cell["epoch_s_max"] == pytest.approx(0.101)
+    assert cell.repeats == 3
+    assert cell.epoch_s_runs == (0.100, 0.101, 0.099)
+    assert cell.epoch_s_median == pytest.approx(0.100)
+    assert cell.epoch_s_max == pytest.approx(0.101)
 
-    listed = aggregate.non_finite_records(recs)
+    listed = aggregate.non_finite_runs(recs)
     assert len(listed) == 1
     (entry,) = listed
-    assert set(entry) == {
-        "device", "precision", "placement", "loader", "batch_size", "grad_scaler", "repeat", "nonfinite_step",
-        "final_loss", "mean_train_loss",
-    }
-    assert (entry["batch_size"], entry["loader"], entry["repeat"]) == (32, "fastpath", 3)
-    assert (entry["device"], entry["precision"], entry["placement"], entry["grad_scaler"]) == ("cpu", "fp32", "host", False)
-    assert entry["nonfinite_step"] == 3
-    assert math.isnan(entry["final_loss"]) and math.isnan(entry["mean_train_loss"])
+    assert (entry.batch_size, entry.loader, entry.repeat) == (32, "fastpath", 3)
+    assert (entry.device, entry.precision, entry.placement, entry.grad_scaler) == ("cpu", "fp32", "host", False)
+    assert entry.nonfinite_step == 3
+    assert entry.final_loss is None and entry.mean_train_loss is None  # not finite: null, JSON has no NaN
 
 
 def test_non_finite_records_empty_when_all_finite():
-    assert aggregate.non_finite_records(records()) == []
+    assert aggregate.non_finite_runs(records()) == ()
 
 
 # --- exercise 2 JSON -------------------------------------------------------------------
@@ -340,36 +294,36 @@ def test_aggregate_load_convert_refuses_empty():
 def test_full_path_sums(table, load_table):
     rows = fullpath.full_path(table, load_table)
     assert len(rows) == 2 * len(table)  # benchmark only: 2 formats x 4 training cells
-    assert {r["format"] for r in rows} == {"csv", "parquet"}
-    assert rows == sorted(rows, key=lambda r: (r["format"], r["loader"], r["batch_size"]))
+    assert {r.format for r in rows} == {"csv", "parquet"}
+    assert rows == sorted(rows, key=lambda r: (r.format, r.loader, r.batch_size))
     loads = {r["format"]: r for r in load_table if r["dataset"] == "benchmark"}
-    trains = {(r["batch_size"], r["loader"]): r for r in table}
+    trains = {(r.batch_size, r.loader): r for r in table}
     for r in rows:
-        load, train = loads[r["format"]], trains[(r["batch_size"], r["loader"])]
-        assert r["load_s"] == pytest.approx(load["read_s_median"] + load["to_pandas_s_median"])
-        assert r["convert_s"] == pytest.approx(load["to_numpy_s_median"] + load["to_torch_s_median"])
-        assert r["train_s"] == train["epoch_s_median"]
-        assert r["eval_s"] == train["eval_s_median"]
-        assert r["total_s"] == pytest.approx(r["load_s"] + r["convert_s"] + r["train_s"] + r["eval_s"], rel=1e-12)
-        assert r["train_share"] == pytest.approx(r["train_s"] / r["total_s"])
-        assert r["noisy"] == bool(load["noisy"] or train["noisy"])
+        load, train = loads[r.format], trains[(r.batch_size, r.loader)]
+        assert r.load_s == pytest.approx(load["read_s_median"] + load["to_pandas_s_median"])
+        assert r.convert_s == pytest.approx(load["to_numpy_s_median"] + load["to_torch_s_median"])
+        assert r.train_s == train.epoch_s_median
+        assert r.eval_s == train.eval_s_median
+        assert r.total_s == pytest.approx(r.load_s + r.convert_s + r.train_s + r.eval_s, rel=1e-12)
+        assert r.train_share == pytest.approx(r.train_s / r.total_s)
+        assert r.noisy == bool(load["noisy"] or train.noisy)
     first = rows[0]  # csv, dataloader, B=32
-    assert (first["format"], first["loader"], first["batch_size"]) == ("csv", "dataloader", 32)
-    assert first["total_s"] == pytest.approx(0.051 + 0.003 + 0.00002 + 0.29 + 0.005)
+    assert (first.format, first.loader, first.batch_size) == ("csv", "dataloader", 32)
+    assert first.total_s == pytest.approx(0.051 + 0.003 + 0.00002 + 0.29 + 0.005)
 
 
 def test_full_path_other_dataset(table, load_table):
     rows = fullpath.full_path(table, load_table, dataset="northstar")
     assert len(rows) == len(table)
-    assert {r["format"] for r in rows} == {"csv"}
-    assert all(r["load_s"] == pytest.approx(0.010) for r in rows)
+    assert {r.format for r in rows} == {"csv"}
+    assert all(r.load_s == pytest.approx(0.010) for r in rows)
 
 
 def test_aggregate_does_not_mutate_records():
     recs = records()
-    before = copy.deepcopy(recs)
+    before = list(recs)
     aggregate.aggregate_training(recs, ROWS)
-    assert recs == before
+    assert recs == before  # records are frozen: nothing could change them in place
 
 
 # --- variants: device, precision, placement ---------------------------------------------------
@@ -389,25 +343,25 @@ def gpu_records():
 
 def test_one_row_per_variant():
     table = aggregate.aggregate_training(records() + gpu_records(), ROWS)
-    keys = [tuple(r[k] for k in VARIANT_KEYS) for r in table]
+    keys = [variant_of(r) for r in table]
     assert keys == [
         ("cpu", "fp32", "host", "dataloader", 32), ("cpu", "fp32", "host", "fastpath", 32),
         ("cpu", "fp32", "host", "dataloader", 512), ("cpu", "fp32", "host", "fastpath", 512),
         ("cuda", "fp16", "resident", "fastpath", 32), ("cuda", "fp32", "resident", "fastpath", 32),
     ]
     fp16 = table[4]
-    assert fp16["grad_scaler"] is True and table[5]["grad_scaler"] is False
-    assert fp16["epoch_s_runs"] == [0.008, 0.008, 0.009]
-    assert fp16["peak_memory_bytes_max"] == 2_000_512
-    assert table[5]["peak_memory_bytes_max"] == 3_100_000
-    assert fp16["context_startup_s_median"] == pytest.approx(0.25)
-    assert all(r["peak_memory_bytes_max"] is None and r["context_startup_s_median"] is None for r in table[:4])
+    assert fp16.grad_scaler is True and table[5].grad_scaler is False
+    assert fp16.epoch_s_runs == (0.008, 0.008, 0.009)
+    assert fp16.peak_memory_bytes_max == 2_000_512
+    assert table[5].peak_memory_bytes_max == 3_100_000
+    assert fp16.context_startup_s_median == pytest.approx(0.25)
+    assert all(r.peak_memory_bytes_max is None and r.context_startup_s_median is None for r in table[:4])
 
 
 def test_gpu_cells_do_not_change_the_cpu_rows():
     cpu_only = aggregate.aggregate_training(records(), ROWS)
     mixed = aggregate.aggregate_training(records() + gpu_records(), ROWS)
-    assert [r for r in mixed if r["device"] == "cpu"] == cpu_only
+    assert [r for r in mixed if r.device == "cpu"] == cpu_only
 
 
 def test_loader_overhead_compares_within_a_device_and_precision():
@@ -416,13 +370,13 @@ def test_loader_overhead_compares_within_a_device_and_precision():
     recs += [record(32, "dataloader", rep, t, device="cuda", placement="resident", context_startup_s=0.2)
              for rep, t in enumerate([0.05, 0.05, 0.05])]
     table = aggregate.aggregate_training(recs, ROWS)
-    (gpu_dl,) = [r for r in table if r["device"] == "cuda" and r["loader"] == "dataloader"]
-    assert gpu_dl["epoch_s_over_fastpath"] == pytest.approx(0.05 / 0.010)
-    assert _row([r for r in table if r["device"] == "cpu"], 32, "dataloader")["epoch_s_over_fastpath"] == \
+    (gpu_dl,) = [r for r in table if r.device == "cuda" and r.loader == "dataloader"]
+    assert gpu_dl.epoch_s_over_fastpath == pytest.approx(0.05 / 0.010)
+    assert _row([r for r in table if r.device == "cpu"], 32, "dataloader").epoch_s_over_fastpath == \
         pytest.approx(0.29 / 0.100)
     for r in table:
-        if r["device"] == "cuda" and r["loader"] == "fastpath":
-            assert r["epoch_s_over_fastpath"] == pytest.approx(1.0)
+        if r.device == "cuda" and r.loader == "fastpath":
+            assert r.epoch_s_over_fastpath == pytest.approx(1.0)
 
 
 def test_same_repeat_of_different_variants_is_no_duplicate():
@@ -438,22 +392,21 @@ def test_non_finite_gpu_record_listed_with_its_variant():
     bad = record(32, "fastpath", 1, 0.01, finite=False, device="cuda", precision="fp16", placement="streamed",
                  grad_scaler=False, nonfinite_step=0)
     recs = gpu_records() + [bad]
-    (entry,) = aggregate.non_finite_records(recs)
-    assert entry == {"device": "cuda", "precision": "fp16", "placement": "streamed", "loader": "fastpath", "batch_size": 32,
-                     "grad_scaler": False, "repeat": 1, "nonfinite_step": 0, "final_loss": entry["final_loss"],
-                     "mean_train_loss": entry["mean_train_loss"]}
-    assert math.isnan(entry["final_loss"])
+    (entry,) = aggregate.non_finite_runs(recs)
+    assert (entry.device, entry.precision, entry.placement, entry.loader, entry.batch_size, entry.grad_scaler,
+            entry.repeat, entry.nonfinite_step) == ("cuda", "fp16", "streamed", "fastpath", 32, False, 1, 0)
+    assert entry.final_loss is None
     table = aggregate.aggregate_training(recs, ROWS)
-    assert not [r for r in table if r["placement"] == "streamed"]  # its only repeat was non-finite
+    assert not [r for r in table if r.placement == "streamed"]  # its only repeat was non-finite
 
 
 def test_full_path_cpu_rows_carry_no_transfer_nor_start_up(table, load_table):
     for r in fullpath.full_path(table, load_table):
-        assert r["transfer_s"] == 0.0
-        assert r["startup_s"] == 0.0
-        assert r["total_with_startup_s"] == r["total_s"]
-        assert r["total_min_s"] <= r["total_s"] <= r["total_max_s"]
-        assert (r["device"], r["precision"], r["placement"]) == ("cpu", "fp32", "host")
+        assert r.transfer_s == 0.0
+        assert r.startup_s == 0.0
+        assert r.total_with_startup_s == r.total_s
+        assert r.total_min_s <= r.total_s <= r.total_max_s
+        assert (r.device, r.precision, r.placement) == ("cpu", "fp32", "host")
 
 
 def test_require_keys_names_the_file():
@@ -463,10 +416,3 @@ def test_require_keys_names_the_file():
         aggregate.require_keys({"a": 1}, ("a", "b"), "x.json")
     with pytest.raises(ValueError, match="x.json: expected a JSON object, found list"):
         aggregate.require_keys([1], ("a",), "x.json")
-
-
-def test_real_records_carry_the_required_keys():
-    d = datagen.make_benchmark(40, 3, 0.2, 1)
-    x, y = torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy())
-    real = training.measure_training_job(x, y, 20, 0, training.cpu_variants(["fastpath"]), seed=1, hidden=2, lr=1e-3, warmup_steps=1)[0]
-    aggregate.require_keys(real, aggregate.TRAINING_KEYS, "real")

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import time
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -61,14 +63,14 @@ def _job(repeat: int):
 
 def test_a_repeat_with_a_busy_neighbour_is_flagged(busy_neighbours):
     contaminated = _job(1)
-    assert all(r["foreign_cpu_share"] > aggregate.FOREIGN_CPU_SHARE for r in contaminated)
+    assert all(r.foreign_cpu_share > aggregate.FOREIGN_CPU_SHARE for r in contaminated)
     # Two clean repeats, shaped by the real record, with the share a quiet machine shows.
-    clean = [dict(r, repeat=repeat, foreign_cpu_share=0.01, loadavg_after=r["loadavg_before"])
+    clean = [dataclasses.replace(r, repeat=repeat, foreign_cpu_share=0.01, loadavg_after=r.loadavg_before)
              for repeat in (0, 2) for r in contaminated]
     table = aggregate.aggregate_training(clean + contaminated, 2048)
     for row in table:
-        assert [c["repeat"] for c in row["contaminated"]] == [1]
-        assert "other processes used" in row["contaminated"][0]["reasons"][0]
+        assert [c.repeat for c in row.contaminated] == [1]
+        assert "other processes used" in row.contaminated[0].reasons[0]
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""Decision sheet and verdict claim only what was measured; report, figure and CSV tables."""
+"""Decision sheet and verdict claim only what was measured (records), said in words (render); report,
+figure and CSV tables."""
 
 from __future__ import annotations
 
@@ -8,53 +9,32 @@ import re
 import pytest
 
 from accel_choice.analyze import aggregate, decision, fullpath, loads
-from accel_choice.render import formatting, plots, report
 from accel_choice.io import tables
+from accel_choice.records.decision import Decision
+from accel_choice.render import decision as words
+from accel_choice.render import formatting, report
+from builders_training import environment, environment_report, training_record
 
 ROWS = 8192
 WIDTHS = (32, 48, 1)
 BATCH_SIZES = (32, 512)
+HOST_MEMORY = 16 * 2**30
 
-NO_CUDA = {
-    "is_cuda_available": False,
-    "cuda_compiled_version": None,
-    "torch_version": "2.13.0+cpu",
-    "nvidia_gpu_models": [],
-}
-WITH_CUDA = {
-    "is_cuda_available": True,
-    "cuda_compiled_version": "12.4",
-    "torch_version": "2.13.0+cu124",
-    "nvidia_gpu_models": ["NVIDIA H200"],
-}
+NO_CUDA = environment()
+WITH_CUDA = environment(is_cuda_available=True, cuda_compiled_version="12.4", torch_version="2.13.0+cu124",
+                        nvidia_gpu_models=("NVIDIA H200",))
 
-STEP_TITLES = (
-    "CPU baseline: load, convert, train, eval, repeats",
-    "GPU environment: is_available, CUDA version, GPU name",
-    "Transfer measured on its own (to(device) + synchronize)",
-    "Same model on the GPU, same batches and repeats",
-    "Compare the full path, not only the matrix multiply",
-    "Memory upper bound: Adam fp32 4·P·4 bytes + activations",
-)
+STEP_TITLES = tuple(words.STEP_TITLES[step] for step in range(1, 7))
 
 
 def _train_record(batch_size, loader, repeat, epoch_s, finite=True, *, device="cpu", precision="fp32", placement="host",
                   grad_scaler=False, eval_s=0.004, peak=None, startup=None, nonfinite_step=17):
-    steps = -(-ROWS // batch_size)
-    return {
-        "batch_size": batch_size, "loader": loader, "device": device, "precision": precision, "placement": placement,
-        "grad_scaler": grad_scaler, "samples": ROWS, "steps": steps,
-        "epoch_s": epoch_s, "samples_per_s": ROWS / epoch_s, "epoch_cpu_s": epoch_s, "eval_s": eval_s,
-        "eval_samples": ROWS, "eval_loss": 0.4, "eval_accuracy": 0.9,
-        "final_loss": 0.3 if finite else float("nan"), "mean_train_loss": 0.45 if finite else float("nan"),
-        "finite": finite, "nonfinite_step": None if finite else nonfinite_step, "peak_memory_bytes": peak, "warmup_steps": 50, "warmup_first_step_s": 0.003, "warmup_steady_step_s": 0.0003,
-        "threads": 1, "loadavg_before": [1.25, 0.2, 0.1], "loadavg_after": [1.5, 0.2, 0.1],
-        "initial_weights_sha256": "a" * 64, "final_weights_sha256": "b" * 64,
-        "invariants": {"samples_eq_rows": True, "eval_samples_eq_rows": True,
-                       "steps_eq_ceil_rows_over_batch": True, "samples_per_s_eq_samples_over_epoch_s": True},
-        "repeat": repeat, "position_in_job": 0, "same_final_weights_across_variants": True, "context_startup_s": startup,
-        "foreign_cpu_share": 0.01,
-    }
+    return training_record(batch_size=batch_size, loader=loader, repeat=repeat, epoch_s=epoch_s, rows=ROWS, finite=finite,
+                           device=device, precision=precision, placement=placement, grad_scaler=grad_scaler,
+                           eval_s=eval_s, peak_memory_bytes=peak, context_startup_s=startup,
+                           nonfinite_step=None if finite else nonfinite_step, final_loss=0.3 if finite else None,
+                           loadavg_before=(1.25, 0.2, 0.1), loadavg_after=(1.5, 0.2, 0.1), foreign_cpu_share=0.01,
+                           warmup_first_step_s=0.003, warmup_steady_step_s=0.0003, position_in_job=0)
 
 
 # fastpath: B=32 -> 0.040 s over 256 steps (156.25 µs/step); B=512 -> 0.010 s over 16 steps (625 µs/step)
@@ -100,8 +80,19 @@ def full_path_rows(train_table, load_table):
     return fullpath.full_path(train_table, load_table)
 
 
-def _sheet(train_table, load_table, env):
-    return decision.decision_sheet(train_table, load_table, env, WIDTHS, BATCH_SIZES)
+def _sheet(train_table, load_table, env, **options):
+    return decision.decision_sheet(train_table, load_table, env, WIDTHS, BATCH_SIZES, **options)
+
+
+def _said(sheet, env, probe=None):
+    """Each step's status and evidence in the report's words."""
+    gpu = decision.gpu_visibility(probe, env)
+    return ({s.step: words.status_words(s) for s in sheet}, {s.step: words.evidence_words(s, gpu) for s in sheet})
+
+
+def _verdict(train_table, full_path_rows, env=NO_CUDA, **options):
+    options.setdefault("host_memory_bytes", HOST_MEMORY)
+    return decision.verdict(train_table, full_path_rows, env, WIDTHS, rows=ROWS, **options)
 
 
 # --- decision sheet -----------------------------------------------------------------------
@@ -109,121 +100,132 @@ def _sheet(train_table, load_table, env):
 
 def test_sheet_without_cuda(train_table, load_table):
     sheet = _sheet(train_table, load_table, NO_CUDA)
-    assert [s["step"] for s in sheet] == ["1", "2", "3", "4", "5", "6"]
-    assert tuple(s["title"] for s in sheet) == STEP_TITLES
-    status = {s["step"]: s["status"] for s in sheet}
-    assert status["1"] == "measured"
-    assert status["2"] == "checked"
-    assert status["3"] == "not measurable here"
-    assert status["4"] == "not measurable here"
-    assert status["5"] == "CPU side measured; GPU side not measurable here"
-    assert status["6"] == "computed"
-    evidence = {s["step"]: s["evidence"] for s in sheet}
-    assert evidence["1"] == "2 load/convert cells and 4 training cells, repeats [3]"
-    assert evidence["2"] == "no CUDA device visible (torch 2.13.0+cpu, CUDA build: none)"
-    assert evidence["6"] == "26,128 bytes + 165,888 bytes of forward activations at B=512"
+    assert [s.step for s in sheet] == [1, 2, 3, 4, 5, 6]
+    assert [(s.status, s.missing) for s in sheet] == [
+        ("measured", None), ("checked", None), ("missing", "not_measurable_here"), ("missing", "not_measurable_here"),
+        ("cpu_measured_gpu_missing", "not_measurable_here"), ("computed", None)]
+    assert sheet[5].value("adam_bytes") == 26_128 and sheet[5].value("activation_bytes") == 165_888
+    status, evidence = _said(sheet, NO_CUDA)
+    assert status[3] == status[4] == "not measurable here"
+    assert status[5] == "CPU side measured; GPU side not measurable here"
+    assert evidence[1] == "2 load/convert cells and 4 training cells, repeats [3]"
+    assert evidence[2] == "no CUDA device visible (torch 2.13.0+cpu, CUDA build: none)"
+    assert evidence[6] == "26,128 bytes + 165,888 bytes of forward activations at B=512"
 
 
 def test_sheet_with_cuda_visible_and_accelerator_off(train_table, load_table):
     """CUDA visible but GPU timing switched off: the sheet says why, never "not measurable here"."""
-    sheet = decision.decision_sheet(train_table, load_table, WITH_CUDA, WIDTHS, BATCH_SIZES, accelerator="off")
-    status = {s["step"]: s["status"] for s in sheet}
-    assert status["3"] == status["4"] == "not measured (accelerator: off)"
-    assert "not measurable here" not in status["3"]
-    assert status["5"] == "CPU side measured; GPU side not measured (accelerator: off)"
-    evidence = {s["step"]: s["evidence"] for s in sheet}
-    assert evidence["2"] == "CUDA 12.4 visible: NVIDIA H200"
+    sheet = _sheet(train_table, load_table, WITH_CUDA, accelerator="off")
+    assert sheet[2].missing == sheet[3].missing == "accelerator_off"
+    status, evidence = _said(sheet, WITH_CUDA)
+    assert status[3] == status[4] == "not measured (accelerator: off)"
+    assert status[5] == "CPU side measured; GPU side not measured (accelerator: off)"
+    assert evidence[2] == "CUDA 12.4 visible: NVIDIA H200"
 
 
 def test_sheet_with_cuda_visible_but_no_gpu_rows_does_not_claim_not_measurable(train_table, load_table):
     sheet = _sheet(train_table, load_table, WITH_CUDA)
-    status = {s["step"]: s["status"] for s in sheet}
-    assert {s["step"]: s["evidence"] for s in sheet}["2"] == "CUDA 12.4 visible: NVIDIA H200"
-    assert "not measurable here" not in status["3"]
-    assert "not measurable here" not in status["4"]
-    assert status["3"] == status["4"] == decision.NOT_RUN
+    status, evidence = _said(sheet, WITH_CUDA)
+    assert evidence[2] == "CUDA 12.4 visible: NVIDIA H200"
+    assert sheet[2].missing == sheet[3].missing == "not_planned"
+    assert status[3] == status[4] == "not measured in this run: a GPU is visible, but no GPU job was planned"
 
 
 # --- verdict ----------------------------------------------------------------------------
 
 
 def test_verdict_without_cuda(train_table, full_path_rows):
-    v = decision.verdict(train_table, full_path_rows, NO_CUDA, WIDTHS)
-    assert v["device"] == "CPU"
-    assert v["gpu_measured"] is False
-    assert v["cuda_visible"] is False
-    assert "theoretical" in v["claim"]
-    assert "no speedup is claimed" in v["claim"]
-    assert "No CUDA device was visible" in v["claim"]
+    v = _verdict(train_table, full_path_rows)
+    assert (v.device, v.outcome, v.gpu_measured, v.gpu.visible, v.comparison) == ("CPU", "no_gpu_visible", False, False, None)
+    claim = words.claim(v)
+    assert "theoretical" in claim and "no speedup is claimed" in claim and "No CUDA device was visible" in claim
 
 
 def test_verdict_with_cuda_claims_no_speedup(train_table, full_path_rows):
-    v = decision.verdict(train_table, full_path_rows, WITH_CUDA, WIDTHS)
-    assert v["device"] == "CPU"
-    assert v["gpu_measured"] is False
-    assert v["cuda_visible"] is True
-    assert "no GPU timing was taken" in v["claim"]
-    assert "no speedup is claimed" in v["claim"]
-    assert "NVIDIA H200" in v["claim"]
-    assert "theoretical" not in v["claim"]
+    v = _verdict(train_table, full_path_rows, WITH_CUDA)
+    assert (v.device, v.outcome, v.gpu_measured, v.gpu.visible) == ("CPU", "gpu_visible_not_measured", False, True)
+    claim = words.claim(v)
+    assert "no GPU timing was taken" in claim and "no speedup is claimed" in claim and "NVIDIA H200" in claim
+    assert "theoretical" not in claim
 
 
 def test_verdict_reasons_carry_the_numbers(train_table, full_path_rows):
-    reasons = decision.verdict(train_table, full_path_rows, NO_CUDA, WIDTHS)["reasons"]
-    assert len(reasons) == 4
+    v = _verdict(train_table, full_path_rows)
     # fastest full path: parquet (4 + 1 + 1 + 0.01 ms) + fastpath B=512 (10 ms) + eval 4 ms = 20.01 ms
-    best = min(full_path_rows, key=lambda r: r["total_s"])
-    assert (best["format"], best["loader"], best["batch_size"]) == ("parquet", "fastpath", 512)
-    assert reasons[0].startswith("Fastest CPU full path: parquet + fastpath at B=512, 20.0 ms per epoch")
+    best = v.fastest_cpu_path
+    assert (best.format, best.loader, best.batch_size) == ("parquet", "fastpath", 512)
+    assert best == min(full_path_rows, key=lambda r: r.total_s)
     # 3 x 3168 x 8192 FLOP = 77.9 MFLOP in 10 ms
+    assert v.fastest_cpu_epoch.flop_3x == 77_856_768 and v.fastest_cpu_epoch.epoch_s == pytest.approx(0.010)
+    # 625 µs / 156.25 µs per step = 4.0x for 16x the samples: a fixed per-step cost dominates
+    assert v.scaling.samples_ratio == 16 and v.scaling.step_time_ratio == pytest.approx(4.0) and v.scaling.overhead_bound
+    reasons = words.reasons(v)
+    assert len(reasons) == 4
+    assert reasons[0].startswith("Fastest CPU full path: parquet + fastpath at B=512, 20.0 ms per epoch")
     assert "~78 MFLOP in 10.0 ms: 7.79 GFLOP/s achieved" in reasons[1]
-    # 625 µs / 156.25 µs per step = 4.0x for 16x the samples
-    assert "From B=32 to B=512 (16× the samples per step) the time per optimizer step grew 4.0×" in reasons[2]
-    assert reasons[3] == "Memory never forces a GPU here: the Adam fp32 bound is 26,128 bytes."
+    assert reasons[2] == ("From B=32 to B=512 (16× the samples per step) the time per optimizer step grew 4.0×: the step "
+                          "is bound by fixed per-step overhead (Python, dispatch), which a faster arithmetic unit does not "
+                          "remove.")
+    # Adam 26,128 + 2 × 165,888 activations at B=512 + the 8,192 × 33 fp32 matrix = 1,439,248 bytes
+    assert (v.memory.bound_bytes, v.memory.fits_host, v.memory.fits_device) == (1_439_248, True, None)
+    assert reasons[3] == ("Memory does not decide here: the Adam fp32 state (26,128 bytes), forward and backward "
+                          "activations at B=512 (331,776 bytes) and the data matrix (1,081,344 bytes) need 1,439,248 "
+                          "bytes, within this host's 17,179,869,184 bytes.")
+
+
+def test_step_scaling_says_overhead_only_when_the_step_time_shows_it(train_records):
+    """A step that grew with the batch (here 15× for 16× the samples) is not called overhead-bound."""
+    grown = [_train_record(b, "fastpath", i, t) for b, t in ((32, 0.040), (512, 0.040 * 15 / 16)) for i in range(3)]
+    scaling = decision.step_scaling(aggregate.aggregate_training(grown, ROWS))
+    assert scaling.step_time_ratio == pytest.approx(15.0) and not scaling.overhead_bound
+    single = decision.step_scaling(aggregate.aggregate_training(grown[:3], ROWS))
+    assert single is None  # one batch size: no growth to state
+
+
+def test_memory_sentence_names_a_machine_that_is_too_small(train_table, full_path_rows):
+    small = _verdict(train_table, full_path_rows, host_memory_bytes=1_000_000)
+    assert small.memory.fits_host is False
+    assert words.reasons(small)[3].startswith("Memory decides: ") and "more than this host's 1,000,000 bytes" in \
+        words.reasons(small)[3]
+    unknown = _verdict(train_table, full_path_rows, host_memory_bytes=None)
+    assert unknown.memory.fits_host is None and "is not known, so memory is not compared" in words.reasons(unknown)[3]
 
 
 # --- report ---------------------------------------------------------------------------
 
 
-def _environment():
-    quick = {
-        "cpu_model": "Test CPU 9000", "logical_cores": 8, "affinity_cores": 2, "os": "Linux 6.1",
-        "python_version": "3.12.1", "torch_version": "2.13.0+cpu", "cuda_compiled_version": None,
-        "is_cuda_available": False, "nvidia_gpu_models": [],
-        "packages": {"torch": "2.13.0", "numpy": "2.4.6"},
-        "workflow": {"commit": "0123456789abcdef", "dirty": True},
-    }
-    return {"quick": quick, "collect_env": {"os": "Ubuntu 24.04 (x86_64)"}}
-
-
 def _datasets():
-    return [
-        {
-            "name": "benchmark", "rows": ROWS, "feature_columns": [f"x{i:02d}" for i in range(32)], "positive_rate": 0.5012,
-            "matrix_sha256": "f00d" * 16,
-            "export": {"files": {"parquet": {"bytes": 1_100_000, "sha256": "c" * 64}, "csv": {"bytes": 2_000_000, "sha256": "d" * 64}}},
-        }
-    ]
+    meta = {"name": "benchmark", "rows": ROWS, "feature_columns": [f"x{i:02d}" for i in range(32)], "positive_rate": 0.5012,
+            "matrix_sha256": "f00d" * 16}
+    export = {"files": {"parquet": {"bytes": 1_100_000, "sha256": "c" * 64}, "csv": {"bytes": 2_000_000, "sha256": "d" * 64}}}
+    return decision.data_table([(meta, export)])
+
+
+def _inputs(train_records, load_table, *, env, probe=None, transfers=None, accelerator="auto"):
+    table = aggregate.aggregate_training(train_records, ROWS)
+    rows = fullpath.full_path(table, load_table, transfers)
+    decided = Decision(
+        verdict=_verdict(table, rows, env, probe=probe),
+        sheet=decision.decision_sheet(table, load_table, env, WIDTHS, BATCH_SIZES, probe=probe, transfers=transfers,
+                                      accelerator=accelerator),
+        full_path=tuple(rows), gpu_memory=decision.gpu_memory(table, WIDTHS, ROWS), environment=env)
+    return report.ReportInputs(
+        decision=decided, environment=environment_report(env, os="Ubuntu 24.04 (x86_64)"), data=_datasets(),
+        theory=decision.theory_table(table, WIDTHS, ROWS, BATCH_SIZES, 8), train_table=table,
+        non_finite=aggregate.non_finite_runs(train_records), load_table=load_table, seed=20261020,
+        noise_iqr_ratio=0.10, outlier_factor=2.0, accelerator=accelerator, probe=probe, transfers=transfers,
+    )
 
 
 @pytest.fixture(scope="module")
-def rendered(train_records, train_table, load_table, full_path_rows):
-    env = _environment()
-    inputs = report.ReportInputs(
-        environment=env, datasets=_datasets(), train_table=train_table, load_table=load_table,
-        full_path_rows=full_path_rows, non_finite=aggregate.non_finite_records(train_records),
-        sheet=_sheet(train_table, load_table, env["quick"]),
-        verdict=decision.verdict(train_table, full_path_rows, env["quick"], WIDTHS),
-        widths=WIDTHS, rows=ROWS, batch_sizes=BATCH_SIZES, bandwidth_gb_s=8, seed=20261020,
-        noise_iqr_ratio=0.10, outlier_factor=2.0,
-    )
-    return report.render(inputs)
+def rendered(train_records, load_table):
+    return report.render(_inputs(train_records, load_table, env=NO_CUDA))
 
 
 def test_report_verdict_and_claim(rendered):
     assert rendered.startswith("# accel-choice: is a CPU enough for this training job?\n")
     assert "**Verdict: CPU.** No CUDA device was visible: the GPU plan is theoretical and no speedup is claimed." in rendered
-    assert "- Memory never forces a GPU here: the Adam fp32 bound is 26,128 bytes." in rendered
+    assert "- Memory does not decide here: the Adam fp32 state (26,128 bytes)" in rendered
     assert rendered.endswith("\n")
 
 
@@ -285,7 +287,7 @@ def test_report_table_helper():
 
 def test_decision_figure_writes_png_and_svg(tmp_path, train_table, full_path_rows):
     png, svg = tmp_path / "fig" / "decision.png", tmp_path / "fig" / "decision.svg"
-    plots.decision_figure(train_table, full_path_rows, png, svg, title="test figure")
+    words.decision_figure(train_table, full_path_rows, png, svg, title="test figure")
     assert png.stat().st_size > 1000
     assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     text = svg.read_text()
@@ -312,7 +314,7 @@ def test_write_csv_of_aggregated_table_has_one_line_per_row(tmp_path, train_tabl
     assert len(lines) == 1 + len(train_table)
     with open(path, newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert rows[0]["epoch_s_runs"] == "0.12;0.121;0.119"
+    assert rows[0]["epoch_s_runs"] == "0.12;0.121;0.119"  # a record's tuple, joined like a list
     assert rows[0]["threads"] == "1"
 
 
@@ -409,7 +411,10 @@ def _gpu_case(train_records, load_table, scenario, transfers=None):
 
 
 def _one(rows, **where):
-    (row,) = [r for r in rows if all(r[k] == v for k, v in where.items())]
+    def get(row, key):  # transfer copies are dicts, full-path rows records
+        return row[key] if isinstance(row, dict) else getattr(row, key)
+
+    (row,) = [r for r in rows if all(get(r, k) == v for k, v in where.items())]
     return row
 
 
@@ -453,19 +458,19 @@ def test_full_path_transfer_per_placement(train_records, load_table):
     resident = _one(rows, device="cuda", format="parquet", placement="resident")
     streamed = _one(rows, device="cuda", format="parquet", placement="streamed")
     # resident: the matrix and the target host->device once + the predictions device->host
-    assert resident["transfer_s"] == pytest.approx(100e-6 + TARGET_S + 20e-6)
-    assert streamed["transfer_s"] == pytest.approx(20e-6)  # its batch copies are inside the epoch
-    assert all(r["transfer_s"] == 0.0 and r["startup_s"] == 0.0 for r in rows if r["device"] == "cpu")
-    assert resident["total_s"] == pytest.approx(PARQUET_FIXED + 120e-6 + TARGET_S + 0.002 + 0.0005)
-    assert resident["total_min_s"] == pytest.approx(PARQUET_FIXED + 90e-6 + TARGET_S + 18e-6 + 0.0019 + 0.0005)
-    assert resident["total_max_s"] == pytest.approx(PARQUET_FIXED + 120e-6 + TARGET_S + 25e-6 + 0.0021 + 0.0005)
-    assert streamed["total_min_s"] == pytest.approx(PARQUET_FIXED + 18e-6 + 0.0029 + 0.0005)
+    assert resident.transfer_s == pytest.approx(100e-6 + TARGET_S + 20e-6)
+    assert streamed.transfer_s == pytest.approx(20e-6)  # its batch copies are inside the epoch
+    assert all(r.transfer_s == 0.0 and r.startup_s == 0.0 for r in rows if r.device == "cpu")
+    assert resident.total_s == pytest.approx(PARQUET_FIXED + 120e-6 + TARGET_S + 0.002 + 0.0005)
+    assert resident.total_min_s == pytest.approx(PARQUET_FIXED + 90e-6 + TARGET_S + 18e-6 + 0.0019 + 0.0005)
+    assert resident.total_max_s == pytest.approx(PARQUET_FIXED + 120e-6 + TARGET_S + 25e-6 + 0.0021 + 0.0005)
+    assert streamed.total_min_s == pytest.approx(PARQUET_FIXED + 18e-6 + 0.0029 + 0.0005)
     for r in rows:
-        assert r["total_s"] == pytest.approx(r["load_s"] + r["convert_s"] + r["transfer_s"] + r["train_s"] + r["eval_s"])
-        expected_startup = 0.001 if r["device"] == "cuda" else 0.0
-        assert r["startup_s"] == pytest.approx(expected_startup)
-        assert r["total_with_startup_s"] == pytest.approx(r["total_s"] + expected_startup)
-    assert [r["device"] for r in rows] == sorted(r["device"] for r in rows)
+        assert r.total_s == pytest.approx(r.load_s + r.convert_s + r.transfer_s + r.train_s + r.eval_s)
+        expected_startup = 0.001 if r.device == "cuda" else 0.0
+        assert r.startup_s == pytest.approx(expected_startup)
+        assert r.total_with_startup_s == pytest.approx(r.total_s + expected_startup)
+    assert [r.device for r in rows] == sorted(r.device for r in rows)
 
 
 def test_full_path_refuses_transfers_without_a_needed_copy(train_records, load_table):
@@ -482,19 +487,19 @@ def test_full_path_refuses_transfers_without_a_needed_copy(train_records, load_t
 def test_compare_devices_numbers(train_records, load_table):
     _, rows, _ = _gpu_case(train_records, load_table, "gpu_wins")
     c = decision.compare_devices(rows, 1.5)
-    cpu, gpu = c["cpu"], c["gpu"]
-    assert (cpu["device"], cpu["format"], cpu["loader"], cpu["batch_size"]) == ("cpu", "parquet", "fastpath", 512)
-    assert (gpu["device"], gpu["format"], gpu["placement"]) == ("cuda", "parquet", "resident")
-    assert cpu["total_s"] == pytest.approx(CPU_BEST_TOTAL)
-    assert c["speedup"] == pytest.approx(cpu["total_s"] / gpu["total_with_startup_s"], rel=1e-12)
-    assert c["speedup"] == pytest.approx(0.02001 / (0.00963 + TARGET_S))
-    assert c["speedup_without_startup"] == pytest.approx(cpu["total_s"] / gpu["total_s"])
-    assert c["speedup_range"] == pytest.approx([CPU_BEST_MIN / (gpu["total_max_s"] + 0.001),
-                                                CPU_BEST_MAX / (gpu["total_min_s"] + 0.001)])
-    assert c["break_even_epochs"] == pytest.approx(gpu["startup_s"] / (cpu["total_s"] - gpu["total_s"]), rel=1e-12)
-    assert c["spreads_overlap"] is False
-    assert c["gpu_wins"] is True
-    assert c["threshold"] == 1.5
+    cpu, gpu = c.cpu, c.gpu
+    assert (cpu.device, cpu.format, cpu.loader, cpu.batch_size) == ("cpu", "parquet", "fastpath", 512)
+    assert (gpu.device, gpu.format, gpu.placement) == ("cuda", "parquet", "resident")
+    assert cpu.total_s == pytest.approx(CPU_BEST_TOTAL)
+    assert c.speedup == pytest.approx(cpu.total_s / gpu.total_with_startup_s, rel=1e-12)
+    assert c.speedup == pytest.approx(0.02001 / (0.00963 + TARGET_S))
+    assert c.speedup_without_startup == pytest.approx(cpu.total_s / gpu.total_s)
+    assert [c.speedup_low, c.speedup_high] == pytest.approx([CPU_BEST_MIN / (gpu.total_max_s + 0.001),
+                                                            CPU_BEST_MAX / (gpu.total_min_s + 0.001)])
+    assert c.break_even_epochs == pytest.approx(gpu.startup_s / (cpu.total_s - gpu.total_s), rel=1e-12)
+    assert c.spreads_overlap is False
+    assert c.gpu_wins is True
+    assert c.threshold == 1.5
 
 
 def test_compare_devices_break_even_with_a_large_start_up(train_records, load_table):
@@ -502,13 +507,13 @@ def test_compare_devices_break_even_with_a_large_start_up(train_records, load_ta
     transfers = _transfers(startups=(0.05, 0.05, 0.05))
     table, rows, _ = _gpu_case(train_records, load_table, "gpu_wins", transfers)
     c = decision.compare_devices(rows, 1.5)
-    assert c["speedup"] < 1 < c["speedup_without_startup"]
-    assert c["break_even_epochs"] == pytest.approx(0.05 / (CPU_BEST_TOTAL - c["gpu"]["total_s"]))
-    assert c["break_even_epochs"] == pytest.approx(0.05 / (0.02001 - 0.00863 - TARGET_S))
-    v = decision.verdict(table, rows, NO_CUDA, WIDTHS, probe=GPU_PROBE)
-    assert v["device"] == "CPU"
-    assert v["reasons"][-1] == ("Per epoch (start-up excluded) the GPU path is faster; the start-up is repaid after "
-                                "4.4 epochs of this size.")
+    assert c.speedup < 1 < c.speedup_without_startup
+    assert c.break_even_epochs == pytest.approx(0.05 / (CPU_BEST_TOTAL - c.gpu.total_s))
+    assert c.break_even_epochs == pytest.approx(0.05 / (0.02001 - 0.00863 - TARGET_S))
+    v = _verdict(table, rows, probe=GPU_PROBE)
+    assert v.device == "CPU" and v.outcome == "below_threshold"
+    assert words.reasons(v)[-1] == ("Per epoch (start-up excluded) the GPU path is faster; the start-up is repaid after "
+                                    "4.4 epochs of this size.")
 
 
 def test_compare_devices_none_without_gpu_rows(full_path_rows):
@@ -517,51 +522,51 @@ def test_compare_devices_none_without_gpu_rows(full_path_rows):
 
 def test_verdict_gpu_clearly_faster(train_records, load_table):
     table, rows, _ = _gpu_case(train_records, load_table, "gpu_wins")
-    v = decision.verdict(table, rows, NO_CUDA, WIDTHS, probe=GPU_PROBE, threshold=1.5)
-    assert v["device"] == "GPU"
-    assert v["gpu_measured"] is True
-    assert v["cuda_visible"] is True
-    assert v["comparison"]["gpu_wins"] is True
-    assert "speedup 2.08×" in v["claim"]
-    assert "CUDA fp32 resident at B=512" in v["claim"]
-    assert "This exceeds the 1.5× threshold and the spreads do not overlap." in v["claim"]
-    assert "does not pay off" not in v["claim"]
-    assert len(v["reasons"]) == 5 and "repaid after 0.1 epochs" in v["reasons"][-1]
+    v = _verdict(table, rows, probe=GPU_PROBE, threshold=1.5)
+    assert v.device == "GPU"
+    assert v.gpu_measured is True
+    assert v.gpu.visible is True
+    assert v.comparison.gpu_wins is True
+    assert "speedup 2.08×" in words.claim(v)
+    assert "CUDA fp32 resident at B=512" in words.claim(v)
+    assert "This exceeds the 1.5× threshold and the spreads do not overlap." in words.claim(v)
+    assert "does not pay off" not in words.claim(v)
+    assert len(words.reasons(v)) == 5 and "repaid after 0.1 epochs" in words.reasons(v)[-1]
 
 
 def test_verdict_threshold_is_used(train_records, load_table):
     table, rows, _ = _gpu_case(train_records, load_table, "gpu_wins")
-    v = decision.verdict(table, rows, NO_CUDA, WIDTHS, probe=GPU_PROBE, threshold=3)
-    assert v["device"] == "CPU"
-    assert v["claim"].endswith("The GPU does not pay off: below the 3× threshold.")
+    v = _verdict(table, rows, probe=GPU_PROBE, threshold=3)
+    assert v.device == "CPU"
+    assert words.claim(v).endswith("The GPU does not pay off: below the 3× threshold.")
 
 
 def test_verdict_gpu_slower(train_records, load_table):
     table, rows, _ = _gpu_case(train_records, load_table, "gpu_slower")
-    v = decision.verdict(table, rows, NO_CUDA, WIDTHS, probe=GPU_PROBE)
-    assert v["device"] == "CPU"
-    assert v["gpu_measured"] is True
-    assert v["comparison"]["speedup"] < 1
-    assert v["comparison"]["break_even_epochs"] is None
-    assert v["claim"].endswith("The GPU does not pay off: below the 1.5× threshold.")
-    assert len(v["reasons"]) == 4  # no break-even: the GPU is not faster per epoch
+    v = _verdict(table, rows, probe=GPU_PROBE)
+    assert v.device == "CPU"
+    assert v.gpu_measured is True
+    assert v.comparison.speedup < 1
+    assert v.comparison.break_even_epochs is None
+    assert words.claim(v).endswith("The GPU does not pay off: below the 1.5× threshold.")
+    assert len(words.reasons(v)) == 4  # no break-even: the GPU is not faster per epoch
 
 
 def test_verdict_faster_median_but_spreads_overlap(train_records, load_table):
     table, rows, _ = _gpu_case(train_records, load_table, "overlap")
-    v = decision.verdict(table, rows, NO_CUDA, WIDTHS, probe=GPU_PROBE)
-    c = v["comparison"]
-    assert c["speedup"] == pytest.approx(0.02001 / (0.01263 + TARGET_S))
-    assert c["speedup"] > 1.5
-    assert c["spreads_overlap"] is True
-    assert c["gpu"]["total_max_s"] + c["gpu"]["startup_s"] >= c["cpu"]["total_min_s"]
-    assert v["device"] == "CPU"
-    assert v["gpu_measured"] is True
-    assert v["claim"].endswith("The GPU does not pay off: the CPU and GPU spreads overlap.")
+    v = _verdict(table, rows, probe=GPU_PROBE)
+    c = v.comparison
+    assert c.speedup == pytest.approx(0.02001 / (0.01263 + TARGET_S))
+    assert c.speedup > 1.5
+    assert c.spreads_overlap is True
+    assert c.gpu.total_max_s + c.gpu.startup_s >= c.cpu.total_min_s
+    assert v.device == "CPU"
+    assert v.gpu_measured is True
+    assert words.claim(v).endswith("The GPU does not pay off: the CPU and GPU spreads overlap.")
 
 
 @pytest.mark.parametrize(
-    ("probe", "visible", "words", "absent"),
+    ("probe", "visible", "said", "absent"),
     [
         (NO_DEVICE_PROBE, False, "No CUDA device was visible: the GPU plan is theoretical and no speedup is claimed.",
          "no GPU timing was taken"),
@@ -571,16 +576,16 @@ def test_verdict_faster_median_but_spreads_overlap(train_records, load_table):
     ],
     ids=["no device", "cuda", "mps"],
 )
-def test_verdict_without_gpu_rows_from_the_probe(train_table, full_path_rows, probe, visible, words, absent):
+def test_verdict_without_gpu_rows_from_the_probe(train_table, full_path_rows, probe, visible, said, absent):
     # the environment record says the opposite: the probe, when given, is what counts
     env = WITH_CUDA if not visible else NO_CUDA
-    v = decision.verdict(train_table, full_path_rows, env, WIDTHS, probe=probe)
-    assert v["device"] == "CPU"
-    assert v["gpu_measured"] is False
-    assert v["cuda_visible"] is visible
-    assert v["comparison"] is None
-    assert words in v["claim"]
-    assert absent not in v["claim"]
+    v = _verdict(train_table, full_path_rows, env, probe=probe)
+    assert v.device == "CPU"
+    assert v.gpu_measured is False
+    assert v.gpu.visible is visible
+    assert v.comparison is None
+    assert said in words.claim(v)
+    assert absent not in words.claim(v)
 
 
 # --- decision sheet with the GPU measured ------------------------------------------------------
@@ -594,35 +599,34 @@ def test_memory_bound_bytes():
 
 def test_sheet_with_gpu_measured(train_records, load_table):
     table, _, transfers = _gpu_case(train_records, load_table, "gpu_wins")
-    sheet = decision.decision_sheet(table, load_table, NO_CUDA, WIDTHS, BATCH_SIZES, probe=GPU_PROBE, transfers=transfers)
-    assert tuple(s["title"] for s in sheet) == STEP_TITLES
-    status = {s["step"]: s["status"] for s in sheet}
-    evidence = {s["step"]: s["evidence"] for s in sheet}
-    assert status == {"1": "measured", "2": "checked", "3": "measured", "4": "measured", "5": "measured on both devices",
-                      "6": "computed and measured"}
-    assert evidence["1"] == "2 load/convert cells and 4 training cells, repeats [3]"  # CPU cells only
-    assert evidence["2"] == "CUDA 12.8 visible: NVIDIA H200 (driver 570.86.15)"
-    assert evidence["3"] == "matrix host→device 10.49 GB/s pageable; context start-up 1 ms (fixed cost)"
-    assert evidence["4"] == "2 GPU cells: fp32/resident, fp32/streamed"
+    sheet = _sheet(table, load_table, NO_CUDA, probe=GPU_PROBE, transfers=transfers)
+    assert [s.status for s in sheet] == ["measured", "checked", "measured", "measured", "measured_on_both_devices",
+                                         "computed_and_measured"]
+    assert sheet[2].value("matrix_gb_per_s") == pytest.approx(MATRIX_BYTES / 100e-6 / 1e9)
+    status, evidence = _said(sheet, NO_CUDA, GPU_PROBE)
+    assert status == {1: "measured", 2: "checked", 3: "measured", 4: "measured", 5: "measured on both devices",
+                      6: "computed and measured"}
+    assert evidence[1] == "2 load/convert cells and 4 training cells, repeats [3]"  # CPU cells only
+    assert evidence[2] == "CUDA 12.8 visible: NVIDIA H200 (driver 570.86.15)"
+    assert evidence[3] == "matrix host→device 10.49 GB/s pageable; context start-up 1 ms (fixed cost)"
+    assert evidence[4] == "2 GPU cells: fp32/resident, fp32/streamed"
     peak = GPU_PEAK + MATRIX_BYTES
-    assert evidence["6"].endswith(f"at B=512; measured peak {peak:,} bytes (torch.cuda.max_memory_allocated)")
+    assert evidence[6].endswith(f"at B=512; measured peak {peak:,} bytes (torch.cuda.max_memory_allocated)")
 
 
 def test_sheet_with_accelerator_off(train_table, load_table):
-    sheet = decision.decision_sheet(train_table, load_table, NO_CUDA, WIDTHS, BATCH_SIZES, probe=GPU_PROBE,
-                                    accelerator="off")
-    status = {s["step"]: s["status"] for s in sheet}
-    assert status["3"] == status["4"] == "not measured (accelerator: off)"
-    assert status["5"] == "CPU side measured; GPU side not measured (accelerator: off)"
-    assert status["6"] == "computed"
+    sheet = _sheet(train_table, load_table, NO_CUDA, probe=GPU_PROBE, accelerator="off")
+    status, _ = _said(sheet, NO_CUDA, GPU_PROBE)
+    assert status[3] == status[4] == "not measured (accelerator: off)"
+    assert status[5] == "CPU side measured; GPU side not measured (accelerator: off)"
+    assert status[6] == "computed"
 
 
 def test_sheet_without_gpu_rows_from_the_probe(train_table, load_table):
-    sheet = decision.decision_sheet(train_table, load_table, WITH_CUDA, WIDTHS, BATCH_SIZES, probe=NO_DEVICE_PROBE)
-    status = {s["step"]: s["status"] for s in sheet}
-    assert status["3"] == status["4"] == "not measurable here"
-    assert {s["step"]: s["evidence"] for s in sheet}["2"] == \
-        "no CUDA or MPS device visible (torch 2.13.0+cpu, CUDA build: none)"
+    sheet = _sheet(train_table, load_table, WITH_CUDA, probe=NO_DEVICE_PROBE)
+    status, evidence = _said(sheet, WITH_CUDA, NO_DEVICE_PROBE)
+    assert status[3] == status[4] == "not measurable here"
+    assert evidence[2] == "no CUDA or MPS device visible (torch 2.13.0+cpu, CUDA build: none)"
 
 
 # --- the report with and without the GPU ------------------------------------------------------
@@ -635,18 +639,7 @@ GPU_HEADINGS = ("GPU training: one epoch (ms, medians over repeats)",
 
 def _render(train_records, load_table, *, gpu, transfers, probe, accelerator="auto"):
     recs = train_records + (_gpu_records(*SCENARIOS["gpu_wins"], non_finite=True) if gpu else [])
-    table = aggregate.aggregate_training(recs, ROWS)
-    rows = fullpath.full_path(table, load_table, transfers)
-    env = _environment()
-    return report.render(report.ReportInputs(
-        environment=env, datasets=_datasets(), train_table=table, load_table=load_table, full_path_rows=rows,
-        non_finite=aggregate.non_finite_records(recs),
-        sheet=decision.decision_sheet(table, load_table, env["quick"], WIDTHS, BATCH_SIZES, probe=probe,
-                                      transfers=transfers, accelerator=accelerator),
-        verdict=decision.verdict(table, rows, env["quick"], WIDTHS, probe=probe),
-        widths=WIDTHS, rows=ROWS, batch_sizes=BATCH_SIZES, bandwidth_gb_s=8, seed=20261020,
-        noise_iqr_ratio=0.10, outlier_factor=2.0, probe=probe, transfers=transfers, accelerator=accelerator,
-    ))
+    return report.render(_inputs(recs, load_table, env=NO_CUDA, probe=probe, transfers=transfers, accelerator=accelerator))
 
 
 @pytest.fixture(scope="module")
@@ -717,7 +710,7 @@ def test_decision_figure_with_gpu_rows(tmp_path, train_records, load_table):
     table, rows, _ = _gpu_case(train_records, load_table, "gpu_wins")
     png, svg = tmp_path / "decision.png", tmp_path / "decision.svg"
     with matplotlib.rc_context({"svg.fonttype": "none"}):  # text as text, so the labels can be read back
-        plots.decision_figure(table, rows, png, svg, title="gpu figure")
+        words.decision_figure(table, rows, png, svg, title="gpu figure")
     assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and png.stat().st_size > 1000
     text = svg.read_text()
     assert "<svg" in text and text.rstrip().endswith("</svg>")
@@ -732,7 +725,7 @@ def test_decision_figure_without_gpu_rows_has_no_gpu_series(tmp_path, train_tabl
     matplotlib = pytest.importorskip("matplotlib")
     svg = tmp_path / "decision.svg"
     with matplotlib.rc_context({"svg.fonttype": "none"}):
-        plots.decision_figure(train_table, full_path_rows, tmp_path / "decision.png", svg, title="cpu figure")
+        words.decision_figure(train_table, full_path_rows, tmp_path / "decision.png", svg, title="cpu figure")
     text = svg.read_text()
     assert "CPU: Parquet + fast path" in text
     assert "GPU:" not in text and "CUDA" not in text

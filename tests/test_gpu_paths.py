@@ -12,6 +12,7 @@ import statistics
 import pytest
 import torch
 
+from accel_choice import records as record_files
 from accel_choice.analyze import aggregate, theory
 from accel_choice.measure import datagen, training, transfer
 
@@ -39,7 +40,7 @@ def gpu_job(data):
 
 
 def _by(records, precision, placement):
-    (record,) = [r for r in records if (r["precision"], r["placement"]) == (precision, placement)]
+    (record,) = [r for r in records if (r.precision, r.placement) == (precision, placement)]
     return record
 
 
@@ -85,70 +86,70 @@ def test_variant_validation(fields, message):
 
 def test_one_record_per_variant(gpu_job):
     assert len(gpu_job) == 6
-    assert [(r["precision"], r["placement"]) for r in gpu_job] == [
+    assert [(r.precision, r.placement) for r in gpu_job] == [
         (v.precision, v.placement) for v in training.gpu_variants(PRECISIONS, PLACEMENTS, True)
     ]
-    assert [r["position_in_job"] for r in gpu_job] == list(range(6))
-    assert {r["device"] for r in gpu_job} == {"cpu"}
-    assert {r["loader"] for r in gpu_job} == {"fastpath"}
-    assert {r["repeat"] for r in gpu_job} == {0}
+    assert [r.position_in_job for r in gpu_job] == list(range(6))
+    assert {r.device for r in gpu_job} == {"cpu"}
+    assert {r.loader for r in gpu_job} == {"fastpath"}
+    assert {r.repeat for r in gpu_job} == {0}
 
 
 def test_records_finite_and_invariants_hold(gpu_job):
     for r in gpu_job:
-        assert r["finite"] is True
-        assert r["nonfinite_step"] is None
+        assert r.finite is True
+        assert r.nonfinite_step is None
         for key in ("epoch_s", "samples_per_s", "eval_s", "eval_loss", "final_loss", "mean_train_loss"):
-            assert math.isfinite(r[key]), key
-        assert r["invariants"] == training.check_invariants(r, ROWS)
-        assert all(r["invariants"].values())
-        assert r["samples"] == r["eval_samples"] == ROWS
-        assert r["steps"] == theory.steps_per_epoch(ROWS, BATCH) == 4
-        assert r["warmup_steps"] == WARMUP
-        assert 0.0 <= r["eval_accuracy"] <= 1.0
+            assert math.isfinite(getattr(r, key)), key
+        assert record_files.to_json(r.invariants) == training.check_invariants(record_files.to_json(r), ROWS)
+        assert all(record_files.to_json(r.invariants).values())
+        assert r.samples == r.eval_samples == ROWS
+        assert r.steps == theory.steps_per_epoch(ROWS, BATCH) == 4
+        assert r.warmup_steps == WARMUP
+        assert 0.0 <= r.eval_accuracy <= 1.0
 
 
 def test_same_start_and_same_work_per_precision(gpu_job):
-    assert len({r["initial_weights_sha256"] for r in gpu_job}) == 1
+    assert len({r.initial_weights_sha256 for r in gpu_job}) == 1
     # resident and streamed feed identical batches: bitwise identical weights at one precision
     for precision in PRECISIONS:
         resident, streamed = _by(gpu_job, precision, "resident"), _by(gpu_job, precision, "streamed")
-        assert resident["final_weights_sha256"] == streamed["final_weights_sha256"], precision
-        assert resident["same_final_weights_across_variants"] is True
-        assert streamed["same_final_weights_across_variants"] is True
-        assert resident["final_loss"] == streamed["final_loss"]
+        assert resident.final_weights_sha256 == streamed.final_weights_sha256, precision
+        assert resident.same_final_weights_across_variants is True
+        assert streamed.same_final_weights_across_variants is True
+        assert resident.final_loss == streamed.final_loss
     # ... and the precision really changed the arithmetic
-    assert len({_by(gpu_job, p, "resident")["final_weights_sha256"] for p in PRECISIONS}) == 3
+    assert len({_by(gpu_job, p, "resident").final_weights_sha256 for p in PRECISIONS}) == 3
 
 
 def test_fp32_resident_matches_the_cpu_job(data, gpu_job):
     """Resident/streamed on the CPU is the host path: same batches, same weights as the CPU job."""
     (host,) = _job(*data, training.cpu_variants(["fastpath"]))
-    assert host["placement"] == "host"
-    assert _by(gpu_job, "fp32", "resident")["final_weights_sha256"] == host["final_weights_sha256"]
+    assert host.placement == "host"
+    assert _by(gpu_job, "fp32", "resident").final_weights_sha256 == host.final_weights_sha256
 
 
 def test_grad_scaler_recorded(data, gpu_job):
-    assert _by(gpu_job, "fp16", "resident")["grad_scaler"] is True
-    assert _by(gpu_job, "fp16", "streamed")["grad_scaler"] is True
-    assert all(not r["grad_scaler"] for r in gpu_job if r["precision"] != "fp16")
+    assert _by(gpu_job, "fp16", "resident").grad_scaler is True
+    assert _by(gpu_job, "fp16", "streamed").grad_scaler is True
+    assert all(not r.grad_scaler for r in gpu_job if r.precision != "fp16")
     without = _job(*data, training.gpu_variants(["fp16"], PLACEMENTS, False))
-    assert [r["grad_scaler"] for r in without] == [False, False]
-    assert all(r["finite"] for r in without)
+    assert [r.grad_scaler for r in without] == [False, False]
+    assert all(r.finite for r in without)
     # the scaler really ran: scaled fp16 gradients round differently, so the weights differ
-    assert without[0]["final_weights_sha256"] != _by(gpu_job, "fp16", "resident")["final_weights_sha256"]
+    assert without[0].final_weights_sha256 != _by(gpu_job, "fp16", "resident").final_weights_sha256
 
 
 def test_no_peak_memory_nor_context_startup_on_cpu(gpu_job):
     for r in gpu_job:
-        assert r["peak_memory_bytes"] is None
-        assert r["context_startup_s"] is None
+        assert r.peak_memory_bytes is None
+        assert r.context_startup_s is None
 
 
 def test_odd_repeat_reverses_the_order(data):
     variants = training.gpu_variants(["fp32", "bf16"], ["resident"], True)
     records = _job(*data, variants, repeat=1)
-    assert [(r["precision"], r["position_in_job"]) for r in records] == [("bf16", 0), ("fp32", 1)]
+    assert [(r.precision, r.position_in_job) for r in records] == [("bf16", 0), ("fp32", 1)]
 
 
 # --- the non-finite detector ----------------------------------------------------------------
@@ -189,15 +190,15 @@ def test_planted_nan_is_caught_at_its_step(planted, variant):
     expected = _timed_step_of_row(row, SEED)
     assert expected == 2 and _timed_step_of_row(row, SEED + 1) != expected
     (record,) = _job(x, y, [variant])
-    assert record["finite"] is False
-    assert record["nonfinite_step"] == expected
+    assert record.finite is False
+    assert record.nonfinite_step == expected
     # without a scaler the NaN gradient poisons the weights; a GradScaler skips that step instead
-    assert math.isfinite(record["final_loss"]) is variant.uses_scaler
+    assert (record.final_loss is not None) is variant.uses_scaler  # null: not finite
     # the warm-up met the NaN too, but trained a throw-away copy: the timed model started clean
     (clean,) = _job(torch.nan_to_num(x), y, [variant])
-    assert record["initial_weights_sha256"] == clean["initial_weights_sha256"]
-    assert clean["finite"] is True and clean["nonfinite_step"] is None
-    assert all(record["invariants"].values())  # a non-finite run is still a complete epoch
+    assert record.initial_weights_sha256 == clean.initial_weights_sha256
+    assert clean.finite is True and clean.nonfinite_step is None
+    assert all(record_files.to_json(record.invariants).values())  # a non-finite run is still a complete epoch
 
 
 def test_planted_nan_in_the_last_partial_batch(data):
@@ -207,8 +208,8 @@ def test_planted_nan_in_the_last_partial_batch(data):
     poisoned = x.clone()
     poisoned[row, 0] = float("inf")
     (record,) = _job(poisoned, y, training.cpu_variants(["fastpath"]))
-    assert record["finite"] is False
-    assert record["nonfinite_step"] == 3 == _timed_step_of_row(row, SEED)
+    assert record.finite is False
+    assert record.nonfinite_step == 3 == _timed_step_of_row(row, SEED)
 
 
 def test_aggregate_excludes_the_planted_run_and_lists_its_step(data, planted):
@@ -216,24 +217,24 @@ def test_aggregate_excludes_the_planted_run_and_lists_its_step(data, planted):
     variants = training.gpu_variants(["fp32"], PLACEMENTS, True)
     clean = _job(x, y, variants, repeat=0) + _job(x, y, variants, repeat=1)
     bad = _job(planted[0], y, variants, repeat=2)
-    assert [r["finite"] for r in bad] == [False, False]
+    assert [r.finite for r in bad] == [False, False]
     table = aggregate.aggregate_training(clean + bad, ROWS)
-    assert [(r["device"], r["precision"], r["placement"]) for r in table] == [
+    assert [(r.device, r.precision, r.placement) for r in table] == [
         ("cpu", "fp32", "resident"), ("cpu", "fp32", "streamed")
     ]
     for row in table:
-        mine = sorted((r for r in clean if r["placement"] == row["placement"]), key=lambda r: r["repeat"])
-        assert row["repeats"] == 2
-        assert row["epoch_s_runs"] == [r["epoch_s"] for r in mine]
-        assert row["epoch_s_median"] == pytest.approx(statistics.median(r["epoch_s"] for r in mine))
-        assert row["mean_train_loss_median"] == pytest.approx(statistics.median(r["mean_train_loss"] for r in mine))
-        assert math.isfinite(row["mean_train_loss_median"])
-        assert row["peak_memory_bytes_max"] is None and row["context_startup_s_median"] is None
-    listed = aggregate.non_finite_records(clean + bad)
-    assert [(e["placement"], e["repeat"], e["nonfinite_step"]) for e in listed] == [
-        (r["placement"], 2, _timed_step_of_row(planted[2], SEED)) for r in bad
+        mine = sorted((r for r in clean if r.placement == row.placement), key=lambda r: r.repeat)
+        assert row.repeats == 2
+        assert row.epoch_s_runs == tuple(r.epoch_s for r in mine)
+        assert row.epoch_s_median == pytest.approx(statistics.median(r.epoch_s for r in mine))
+        assert row.mean_train_loss_median == pytest.approx(statistics.median(r.mean_train_loss for r in mine))
+        assert math.isfinite(row.mean_train_loss_median)
+        assert row.peak_memory_bytes_max is None and row.context_startup_s_median is None
+    listed = aggregate.non_finite_runs(clean + bad)
+    assert [(e.placement, e.repeat, e.nonfinite_step) for e in listed] == [
+        (r.placement, 2, _timed_step_of_row(planted[2], SEED)) for r in bad
     ]
-    assert all(e["precision"] == "fp32" and e["device"] == "cpu" and e["grad_scaler"] is False for e in listed)
+    assert all(e.precision == "fp32" and e.device == "cpu" and e.grad_scaler is False for e in listed)
 
 
 # --- transfers ----------------------------------------------------------------------------------

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import math
 
 import pytest
 import torch
 from torch import nn
 
-from accel_choice.measure import datagen, loaders, training, model
+from accel_choice import records
+from accel_choice.measure import datagen, loaders, model, training
 
 SEED = 20261020
 ROWS, FEATURES, HIDDEN, LR, WARMUP = 200, 8, 8, 1e-3, 3
@@ -122,60 +123,60 @@ def job_b32_r0(data):
 
 
 def test_job_has_one_record_per_loader(job_b64_r0):
-    assert [r["loader"] for r in job_b64_r0] == ["dataloader", "fastpath"]
-    assert [r["position_in_job"] for r in job_b64_r0] == [0, 1]
-    assert all(r["repeat"] == 0 for r in job_b64_r0)
+    assert [r.loader for r in job_b64_r0] == ["dataloader", "fastpath"]
+    assert [r.position_in_job for r in job_b64_r0] == [0, 1]
+    assert all(r.repeat == 0 for r in job_b64_r0)
 
 
 def test_odd_repeat_reverses_loader_order(job_b64_r1):
-    assert [r["loader"] for r in job_b64_r1] == ["fastpath", "dataloader"]
-    assert [r["position_in_job"] for r in job_b64_r1] == [0, 1]
-    assert all(r["repeat"] == 1 for r in job_b64_r1)
+    assert [r.loader for r in job_b64_r1] == ["fastpath", "dataloader"]
+    assert [r.position_in_job for r in job_b64_r1] == [0, 1]
+    assert all(r.repeat == 1 for r in job_b64_r1)
 
 
 @pytest.mark.parametrize("fixture", ["job_b64_r0", "job_b64_r1", "job_b32_r0"])
 def test_record_counts_and_invariants(fixture, request):
     for r in request.getfixturevalue(fixture):
-        b = r["batch_size"]
-        assert r["samples"] == ROWS
-        assert r["eval_samples"] == ROWS
-        assert r["steps"] == math.ceil(ROWS / b)
-        assert r["epoch_s"] > 0 and r["eval_s"] > 0 and r["epoch_cpu_s"] >= 0
-        assert r["samples_per_s"] == pytest.approx(r["samples"] / r["epoch_s"], rel=1e-12)
-        assert r["invariants"] == {
+        b = r.batch_size
+        assert r.samples == ROWS
+        assert r.eval_samples == ROWS
+        assert r.steps == math.ceil(ROWS / b)
+        assert r.epoch_s > 0 and r.eval_s > 0 and r.epoch_cpu_s >= 0
+        assert r.samples_per_s == pytest.approx(r.samples / r.epoch_s, rel=1e-12)
+        assert dataclasses.asdict(r.invariants) == {
             "samples_eq_rows": True,
             "eval_samples_eq_rows": True,
             "steps_eq_ceil_rows_over_batch": True,
             "samples_per_s_eq_samples_over_epoch_s": True,
         }
-        assert r["finite"] is True
-        assert math.isfinite(r["final_loss"]) and math.isfinite(r["mean_train_loss"]) and math.isfinite(r["eval_loss"])
-        assert 0.0 <= r["eval_accuracy"] <= 1.0
-        assert r["device"] == "cpu"
-        assert r["warmup_steps"] == WARMUP
-        assert r["warmup_first_step_s"] > 0 and r["warmup_steady_step_s"] > 0
+        assert r.finite is True
+        assert math.isfinite(r.final_loss) and math.isfinite(r.mean_train_loss) and math.isfinite(r.eval_loss)
+        assert 0.0 <= r.eval_accuracy <= 1.0
+        assert r.device == "cpu"
+        assert r.warmup_steps == WARMUP
+        assert r.warmup_first_step_s > 0 and r.warmup_steady_step_s > 0
 
 
 def test_steps_for_batch_32(job_b32_r0):
-    assert {r["steps"] for r in job_b32_r0} == {7}  # 6 full batches and one of 8
+    assert {r.steps for r in job_b32_r0} == {7}  # 6 full batches and one of 8
 
 
 def test_same_final_weights_across_variants(job_b64_r0, job_b64_r1, job_b32_r0):
     for job in (job_b64_r0, job_b64_r1, job_b32_r0):
-        assert len({r["final_weights_sha256"] for r in job}) == 1
-        assert all(r["same_final_weights_across_variants"] is True for r in job)
+        assert len({r.final_weights_sha256 for r in job}) == 1
+        assert all(r.same_final_weights_across_variants is True for r in job)
     # the loader order does not change the result either
-    assert job_b64_r0[0]["final_weights_sha256"] == job_b64_r1[0]["final_weights_sha256"]
+    assert job_b64_r0[0].final_weights_sha256 == job_b64_r1[0].final_weights_sha256
 
 
 def test_training_changes_the_weights(job_b64_r0):
     r = job_b64_r0[0]
-    assert r["final_weights_sha256"] != r["initial_weights_sha256"]
+    assert r.final_weights_sha256 != r.initial_weights_sha256
 
 
 def test_initial_weights_identical_across_batch_sizes_and_equal_fresh_model(job_b64_r0, job_b64_r1, job_b32_r0):
     fresh = model.state_sha256(model.build_model(FEATURES, HIDDEN, SEED))
-    shas = {r["initial_weights_sha256"] for job in (job_b64_r0, job_b64_r1, job_b32_r0) for r in job}
+    shas = {r.initial_weights_sha256 for job in (job_b64_r0, job_b64_r1, job_b32_r0) for r in job}
     assert shas == {fresh}
     assert model.state_sha256(model.build_model(FEATURES, HIDDEN, SEED + 1)) != fresh
 
@@ -192,7 +193,7 @@ def test_warm_up_does_not_touch_the_timed_model(data, job_b64_r0):
         optimizer.zero_grad(set_to_none=True)
         loss_fn(net(xb), yb).backward()
         optimizer.step()
-    assert model.state_sha256(net) == job_b64_r0[0]["final_weights_sha256"]
+    assert model.state_sha256(net) == job_b64_r0[0].final_weights_sha256
 
 
 def test_warm_up_runs_on_a_copy():
@@ -210,17 +211,17 @@ def test_warm_up_runs_on_a_copy():
 
 def test_threads_and_loadavg_recorded(job_b64_r0):
     for r in job_b64_r0:
-        assert r["threads"] == torch.get_num_threads()
-        for key in ("loadavg_before", "loadavg_after"):
-            assert isinstance(r[key], list) and len(r[key]) == 3
-            assert all(isinstance(v, float) and v >= 0 for v in r[key])
+        assert r.threads == torch.get_num_threads()
+        for loadavg in (r.loadavg_before, r.loadavg_after):
+            assert isinstance(loadavg, tuple) and len(loadavg) == 3
+            assert all(isinstance(v, float) and v >= 0 for v in loadavg)
 
 
 def test_single_loader_job(data):
-    records = _job(data, 100, 0, ["fastpath"])
-    assert len(records) == 1
-    assert records[0]["steps"] == 2
-    assert records[0]["same_final_weights_across_variants"] is True
+    measured = _job(data, 100, 0, ["fastpath"])
+    assert len(measured) == 1
+    assert measured[0].steps == 2
+    assert measured[0].same_final_weights_across_variants is True
 
 
 @pytest.mark.parametrize("batch_size", [ROWS + 1, 0, -32])
@@ -230,31 +231,31 @@ def test_batch_outside_one_to_rows_raises(data, batch_size):
 
 
 def test_batch_equal_to_data_is_one_step(data):
-    records = _job(data, ROWS, 0, ["dataloader"])
-    assert records[0]["steps"] == 1 and records[0]["samples"] == ROWS
+    measured = _job(data, ROWS, 0, ["dataloader"])
+    assert measured[0].steps == 1 and measured[0].samples == ROWS
 
 
 # --- check_invariants on doctored records -----------------------------------------------
 
 
 def _doctored(record, **changes):
-    r = copy.deepcopy(record)
+    r = records.to_json(record)
     r.update(changes)
     return r
 
 
 def test_check_invariants_accepts_real_record(job_b64_r0):
-    assert all(training.check_invariants(job_b64_r0[0], ROWS).values())
+    assert all(training.check_invariants(records.to_json(job_b64_r0[0]), ROWS).values())
 
 
 def test_check_invariants_samples_not_rows(job_b64_r0):
     r = job_b64_r0[0]
-    bad = _doctored(r, samples=ROWS - 8, samples_per_s=(ROWS - 8) / r["epoch_s"])
+    bad = _doctored(r, samples=ROWS - 8, samples_per_s=(ROWS - 8) / r.epoch_s)
     with pytest.raises(training.InvariantError, match="samples_eq_rows"):
         training.check_invariants(bad, ROWS)
     # the invariant is relative to the rows the job was given
     with pytest.raises(training.InvariantError):
-        training.check_invariants(r, ROWS + 1)
+        training.check_invariants(records.to_json(r), ROWS + 1)
 
 
 def test_check_invariants_eval_samples(job_b64_r0):
@@ -270,10 +271,10 @@ def test_check_invariants_steps(job_b64_r0):
 def test_check_invariants_inconsistent_throughput(job_b64_r0):
     r = job_b64_r0[0]
     with pytest.raises(training.InvariantError, match="samples_per_s_eq_samples_over_epoch_s"):
-        training.check_invariants(_doctored(r, samples_per_s=r["samples_per_s"] * 1.01), ROWS)
+        training.check_invariants(_doctored(r, samples_per_s=r.samples_per_s * 1.01), ROWS)
     # a rounded throughput (the textbook's round(n / dt, 2)) is not the exact ratio either
     with pytest.raises(training.InvariantError):
-        training.check_invariants(_doctored(r, samples_per_s=round(r["samples_per_s"]) + 0.5), ROWS)
+        training.check_invariants(_doctored(r, samples_per_s=round(r.samples_per_s) + 0.5), ROWS)
 
 
 def test_invariant_error_is_an_assertion_error():

@@ -49,7 +49,9 @@ GPU_TRAINING_RECORDS = (
     else []
 )
 GPU_TRANSFER_RECORDS = expand("results/timing/gpu/transfer.rep{repeat}.json", repeat=REPEATS) if GPU_DEVICE else []
-GPU_TABLES = ["results/tables/gpu_training.json", "results/tables/transfers.json"] if GPU_DEVICE else []
+GPU_TRAINING_TABLE = ["results/tables/gpu_training.json"] if GPU_DEVICE else []
+TRANSFER_TABLE = ["results/tables/transfers.json"] if GPU_DEVICE else []
+GPU_TABLES = GPU_TRAINING_TABLE + TRANSFER_TABLE
 
 # Northstar model selection and the planner's grid run on the CPU and, where GPU jobs are
 # planned, on the GPU too.
@@ -104,7 +106,9 @@ JOBS = {
     "time_cost_model": jobs(device=DEVICES, repeat=PLANNER_REPEATS),
     "planner": jobs(),
     "collect_environment": jobs(),
+    "decide": jobs(),
     "report": jobs(),
+    "config_snapshot": jobs(),
     "resource_table": jobs(),
 }
 

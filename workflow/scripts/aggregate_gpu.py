@@ -3,17 +3,19 @@
 from accel_choice.analyze import aggregate, loads
 from accel_choice.io import atomic, envinfo, tables
 from accel_choice.io.runtime import job
+from accel_choice.records.training import TrainingTable
 
 p, out = snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
-    records = aggregate.read_training_records(snakemake.input.records)  # noqa: F821
-    summary = aggregate.training_summary(records, p.rows, p.noise_iqr_ratio, p.outlier_factor, p.foreign_cpu_share,
+    measured = aggregate.read_training_records(snakemake.input.records)  # noqa: F821
+    table = aggregate.aggregate_training(measured, p.rows, p.noise_iqr_ratio, p.outlier_factor, p.foreign_cpu_share,
                                          p.loadavg_rise)
-    table = summary["table"]
-    atomic.write_json(out.json, {**summary, "environment": envinfo.quick_environment()})
+    atomic.write_record(out.json, TrainingTable(table=tuple(table), non_finite=aggregate.non_finite_runs(measured),
+                                                environment=envinfo.quick_environment()))
     tables.write_csv(out.csv, table)
     transfers = loads.aggregate_transfers([aggregate.require_keys(atomic.read_json(path), loads.TRANSFER_KEYS, path)
-                                               for path in snakemake.input.transfers])  # noqa: F821
+                                           for path in snakemake.input.transfers])  # noqa: F821
     atomic.write_json(out.transfers, transfers)
     tables.write_csv(out.transfers_csv, transfers["copies"])
-    log.info("GPU: %d records into %d cells, %d non-finite", len(records), len(table), sum(not r["finite"] for r in records))
+    log.info("GPU: %d records into %d cells, %d non-finite", len(measured), len(table),
+             sum(not r.finite for r in measured))

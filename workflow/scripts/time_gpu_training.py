@@ -2,9 +2,11 @@
 
 import time
 
+from accel_choice import records as record_files
 from accel_choice.io import atomic, dataio, envinfo
-from accel_choice.measure import devices, training
 from accel_choice.io.runtime import job
+from accel_choice.measure import devices, training
+from accel_choice.records.training import TrainingJob
 
 inp, wc, p = snakemake.input, snakemake.wildcards, snakemake.params  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
@@ -16,9 +18,10 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
         seed=p.seed, hidden=p.hidden, lr=p.lr, warmup_steps=p.warmup_steps, device=device,
     )
     # Wall-clock interval of the measurement: lets a test prove no two timing jobs overlapped.
-    atomic.write_json(snakemake.output[0], {  # noqa: F821
-        "records": records, "wall_interval": [started, time.time()],
-        "environment": envinfo.quick_environment(p.seed), "probe": devices.probe()})
+    probe = devices.probe()
+    atomic.write_record(snakemake.output[0], TrainingJob(  # noqa: F821
+        records=tuple(records), wall_interval=(started, time.time()), environment=envinfo.quick_environment(p.seed),
+        probe=probe if isinstance(probe, dict) else record_files.to_json(probe)))
     for r in records:
-        log.info("B=%s %s %s: epoch %.2f ms, finite=%s, peak %s bytes", r["batch_size"], r["precision"], r["placement"],
-                 r["epoch_s"] * 1e3, r["finite"], r["peak_memory_bytes"])
+        log.info("B=%s %s %s: epoch %.2f ms, finite=%s, peak %s bytes", r.batch_size, r.precision, r.placement,
+                 r.epoch_s * 1e3, r.finite, r.peak_memory_bytes)

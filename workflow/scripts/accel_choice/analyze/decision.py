@@ -1,32 +1,57 @@
-"""The GPU decision sheet of section 28.3.5 and a verdict that claims only what was measured."""
+"""The GPU decision sheet of section 28.3.5 and a verdict that claims only what was measured.
+
+Everything here is numbers and codes (records.decision); render/decision.py says it in words.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from accel_choice.analyze import theory
+from accel_choice.records.decision import (
+    DataRow,
+    DataTable,
+    DeviceComparison,
+    EvidenceValue,
+    FastestEpoch,
+    GpuMemory,
+    GpuVisibility,
+    MemoryCheck,
+    Missing,
+    SheetStep,
+    StepScaling,
+    TheoryRow,
+    TheoryTable,
+    Verdict,
+)
+from accel_choice.records.environment import Environment
+from accel_choice.records.training import FullPathRow, TrainingCell
 
-MEASURED = "measured"
-COMPUTED = "computed"
-CHECKED = "checked"
-NOT_MEASURABLE = "not measurable here"
-NOT_MEASURED = "not measured (accelerator: off)"
-NOT_RUN = "not measured in this run: a GPU is visible, but no GPU job was planned"
+# The step time grew less than half as much as the samples per step: fixed per-step cost dominates.
+OVERHEAD_BOUND_GROWTH = 0.5
 
 
-def _gpu_line(probe: dict[str, Any] | None, environment: dict[str, Any]) -> tuple[bool, str]:
-    """Whether a GPU is visible, in words, from the device probe (or the environment record)."""
+def _field(row: Any, name: str) -> Any:
+    # The probe, load cells and transfer tables reach here as dicts until they are typed records too.
+    return row[name] if isinstance(row, Mapping) else getattr(row, name)
+
+
+def gpu_visibility(probe: Any | None, environment: Environment) -> GpuVisibility:
+    """Whether a GPU is visible, from the device probe (or, without one, the environment record)."""
     if probe is not None:
-        if probe["cuda_devices"]:
-            names = ", ".join(d["name"] for d in probe["cuda_devices"])
-            return True, f"CUDA {probe['cuda_version']} visible: {names} (driver {probe['nvidia_driver'] or 'unknown'})"
-        if probe["mps_available"]:
-            return True, "Apple MPS visible"
-        return False, f"no CUDA or MPS device visible (torch {probe['torch_version']}, CUDA build: {probe['cuda_version'] or 'none'})"
-    if environment.get("is_cuda_available"):
-        return True, f"CUDA {environment.get('cuda_compiled_version')} visible: {', '.join(environment.get('nvidia_gpu_models') or [])}"
-    return False, f"no CUDA device visible (torch {environment.get('torch_version')}, CUDA build: {environment.get('cuda_compiled_version') or 'none'})"
+        devices = _field(probe, "cuda_devices")
+        if devices:
+            return GpuVisibility(visible=True, kind="cuda", names=tuple(_field(d, "name") for d in devices),
+                                 cuda_version=_field(probe, "cuda_version"), driver=_field(probe, "nvidia_driver"),
+                                 torch_version=_field(probe, "torch_version"), source="probe")
+        mps = bool(_field(probe, "mps_available"))
+        return GpuVisibility(visible=mps, kind="mps" if mps else None, names=(), cuda_version=_field(probe, "cuda_version"),
+                             driver=None, torch_version=_field(probe, "torch_version"), source="probe")
+    visible = bool(environment.is_cuda_available)
+    return GpuVisibility(visible=visible, kind="cuda" if visible else None, names=environment.nvidia_gpu_models,
+                         cuda_version=environment.cuda_compiled_version, driver=None,
+                         torch_version=environment.torch_version, source="environment")
 
 
 def memory_bound_bytes(widths: Sequence[int], batch_size: int, resident_rows: int = 0) -> int:
@@ -38,160 +63,205 @@ def memory_bound_bytes(widths: Sequence[int], batch_size: int, resident_rows: in
     )
 
 
+def gpu_memory(train_table: Sequence[TrainingCell], widths: Sequence[int], rows: int) -> tuple[GpuMemory, ...]:
+    """Each GPU cell's peak memory beside its bound (the matrix counts where the data are resident)."""
+    found = []
+    for cell in (c for c in train_table if c.device != "cpu"):
+        bound = memory_bound_bytes(widths, cell.batch_size, rows if cell.placement == "resident" else 0)
+        peak = cell.peak_memory_bytes_max
+        found.append(GpuMemory(device=cell.device, precision=cell.precision, placement=cell.placement, loader=cell.loader,
+                               batch_size=cell.batch_size, peak_bytes=peak, bound_bytes=bound,
+                               peak_over_bound=peak / bound if peak else None))
+    return tuple(found)
+
+
+def _missing(accelerator: str, visible: bool) -> Missing:
+    if accelerator == "off":
+        return "accelerator_off"
+    # e.g. the probe ran on a GPU node while the submit host planned no GPU jobs
+    return "not_planned" if visible else "not_measurable_here"
+
+
+def _evidence(**values: Any) -> tuple[EvidenceValue, ...]:
+    return tuple(EvidenceValue(name=name, value=value) for name, value in values.items())
+
+
 def decision_sheet(
-    train_table: Sequence[dict[str, Any]],
-    load_table: Sequence[dict[str, Any]],
-    environment: dict[str, Any],
+    train_table: Sequence[TrainingCell],
+    load_table: Sequence[Any],
+    environment: Environment,
     widths: Sequence[int],
     batch_sizes: Sequence[int],
     *,
-    probe: dict[str, Any] | None = None,
-    transfers: dict[str, Any] | None = None,
+    probe: Any | None = None,
+    transfers: Any | None = None,
     accelerator: str = "auto",
-) -> list[dict[str, str]]:
-    """The six steps, each with an honest status and the evidence behind it."""
-    visible, gpu_line = _gpu_line(probe, environment)
-    gpu_rows = [r for r in train_table if r["device"] != "cpu"]
-    cpu_rows = [r for r in train_table if r["device"] == "cpu"]
-    if accelerator == "off":
-        missing = NOT_MEASURED
-    elif visible:  # e.g. the probe ran on a GPU node while the submit host planned no GPU jobs
-        missing = NOT_RUN
-    else:
-        missing = NOT_MEASURABLE
-    repeats = sorted({row["repeats"] for row in cpu_rows})
+) -> tuple[SheetStep, ...]:
+    """The six steps, each with an honest status and the figures behind it."""
+    gpu = gpu_visibility(probe, environment)
+    gpu_rows = [r for r in train_table if r.device != "cpu"]
+    cpu_rows = [r for r in train_table if r.device == "cpu"]
+    missing = _missing(accelerator, gpu.visible)
     largest = max(batch_sizes)
     if transfers:
-        matrix = next(r for r in transfers["copies"] if r["what"] == "matrix" and r["memory"] == "pageable")
-        transfer_step = (MEASURED, f"matrix host→device {matrix['gb_per_s']:.2f} GB/s pageable; context start-up "
-                                   f"{transfers['context_startup_s']['median'] * 1e3:.0f} ms (fixed cost)")
+        matrix = next(r for r in _field(transfers, "copies")
+                      if _field(r, "what") == "matrix" and _field(r, "memory") == "pageable")
+        transfer = SheetStep(step=3, status="measured", evidence=_evidence(
+            matrix_gb_per_s=_field(matrix, "gb_per_s"),
+            context_startup_s=_field(_field(transfers, "context_startup_s"), "median")))
     else:
-        transfer_step = (missing, "estimated only, from the configured bandwidth (see Theoretical estimates)")
+        transfer = SheetStep(step=3, status="missing", missing=missing)
+    peak = max(((r.peak_memory_bytes_max or 0) for r in gpu_rows), default=0)
     if gpu_rows:
-        variants = sorted({f"{r['precision']}/{r['placement']}" for r in gpu_rows})
-        gpu_step = (MEASURED, f"{len(gpu_rows)} GPU cells: {', '.join(variants)}")
-        path_status = MEASURED + " on both devices"
-        peak = max((r["peak_memory_bytes_max"] or 0) for r in gpu_rows)
-        memory_evidence = f"; measured peak {peak:,} bytes (torch.cuda.max_memory_allocated)" if peak else ""
+        variants = sorted({f"{r.precision}/{r.placement}" for r in gpu_rows})
+        same_model = SheetStep(step=4, status="measured", evidence=_evidence(gpu_cells=len(gpu_rows),
+                                                                             variants=", ".join(variants)))
+        full_path = SheetStep(step=5, status="measured_on_both_devices")
     else:
-        gpu_step = (missing, "no GPU timings")
-        path_status = f"CPU side measured; GPU side {missing}"
-        memory_evidence = ""
-    return [
-        {
-            "step": "1",
-            "title": "CPU baseline: load, convert, train, eval, repeats",
-            "status": MEASURED,
-            "evidence": f"{len(load_table)} load/convert cells and {len(cpu_rows)} training cells, repeats {repeats}",
-        },
-        {"step": "2", "title": "GPU environment: is_available, CUDA version, GPU name", "status": CHECKED, "evidence": gpu_line},
-        {"step": "3", "title": "Transfer measured on its own (to(device) + synchronize)", "status": transfer_step[0],
-         "evidence": transfer_step[1]},
-        {"step": "4", "title": "Same model on the GPU, same batches and repeats", "status": gpu_step[0], "evidence": gpu_step[1]},
-        {"step": "5", "title": "Compare the full path, not only the matrix multiply", "status": path_status,
-         "evidence": "full-path table: load + convert + transfer + train + eval (+ fixed start-up)"},
-        {
-            "step": "6",
-            "title": "Memory upper bound: Adam fp32 4·P·4 bytes + activations",
-            "status": COMPUTED + (" and measured" if memory_evidence else ""),
-            "evidence": f"{theory.adam_fp32_bytes(widths):,} bytes + {theory.activation_bytes(largest, widths):,} bytes of "
-                        f"forward activations at B={largest}{memory_evidence}",
-        },
-    ]
+        same_model = SheetStep(step=4, status="missing", missing=missing)
+        full_path = SheetStep(step=5, status="cpu_measured_gpu_missing", missing=missing)
+    return (
+        SheetStep(step=1, status="measured", evidence=_evidence(
+            load_cells=len(load_table), training_cells=len(cpu_rows),
+            repeats=", ".join(map(str, sorted({r.repeats for r in cpu_rows}))))),
+        SheetStep(step=2, status="checked", evidence=_evidence(
+            visible=gpu.visible, kind=gpu.kind, names=", ".join(gpu.names), cuda_version=gpu.cuda_version,
+            driver=gpu.driver, torch_version=gpu.torch_version)),
+        transfer,
+        same_model,
+        full_path,
+        SheetStep(step=6, status="computed_and_measured" if peak else "computed", evidence=_evidence(
+            adam_bytes=theory.adam_fp32_bytes(widths), activation_bytes=theory.activation_bytes(largest, widths),
+            batch_size=largest, peak_memory_bytes=peak or None)),
+    )
 
 
-def compare_devices(full_path_rows: Sequence[dict[str, Any]], threshold: float) -> dict[str, Any] | None:
+def compare_devices(full_path_rows: Sequence[FullPathRow], threshold: float) -> DeviceComparison | None:
     """Each device's fastest one-epoch full path (GPU with its fixed start-up), the speedup
     CPU/GPU with its spread, and whether the GPU wins: speedup above `threshold` and the
     GPU's slowest total below the CPU's fastest."""
-    cpu = [r for r in full_path_rows if r["device"] == "cpu"]
-    gpu = [r for r in full_path_rows if r["device"] != "cpu"]
+    cpu = [r for r in full_path_rows if r.device == "cpu"]
+    gpu = [r for r in full_path_rows if r.device != "cpu"]
     if not cpu or not gpu:
         return None
-    best_cpu = min(cpu, key=lambda r: r["total_s"])
-    best_gpu = min(gpu, key=lambda r: r["total_with_startup_s"])
-    startup = best_gpu["startup_s"]
-    speedup = best_cpu["total_s"] / best_gpu["total_with_startup_s"]
-    low = best_cpu["total_min_s"] / (best_gpu["total_max_s"] + startup)
-    high = best_cpu["total_max_s"] / (best_gpu["total_min_s"] + startup)
-    overlap = best_gpu["total_max_s"] + startup >= best_cpu["total_min_s"]
-    per_epoch_gain = best_cpu["total_s"] - best_gpu["total_s"]
-    return {
-        "cpu": best_cpu,
-        "gpu": best_gpu,
-        "speedup": speedup,
-        "speedup_range": [low, high],
-        "speedup_without_startup": best_cpu["total_s"] / best_gpu["total_s"],
-        "spreads_overlap": overlap,
-        "threshold": threshold,
-        "gpu_wins": speedup > threshold and not overlap,
-        "break_even_epochs": startup / per_epoch_gain if per_epoch_gain > 0 else None,
-    }
+    best_cpu = min(cpu, key=lambda r: r.total_s)
+    best_gpu = min(gpu, key=lambda r: r.total_with_startup_s)
+    startup = best_gpu.startup_s
+    speedup = best_cpu.total_s / best_gpu.total_with_startup_s
+    overlap = best_gpu.total_max_s + startup >= best_cpu.total_min_s
+    per_epoch_gain = best_cpu.total_s - best_gpu.total_s
+    return DeviceComparison(
+        cpu=best_cpu, gpu=best_gpu, speedup=speedup,
+        speedup_low=best_cpu.total_min_s / (best_gpu.total_max_s + startup),
+        speedup_high=best_cpu.total_max_s / (best_gpu.total_min_s + startup),
+        speedup_without_startup=best_cpu.total_s / best_gpu.total_s, spreads_overlap=overlap, threshold=threshold,
+        gpu_wins=speedup > threshold and not overlap,
+        break_even_epochs=startup / per_epoch_gain if per_epoch_gain > 0 else None,
+    )
 
 
-def describe(row: dict[str, Any]) -> str:
-    if row["device"] == "cpu":
-        return f"CPU {row['format']} + {row['loader']} at B={row['batch_size']}"
-    return f"{row['device'].upper()} {row['precision']} {row['placement']} at B={row['batch_size']}"
+def step_scaling(cpu_train: Sequence[TrainingCell]) -> StepScaling | None:
+    """How the per-step time grew from the smallest to the largest batch size (fast path where measured)."""
+    smallest = min(cpu_train, key=lambda r: (r.batch_size, r.loader != "fastpath"))
+    largest = max(cpu_train, key=lambda r: (r.batch_size, r.loader == "fastpath"))
+    if smallest.batch_size == largest.batch_size:
+        return None
+    samples, steps = largest.batch_size / smallest.batch_size, largest.step_us_median / smallest.step_us_median
+    return StepScaling(smallest_batch=smallest.batch_size, largest_batch=largest.batch_size, samples_ratio=samples,
+                       step_time_ratio=steps, overhead_bound=steps < OVERHEAD_BOUND_GROWTH * samples)
+
+
+def memory_check(widths: Sequence[int], batch_size: int, rows: int, host_memory_bytes: int | None,
+                 device_memory_bytes: int | None) -> MemoryCheck:
+    adam, activations = theory.adam_fp32_bytes(widths), 2 * theory.activation_bytes(batch_size, widths)
+    data = theory.input_bytes(rows, widths[0] + 1)
+    bound = adam + activations + data
+    return MemoryCheck(
+        adam_bytes=adam, activation_bytes=activations, data_bytes=data, batch_size=batch_size, bound_bytes=bound,
+        host_memory_bytes=host_memory_bytes, device_memory_bytes=device_memory_bytes,
+        fits_host=None if host_memory_bytes is None else bound <= host_memory_bytes,
+        fits_device=None if device_memory_bytes is None else bound <= device_memory_bytes,
+    )
+
+
+def device_memory_bytes(probe: Any | None) -> int | None:
+    """The smallest visible CUDA device's memory, from the probe; None without one."""
+    devices = _field(probe, "cuda_devices") if probe is not None else []
+    return min((_field(d, "total_memory_bytes") for d in devices), default=None)
 
 
 def verdict(
-    train_table: Sequence[dict[str, Any]],
-    full_path_rows: Sequence[dict[str, Any]],
-    environment: dict[str, Any],
+    train_table: Sequence[TrainingCell],
+    full_path_rows: Sequence[FullPathRow],
+    environment: Environment,
     widths: Sequence[int],
     *,
-    probe: dict[str, Any] | None = None,
+    rows: int,
+    probe: Any | None = None,
     threshold: float = 1.5,
-) -> dict[str, Any]:
+    host_memory_bytes: int | None = None,
+) -> Verdict:
     """GPU only when it was measured and beat the CPU by more than `threshold` on the full
-    path with non-overlapping spreads; otherwise CPU with the reason. No CUDA, no claim."""
-    cuda_visible, gpu_line = _gpu_line(probe, environment)
-    cpu_train = [r for r in train_table if r["device"] == "cpu"]
-    cpu_path = [r for r in full_path_rows if r["device"] == "cpu"]
-    best = min(cpu_path, key=lambda r: r["total_s"])
-    fastest_train = min(cpu_train, key=lambda r: r["epoch_s_median"])
-    smallest = min(cpu_train, key=lambda r: (r["batch_size"], r["loader"] != "fastpath"))
-    largest = max(cpu_train, key=lambda r: (r["batch_size"], r["loader"] == "fastpath"))
-    epoch_flop = theory.forward_backward_flops(fastest_train["samples"], widths)
-    achieved = epoch_flop / fastest_train["epoch_s_median"]
-    reasons = [
-        f"Fastest CPU full path: {best['format']} + {best['loader']} at B={best['batch_size']}, "
-        f"{best['total_s'] * 1e3:.1f} ms per epoch, of which training is {best['train_share']:.0%}.",
-        f"The fastest CPU epoch ({fastest_train['loader']}, B={fastest_train['batch_size']}) does ~{epoch_flop / 1e6:.0f} MFLOP "
-        f"in {fastest_train['epoch_s_median'] * 1e3:.1f} ms: {achieved / 1e9:.2f} GFLOP/s achieved (3× rule; "
-        "the FLOP-counter section gives the executed count).",
-        f"From B={smallest['batch_size']} to B={largest['batch_size']} ({largest['batch_size'] / smallest['batch_size']:.0f}× "
-        f"the samples per step) the time per optimizer step grew {largest['step_us_median'] / smallest['step_us_median']:.1f}×: "
-        "the step is bound by fixed per-step overhead (Python, dispatch), which a faster arithmetic unit does not remove.",
-        f"Memory never forces a GPU here: the Adam fp32 bound is {theory.adam_fp32_bytes(widths):,} bytes.",
-    ]
+    path with non-overlapping spreads; otherwise CPU, with the outcome that says why. No CUDA, no claim."""
+    gpu = gpu_visibility(probe, environment)
+    cpu_train = [r for r in train_table if r.device == "cpu"]
+    best = min((r for r in full_path_rows if r.device == "cpu"), key=lambda r: r.total_s)
+    fastest = min(cpu_train, key=lambda r: r.epoch_s_median)
+    flop = theory.forward_backward_flops(fastest.samples, widths)
     comparison = compare_devices(full_path_rows, threshold)
     if comparison is None:
-        claim = (
-            f"{gpu_line}, but no GPU timing was taken in this run: no speedup is claimed."
-            if cuda_visible else "No CUDA device was visible: the GPU plan is theoretical and no speedup is claimed."
-        )
-        return {"device": "CPU", "gpu_measured": False, "cuda_visible": cuda_visible, "claim": claim, "reasons": reasons,
-                "comparison": None}
-    low, high = comparison["speedup_range"]
-    measured = (
-        f"Measured full path of one epoch, fixed start-up included: best CPU ({describe(comparison['cpu'])}) "
-        f"{comparison['cpu']['total_s'] * 1e3:.1f} ms vs best GPU ({describe(comparison['gpu'])}) "
-        f"{comparison['gpu']['total_with_startup_s'] * 1e3:.1f} ms, of which {comparison['gpu']['startup_s'] * 1e3:.1f} ms "
-        f"start-up: speedup {comparison['speedup']:.2f}× (spread {low:.2f}–{high:.2f}×; without start-up "
-        f"{comparison['speedup_without_startup']:.2f}×)."
-    )
-    if comparison["gpu_wins"]:
-        device = "GPU"
-        claim = f"{measured} This exceeds the {threshold:g}× threshold and the spreads do not overlap."
+        outcome = "gpu_visible_not_measured" if gpu.visible else "no_gpu_visible"
+    elif comparison.gpu_wins:
+        outcome = "gpu_pays_off"
     else:
-        device = "CPU"
-        why = (f"below the {threshold:g}× threshold" if comparison["speedup"] <= threshold
-               else "the CPU and GPU spreads overlap")
-        claim = f"{measured} The GPU does not pay off: {why}."
-    if comparison["break_even_epochs"] is not None:
-        reasons.append(f"Per epoch (start-up excluded) the GPU path is faster; the start-up is repaid after "
-                       f"{comparison['break_even_epochs']:.1f} epochs of this size.")
-    return {"device": device, "gpu_measured": True, "cuda_visible": cuda_visible, "claim": claim, "reasons": reasons,
-            "comparison": comparison}
+        outcome = "below_threshold" if comparison.speedup <= threshold else "spreads_overlap"
+    return Verdict(
+        device="GPU" if outcome == "gpu_pays_off" else "CPU", outcome=outcome, gpu_measured=comparison is not None,
+        gpu=gpu, threshold=threshold, fastest_cpu_path=best,
+        fastest_cpu_epoch=FastestEpoch(loader=fastest.loader, batch_size=fastest.batch_size,
+                                       epoch_s=fastest.epoch_s_median, flop_3x=flop,
+                                       flop_per_s_3x=flop / fastest.epoch_s_median),
+        scaling=step_scaling(cpu_train),
+        memory=memory_check(widths, max(r.batch_size for r in cpu_train), rows, host_memory_bytes,
+                            device_memory_bytes(probe)),
+        comparison=comparison,
+    )
+
+
+def theory_table(train_table: Sequence[TrainingCell], widths: Sequence[int], rows: int, batch_sizes: Sequence[int],
+                 bandwidth_gb_s: float) -> TheoryTable:
+    """The theoretical estimates per batch size, with the achieved rate of the measured fast-path epoch."""
+    measured = {(r.batch_size, r.loader): r for r in train_table if r.device == "cpu"}
+    table = []
+    for b in batch_sizes:
+        fast = measured.get((b, "fastpath"))
+        table.append(TheoryRow(
+            batch_size=b, steps_per_epoch=theory.steps_per_epoch(rows, b),
+            forward_flop_per_batch=theory.forward_flops(b, widths),
+            forward_backward_flop_per_batch_3x=theory.forward_backward_flops(b, widths),
+            forward_backward_flop_per_batch_counted=theory.forward_backward_flops_counted(b, widths),
+            forward_backward_flop_per_epoch_3x=theory.forward_backward_flops(rows, widths),
+            forward_activation_bytes_per_batch=theory.activation_bytes(b, widths),
+            batch_transfer_s_assumed=theory.transfer_seconds(theory.input_bytes(b, widths[0]), bandwidth_gb_s),
+            achieved_gflop_per_s_3x=theory.forward_backward_flops(rows, widths) / fast.epoch_s_median / 1e9 if fast else None,
+        ))
+    matrix_bytes = theory.input_bytes(rows, widths[0])
+    return TheoryTable(widths=tuple(widths), params=theory.param_count(widths),
+                       adam_fp32_bytes=theory.adam_fp32_bytes(widths), input_bytes=matrix_bytes, rows=rows,
+                       bandwidth_gb_s=bandwidth_gb_s,
+                       input_transfer_s_assumed=theory.transfer_seconds(matrix_bytes, bandwidth_gb_s), table=tuple(table))
+
+
+def data_table(datasets: Sequence[tuple[Any, Any]]) -> DataTable:
+    """One row per data set from its generation metadata and export record (the pairs, in order)."""
+    rows = []
+    for meta, export in datasets:
+        files = _field(export, "files")
+        parquet, csv = _field(files, "parquet"), _field(files, "csv")
+        rows.append(DataRow(
+            dataset=_field(meta, "name"), rows=_field(meta, "rows"), features=len(_field(meta, "feature_columns")),
+            positive_rate=_field(meta, "positive_rate"), matrix_sha256=_field(meta, "matrix_sha256"),
+            parquet_bytes=_field(parquet, "bytes"), parquet_sha256=_field(parquet, "sha256"),
+            csv_bytes=_field(csv, "bytes"), csv_sha256=_field(csv, "sha256"),
+        ))
+    return DataTable(table=tuple(rows))

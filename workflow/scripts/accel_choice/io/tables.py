@@ -8,6 +8,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from accel_choice import records
 from accel_choice.io import atomic
 
 
@@ -17,9 +18,11 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def write_csv(path: str | os.PathLike[str], rows: Sequence[dict[str, Any]]) -> None:
+def write_csv(path: str | os.PathLike[str], rows: Sequence[Any]) -> None:
+    """One line per row (a dict, or a record: its fields in order)."""
     if not rows:
         raise ValueError(f"{path}: refusing to write an empty table")
+    rows = [row if isinstance(row, dict) else records.to_json(row) for row in rows]
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
     writer.writeheader()

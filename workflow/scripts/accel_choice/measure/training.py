@@ -38,6 +38,7 @@ from accel_choice.measure.contention import ForeignCpuMeter
 from accel_choice.measure.devices import peak_memory_bytes, reset_peak_memory, synchronize
 from accel_choice.measure.loaders import Batch, make_loader
 from accel_choice.measure.model import build_model, make_optimizer, state_sha256
+from accel_choice.records.training import Invariants, TrainingRecord
 
 PRECISIONS = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
 PLACEMENTS = ("host", "resident", "streamed")
@@ -327,7 +328,7 @@ def measure_training_job(
     lr: float,
     warmup_steps: int,
     device: str | torch.device = "cpu",
-) -> list[dict[str, Any]]:
+) -> list[TrainingRecord]:
     """Every variant once, in an order that alternates with the repeat so none always goes first."""
     if not 1 <= batch_size <= x.shape[0]:
         raise ValueError(f"batch size {batch_size} must be between 1 and the data's {x.shape[0]} rows")
@@ -335,27 +336,44 @@ def measure_training_job(
     startup = context_startup_seconds(target)
     y = y.reshape(-1, 1)
     order = list(variants) if repeat % 2 == 0 else list(reversed(variants))
-    records = []
+    measured = []
     meter = ForeignCpuMeter().start()
-    for position, variant in enumerate(order):
+    for variant in order:
         # A resident copy exists only while a resident variant runs, so it counts in that
         # variant's peak memory and in no other's.
         x_device, y_device = (x.to(target), y.to(target)) if variant.placement == "resident" else (None, None)
-        record = measure_variant(
+        measured.append(measure_variant(
             variant, x, y, batch_size, seed=seed, hidden=hidden, lr=lr, warmup_steps=warmup_steps, device=target,
             x_device=x_device, y_device=y_device,
-        )
+        ))
         del x_device, y_device
-        record.update(repeat=repeat, position_in_job=position, context_startup_s=startup)
-        records.append(record)
     foreign = meter.stop()
-    for record in records:
-        record["foreign_cpu_share"] = foreign.share
     # Identical batches in identical order at one precision must give identical weights,
     # whatever the loader or placement: a check that the variants really did the same work.
-    for precision in {r["precision"] for r in records}:
-        peers = [r for r in records if r["precision"] == precision]
-        same = len({r["final_weights_sha256"] for r in peers}) == 1
-        for record in peers:
-            record["same_final_weights_across_variants"] = same
-    return records
+    weights: dict[str, set[str]] = {}
+    for result in measured:
+        weights.setdefault(result["precision"], set()).add(result["final_weights_sha256"])
+    return [
+        training_record(result, repeat=repeat, position_in_job=position, context_startup_s=startup,
+                        foreign_cpu_share=foreign.share,
+                        same_final_weights_across_variants=len(weights[result["precision"]]) == 1)
+        for position, result in enumerate(measured)
+    ]
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def training_record(measured: dict[str, Any], **job: Any) -> TrainingRecord:
+    """The record of one measured variant (`measure_variant`) with what only its job knows
+    (repeat, position, start-up, foreign CPU, whether all variants ended on the same weights).
+    Losses that are not finite become null: JSON has no NaN, and `finite` says why."""
+    losses = ("eval_loss", "eval_accuracy", "final_loss", "mean_train_loss")
+    return TrainingRecord(
+        **{key: value for key, value in measured.items() if key not in (*losses, "invariants", "loadavg_before",
+                                                                       "loadavg_after")},
+        **{key: _finite_or_none(measured[key]) for key in losses},
+        loadavg_before=tuple(measured["loadavg_before"]), loadavg_after=tuple(measured["loadavg_after"]),
+        invariants=Invariants(**measured["invariants"]), **job,
+    )

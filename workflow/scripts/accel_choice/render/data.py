@@ -5,24 +5,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from accel_choice.records.decision import DataTable
+from accel_choice.records.environment import EnvironmentReport
 from accel_choice.render.formatting import cell_flags, ms, table
 
 
-def environment_section(env: dict[str, Any], probe: dict[str, Any] | None, accelerator: str) -> str:
-    quick = env["quick"]
-    collected = env["collect_env"]
-    workflow = quick["workflow"]
-    commit = workflow["commit"] or "not a git checkout"
-    if workflow["dirty"]:
+def environment_section(env: EnvironmentReport, probe: Any | None, accelerator: str) -> str:
+    quick = env.quick
+    workflow = quick.workflow
+    commit = workflow.commit or "not a git checkout"
+    if workflow.dirty:
         commit += " (uncommitted changes)"
     rows = [
-        ("CPU", f"{quick['cpu_model']}, {quick['logical_cores']} logical cores ({quick['affinity_cores']} usable)"),
-        ("OS", collected.get("os") or quick["os"]),
-        ("Python", quick["python_version"]),
-        ("torch", f"{quick['torch_version']} (CUDA build: {quick['cuda_compiled_version'] or 'none'})"),
-        ("CUDA available", str(quick["is_cuda_available"])),
-        ("GPU", ", ".join(quick["nvidia_gpu_models"]) or "none"),
-        ("key packages", ", ".join(f"{k} {v}" for k, v in quick["packages"].items())),
+        ("CPU", f"{quick.cpu_model}, {quick.logical_cores} logical cores ({quick.affinity_cores} usable)"),
+        ("OS", env.collect_env.get("os") or quick.os),
+        ("Python", quick.python_version),
+        ("torch", f"{quick.torch_version} (CUDA build: {quick.cuda_compiled_version or 'none'})"),
+        ("CUDA available", str(quick.is_cuda_available)),
+        ("GPU", ", ".join(quick.nvidia_gpu_models) or "none"),
+        ("key packages", ", ".join(f"{k} {v}" for k, v in quick.packages.items())),
         ("workflow commit when this record was taken", commit),
         ("accelerator setting", accelerator),
     ]
@@ -35,25 +36,11 @@ def environment_section(env: dict[str, Any], probe: dict[str, Any] | None, accel
     )
 
 
-def data_table(datasets: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per generated data set, for the report and for tables/data.csv."""
-    return [
-        {
-            "dataset": meta["name"], "rows": meta["rows"], "features": len(meta["feature_columns"]),
-            "positive_rate": meta["positive_rate"], "matrix_sha256": meta["matrix_sha256"],
-            "parquet_bytes": meta["export"]["files"]["parquet"]["bytes"],
-            "parquet_sha256": meta["export"]["files"]["parquet"]["sha256"],
-            "csv_bytes": meta["export"]["files"]["csv"]["bytes"], "csv_sha256": meta["export"]["files"]["csv"]["sha256"],
-        }
-        for meta in datasets
-    ]
-
-
-def data_section(datasets: Sequence[dict[str, Any]]) -> str:
+def data_section(data: DataTable) -> str:
     rows = [
-        (r["dataset"], f"{r['rows']:,} × {r['features']}", f"{r['positive_rate']:.3f}", f"`{r['matrix_sha256'][:16]}…`",
-         f"{r['parquet_bytes']:,}", f"{r['csv_bytes']:,}")
-        for r in data_table(datasets)
+        (r.dataset, f"{r.rows:,} × {r.features}", f"{r.positive_rate:.3f}", f"`{r.matrix_sha256[:16]}…`",
+         f"{r.parquet_bytes:,}", f"{r.csv_bytes:,}")
+        for r in data.table
     ]
     return "## Data\n\n" + table(("dataset", "rows × features", "positive rate", "sha256 of fp32 matrix", "Parquet bytes", "CSV bytes"), rows)
 

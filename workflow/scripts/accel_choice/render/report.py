@@ -6,51 +6,51 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from accel_choice.analyze import decision, theory
+from accel_choice.records.decision import DataTable, Decision, TheoryTable
+from accel_choice.records.environment import EnvironmentReport
+from accel_choice.records.training import NonFiniteRun, TrainingCell
 from accel_choice.render import archive, data, northstar, planner
+from accel_choice.render import decision as decision_words
 from accel_choice.render.formatting import cell_flags, ms, number, table
 
 
 @dataclass(frozen=True)
 class ReportInputs:
-    environment: dict[str, Any]  # the collect_env record (full_environment)
-    datasets: Sequence[dict[str, Any]]  # generation metadata, each with an "export" record
-    train_table: Sequence[dict[str, Any]]
-    load_table: Sequence[dict[str, Any]]
-    full_path_rows: Sequence[dict[str, Any]]
-    non_finite: Sequence[dict[str, Any]]
-    sheet: Sequence[dict[str, str]]
-    verdict: dict[str, Any]
-    widths: Sequence[int]
-    rows: int
-    batch_sizes: Sequence[int]
-    bandwidth_gb_s: float
+    """Everything REPORT.md shows: the records of the run, and the few settings it names."""
+
+    decision: Decision
+    environment: EnvironmentReport
+    data: DataTable
+    theory: TheoryTable
+    train_table: Sequence[TrainingCell]  # CPU cells, then GPU cells when a GPU was measured
+    non_finite: Sequence[NonFiniteRun]
+    load_table: Sequence[Any]
     seed: int
     noise_iqr_ratio: float
     outlier_factor: float
-    probe: dict[str, Any] | None = None  # the device probe record
-    transfers: dict[str, Any] | None = None  # aggregated transfer timings, when a GPU was measured
     accelerator: str = "auto"
-    selection: dict[str, Any] | None = None  # time-to-target result with per-run rows
-    seed_limits: dict[str, Any] | None = None
-    gradient_variance: dict[str, Any] | None = None
-    resources: dict[str, Any] | None = None  # tables/resources.json
-    cost_model: dict[str, Any] | None = None  # tables/cost_model.json
-    break_even: dict[str, Any] | None = None  # tables/break_even.json
-    flop_check: dict[str, Any] | None = None  # tables/flop_check.json
-    scenario: dict[str, Any] | None = None  # tables/scenario.json
+    probe: Any | None = None  # the device probe record
+    transfers: Any | None = None  # aggregated transfer timings, when a GPU was measured
+    selection: Any | None = None  # time-to-target result with per-run rows
+    seed_limits: Any | None = None
+    gradient_variance: Any | None = None
+    resources: Any | None = None  # tables/resources.json
+    cost_model: Any | None = None  # tables/cost_model.json
+    break_even: Any | None = None  # tables/break_even.json
+    flop_check: Any | None = None  # tables/flop_check.json
+    scenario: Any | None = None  # tables/scenario.json
     provenance: dict[str, Any] | None = None  # workflow commit and the invocation that made this report
 
 
 def _cpu_section(train_table: Sequence[dict[str, Any]]) -> str:
-    train_table = [r for r in train_table if r["device"] == "cpu"]
+    train_table = [r for r in train_table if r.device == "cpu"]
     rows = [
         (
-            r["batch_size"], r["loader"], r["repeats"], r["steps"], ms(r["epoch_s_median"]),
-            f"{ms(r['epoch_s_min'])}–{ms(r['epoch_s_max'])}", f"{r['epoch_s_iqr_over_median']:.1%}",
-            f"{r['samples_per_s']:,.0f}", f"{r['step_us_median']:.0f}", ms(r["eval_s_median"]),
-            f"{r['epoch_s_over_fastpath']:.2f}×" if r["epoch_s_over_fastpath"] else "",
-            f"{r['mean_train_loss_median']:.4f}", ", ".join(map(str, r["threads"])),
+            r.batch_size, r.loader, r.repeats, r.steps, ms(r.epoch_s_median),
+            f"{ms(r.epoch_s_min)}–{ms(r.epoch_s_max)}", f"{r.epoch_s_iqr_over_median:.1%}",
+            f"{r.samples_per_s:,.0f}", f"{r.step_us_median:.0f}", ms(r.eval_s_median),
+            f"{r.epoch_s_over_fastpath:.2f}×" if r.epoch_s_over_fastpath else "",
+            f"{r.mean_train_loss_median:.4f}", ", ".join(map(str, r.threads)),
             cell_flags(r),
         )
         for r in train_table
@@ -64,17 +64,17 @@ def _cpu_section(train_table: Sequence[dict[str, Any]]) -> str:
         "samples_per_s == samples / epoch_s. Both loaders see identical batches (one seeded permutation), "
         "so `vs fast path` is the DataLoader's per-sample Python overhead alone"
         + ("; the final weights were bitwise identical across loaders in every job."
-           if all(r["same_final_weights_across_variants"] for r in train_table)
+           if all(r.same_final_weights_across_variants for r in train_table)
            else "; **the final weights differed between loaders in some job** — see the records.")
     )
 
 
 def _full_path_section(rows: Sequence[dict[str, Any]]) -> str:
     body = [
-        (r["device"], r["format"], r["precision"], r["placement"], r["loader"], r["batch_size"], ms(r["load_s"]),
-         ms(r["convert_s"]), ms(r["transfer_s"]), ms(r["train_s"]), ms(r["eval_s"]), ms(r["total_s"]),
-         f"{ms(r['total_min_s'])}–{ms(r['total_max_s'])}", ms(r["startup_s"]), f"{r['train_share']:.0%}",
-         "**noisy**" if r["noisy"] else "")
+        (r.device, r.format, r.precision, r.placement, r.loader, r.batch_size, ms(r.load_s),
+         ms(r.convert_s), ms(r.transfer_s), ms(r.train_s), ms(r.eval_s), ms(r.total_s),
+         f"{ms(r.total_min_s)}–{ms(r.total_max_s)}", ms(r.startup_s), f"{r.train_share:.0%}",
+         "**noisy**" if r.noisy else "")
         for r in rows
     ]
     return "## Full path per epoch on the benchmark matrix (ms, sums of medians)\n\n" + table(
@@ -87,18 +87,17 @@ def _full_path_section(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def _gpu_section(inputs: ReportInputs) -> str:
-    rows = [r for r in inputs.train_table if r["device"] != "cpu"]
-    if not rows:
+    cells = {(r.device, r.precision, r.placement, r.loader, r.batch_size): r for r in inputs.train_table if r.device != "cpu"}
+    if not cells:
         return ""
     body = []
-    for r in rows:
-        bound = decision.memory_bound_bytes(inputs.widths, r["batch_size"], inputs.rows if r["placement"] == "resident" else 0)
-        peak = r["peak_memory_bytes_max"]
+    for m in inputs.decision.gpu_memory:
+        r = cells[(m.device, m.precision, m.placement, m.loader, m.batch_size)]
         body.append((
-            r["device"], r["precision"] + (" + GradScaler" if r["grad_scaler"] else ""), r["placement"], r["batch_size"],
-            r["repeats"], ms(r["epoch_s_median"]), f"{ms(r['epoch_s_min'])}–{ms(r['epoch_s_max'])}",
-            f"{r['samples_per_s']:,.0f}", ms(r["eval_s_median"]), f"{peak:,}" if peak is not None else "n/a", f"{bound:,}",
-            f"{peak / bound:.2f}" if peak else "", cell_flags(r),
+            r.device, r.precision + (" + GradScaler" if r.grad_scaler else ""), r.placement, r.batch_size,
+            r.repeats, ms(r.epoch_s_median), f"{ms(r.epoch_s_min)}–{ms(r.epoch_s_max)}",
+            f"{r.samples_per_s:,.0f}", ms(r.eval_s_median), f"{m.peak_bytes:,}" if m.peak_bytes is not None else "n/a",
+            f"{m.bound_bytes:,}", f"{m.peak_over_bound:.2f}" if m.peak_over_bound is not None else "", cell_flags(r),
         ))
     text = "## GPU training: one epoch (ms, medians over repeats)\n\n" + table(
         ("device", "precision", "placement", "B", "repeats", "epoch", "min–max", "samples/s", "eval", "peak bytes",
@@ -120,61 +119,27 @@ def _gpu_section(inputs: ReportInputs) -> str:
             + (f"; pinning the matrix: {pin * 1e3:.2f} ms" if pin is not None else "") + ".\n\n"
             + table(("what", "direction", "memory", "bytes", "µs (median)", "µs min–max", "GB/s"), copies)
         )
-    comparison = inputs.verdict.get("comparison")
+    comparison = decision_words.comparison_section(inputs.decision.verdict)
     if comparison:
-        low, high = comparison["speedup_range"]
-        text += (
-            "\n\n## CPU vs GPU, full path of one epoch\n\n"
-            + table(("", "CPU", "GPU"), [
-                ("best variant", decision.describe(comparison["cpu"]), decision.describe(comparison["gpu"])),
-                ("full path, ms", ms(comparison["cpu"]["total_s"]), ms(comparison["gpu"]["total_s"])),
-                ("spread, ms", f"{ms(comparison['cpu']['total_min_s'])}–{ms(comparison['cpu']['total_max_s'])}",
-                 f"{ms(comparison['gpu']['total_min_s'])}–{ms(comparison['gpu']['total_max_s'])}"),
-                ("fixed start-up, ms", "0", ms(comparison["gpu"]["startup_s"])),
-                ("speedup CPU/GPU", "", f"{comparison['speedup']:.2f}× ({low:.2f}–{high:.2f}×); threshold {comparison['threshold']:g}×"),
-            ])
-        )
+        text += "\n\n" + comparison
     return text
 
 
-def theory_table(train_table: Sequence[dict[str, Any]], widths: Sequence[int], rows: int, batch_sizes: Sequence[int],
-                 bandwidth_gb_s: float) -> list[dict[str, Any]]:
-    """The theoretical estimates per batch size, with the achieved rate of the measured fast-path epoch."""
-    measured = {(r["batch_size"], r["loader"]): r for r in train_table if r["device"] == "cpu"}
-    table_rows = []
-    for b in batch_sizes:
-        fast = measured.get((b, "fastpath"))
-        table_rows.append({
-            "batch_size": b, "steps_per_epoch": theory.steps_per_epoch(rows, b),
-            "forward_flop_per_batch": theory.forward_flops(b, widths),
-            "forward_backward_flop_per_batch_3x": theory.forward_backward_flops(b, widths),
-            "forward_backward_flop_per_batch_counted": theory.forward_backward_flops_counted(b, widths),
-            "forward_backward_flop_per_epoch_3x": theory.forward_backward_flops(rows, widths),
-            "forward_activation_bytes_per_batch": theory.activation_bytes(b, widths),
-            "batch_transfer_s_assumed": theory.transfer_seconds(theory.input_bytes(b, widths[0]), bandwidth_gb_s),
-            "achieved_gflop_per_s_3x": theory.forward_backward_flops(rows, widths) / fast["epoch_s_median"] / 1e9
-            if fast else None,
-        })
-    return table_rows
-
-
-def _theory_section(inputs: ReportInputs) -> str:
-    widths, n = inputs.widths, inputs.rows
-    p = theory.param_count(widths)
+def _theory_section(theory_table: TheoryTable) -> str:
+    t = theory_table
     rows = [
-        (r["batch_size"], r["steps_per_epoch"], f"{r['forward_flop_per_batch']:,}", f"{r['forward_backward_flop_per_batch_3x']:,}",
-         f"{r['forward_backward_flop_per_batch_counted']:,}", f"{r['forward_backward_flop_per_epoch_3x'] / 1e6:.1f}",
-         f"{r['forward_activation_bytes_per_batch']:,}", f"{r['batch_transfer_s_assumed'] * 1e6:.2f}",
-         number(r["achieved_gflop_per_s_3x"], ".2f", ""))
-        for r in theory_table(inputs.train_table, widths, n, inputs.batch_sizes, inputs.bandwidth_gb_s)
+        (r.batch_size, r.steps_per_epoch, f"{r.forward_flop_per_batch:,}", f"{r.forward_backward_flop_per_batch_3x:,}",
+         f"{r.forward_backward_flop_per_batch_counted:,}", f"{r.forward_backward_flop_per_epoch_3x / 1e6:.1f}",
+         f"{r.forward_activation_bytes_per_batch:,}", f"{r.batch_transfer_s_assumed * 1e6:.2f}",
+         number(r.achieved_gflop_per_s_3x, ".2f", ""))
+        for r in t.table
     ]
-    matrix_bytes = theory.input_bytes(n, widths[0])
     return (
         "## Theoretical estimates (computed, not measured)\n\n"
-        f"Model {' → '.join(map(str, widths))}: P = {p:,} parameters; Adam fp32 bound 4·P·4 = "
-        f"{theory.adam_fp32_bytes(widths):,} bytes. Benchmark matrix {n:,} × {widths[0]} fp32 = {matrix_bytes:,} bytes: "
-        f"{theory.transfer_seconds(matrix_bytes, inputs.bandwidth_gb_s) * 1e3:.3f} ms to transfer at "
-        f"{inputs.bandwidth_gb_s:g} GB/s (assumed effective bandwidth, `report.bandwidth_gb_s`).\n\n"
+        f"Model {' → '.join(map(str, t.widths))}: P = {t.params:,} parameters; Adam fp32 bound 4·P·4 = "
+        f"{t.adam_fp32_bytes:,} bytes. Benchmark matrix {t.rows:,} × {t.widths[0]} fp32 = {t.input_bytes:,} bytes: "
+        f"{t.input_transfer_s_assumed * 1e3:.3f} ms to transfer at "
+        f"{t.bandwidth_gb_s:g} GB/s (assumed effective bandwidth, `report.bandwidth_gb_s`).\n\n"
         + table(
             ("B", "steps/epoch", "fwd FLOP/batch", "fwd+bwd FLOP/batch (3×)", "fwd+bwd counted*", "fwd+bwd MFLOP/epoch",
              "fwd activation bytes/batch", "batch transfer µs", "achieved GFLOP/s by the 3× rule (CPU fast path, measured epoch)"),
@@ -185,35 +150,29 @@ def _theory_section(inputs: ReportInputs) -> str:
     )
 
 
-def _sheet_section(sheet: Sequence[dict[str, str]]) -> str:
-    return "## GPU decision sheet (section 28.3.5)\n\n" + table(
-        ("step", "what", "status", "evidence"), [(s["step"], s["title"], s["status"], s["evidence"]) for s in sheet]
-    )
-
-
 def _scaler_words(row: dict[str, Any]) -> str:
-    if row["precision"] != "fp16":
+    if row.precision != "fp16":
         return ""
-    return " + GradScaler" if row["grad_scaler"] else " without GradScaler"
+    return " + GradScaler" if row.grad_scaler else " without GradScaler"
 
 
 def _flags_section(inputs: ReportInputs) -> str:
-    noisy = [f"- training {r['device']} {r['precision']} {r['placement']} B={r['batch_size']} {r['loader']}: "
-             + "; ".join(r["noise_reasons"]) for r in inputs.train_table if r["noisy"]]
+    noisy = [f"- training {r.device} {r.precision} {r.placement} B={r.batch_size} {r.loader}: "
+             + "; ".join(r.noise_reasons) for r in inputs.train_table if r.noisy]
     noisy += [f"- load {r['dataset']} {r['format']}: " + "; ".join(r["noise_reasons"]) for r in inputs.load_table if r["noisy"]]
     contaminated = [
-        f"- training {r['device']} {r['precision']} {r['placement']} B={r['batch_size']} {r['loader']}, repeat {c['repeat']}: "
-        + "; ".join(c["reasons"]) for r in inputs.train_table for c in r.get("contaminated", [])
+        f"- training {r.device} {r.precision} {r.placement} B={r.batch_size} {r.loader}, repeat {c.repeat}: "
+        + "; ".join(c.reasons) for r in inputs.train_table for c in r.contaminated
     ] + [
         f"- load {r['dataset']} {r['format']}, repeat {c['repeat']}: " + "; ".join(c["reasons"])
         for r in inputs.load_table for c in r.get("contaminated", [])
     ]
     non_finite = [
-        f"- {r['device']} {r['precision']}{_scaler_words(r)} {r['placement']} "
-        f"B={r['batch_size']} {r['loader']} repeat {r['repeat']}: first non-finite loss at step {r['nonfinite_step']}"
+        f"- {r.device} {r.precision}{_scaler_words(r)} {r.placement} "
+        f"B={r.batch_size} {r.loader} repeat {r.repeat}: first non-finite loss at step {r.nonfinite_step}"
         for r in inputs.non_finite
     ]
-    loads = [r["loadavg_max"] for r in inputs.train_table] or [0.0]
+    loads = [r.loadavg_max for r in inputs.train_table] or [0.0]
     text = (
         "## Measurement conditions and flags\n\n"
         f"A cell is flagged noisy when IQR/median > {inputs.noise_iqr_ratio:.0%} or a repeat exceeds "
@@ -233,23 +192,23 @@ def _flags_section(inputs: ReportInputs) -> str:
 
 
 def render(inputs: ReportInputs) -> str:
-    v = inputs.verdict
+    verdict = inputs.decision.verdict
     sections = [
         "# accel-choice: is a CPU enough for this training job?",
-        f"**Verdict: {v['device']}.** {v['claim']}\n\n" + "\n".join(f"- {reason}" for reason in v["reasons"]),
-        _sheet_section(inputs.sheet),
+        decision_words.headline(verdict),
+        decision_words.sheet_section(inputs.decision.sheet, verdict.gpu),
         _cpu_section(inputs.train_table),
         _gpu_section(inputs),
-        _full_path_section(inputs.full_path_rows),
+        _full_path_section(inputs.decision.full_path),
         northstar.selection_section(inputs.selection),
         northstar.seed_section(inputs.seed_limits),
         northstar.gradient_variance_section(inputs.gradient_variance),
         data.load_section(inputs.load_table),
-        _theory_section(inputs),
+        _theory_section(inputs.theory),
         planner.flop_section(inputs.flop_check),
         planner.scenario_section(inputs.scenario),
         planner.planner_section(inputs.cost_model, inputs.break_even),
-        data.data_section(inputs.datasets),
+        data.data_section(inputs.data),
         _flags_section(inputs),
         data.environment_section(inputs.environment, inputs.probe, inputs.accelerator),
         archive.resources_section(inputs.resources),

@@ -1,0 +1,254 @@
+"""The decision in words: the verdict and its reasons, the GPU decision sheet, the CPU vs GPU table,
+and the decision figure. Every sentence follows from a field of the decision records (no number
+is computed here, and no sentence is said unless its figures show it)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+from accel_choice.records.decision import GpuVisibility, SheetStep, Verdict  # noqa: E402
+from accel_choice.records.training import FullPathRow, TrainingCell  # noqa: E402
+from accel_choice.render.formatting import ms, save_figure, table  # noqa: E402
+
+STEP_TITLES = {
+    1: "CPU baseline: load, convert, train, eval, repeats",
+    2: "GPU environment: is_available, CUDA version, GPU name",
+    3: "Transfer measured on its own (to(device) + synchronize)",
+    4: "Same model on the GPU, same batches and repeats",
+    5: "Compare the full path, not only the matrix multiply",
+    6: "Memory upper bound: Adam fp32 4·P·4 bytes + activations",
+}
+MISSING_WORDS = {
+    "not_measurable_here": "not measurable here",
+    "accelerator_off": "not measured (accelerator: off)",
+    "not_planned": "not measured in this run: a GPU is visible, but no GPU job was planned",
+}
+
+
+def describe(row: FullPathRow) -> str:
+    if row.device == "cpu":
+        return f"CPU {row.format} + {row.loader} at B={row.batch_size}"
+    return f"{row.device.upper()} {row.precision} {row.placement} at B={row.batch_size}"
+
+
+def gpu_line(gpu: GpuVisibility) -> str:
+    """What was visible, in one phrase."""
+    if gpu.kind == "cuda":
+        names = ", ".join(gpu.names)
+        if gpu.source == "probe":
+            return f"CUDA {gpu.cuda_version} visible: {names} (driver {gpu.driver or 'unknown'})"
+        return f"CUDA {gpu.cuda_version} visible: {names}"
+    if gpu.kind == "mps":
+        return "Apple MPS visible"
+    device = "CUDA or MPS device" if gpu.source == "probe" else "CUDA device"
+    return f"no {device} visible (torch {gpu.torch_version}, CUDA build: {gpu.cuda_version or 'none'})"
+
+
+def claim(verdict: Verdict) -> str:
+    """The verdict's sentence: what was measured, and why the device it names follows."""
+    if verdict.outcome == "no_gpu_visible":
+        return "No CUDA device was visible: the GPU plan is theoretical and no speedup is claimed."
+    if verdict.outcome == "gpu_visible_not_measured":
+        return f"{gpu_line(verdict.gpu)}, but no GPU timing was taken in this run: no speedup is claimed."
+    c = verdict.comparison
+    assert c is not None
+    measured = (
+        f"Measured full path of one epoch, fixed start-up included: best CPU ({describe(c.cpu)}) "
+        f"{ms(c.cpu.total_s)} ms vs best GPU ({describe(c.gpu)}) {ms(c.gpu.total_with_startup_s)} ms, of which "
+        f"{ms(c.gpu.startup_s)} ms start-up: speedup {c.speedup:.2f}× (spread {c.speedup_low:.2f}–{c.speedup_high:.2f}×; "
+        f"without start-up {c.speedup_without_startup:.2f}×)."
+    )
+    if verdict.outcome == "gpu_pays_off":
+        return f"{measured} This exceeds the {c.threshold:g}× threshold and the spreads do not overlap."
+    why = f"below the {c.threshold:g}× threshold" if verdict.outcome == "below_threshold" \
+        else "the CPU and GPU spreads overlap"
+    return f"{measured} The GPU does not pay off: {why}."
+
+
+def reasons(verdict: Verdict) -> list[str]:
+    """The figures behind the verdict, each sentence only where its numbers show it."""
+    best, fastest = verdict.fastest_cpu_path, verdict.fastest_cpu_epoch
+    said = [
+        f"Fastest CPU full path: {best.format} + {best.loader} at B={best.batch_size}, {ms(best.total_s)} ms per epoch, "
+        f"of which training is {best.train_share:.0%}.",
+        f"The fastest CPU epoch ({fastest.loader}, B={fastest.batch_size}) does ~{fastest.flop_3x / 1e6:.0f} MFLOP in "
+        f"{ms(fastest.epoch_s)} ms: {fastest.flop_per_s_3x / 1e9:.2f} GFLOP/s achieved (3× rule; the FLOP-counter "
+        "section gives the executed count).",
+    ]
+    scaling = verdict.scaling
+    if scaling is not None:
+        grew = (f"From B={scaling.smallest_batch} to B={scaling.largest_batch} ({scaling.samples_ratio:.0f}× the samples "
+                f"per step) the time per optimizer step grew {scaling.step_time_ratio:.1f}×")
+        said.append(grew + (": the step is bound by fixed per-step overhead (Python, dispatch), which a faster arithmetic "
+                            "unit does not remove." if scaling.overhead_bound else
+                            ": the work per step grows with the batch, so arithmetic throughput matters at these sizes."))
+    said.append(_memory_sentence(verdict))
+    comparison = verdict.comparison
+    if comparison is not None and comparison.break_even_epochs is not None:
+        said.append(f"Per epoch (start-up excluded) the GPU path is faster; the start-up is repaid after "
+                    f"{comparison.break_even_epochs:.1f} epochs of this size.")
+    return said
+
+
+def _memory_sentence(verdict: Verdict) -> str:
+    m = verdict.memory
+    need = (f"the Adam fp32 state ({m.adam_bytes:,} bytes), forward and backward activations at B={m.batch_size} "
+            f"({m.activation_bytes:,} bytes) and the data matrix ({m.data_bytes:,} bytes) need {m.bound_bytes:,} bytes")
+    capacities = [(fits, f"this host's {size:,} bytes" if who == "host" else f"the GPU's {size:,} bytes")
+                  for fits, size, who in ((m.fits_host, m.host_memory_bytes, "host"),
+                                          (m.fits_device, m.device_memory_bytes, "device")) if fits is not None]
+    if not capacities:
+        return f"Memory: {need}; this machine's memory is not known, so memory is not compared."
+    short = [words for fits, words in capacities if not fits]
+    if short:
+        return f"Memory decides: {need}, more than {' and '.join(short)}."
+    return f"Memory does not decide here: {need}, within {' and '.join(words for _, words in capacities)}."
+
+
+def headline(verdict: Verdict) -> str:
+    return f"**Verdict: {verdict.device}.** {claim(verdict)}\n\n" + "\n".join(f"- {reason}" for reason in reasons(verdict))
+
+
+def status_words(step: SheetStep) -> str:
+    missing = MISSING_WORDS.get(step.missing or "", "")
+    return {
+        "measured": "measured", "checked": "checked", "computed": "computed",
+        "computed_and_measured": "computed and measured", "measured_on_both_devices": "measured on both devices",
+        "cpu_measured_gpu_missing": f"CPU side measured; GPU side {missing}", "missing": missing,
+    }[step.status]
+
+
+def evidence_words(step: SheetStep, gpu: GpuVisibility) -> str:
+    if step.step == 1:
+        return (f"{step.value('load_cells')} load/convert cells and {step.value('training_cells')} training cells, "
+                f"repeats [{step.value('repeats')}]")
+    if step.step == 2:
+        return gpu_line(gpu)
+    if step.step == 3:
+        if step.status != "measured":
+            return "estimated only, from the configured bandwidth (see Theoretical estimates)"
+        return (f"matrix host→device {step.value('matrix_gb_per_s'):.2f} GB/s pageable; context start-up "
+                f"{step.value('context_startup_s') * 1e3:.0f} ms (fixed cost)")
+    if step.step == 4:
+        if step.status != "measured":
+            return "no GPU timings"
+        return f"{step.value('gpu_cells')} GPU cells: {step.value('variants')}"
+    if step.step == 5:
+        return "full-path table: load + convert + transfer + train + eval (+ fixed start-up)"
+    peak = step.value("peak_memory_bytes")
+    return (f"{step.value('adam_bytes'):,} bytes + {step.value('activation_bytes'):,} bytes of forward activations at "
+            f"B={step.value('batch_size')}"
+            + (f"; measured peak {peak:,} bytes (torch.cuda.max_memory_allocated)" if peak else ""))
+
+
+def sheet_section(sheet: Sequence[SheetStep], gpu: GpuVisibility) -> str:
+    return "## GPU decision sheet (section 28.3.5)\n\n" + table(
+        ("step", "what", "status", "evidence"),
+        [(s.step, STEP_TITLES[s.step], status_words(s), evidence_words(s, gpu)) for s in sheet],
+    )
+
+
+def comparison_section(verdict: Verdict) -> str:
+    c = verdict.comparison
+    if c is None:
+        return ""
+    return "## CPU vs GPU, full path of one epoch\n\n" + table(("", "CPU", "GPU"), [
+        ("best variant", describe(c.cpu), describe(c.gpu)),
+        ("full path, ms", ms(c.cpu.total_s), ms(c.gpu.total_s)),
+        ("spread, ms", f"{ms(c.cpu.total_min_s)}–{ms(c.cpu.total_max_s)}", f"{ms(c.gpu.total_min_s)}–{ms(c.gpu.total_max_s)}"),
+        ("fixed start-up, ms", "0", ms(c.gpu.startup_s)),
+        ("speedup CPU/GPU", "", f"{c.speedup:.2f}× ({c.speedup_low:.2f}–{c.speedup_high:.2f}×); threshold {c.threshold:g}×"),
+    ])
+
+
+# ---------------------------------------------------------------- the decision figure
+
+STAGES = (("load_s", "load"), ("convert_s", "convert"), ("transfer_s", "transfer"), ("train_s", "train epoch"),
+          ("eval_s", "eval"))
+# (device, format, precision, placement, loader, label, hatch)
+PATHS = (
+    ("cpu", "csv", "fp32", "host", "dataloader", "CPU: CSV + DataLoader (textbook)", "//"),
+    ("cpu", "parquet", "fp32", "host", "fastpath", "CPU: Parquet + fast path", None),
+    ("cuda", "parquet", "fp32", "resident", "fastpath", "GPU: Parquet, fp32, resident", ".."),
+)
+
+
+def decision_figure(
+    train_table: Sequence[TrainingCell],
+    full_path_rows: Sequence[FullPathRow],
+    png_path: str | os.PathLike[str],
+    svg_path: str | os.PathLike[str],
+    title: str,
+) -> None:
+    """Throughput vs batch size with spread (left), the full path as stacked bars (right)."""
+    figure, (throughput, stacked) = plt.subplots(1, 2, figsize=(12, 4.8))
+    _throughput_panel(throughput, train_table)
+    _full_path_panel(stacked, full_path_rows)
+    figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
+    save_figure(figure, png_path, svg_path)
+
+
+def _series(row: TrainingCell) -> str:
+    if row.device == "cpu":
+        return f"CPU {row.loader}"
+    return f"{row.device.upper()} {row.precision} {row.placement}"
+
+
+def _throughput_panel(axes: Any, train_table: Sequence[TrainingCell]) -> None:
+    for series in sorted({_series(row) for row in train_table}):
+        rows = sorted((r for r in train_table if _series(r) == series), key=lambda r: r.batch_size)
+        sizes = [r.batch_size for r in rows]
+        median = [r.samples_per_s for r in rows]
+        low = [m - r.samples_per_s_min for m, r in zip(median, rows)]
+        high = [r.samples_per_s_max - m for m, r in zip(median, rows)]
+        axes.errorbar(sizes, median, yerr=[low, high], marker="o", capsize=4, label=f"{series} (median, min–max)")
+        noisy = [(s, m) for s, m, r in zip(sizes, median, rows) if r.noisy]
+        if noisy:
+            labelled = "noisy (flagged)" in axes.get_legend_handles_labels()[1]
+            axes.scatter(*zip(*noisy), s=160, facecolors="none", edgecolors="red",
+                         label=None if labelled else "noisy (flagged)")
+    axes.set_xscale("log", base=2)
+    axes.set_xticks(sorted({r.batch_size for r in train_table}))
+    axes.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    axes.set_xlabel("batch size B")
+    axes.set_ylabel("training samples / s (one epoch)")
+    axes.set_yscale("log")
+    axes.set_title("Training throughput")
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize=8)
+
+
+def _full_path_panel(axes: Any, full_path_rows: Sequence[FullPathRow]) -> None:
+    sizes = sorted({r.batch_size for r in full_path_rows})
+    paths = []
+    for device, fmt, precision, placement, loader, label, hatch in PATHS:
+        cells = {r.batch_size: r for r in full_path_rows
+                 if (r.device, r.format, r.precision, r.placement, r.loader) == (device, fmt, precision, placement, loader)}
+        if cells:
+            paths.append((cells, label, hatch))
+    width = 0.8 / max(len(paths), 1)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    handles = [Patch(facecolor=color, edgecolor="black", label=stage) for (_, stage), color in zip(STAGES, colors)]
+    for number, (cells, label, hatch) in enumerate(paths):
+        positions = [i + (number - (len(paths) - 1) / 2) * width for i in range(len(sizes))]
+        bottom = [0.0] * len(sizes)
+        for (key, stage), color in zip(STAGES, colors):
+            heights = [getattr(cells[s], key) * 1e3 if s in cells else 0.0 for s in sizes]
+            axes.bar(positions, heights, width, bottom=bottom, color=color, hatch=hatch, edgecolor="black", linewidth=0.4)
+            bottom = [b + h for b, h in zip(bottom, heights)]
+        handles.append(Patch(facecolor="white", hatch=hatch, edgecolor="black", label=f"{label} (bar {number + 1})"))
+    axes.set_xticks(range(len(sizes)), [str(s) for s in sizes])
+    axes.set_xlabel("batch size B")
+    axes.set_ylabel("milliseconds, medians (fixed start-up not shown)")
+    axes.set_title("Full path per epoch: load + convert + transfer + train + eval")
+    axes.grid(True, axis="y", alpha=0.3)
+    axes.legend(handles=handles, fontsize=7)
