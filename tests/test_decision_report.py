@@ -7,9 +7,11 @@ import re
 
 import pytest
 
+from accel_choice import records
 from accel_choice.analyze import aggregate, decision, fullpath, loads
 from accel_choice.render import formatting, plots, report
 from accel_choice.io import tables
+from builders_data import copy_timing, dataset_export, dataset_meta, exported_file, load_record, transfer_job
 
 ROWS = 8192
 WIDTHS = (32, 48, 1)
@@ -67,13 +69,13 @@ EPOCHS = {
 
 
 def _load_record(fmt, repeat, read, to_numpy):
-    return {
-        "dataset": "benchmark", "format": fmt, "repeat": repeat, "rows": ROWS,
-        "file_bytes": 2_000_000 if fmt == "csv" else 1_100_000, "tensor_bytes": ROWS * 33 * 4,
-        "read_s": read, "to_pandas_s": 0.0 if fmt == "csv" else 0.001, "to_numpy_s": to_numpy, "to_torch_s": 0.00001,
-        "total_s": read + (0.0 if fmt == "csv" else 0.001) + to_numpy + 0.00001,
-        "loadavg_before": [0.2, 0.2, 0.2], "loadavg_after": [0.2, 0.2, 0.2], "foreign_cpu_share": 0.01,
-    }
+    return load_record(
+        dataset="benchmark", format=fmt, repeat=repeat, rows=ROWS,
+        file_bytes=2_000_000 if fmt == "csv" else 1_100_000, tensor_bytes=ROWS * 33 * 4,
+        read_s=read, to_pandas_s=0.0 if fmt == "csv" else 0.001, to_numpy_s=to_numpy, to_torch_s=0.00001,
+        total_s=read + (0.0 if fmt == "csv" else 0.001) + to_numpy + 0.00001,
+        loadavg_before=(0.2, 0.2, 0.2), loadavg_after=(0.2, 0.2, 0.2), foreign_cpu_share=0.01,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +94,7 @@ def train_table(train_records):
 def load_table():
     recs = [_load_record("csv", i, 0.050 + i * 0.001, 0.003) for i in range(3)]
     recs += [_load_record("parquet", i, 0.004, 0.001) for i in range(3)]
-    return loads.aggregate_load_convert(recs)
+    return [records.to_json(cell) for cell in loads.aggregate_load_convert(recs)]  # as the report reads the table
 
 
 @pytest.fixture(scope="module")
@@ -197,13 +199,10 @@ def _environment():
 
 
 def _datasets():
-    return [
-        {
-            "name": "benchmark", "rows": ROWS, "feature_columns": [f"x{i:02d}" for i in range(32)], "positive_rate": 0.5012,
-            "matrix_sha256": "f00d" * 16,
-            "export": {"files": {"parquet": {"bytes": 1_100_000, "sha256": "c" * 64}, "csv": {"bytes": 2_000_000, "sha256": "d" * 64}}},
-        }
-    ]
+    files = {"parquet": exported_file("parquet", bytes=1_100_000, sha256="c" * 64),
+             "csv": exported_file("csv", bytes=2_000_000, sha256="d" * 64)}
+    return [(dataset_meta(rows=ROWS, feature_columns=tuple(f"x{i:02d}" for i in range(32)), positive_rate=0.5012,
+                          matrix_sha256="f00d" * 16), dataset_export(files=files))]
 
 
 @pytest.fixture(scope="module")
@@ -351,12 +350,11 @@ TARGET_S = 5e-6  # the target column's host->device copy, the same in every repe
 
 def _transfer_job(repeat, startup, matrix_s, predictions_s, pin_s=0.002):
     def copy(what, direction, memory, n_bytes, seconds):
-        return {"what": what, "direction": direction, "memory": memory, "bytes": n_bytes, "seconds": seconds,
-                "gb_per_s": n_bytes / seconds / 1e9, "passes": [seconds] * 5}
+        return copy_timing(what, direction, memory, bytes=n_bytes, seconds=seconds)
 
-    return {
+    return transfer_job(**{
         "device": "cuda", "repeat": repeat, "context_startup_s": startup, "pin_memory_s": pin_s, "matrix_bytes": MATRIX_BYTES,
-        "copies": [
+        "copies": (
             copy("matrix", "host_to_device", "pageable", MATRIX_BYTES, matrix_s),
             copy("batch B=32", "host_to_device", "pageable", 32 * 32 * 4, 10e-6),
             copy("batch B=512", "host_to_device", "pageable", 512 * 32 * 4, 15e-6),
@@ -365,17 +363,17 @@ def _transfer_job(repeat, startup, matrix_s, predictions_s, pin_s=0.002):
             copy("batch B=512", "host_to_device", "pinned", 512 * 32 * 4, 9e-6),
             copy("target", "host_to_device", "pageable", ROWS * 4, TARGET_S),
             copy("predictions", "device_to_host", "pageable", ROWS * 4, predictions_s),
-        ],
-        "loadavg_before": [0.1, 0.1, 0.1], "loadavg_after": [0.2, 0.1, 0.1],
-    }
+        ),
+        "loadavg_before": (0.1, 0.1, 0.1), "loadavg_after": (0.2, 0.1, 0.1),
+    })
 
 
 def _transfers(startups=(0.001, 0.0012, 0.0009)):
     """matrix H2D median 100 µs (90-120), predictions D2H median 20 µs (18-25)."""
     matrix, predictions = (100e-6, 90e-6, 120e-6), (20e-6, 18e-6, 25e-6)
-    return loads.aggregate_transfers(
+    return records.to_json(loads.aggregate_transfers(  # as the report reads tables/transfers.json
         [_transfer_job(i, startups[i], matrix[i], predictions[i]) for i in range(3)]
-    )
+    ))
 
 
 def _gpu_records(resident, streamed, eval_s=0.0005, non_finite=False):
@@ -441,7 +439,7 @@ def test_aggregate_transfers():
 
 def test_aggregate_transfers_without_pinning():
     jobs = [_transfer_job(i, 0.1, 1e-4, 2e-5, pin_s=None) for i in range(2)]
-    assert loads.aggregate_transfers(jobs)["pin_memory_s_median"] is None
+    assert loads.aggregate_transfers(jobs).pin_memory_s_median is None
 
 
 # --- full path per device -------------------------------------------------------------------
