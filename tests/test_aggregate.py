@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-import copy
-import math
+import json
 
 import pytest
 import torch
 
 from accel_choice.records.training import variant_of
 from accel_choice.analyze import aggregate, fullpath, loads
+from accel_choice.io import atomic
+from accel_choice.records import RecordError
+from accel_choice.records import read as read_record
+from accel_choice.records.loads import LoadTable, SecondsSpread, TransferJob, TransferTable
+from builders_data import copy_cell, copy_timing, data_environment, load_cell, transfer_job, transfer_table
+from builders_data import load_table as build_load_table
+from builders_data import load_record as build_load_record
 from accel_choice.measure import datagen, training
 from builders_training import replaced, training_record
 
@@ -235,14 +241,14 @@ def test_exercise2_textbook_example_numbers():
 # --- load/convert and full path -------------------------------------------------------
 
 
-def load_record(dataset, fmt, repeat, read, to_pandas, to_numpy, to_torch, file_bytes=1_000_000):
+def load_record(dataset, fmt, repeat, read, to_pandas, to_numpy, to_torch, file_bytes=1_000_000, **extra):
     total = read + to_pandas + to_numpy + to_torch
-    return {
+    return build_load_record(**{
         "dataset": dataset, "format": fmt, "repeat": repeat, "rows": ROWS, "file_bytes": file_bytes,
         "tensor_bytes": ROWS * 33 * 4, "read_s": read, "to_pandas_s": to_pandas, "to_numpy_s": to_numpy,
         "to_torch_s": to_torch, "total_s": total,
-        "loadavg_before": [0.3, 0.3, 0.3], "loadavg_after": [0.3, 0.3, 0.3], "foreign_cpu_share": 0.0,
-    }
+        "loadavg_before": (0.3, 0.3, 0.3), "loadavg_after": (0.3, 0.3, 0.3), "foreign_cpu_share": 0.0, **extra,
+    })
 
 
 def load_records():
@@ -258,32 +264,37 @@ def load_records():
 
 
 @pytest.fixture
-def load_table():
+def load_cells():
     return loads.aggregate_load_convert(load_records())
 
 
-def test_aggregate_load_convert_medians(load_table):
-    assert [(r["dataset"], r["format"]) for r in load_table] == [
+@pytest.fixture
+def load_table(load_cells):
+    return load_cells
+
+
+def test_aggregate_load_convert_medians(load_cells):
+    assert [(r.dataset, r.format) for r in load_cells] == [
         ("benchmark", "csv"), ("benchmark", "parquet"), ("northstar", "csv")
     ]
-    csv = load_table[0]
-    assert csv["repeats"] == 3
-    assert csv["rows"] == ROWS and csv["file_bytes"] == 3_000_000 and csv["tensor_bytes"] == ROWS * 33 * 4
-    assert csv["read_s_median"] == pytest.approx(0.051)
-    assert csv["to_pandas_s_median"] == 0.0
-    assert csv["to_numpy_s_median"] == pytest.approx(0.003)
-    assert csv["to_torch_s_median"] == pytest.approx(0.00002)
+    csv = load_cells[0]
+    assert csv.repeats == 3
+    assert csv.rows == ROWS and csv.file_bytes == 3_000_000 and csv.tensor_bytes == ROWS * 33 * 4
+    assert csv.read_s_median == pytest.approx(0.051)
+    assert csv.to_pandas_s_median == 0.0
+    assert csv.to_numpy_s_median == pytest.approx(0.003)
+    assert csv.to_torch_s_median == pytest.approx(0.00002)
     # totals 0.05201, 0.05502, 0.05503: the median total is not the sum of the stage medians
-    assert csv["total_s_median"] == pytest.approx(0.05502)
-    assert csv["total_s_min"] == pytest.approx(0.05201)
-    assert csv["total_s_max"] == pytest.approx(0.05503)
-    assert csv["total_s_iqr"] == pytest.approx(0.055025 - 0.053515)
-    assert csv["mb_per_s"] == pytest.approx(3_000_000 / 0.05502 / 1e6)
-    assert csv["noisy"] is False
-    pq = load_table[1]
-    assert pq["noisy"] is True
-    assert pq["total_s_median"] == pytest.approx(0.00601)
-    assert load_table[2]["repeats"] == 1
+    assert csv.total_s_median == pytest.approx(0.05502)
+    assert csv.total_s_min == pytest.approx(0.05201)
+    assert csv.total_s_max == pytest.approx(0.05503)
+    assert csv.total_s_iqr == pytest.approx(0.055025 - 0.053515)
+    assert csv.mb_per_s == pytest.approx(3_000_000 / 0.05502 / 1e6)
+    assert csv.noisy is False and csv.contaminated == ()
+    pq = load_cells[1]
+    assert pq.noisy is True and pq.noise_reasons
+    assert pq.total_s_median == pytest.approx(0.00601)
+    assert load_cells[2].repeats == 1
 
 
 def test_aggregate_load_convert_refuses_empty():
@@ -291,22 +302,111 @@ def test_aggregate_load_convert_refuses_empty():
         loads.aggregate_load_convert([])
 
 
+def test_aggregate_load_convert_flags_a_busy_repeat():
+    recs = load_records()[:3]
+    recs[1] = load_record("benchmark", "csv", 1, 0.052, 0.0, 0.003, 0.00002, 3_000_000, foreign_cpu_share=0.9)
+    recs[2] = load_record("benchmark", "csv", 2, 0.051, 0.0, 0.004, 0.00003, 3_000_000,
+                          loadavg_before=(0.3, 0.3, 0.3), loadavg_after=(1.3, 0.3, 0.3))
+    (cell,) = loads.aggregate_load_convert(recs)
+    assert [(c.repeat, len(c.reasons)) for c in cell.contaminated] == [(1, 1), (2, 1)]
+    assert "other processes used 0.90 cores" in cell.contaminated[0].reasons[0]
+    assert "1-min load average rose by 1.00" in cell.contaminated[1].reasons[0]
+    (lenient,) = loads.aggregate_load_convert(recs, foreign_cpu_share=1.0, loadavg_rise=2.0)
+    assert lenient.contaminated == ()
+
+
+def test_the_load_table_round_trips_and_refuses_a_damaged_cell(tmp_path, load_cells):
+    path = tmp_path / "load_convert.json"
+    atomic.write_record(path, LoadTable(table=load_cells, environment=data_environment()))
+    assert read_record(LoadTable, path).table == load_cells
+    data = json.loads(path.read_text())
+    data["table"][1]["total_s_min"] = 1.0  # above the median
+    path.write_text(json.dumps(data))
+    with pytest.raises(RecordError, match=r"load_convert\.json: table\[1\]: Value error, total_s_min 1\.0 <= total_s_median"):
+        read_record(LoadTable, path)
+
+
+def test_load_cell_and_table_invariants():
+    with pytest.raises(ValueError, match="noisy is True but noise_reasons is"):
+        load_cell(noisy=True)
+    with pytest.raises(ValueError, match="more than one cell for a"):
+        build_load_table(table=(load_cell(), load_cell()))
+
+
+# --- transfers ----------------------------------------------------------------------------------
+
+
+def test_aggregate_transfers_of_typed_jobs():
+    jobs = [transfer_job(repeat=r, context_startup_s=0.2 + r / 100, pin_memory_s=0.001 * (r + 1),
+                         copies=(copy_timing("matrix", seconds=1e-4 * (r + 1)),
+                                 copy_timing("predictions", "device_to_host", bytes=1 << 15, seconds=2e-5)))
+            for r in range(3)]
+    table = loads.aggregate_transfers(jobs)
+    assert table.device == "cuda"
+    assert [(c.direction, c.what) for c in table.copies] == [("device_to_host", "predictions"), ("host_to_device", "matrix")]
+    matrix = table.copies[1]
+    assert matrix.repeats == 3
+    assert (matrix.seconds_median, matrix.seconds_min, matrix.seconds_max) == pytest.approx((2e-4, 1e-4, 3e-4))
+    assert matrix.gb_per_s == pytest.approx((1 << 20) / 2e-4 / 1e9)
+    startup = table.context_startup_s
+    assert (startup.median, startup.min, startup.max) == pytest.approx((0.21, 0.2, 0.22))
+    assert table.pin_memory_s_median == pytest.approx(0.002)
+
+
+def test_aggregate_transfers_refuses_mixed_devices_and_cpu_copies():
+    with pytest.raises(ValueError, match=r"more than one device \(cuda, mps\)"):
+        loads.aggregate_transfers([transfer_job(), transfer_job(device="mps", repeat=1)])
+    with pytest.raises(ValueError, match=r"repeat\(s\) \[0\] timed no context start-up"):
+        loads.aggregate_transfers([transfer_job(device="cpu", context_startup_s=None)])
+
+
+def test_transfer_invariants():
+    with pytest.raises(ValueError, match=r"min\(passes\) 0.001 <= seconds 0.5"):
+        copy_timing(seconds=0.5, passes=(0.001, 0.002))
+    with pytest.raises(ValueError, match="a copy timed in no pass"):
+        copy_timing(passes=())
+    with pytest.raises(ValueError, match="gb_per_s is None for 0.0001 seconds"):
+        copy_timing(gb_per_s=None)
+    with pytest.raises(ValueError, match="seconds_min 0.5 <= seconds_median"):
+        copy_cell(seconds_min=0.5)
+    with pytest.raises(ValueError, match="min 0.3 <= median 0.2"):
+        SecondsSpread(median=0.2, min=0.3, max=0.4)
+    with pytest.raises(ValueError, match="wall_interval .* ends before it starts"):
+        transfer_job(wall_interval=(5.0, 4.0))
+
+
+@pytest.mark.parametrize(("cls", "build", "edit", "message"), [
+    (TransferJob, transfer_job, lambda d: d["copies"][2].update(direction="sideways"),
+     r"copies\[2\]\.direction: Input should be 'host_to_device' or 'device_to_host'"),
+    (TransferTable, transfer_table, lambda d: d["context_startup_s"].pop("max"), r"context_startup_s\.max: Field required"),
+], ids=["job", "table"])
+def test_a_damaged_transfer_file_is_refused_naming_the_field(tmp_path, cls, build, edit, message):
+    path = tmp_path / "transfers.json"
+    atomic.write_record(path, build())
+    assert read_record(cls, path) == build()
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))
+    with pytest.raises(RecordError, match=rf"transfers\.json: {message}"):
+        read_record(cls, path)
+
+
 def test_full_path_sums(table, load_table):
     rows = fullpath.full_path(table, load_table)
     assert len(rows) == 2 * len(table)  # benchmark only: 2 formats x 4 training cells
     assert {r.format for r in rows} == {"csv", "parquet"}
     assert rows == sorted(rows, key=lambda r: (r.format, r.loader, r.batch_size))
-    loads = {r["format"]: r for r in load_table if r["dataset"] == "benchmark"}
+    load_cells = {r.format: r for r in load_table if r.dataset == "benchmark"}
     trains = {(r.batch_size, r.loader): r for r in table}
     for r in rows:
-        load, train = loads[r.format], trains[(r.batch_size, r.loader)]
-        assert r.load_s == pytest.approx(load["read_s_median"] + load["to_pandas_s_median"])
-        assert r.convert_s == pytest.approx(load["to_numpy_s_median"] + load["to_torch_s_median"])
+        load, train = load_cells[r.format], trains[(r.batch_size, r.loader)]
+        assert r.load_s == pytest.approx(load.read_s_median + load.to_pandas_s_median)
+        assert r.convert_s == pytest.approx(load.to_numpy_s_median + load.to_torch_s_median)
         assert r.train_s == train.epoch_s_median
         assert r.eval_s == train.eval_s_median
         assert r.total_s == pytest.approx(r.load_s + r.convert_s + r.train_s + r.eval_s, rel=1e-12)
         assert r.train_share == pytest.approx(r.train_s / r.total_s)
-        assert r.noisy == bool(load["noisy"] or train.noisy)
+        assert r.noisy == bool(load.noisy or train.noisy)
     first = rows[0]  # csv, dataloader, B=32
     assert (first.format, first.loader, first.batch_size) == ("csv", "dataloader", 32)
     assert first.total_s == pytest.approx(0.051 + 0.003 + 0.00002 + 0.29 + 0.005)

@@ -4,6 +4,7 @@ figure and CSV tables."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import re
 
 import pytest
@@ -13,6 +14,8 @@ from accel_choice.io import tables
 from accel_choice.records.decision import Decision
 from accel_choice.render import decision as words
 from accel_choice.render import formatting, report
+from builders_data import (copy_timing, dataset_export, dataset_meta, exported_file, load_record, transfer_job,
+                           visible_devices)
 from builders_training import environment, environment_report, training_record
 
 ROWS = 8192
@@ -47,13 +50,13 @@ EPOCHS = {
 
 
 def _load_record(fmt, repeat, read, to_numpy):
-    return {
-        "dataset": "benchmark", "format": fmt, "repeat": repeat, "rows": ROWS,
-        "file_bytes": 2_000_000 if fmt == "csv" else 1_100_000, "tensor_bytes": ROWS * 33 * 4,
-        "read_s": read, "to_pandas_s": 0.0 if fmt == "csv" else 0.001, "to_numpy_s": to_numpy, "to_torch_s": 0.00001,
-        "total_s": read + (0.0 if fmt == "csv" else 0.001) + to_numpy + 0.00001,
-        "loadavg_before": [0.2, 0.2, 0.2], "loadavg_after": [0.2, 0.2, 0.2], "foreign_cpu_share": 0.01,
-    }
+    return load_record(
+        dataset="benchmark", format=fmt, repeat=repeat, rows=ROWS,
+        file_bytes=2_000_000 if fmt == "csv" else 1_100_000, tensor_bytes=ROWS * 33 * 4,
+        read_s=read, to_pandas_s=0.0 if fmt == "csv" else 0.001, to_numpy_s=to_numpy, to_torch_s=0.00001,
+        total_s=read + (0.0 if fmt == "csv" else 0.001) + to_numpy + 0.00001,
+        loadavg_before=(0.2, 0.2, 0.2), loadavg_after=(0.2, 0.2, 0.2), foreign_cpu_share=0.01,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -195,10 +198,10 @@ def test_memory_sentence_names_a_machine_that_is_too_small(train_table, full_pat
 
 
 def _datasets():
-    meta = {"name": "benchmark", "rows": ROWS, "feature_columns": [f"x{i:02d}" for i in range(32)], "positive_rate": 0.5012,
-            "matrix_sha256": "f00d" * 16}
-    export = {"files": {"parquet": {"bytes": 1_100_000, "sha256": "c" * 64}, "csv": {"bytes": 2_000_000, "sha256": "d" * 64}}}
-    return decision.data_table([(meta, export)])
+    files = {"parquet": exported_file("parquet", bytes=1_100_000, sha256="c" * 64),
+             "csv": exported_file("csv", bytes=2_000_000, sha256="d" * 64)}
+    return decision.data_table([(dataset_meta(rows=ROWS, feature_columns=tuple(f"x{i:02d}" for i in range(32)), positive_rate=0.5012,
+                          matrix_sha256="f00d" * 16), dataset_export(files=files))])
 
 
 def _inputs(train_records, load_table, *, env, probe=None, transfers=None, accelerator="auto"):
@@ -327,16 +330,8 @@ def test_write_csv_refuses_empty_table(tmp_path):
 
 # === the GPU side: synthetic GPU cells, transfers, full path and verdict ======================
 
-GPU_PROBE = {
-    "torch_version": "2.13.0+cu128", "cuda_available": True, "cuda_version": "12.8",
-    "cuda_devices": [{"index": 0, "name": "NVIDIA H200", "capability": "9.0", "total_memory_bytes": 150_020_390_912,
-                      "multiprocessors": 132}],
-    "nvidia_driver": "570.86.15", "mps_available": False, "accelerator": "cuda",
-}
-NO_DEVICE_PROBE = {
-    "torch_version": "2.13.0+cpu", "cuda_available": False, "cuda_version": None, "cuda_devices": [],
-    "nvidia_driver": None, "mps_available": False, "accelerator": None,
-}
+GPU_PROBE = visible_devices()  # one NVIDIA H200, CUDA 12.8, driver 570.86.15
+NO_DEVICE_PROBE = visible_devices(cuda_available=False)
 MATRIX_BYTES = ROWS * 32 * 4
 GPU_PEAK = 5_000_000
 
@@ -353,12 +348,11 @@ TARGET_S = 5e-6  # the target column's host->device copy, the same in every repe
 
 def _transfer_job(repeat, startup, matrix_s, predictions_s, pin_s=0.002):
     def copy(what, direction, memory, n_bytes, seconds):
-        return {"what": what, "direction": direction, "memory": memory, "bytes": n_bytes, "seconds": seconds,
-                "gb_per_s": n_bytes / seconds / 1e9, "passes": [seconds] * 5}
+        return copy_timing(what, direction, memory, bytes=n_bytes, seconds=seconds)
 
-    return {
+    return transfer_job(**{
         "device": "cuda", "repeat": repeat, "context_startup_s": startup, "pin_memory_s": pin_s, "matrix_bytes": MATRIX_BYTES,
-        "copies": [
+        "copies": (
             copy("matrix", "host_to_device", "pageable", MATRIX_BYTES, matrix_s),
             copy("batch B=32", "host_to_device", "pageable", 32 * 32 * 4, 10e-6),
             copy("batch B=512", "host_to_device", "pageable", 512 * 32 * 4, 15e-6),
@@ -367,9 +361,9 @@ def _transfer_job(repeat, startup, matrix_s, predictions_s, pin_s=0.002):
             copy("batch B=512", "host_to_device", "pinned", 512 * 32 * 4, 9e-6),
             copy("target", "host_to_device", "pageable", ROWS * 4, TARGET_S),
             copy("predictions", "device_to_host", "pageable", ROWS * 4, predictions_s),
-        ],
-        "loadavg_before": [0.1, 0.1, 0.1], "loadavg_after": [0.2, 0.1, 0.1],
-    }
+        ),
+        "loadavg_before": (0.1, 0.1, 0.1), "loadavg_after": (0.2, 0.1, 0.1),
+    })
 
 
 def _transfers(startups=(0.001, 0.0012, 0.0009)):
@@ -423,8 +417,8 @@ def _one(rows, **where):
 
 def test_aggregate_transfers():
     t = _transfers()
-    assert t["device"] == "cuda"
-    assert [(c["direction"], c["memory"], c["what"]) for c in t["copies"]] == [
+    assert t.device == "cuda"
+    assert [(c.direction, c.memory, c.what) for c in t.copies] == [
         ("device_to_host", "pageable", "predictions"),
         ("host_to_device", "pageable", "batch B=32"),
         ("host_to_device", "pageable", "target"),
@@ -434,19 +428,19 @@ def test_aggregate_transfers():
         ("host_to_device", "pinned", "batch B=512"),
         ("host_to_device", "pinned", "matrix"),
     ]
-    matrix = _one(t["copies"], what="matrix", memory="pageable")
-    assert (matrix["seconds_median"], matrix["seconds_min"], matrix["seconds_max"]) == pytest.approx((100e-6, 90e-6, 120e-6))
-    assert matrix["gb_per_s"] == pytest.approx(MATRIX_BYTES / 100e-6 / 1e9)
-    assert matrix["bytes"] == MATRIX_BYTES and matrix["repeats"] == 3
-    assert t["context_startup_s"] == pytest.approx({"median": 0.001, "min": 0.0009, "max": 0.0012})
-    assert t["pin_memory_s_median"] == pytest.approx(0.002)
+    matrix = _one(t.copies, what="matrix", memory="pageable")
+    assert (matrix.seconds_median, matrix.seconds_min, matrix.seconds_max) == pytest.approx((100e-6, 90e-6, 120e-6))
+    assert matrix.gb_per_s == pytest.approx(MATRIX_BYTES / 100e-6 / 1e9)
+    assert matrix.bytes == MATRIX_BYTES and matrix.repeats == 3
+    assert (t.context_startup_s.median, t.context_startup_s.min, t.context_startup_s.max) == pytest.approx((0.001, 0.0009, 0.0012))
+    assert t.pin_memory_s_median == pytest.approx(0.002)
     with pytest.raises(ValueError, match="no transfer records"):
         loads.aggregate_transfers([])
 
 
 def test_aggregate_transfers_without_pinning():
     jobs = [_transfer_job(i, 0.1, 1e-4, 2e-5, pin_s=None) for i in range(2)]
-    assert loads.aggregate_transfers(jobs)["pin_memory_s_median"] is None
+    assert loads.aggregate_transfers(jobs).pin_memory_s_median is None
 
 
 # --- full path per device -------------------------------------------------------------------
@@ -476,7 +470,7 @@ def test_full_path_transfer_per_placement(train_records, load_table):
 def test_full_path_refuses_transfers_without_a_needed_copy(train_records, load_table):
     table = aggregate.aggregate_training(train_records + _gpu_records(*SCENARIOS["gpu_wins"]), ROWS)
     transfers = _transfers()
-    transfers["copies"] = [c for c in transfers["copies"] if c["what"] != "predictions"]
+    transfers = dataclasses.replace(transfers, copies=tuple(c for c in transfers.copies if c.what != "predictions"))
     with pytest.raises(ValueError, match="no device_to_host transfer of 'predictions'"):
         fullpath.full_path(table, load_table, transfers)
 
@@ -572,7 +566,7 @@ def test_verdict_faster_median_but_spreads_overlap(train_records, load_table):
          "no GPU timing was taken"),
         (GPU_PROBE, True, "CUDA 12.8 visible: NVIDIA H200 (driver 570.86.15), but no GPU timing was taken in this run: "
                           "no speedup is claimed.", "theoretical"),
-        (dict(NO_DEVICE_PROBE, mps_available=True), True, "Apple MPS visible, but no GPU timing was taken", "theoretical"),
+        (visible_devices(cuda_available=False, mps_available=True), True, "Apple MPS visible, but no GPU timing was taken", "theoretical"),
     ],
     ids=["no device", "cuda", "mps"],
 )

@@ -1,54 +1,36 @@
 """Device probe, fingerprint and plan; the accelerator settings of the configuration schema.
 
-Runs on a CPU-only machine: the CUDA/MPS cases use synthetic probe records, never a faked runtime.
+Runs on a CPU-only machine: the CUDA/MPS cases use synthetic probe records (tests/builders_data.py), never a
+faked runtime.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 import torch
 import yaml
 
-from accel_choice.io import config_checks
+from accel_choice import records
+from accel_choice.io import atomic, config_checks
 from accel_choice.measure import devices
+from accel_choice.records import RecordError
+from accel_choice.records.loads import DeviceProbe, VisibleDevices
+from builders_data import cuda_device, data_environment, device_probe, visible_devices
 
 CPU_ONLY = not torch.cuda.is_available() and not torch.backends.mps.is_available()
 needs_cpu_only = pytest.mark.skipif(not CPU_ONLY, reason="asserts what a machine without CUDA/MPS reports")
 
-H200 = {
-    "index": 0,
-    "name": "NVIDIA H200",
-    "capability": "9.0",
-    "total_memory_bytes": 150_020_390_912,
-    "multiprocessors": 132,
-}
-ONE_GPU = {
-    "torch_version": "2.13.0+cu128",
-    "cuda_available": True,
-    "cuda_version": "12.8",
-    "cuda_devices": [H200],
-    "nvidia_driver": "570.86.15",
-    "mps_available": False,
-    "accelerator": "cuda",
-}
-NO_DEVICE = {
-    "torch_version": "2.13.0+cpu",
-    "cuda_available": False,
-    "cuda_version": None,
-    "cuda_devices": [],
-    "nvidia_driver": None,
-    "mps_available": False,
-    "accelerator": None,
-}
-MPS = dict(NO_DEVICE, mps_available=True, accelerator="mps")
+H200 = cuda_device()
+ONE_GPU = visible_devices()
+NO_DEVICE = visible_devices(cuda_available=False)
+MPS = visible_devices(cuda_available=False, mps_available=True, accelerator="mps")
 
 
 def _two_gpus():
-    probed = copy.deepcopy(ONE_GPU)
-    probed["cuda_devices"].append(dict(H200, index=1))
-    return probed
+    return visible_devices(cuda_devices=(H200, cuda_device(index=1)))
 
 
 # --- probe --------------------------------------------------------------------------------
@@ -57,19 +39,48 @@ def _two_gpus():
 @needs_cpu_only
 def test_probe_on_this_machine_sees_no_accelerator():
     probed = devices.probe()
-    assert probed["cuda_available"] is False
-    assert probed["cuda_devices"] == []
-    assert probed["nvidia_driver"] is None
-    assert probed["mps_available"] is False
-    assert probed["accelerator"] is None
-    assert probed["torch_version"] == torch.__version__
-    assert probed["cuda_version"] == torch.version.cuda
+    assert probed.cuda_available is False
+    assert probed.cuda_devices == ()
+    assert probed.nvidia_driver is None
+    assert probed.mps_available is False
+    assert probed.accelerator is None
+    assert probed.torch_version == torch.__version__
+    assert probed.cuda_version == torch.version.cuda
     assert devices.fingerprint(probed) == "none"
     assert devices.measurable_device(probed) is None
 
 
 def test_probe_record_has_the_keys_the_report_reads():
-    assert set(devices.probe()) == set(ONE_GPU)
+    assert set(records.to_json(devices.probe())) == {"torch_version", "cuda_available", "cuda_version", "cuda_devices",
+                                                    "nvidia_driver", "mps_available", "accelerator"}
+
+
+def test_the_probe_file_is_the_probe_with_its_fingerprints(tmp_path):
+    probed = devices.probe_record("auto", "planned", data_environment())
+    assert probed.fingerprint == devices.fingerprint(devices.probe()) and probed.planned_fingerprint == "planned"
+    atomic.write_record(tmp_path / "devices.json", probed)
+    assert records.read(DeviceProbe, tmp_path / "devices.json") == probed
+    written = atomic.read_json(tmp_path / "devices.json")  # flat, as the report and the planner read it
+    assert list(written) == ["schema", "schema_version", *records.to_json(devices.probe()), "mode", "planned_fingerprint",
+                             "fingerprint", "environment"]
+
+
+def test_probe_invariants():
+    with pytest.raises(ValueError, match="CUDA devices or a driver listed, but cuda_available is false"):
+        visible_devices(cuda_available=False, cuda_devices=(H200,))
+    with pytest.raises(ValueError, match=r"cuda_devices have the indexes \[1\], not 0..0"):
+        visible_devices(cuda_devices=(cuda_device(index=1),))
+    with pytest.raises(ValueError, match="Input should be 'auto', 'require' or 'off'"):
+        device_probe(mode="turbo")
+
+
+def test_a_damaged_probe_file_is_refused_naming_the_field(tmp_path):
+    path = tmp_path / "devices.json"
+    data = records.to_json(device_probe(cuda_available=True, cuda_version="12.8", cuda_devices=(H200,)))
+    data["cuda_devices"][0]["total_memory_bytes"] = "80GB"
+    path.write_text(json.dumps(data))
+    with pytest.raises(RecordError, match=r"devices\.json: cuda_devices\[0\]\.total_memory_bytes: Input should be a valid integer"):
+        records.read(DeviceProbe, path)
 
 
 # --- fingerprint ----------------------------------------------------------------------------
@@ -88,16 +99,15 @@ def test_fingerprint_is_stable():
     again = copy.deepcopy(ONE_GPU)
     assert devices.fingerprint(again) == devices.fingerprint(ONE_GPU)
     # the same record read back from JSON with its keys in another order
-    reordered = {k: again[k] for k in reversed(list(again))}
-    reordered["cuda_devices"] = [{k: d[k] for k in reversed(list(d))} for d in again["cuda_devices"]]
-    assert devices.fingerprint(reordered) == devices.fingerprint(ONE_GPU)
+    written = records.to_json(again)
+    reordered = {k: written[k] for k in reversed(list(written))}
+    reordered["cuda_devices"] = [{k: d[k] for k in reversed(list(d))} for d in written["cuda_devices"]]
+    assert devices.fingerprint(records.from_json(VisibleDevices, reordered, "here")) == devices.fingerprint(ONE_GPU)
     assert devices.fingerprint(_two_gpus()) == devices.fingerprint(_two_gpus())
 
 
 def _changed(**device_fields):
-    probed = copy.deepcopy(ONE_GPU)
-    probed["cuda_devices"][0].update(device_fields)
-    return probed
+    return visible_devices(cuda_devices=(cuda_device(**device_fields),))
 
 
 @pytest.mark.parametrize(
@@ -107,10 +117,10 @@ def _changed(**device_fields):
         pytest.param(NO_DEVICE, id="device removed"),
         pytest.param(_changed(name="NVIDIA H100 80GB HBM3"), id="device swapped"),
         pytest.param(_changed(capability="8.0"), id="capability"),
-        pytest.param(_changed(total_memory_bytes=H200["total_memory_bytes"] // 7), id="memory (e.g. a MIG slice)"),
-        pytest.param(dict(ONE_GPU, nvidia_driver="580.65.06"), id="driver updated"),
-        pytest.param(dict(ONE_GPU, cuda_version="13.0"), id="CUDA build"),
-        pytest.param(dict(ONE_GPU, mps_available=True), id="mps added"),
+        pytest.param(_changed(total_memory_bytes=H200.total_memory_bytes // 7), id="memory (e.g. a MIG slice)"),
+        pytest.param(visible_devices(nvidia_driver="580.65.06"), id="driver updated"),
+        pytest.param(visible_devices(cuda_version="13.0"), id="CUDA build"),
+        pytest.param(visible_devices(mps_available=True), id="mps added"),
     ],
 )
 def test_fingerprint_changes_with_the_devices(other):
@@ -129,7 +139,7 @@ def test_fingerprint_of_two_devices_names_both():
 def test_measurable_device():
     assert devices.measurable_device(ONE_GPU) == "cuda"
     assert devices.measurable_device(MPS) == "mps"
-    assert devices.measurable_device(dict(ONE_GPU, mps_available=True)) == "cuda"  # CUDA first
+    assert devices.measurable_device(visible_devices(mps_available=True)) == "cuda"  # CUDA first
     assert devices.measurable_device(NO_DEVICE) is None
 
 

@@ -11,6 +11,7 @@ import re
 import pytest
 import torch
 
+from accel_choice.io import envinfo
 from accel_choice.measure import datagen, devices, training, transfer
 from accel_choice.analyze import decision, theory
 
@@ -43,16 +44,16 @@ def gpu_job(benchmark):
 
 def test_probe_lists_the_device():
     probed = devices.probe()
-    assert probed["cuda_available"] is True
-    assert len(probed["cuda_devices"]) == torch.cuda.device_count() >= 1
-    for index, d in enumerate(probed["cuda_devices"]):
-        assert d["index"] == index
-        assert d["name"]
-        assert re.fullmatch(r"\d+\.\d+", d["capability"])
-        assert d["total_memory_bytes"] > 2**30
-        assert d["multiprocessors"] > 0
+    assert probed.cuda_available is True
+    assert len(probed.cuda_devices) == torch.cuda.device_count() >= 1
+    for index, d in enumerate(probed.cuda_devices):
+        assert d.index == index
+        assert d.name
+        assert re.fullmatch(r"\d+\.\d+", d.capability)
+        assert d.total_memory_bytes > 2**30
+        assert d.multiprocessors > 0
     fingerprint = devices.fingerprint(probed)
-    assert fingerprint != "none" and probed["cuda_devices"][0]["name"] in fingerprint
+    assert fingerprint != "none" and probed.cuda_devices[0].name in fingerprint
     assert devices.measurable_device(probed) == "cuda"
     assert devices.planned_device("auto") == ("cuda", fingerprint)
     assert devices.require("cuda") == torch.device("cuda")
@@ -103,21 +104,22 @@ def test_fp16_without_grad_scaler(benchmark):
 
 def test_transfers_on_cuda(benchmark):
     x, _ = benchmark
-    t = transfer.measure_transfers(x, [32, 512], "cuda", passes=5)  # pins by default on CUDA
-    assert t["device"] == "cuda"
-    assert t["context_startup_s"] is not None and t["context_startup_s"] > 0
-    assert t["pin_memory_s"] is not None and t["pin_memory_s"] > 0
-    copies = {(c["what"], c["memory"]): c for c in t["copies"]}
+    t = transfer.measure_transfers(x, [32, 512], "cuda", passes=5, repeat=0,  # pins by default on CUDA
+                                   environment=envinfo.quick_environment(SEED))
+    assert t.device == "cuda"
+    assert t.context_startup_s is not None and t.context_startup_s > 0
+    assert t.pin_memory_s is not None and t.pin_memory_s > 0
+    copies = {(c.what, c.memory): c for c in t.copies}
     assert set(copies) == {("matrix", "pageable"), ("batch B=32", "pageable"), ("batch B=512", "pageable"),
                            ("matrix", "pinned"), ("batch B=32", "pinned"), ("batch B=512", "pinned"),
-                           ("predictions", "pageable")}
-    assert copies[("matrix", "pinned")]["bytes"] == ROWS * FEATURES * 4
-    assert copies[("batch B=512", "pinned")]["bytes"] == 512 * FEATURES * 4
-    assert copies[("predictions", "pageable")]["bytes"] == ROWS * 4
-    assert copies[("predictions", "pageable")]["direction"] == "device_to_host"
-    for c in t["copies"]:
-        assert c["seconds"] > 0 and c["gb_per_s"] > 0
-    assert copies[("matrix", "pinned")]["gb_per_s"] > 0.5  # a 1 MiB pinned copy; any PCIe/NVLink link does far more
+                           ("target", "pageable"), ("predictions", "pageable")}
+    assert copies[("matrix", "pinned")].bytes == ROWS * FEATURES * 4
+    assert copies[("batch B=512", "pinned")].bytes == 512 * FEATURES * 4
+    assert copies[("predictions", "pageable")].bytes == ROWS * 4
+    assert copies[("predictions", "pageable")].direction == "device_to_host"
+    for c in t.copies:
+        assert c.seconds > 0 and c.gb_per_s is not None and c.gb_per_s > 0
+    assert copies[("matrix", "pinned")].gb_per_s > 0.5  # a 1 MiB pinned copy; any PCIe/NVLink link does far more
 
 
 def test_streamed_peak_does_not_include_the_resident_matrix():

@@ -14,7 +14,10 @@ import torch
 
 from accel_choice import records as record_files
 from accel_choice.analyze import aggregate, theory
+from accel_choice.io import atomic
 from accel_choice.measure import datagen, training, transfer
+from accel_choice.records.loads import TransferJob
+from builders_data import data_environment
 
 SEED = 20261020
 ROWS, FEATURES, HIDDEN, LR, WARMUP, BATCH = 100, 4, 6, 1e-2, 3, 32  # 4 steps: 3 full batches and one of 4
@@ -243,37 +246,43 @@ def test_aggregate_excludes_the_planted_run_and_lists_its_step(data, planted):
 @pytest.fixture(scope="module")
 def transfers():
     x = torch.randn(1024, 8, generator=torch.Generator().manual_seed(SEED))
-    return transfer.measure_transfers(x, [32, 512], "cpu", passes=3, pin=False)
+    return transfer.measure_transfers(x, [32, 512], "cpu", passes=3, pin=False, repeat=1, environment=data_environment())
 
 
 def test_transfer_copies_and_bytes(transfers):
-    assert [(c["what"], c["direction"], c["memory"], c["bytes"]) for c in transfers["copies"]] == [
+    assert [(c.what, c.direction, c.memory, c.bytes) for c in transfers.copies] == [
         ("matrix", "host_to_device", "pageable", 1024 * 8 * 4),
         ("batch B=32", "host_to_device", "pageable", 32 * 8 * 4),
         ("batch B=512", "host_to_device", "pageable", 512 * 8 * 4),
         ("target", "host_to_device", "pageable", 1024 * 1 * 4),
         ("predictions", "device_to_host", "pageable", 1024 * 1 * 4),
     ]
-    assert transfers["matrix_bytes"] == 1024 * 8 * 4
-    assert transfers["device"] == "cpu"
+    assert transfers.matrix_bytes == 1024 * 8 * 4
+    assert transfers.device == "cpu"
+    assert transfers.repeat == 1 and transfers.wall_interval[0] <= transfers.wall_interval[1]
 
 
 def test_transfer_seconds_and_bandwidth(transfers):
-    for c in transfers["copies"]:
-        assert len(c["passes"]) == 3
-        assert all(t > 0 for t in c["passes"])
-        assert c["seconds"] == statistics.median(c["passes"])
-        assert c["seconds"] > 0
-        assert c["gb_per_s"] == pytest.approx(c["bytes"] / c["seconds"] / 1e9, rel=1e-12)
+    for c in transfers.copies:
+        assert len(c.passes) == 3
+        assert all(t > 0 for t in c.passes)
+        assert c.seconds == statistics.median(c.passes)
+        assert c.seconds > 0
+        assert c.gb_per_s == pytest.approx(c.bytes / c.seconds / 1e9, rel=1e-12)
 
 
 def test_transfer_fixed_costs_none_on_cpu(transfers):
-    assert transfers["context_startup_s"] is None
-    assert transfers["pin_memory_s"] is None
-    assert len(transfers["loadavg_before"]) == len(transfers["loadavg_after"]) == 3
+    assert transfers.context_startup_s is None
+    assert transfers.pin_memory_s is None
+    assert len(transfers.loadavg_before) == len(transfers.loadavg_after) == 3
+
+
+def test_the_transfer_record_round_trips_through_its_file(transfers, tmp_path):
+    atomic.write_record(tmp_path / "transfer.rep1.json", transfers)
+    assert record_files.read(TransferJob, tmp_path / "transfer.rep1.json") == transfers
 
 
 def test_copy_record_on_cpu():
     tensor = torch.arange(4096, dtype=torch.float32)
     record = transfer.copy_record("t", "host_to_device", "pageable", tensor, torch.device("cpu"), 2)
-    assert record["bytes"] == 4096 * 4 and len(record["passes"]) == 2 and record["seconds"] > 0
+    assert record.bytes == 4096 * 4 and len(record.passes) == 2 and record.seconds > 0

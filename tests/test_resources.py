@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
 import torch
 
+from accel_choice import records
 from accel_choice.analyze import resources
 from accel_choice.io import runtime
+from accel_choice.records import RecordError
+from accel_choice.records.resources import ResourceTable, RuleResources
+from builders_data import data_environment, job_resources, resource_table, rule_resources
 
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 
@@ -111,24 +116,28 @@ def test_job_row_puts_the_process_beside_the_body(tmp_path):
     bench = _benchmark(tmp_path / "b.tsv", "1.60\t0:00:01\t256.54\t762.29\t157.44\t205.75\t41.39\t0.01\t25.00\t0.99")
     log = _log(tmp_path / "j.log", "2026-12-01 07:25:13,117 INFO " + runtime.BODY_LINE % (0.0194, 0.0116, 341.7))
     row = resources.job_row("generate_benchmark", "generate_benchmark", bench, log)
-    assert row["rule"] == row["job"] == "generate_benchmark"
-    assert (row["process_wall_s"], row["body_wall_s"], row["body_cpu_s"]) == (1.60, 0.0194, 0.0116)
-    assert row["outside_body_s"] == pytest.approx(1.60 - 0.0194)
-    assert (row["max_rss_mb"], row["peak_rss_mb"], row["rss_sampled"]) == (256.54, 341.7, True)
+    assert row.rule == row.job == "generate_benchmark"
+    assert (row.process_wall_s, row.body_wall_s, row.body_cpu_s) == (1.60, 0.0194, 0.0116)
+    assert row.outside_body_s == pytest.approx(1.60 - 0.0194)
+    assert (row.max_rss_mb, row.peak_rss_mb, row.rss_sampled) == (256.54, 341.7, True)
+    assert (row.process_cpu_s, row.mean_load) == (0.99, 25.0)
 
 
 def test_job_row_of_a_failed_job_without_an_rss_sample(tmp_path):
     bench = _benchmark(tmp_path / "b.tsv", "0.41\t0:00:00\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA")
     row = resources.job_row("plot", "plot", bench, _log(tmp_path / "j.log", failed=True))
-    assert row["body_wall_s"] is None and row["body_cpu_s"] is None and row["peak_rss_mb"] is None
-    assert row["outside_body_s"] is None
-    assert row["rss_sampled"] is False
+    assert row.body_wall_s is None and row.body_cpu_s is None and row.peak_rss_mb is None
+    assert row.outside_body_s is None
+    assert row.rss_sampled is False
+
+
+def test_a_benchmark_value_a_record_cannot_hold_becomes_none(tmp_path):
+    bench = resources.read_benchmark(_benchmark(tmp_path / "b.tsv", "0.41\t0:00:00\tnan\tNA\tNA\tNA\tNA\tNA\tinf\t0.1"))
+    assert bench == {"process_wall_s": 0.41, "max_rss_mb": None, "process_cpu_s": 0.1, "mean_load": None}
 
 
 def _row(rule, wall, body, rss, peak):
-    return {"rule": rule, "job": rule, "process_wall_s": wall, "body_wall_s": body, "max_rss_mb": rss,
-            "peak_rss_mb": peak, "outside_body_s": None if wall is None or body is None else wall - body,
-            "rss_sampled": rss is not None and rss > 0}
+    return job_resources(rule=rule, job=rule, process_wall_s=wall, body_wall_s=body, max_rss_mb=rss, peak_rss_mb=peak)
 
 
 def test_rule_summary_arithmetic():
@@ -140,21 +149,48 @@ def test_rule_summary_arithmetic():
         _row("export", 3.0, 2.0, 250.0, 260.0),
     ]
     summary = resources.rule_summary(rows)
-    assert [s["rule"] for s in summary] == ["time_cpu", "export"]  # first-seen order
+    assert [s.rule for s in summary] == ["time_cpu", "export"]  # first-seen order
     cpu, export = summary
-    assert cpu == {
-        "rule": "time_cpu", "jobs": 3, "process_wall_total_s": 9.0, "process_wall_median_s": 3.0,
-        "body_wall_median_s": 2.25, "outside_body_median_s": 0.75, "max_rss_mb_sampled": 320.0,
-        "jobs_without_rss_sample": 1, "peak_rss_mb_kernel": 330.0,
-    }
-    assert export["jobs"] == 2 and export["process_wall_total_s"] == 4.0
-    assert export["outside_body_median_s"] == pytest.approx((0.75 + 1.0) / 2)
-    assert (export["max_rss_mb_sampled"], export["jobs_without_rss_sample"]) == (250.0, 1)
+    assert cpu == RuleResources(
+        rule="time_cpu", jobs=3, process_wall_total_s=9.0, process_wall_median_s=3.0,
+        body_wall_median_s=2.25, outside_body_median_s=0.75, max_rss_mb_sampled=320.0,
+        jobs_without_rss_sample=1, peak_rss_mb_kernel=330.0,
+    )
+    assert export.jobs == 2 and export.process_wall_total_s == 4.0
+    assert export.outside_body_median_s == pytest.approx((0.75 + 1.0) / 2)
+    assert (export.max_rss_mb_sampled, export.jobs_without_rss_sample) == (250.0, 1)
+    table = ResourceTable(rules=tuple(summary), jobs=tuple(rows), environment=data_environment())
+    assert records.from_json(ResourceTable, records.to_json(table), "here") == table
 
 
 def test_rule_summary_of_jobs_that_all_lack_numbers():
     (summary,) = resources.rule_summary([_row("plot", None, None, None, None)])
-    assert summary["jobs"] == 1 and summary["process_wall_total_s"] == 0
-    assert summary["process_wall_median_s"] is None and summary["body_wall_median_s"] is None
-    assert summary["max_rss_mb_sampled"] is None and summary["jobs_without_rss_sample"] == 1
-    assert summary["peak_rss_mb_kernel"] is None
+    assert summary.jobs == 1 and summary.process_wall_total_s == 0
+    assert summary.process_wall_median_s is None and summary.body_wall_median_s is None
+    assert summary.max_rss_mb_sampled is None and summary.jobs_without_rss_sample == 1
+    assert summary.peak_rss_mb_kernel is None
+
+
+# ---------------------------------------------------------------- the records' invariants and a damaged file
+
+
+def test_resource_invariants():
+    with pytest.raises(ValueError, match="outside_body_s is 0.5 with process_wall_s None"):
+        job_resources(process_wall_s=None, outside_body_s=0.5)
+    with pytest.raises(ValueError, match="rss_sampled is True with max_rss_mb 0.0"):
+        job_resources(max_rss_mb=0.0, rss_sampled=True)
+    with pytest.raises(ValueError, match="2 jobs without an RSS sample of 1"):
+        rule_resources(jobs_without_rss_sample=2)
+    with pytest.raises(ValueError, match="the rules count 2 jobs, the table lists 1"):
+        resource_table(rules=(rule_resources(jobs=2),))
+    with pytest.raises(ValueError, match="a rule is summarised twice"):
+        resource_table(rules=(rule_resources(), rule_resources()), jobs=(job_resources(), job_resources()))
+
+
+def test_a_damaged_resource_table_is_refused_naming_the_field(tmp_path):
+    path = tmp_path / "resources.json"
+    data = records.to_json(resource_table())
+    data["jobs"][0]["peak_rss_mb"] = -1.0
+    path.write_text(json.dumps(data))
+    with pytest.raises(RecordError, match=r"resources\.json: jobs\[0\]\.peak_rss_mb: Input should be greater than or equal to 0"):
+        records.read(ResourceTable, path)

@@ -4,8 +4,10 @@ from accel_choice import records
 from accel_choice.analyze import decision, fullpath, planner
 from accel_choice.io import atomic, envinfo, tables
 from accel_choice.io.runtime import job
+from accel_choice.records.data import DatasetExport, DatasetMeta
 from accel_choice.records.decision import Decision, DecisionSheet, FullPathTable
 from accel_choice.records.environment import EnvironmentReport
+from accel_choice.records.loads import DeviceProbe, LoadTable, TransferTable
 from accel_choice.records.training import TrainingTable
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
@@ -15,9 +17,9 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     transfers = None
     if inp.get("gpu_training"):  # planned only where a GPU is measured
         train_table += records.read(TrainingTable, inp.gpu_training).table
-        transfers = atomic.read_json(inp.transfers)
-    load_table = atomic.read_json(inp.load_convert)["table"]
-    probe = atomic.read_json(inp.probe)
+        transfers = records.read(TransferTable, inp.transfers[0])
+    load_table = records.read(LoadTable, inp.load_convert).table
+    probe = records.read(DeviceProbe, inp.probe)
     widths = (p.features, p.hidden, 1)
 
     full_path = fullpath.full_path(train_table, load_table, transfers)
@@ -36,7 +38,7 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     theory = decision.theory_table(train_table, widths, p.rows, p.batch_sizes, p.bandwidth_gb_s)
     atomic.write_record(out.theory_json, theory)
     tables.write_csv(out.theory_csv, theory.table)
-    data = decision.data_table([(atomic.read_json(meta), atomic.read_json(export))
+    data = decision.data_table([(records.read(DatasetMeta, meta), records.read(DatasetExport, export))
                                 for meta, export in zip(inp.metas, inp.exports)])
     atomic.write_record(out.data_json, data)
     tables.write_csv(out.data_csv, data.table)

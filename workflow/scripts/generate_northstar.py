@@ -3,6 +3,7 @@
 from accel_choice.io import dataio, envinfo
 from accel_choice.measure import datagen
 from accel_choice.io.runtime import job
+from accel_choice.records.data import NorthstarGenerator
 
 p = snakemake.params  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
@@ -11,7 +12,7 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
         dataset,
         snakemake.output.npy,  # noqa: F821
         snakemake.output.meta,  # noqa: F821
-        {"generator": {"rows": p.rows, "late_rate": p.late_rate, "seed": p.seed},
-         "environment": envinfo.quick_environment(p.seed)},
+        NorthstarGenerator(rows=p.rows, late_rate=p.late_rate, seed=p.seed),
+        envinfo.quick_environment(p.seed),
     )
-    log.info("northstar %s rows, late rate %.3f, sha256 %s", meta["rows"], meta["positive_rate"], meta["matrix_sha256"])
+    log.info("northstar %s rows, late rate %.3f, sha256 %s", meta.rows, meta.positive_rate, meta.matrix_sha256)

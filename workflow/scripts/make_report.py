@@ -7,6 +7,8 @@ from accel_choice.io import atomic, envinfo, provenance, tables
 from accel_choice.io.runtime import job
 from accel_choice.records.decision import DataTable, Decision, TheoryTable
 from accel_choice.records.environment import EnvironmentReport
+from accel_choice.records.loads import DeviceProbe, LoadTable, TransferTable
+from accel_choice.records.resources import ResourceTable
 from accel_choice.records.training import TrainingTable
 from accel_choice.render import decision as decision_words
 from accel_choice.render import northstar, report
@@ -21,8 +23,8 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     if inp.get("gpu_training"):  # planned only where a GPU is measured
         gpu = records.read(TrainingTable, inp.gpu_training)
         train_table, non_finite = train_table + list(gpu.table), non_finite + list(gpu.non_finite)
-        transfers = atomic.read_json(inp.transfers)
-    probe = atomic.read_json(inp.probe)
+        transfers = records.read(TransferTable, inp.transfers[0])
+    probe = records.read(DeviceProbe, inp.probe)
     theory = records.read(TheoryTable, inp.theory)
     widths, rows = theory.widths, theory.rows
     decision_words.decision_figure(
@@ -37,11 +39,11 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
         results, envinfo.workflow_commit(), [Path(path).relative_to(results).as_posix() for path in p.made])
     text = report.render(report.ReportInputs(
         decision=decided, environment=environment, data=records.read(DataTable, inp.data), theory=theory,
-        train_table=train_table, non_finite=non_finite, load_table=atomic.read_json(inp.load_convert)["table"],
+        train_table=train_table, non_finite=non_finite, load_table=records.read(LoadTable, inp.load_convert).table,
         seed=p.seed, noise_iqr_ratio=p.noise_iqr_ratio, outlier_factor=p.outlier_factor, accelerator=p.accelerator,
         probe=probe, transfers=transfers, selection=atomic.read_json(inp.selection),
         seed_limits=atomic.read_json(inp.seed_limits), gradient_variance=atomic.read_json(inp.gradient_variance),
-        resources=atomic.read_json(inp.resources), cost_model=atomic.read_json(inp.cost_model),
+        resources=records.read(ResourceTable, inp.resources), cost_model=atomic.read_json(inp.cost_model),
         break_even=atomic.read_json(inp.break_even), flop_check=atomic.read_json(inp.flop_check),
         scenario=atomic.read_json(inp.scenario), provenance=report_provenance,
     ))

@@ -5,7 +5,7 @@ Everything here is numbers and codes (records.decision); render/decision.py says
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from accel_choice.analyze import theory
@@ -25,29 +25,25 @@ from accel_choice.records.decision import (
     TheoryTable,
     Verdict,
 )
+from accel_choice.records.data import DatasetExport, DatasetMeta
 from accel_choice.records.environment import Environment
+from accel_choice.records.loads import LoadCell, TransferTable, VisibleDevices
 from accel_choice.records.training import FullPathRow, TrainingCell
 
 # The step time grew less than half as much as the samples per step: fixed per-step cost dominates.
 OVERHEAD_BOUND_GROWTH = 0.5
 
 
-def _field(row: Any, name: str) -> Any:
-    # The probe, load cells and transfer tables reach here as dicts until they are typed records too.
-    return row[name] if isinstance(row, Mapping) else getattr(row, name)
-
-
-def gpu_visibility(probe: Any | None, environment: Environment) -> GpuVisibility:
+def gpu_visibility(probe: VisibleDevices | None, environment: Environment) -> GpuVisibility:
     """Whether a GPU is visible, from the device probe (or, without one, the environment record)."""
     if probe is not None:
-        devices = _field(probe, "cuda_devices")
-        if devices:
-            return GpuVisibility(visible=True, kind="cuda", names=tuple(_field(d, "name") for d in devices),
-                                 cuda_version=_field(probe, "cuda_version"), driver=_field(probe, "nvidia_driver"),
-                                 torch_version=_field(probe, "torch_version"), source="probe")
-        mps = bool(_field(probe, "mps_available"))
-        return GpuVisibility(visible=mps, kind="mps" if mps else None, names=(), cuda_version=_field(probe, "cuda_version"),
-                             driver=None, torch_version=_field(probe, "torch_version"), source="probe")
+        if probe.cuda_devices:
+            return GpuVisibility(visible=True, kind="cuda", names=tuple(d.name for d in probe.cuda_devices),
+                                 cuda_version=probe.cuda_version, driver=probe.nvidia_driver,
+                                 torch_version=probe.torch_version, source="probe")
+        return GpuVisibility(visible=probe.mps_available, kind="mps" if probe.mps_available else None, names=(),
+                             cuda_version=probe.cuda_version, driver=None, torch_version=probe.torch_version,
+                             source="probe")
     visible = bool(environment.is_cuda_available)
     return GpuVisibility(visible=visible, kind="cuda" if visible else None, names=environment.nvidia_gpu_models,
                          cuda_version=environment.cuda_compiled_version, driver=None,
@@ -88,13 +84,13 @@ def _evidence(**values: Any) -> tuple[EvidenceValue, ...]:
 
 def decision_sheet(
     train_table: Sequence[TrainingCell],
-    load_table: Sequence[Any],
+    load_table: Sequence[LoadCell],
     environment: Environment,
     widths: Sequence[int],
     batch_sizes: Sequence[int],
     *,
-    probe: Any | None = None,
-    transfers: Any | None = None,
+    probe: VisibleDevices | None = None,
+    transfers: TransferTable | None = None,
     accelerator: str = "auto",
 ) -> tuple[SheetStep, ...]:
     """The six steps, each with an honest status and the figures behind it."""
@@ -104,11 +100,9 @@ def decision_sheet(
     missing = _missing(accelerator, gpu.visible)
     largest = max(batch_sizes)
     if transfers:
-        matrix = next(r for r in _field(transfers, "copies")
-                      if _field(r, "what") == "matrix" and _field(r, "memory") == "pageable")
+        matrix = next(r for r in transfers.copies if r.what == "matrix" and r.memory == "pageable")
         transfer = SheetStep(step=3, status="measured", evidence=_evidence(
-            matrix_gb_per_s=_field(matrix, "gb_per_s"),
-            context_startup_s=_field(_field(transfers, "context_startup_s"), "median")))
+            matrix_gb_per_s=matrix.gb_per_s, context_startup_s=transfers.context_startup_s.median))
     else:
         transfer = SheetStep(step=3, status="missing", missing=missing)
     peak = max(((r.peak_memory_bytes_max or 0) for r in gpu_rows), default=0)
@@ -184,10 +178,9 @@ def memory_check(widths: Sequence[int], batch_size: int, rows: int, host_memory_
     )
 
 
-def device_memory_bytes(probe: Any | None) -> int | None:
+def device_memory_bytes(probe: VisibleDevices | None) -> int | None:
     """The smallest visible CUDA device's memory, from the probe; None without one."""
-    devices = _field(probe, "cuda_devices") if probe is not None else []
-    return min((_field(d, "total_memory_bytes") for d in devices), default=None)
+    return min((d.total_memory_bytes for d in probe.cuda_devices), default=None) if probe is not None else None
 
 
 def verdict(
@@ -197,7 +190,7 @@ def verdict(
     widths: Sequence[int],
     *,
     rows: int,
-    probe: Any | None = None,
+    probe: VisibleDevices | None = None,
     threshold: float = 1.5,
     host_memory_bytes: int | None = None,
 ) -> Verdict:
@@ -252,16 +245,14 @@ def theory_table(train_table: Sequence[TrainingCell], widths: Sequence[int], row
                        input_transfer_s_assumed=theory.transfer_seconds(matrix_bytes, bandwidth_gb_s), table=tuple(table))
 
 
-def data_table(datasets: Sequence[tuple[Any, Any]]) -> DataTable:
+def data_table(datasets: Sequence[tuple[DatasetMeta, DatasetExport]]) -> DataTable:
     """One row per data set from its generation metadata and export record (the pairs, in order)."""
     rows = []
     for meta, export in datasets:
-        files = _field(export, "files")
-        parquet, csv = _field(files, "parquet"), _field(files, "csv")
+        parquet, csv = export.files["parquet"], export.files["csv"]
         rows.append(DataRow(
-            dataset=_field(meta, "name"), rows=_field(meta, "rows"), features=len(_field(meta, "feature_columns")),
-            positive_rate=_field(meta, "positive_rate"), matrix_sha256=_field(meta, "matrix_sha256"),
-            parquet_bytes=_field(parquet, "bytes"), parquet_sha256=_field(parquet, "sha256"),
-            csv_bytes=_field(csv, "bytes"), csv_sha256=_field(csv, "sha256"),
+            dataset=meta.name, rows=meta.rows, features=len(meta.feature_columns), positive_rate=meta.positive_rate,
+            matrix_sha256=meta.matrix_sha256, parquet_bytes=parquet.bytes, parquet_sha256=parquet.sha256,
+            csv_bytes=csv.bytes, csv_sha256=csv.sha256,
         ))
     return DataTable(table=tuple(rows))

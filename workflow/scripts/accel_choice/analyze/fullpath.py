@@ -2,38 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from accel_choice.records.loads import CopyCell, LoadCell, TransferTable
 from accel_choice.records.training import FullPathRow, TrainingCell
 
 
-def _field(row: Any, name: str) -> Any:
-    # Load cells and transfer tables reach here as dicts until they are typed records too.
-    return row[name] if isinstance(row, Mapping) else getattr(row, name)
-
-
-def pageable_copy(transfers: Any | None, what: str, direction: str) -> Any | None:
+def pageable_copy(transfers: TransferTable | None, what: str, direction: str) -> CopyCell | None:
     """The aggregated pageable copy of `what` in `direction`, or None where none was measured."""
-    for row in _field(transfers, "copies") if transfers else ():
-        if _field(row, "what") == what and _field(row, "direction") == direction and _field(row, "memory") == "pageable":
+    for row in transfers.copies if transfers else ():
+        if (row.what, row.direction, row.memory) == (what, direction, "pageable"):
             return row
     return None
 
 
-def _copy_seconds(transfers: Any | None, what: str, direction: str) -> tuple[float, float, float]:
+def _copy_seconds(transfers: TransferTable | None, what: str, direction: str) -> tuple[float, float, float]:
     if not transfers:
         return 0.0, 0.0, 0.0
     row = pageable_copy(transfers, what, direction)
     if row is None:
         raise ValueError(f"no {direction} transfer of {what!r} in the transfer table")
-    return _field(row, "seconds_median"), _field(row, "seconds_min"), _field(row, "seconds_max")
+    return row.seconds_median, row.seconds_min, row.seconds_max
 
 
 def full_path(
     train_table: Sequence[TrainingCell],
-    load_table: Sequence[Any],
-    transfers: Any | None = None,
+    load_table: Sequence[LoadCell],
+    transfers: TransferTable | None = None,
     dataset: str = "benchmark",
 ) -> list[FullPathRow]:
     """Load + convert + transfer + train epoch + eval for every format × training variant.
@@ -45,9 +40,9 @@ def full_path(
     the device→host copy of the predictions; streamed rows pay their copies inside the epoch.
     """
     rows = []
-    for load in (r for r in load_table if _field(r, "dataset") == dataset):
-        load_s = _field(load, "read_s_median") + _field(load, "to_pandas_s_median")
-        convert_s = _field(load, "to_numpy_s_median") + _field(load, "to_torch_s_median")
+    for load in (r for r in load_table if r.dataset == dataset):
+        load_s = load.read_s_median + load.to_pandas_s_median
+        convert_s = load.to_numpy_s_median + load.to_torch_s_median
         for train in train_table:
             on_device = train.device != "cpu"
             if on_device and not transfers:
@@ -59,17 +54,17 @@ def full_path(
                 target = _copy_seconds(device_transfers, "target", "host_to_device")
                 matrix = tuple(a + b for a, b in zip(features, target))
             predictions = _copy_seconds(device_transfers, "predictions", "device_to_host")
-            startup = _field(_field(device_transfers, "context_startup_s"), "median") if device_transfers else 0.0
+            startup = device_transfers.context_startup_s.median if device_transfers else 0.0
             fixed = load_s + convert_s
             total = fixed + matrix[0] + predictions[0] + train.epoch_s_median + train.eval_s_median
             rows.append(FullPathRow(
-                format=_field(load, "format"), device=train.device, precision=train.precision,
+                format=load.format, device=train.device, precision=train.precision,
                 placement=train.placement, loader=train.loader, batch_size=train.batch_size, load_s=load_s,
                 convert_s=convert_s, transfer_s=matrix[0] + predictions[0], train_s=train.epoch_s_median,
                 eval_s=train.eval_s_median, total_s=total,
                 total_min_s=fixed + matrix[1] + predictions[1] + train.epoch_s_min + train.eval_s_min,
                 total_max_s=fixed + matrix[2] + predictions[2] + train.epoch_s_max + train.eval_s_max,
                 startup_s=startup, total_with_startup_s=total + startup, train_share=train.epoch_s_median / total,
-                noisy=bool(_field(load, "noisy") or train.noisy),
+                noisy=bool(load.noisy or train.noisy),
             ))
     return sorted(rows, key=lambda r: (r.device, r.format, r.precision, r.placement, r.loader, r.batch_size))

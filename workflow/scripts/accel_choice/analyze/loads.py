@@ -2,84 +2,117 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
-from accel_choice.analyze.aggregate import FOREIGN_CPU_SHARE, LOADAVG_RISE, _contaminated, _group, _median
+from accel_choice.analyze.aggregate import FOREIGN_CPU_SHARE, LOADAVG_RISE, contamination
 from accel_choice.analyze.stats import NOISE_IQR_RATIO, OUTLIER_FACTOR, summarize
+from accel_choice.records.loads import (
+    CopyCell,
+    CopyTiming,
+    LoadCell,
+    LoadConvertRecord,
+    SecondsSpread,
+    TransferJob,
+    TransferTable,
+)
+from accel_choice.records.training import Contamination
 
-LOAD_KEYS = ("dataset", "format", "repeat", "rows", "file_bytes", "read_s", "to_pandas_s", "to_numpy_s", "to_torch_s",
-             "total_s", "loadavg_before", "loadavg_after")
-TRANSFER_KEYS = ("device", "repeat", "context_startup_s", "copies")
+T = TypeVar("T")
+K = TypeVar("K")
 
 
-LOAD_STAGES = ("read_s", "to_pandas_s", "to_numpy_s", "to_torch_s", "total_s")
+def _group(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
+    groups: dict[K, list[T]] = defaultdict(list)
+    for item in items:
+        groups[key(item)].append(item)
+    return dict(sorted(groups.items()))  # type: ignore[type-var]
+
+
+def _contaminated(group: Sequence[LoadConvertRecord], foreign_cpu_share: float,
+                  loadavg_rise: float) -> tuple[Contamination, ...]:
+    found = []
+    for record in group:
+        seen = {"foreign_cpu_share": record.foreign_cpu_share, "loadavg_before": record.loadavg_before,
+                "loadavg_after": record.loadavg_after}
+        reasons = contamination(seen, foreign_cpu_share, loadavg_rise)
+        if reasons:
+            found.append(Contamination(repeat=record.repeat, reasons=tuple(reasons)))
+    return tuple(found)
 
 
 def aggregate_load_convert(
-    records: Sequence[dict[str, Any]],
+    records: Sequence[LoadConvertRecord],
     noise_iqr_ratio: float = NOISE_IQR_RATIO,
     outlier_factor: float = OUTLIER_FACTOR,
     foreign_cpu_share: float = FOREIGN_CPU_SHARE,
     loadavg_rise: float = LOADAVG_RISE,
-) -> list[dict[str, Any]]:
-    """One row per (dataset, format): each stage's median over repeats, with spread of the total."""
+) -> tuple[LoadCell, ...]:
+    """One cell per (dataset, format): each stage's median over repeats, with spread of the total."""
     if not records:
         raise ValueError("no load/convert records to aggregate")
     table = []
-    for (dataset, fmt), group in _group(records, ("dataset", "format")).items():
-        row: dict[str, Any] = {
-            "dataset": dataset,
-            "format": fmt,
-            "repeats": len(group),
-            "rows": group[0]["rows"],
-            "file_bytes": group[0]["file_bytes"],
-            "tensor_bytes": group[0]["tensor_bytes"],
-        }
-        for stage in LOAD_STAGES:
-            row[f"{stage}_median"] = _median([r[stage] for r in group])
-        total = summarize([r["total_s"] for r in group], noise_iqr_ratio, outlier_factor)
-        row.update(
+    for (dataset, fmt), group in _group(records, lambda r: (r.dataset, r.format)).items():
+        total = summarize([r.total_s for r in group], noise_iqr_ratio, outlier_factor)
+        first = group[0]
+        table.append(LoadCell(
+            dataset=dataset,
+            format=fmt,
+            repeats=len(group),
+            rows=first.rows,
+            file_bytes=first.file_bytes,
+            tensor_bytes=first.tensor_bytes,
+            read_s_median=statistics.median(r.read_s for r in group),
+            to_pandas_s_median=statistics.median(r.to_pandas_s for r in group),
+            to_numpy_s_median=statistics.median(r.to_numpy_s for r in group),
+            to_torch_s_median=statistics.median(r.to_torch_s for r in group),
+            total_s_median=total["median"],
             total_s_min=total["min"],
             total_s_max=total["max"],
             total_s_iqr=total["iqr"],
             noisy=total["noisy"],
-            noise_reasons=total["noise_reasons"],
-            mb_per_s=row["file_bytes"] / row["total_s_median"] / 1e6,
+            noise_reasons=tuple(total["noise_reasons"]),
+            mb_per_s=first.file_bytes / total["median"] / 1e6,
             contaminated=_contaminated(group, foreign_cpu_share, loadavg_rise),
-        )
-        table.append(row)
-    return table
+        ))
+    return tuple(table)
 
 
-def aggregate_transfers(jobs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def aggregate_transfers(jobs: Sequence[TransferJob]) -> TransferTable:
     """Per copy (what, direction, memory): median seconds over repeats, min, max, GB/s from
     the median; and the fixed costs, context start-up and pinning, with their spread."""
     if not jobs:
         raise ValueError("no transfer records to aggregate")
-    copies = [dict(c, repeat=job["repeat"]) for job in jobs for c in job["copies"]]
+    devices = sorted({job.device for job in jobs})
+    if len(devices) != 1:
+        raise ValueError(f"transfer records of more than one device ({', '.join(devices)}) cannot be aggregated together")
+    unstarted = [job.repeat for job in jobs if job.context_startup_s is None]
+    if unstarted:
+        raise ValueError(f"transfer repeat(s) {unstarted} timed no context start-up: copies on the CPU are not "
+                         "transfers to aggregate")
+    copies: list[CopyTiming] = [copy for job in jobs for copy in job.copies]
     table = []
-    for (what, direction, memory), group in _group(copies, ("what", "direction", "memory")).items():
-        seconds = summarize([c["seconds"] for c in group])
-        table.append(
-            {
-                "what": what,
-                "direction": direction,
-                "memory": memory,
-                "bytes": group[0]["bytes"],
-                "repeats": len(group),
-                "seconds_median": seconds["median"],
-                "seconds_min": seconds["min"],
-                "seconds_max": seconds["max"],
-                "gb_per_s": group[0]["bytes"] / seconds["median"] / 1e9,
-                "noisy": seconds["noisy"],
-            }
-        )
-    startup = summarize([job["context_startup_s"] for job in jobs])
-    pins = [job["pin_memory_s"] for job in jobs if job["pin_memory_s"] is not None]
-    return {
-        "device": jobs[0]["device"],
-        "copies": sorted(table, key=lambda r: (r["direction"], r["memory"], r["bytes"])),
-        "context_startup_s": {k: startup[k] for k in ("median", "min", "max")},
-        "pin_memory_s_median": _median(pins) if pins else None,
-    }
+    for (what, direction, memory), group in _group(copies, lambda c: (c.what, c.direction, c.memory)).items():
+        seconds = summarize([c.seconds for c in group])
+        table.append(CopyCell(
+            what=what,
+            direction=direction,
+            memory=memory,
+            bytes=group[0].bytes,
+            repeats=len(group),
+            seconds_median=seconds["median"],
+            seconds_min=seconds["min"],
+            seconds_max=seconds["max"],
+            gb_per_s=group[0].bytes / seconds["median"] / 1e9,
+            noisy=seconds["noisy"],
+        ))
+    startup = summarize([job.context_startup_s for job in jobs if job.context_startup_s is not None])
+    pins = [job.pin_memory_s for job in jobs if job.pin_memory_s is not None]
+    return TransferTable(
+        device=jobs[0].device,
+        copies=tuple(sorted(table, key=lambda c: (c.direction, c.memory, c.bytes))),
+        context_startup_s=SecondsSpread(median=startup["median"], min=startup["min"], max=startup["max"]),
+        pin_memory_s_median=statistics.median(pins) if pins else None,
+    )

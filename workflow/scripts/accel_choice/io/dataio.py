@@ -1,16 +1,17 @@
 """Canonical data files, Parquet/CSV export, and integrity checks against recorded hashes.
 
 Generation writes `<name>.npy` (float32; last column is the target) and `<name>.meta.json`
-(columns, sha256 of the array bytes and of the file). Export writes Parquet with an
-explicit schema (fp32 features, int8 target) and CSV, and records each file's bytes,
-sha256 and schema so a later reader can tell an intact file from an edited one.
+(a DatasetMeta record: columns, sha256 of the array bytes and of the file). Export writes Parquet
+with an explicit schema (fp32 features, int8 target) and CSV, and records each file's bytes,
+sha256 and schema (a DatasetExport record) so a later reader can tell an intact file from an
+edited one.
 """
 
 from __future__ import annotations
 
 import io
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,17 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from accel_choice import records
 from accel_choice.io import atomic
-from accel_choice.records.data import Dataset
+from accel_choice.records.data import (
+    BenchmarkGenerator,
+    Dataset,
+    DatasetExport,
+    DatasetMeta,
+    ExportedFile,
+    NorthstarGenerator,
+)
+from accel_choice.records.environment import Environment
 
 TARGET_TYPE = pa.int8()
 
@@ -29,31 +39,40 @@ def matrix_sha256(matrix: np.ndarray) -> str:
     return atomic.sha256_bytes(np.ascontiguousarray(matrix, dtype=np.float32).tobytes())
 
 
-def save_dataset(dataset: Dataset, npy_path: str | os.PathLike[str], meta_path: str | os.PathLike[str], meta_extra: dict[str, Any]) -> dict[str, Any]:
+def save_dataset(dataset: Dataset, npy_path: str | os.PathLike[str], meta_path: str | os.PathLike[str],
+                 generator: BenchmarkGenerator | NorthstarGenerator, environment: Environment) -> DatasetMeta:
+    """Write the canonical `.npy` file and its metadata record; return the record."""
     buffer = io.BytesIO()
     np.save(buffer, dataset.matrix, allow_pickle=False)
     atomic.write_bytes(npy_path, buffer.getvalue())
-    meta = {
-        "name": dataset.name,
-        "rows": int(dataset.matrix.shape[0]),
-        "feature_columns": list(dataset.feature_columns),
-        "target_column": dataset.target_column,
-        "dtype": "float32",
-        "positive_rate": float(dataset.target.mean()),
-        "matrix_sha256": matrix_sha256(dataset.matrix),
-        "file_sha256": atomic.sha256_file(npy_path),
-        "file_bytes": Path(npy_path).stat().st_size,
-        **meta_extra,
-    }
-    atomic.write_json(meta_path, meta)
+    meta = DatasetMeta(
+        name=dataset.name,
+        rows=int(dataset.matrix.shape[0]),
+        feature_columns=tuple(dataset.feature_columns),
+        target_column=dataset.target_column,
+        dtype="float32",
+        positive_rate=float(dataset.target.mean()),
+        matrix_sha256=matrix_sha256(dataset.matrix),
+        file_sha256=atomic.sha256_file(npy_path),
+        file_bytes=Path(npy_path).stat().st_size,
+        generator=generator,
+        environment=environment,
+    )
+    atomic.write_record(meta_path, meta)
     return meta
 
 
-def load_dataset(npy_path: str | os.PathLike[str], meta: dict[str, Any]) -> Dataset:
-    """Load the canonical array and refuse it unless its bytes match the recorded hash."""
-    verify_file(npy_path, meta["file_sha256"], regenerate_hint="the data generation rule")
+def load_dataset(npy_path: str | os.PathLike[str], meta: DatasetMeta | Mapping[str, Any]) -> Dataset:
+    """Load the canonical array and refuse it unless its bytes match the recorded hash.
+
+    `meta` may still be the metadata file's plain JSON (prepare_northstar reads it so); it is checked
+    as a DatasetMeta record first.
+    """
+    if not isinstance(meta, DatasetMeta):
+        meta = records.from_json(DatasetMeta, meta, f"the metadata of {npy_path}")
+    verify_file(npy_path, meta.file_sha256, regenerate_hint="the data generation rule")
     matrix = np.load(npy_path, allow_pickle=False)
-    return Dataset(meta["name"], matrix, tuple(meta["feature_columns"]), meta["target_column"])
+    return Dataset(meta.name, matrix, meta.feature_columns, meta.target_column)
 
 
 def verify_file(path: str | os.PathLike[str], expected_sha256: str, regenerate_hint: str) -> None:
@@ -78,19 +97,20 @@ def to_arrow(dataset: Dataset) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _file_record(path: Path, fmt: str, table: pa.Table) -> dict[str, Any]:
-    return {
-        "format": fmt,
-        "file": path.name,
-        "bytes": path.stat().st_size,
-        "sha256": atomic.sha256_file(path),
-        "rows": table.num_rows,
-        "columns": table.column_names,
-        "schema": {field.name: str(field.type) for field in table.schema},
-    }
+def _exported_file(path: Path, fmt: str, table: pa.Table) -> ExportedFile:
+    return ExportedFile(
+        format=fmt,
+        file=path.name,
+        bytes=path.stat().st_size,
+        sha256=atomic.sha256_file(path),
+        rows=table.num_rows,
+        columns=tuple(table.column_names),
+        schema={field.name: str(field.type) for field in table.schema},
+    )
 
 
-def export_dataset(dataset: Dataset, parquet_path: str | os.PathLike[str], csv_path: str | os.PathLike[str], compression: str) -> dict[str, Any]:
+def export_dataset(dataset: Dataset, parquet_path: str | os.PathLike[str], csv_path: str | os.PathLike[str],
+                   compression: str, environment: Environment) -> DatasetExport:
     """Write Parquet and CSV, check that both read back to the same float32 matrix, record both."""
     table = to_arrow(dataset)
     with atomic.atomic_path(parquet_path) as tmp:
@@ -104,16 +124,17 @@ def export_dataset(dataset: Dataset, parquet_path: str | os.PathLike[str], csv_p
     }
     if not all(roundtrip.values()):
         raise ValueError(f"export of {dataset.name} does not read back to the generated matrix: {roundtrip}")
-    return {
-        "name": dataset.name,
-        "matrix_sha256": expected,
-        "roundtrip_exact": roundtrip,
-        "files": {
-            "parquet": _file_record(Path(parquet_path), "parquet", table),
-            "csv": _file_record(Path(csv_path), "csv", table),
+    return DatasetExport(
+        name=dataset.name,
+        matrix_sha256=expected,
+        roundtrip_exact=roundtrip,
+        files={
+            "parquet": _exported_file(Path(parquet_path), "parquet", table),
+            "csv": _exported_file(Path(csv_path), "csv", table),
         },
-        "parquet_compression": compression,
-    }
+        parquet_compression=compression,
+        environment=environment,
+    )
 
 
 def read_parquet_matrix(path: str | os.PathLike[str], columns: Sequence[str]) -> np.ndarray:
@@ -128,20 +149,19 @@ def read_csv_matrix(path: str | os.PathLike[str], columns: Sequence[str]) -> np.
     return frame[list(columns)].to_numpy(dtype=np.float32, copy=True)
 
 
-def load_exported_parquet(path: str | os.PathLike[str], meta: dict[str, Any], export: dict[str, Any]) -> Dataset:
+def load_exported_parquet(path: str | os.PathLike[str], meta: DatasetMeta, export: DatasetExport) -> Dataset:
     """The exported Parquet file as a Dataset, refused unless it is the file export recorded."""
-    verify_file(path, export["files"]["parquet"]["sha256"], regenerate_hint="the export_data rule")
-    columns = (*meta["feature_columns"], meta["target_column"])
-    matrix = read_parquet_matrix(path, columns)
-    return Dataset(meta["name"], matrix, tuple(meta["feature_columns"]), meta["target_column"])
+    verify_file(path, export.files["parquet"].sha256, regenerate_hint="the export_data rule")
+    matrix = read_parquet_matrix(path, meta.columns)
+    return Dataset(meta.name, matrix, meta.feature_columns, meta.target_column)
 
 
 def load_benchmark_tensors(data_path: str | os.PathLike[str], meta_path: str | os.PathLike[str],
-                           export_path: str | os.PathLike[str]) -> tuple[Any, Any, dict[str, Any]]:
+                           export_path: str | os.PathLike[str]) -> tuple[Any, Any, DatasetMeta]:
     """The exported benchmark Parquet as owned float32 torch tensors (features, target) and its
     metadata, refused unless the file is the one export recorded."""
     import torch
 
-    meta, export = atomic.read_json(meta_path), atomic.read_json(export_path)
+    meta, export = records.read(DatasetMeta, meta_path), records.read(DatasetExport, export_path)
     dataset = load_exported_parquet(data_path, meta, export)
     return torch.from_numpy(dataset.features.copy()), torch.from_numpy(dataset.target.copy()), meta

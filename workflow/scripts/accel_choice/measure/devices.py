@@ -1,6 +1,7 @@
 """Which accelerators torch can see, and whether the workflow should measure one.
 
-`probe()` is what the probe rule records. `fingerprint()` is the part of it that identifies
+`probe()` is what torch sees (a VisibleDevices record); the probe rule records it with its
+fingerprint (`probe_record`, a DeviceProbe). `fingerprint()` is the part of it that identifies
 the visible devices; it becomes a `params:` value of the probe rule, so when a machine
 gains (or loses, or swaps) a GPU, Snakemake re-runs the probe and everything that depends
 on it without the user deleting anything.
@@ -8,11 +9,14 @@ on it without the user deleting anything.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
-from typing import Any
 
 import torch
+
+from accel_choice.records.environment import Environment
+from accel_choice.records.loads import CudaDevice, DeviceProbe, VisibleDevices
 
 MODES = ("auto", "require", "off")
 
@@ -34,20 +38,20 @@ def _nvidia_driver() -> str | None:
     return out.strip().splitlines()[0] if out.strip() else None
 
 
-def _cuda_devices() -> list[dict[str, Any]]:
+def _cuda_devices() -> tuple[CudaDevice, ...]:
     devices = []
     for index in range(torch.cuda.device_count()):
         props = torch.cuda.get_device_properties(index)
         devices.append(
-            {
-                "index": index,
-                "name": props.name,
-                "capability": f"{props.major}.{props.minor}",
-                "total_memory_bytes": int(props.total_memory),
-                "multiprocessors": int(props.multi_processor_count),
-            }
+            CudaDevice(
+                index=index,
+                name=props.name,
+                capability=f"{props.major}.{props.minor}",
+                total_memory_bytes=int(props.total_memory),
+                multiprocessors=int(props.multi_processor_count),
+            )
         )
-    return devices
+    return tuple(devices)
 
 
 def _other_accelerator() -> str | None:
@@ -58,34 +62,42 @@ def _other_accelerator() -> str | None:
     return current.type if current is not None else None
 
 
-def probe() -> dict[str, Any]:
+def probe() -> VisibleDevices:
     cuda = torch.cuda.is_available()
-    return {
-        "torch_version": torch.__version__,
-        "cuda_available": cuda,
-        "cuda_version": torch.version.cuda,
-        "cuda_devices": _cuda_devices() if cuda else [],
-        "nvidia_driver": _nvidia_driver() if cuda else None,
-        "mps_available": bool(torch.backends.mps.is_available()),
-        "accelerator": _other_accelerator(),
-    }
+    return VisibleDevices(
+        torch_version=str(torch.__version__),
+        cuda_available=cuda,
+        cuda_version=torch.version.cuda,
+        cuda_devices=_cuda_devices() if cuda else (),
+        nvidia_driver=_nvidia_driver() if cuda else None,
+        mps_available=bool(torch.backends.mps.is_available()),
+        accelerator=_other_accelerator(),
+    )
 
 
-def fingerprint(probed: dict[str, Any]) -> str:
+def fingerprint(probed: VisibleDevices) -> str:
     """A stable one-line identity of the visible accelerators ("none" without any)."""
-    parts = [f"cuda{probed['cuda_version']}:{d['name']}:{d['capability']}:{d['total_memory_bytes']}" for d in probed["cuda_devices"]]
-    if probed["cuda_devices"] and probed["nvidia_driver"]:
-        parts.append(f"driver{probed['nvidia_driver']}")
-    if probed["mps_available"]:
+    parts = [f"cuda{probed.cuda_version}:{d.name}:{d.capability}:{d.total_memory_bytes}" for d in probed.cuda_devices]
+    if probed.cuda_devices and probed.nvidia_driver:
+        parts.append(f"driver{probed.nvidia_driver}")
+    if probed.mps_available:
         parts.append("mps")
     return ";".join(parts) or "none"
 
 
-def measurable_device(probed: dict[str, Any]) -> str | None:
+def probe_record(mode: str, planned_fingerprint: str, environment: Environment) -> DeviceProbe:
+    """The probe rule's record: what this job sees, its fingerprint, and the fingerprint the plan was made with."""
+    probed = probe()
+    return DeviceProbe(**{field.name: getattr(probed, field.name) for field in dataclasses.fields(probed)},
+                       mode=mode, planned_fingerprint=planned_fingerprint, fingerprint=fingerprint(probed),
+                       environment=environment)
+
+
+def measurable_device(probed: VisibleDevices) -> str | None:
     """The device type this workflow measures when one is visible: CUDA first, then MPS."""
-    if probed["cuda_available"]:
+    if probed.cuda_available:
         return "cuda"
-    if probed["mps_available"]:
+    if probed.mps_available:
         return "mps"
     return None
 

@@ -4,7 +4,7 @@ CSV:     pandas.read_csv                      -> DataFrame -> numpy float32 -> t
 Parquet: pyarrow.parquet.read_table -> to_pandas -> DataFrame -> numpy float32 -> torch.float32
 
 One untimed pass first (page cache, lazy imports, first allocations), then `passes` timed
-passes; a stage's time in the record is its median over those passes (each pass is kept),
+passes; a stage's time in the record (a LoadConvertRecord) is its median over those passes (each pass is kept),
 because a millisecond-long read is at the mercy of a single scheduler hiccup.
 The numpy stage makes one owned, writable float32 copy; `torch.from_numpy` then shares
 that buffer, so the torch stage costs no copy. The record says so rather than hiding a
@@ -16,9 +16,8 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -28,6 +27,8 @@ import torch
 from accel_choice.measure.contention import ForeignCpuMeter
 from accel_choice.io.dataio import matrix_sha256
 from accel_choice.measure.training import load_average
+from accel_choice.records.environment import Environment
+from accel_choice.records.loads import LOAD_STAGES, LoadConvertRecord, PassStages
 
 FORMATS = ("csv", "parquet")
 
@@ -52,11 +53,11 @@ READERS: dict[str, Callable[[Path], tuple[pd.DataFrame, dict[str, float]]]] = {
 }
 
 
-def _one_pass(path: Path, fmt: str, feature_columns: list[str], target_column: str) -> tuple[dict[str, Any], torch.Tensor, torch.Tensor]:
+def _one_pass(path: Path, fmt: str, feature_columns: Sequence[str], target_column: str) -> tuple[PassStages, torch.Tensor, torch.Tensor]:
     frame, stages = READERS[fmt](path)
     t0 = time.perf_counter()
     # copy=True: pandas' copy-on-write may hand out a read-only view, which torch must not train on.
-    features = frame[feature_columns].to_numpy(dtype=np.float32, copy=True)
+    features = frame[list(feature_columns)].to_numpy(dtype=np.float32, copy=True)
     target = frame[target_column].to_numpy(dtype=np.float32, copy=True)
     t1 = time.perf_counter()
     x = torch.from_numpy(features)
@@ -64,23 +65,31 @@ def _one_pass(path: Path, fmt: str, feature_columns: list[str], target_column: s
     t2 = time.perf_counter()
     stages.update(to_numpy_s=t1 - t0, to_torch_s=t2 - t1)
     stages["total_s"] = stages["read_s"] + stages["to_pandas_s"] + stages["to_numpy_s"] + stages["to_torch_s"]
-    return stages, x, y
+    return PassStages(**stages), x, y
 
 
 def measure_load_convert(
     path: str | os.PathLike[str],
     fmt: str,
-    feature_columns: list[str],
+    feature_columns: Sequence[str],
     target_column: str,
     expected_matrix_sha256: str,
     passes: int = 5,
-) -> dict[str, Any]:
-    """One warm-up pass, then `passes` timed ones; the loaded tensors must equal the generated data."""
+    *,
+    dataset: str,
+    repeat: int,
+    environment: Environment,
+) -> LoadConvertRecord:
+    """One warm-up pass, then `passes` timed ones; the loaded tensors must equal the generated data.
+
+    The record's wall interval spans the whole measurement, warm-up included.
+    """
     if fmt not in READERS:
         raise ValueError(f"unknown format {fmt!r}; allowed: {', '.join(FORMATS)}")
     if passes < 1:
         raise ValueError(f"passes must be >= 1, got {passes}")
     path = Path(path)
+    started = time.time()
     _one_pass(path, fmt, feature_columns, target_column)
     load_before = load_average()
     meter = ForeignCpuMeter().start()
@@ -88,27 +97,30 @@ def measure_load_convert(
     foreign = meter.stop()
     load_after = load_average()
     runs = [stages for stages, _, _ in timed]
-    stages = {name: statistics.median(run[name] for run in runs) for name in runs[0]}
     _, x, y = timed[-1]
     loaded = np.column_stack([x.numpy(), y.numpy()])
     matches = matrix_sha256(loaded) == expected_matrix_sha256
     if not matches:
         raise ValueError(f"{path}: the loaded matrix differs from the generated one; delete the export and re-run")
-    return {
-        "format": fmt,
-        "file": path.name,
-        "file_bytes": path.stat().st_size,
-        "rows": int(x.shape[0]),
-        "features": int(x.shape[1]),
-        "tensor_bytes": int(x.element_size() * x.nelement() + y.element_size() * y.nelement()),
-        "tensor_dtype": str(x.dtype),
-        "torch_shares_numpy_buffer": True,
-        **stages,
-        "passes": passes,
-        "pass_stages": runs,
-        "matches_generated_data": matches,
-        "threads": torch.get_num_threads(),
-        "loadavg_before": load_before,
-        "loadavg_after": load_after,
-        "foreign_cpu_share": foreign.share,
-    }
+    return LoadConvertRecord(
+        format=fmt,
+        file=path.name,
+        file_bytes=path.stat().st_size,
+        rows=int(x.shape[0]),
+        features=int(x.shape[1]),
+        tensor_bytes=int(x.element_size() * x.nelement() + y.element_size() * y.nelement()),
+        tensor_dtype=str(x.dtype),
+        torch_shares_numpy_buffer=True,
+        **{stage: statistics.median(getattr(run, stage) for run in runs) for stage in LOAD_STAGES},
+        passes=passes,
+        pass_stages=tuple(runs),
+        matches_generated_data=matches,
+        threads=torch.get_num_threads(),
+        loadavg_before=tuple(load_before),
+        loadavg_after=tuple(load_after),
+        foreign_cpu_share=foreign.share,
+        dataset=dataset,
+        repeat=repeat,
+        wall_interval=(started, time.time()),
+        environment=environment,
+    )

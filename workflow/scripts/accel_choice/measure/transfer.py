@@ -11,12 +11,13 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 
 from accel_choice.measure.devices import synchronize
 from accel_choice.measure.training import context_startup_seconds, load_average
+from accel_choice.records.environment import Environment
+from accel_choice.records.loads import CopyTiming, TransferJob
 
 
 def _timed_copy(tensor: torch.Tensor, device: torch.device, passes: int, non_blocking: bool) -> tuple[float, list[float]]:
@@ -36,27 +37,31 @@ def _timed_copy(tensor: torch.Tensor, device: torch.device, passes: int, non_blo
     return statistics.median(times), times
 
 
-def copy_record(what: str, direction: str, memory: str, tensor: torch.Tensor, device: torch.device, passes: int) -> dict[str, Any]:
+def copy_record(what: str, direction: str, memory: str, tensor: torch.Tensor, device: torch.device, passes: int) -> CopyTiming:
     """Median seconds of copying `tensor` to `device`, as bytes, seconds and GB/s (1 GB = 1e9 bytes)."""
     seconds, runs = _timed_copy(tensor, device, passes, non_blocking=memory == "pinned")
     n_bytes = tensor.element_size() * tensor.nelement()
-    return {
-        "what": what,
-        "direction": direction,
-        "memory": memory,
-        "bytes": n_bytes,
-        "seconds": seconds,
-        "gb_per_s": n_bytes / seconds / 1e9 if seconds > 0 else None,
-        "passes": runs,
-    }
+    return CopyTiming(
+        what=what,
+        direction=direction,
+        memory=memory,
+        bytes=n_bytes,
+        seconds=seconds,
+        gb_per_s=n_bytes / seconds / 1e9 if seconds > 0 else None,
+        passes=tuple(runs),
+    )
 
 
 def measure_transfers(
     x: torch.Tensor, batch_sizes: Sequence[int], device: str | torch.device, passes: int = 5, pin: bool | None = None,
-    y: torch.Tensor | None = None,
-) -> dict[str, Any]:
+    y: torch.Tensor | None = None, *, repeat: int, environment: Environment,
+) -> TransferJob:
     """Context start-up, then H2D of the matrix and of one batch per batch size (pageable and
-    pinned), H2D of the target column, and D2H of one prediction per row."""
+    pinned), H2D of the target column, and D2H of one prediction per row.
+
+    The record's wall interval spans the whole measurement, the context start-up included.
+    """
+    started = time.time()
     target = torch.device(device)
     startup = context_startup_seconds(target)
     pin = target.type == "cuda" if pin is None else pin
@@ -66,23 +71,26 @@ def measure_transfers(
     pinned_x = x.pin_memory() if pin else None
     pin_seconds = time.perf_counter() - t0 if pin else None
 
-    records = []
+    copies = []
     for memory, source in (("pageable", x), ("pinned", pinned_x)):
         if source is None:
             continue
-        records.append(copy_record("matrix", "host_to_device", memory, source, target, passes))
+        copies.append(copy_record("matrix", "host_to_device", memory, source, target, passes))
         for batch_size in batch_sizes:
-            records.append(copy_record(f"batch B={batch_size}", "host_to_device", memory, source[:batch_size], target, passes))
+            copies.append(copy_record(f"batch B={batch_size}", "host_to_device", memory, source[:batch_size], target, passes))
     labels = torch.zeros(x.shape[0], 1) if y is None else y.reshape(-1, 1)
-    records.append(copy_record("target", "host_to_device", "pageable", labels, target, passes))
+    copies.append(copy_record("target", "host_to_device", "pageable", labels, target, passes))
     predictions = torch.zeros(x.shape[0], 1, device=target)
-    records.append(copy_record("predictions", "device_to_host", "pageable", predictions, host, passes))
-    return {
-        "device": target.type,
-        "context_startup_s": startup,
-        "pin_memory_s": pin_seconds,
-        "matrix_bytes": x.element_size() * x.nelement(),
-        "copies": records,
-        "loadavg_before": load_before,
-        "loadavg_after": load_average(),
-    }
+    copies.append(copy_record("predictions", "device_to_host", "pageable", predictions, host, passes))
+    return TransferJob(
+        device=target.type,
+        context_startup_s=startup,
+        pin_memory_s=pin_seconds,
+        matrix_bytes=x.element_size() * x.nelement(),
+        copies=tuple(copies),
+        loadavg_before=tuple(load_before),
+        loadavg_after=tuple(load_average()),
+        repeat=repeat,
+        wall_interval=(started, time.time()),
+        environment=environment,
+    )

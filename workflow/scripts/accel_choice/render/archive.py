@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from accel_choice.records.resources import ResourceTable
 from accel_choice.render.formatting import number, table
 
 
-def resources_section(result: dict[str, Any] | None) -> str:
+def resources_section(result: ResourceTable | None) -> str:
     if not result:
         return ""
     rows = [
-        (r["rule"], r["jobs"], f"{r['process_wall_total_s']:.1f}", number(r["process_wall_median_s"], ".2f"),
-         number(r["body_wall_median_s"], ".2f"), number(r["outside_body_median_s"], ".2f"),
-         number(r["max_rss_mb_sampled"], ".0f"), r["jobs_without_rss_sample"], number(r["peak_rss_mb_kernel"], ".0f"))
-        for r in result["rules"]
+        (r.rule, r.jobs, f"{r.process_wall_total_s:.1f}", number(r.process_wall_median_s, ".2f"),
+         number(r.body_wall_median_s, ".2f"), number(r.outside_body_median_s, ".2f"),
+         number(r.max_rss_mb_sampled, ".0f"), r.jobs_without_rss_sample, number(r.peak_rss_mb_kernel, ".0f"))
+        for r in result.rules
     ]
     return (
         "## Resources per rule (Snakemake `benchmark:` beside the in-script timings)\n\n"

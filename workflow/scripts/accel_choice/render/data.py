@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from accel_choice.records.decision import DataTable
 from accel_choice.records.environment import EnvironmentReport
+from accel_choice.records.loads import LoadCell, VisibleDevices
 from accel_choice.render.formatting import cell_flags, ms, table
 
 
-def environment_section(env: EnvironmentReport, probe: Any | None, accelerator: str) -> str:
+def environment_section(env: EnvironmentReport, probe: VisibleDevices | None, accelerator: str) -> str:
+    """The environment record (env/collect_env.json) and what the device probe saw."""
     quick = env.quick
     workflow = quick.workflow
     commit = workflow.commit or "not a git checkout"
@@ -28,8 +29,8 @@ def environment_section(env: EnvironmentReport, probe: Any | None, accelerator: 
         ("accelerator setting", accelerator),
     ]
     if probe is not None:
-        devices = "; ".join(f"{d['name']} (sm {d['capability']}, {d['total_memory_bytes'] / 2**30:.1f} GiB)" for d in probe["cuda_devices"])
-        rows.append(("device probe", devices or ("MPS" if probe["mps_available"] else "no accelerator visible")))
+        devices = "; ".join(f"{d.name} (sm {d.capability}, {d.total_memory_bytes / 2**30:.1f} GiB)" for d in probe.cuda_devices)
+        rows.append(("device probe", devices or ("MPS" if probe.mps_available else "no accelerator visible")))
     return "## Environment\n\n" + table(("", ""), rows) + (
         "\n\nThe complete `torch.utils.collect_env` record is `env/collect_env.txt`; every job's own record "
         "is inside its JSON output. Absolute times hold only for this machine; compare ratios within one run."
@@ -45,14 +46,14 @@ def data_section(data: DataTable) -> str:
     return "## Data\n\n" + table(("dataset", "rows × features", "positive rate", "sha256 of fp32 matrix", "Parquet bytes", "CSV bytes"), rows)
 
 
-def load_section(load_table: Sequence[dict[str, Any]]) -> str:
+def load_section(load_table: Sequence[LoadCell]) -> str:
     rows = [
         (
-            r["dataset"], r["format"], f"{r['file_bytes']:,}", ms(r["read_s_median"]), ms(r["to_pandas_s_median"]),
-            ms(r["to_numpy_s_median"]), ms(r["to_torch_s_median"]), ms(r["total_s_median"]),
-            f"{ms(r['total_s_min'])}–{ms(r['total_s_max'])}", f"{r['mb_per_s']:.0f}", cell_flags(r),
+            c.dataset, c.format, f"{c.file_bytes:,}", ms(c.read_s_median), ms(c.to_pandas_s_median),
+            ms(c.to_numpy_s_median), ms(c.to_torch_s_median), ms(c.total_s_median),
+            f"{ms(c.total_s_min)}–{ms(c.total_s_max)}", f"{c.mb_per_s:.0f}", cell_flags(c),
         )
-        for r in load_table
+        for c in load_table
     ]
     return "## Load and convert (ms, medians over repeats)\n\n" + table(
         ("dataset", "format", "file bytes", "read", "to pandas", "to numpy fp32", "to torch", "total", "total min–max", "MB/s", "flag"),

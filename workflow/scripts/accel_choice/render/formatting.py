@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from accel_choice.io import atomic
@@ -43,15 +43,9 @@ def save_figure(figure: Any, png_path: str | os.PathLike[str], svg_path: str | o
     plt.close(figure)
 
 
-def cell_flags(row: Any) -> str:
-    """What makes a cell's median doubtful, in bold: noisy repeats, a busy machine."""
-
-    def field(name: str) -> Any:  # load cells reach here as dicts until they are typed records too
-        return row.get(name) if isinstance(row, Mapping) else getattr(row, name)
-
-    flags = ["**noisy**: " + "; ".join(field("noise_reasons"))] if field("noisy") else []
-    contaminated = field("contaminated") or ()
-    if contaminated:
-        repeats = (c["repeat"] if isinstance(c, Mapping) else c.repeat for c in contaminated)
-        flags.append(f"**busy machine** in repeat(s) {', '.join(map(str, repeats))}")
+def cell_flags(cell: Any) -> str:
+    """What makes a cell's median doubtful, in bold: noisy repeats, a busy machine (a training or load cell)."""
+    flags = ["**noisy**: " + "; ".join(cell.noise_reasons)] if cell.noisy else []
+    if cell.contaminated:
+        flags.append(f"**busy machine** in repeat(s) {', '.join(str(c.repeat) for c in cell.contaminated)}")
     return "; ".join(flags)

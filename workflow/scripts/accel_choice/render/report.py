@@ -8,6 +8,8 @@ from typing import Any
 
 from accel_choice.records.decision import DataTable, Decision, TheoryTable
 from accel_choice.records.environment import EnvironmentReport
+from accel_choice.records.loads import LoadCell, TransferTable, VisibleDevices
+from accel_choice.records.resources import ResourceTable
 from accel_choice.records.training import NonFiniteRun, TrainingCell
 from accel_choice.render import archive, data, northstar, planner
 from accel_choice.render import decision as decision_words
@@ -24,17 +26,17 @@ class ReportInputs:
     theory: TheoryTable
     train_table: Sequence[TrainingCell]  # CPU cells, then GPU cells when a GPU was measured
     non_finite: Sequence[NonFiniteRun]
-    load_table: Sequence[Any]
+    load_table: Sequence[LoadCell]
     seed: int
     noise_iqr_ratio: float
     outlier_factor: float
     accelerator: str = "auto"
-    probe: Any | None = None  # the device probe record
-    transfers: Any | None = None  # aggregated transfer timings, when a GPU was measured
+    probe: VisibleDevices | None = None  # what the device probe saw
+    transfers: TransferTable | None = None  # aggregated transfer timings, when a GPU was measured
     selection: Any | None = None  # time-to-target result with per-run rows
     seed_limits: Any | None = None
     gradient_variance: Any | None = None
-    resources: Any | None = None  # tables/resources.json
+    resources: ResourceTable | None = None  # tables/resources.json
     cost_model: Any | None = None  # tables/cost_model.json
     break_even: Any | None = None  # tables/break_even.json
     flop_check: Any | None = None  # tables/flop_check.json
@@ -109,13 +111,14 @@ def _gpu_section(inputs: ReportInputs) -> str:
     )
     if inputs.transfers:
         t = inputs.transfers
-        copies = [(c["what"], c["direction"].replace("_", " "), c["memory"], f"{c['bytes']:,}", f"{c['seconds_median'] * 1e6:.1f}",
-                   f"{c['seconds_min'] * 1e6:.1f}–{c['seconds_max'] * 1e6:.1f}", f"{c['gb_per_s']:.2f}") for c in t["copies"]]
-        pin = t["pin_memory_s_median"]
+        copies = [(c.what, c.direction.replace("_", " "), c.memory, f"{c.bytes:,}", f"{c.seconds_median * 1e6:.1f}",
+                   f"{c.seconds_min * 1e6:.1f}–{c.seconds_max * 1e6:.1f}", number(c.gb_per_s, ".2f"))
+                  for c in t.copies]
+        pin = t.pin_memory_s_median
         text += (
             "\n\n## Transfers (measured on their own, synchronize before each clock read)\n\n"
-            f"Context start-up (fixed cost): {t['context_startup_s']['median'] * 1e3:.1f} ms median "
-            f"({t['context_startup_s']['min'] * 1e3:.1f}–{t['context_startup_s']['max'] * 1e3:.1f} ms)"
+            f"Context start-up (fixed cost): {t.context_startup_s.median * 1e3:.1f} ms median "
+            f"({t.context_startup_s.min * 1e3:.1f}–{t.context_startup_s.max * 1e3:.1f} ms)"
             + (f"; pinning the matrix: {pin * 1e3:.2f} ms" if pin is not None else "") + ".\n\n"
             + table(("what", "direction", "memory", "bytes", "µs (median)", "µs min–max", "GB/s"), copies)
         )
@@ -159,13 +162,13 @@ def _scaler_words(row: dict[str, Any]) -> str:
 def _flags_section(inputs: ReportInputs) -> str:
     noisy = [f"- training {r.device} {r.precision} {r.placement} B={r.batch_size} {r.loader}: "
              + "; ".join(r.noise_reasons) for r in inputs.train_table if r.noisy]
-    noisy += [f"- load {r['dataset']} {r['format']}: " + "; ".join(r["noise_reasons"]) for r in inputs.load_table if r["noisy"]]
+    noisy += [f"- load {r.dataset} {r.format}: " + "; ".join(r.noise_reasons) for r in inputs.load_table if r.noisy]
     contaminated = [
         f"- training {r.device} {r.precision} {r.placement} B={r.batch_size} {r.loader}, repeat {c.repeat}: "
         + "; ".join(c.reasons) for r in inputs.train_table for c in r.contaminated
     ] + [
-        f"- load {r['dataset']} {r['format']}, repeat {c['repeat']}: " + "; ".join(c["reasons"])
-        for r in inputs.load_table for c in r.get("contaminated", [])
+        f"- load {r.dataset} {r.format}, repeat {c.repeat}: " + "; ".join(c.reasons)
+        for r in inputs.load_table for c in r.contaminated
     ]
     non_finite = [
         f"- {r.device} {r.precision}{_scaler_words(r)} {r.placement} "

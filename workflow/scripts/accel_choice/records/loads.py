@@ -1,0 +1,269 @@
+"""The data path, timed: load and convert per dataset and file format, the host <-> device copies, and
+the device probe that says which accelerator the copies (and the GPU jobs) go to.
+
+Times are seconds, measured with `time.perf_counter()`; a stage that does no work (CSV has no
+Arrow-to-pandas step) is 0. Each timing file carries the wall-clock interval of its measurement
+(`time.time()` at the start and end: no two timing jobs overlap) and the environment it ran in.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from accel_choice.records import (
+    Count,
+    LoadAverage,
+    NonNegative,
+    NonNegativeSeconds,
+    PositiveCount,
+    Seconds,
+    record,
+)
+from accel_choice.records.environment import Environment
+from accel_choice.records.training import Contamination
+
+# The stages of loading one file, in order; `total_s` is their sum within one pass.
+LOAD_STAGES = ("read_s", "to_pandas_s", "to_numpy_s", "to_torch_s", "total_s")
+
+
+def _ordered(low: float, middle: float, high: float, names: str) -> None:
+    if not low <= middle <= high:
+        low_name, middle_name, high_name = names.split()
+        raise ValueError(f"{low_name} {low!r} <= {middle_name} {middle!r} <= {high_name} {high!r} does not hold: "
+                         "a damaged record")
+
+
+def _check_interval(interval: tuple[float, float]) -> None:
+    if interval[0] > interval[1]:
+        raise ValueError(f"wall_interval {list(interval)} ends before it starts")
+
+
+# --- load and convert --------------------------------------------------------------------------
+
+
+@record
+class PassStages:
+    """One timed pass over a file: read, Arrow to pandas (Parquet only), pandas to numpy fp32, numpy to torch."""
+
+    read_s: Seconds
+    to_pandas_s: NonNegativeSeconds
+    to_numpy_s: NonNegativeSeconds
+    to_torch_s: NonNegativeSeconds
+    total_s: Seconds
+
+    def __post_init__(self) -> None:
+        stages = self.read_s + self.to_pandas_s + self.to_numpy_s + self.to_torch_s
+        if not math.isclose(self.total_s, stages, rel_tol=1e-9, abs_tol=1e-12):
+            raise ValueError(f"total_s {self.total_s!r} is not the sum of the stages ({stages!r})")
+
+
+@record(schema="load-convert-record")
+class LoadConvertRecord:
+    """timing/load_convert/{dataset}.{fmt}.rep<r>.json: one repeat of loading one file, stage by stage.
+
+    Each stage is its median over the timed passes (`pass_stages`, kept); `total_s` is the median
+    of the per-pass totals, so it need not equal the sum of the stage medians.
+    """
+
+    format: str
+    file: str
+    file_bytes: Count
+    rows: Count
+    features: Count
+    tensor_bytes: Count
+    tensor_dtype: str
+    torch_shares_numpy_buffer: bool
+    read_s: Seconds
+    to_pandas_s: NonNegativeSeconds
+    to_numpy_s: NonNegativeSeconds
+    to_torch_s: NonNegativeSeconds
+    total_s: Seconds
+    passes: PositiveCount
+    pass_stages: tuple[PassStages, ...]
+    matches_generated_data: bool
+    threads: PositiveCount
+    loadavg_before: LoadAverage
+    loadavg_after: LoadAverage
+    foreign_cpu_share: NonNegative | None  # null: /proc/stat not readable (not Linux)
+    dataset: str
+    repeat: Count
+    wall_interval: tuple[float, float]
+    environment: Environment
+
+    def __post_init__(self) -> None:
+        if len(self.pass_stages) != self.passes:
+            raise ValueError(f"{len(self.pass_stages)} pass_stages for {self.passes} passes")
+        for stage in LOAD_STAGES:
+            runs = [getattr(run, stage) for run in self.pass_stages]
+            _ordered(min(runs), getattr(self, stage), max(runs), f"min(pass_stages.{stage}) {stage} max(pass_stages.{stage})")
+        _check_interval(self.wall_interval)
+
+
+@record
+class LoadCell:
+    """One dataset and format aggregated over its repeats: each stage's median, the total's spread, flags."""
+
+    dataset: str
+    format: str
+    repeats: PositiveCount
+    rows: Count
+    file_bytes: Count
+    tensor_bytes: Count
+    read_s_median: Seconds
+    to_pandas_s_median: NonNegativeSeconds
+    to_numpy_s_median: NonNegativeSeconds
+    to_torch_s_median: NonNegativeSeconds
+    total_s_median: Seconds
+    total_s_min: Seconds
+    total_s_max: Seconds
+    total_s_iqr: NonNegative
+    noisy: bool
+    noise_reasons: tuple[str, ...]
+    mb_per_s: NonNegative  # file bytes over the median total, 1 MB = 1e6 bytes
+    contaminated: tuple[Contamination, ...]
+
+    def __post_init__(self) -> None:
+        _ordered(self.total_s_min, self.total_s_median, self.total_s_max, "total_s_min total_s_median total_s_max")
+        if self.noisy != bool(self.noise_reasons):
+            raise ValueError(f"noisy is {self.noisy} but noise_reasons is {list(self.noise_reasons)}")
+
+
+@record(schema="load-convert-table")
+class LoadTable:
+    """tables/load_convert.json: one cell per (dataset, format)."""
+
+    table: tuple[LoadCell, ...]
+    environment: Environment
+
+    def __post_init__(self) -> None:
+        keys = [(cell.dataset, cell.format) for cell in self.table]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"more than one cell for a (dataset, format): {keys}")
+
+
+# --- host <-> device copies ----------------------------------------------------------------------
+
+
+@record
+class CopyTiming:
+    """One copy timed `passes` times after an untimed one: bytes, the median seconds, GB/s (1 GB = 1e9 bytes)."""
+
+    what: str  # "matrix", "batch B=<B>", "target", "predictions"
+    direction: Literal["host_to_device", "device_to_host"]
+    memory: Literal["pageable", "pinned"]
+    bytes: Count
+    seconds: NonNegativeSeconds
+    gb_per_s: NonNegative | None  # null: the copy took no measurable time
+    passes: tuple[NonNegativeSeconds, ...]
+
+    def __post_init__(self) -> None:
+        if not self.passes:
+            raise ValueError("a copy timed in no pass")
+        _ordered(min(self.passes), self.seconds, max(self.passes), "min(passes) seconds max(passes)")
+        if (self.gb_per_s is None) != (self.seconds == 0):
+            raise ValueError(f"gb_per_s is {self.gb_per_s!r} for {self.seconds!r} seconds")
+
+
+@record(schema="transfer-job")
+class TransferJob:
+    """timing/gpu/transfer.rep<r>.json: the device's start-up and every copy, in one timing job."""
+
+    device: str
+    context_startup_s: Seconds | None  # null: no runtime to start (the CPU)
+    pin_memory_s: NonNegativeSeconds | None  # null: nothing pinned (pinning is for CUDA)
+    matrix_bytes: Count
+    copies: tuple[CopyTiming, ...]
+    loadavg_before: LoadAverage
+    loadavg_after: LoadAverage
+    repeat: Count
+    wall_interval: tuple[float, float]
+    environment: Environment
+
+    def __post_init__(self) -> None:
+        _check_interval(self.wall_interval)
+
+
+@record
+class CopyCell:
+    """One copy (what, direction, memory) over the repeats: median, min and max seconds, GB/s from the median."""
+
+    what: str
+    direction: Literal["host_to_device", "device_to_host"]
+    memory: Literal["pageable", "pinned"]
+    bytes: Count
+    repeats: PositiveCount
+    seconds_median: NonNegativeSeconds
+    seconds_min: NonNegativeSeconds
+    seconds_max: NonNegativeSeconds
+    gb_per_s: NonNegative
+    noisy: bool
+
+    def __post_init__(self) -> None:
+        _ordered(self.seconds_min, self.seconds_median, self.seconds_max, "seconds_min seconds_median seconds_max")
+
+
+@record
+class SecondsSpread:
+    """A fixed cost over the repeats: median, min and max seconds."""
+
+    median: Seconds
+    min: Seconds
+    max: Seconds
+
+    def __post_init__(self) -> None:
+        _ordered(self.min, self.median, self.max, "min median max")
+
+
+@record(schema="transfer-table")
+class TransferTable:
+    """tables/transfers.json: the copies of every transfer job aggregated, and the fixed costs."""
+
+    device: str
+    copies: tuple[CopyCell, ...]  # by direction, memory, bytes
+    context_startup_s: SecondsSpread
+    pin_memory_s_median: NonNegativeSeconds | None  # null: nothing was pinned
+
+
+# --- the device probe ------------------------------------------------------------------------------
+
+
+@record
+class CudaDevice:
+    """One CUDA device as torch.cuda.get_device_properties describes it."""
+
+    index: Count
+    name: str
+    capability: str  # "<major>.<minor>"
+    total_memory_bytes: Count
+    multiprocessors: Count
+
+
+@record
+class VisibleDevices:
+    """What accelerators torch sees in one process (measure/devices.probe)."""
+
+    torch_version: str
+    cuda_available: bool
+    cuda_version: str | None  # the CUDA version torch was built with; null: a CPU build
+    cuda_devices: tuple[CudaDevice, ...]
+    nvidia_driver: str | None
+    mps_available: bool
+    accelerator: str | None  # torch.accelerator's current device type, where torch has one
+
+    def __post_init__(self) -> None:
+        if not self.cuda_available and (self.cuda_devices or self.nvidia_driver is not None):
+            raise ValueError("CUDA devices or a driver listed, but cuda_available is false")
+        indexes = [device.index for device in self.cuda_devices]
+        if indexes != list(range(len(indexes))):
+            raise ValueError(f"cuda_devices have the indexes {indexes}, not 0..{len(indexes) - 1}")
+
+
+@record(schema="device-probe")
+class DeviceProbe(VisibleDevices):
+    """env/devices.json: the probe rule's record of the visible devices, with the fingerprint it ran for."""
+
+    mode: Literal["auto", "require", "off"]  # the accelerator setting
+    planned_fingerprint: str  # the fingerprint the workflow planned with (a params: value of the rule)
+    fingerprint: str  # the fingerprint of what this job saw
+    environment: Environment
