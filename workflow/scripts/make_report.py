@@ -4,8 +4,10 @@ from pathlib import Path
 
 import yaml
 
+from accel_choice import records
 from accel_choice.analyze import decision, fullpath
 from accel_choice.io import atomic, envinfo, provenance, tables
+from accel_choice.records.planner import BreakEvenTable, CostModelTable, FlopCheck, Scenario
 from accel_choice.render import data, northstar, plots, report
 from accel_choice.io.runtime import job
 
@@ -65,8 +67,9 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
         noise_iqr_ratio=p.noise_iqr_ratio, outlier_factor=p.outlier_factor, probe=probe, transfers=transfers,
         accelerator=p.accelerator, selection=atomic.read_json(inp.selection), seed_limits=atomic.read_json(inp.seed_limits),
         gradient_variance=atomic.read_json(inp.gradient_variance), resources=atomic.read_json(inp.resources),
-        cost_model=atomic.read_json(inp.cost_model), break_even=atomic.read_json(inp.break_even),
-        flop_check=atomic.read_json(inp.flop_check), scenario=atomic.read_json(inp.scenario),
+        cost_model=records.read(CostModelTable, inp.cost_model),
+        break_even=records.read(BreakEvenTable, inp.break_even),
+        flop_check=records.read(FlopCheck, inp.flop_check), scenario=records.read(Scenario, inp.scenario),
         provenance=report_provenance,
     ))
     atomic.write_text(out.config, yaml.safe_dump(p.config, sort_keys=False))
