@@ -12,7 +12,6 @@ from accel_choice.render.planner import break_even_figure
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
-    cfg = p.planner
     grid = [r for path in inp.grid for r in records.read(GridJob, path).records]
     # Other families' files, read as dicts until they are records (issue 12): the training cells,
     # the aggregated transfers and the device probe; analyze.planner reads them in one place.
@@ -25,24 +24,23 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
 
     points = planner.grid_points(grid, p.noise_iqr_ratio, p.outlier_factor, p.foreign_cpu_share,
                                  p.loadavg_rise) + planner.benchmark_points(train_table, p.rows, p.features, p.hidden)
-    models = planner.device_models(points, cfg["gpu_assumed"])
+    models = planner.device_models(points, p.gpu_assumed)
     gpu_name = next(name for name in models if name != "cpu")
-    bandwidth, bandwidth_source = planner.host_to_device_bytes_per_s(transfers, p.bandwidth_gb_s)
-    startup, startup_source = planner.gpu_startup_seconds(transfers, cfg["gpu_assumed"]["startup_s"])
+    bandwidth, bandwidth_source = planner.host_to_device_bytes_per_s(transfers, p.assumed_host_to_device_gb_s)
+    startup, startup_source = planner.gpu_startup_seconds(transfers, p.gpu_assumed["startup_s"])
 
-    base = Workload(rows=p.rows, features=p.features, hidden=p.hidden, batch_size=cfg["batch_size"])
-    curves = planner.break_even_curves(models["cpu"], models[gpu_name], base, cfg["sweep"], bandwidth, startup,
-                                       cfg["epochs"])
+    base = Workload(rows=p.rows, features=p.features, hidden=p.hidden, batch_size=p.curve_batch_size)
+    curves = planner.break_even_curves(models["cpu"], models[gpu_name], base, p.sweep, bandwidth, startup, p.epochs)
     break_even_figure(
         [c for c in curves if c.placement == "resident"], points, out.png, out.svg,
-        gpu_label=f"GPU {models[gpu_name].source}, data resident, start-up and one copy spread over {cfg['epochs']} epochs",
+        gpu_label=f"GPU {models[gpu_name].source}, data resident, start-up and one copy spread over {p.epochs} epochs",
     )
 
     flop_check = FlopCheck(table=tuple(flopcheck.flop_table(p.features, p.hidden, p.batch_sizes, p.rows,
                                                             planner.fastpath_cpu_seconds(train_table))))
 
-    gpu_memory, gpu_memory_source = planner.gpu_memory_bytes(probe, cfg["gpu_assumed"]["memory_gb"])
-    scenario = planner.scenario_plan(**cfg["scenario"], host_memory_bytes=planner.host_memory_bytes(),
+    gpu_memory, gpu_memory_source = planner.gpu_memory_bytes(probe, p.gpu_assumed["memory_gb"])
+    scenario = planner.scenario_plan(**p.scenario, host_memory_bytes=planner.host_memory_bytes(),
                                      gpu_memory_bytes=gpu_memory, gpu_memory_source=gpu_memory_source)
     scenario = dataclasses.replace(scenario, modelled=planner.scenario_predictions(scenario, models, bandwidth))
 
@@ -50,7 +48,7 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     residuals = tuple(r for m in models.values() if m.quality for r in m.quality.residuals)
     cost_model = CostModelTable(models=model_rows, points=tuple(points), residuals=residuals,
                                 host_to_device_gb_s=bandwidth / 1e9, host_to_device_source=bandwidth_source,
-                                gpu_startup_s=startup, gpu_startup_source=startup_source, epochs=cfg["epochs"],
+                                gpu_startup_s=startup, gpu_startup_source=startup_source, epochs=p.epochs,
                                 threads=p.threads, environment=envinfo.quick_environment())
     summary = tuple(planner.break_even_summary(c) for c in curves)
     break_even = BreakEvenTable(summary=summary, curves=tuple(planner.curve_rows(curves)),
