@@ -7,15 +7,18 @@ import math
 
 import numpy as np
 import pytest
+from builders_planner import fit_point
 
+from accel_choice import records
 from accel_choice.analyze import costmodel, theory
 from accel_choice.render.planner import break_even_figure
 from accel_choice.records.planner import Workload
 
 TRUE = costmodel.assumed("cpu", seconds_per_step=2e-4, flop_per_s=5e10, bytes_per_s=2e10)
 # Varies the model shape as well as rows and batch size, so FLOP and bytes are not proportional.
-DESIGN = [Workload(r, f, h, b) for r in (2048, 65536) for f in (8, 64, 256) for h in (16, 256) for b in (32, 1024)]
-TEXTBOOK = Workload(8192, 32, 48, 512)
+DESIGN = [Workload(rows=r, features=f, hidden=h, batch_size=b)
+          for r in (2048, 65536) for f in (8, 64, 256) for h in (16, 256) for b in (32, 1024)]
+TEXTBOOK = Workload(rows=8192, features=32, hidden=48, batch_size=512)
 
 
 def _points(model: costmodel.CostModel, workloads, noise: float = 0.0, seed: int = 0):
@@ -67,23 +70,25 @@ def test_fit_recovers_exact_coefficients():
     assert fitted.source == "fitted" and fitted.device == "cpu"
     assert _coefficients(fitted) == pytest.approx(_coefficients(TRUE), rel=1e-6)
     quality = fitted.quality
-    assert quality["points"] == len(DESIGN)
-    assert quality["terms_used"] == ["overhead", "compute", "memory"]
-    assert quality["r2"] == pytest.approx(1.0)
-    assert quality["max_abs_rel_error"] < 1e-9
-    assert quality["loo_median_abs_rel_error"] < 1e-9
-    assert quality["identifiable"] is True and quality["warning"] is None
-    assert len(quality["residuals"]) == len(DESIGN)
-    assert set(quality["residuals"][0]) == {"rows", "features", "hidden", "batch_size", "measured_s", "predicted_s", "rel_error"}
-    json.dumps(quality)  # plain Python numbers only
+    assert quality.points == len(DESIGN)
+    assert quality.terms_used == ("overhead", "compute", "memory")
+    assert quality.r2 == pytest.approx(1.0)
+    assert quality.max_abs_rel_error < 1e-9
+    assert quality.loo_median_abs_rel_error < 1e-9
+    assert quality.identifiable is True and quality.warning is None
+    assert len(quality.residuals) == len(DESIGN)
+    first = quality.residuals[0]
+    assert first.device == "cpu" and (first.rows, first.features, first.hidden, first.batch_size) == tuple(
+        vars(DESIGN[0]).values())
+    json.dumps([records.to_json(r) for r in quality.residuals])  # plain Python numbers only
 
 
 def test_fit_recovers_coefficients_under_one_percent_noise():
     fitted = costmodel.fit("cpu", _points(TRUE, DESIGN, noise=0.01))
     assert _coefficients(fitted) == pytest.approx(_coefficients(TRUE), rel=0.05)
-    assert 0.002 < fitted.quality["median_abs_rel_error"] < 0.02
+    assert 0.002 < fitted.quality.median_abs_rel_error < 0.02
     # out of sample is a little worse than in sample, and still about the noise level
-    assert fitted.quality["median_abs_rel_error"] <= fitted.quality["loo_median_abs_rel_error"] < 0.02
+    assert fitted.quality.median_abs_rel_error <= fitted.quality.loo_median_abs_rel_error < 0.02
 
 
 @pytest.mark.parametrize(
@@ -96,7 +101,7 @@ def test_fit_recovers_coefficients_under_one_percent_noise():
 )
 def test_fit_drops_a_term_with_zero_true_coefficient(truth, dropped):
     fitted = costmodel.fit("cpu", _points(truth, DESIGN))
-    assert dropped not in fitted.quality["terms_used"]
+    assert dropped not in fitted.quality.terms_used
     assert _coefficients(fitted) == pytest.approx(_coefficients(truth), rel=1e-6)
     for seed in range(5):  # with noise a dropped term may come back, but never negative
         noisy = costmodel.fit("cpu", _points(truth, DESIGN, noise=0.02, seed=seed))
@@ -104,12 +109,13 @@ def test_fit_drops_a_term_with_zero_true_coefficient(truth, dropped):
 
 
 def test_fit_weights_residuals_relatively_so_a_tiny_epoch_matters():
-    tiny = Workload(64, 8, 16, 64)  # one step: about 0.2 ms, almost all overhead
-    big = [Workload(65536, f, h, b) for f in (64, 256) for h in (128, 512) for b in (256, 1024)]  # 0.1-1.2 s
+    tiny = Workload(rows=64, features=8, hidden=16, batch_size=64)  # one step: about 0.2 ms, almost all overhead
+    big = [Workload(rows=65536, features=f, hidden=h, batch_size=b)
+           for f in (64, 256) for h in (128, 512) for b in (256, 1024)]  # 0.1-1.2 s
     points = _points(TRUE, [tiny, *big])
     points = [points[0]] + [(w, s * (1.05 if i % 2 else 0.95)) for i, (w, s) in enumerate(points[1:])]
     fitted = costmodel.fit("cpu", points)
-    assert abs(fitted.quality["residuals"][0]["rel_error"]) < 0.02
+    assert abs(fitted.quality.residuals[0].rel_error) < 0.02
     # an ordinary (absolute) least-squares fit of the same points misses the tiny epoch badly
     design = np.array([[costmodel.work(w)[k] for k in ("steps", "flop", "bytes")] for w, _ in points])
     seconds = np.array([s for _, s in points])
@@ -120,17 +126,19 @@ def test_fit_weights_residuals_relatively_so_a_tiny_epoch_matters():
 @pytest.mark.parametrize(
     "workloads",
     [
-        [Workload(8192, 32, 48, b) for b in (32, 64, 128, 256, 512)],  # FLOP per epoch is constant
-        [Workload(r, 32, 48, b) for r in (2048, 8192, 32768) for b in (32, 512)],  # FLOP and bytes both ∝ rows
+        # FLOP per epoch is constant
+        [Workload(rows=8192, features=32, hidden=48, batch_size=b) for b in (32, 64, 128, 256, 512)],
+        [Workload(rows=r, features=32, hidden=48, batch_size=b)
+         for r in (2048, 8192, 32768) for b in (32, 512)],  # FLOP and bytes both ∝ rows
     ],
 )
 def test_degenerate_design_is_flagged(workloads):
     fitted = costmodel.fit("cpu", _points(TRUE, workloads))
     quality = fitted.quality
-    assert quality["identifiable"] is False
-    assert quality["condition_number"] > costmodel.MAX_CONDITION
-    assert "not separately identifiable" in quality["warning"]
-    assert quality["max_abs_rel_error"] < 1e-6  # it still reproduces the points it saw
+    assert quality.identifiable is False
+    assert quality.condition_number > costmodel.MAX_CONDITION
+    assert "not separately identifiable" in quality.warning
+    assert quality.max_abs_rel_error < 1e-6  # it still reproduces the points it saw
     assert fitted.seconds_per_step >= 0 and fitted.flop_per_s > 0 and fitted.bytes_per_s > 0
 
 
@@ -155,28 +163,29 @@ def test_break_even_finds_known_crossing():
     result = costmodel.break_even(CPU_COMPUTE_ONLY, GPU_FREE, TEXTBOOK, "hidden", HIDDEN_GRID, gpu_extra_s=lambda w: 0.5)
     crossing = 0.5 * 1e10 / (2 * 8192 * (2 * 32 + 3))  # counted FLOP 2·rows·hidden·(2·features + 3) = 0.5 s at 1e10 FLOP/s
     # cpu/gpu is a power law in hidden, so interpolating on log scales is exact
-    assert result["break_even"] == pytest.approx(crossing, rel=1e-9)
-    assert result["break_even_grid"] == 8192  # the first grid value past the crossing
-    assert result["gpu_always_faster"] is False
-    assert result["gpu_s"] == [0.5] * len(HIDDEN_GRID)
-    assert result["ratio"] == pytest.approx([c / 0.5 for c in result["cpu_s"]])
-    assert result["gpu_faster"] == [False, False, False, False, False, True, True]
-    assert result["base"] == {"rows": 8192, "features": 32, "hidden": 48, "batch_size": 512}
+    assert result.break_even == pytest.approx(crossing, rel=1e-9)
+    assert result.break_even_grid == 8192  # the first grid value past the crossing
+    assert result.gpu_always_faster is False
+    assert result.gpu_s == (0.5,) * len(HIDDEN_GRID)
+    assert result.ratio == pytest.approx([c / 0.5 for c in result.cpu_s])
+    assert result.gpu_faster == (False, False, False, False, False, True, True)
+    assert result.base == Workload(rows=8192, features=32, hidden=48, batch_size=512)
 
 
 def test_break_even_none_when_gpu_never_or_always_faster():
     slow_gpu = costmodel.break_even(CPU_COMPUTE_ONLY, GPU_FREE, TEXTBOOK, "hidden", HIDDEN_GRID, gpu_extra_s=lambda w: 1e3)
-    assert slow_gpu["break_even"] is None and slow_gpu["gpu_always_faster"] is False
+    assert slow_gpu.break_even is None and slow_gpu.gpu_always_faster is False
     fast_gpu = costmodel.break_even(CPU_COMPUTE_ONLY, GPU_FREE, TEXTBOOK, "hidden", HIDDEN_GRID, gpu_extra_s=lambda w: 1e-6)
-    assert fast_gpu["break_even"] is None and fast_gpu["gpu_always_faster"] is True
+    assert fast_gpu.break_even is None and fast_gpu.gpu_always_faster is True
 
 
 def test_break_even_along_rows_uses_per_step_overhead():
     cpu = costmodel.assumed("cpu", 1e-4, 5e10, 2e10)
     gpu = costmodel.assumed("cuda", 1e-4, 1e13, 3e12)
     result = costmodel.break_even(cpu, gpu, TEXTBOOK, "rows", [512, 4096, 32768], gpu_extra_s=lambda w: 2e-3)
-    assert result["gpu_s"][0] == pytest.approx(costmodel.predict(gpu, Workload(512, 32, 48, 512)) + 2e-3)
-    assert result["values"] == [512, 4096, 32768]
+    smallest = Workload(rows=512, features=32, hidden=48, batch_size=512)
+    assert result.gpu_s[0] == pytest.approx(costmodel.predict(gpu, smallest) + 2e-3)
+    assert result.values == (512, 4096, 32768)
 
 
 def test_break_even_rejects_bad_axis_and_grid():
@@ -196,11 +205,15 @@ def test_break_even_figure_writes_png_and_svg(tmp_path):
         costmodel.break_even(TRUE, gpu, TEXTBOOK, "hidden", HIDDEN_GRID, gpu_extra_s=lambda w: 0.05),
         costmodel.break_even(TRUE, gpu, TEXTBOOK, "batch_size", [32, 128, 512, 2048]),
     ]
+    def measured_at(device, epoch_s, **workload):
+        return fit_point(device=device, **{**vars(TEXTBOOK), **workload}, epoch_s=epoch_s, epoch_s_min=epoch_s,
+                         epoch_s_max=epoch_s)
+
     measured = [
-        {"device": "cpu", **vars(TEXTBOOK), "epoch_s": 0.01},
-        {"device": "cpu", "rows": 8192, "features": 32, "hidden": 48, "batch_size": 32, "epoch_s": 0.08},
-        {"device": "cuda", "rows": 8192, "features": 32, "hidden": 1024, "batch_size": 512, "epoch_s": 0.06},
-        {"device": "cpu", "rows": 99, "features": 32, "hidden": 1024, "batch_size": 32, "epoch_s": 1.0},  # on no line
+        measured_at("cpu", 0.01),
+        measured_at("cpu", 0.08, batch_size=32),
+        measured_at("cuda", 0.06, hidden=1024),
+        measured_at("cpu", 1.0, rows=99, hidden=1024, batch_size=32),  # on no line
     ]
     png, svg = tmp_path / "break_even.png", tmp_path / "break_even.svg"
     break_even_figure(curves, measured, png, svg, gpu_label="GPU (assumed: 10 TFLOP/s)")

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
 import pytest
 import torch
+import builders_planner as builders
+from builders_planner import fit_point, grid_record
 
-from accel_choice.records.planner import grid_workloads
+from accel_choice import records
 from accel_choice.analyze import costmodel, planner, theory
+from accel_choice.io import atomic, envinfo
+from accel_choice.analyze.costmodel import BreakEvenCurve
 from accel_choice.measure import grid
-from accel_choice.records.planner import Workload
+from accel_choice.records.planner import GridJob, Scenario, ScenarioModelled, Workload, grid_workloads
 
 GIB = 1 << 30
 SCENARIO = {"rows": 50_000_000, "features": 256, "hidden": 128, "batch_size": 512, "bandwidth_gb_s": 8}
@@ -33,7 +38,7 @@ def one_thread():
 
 def _plan(**memory):
     memory = {"host_memory_bytes": 24 * GIB, "gpu_memory_bytes": 80 * 10**9, **memory}
-    return planner.scenario_plan(**SCENARIO, **memory)
+    return planner.scenario_plan(**SCENARIO, **memory, gpu_memory_source="measured")
 
 
 # ---------------------------------------------------------------- exercise 4
@@ -41,28 +46,28 @@ def _plan(**memory):
 
 def test_scenario_plan_reproduces_exercise_4():
     plan = _plan()
-    assert plan["widths"] == [256, 128, 1]
-    assert plan["input_bytes"] == 51_200_000_000 == 51.2e9
-    assert plan["params"] == 33_025
-    assert plan["adam_fp32_bytes"] == 528_400 and plan["adam_fp32_bytes"] / 1024 == pytest.approx(516, abs=0.05)
-    assert plan["batch_input_bytes"] == 524_288
-    assert plan["batch_hidden_bytes"] == 262_144
-    assert plan["batch_logit_bytes"] == 2_048
-    assert plan["forward_activation_bytes"] == 524_288 + 262_144 + 2_048
-    assert plan["forward_backward_activation_bytes"] == 2 * plan["forward_activation_bytes"]
-    assert plan["transfer_s"] == pytest.approx(6.4)
-    assert plan["steps_per_epoch"] == 97_657
-    assert plan["flop_per_epoch_3x"] == 3 * 2 * 50_000_000 * (256 * 128 + 128)
-    assert plan["fits_in_host_memory"] is False  # 51.2 GB > 24 GiB
-    assert plan["fits_in_gpu_memory"] is True  # 51.2 GB <= 80 GB
-    assert planner.must_stream(plan)
-    json.dumps(plan, allow_nan=False)
+    assert plan.widths == (256, 128, 1)
+    assert plan.input_bytes == 51_200_000_000 == 51.2e9
+    assert plan.params == 33_025
+    assert plan.adam_fp32_bytes == 528_400 and plan.adam_fp32_bytes / 1024 == pytest.approx(516, abs=0.05)
+    assert plan.batch_input_bytes == 524_288
+    assert plan.batch_hidden_bytes == 262_144
+    assert plan.batch_logit_bytes == 2_048
+    assert plan.forward_activation_bytes == 524_288 + 262_144 + 2_048
+    assert plan.forward_backward_activation_bytes == 2 * plan.forward_activation_bytes
+    assert plan.transfer_s == pytest.approx(6.4)
+    assert plan.steps_per_epoch == 97_657
+    assert plan.flop_per_epoch_3x == 3 * 2 * 50_000_000 * (256 * 128 + 128)
+    assert plan.fits_in_host_memory is False  # 51.2 GB > 24 GiB
+    assert plan.fits_in_gpu_memory is True  # 51.2 GB <= 80 GB
+    assert plan.must_stream
+    assert records.from_json(Scenario, json.loads(json.dumps(records.to_json(plan), allow_nan=False)), "here") == plan
 
 
 def test_unknown_memory_is_none_not_a_guess():
     plan = _plan(host_memory_bytes=None, gpu_memory_bytes=None)
-    assert plan["fits_in_host_memory"] is None and plan["fits_in_gpu_memory"] is None
-    assert planner.must_stream(plan) is False
+    assert plan.fits_in_host_memory is None and plan.fits_in_gpu_memory is None
+    assert plan.must_stream is False
 
 
 @pytest.mark.parametrize("host, gpu, streams", [
@@ -73,7 +78,7 @@ def test_unknown_memory_is_none_not_a_guess():
     (64 * GIB, None, False),
 ])
 def test_must_stream(host, gpu, streams):
-    assert planner.must_stream(_plan(host_memory_bytes=host, gpu_memory_bytes=gpu)) is streams
+    assert _plan(host_memory_bytes=host, gpu_memory_bytes=gpu).must_stream is streams
 
 
 def test_host_memory_is_a_positive_count_or_unknown():
@@ -88,7 +93,8 @@ def test_grid_workloads_skips_batches_larger_than_the_rows():
     workloads = grid_workloads([64, 1024], [4, 16], [8], [32, 128, 512])
     assert len(workloads) == 2 * 2 * 1 * 3 - 2 * 2  # B = 128 and 512 do not split 64 rows
     assert all(w.batch_size <= w.rows for w in workloads)
-    assert Workload(64, 4, 8, 128) not in workloads and Workload(1024, 16, 8, 512) in workloads
+    assert Workload(rows=64, features=4, hidden=8, batch_size=128) not in workloads
+    assert Workload(rows=1024, features=16, hidden=8, batch_size=512) in workloads
     assert len(TINY) == 8
     assert grid_workloads([16], [4], [8], [32]) == []
 
@@ -107,28 +113,29 @@ def test_synthetic_tensors_are_seeded_and_shaped():
 def test_measure_grid_times_every_workload_alternating_the_order(one_thread):
     by_repeat = {repeat: grid.measure_grid(TINY, repeat, device="cpu", seed=3, lr=1e-3, warmup_steps=2)
                  for repeat in (0, 1)}
-    for repeat, records in by_repeat.items():
-        assert len(records) == len(TINY)
-        for r in records:
-            assert (r["device"], r["loader"], r["precision"], r["placement"]) == ("cpu", "fastpath", "fp32", "host")
-            assert r["repeat"] == repeat and r["finite"] is True
-            assert r["samples"] == r["eval_samples"] == r["rows"]
-            assert r["steps"] == theory.steps_per_epoch(r["rows"], r["batch_size"])
-            assert math.isfinite(r["epoch_s"]) and r["epoch_s"] > 0
-            assert r["warmup_steps"] == 2 and r["context_startup_s"] is None
-            assert "foreign_cpu_share" in r
-        json.dumps(records, allow_nan=False)
-    order = [[planner.workload_of(r) for r in by_repeat[repeat]] for repeat in (0, 1)]
+    for repeat, timed in by_repeat.items():
+        assert len(timed) == len(TINY)
+        for r in timed:
+            assert (r.device, r.loader, r.precision, r.placement) == ("cpu", "fastpath", "fp32", "host")
+            assert r.repeat == repeat and r.finite is True
+            assert r.samples == r.eval_samples == r.rows
+            assert r.steps == theory.steps_per_epoch(r.rows, r.batch_size)
+            assert math.isfinite(r.epoch_s) and r.epoch_s > 0
+            assert r.warmup_steps == 2 and r.context_startup_s is None
+            assert r.foreign_cpu_share is None or r.foreign_cpu_share >= 0
+        job = GridJob(records=tuple(timed), wall_interval=(0.0, 1.0), environment=envinfo.quick_environment(3))
+        assert records.from_json(GridJob, json.loads(json.dumps(records.to_json(job), allow_nan=False)), "here") == job
+    order = [[r.workload for r in by_repeat[repeat]] for repeat in (0, 1)]
     assert order[0] == TINY and order[1] == TINY[::-1]
     # Same seed: the same data and initial weights, so the same trained weights whatever the order.
-    final = {repeat: {planner.workload_of(r): r["final_weights_sha256"] for r in by_repeat[repeat]} for repeat in (0, 1)}
+    final = {repeat: {r.workload: r.final_weights_sha256 for r in by_repeat[repeat]} for repeat in (0, 1)}
     assert final[0] == final[1]
 
 
 def _record(rows, batch_size, epoch_s, finite=True, device="cpu", hidden=8, foreign=0.0, loadavg=(0.1, 0.1)):
-    return {"device": device, "rows": rows, "features": 4, "hidden": hidden, "batch_size": batch_size,
-            "epoch_s": epoch_s, "finite": finite, "foreign_cpu_share": foreign,
-            "loadavg_before": [loadavg[0], 0, 0], "loadavg_after": [loadavg[1], 0, 0]}
+    return grid_record(device=device, rows=rows, features=4, hidden=hidden, batch_size=batch_size, epoch_s=epoch_s,
+                       finite=finite, nonfinite_step=None if finite else 0, foreign_cpu_share=foreign,
+                       loadavg_before=(loadavg[0], 0.0, 0.0), loadavg_after=(loadavg[1], 0.0, 0.0))
 
 
 def test_grid_points_take_the_median_over_repeats_and_drop_non_finite_runs():
@@ -136,19 +143,19 @@ def test_grid_points_take_the_median_over_repeats_and_drop_non_finite_runs():
         _record(128, 16, 0.30), _record(128, 16, 0.10), _record(128, 16, 0.20),
         _record(128, 16, 99.0, finite=False),
         _record(64, 16, 0.05), _record(64, 16, 0.07),
-        _record(64, 32, float("nan"), finite=False),  # every repeat non-finite: no point at all
+        _record(64, 32, 0.09, finite=False),  # every repeat non-finite: no point at all
         _record(64, 16, 0.01, device="cuda"),
     ]
     points = planner.grid_points(records, noise_iqr_ratio=0.10, outlier_factor=2.0, foreign_cpu_share=0.25,
                                  loadavg_rise=0.5)
-    assert [(p["device"], p["rows"], p["batch_size"]) for p in points] == [("cpu", 64, 16), ("cpu", 128, 16), ("cuda", 64, 16)]
+    assert [(p.device, p.rows, p.batch_size) for p in points] == [("cpu", 64, 16), ("cpu", 128, 16), ("cuda", 64, 16)]
     cpu_small, cpu_large, cuda = points
-    assert cpu_large["epoch_s"] == pytest.approx(0.20)
-    assert (cpu_large["epoch_s_min"], cpu_large["epoch_s_max"], cpu_large["repeats"]) == (0.10, 0.30, 3)
-    assert cpu_large["noisy"] is True  # IQR/median 50 %
-    assert cpu_small["epoch_s"] == pytest.approx(0.06) and cpu_small["repeats"] == 2
-    assert cuda["repeats"] == 1 and cuda["noisy"] is False
-    assert all(p["source"] == "grid" and p["features"] == 4 and p["hidden"] == 8 for p in points)
+    assert cpu_large.epoch_s == pytest.approx(0.20)
+    assert (cpu_large.epoch_s_min, cpu_large.epoch_s_max, cpu_large.repeats) == (0.10, 0.30, 3)
+    assert cpu_large.noisy is True  # IQR/median 50 %
+    assert cpu_small.epoch_s == pytest.approx(0.06) and cpu_small.repeats == 2
+    assert cuda.repeats == 1 and cuda.noisy is False
+    assert all(p.source == "grid" and p.features == 4 and p.hidden == 8 for p in points)
 
 
 def _table_row(device, loader, precision, placement, batch_size, epoch_s):
@@ -167,25 +174,25 @@ def test_benchmark_points_keep_only_fastpath_fp32_host_or_resident_rows():
         _table_row("cuda", "fastpath", "fp16", "resident", 32, 0.02),
     ]
     points = planner.benchmark_points(table, rows=8192, features=32, hidden=48)
-    assert [(p["device"], p["batch_size"], p["epoch_s"]) for p in points] == [("cpu", 32, 0.5), ("cuda", 512, 0.01)]
-    assert points[0] == {"device": "cpu", "source": "benchmark", "rows": 8192, "features": 32, "hidden": 48,
-                         "batch_size": 32, "epoch_s": 0.5, "epoch_s_min": 0.45, "epoch_s_max": 0.55,
-                         "repeats": 3, "noisy": False, "busy_repeats": 0}
+    assert [(p.device, p.batch_size, p.epoch_s) for p in points] == [("cpu", 32, 0.5), ("cuda", 512, 0.01)]
+    assert points[0] == fit_point(device="cpu", source="benchmark", rows=8192, features=32, hidden=48, batch_size=32,
+                                  epoch_s=0.5, epoch_s_min=0.45, epoch_s_max=0.55, repeats=3, noisy=False,
+                                  busy_repeats=0)
 
 
 # ---------------------------------------------------------------- models
 
 
 def _points(model, device, workloads=DESIGN):
-    return [{"device": device, "rows": w.rows, "features": w.features, "hidden": w.hidden, "batch_size": w.batch_size,
-             "epoch_s": costmodel.predict(model, w)} for w in workloads]
+    return [fit_point(device=device, **dataclasses.asdict(w), epoch_s=(s := costmodel.predict(model, w)),
+                      epoch_s_min=s, epoch_s_max=s) for w in workloads]
 
 
 def test_an_assumed_gpu_model_joins_a_cpu_only_measurement():
     models = planner.device_models(_points(CPU_TRUE, "cpu"), GPU_ASSUMED)
     assert list(models) == ["cpu", "gpu"]
     cpu, gpu = models["cpu"], models["gpu"]
-    assert cpu.source == "fitted" and cpu.quality["points"] == len(DESIGN)
+    assert cpu.source == "fitted" and cpu.quality.points == len(DESIGN)
     assert cpu.seconds_per_step == pytest.approx(CPU_TRUE.seconds_per_step, rel=1e-6)
     assert cpu.flop_per_s == pytest.approx(CPU_TRUE.flop_per_s, rel=1e-6)
     assert gpu.source == "assumed" and gpu.quality is None
@@ -203,21 +210,22 @@ def test_a_measured_gpu_gets_its_own_fitted_model():
 
 def test_model_row_writes_a_dropped_term_as_null():
     row = planner.model_row(costmodel.assumed("cpu", 1e-4, math.inf, 2e10))
-    assert row["flop_per_s"] is None and row["gflop_per_s"] is None
-    assert row["bytes_per_s"] == 2e10 and row["gb_per_s"] == pytest.approx(20.0)
-    assert row["source"] == "assumed" and row["points"] is None and row["terms_used"] is None
-    json.dumps(row, allow_nan=False)
+    assert row.flop_per_s is None and row.gflop_per_s is None
+    assert row.bytes_per_s == 2e10 and row.gb_per_s == pytest.approx(20.0)
+    assert row.source == "assumed" and row.points is None and row.terms_used is None
+    json.dumps(records.to_json(row), allow_nan=False)
 
 
 def test_model_row_of_a_fit_that_dropped_a_term():
     no_compute = costmodel.assumed("cpu", 4e-4, math.inf, 2.5e9)
     fitted = planner.device_models(_points(no_compute, "cpu"), GPU_ASSUMED)["cpu"]
     row = planner.model_row(fitted)
-    assert row["terms_used"] == ["overhead", "memory"]
-    assert row["flop_per_s"] is None and row["gflop_per_s"] is None
-    assert row["gb_per_s"] == pytest.approx(2.5, rel=1e-6) and row["points"] == len(DESIGN)
-    assert set(row) >= {"r2", "loo_median_abs_rel_error", "identifiable", "warning"}
-    json.dumps(row, allow_nan=False)
+    assert row.terms_used == ("overhead", "memory")
+    assert row.flop_per_s is None and row.gflop_per_s is None
+    assert row.gb_per_s == pytest.approx(2.5, rel=1e-6) and row.points == len(DESIGN)
+    assert row.r2 is not None and row.loo_median_abs_rel_error is not None and row.identifiable is not None
+    assert (row.warning is None) == row.identifiable
+    json.dumps(records.to_json(row), allow_nan=False)
 
 
 # ---------------------------------------------------------------- break-even
@@ -236,25 +244,25 @@ def test_break_even_curves_resident_and_streamed_per_axis():
     sweep = {"rows": (1024, 50_000_000), "batch_size": (16, 8192)}
     bytes_per_s, startup, epochs = 8e9, 0.3, 10
     curves = planner.break_even_curves(CPU_TRUE, GPU_TRUE, base, sweep, bytes_per_s, startup, epochs)
-    assert [(c["axis"], c["placement"]) for c in curves] == [
+    assert [(c.axis, c.placement) for c in curves] == [
         ("rows", "resident"), ("rows", "streamed"), ("batch_size", "resident"), ("batch_size", "streamed")]
     for resident, streamed in (curves[0:2], curves[2:4]):
-        low, high = sweep[resident["axis"]]
-        assert resident["values"] == streamed["values"] == planner.sweep_values(low, high)
-        assert resident["cpu_s"] == streamed["cpu_s"]
-        assert all(s >= r for r, s in zip(resident["gpu_s"], streamed["gpu_s"]))
-        for value, gpu_s in zip(resident["values"], resident["gpu_s"]):
-            w = Workload(**{**resident["base"], resident["axis"]: value})
+        low, high = sweep[resident.axis]
+        assert list(resident.values) == list(streamed.values) == planner.sweep_values(low, high)
+        assert resident.cpu_s == streamed.cpu_s
+        assert all(s >= r for r, s in zip(resident.gpu_s, streamed.gpu_s))
+        for value, gpu_s in zip(resident.values, resident.gpu_s):
+            w = dataclasses.replace(resident.base, **{resident.axis: value})
             copy_s = theory.input_bytes(w.rows, w.features) / bytes_per_s
             assert gpu_s == pytest.approx(costmodel.predict(GPU_TRUE, w) + (startup + copy_s) / epochs)
     # Along rows the GPU catches up: resident data wins somewhere, and the crossing is inside the sweep.
-    assert curves[0]["break_even"] is not None and 1024 < curves[0]["break_even"] < 50_000_000
+    assert curves[0].break_even is not None and 1024 < curves[0].break_even < 50_000_000
 
 
 def test_one_epoch_makes_resident_and_streamed_equal():
     base = Workload(rows=8192, features=32, hidden=48, batch_size=512)
     resident, streamed = planner.break_even_curves(CPU_TRUE, GPU_TRUE, base, {"rows": (1024, 1 << 20)}, 8e9, 0.3, 1)
-    assert resident["gpu_s"] == pytest.approx(streamed["gpu_s"])
+    assert resident.gpu_s == pytest.approx(streamed.gpu_s)
 
 
 # ---------------------------------------------------------------- measured or assumed
@@ -296,29 +304,129 @@ def test_scenario_predictions():
     plan = _plan()
     models = planner.device_models(_points(CPU_TRUE, "cpu"), GPU_ASSUMED)
     predicted = planner.scenario_predictions(plan, models, 8e9)
-    assert set(predicted) == {"cpu_epoch_s", "gpu_epoch_s_resident", "gpu_epoch_s_streamed", "gpu_model_source",
-                              "host_to_device_copy_s"}
-    workload = Workload(50_000_000, 256, 128, 512)
-    assert predicted["cpu_epoch_s"] == pytest.approx(costmodel.predict(models["cpu"], workload))
-    assert predicted["gpu_epoch_s_resident"] == pytest.approx(costmodel.predict(models["gpu"], workload))
-    assert predicted["host_to_device_copy_s"] == pytest.approx(6.4)
-    assert predicted["gpu_epoch_s_streamed"] == pytest.approx(predicted["gpu_epoch_s_resident"] + 6.4)
-    assert predicted["gpu_model_source"] == "assumed"
-    json.dumps(predicted, allow_nan=False)
+    assert isinstance(predicted, ScenarioModelled)
+    workload = Workload(rows=50_000_000, features=256, hidden=128, batch_size=512)
+    assert predicted.cpu_epoch_s == pytest.approx(costmodel.predict(models["cpu"], workload))
+    assert predicted.gpu_epoch_s_resident == pytest.approx(costmodel.predict(models["gpu"], workload))
+    assert predicted.host_to_device_copy_s == pytest.approx(6.4)
+    assert predicted.gpu_epoch_s_streamed == pytest.approx(predicted.gpu_epoch_s_resident + 6.4)
+    assert predicted.gpu_model_source == "assumed"
+    modelled = dataclasses.replace(plan, modelled=predicted)
+    written = json.loads(json.dumps(records.to_json(modelled), allow_nan=False))
+    assert records.from_json(Scenario, written, "here") == modelled
+    assert {"quantity": "modelled.cpu_epoch_s", "value": predicted.cpu_epoch_s} in planner.scenario_rows(modelled)
 
 
 def test_grid_points_count_repeats_measured_while_the_machine_was_busy():
     records = [_record(128, 16, 0.20), _record(128, 16, 0.21, foreign=0.6), _record(128, 16, 0.22, loadavg=(0.1, 1.5))]
     [point] = planner.grid_points(records, noise_iqr_ratio=0.10, outlier_factor=2.0, foreign_cpu_share=0.25,
                                   loadavg_rise=0.5)
-    assert point["busy_repeats"] == 2 and point["repeats"] == 3
+    assert point.busy_repeats == 2 and point.repeats == 3
 
 
 def test_break_even_summary_names_a_gpu_that_is_faster_only_at_the_small_end():
-    curve = {"axis": "rows", "placement": "resident", "values": [10, 100, 1000], "gpu_faster": [True, True, False],
-             "break_even": None, "gpu_always_faster": False,
-             "base": {"rows": 10, "features": 4, "hidden": 8, "batch_size": 2}}
+    curve = BreakEvenCurve(axis="rows", placement="resident", values=(10, 100, 1000), cpu_s=(1.0, 2.0, 3.0),
+                           gpu_s=(0.5, 1.0, 4.0), ratio=(2.0, 2.0, 0.75), gpu_faster=(True, True, False),
+                           break_even=None, break_even_grid=None, gpu_always_faster=False,
+                           base=Workload(rows=10, features=4, hidden=8, batch_size=2))
     summary = planner.break_even_summary(curve)
-    assert summary["gpu_faster_until"] == 100 and summary["gpu_never_faster"] is False
-    never = planner.break_even_summary(dict(curve, gpu_faster=[False, False, False]))
-    assert never["gpu_faster_until"] is None and never["gpu_never_faster"] is True
+    assert summary.gpu_faster_until == 100 and summary.gpu_never_faster is False
+    never = planner.break_even_summary(dataclasses.replace(curve, gpu_faster=(False, False, False)))
+    assert never.gpu_faster_until is None and never.gpu_never_faster is True
+
+
+# ---------------------------------------------------------------- the records
+
+
+def test_a_grid_record_has_the_fields_of_a_training_record_but_the_job_comparisons_plus_the_workload():
+    from accel_choice.records.planner import GridRecord
+    from accel_choice.records.training import TrainingRecord
+
+    training = {f.name: f.type for f in dataclasses.fields(TrainingRecord)}
+    grid_fields = {f.name: f.type for f in dataclasses.fields(GridRecord)}
+    assert set(grid_fields) == set(training) - {"position_in_job", "same_final_weights_across_variants"} | {
+        "rows", "features", "hidden"}
+    assert all(grid_fields[name] == kind for name, kind in training.items() if name in grid_fields)
+
+
+INVARIANTS = [
+    (lambda: builders.workload(rows=0), "greater than or equal to 1"),
+    (lambda: builders.grid_record(samples=100), "must both equal rows 128"),
+    (lambda: builders.grid_record(steps=7), r"steps 7 is not ⌈rows / batch_size⌉ = 8"),
+    (lambda: builders.grid_record(finite=False), "finite is False but nonfinite_step is None"),
+    (lambda: builders.grid_job(records=(builders.grid_record(), builders.grid_record(rows=256, repeat=1))),
+     "one device and one repeat"),
+    (lambda: builders.grid_job(records=(builders.grid_record(), builders.grid_record())), "timed twice"),
+    (lambda: builders.grid_job(records=()), "at least one workload"),
+    (lambda: builders.fit_point(epoch_s_min=0.03), "epoch_s_min 0.03 <= epoch_s 0.02"),
+    (lambda: builders.fit_point(busy_repeats=4), "busy_repeats 4 > repeats 3"),
+    (lambda: builders.residual(rel_error=0.5), "rel_error 0.5 is not"),
+    (lambda: builders.model_row(gflop_per_s=None), "both be null"),
+    (lambda: builders.model_row(flop_per_s=None, gflop_per_s=None), "terms_used .* does not match the rates"),
+    (lambda: builders.model_row(median_abs_rel_error=0.5), "median_abs_rel_error 0.5 > max_abs_rel_error"),
+    (lambda: builders.model_row(identifiable=False), "carries a warning"),
+    (lambda: builders.assumed_model_row(points=3), "an assumed model has no fit"),
+    (lambda: builders.model_row(points=None), "a fitted model has points"),
+    (lambda: builders.cost_model_table(residuals=(builders.residual(),)), "2 points and 1 residuals"),
+    (lambda: builders.cost_model_table(models=(builders.model_row(), builders.model_row())), "one model per device"),
+    (lambda: builders.break_even_summary(gpu_always_faster=True), "no break_even"),
+    (lambda: builders.break_even_summary(break_even=None, gpu_always_faster=True, gpu_never_faster=True),
+     "both always and never"),
+    (lambda: builders.curve_row(cpu_over_gpu=3.0), r"cpu_over_gpu 3.0 is not cpu_s / gpu_s"),
+    (lambda: builders.curve_row(gpu_s=0.0, cpu_over_gpu=1.0), "null exactly when gpu_s is 0"),
+    (lambda: builders.break_even_table(summary=()), "the curves .* and the summary .* differ"),
+    (lambda: builders.break_even_table(curves=(builders.curve_row(), builders.curve_row())),
+     "values of a curve increase"),
+    (lambda: builders.flop_row(counted_backward_per_batch=1), "!= counted_per_batch"),
+    (lambda: builders.flop_row(gflop_per_s_3x=None), "all set .* or all null"),
+    (lambda: builders.flop_row(steps=9), "steps 9 is not"),
+    (lambda: builders.scenario_modelled(gpu_epoch_s_streamed=12.0), "is not gpu_epoch_s_resident"),
+    (lambda: builders.scenario(must_stream=False), "must_stream False does not follow"),
+    (lambda: builders.scenario(fits_in_host_memory=True), "fits_in_host_memory True does not follow"),
+    (lambda: builders.scenario(widths=(256, 64, 1)), r"is not \(features, hidden, 1\)"),
+    (lambda: builders.scenario(forward_backward_activation_bytes=1), "forward_activation_bytes"),
+]
+
+
+@pytest.mark.parametrize(("build", "message"), INVARIANTS, ids=[message[:40] for _, message in INVARIANTS])
+def test_a_record_that_breaks_an_invariant_is_refused(build, message):
+    with pytest.raises(ValueError, match=message):
+        build()
+
+
+@pytest.mark.parametrize(("build", "cls", "edit", "field"), [
+    (lambda: builders.grid_job(), "GridJob", lambda d: d["records"][1].update(epoch_s=-1.0), r"records\[1\]\.epoch_s"),
+    (lambda: builders.cost_model_table(), "CostModelTable", lambda d: d["models"][1].update(source="guessed"),
+     r"models\[1\]\.source"),
+    (lambda: builders.break_even_table(), "BreakEvenTable", lambda d: d["curves"][0].pop("gpu_s"),
+     r"curves\[0\]\.gpu_s: Field required"),
+    (lambda: builders.flop_check(), "FlopCheck", lambda d: d["table"][0].update(counted_per_batch="823296"),
+     r"table\[0\]\.counted_per_batch"),
+    (lambda: builders.scenario(), "Scenario", lambda d: d["modelled"].update(cpu_epoch_s=0), r"modelled\.cpu_epoch_s"),
+], ids=["grid job", "cost model", "break-even", "flop check", "scenario"])
+def test_a_planner_file_round_trips_and_a_damaged_one_is_refused_naming_the_field(tmp_path, build, cls, edit, field):
+    from accel_choice.records import RecordError
+    from accel_choice.records import planner as planner_records
+
+    record_type = getattr(planner_records, cls)
+    path = tmp_path / "record.json"
+    atomic.write_record(path, build())
+    assert records.read(record_type, path) == build()
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))
+    with pytest.raises(RecordError, match=rf"^{path}: {field}.*re-run"):
+        records.read(record_type, path)
+    path.write_text(json.dumps({k: v for k, v in data.items() if k not in records.HEADER}))
+    with pytest.raises(RecordError, match="has no schema"):
+        records.read(record_type, path)
+
+
+def test_the_break_even_summary_file_is_a_list_of_summary_rows(tmp_path):
+    from accel_choice.records.planner import BreakEvenSummary
+
+    path = tmp_path / "break_even_summary.json"
+    summary = (builders.break_even_summary(), builders.break_even_summary(placement="streamed", break_even=None))
+    atomic.write_json(path, list(summary))
+    assert isinstance(json.loads(path.read_text()), list)
+    assert records.read(tuple[BreakEvenSummary, ...], path) == summary

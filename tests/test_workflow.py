@@ -750,25 +750,31 @@ def test_resource_table_pairs_each_benchmarked_job_with_its_own_timing(finished:
 
 
 def test_planner_reproduces_exercise_4_and_labels_what_is_modelled(finished: Path) -> None:
+    from accel_choice import records
     from accel_choice.analyze import theory
+    from accel_choice.records.planner import BreakEvenSummary, BreakEvenTable, CostModelTable, FlopCheck, GridJob, Scenario
 
     results = finished / "results"
-    scenario = read(results / "tables/scenario.json")
-    assert scenario["input_bytes"] == 51_200_000_000 and scenario["params"] == 33_025
-    assert scenario["adam_fp32_bytes"] == 528_400 and scenario["transfer_s"] == pytest.approx(6.4)
-    assert (scenario["batch_input_bytes"], scenario["batch_hidden_bytes"], scenario["batch_logit_bytes"]) == (
+    scenario = records.read(Scenario, results / "tables/scenario.json")
+    assert scenario.input_bytes == 51_200_000_000 and scenario.params == 33_025
+    assert scenario.adam_fp32_bytes == 528_400 and scenario.transfer_s == pytest.approx(6.4)
+    assert (scenario.batch_input_bytes, scenario.batch_hidden_bytes, scenario.batch_logit_bytes) == (
         524_288, 262_144, 2_048)
-    models = {m["device"]: m for m in read(results / "tables/cost_model.json")["models"]}
-    assert models["cpu"]["source"] == "fitted" and models["cpu"]["points"] == 16 + 2  # the grid + the benchmark
-    assert models["cpu"]["loo_median_abs_rel_error"] is not None
-    assert models["gpu (assumed)"]["source"] == "assumed"
-    break_even = read(results / "tables/break_even.json")
-    assert break_even["label"] == "modelled" and break_even["gpu_model_source"] == "assumed"
-    assert {(s["axis"], s["placement"]) for s in break_even["summary"]} == {
+    assert scenario.modelled is not None and scenario.modelled.gpu_model_source == "assumed"
+    models = {m.device: m for m in records.read(CostModelTable, results / "tables/cost_model.json").models}
+    assert models["cpu"].source == "fitted" and models["cpu"].points == 16 + 2  # the grid + the benchmark
+    assert models["cpu"].loo_median_abs_rel_error is not None
+    assert models["gpu (assumed)"].source == "assumed"
+    break_even = records.read(BreakEvenTable, results / "tables/break_even.json")
+    assert break_even.label == "modelled" and break_even.gpu_model_source == "assumed"
+    assert {(s.axis, s.placement) for s in break_even.summary} == {
         (axis, placement) for axis in ("rows", "features", "hidden") for placement in ("resident", "streamed")}
-    for row in read(results / "tables/flop_check.json")["table"]:
-        assert row["counted_per_batch"] == theory.forward_backward_flops_counted(row["batch_size"], (8, 8, 1))
-        assert row["formula_3x_per_batch"] == theory.forward_backward_flops(row["batch_size"], (8, 8, 1))
+    assert records.read(tuple[BreakEvenSummary, ...], results / "tables/break_even_summary.json") == break_even.summary
+    for row in records.read(FlopCheck, results / "tables/flop_check.json").table:
+        assert row.counted_per_batch == theory.forward_backward_flops_counted(row.batch_size, (8, 8, 1))
+        assert row.formula_3x_per_batch == theory.forward_backward_flops(row.batch_size, (8, 8, 1))
+    for grid in sorted((results / "timing/cost_model").glob("*.json")):
+        assert len(records.read(GridJob, grid).records) == 16
     report = (results / "REPORT.md").read_text()
     assert "No GPU was measured: the GPU side is the configured assumption" in report
     assert (results / "figures/break_even.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

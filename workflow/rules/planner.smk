@@ -58,14 +58,23 @@ rule planner:
         ),
         scenario="results/tables/scenario.json",
         scenario_csv=report("results/tables/scenario.csv", caption="../report/scenario.rst", category="Planner"),
+    # Every config value the planner's results depend on, each named; the grid's settings
+    # (planner.grid, .repeats, .warmup_steps) reach it through the grid files it reads.
     params:
+        # The benchmark workload: the base of the break-even curves and the benchmark cells' fit points.
         rows=config["data"]["benchmark"]["rows"],
         features=config["data"]["benchmark"]["features"],
         hidden=config["model"]["hidden"],
-        batch_sizes=config["timing"]["batch_sizes"],
-        planner=sorted_keys(config["planner"]),
-        bandwidth_gb_s=config["report"]["bandwidth_gb_s"],
-        threads=config["timing"]["threads"],
+        batch_sizes=config["timing"]["batch_sizes"],  # the FLOP check's batch sizes
+        threads=config["timing"]["threads"],  # the threads the CPU rates hold for
+        curve_batch_size=config["planner"]["batch_size"],
+        epochs=config["planner"]["epochs"],
+        sweep=sorted_keys(config["planner"]["sweep"]),
+        gpu_assumed=sorted_keys(config["planner"]["gpu_assumed"]),
+        scenario=sorted_keys(config["planner"]["scenario"]),
+        # report.bandwidth_gb_s: the host→device bandwidth of the break-even curves and the
+        # scenario's modelled epochs wherever no host→device copy was measured.
+        assumed_host_to_device_gb_s=config["report"]["bandwidth_gb_s"],
         noise_iqr_ratio=config["aggregate"]["noise_iqr_ratio"],
         outlier_factor=config["aggregate"]["outlier_factor"],
         foreign_cpu_share=config["aggregate"]["foreign_cpu_share"],

@@ -8,6 +8,7 @@ from accel_choice.io.runtime import job
 from accel_choice.records.decision import DataTable, Decision, TheoryTable
 from accel_choice.records.environment import EnvironmentReport
 from accel_choice.records.loads import DeviceProbe, LoadTable, TransferTable
+from accel_choice.records.planner import BreakEvenTable, CostModelTable, FlopCheck, Scenario
 from accel_choice.records.resources import ResourceTable
 from accel_choice.records.training import TrainingTable
 from accel_choice.render import decision as decision_words
@@ -24,7 +25,6 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
         gpu = records.read(TrainingTable, inp.gpu_training)
         train_table, non_finite = train_table + list(gpu.table), non_finite + list(gpu.non_finite)
         transfers = records.read(TransferTable, inp.transfers[0])
-    probe = records.read(DeviceProbe, inp.probe)
     theory = records.read(TheoryTable, inp.theory)
     widths, rows = theory.widths, theory.rows
     decision_words.decision_figure(
@@ -41,11 +41,11 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
         decision=decided, environment=environment, data=records.read(DataTable, inp.data), theory=theory,
         train_table=train_table, non_finite=non_finite, load_table=records.read(LoadTable, inp.load_convert).table,
         seed=p.seed, noise_iqr_ratio=p.noise_iqr_ratio, outlier_factor=p.outlier_factor, accelerator=p.accelerator,
-        probe=probe, transfers=transfers, selection=atomic.read_json(inp.selection),
+        probe=records.read(DeviceProbe, inp.probe), transfers=transfers, selection=atomic.read_json(inp.selection),
         seed_limits=atomic.read_json(inp.seed_limits), gradient_variance=atomic.read_json(inp.gradient_variance),
-        resources=records.read(ResourceTable, inp.resources), cost_model=atomic.read_json(inp.cost_model),
-        break_even=atomic.read_json(inp.break_even), flop_check=atomic.read_json(inp.flop_check),
-        scenario=atomic.read_json(inp.scenario), provenance=report_provenance,
+        resources=records.read(ResourceTable, inp.resources), cost_model=records.read(CostModelTable, inp.cost_model),
+        break_even=records.read(BreakEvenTable, inp.break_even), flop_check=records.read(FlopCheck, inp.flop_check),
+        scenario=records.read(Scenario, inp.scenario), provenance=report_provenance,
     ))
     atomic.write_text(out.md, text)
     seed_rows = northstar.seed_table(atomic.read_json(inp.seed_limits))

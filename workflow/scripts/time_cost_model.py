@@ -2,10 +2,10 @@
 
 import time
 
-from accel_choice.records.planner import grid_workloads
 from accel_choice.io import atomic, envinfo
-from accel_choice.measure import grid
 from accel_choice.io.runtime import job
+from accel_choice.measure import grid
+from accel_choice.records.planner import GridJob, grid_workloads
 
 wc, p = snakemake.wildcards, snakemake.params  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
@@ -13,9 +13,7 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     started = time.time()
     records = grid.measure_grid(workloads, int(wc.repeat), device=wc.device, seed=p.seed, lr=p.lr,
                                    warmup_steps=p.warmup_steps)
-    interval = [started, time.time()]
-    atomic.write_json(snakemake.output[0], {  # noqa: F821
-        "records": records, "wall_interval": interval, "environment": envinfo.quick_environment(p.seed)})
+    atomic.write_record(snakemake.output[0], GridJob(  # noqa: F821
+        records=tuple(records), wall_interval=(started, time.time()), environment=envinfo.quick_environment(p.seed)))
     for r in records:
-        log.info("n=%d d=%d h=%d B=%d: epoch %.2f ms", r["rows"], r["features"], r["hidden"], r["batch_size"],
-                 r["epoch_s"] * 1e3)
+        log.info("n=%d d=%d h=%d B=%d: epoch %.2f ms", r.rows, r.features, r.hidden, r.batch_size, r.epoch_s * 1e3)

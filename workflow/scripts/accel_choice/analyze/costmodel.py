@@ -15,15 +15,13 @@ import itertools
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from accel_choice.analyze import theory
-from accel_choice.records.planner import Workload
+from accel_choice.records.planner import TERMS, Residual, Workload
 
-TERMS = ("overhead", "compute", "memory")
 AXES = ("rows", "features", "hidden", "batch_size")
 # Above this condition number of the column-normalised, relatively weighted design, a 1 %
 # timing error can move some combination of the coefficients by more than 10×.
@@ -35,16 +33,52 @@ _MIN_POINTS = 4
 
 
 @dataclass(frozen=True)
+class FitQuality:
+    """How well a fitted model reproduces its points; `loo_median_abs_rel_error` is the honest one."""
+
+    points: int
+    r2: float | None  # None: every measured time equal (R² undefined)
+    median_abs_rel_error: float
+    max_abs_rel_error: float
+    loo_median_abs_rel_error: float  # each point predicted by a fit without its workload
+    terms_used: tuple[str, ...]
+    condition_number: float  # of the column-normalised, relatively weighted design; math.inf when singular
+    identifiable: bool
+    warning: str | None
+    residuals: tuple[Residual, ...]
+
+
+@dataclass(frozen=True)
 class CostModel:
-    """Rates of one device; a rate of math.inf means the term contributes nothing."""
+    """Rates of one device; a rate of math.inf means the term contributes nothing.
+
+    Not a record: the rates may be infinite, which a record (JSON) cannot hold;
+    analyze.planner.model_row writes one as a records.planner.ModelRow.
+    """
 
     device: str
     seconds_per_step: float
     flop_per_s: float
     bytes_per_s: float
     source: str  # "fitted" or "assumed"
-    quality: dict[str, Any] | None
+    quality: FitQuality | None
 
+
+@dataclass(frozen=True)
+class BreakEvenCurve:
+    """Modelled CPU and GPU epoch seconds along one axis grown from `base` (break_even's result)."""
+
+    axis: str
+    base: Workload
+    values: tuple[int, ...]
+    cpu_s: tuple[float, ...]
+    gpu_s: tuple[float, ...]
+    ratio: tuple[float, ...]  # cpu_s / gpu_s; math.inf where the GPU's modelled time is zero
+    gpu_faster: tuple[bool, ...]
+    break_even: float | None  # where the GPU turns from slower to faster, interpolated
+    break_even_grid: int | None  # the first grid value past that crossing
+    gpu_always_faster: bool
+    placement: str | None = None  # the GPU's data placement, for the planner's curves (resident, streamed)
 
 
 def work(w: Workload) -> dict[str, float]:
@@ -80,7 +114,8 @@ def _features(w: Workload) -> np.ndarray:
     return np.array([counts["steps"], counts["flop"], counts["bytes"]], dtype=float)
 
 
-def _model_from_coefficients(device: str, coefficients: np.ndarray, source: str, quality: dict[str, Any] | None) -> CostModel:
+def _model_from_coefficients(device: str, coefficients: np.ndarray, source: str,
+                             quality: FitQuality | None) -> CostModel:
     per_step, per_flop, per_byte = (float(c) for c in coefficients)
     return CostModel(device, per_step, _rate(per_flop), _rate(per_byte), source, quality)
 
@@ -191,8 +226,8 @@ def fit(device: str, points: Sequence[tuple[Workload, float]]) -> CostModel:
     """Fit seconds_per_step, FLOP/s and bytes/s to measured (workload, epoch seconds) points.
 
     Non-negative least squares on relative residuals; a term the fit drops gets rate
-    math.inf. quality["loo_median_abs_rel_error"] (leave-one-out) is the honest
-    out-of-sample error; quality["identifiable"] is False, with a warning, when the
+    math.inf. quality.loo_median_abs_rel_error (leave-one-out) is the honest
+    out-of-sample error; quality.identifiable is False, with a warning, when the
     points cannot tell the terms apart (e.g. only batch size varies: FLOP per epoch is
     then constant and bytes moved is a linear function of the step count).
     """
@@ -205,21 +240,22 @@ def fit(device: str, points: Sequence[tuple[Workload, float]]) -> CostModel:
     relative = (predicted - seconds) / seconds
     condition = _condition_number(weighted)
     identifiable = condition <= MAX_CONDITION
-    quality: dict[str, Any] = {
-        "points": len(points),
-        "r2": _r_squared(seconds, predicted),
-        "median_abs_rel_error": float(np.median(np.abs(relative))),
-        "max_abs_rel_error": float(np.max(np.abs(relative))),
-        "loo_median_abs_rel_error": float(statistics.median(_leave_one_out_errors(design, seconds))),
-        "terms_used": [name for name, c in zip(TERMS, coefficients) if c > 0],
-        "condition_number": condition,
-        "identifiable": identifiable,
-        "warning": None if identifiable else _collinearity_warning(condition, [w for w, _ in points]),
-        "residuals": [
-            {**asdict(w), "measured_s": float(s), "predicted_s": float(p), "rel_error": float(r)}
+    quality = FitQuality(
+        points=len(points),
+        r2=_r_squared(seconds, predicted),
+        median_abs_rel_error=float(np.median(np.abs(relative))),
+        max_abs_rel_error=float(np.max(np.abs(relative))),
+        loo_median_abs_rel_error=float(statistics.median(_leave_one_out_errors(design, seconds))),
+        terms_used=tuple(name for name, c in zip(TERMS, coefficients) if c > 0),
+        condition_number=condition,
+        identifiable=identifiable,
+        warning=None if identifiable else _collinearity_warning(condition, [w for w, _ in points]),
+        residuals=tuple(
+            Residual(rows=w.rows, features=w.features, hidden=w.hidden, batch_size=w.batch_size, measured_s=float(s),
+                     predicted_s=float(p), rel_error=float(r), device=device)
             for (w, _), s, p, r in zip(points, seconds, predicted, relative)
-        ],
-    }
+        ),
+    )
     return _model_from_coefficients(device, coefficients, "fitted", quality)
 
 
@@ -243,34 +279,34 @@ def break_even(
     axis: str,
     values: Sequence[int],
     gpu_extra_s: Callable[[Workload], float] | None = None,
-) -> dict[str, Any]:
+) -> BreakEvenCurve:
     """Modelled CPU and GPU epoch seconds along one axis, and where the GPU starts to win.
 
-    "break_even" is the value where the GPU turns from slower to faster, interpolated
+    `break_even` is the value where the GPU turns from slower to faster, interpolated
     linearly in log(value) against log(cpu/gpu) between the neighbouring grid values, and
-    "break_even_grid" the first grid value where it is faster; both are None when the GPU
-    is never faster, or is faster from the first value (then "gpu_always_faster" is True
+    `break_even_grid` the first grid value where it is faster; both are None when the GPU
+    is never faster, or is faster from the first value (then `gpu_always_faster` is True
     if it stays faster). gpu_extra_s adds GPU-only seconds per epoch, e.g. host→device copy.
     """
     _validate_axis(axis, values)
     workloads = [replace(base, **{axis: int(v)}) for v in values]
-    cpu_s = [predict(cpu, w) for w in workloads]
-    gpu_s = [predict(gpu, w) + (gpu_extra_s(w) if gpu_extra_s else 0.0) for w in workloads]
-    ratio = [c / g if g > 0 else math.inf for c, g in zip(cpu_s, gpu_s)]
-    gpu_faster = [g < c for c, g in zip(cpu_s, gpu_s)]
+    cpu_s = tuple(predict(cpu, w) for w in workloads)
+    gpu_s = tuple(predict(gpu, w) + (gpu_extra_s(w) if gpu_extra_s else 0.0) for w in workloads)
+    ratio = tuple(c / g if g > 0 else math.inf for c, g in zip(cpu_s, gpu_s))
+    gpu_faster = tuple(g < c for c, g in zip(cpu_s, gpu_s))
     crossing = next((i for i in range(1, len(values)) if gpu_faster[i] and not gpu_faster[i - 1]), None)
-    return {
-        "axis": axis,
-        "base": asdict(base),
-        "values": [int(v) for v in values],
-        "cpu_s": cpu_s,
-        "gpu_s": gpu_s,
-        "ratio": ratio,
-        "gpu_faster": gpu_faster,
-        "break_even": None if crossing is None else _log_crossing(values, ratio, crossing),
-        "break_even_grid": None if crossing is None else int(values[crossing]),
-        "gpu_always_faster": all(gpu_faster),
-    }
+    return BreakEvenCurve(
+        axis=axis,
+        base=base,
+        values=tuple(int(v) for v in values),
+        cpu_s=cpu_s,
+        gpu_s=gpu_s,
+        ratio=ratio,
+        gpu_faster=gpu_faster,
+        break_even=None if crossing is None else _log_crossing(values, ratio, crossing),
+        break_even_grid=None if crossing is None else int(values[crossing]),
+        gpu_always_faster=all(gpu_faster),
+    )
 
 
 def _validate_axis(axis: str, values: Sequence[int]) -> None:

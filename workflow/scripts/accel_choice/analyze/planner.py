@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from accel_choice import records
 from accel_choice.analyze import costmodel, stats, theory
 from accel_choice.analyze.aggregate import contamination
+from accel_choice.analyze.costmodel import BreakEvenCurve, CostModel
 from accel_choice.analyze.fullpath import pageable_copy
-from accel_choice.analyze.costmodel import CostModel
-from accel_choice.records.planner import Workload
+from accel_choice.records.planner import (
+    BreakEvenSummary,
+    CurveRow,
+    FitPoint,
+    GridRecord,
+    ModelRow,
+    Scenario,
+    ScenarioModelled,
+    Workload,
+)
 
 GB = 1e9
 
@@ -32,90 +43,80 @@ def host_memory_bytes() -> int | None:
 
 
 def scenario_plan(rows: int, features: int, hidden: int, batch_size: int, bandwidth_gb_s: float, *,
-                  host_memory_bytes: int | None, gpu_memory_bytes: int | None) -> dict[str, Any]:
+                  host_memory_bytes: int | None, gpu_memory_bytes: int | None, gpu_memory_source: str) -> Scenario:
     """Exercise 4's planning sheet: sizes, memory bounds, and the transfer-time estimate.
 
     For n = 50,000,000, d = 256, 256 → 128 → 1, B = 512 at 8 GB/s: 51.2 GB of input,
-    P = 33,025, Adam bound 528,400 bytes, 6.4 s to move the input once.
+    P = 33,025, Adam bound 528,400 bytes, 6.4 s to move the input once. The modelled epochs
+    (scenario_predictions) are added with dataclasses.replace once the cost models exist.
     """
     widths = (features, hidden, 1)
     input_bytes = theory.input_bytes(rows, features)
     forward_activations = theory.activation_bytes(batch_size, widths)
-    plan = {
-        "rows": rows, "features": features, "hidden": hidden, "batch_size": batch_size, "widths": list(widths),
-        "bandwidth_gb_s": bandwidth_gb_s,
-        "input_bytes": input_bytes,
-        "host_memory_bytes": host_memory_bytes,
-        "gpu_memory_bytes": gpu_memory_bytes,
-        "fits_in_host_memory": None if host_memory_bytes is None else input_bytes <= host_memory_bytes,
-        "fits_in_gpu_memory": None if gpu_memory_bytes is None else input_bytes <= gpu_memory_bytes,
-        "params": theory.param_count(widths),
-        "adam_fp32_bytes": theory.adam_fp32_bytes(widths),
-        "batch_input_bytes": theory.input_bytes(batch_size, features),
-        "batch_hidden_bytes": batch_size * hidden * theory.FP32_BYTES,
-        "batch_logit_bytes": batch_size * theory.FP32_BYTES,
-        "forward_activation_bytes": forward_activations,
-        "forward_backward_activation_bytes": 2 * forward_activations,
-        "transfer_s": theory.transfer_seconds(input_bytes, bandwidth_gb_s),
-        "steps_per_epoch": theory.steps_per_epoch(rows, batch_size),
-        "flop_per_epoch_3x": theory.forward_backward_flops(rows, widths),
-        "flop_per_epoch_counted": theory.forward_backward_flops_counted(rows, widths),
-        "to_measure": [
+    fits_in_host = None if host_memory_bytes is None else input_bytes <= host_memory_bytes
+    fits_in_gpu = None if gpu_memory_bytes is None else input_bytes <= gpu_memory_bytes
+    return Scenario(
+        rows=rows, features=features, hidden=hidden, batch_size=batch_size, widths=widths,
+        bandwidth_gb_s=bandwidth_gb_s,
+        input_bytes=input_bytes,
+        host_memory_bytes=host_memory_bytes,
+        gpu_memory_bytes=gpu_memory_bytes,
+        fits_in_host_memory=fits_in_host,
+        fits_in_gpu_memory=fits_in_gpu,
+        params=theory.param_count(widths),
+        adam_fp32_bytes=theory.adam_fp32_bytes(widths),
+        batch_input_bytes=theory.input_bytes(batch_size, features),
+        batch_hidden_bytes=batch_size * hidden * theory.FP32_BYTES,
+        batch_logit_bytes=batch_size * theory.FP32_BYTES,
+        forward_activation_bytes=forward_activations,
+        forward_backward_activation_bytes=2 * forward_activations,
+        transfer_s=theory.transfer_seconds(input_bytes, bandwidth_gb_s),
+        steps_per_epoch=theory.steps_per_epoch(rows, batch_size),
+        flop_per_epoch_3x=theory.forward_backward_flops(rows, widths),
+        flop_per_epoch_counted=theory.forward_backward_flops_counted(rows, widths),
+        to_measure=(
             "the whole path at least 3 times: load, CPU→GPU transfer, train, eval",
             f"the effective host→device bandwidth on this machine (the {bandwidth_gb_s:g} GB/s here is an assumption)",
             "the GPU's name, driver/CUDA version and PCIe link, recorded with the numbers",
             "loading (disk/Parquet → tensors) at this size: it often dominates the transfer",
-        ],
-    }
-    plan["must_stream"] = must_stream(plan)
-    return plan
+        ),
+        # The input is known not to fit where it would have to sit whole.
+        must_stream=fits_in_gpu is False or fits_in_host is False,
+        gpu_memory_source=gpu_memory_source,
+    )
 
 
-def must_stream(plan: dict[str, Any]) -> bool:
-    """True when the input is known not to fit where it would have to sit whole."""
-    return plan["fits_in_gpu_memory"] is False or plan["fits_in_host_memory"] is False
-
-
-def grid_points(records: Sequence[dict[str, Any]], noise_iqr_ratio: float, outlier_factor: float,
-                foreign_cpu_share: float, loadavg_rise: float) -> list[dict[str, Any]]:
+def grid_points(grid: Sequence[GridRecord], noise_iqr_ratio: float, outlier_factor: float,
+                foreign_cpu_share: float, loadavg_rise: float) -> list[FitPoint]:
     """Median epoch time per (device, workload) over the grid's repeats, with its noise verdict
     and the repeats measured while other processes were busy (kept, and counted in the report)."""
-    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for r in records:
-        if r["finite"]:
-            groups.setdefault((r["device"], r["rows"], r["features"], r["hidden"], r["batch_size"]), []).append(r)
+    groups: dict[tuple[str, int, int, int, int], list[GridRecord]] = {}
+    for r in grid:
+        if r.finite:
+            groups.setdefault((r.device, r.rows, r.features, r.hidden, r.batch_size), []).append(r)
     points = []
     for (device, rows, features, hidden, batch_size), group in sorted(groups.items()):
-        summary = stats.summarize([r["epoch_s"] for r in group], noise_iqr_ratio, outlier_factor)
-        busy = sum(1 for r in group if contamination(r, foreign_cpu_share, loadavg_rise))
-        points.append({"device": device, "source": "grid", "rows": rows, "features": features, "hidden": hidden,
-                       "batch_size": batch_size, "epoch_s": summary["median"], "epoch_s_min": summary["min"],
-                       "epoch_s_max": summary["max"], "repeats": summary["n"], "noisy": summary["noisy"],
-                       "busy_repeats": busy})
+        summary = stats.summarize([r.epoch_s for r in group], noise_iqr_ratio, outlier_factor)
+        busy = sum(1 for r in group if _busy(r, foreign_cpu_share, loadavg_rise))
+        points.append(FitPoint(device=device, source="grid", rows=rows, features=features, hidden=hidden,
+                               batch_size=batch_size, epoch_s=summary["median"], epoch_s_min=summary["min"],
+                               epoch_s_max=summary["max"], repeats=summary["n"], noisy=summary["noisy"],
+                               busy_repeats=busy))
     return points
 
 
-def benchmark_points(train_table: Sequence[dict[str, Any]], rows: int, features: int, hidden: int) -> list[dict[str, Any]]:
-    """The main benchmark's fast-path fp32 cells (CPU on the host, GPU resident) as extra fit points."""
-    points = []
-    for r in train_table:
-        if r["loader"] == "fastpath" and r["precision"] == "fp32" and r["placement"] in ("host", "resident"):
-            points.append({"device": r["device"], "source": "benchmark", "rows": rows, "features": features,
-                           "hidden": hidden, "batch_size": r["batch_size"], "epoch_s": r["epoch_s_median"],
-                           "epoch_s_min": r["epoch_s_min"], "epoch_s_max": r["epoch_s_max"], "repeats": r["repeats"],
-                           "noisy": r["noisy"], "busy_repeats": len(r.get("contaminated") or [])})
-    return points
+def _busy(record: GridRecord, foreign_cpu_share: float, loadavg_rise: float) -> bool:
+    # aggregate.contamination (the training family's) reads a timing record as a dict for now.
+    seen = {"foreign_cpu_share": record.foreign_cpu_share, "loadavg_before": record.loadavg_before,
+            "loadavg_after": record.loadavg_after}
+    return bool(contamination(seen, foreign_cpu_share, loadavg_rise))
 
 
-def workload_of(point: dict[str, Any]) -> Workload:
-    return Workload(rows=point["rows"], features=point["features"], hidden=point["hidden"], batch_size=point["batch_size"])
-
-
-def device_models(points: Sequence[dict[str, Any]], gpu_assumed: dict[str, float]) -> dict[str, CostModel]:
+def device_models(points: Sequence[FitPoint], gpu_assumed: Mapping[str, float]) -> dict[str, CostModel]:
     """A fitted model for every measured device; an assumed GPU model where no GPU was measured."""
     models = {}
-    for device in dict.fromkeys(p["device"] for p in points):
-        mine = [(workload_of(p), p["epoch_s"]) for p in points if p["device"] == device]
+    for device in dict.fromkeys(p.device for p in points):
+        mine = [(p.workload, p.epoch_s) for p in points if p.device == device]
         models[device] = costmodel.fit(device, mine)
     if set(models) == {"cpu"}:
         models["gpu"] = costmodel.assumed("gpu (assumed)", gpu_assumed["seconds_per_step"],
@@ -123,25 +124,26 @@ def device_models(points: Sequence[dict[str, Any]], gpu_assumed: dict[str, float
     return models
 
 
-def model_row(model: CostModel) -> dict[str, Any]:
-    """A JSON-safe table row: a term the fit dropped (rate ∞) is written as null, with `terms_used`."""
-    quality = model.quality or {}
-    def finite(rate: float) -> float | None:
-        return None if math.isinf(rate) else rate
+def model_row(model: CostModel) -> ModelRow:
+    """The table row of a model: a term the fit dropped (rate ∞) is written as null, with `terms_used`;
+    an assumed model's fit quality is null."""
+    quality = model.quality
 
-    return {
-        "device": model.device, "source": model.source,
-        "seconds_per_step": model.seconds_per_step,
-        "gflop_per_s": None if math.isinf(model.flop_per_s) else model.flop_per_s / 1e9,
-        "gb_per_s": None if math.isinf(model.bytes_per_s) else model.bytes_per_s / 1e9,
-        "flop_per_s": finite(model.flop_per_s), "bytes_per_s": finite(model.bytes_per_s),
-        "points": quality.get("points"), "r2": quality.get("r2"),
-        "median_abs_rel_error": quality.get("median_abs_rel_error"),
-        "max_abs_rel_error": quality.get("max_abs_rel_error"),
-        "loo_median_abs_rel_error": quality.get("loo_median_abs_rel_error"),
-        "terms_used": quality.get("terms_used"), "identifiable": quality.get("identifiable"),
-        "warning": quality.get("warning"),
-    }
+    def fit(name: str) -> Any:
+        return None if quality is None else getattr(quality, name)
+
+    def finite(rate: float, scale: float = 1.0) -> float | None:
+        return None if math.isinf(rate) else rate / scale
+
+    return ModelRow(
+        device=model.device, source=model.source,
+        seconds_per_step=model.seconds_per_step,
+        gflop_per_s=finite(model.flop_per_s, 1e9), gb_per_s=finite(model.bytes_per_s, 1e9),
+        flop_per_s=finite(model.flop_per_s), bytes_per_s=finite(model.bytes_per_s),
+        points=fit("points"), r2=fit("r2"), median_abs_rel_error=fit("median_abs_rel_error"),
+        max_abs_rel_error=fit("max_abs_rel_error"), loo_median_abs_rel_error=fit("loo_median_abs_rel_error"),
+        terms_used=fit("terms_used"), identifiable=fit("identifiable"), warning=fit("warning"),
+    )
 
 
 def sweep_values(low: int, high: int, count: int = 25) -> list[int]:
@@ -150,8 +152,8 @@ def sweep_values(low: int, high: int, count: int = 25) -> list[int]:
     return sorted({max(1, round(low * ratio**i)) for i in range(count)} | {low, high})
 
 
-def break_even_curves(cpu: CostModel, gpu: CostModel, base: Workload, sweep: dict[str, Sequence[int]],
-                      host_to_device_bytes_per_s: float, startup_s: float, epochs: int) -> list[dict[str, Any]]:
+def break_even_curves(cpu: CostModel, gpu: CostModel, base: Workload, sweep: Mapping[str, Sequence[int]],
+                      host_to_device_bytes_per_s: float, startup_s: float, epochs: int) -> list[BreakEvenCurve]:
     """Per axis: the GPU with its data resident, and the GPU copying each epoch's input (streamed).
 
     A training job of `epochs` epochs pays the GPU's fixed costs once - the runtime's start-up,
@@ -171,30 +173,85 @@ def break_even_curves(cpu: CostModel, gpu: CostModel, base: Workload, sweep: dic
         values = sweep_values(low, high)
         for placement, extra in (("resident", resident_extra), ("streamed", streamed_extra)):
             curve = costmodel.break_even(cpu, gpu, base, axis, values, gpu_extra_s=extra)
-            curves.append(dict(curve, placement=placement))
+            curves.append(dataclasses.replace(curve, placement=placement))
     return curves
 
 
-def gpu_startup_seconds(transfers: dict[str, Any] | None, assumed_s: float) -> tuple[float, str]:
+def curve_rows(curves: Sequence[BreakEvenCurve]) -> list[CurveRow]:
+    """Every value of every curve, one row each (an infinite cpu/gpu ratio written as null)."""
+    return [CurveRow(axis=c.axis, placement=c.placement, value=v, cpu_s=cs, gpu_s=gs,
+                     cpu_over_gpu=ratio if math.isfinite(ratio) else None)
+            for c in curves for v, cs, gs, ratio in zip(c.values, c.cpu_s, c.gpu_s, c.ratio)]
+
+
+def scenario_predictions(plan: Scenario, models: Mapping[str, CostModel],
+                         host_to_device_bytes_per_s: float) -> ScenarioModelled:
+    """Modelled epoch times for the scenario: far outside the measured grid, so an extrapolation."""
+    workload = plan.workload
+    predicted = {device: costmodel.predict(model, workload) for device, model in models.items()}
+    gpu = next(name for name in models if name != "cpu")
+    copy_s = theory.input_bytes(workload.rows, workload.features) / host_to_device_bytes_per_s
+    return ScenarioModelled(
+        cpu_epoch_s=predicted["cpu"],
+        gpu_epoch_s_resident=predicted[gpu],
+        gpu_epoch_s_streamed=predicted[gpu] + copy_s,
+        gpu_model_source=models[gpu].source,
+        host_to_device_copy_s=copy_s,
+    )
+
+
+def break_even_summary(curve: BreakEvenCurve) -> BreakEvenSummary:
+    """Where along the axis the GPU is faster, in the three shapes a curve can take: never,
+    from a break-even on (or over the whole range), or only up to some value."""
+    faster = curve.gpu_faster
+    faster_until = None
+    if faster[0] and not all(faster):
+        faster_until = curve.values[faster.index(False) - 1]
+    base = curve.base
+    return BreakEvenSummary(
+        axis=curve.axis, placement=curve.placement, break_even=curve.break_even,
+        gpu_always_faster=curve.gpu_always_faster, gpu_never_faster=not any(faster), gpu_faster_until=faster_until,
+        base_rows=base.rows, base_features=base.features, base_hidden=base.hidden, base_batch_size=base.batch_size,
+    )
+
+
+def scenario_rows(plan: Scenario) -> list[dict[str, Any]]:
+    """The scenario as quantity/value rows, the modelled epochs included (flattened)."""
+    body = {k: v for k, v in records.to_json(plan).items() if k not in records.HEADER}
+    rows = [{"quantity": k, "value": v} for k, v in body.items() if not isinstance(v, (dict, list))]
+    rows += [{"quantity": f"modelled.{k}", "value": v} for k, v in (body.get("modelled") or {}).items()]
+    return rows
+
+
+# --- other families' files, read as dicts until they are records (issue 12) ---------------------
+# tables/{cpu,gpu}_training.json (the training cells), tables/transfers.json (the aggregated
+# copies and start-up) and env/devices.json (the device probe).
+
+
+def benchmark_points(train_table: Sequence[Mapping[str, Any]], rows: int, features: int, hidden: int) -> list[FitPoint]:
+    """The main benchmark's fast-path fp32 cells (CPU on the host, GPU resident) as extra fit points."""
+    points = []
+    for r in train_table:
+        if r["loader"] == "fastpath" and r["precision"] == "fp32" and r["placement"] in ("host", "resident"):
+            points.append(FitPoint(device=r["device"], source="benchmark", rows=rows, features=features, hidden=hidden,
+                                   batch_size=r["batch_size"], epoch_s=r["epoch_s_median"],
+                                   epoch_s_min=r["epoch_s_min"], epoch_s_max=r["epoch_s_max"],
+                                   repeats=r["repeats"], noisy=r["noisy"],
+                                   busy_repeats=len(r.get("contaminated") or [])))
+    return points
+
+
+def fastpath_cpu_seconds(train_table: Sequence[Mapping[str, Any]]) -> dict[int, float]:
+    """The median CPU fast-path epoch per batch size (the FLOP check's achieved rate)."""
+    return {r["batch_size"]: r["epoch_s_median"] for r in train_table
+            if r["device"] == "cpu" and r["loader"] == "fastpath"}
+
+
+def gpu_startup_seconds(transfers: Mapping[str, Any] | None, assumed_s: float) -> tuple[float, str]:
     """The measured CUDA context start-up (median over the transfer jobs), else the configured assumption."""
     if transfers and transfers.get("context_startup_s"):
         return transfers["context_startup_s"]["median"], "measured"
     return assumed_s, "assumed"
-
-
-def scenario_predictions(plan: dict[str, Any], models: dict[str, CostModel], host_to_device_bytes_per_s: float) -> dict[str, Any]:
-    """Modelled epoch times for the scenario: far outside the measured grid, so an extrapolation."""
-    workload = Workload(rows=plan["rows"], features=plan["features"], hidden=plan["hidden"], batch_size=plan["batch_size"])
-    predicted = {device: costmodel.predict(model, workload) for device, model in models.items()}
-    gpu = next(name for name in models if name != "cpu")
-    copy_s = theory.input_bytes(workload.rows, workload.features) / host_to_device_bytes_per_s
-    return {
-        "cpu_epoch_s": predicted["cpu"],
-        "gpu_epoch_s_resident": predicted[gpu],
-        "gpu_epoch_s_streamed": predicted[gpu] + copy_s,
-        "gpu_model_source": models[gpu].source,
-        "host_to_device_copy_s": copy_s,
-    }
 
 
 def host_to_device_bytes_per_s(transfers: dict[str, Any] | None, assumed_gb_s: float) -> tuple[float, str]:
@@ -205,22 +262,8 @@ def host_to_device_bytes_per_s(transfers: dict[str, Any] | None, assumed_gb_s: f
     return assumed_gb_s * 1e9, "assumed"
 
 
-def break_even_summary(curve: dict[str, Any]) -> dict[str, Any]:
-    """Where along the axis the GPU is faster, in the three shapes a curve can take: never,
-    from a break-even on (or over the whole range), or only up to some value."""
-    faster = curve["gpu_faster"]
-    faster_until = None
-    if faster[0] and not all(faster):
-        faster_until = curve["values"][faster.index(False) - 1]
-    return {
-        "axis": curve["axis"], "placement": curve["placement"], "break_even": curve["break_even"],
-        "gpu_always_faster": curve["gpu_always_faster"], "gpu_never_faster": not any(faster),
-        "gpu_faster_until": faster_until, **{f"base_{k}": v for k, v in curve["base"].items()},
-    }
-
-
-def scenario_rows(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    """The scenario as quantity/value rows, the modelled epochs included (flattened)."""
-    rows = [{"quantity": k, "value": v} for k, v in plan.items() if not isinstance(v, (dict, list))]
-    rows += [{"quantity": f"modelled.{k}", "value": v} for k, v in (plan.get("modelled") or {}).items()]
-    return rows
+def gpu_memory_bytes(probe: Mapping[str, Any], assumed_gb: float) -> tuple[int, str]:
+    """The probed GPU's memory, else the configured assumption, and where it came from."""
+    if probe.get("cuda_devices"):
+        return probe["cuda_devices"][0]["total_memory_bytes"], "measured"
+    return int(assumed_gb * GB), "assumed (planner.gpu_assumed.memory_gb)"

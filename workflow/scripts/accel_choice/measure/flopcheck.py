@@ -10,14 +10,14 @@ operations only, so bias additions, ReLU, the loss and the Adam update add nothi
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from accel_choice.measure import model
 from accel_choice.analyze import theory
+from accel_choice.measure import model
+from accel_choice.records.planner import FlopRow
 
 
 def counted_training_flops(features: int, hidden: int, batch_size: int, seed: int = 0) -> dict[str, int]:
@@ -61,7 +61,7 @@ def flop_table(
     batch_sizes: Sequence[int],
     rows: int,
     epoch_seconds: Mapping[int, float] | None,
-) -> list[dict[str, Any]]:
+) -> list[FlopRow]:
     """One row per batch size: counted and formula FLOP per batch and per epoch, and the
     achieved GFLOP/s of a measured epoch by both counts (None without a measured time)."""
     rows_out = []
@@ -72,22 +72,22 @@ def flop_table(
         rule = {size: c["formula_3x"] for size, c in counts.items()}
         seconds = _measured_seconds(epoch_seconds, batch_size)
         epoch_counted, epoch_3x = _epoch_flops(counted, rows, batch_size), _epoch_flops(rule, rows, batch_size)
-        rows_out.append({
-            "batch_size": batch_size,
-            "rows": rows,
-            "steps": theory.steps_per_epoch(rows, batch_size),
-            "last_batch_rows": last or batch_size,
-            "counted_forward_per_batch": counts[batch_size]["forward"],
-            "counted_backward_per_batch": counts[batch_size]["backward"],
-            "counted_per_batch": counted[batch_size],
-            "formula_3x_per_batch": rule[batch_size],
-            "counted_over_3x": counted[batch_size] / rule[batch_size],
-            "epoch_flop_counted": epoch_counted,
-            "epoch_flop_3x": epoch_3x,
-            "epoch_s": seconds,
-            "gflop_per_s_3x": _gflop_per_s(epoch_3x, seconds),
-            "gflop_per_s_counted": _gflop_per_s(epoch_counted, seconds),
-        })
+        rows_out.append(FlopRow(
+            batch_size=batch_size,
+            rows=rows,
+            steps=theory.steps_per_epoch(rows, batch_size),
+            last_batch_rows=last or batch_size,
+            counted_forward_per_batch=counts[batch_size]["forward"],
+            counted_backward_per_batch=counts[batch_size]["backward"],
+            counted_per_batch=counted[batch_size],
+            formula_3x_per_batch=rule[batch_size],
+            counted_over_3x=counted[batch_size] / rule[batch_size],
+            epoch_flop_counted=epoch_counted,
+            epoch_flop_3x=epoch_3x,
+            epoch_s=seconds,
+            gflop_per_s_3x=_gflop_per_s(epoch_3x, seconds),
+            gflop_per_s_counted=_gflop_per_s(epoch_counted, seconds),
+        ))
     return rows_out
 
 

@@ -1,20 +1,56 @@
-"""The planner's records: the workloads of the timed grid."""
+"""The planner's records: the workloads of the timed grid, the grid's timing jobs, and the planner's
+tables (the cost model, the break-even curves, the FLOP check and exercise 4's scenario).
+
+A workload is one epoch of the model features → hidden → 1 in fp32 over `rows` rows. Times are
+seconds; a rate the cost model dropped (an infinite rate, which JSON cannot hold) is null.
+"""
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import Literal
+
+from accel_choice.records import (
+    Count,
+    LoadAverage,
+    NonNegative,
+    NonNegativeSeconds,
+    Positive,
+    PositiveCount,
+    Seconds,
+    Sha256,
+    record,
+)
+from accel_choice.records.environment import Environment
+from accel_choice.records.training import Invariants
+
+Axis = Literal["rows", "features", "hidden", "batch_size"]
+Placement = Literal["resident", "streamed"]
+Source = Literal["measured", "assumed"]
+ModelSource = Literal["fitted", "assumed"]
 
 
-@dataclass(frozen=True)
+def _steps(rows: int, batch_size: int) -> int:
+    return -(-rows // batch_size)
+
+
+def _ordered(low: float, middle: float, high: float, names: str) -> None:
+    if not low <= middle <= high:
+        low_name, middle_name, high_name = names.split()
+        raise ValueError(f"{low_name} {low!r} <= {middle_name} {middle!r} <= {high_name} {high!r} does not hold: "
+                         "a damaged record")
+
+
+@record
 class Workload:
-    """One epoch of the model features → hidden → 1 in fp32 over `rows` rows."""
+    """One epoch of the model features → hidden → 1 in fp32 over `rows` rows, in batches of `batch_size`."""
 
-    rows: int
-    features: int
-    hidden: int
-    batch_size: int
+    rows: PositiveCount
+    features: PositiveCount
+    hidden: PositiveCount
+    batch_size: PositiveCount
 
     @property
     def widths(self) -> tuple[int, int, int]:
@@ -29,3 +65,407 @@ def grid_workloads(rows: Sequence[int], features: Sequence[int], hidden: Sequenc
         for n, d, h, b in itertools.product(rows, features, hidden, batch_sizes)
         if b <= n
     ]
+
+
+# --- the timed grid: timing/cost_model/{device}.rep<r>.json ---------------------------------------
+
+
+@record
+class GridRecord:
+    """One timed epoch and evaluation pass of one workload (fast path, fp32, data on the device).
+
+    The fields of records.training.TrainingRecord (the same measure_variant times both) with the
+    workload's rows, features and hidden, and without position_in_job and
+    same_final_weights_across_variants, which compare the variants of one training job.
+    """
+
+    device: str
+    precision: str
+    placement: str
+    loader: str
+    batch_size: PositiveCount
+    rows: PositiveCount
+    features: PositiveCount
+    hidden: PositiveCount
+    grad_scaler: bool
+    repeat: Count
+    samples: Count
+    steps: Count
+    epoch_s: Seconds
+    samples_per_s: Positive
+    epoch_cpu_s: NonNegativeSeconds
+    eval_s: Seconds
+    eval_samples: Count
+    eval_loss: float | None  # null: not finite
+    eval_accuracy: float | None
+    final_loss: float | None
+    mean_train_loss: float | None
+    finite: bool
+    nonfinite_step: Count | None
+    peak_memory_bytes: Count | None
+    warmup_steps: Count
+    warmup_first_step_s: Seconds
+    warmup_steady_step_s: Seconds
+    threads: PositiveCount
+    loadavg_before: LoadAverage
+    loadavg_after: LoadAverage
+    foreign_cpu_share: NonNegative | None
+    context_startup_s: Seconds | None
+    initial_weights_sha256: Sha256
+    final_weights_sha256: Sha256
+    invariants: Invariants
+
+    def __post_init__(self) -> None:
+        if self.finite != (self.nonfinite_step is None):
+            raise ValueError(f"finite is {self.finite} but nonfinite_step is {self.nonfinite_step!r}")
+        if not self.samples == self.eval_samples == self.rows:
+            raise ValueError(f"samples {self.samples} and eval_samples {self.eval_samples} must both equal "
+                             f"rows {self.rows}: one epoch sees every row once")
+        if self.steps != _steps(self.rows, self.batch_size):
+            raise ValueError(f"steps {self.steps} is not ⌈rows / batch_size⌉ = {_steps(self.rows, self.batch_size)}")
+
+    @property
+    def workload(self) -> Workload:
+        return Workload(rows=self.rows, features=self.features, hidden=self.hidden, batch_size=self.batch_size)
+
+
+@record(schema="planner-grid-job")
+class GridJob:
+    """timing/cost_model/{device}.rep<r>.json: one timed epoch per workload of the grid, one device, one repeat."""
+
+    records: tuple[GridRecord, ...]
+    wall_interval: tuple[float, float]  # time.time() at the start and end: no two timing jobs overlap
+    environment: Environment
+
+    def __post_init__(self) -> None:
+        if not self.records:
+            raise ValueError("a grid job times at least one workload")
+        jobs = {(r.device, r.repeat) for r in self.records}
+        if len(jobs) != 1:
+            raise ValueError(f"one grid job is one device and one repeat, found (device, repeat) {sorted(jobs)}")
+        workloads = [r.workload for r in self.records]
+        if len(set(workloads)) != len(workloads):
+            raise ValueError("a workload is timed twice in one grid job")
+        if self.wall_interval[0] > self.wall_interval[1]:
+            raise ValueError(f"wall_interval {self.wall_interval} ends before it starts")
+
+
+# --- tables/cost_model.json --------------------------------------------------------------------
+
+
+@record
+class FitPoint:
+    """A measured epoch the cost model is fitted to: a grid workload's median over its repeats, or a
+    benchmark cell (fast path, fp32; CPU on the host, GPU resident)."""
+
+    device: str
+    source: Literal["grid", "benchmark"]
+    rows: PositiveCount
+    features: PositiveCount
+    hidden: PositiveCount
+    batch_size: PositiveCount
+    epoch_s: Seconds  # the median over the repeats
+    epoch_s_min: Seconds
+    epoch_s_max: Seconds
+    repeats: PositiveCount
+    noisy: bool
+    busy_repeats: Count  # repeats measured while other processes were busy (kept, and counted in the report)
+
+    def __post_init__(self) -> None:
+        _ordered(self.epoch_s_min, self.epoch_s, self.epoch_s_max, "epoch_s_min epoch_s epoch_s_max")
+        if self.busy_repeats > self.repeats:
+            raise ValueError(f"busy_repeats {self.busy_repeats} > repeats {self.repeats}")
+
+    @property
+    def workload(self) -> Workload:
+        return Workload(rows=self.rows, features=self.features, hidden=self.hidden, batch_size=self.batch_size)
+
+
+@record
+class Residual:
+    """One fit point against the fitted model of its device."""
+
+    rows: PositiveCount
+    features: PositiveCount
+    hidden: PositiveCount
+    batch_size: PositiveCount
+    measured_s: Seconds
+    predicted_s: NonNegativeSeconds
+    rel_error: float  # (predicted - measured) / measured
+    device: str
+
+    def __post_init__(self) -> None:
+        expected = (self.predicted_s - self.measured_s) / self.measured_s
+        if not math.isclose(self.rel_error, expected, rel_tol=1e-9, abs_tol=1e-12):
+            raise ValueError(f"rel_error {self.rel_error!r} is not (predicted_s - measured_s) / measured_s "
+                             f"= {expected!r}")
+
+
+TERMS = ("overhead", "compute", "memory")
+
+
+@record
+class ModelRow:
+    """The rates of one device's cost model and, for a fitted one, the fit's quality.
+
+    A term the fit dropped has an infinite rate, written as null (flop_per_s, bytes_per_s and
+    their GFLOP/s and GB/s); an assumed model has no fit, so its quality fields are null.
+    """
+
+    device: str
+    source: ModelSource
+    seconds_per_step: NonNegativeSeconds
+    gflop_per_s: Positive | None  # null: the compute term was dropped (infinite rate)
+    gb_per_s: Positive | None  # null: the memory term was dropped (infinite rate)
+    flop_per_s: Positive | None
+    bytes_per_s: Positive | None
+    points: PositiveCount | None
+    r2: float | None  # null: no fit, or every measured time equal (R² undefined)
+    median_abs_rel_error: NonNegative | None
+    max_abs_rel_error: NonNegative | None
+    loo_median_abs_rel_error: NonNegative | None
+    terms_used: tuple[Literal["overhead", "compute", "memory"], ...] | None
+    identifiable: bool | None
+    warning: str | None
+
+    def __post_init__(self) -> None:
+        if (self.flop_per_s is None) != (self.gflop_per_s is None) or \
+                (self.bytes_per_s is None) != (self.gb_per_s is None):
+            raise ValueError("a rate and its GFLOP/s or GB/s must both be null (a dropped term) or both set")
+        quality = (self.points, self.median_abs_rel_error, self.max_abs_rel_error, self.loo_median_abs_rel_error,
+                   self.terms_used, self.identifiable)
+        if self.source == "assumed":
+            if any(value is not None for value in (*quality, self.r2, self.warning)):
+                raise ValueError("an assumed model has no fit: its quality fields must be null")
+            return
+        if any(value is None for value in quality):
+            raise ValueError("a fitted model has points, errors, terms_used and identifiable")
+        if self.median_abs_rel_error > self.max_abs_rel_error:  # type: ignore[operator]
+            raise ValueError(f"median_abs_rel_error {self.median_abs_rel_error!r} > max_abs_rel_error "
+                             f"{self.max_abs_rel_error!r}")
+        used = {"overhead": self.seconds_per_step > 0, "compute": self.flop_per_s is not None,
+                "memory": self.bytes_per_s is not None}
+        if tuple(self.terms_used or ()) != tuple(term for term in TERMS if used[term]):
+            raise ValueError(f"terms_used {self.terms_used} does not match the rates (a dropped term's rate is null, "
+                             "a dropped overhead is 0 s per step)")
+        if self.identifiable != (self.warning is None):
+            raise ValueError("a fit that is not identifiable carries a warning, and only such a fit")
+
+
+@record(schema="cost-model")
+class CostModelTable:
+    """tables/cost_model.json: the cost model of each device, the points it was fitted to and their
+    residuals, and the host→device copy and GPU start-up the break-even curves add."""
+
+    models: tuple[ModelRow, ...]
+    points: tuple[FitPoint, ...]
+    residuals: tuple[Residual, ...]
+    host_to_device_gb_s: Positive
+    host_to_device_source: Source  # assumed: report.bandwidth_gb_s
+    gpu_startup_s: NonNegativeSeconds
+    gpu_startup_source: Source  # assumed: planner.gpu_assumed.startup_s
+    epochs: PositiveCount
+    threads: PositiveCount
+    environment: Environment
+
+    def __post_init__(self) -> None:
+        devices = [m.device for m in self.models]
+        if len(set(devices)) != len(devices):
+            raise ValueError(f"one model per device, found {devices}")
+        for model in self.models:
+            if model.source != "fitted":
+                continue
+            points = sum(1 for p in self.points if p.device == model.device)
+            residuals = sum(1 for r in self.residuals if r.device == model.device)
+            if not model.points == points == residuals:
+                raise ValueError(f"{model.device}: the model counts {model.points} points, the table holds {points} "
+                                 f"points and {residuals} residuals")
+
+
+# --- tables/break_even.json and break_even_summary.json -----------------------------------------
+
+
+@record
+class BreakEvenSummary:
+    """Where along one axis the GPU is faster, for one GPU placement: never, from a break-even on
+    (or over the whole range), or only up to some value; base_* is the workload the axis grows from."""
+
+    axis: Axis
+    placement: Placement
+    break_even: Positive | None  # the modelled crossing from slower to faster, if there is one
+    gpu_always_faster: bool
+    gpu_never_faster: bool
+    gpu_faster_until: PositiveCount | None  # the last grid value of a GPU faster only at the small end
+    base_rows: PositiveCount
+    base_features: PositiveCount
+    base_hidden: PositiveCount
+    base_batch_size: PositiveCount
+
+    def __post_init__(self) -> None:
+        if self.gpu_always_faster and self.gpu_never_faster:
+            raise ValueError("the GPU cannot be both always and never faster")
+        if (self.gpu_always_faster or self.gpu_never_faster) and \
+                (self.break_even is not None or self.gpu_faster_until is not None):
+            raise ValueError("a GPU always or never faster has no break_even and no gpu_faster_until")
+
+
+@record
+class CurveRow:
+    """One value of one break-even curve: the modelled CPU and GPU epoch seconds."""
+
+    axis: Axis
+    placement: Placement
+    value: PositiveCount
+    cpu_s: NonNegativeSeconds
+    gpu_s: NonNegativeSeconds  # the GPU's epoch with its share of start-up and copies
+    cpu_over_gpu: NonNegative | None  # null: the GPU's modelled time is zero (an infinite ratio)
+
+    def __post_init__(self) -> None:
+        if (self.cpu_over_gpu is None) != (self.gpu_s == 0):
+            raise ValueError(f"cpu_over_gpu is null exactly when gpu_s is 0 (gpu_s {self.gpu_s!r}, "
+                             f"cpu_over_gpu {self.cpu_over_gpu!r})")
+        if self.cpu_over_gpu is not None and not math.isclose(self.cpu_over_gpu, self.cpu_s / self.gpu_s,
+                                                              rel_tol=1e-9):
+            raise ValueError(f"cpu_over_gpu {self.cpu_over_gpu!r} is not cpu_s / gpu_s = {self.cpu_s / self.gpu_s!r}")
+
+
+@record(schema="break-even")
+class BreakEvenTable:
+    """tables/break_even.json: every break-even curve, value by value, and its summary (all modelled)."""
+
+    summary: tuple[BreakEvenSummary, ...]
+    curves: tuple[CurveRow, ...]
+    gpu_model_source: ModelSource
+    label: Literal["modelled"]
+
+    def __post_init__(self) -> None:
+        summarised = [(s.axis, s.placement) for s in self.summary]
+        if len(set(summarised)) != len(summarised):
+            raise ValueError(f"one summary per axis and placement, found {summarised}")
+        curves: dict[tuple[str, str], list[int]] = {}
+        for row in self.curves:
+            curves.setdefault((row.axis, row.placement), []).append(row.value)
+        if set(curves) != set(summarised):
+            raise ValueError(f"the curves {sorted(curves)} and the summary {sorted(summarised)} differ")
+        for (axis, placement), values in curves.items():
+            if any(b <= a for a, b in zip(values, values[1:])):
+                raise ValueError(f"{axis} ({placement}): the values of a curve increase, found {values}")
+
+
+# --- tables/flop_check.json --------------------------------------------------------------------
+
+
+@record
+class FlopRow:
+    """One batch size: FlopCounterMode's count and the formula's, per batch and per epoch, and the
+    achieved GFLOP/s of the measured CPU fast-path epoch by both counts (null without one)."""
+
+    batch_size: PositiveCount
+    rows: PositiveCount
+    steps: PositiveCount
+    last_batch_rows: PositiveCount
+    counted_forward_per_batch: Count
+    counted_backward_per_batch: Count
+    counted_per_batch: Count
+    formula_3x_per_batch: Count
+    counted_over_3x: Positive
+    epoch_flop_counted: Count
+    epoch_flop_3x: Count
+    epoch_s: Seconds | None
+    gflop_per_s_3x: Positive | None
+    gflop_per_s_counted: Positive | None
+
+    def __post_init__(self) -> None:
+        if self.counted_forward_per_batch + self.counted_backward_per_batch != self.counted_per_batch:
+            raise ValueError(f"counted forward {self.counted_forward_per_batch} + backward "
+                             f"{self.counted_backward_per_batch} != counted_per_batch {self.counted_per_batch}")
+        if self.counted_per_batch > self.formula_3x_per_batch or self.epoch_flop_counted > self.epoch_flop_3x:
+            raise ValueError("the counter never counts more than the 3× rule")
+        if self.steps != _steps(self.rows, self.batch_size):
+            raise ValueError(f"steps {self.steps} is not ⌈rows / batch_size⌉ = {_steps(self.rows, self.batch_size)}")
+        if self.last_batch_rows > min(self.rows, self.batch_size):
+            raise ValueError(f"last_batch_rows {self.last_batch_rows} exceeds the rows or the batch size")
+        timed = {self.epoch_s is not None, self.gflop_per_s_3x is not None, self.gflop_per_s_counted is not None}
+        if len(timed) != 1:
+            raise ValueError("epoch_s and both achieved GFLOP/s are all set (a measured epoch) or all null")
+
+
+@record(schema="flop-check")
+class FlopCheck:
+    """tables/flop_check.json: the FLOP formulas against torch's FlopCounterMode, one row per batch size."""
+
+    table: tuple[FlopRow, ...]
+
+
+# --- tables/scenario.json ----------------------------------------------------------------------
+
+
+@record
+class ScenarioModelled:
+    """The cost model's epochs for the scenario: far outside the measured grid, an extrapolation."""
+
+    cpu_epoch_s: Seconds
+    gpu_epoch_s_resident: Seconds
+    gpu_epoch_s_streamed: Seconds  # resident plus one copy of the input
+    gpu_model_source: ModelSource
+    host_to_device_copy_s: Seconds
+
+    def __post_init__(self) -> None:
+        if not math.isclose(self.gpu_epoch_s_streamed, self.gpu_epoch_s_resident + self.host_to_device_copy_s,
+                            rel_tol=1e-9):
+            raise ValueError(f"gpu_epoch_s_streamed {self.gpu_epoch_s_streamed!r} is not gpu_epoch_s_resident "
+                             f"{self.gpu_epoch_s_resident!r} + host_to_device_copy_s {self.host_to_device_copy_s!r}")
+
+
+@record(schema="scenario")
+class Scenario:
+    """tables/scenario.json: exercise 4's planning sheet (planner.scenario): sizes, memory bounds, the
+    transfer estimate at an assumed bandwidth, what to measure, and the modelled epochs."""
+
+    rows: PositiveCount
+    features: PositiveCount
+    hidden: PositiveCount
+    batch_size: PositiveCount
+    widths: tuple[PositiveCount, PositiveCount, PositiveCount]
+    bandwidth_gb_s: Positive  # assumed (planner.scenario.bandwidth_gb_s)
+    input_bytes: Count
+    host_memory_bytes: Count | None  # null: unknown on this machine
+    gpu_memory_bytes: Count | None
+    fits_in_host_memory: bool | None  # null: the memory is unknown
+    fits_in_gpu_memory: bool | None
+    params: PositiveCount
+    adam_fp32_bytes: Count
+    batch_input_bytes: Count
+    batch_hidden_bytes: Count
+    batch_logit_bytes: Count
+    forward_activation_bytes: Count
+    forward_backward_activation_bytes: Count
+    transfer_s: NonNegativeSeconds
+    steps_per_epoch: PositiveCount
+    flop_per_epoch_3x: Count
+    flop_per_epoch_counted: Count
+    to_measure: tuple[str, ...]
+    must_stream: bool  # the input is known not to fit where it would have to sit whole
+    gpu_memory_source: str  # "measured" (the probed GPU) or where the assumption comes from
+    modelled: ScenarioModelled | None = None
+
+    def __post_init__(self) -> None:
+        if self.widths != (self.features, self.hidden, 1):
+            raise ValueError(f"widths {self.widths} is not (features, hidden, 1)")
+        for name, memory in (("host", self.host_memory_bytes), ("gpu", self.gpu_memory_bytes)):
+            fits = getattr(self, f"fits_in_{name}_memory")
+            if fits != (None if memory is None else self.input_bytes <= memory):
+                raise ValueError(f"fits_in_{name}_memory {fits} does not follow from input_bytes {self.input_bytes} "
+                                 f"and {name}_memory_bytes {memory}")
+        if self.must_stream != (self.fits_in_gpu_memory is False or self.fits_in_host_memory is False):
+            raise ValueError(f"must_stream {self.must_stream} does not follow from the fits_in_*_memory answers")
+        batch = self.batch_input_bytes + self.batch_hidden_bytes + self.batch_logit_bytes
+        if self.forward_activation_bytes != batch or self.forward_backward_activation_bytes != 2 * batch:
+            raise ValueError(f"forward_activation_bytes {self.forward_activation_bytes} is not the batch's input, "
+                             f"hidden and logit bytes ({batch}), or forward_backward_activation_bytes not twice it")
+        if self.steps_per_epoch != _steps(self.rows, self.batch_size):
+            raise ValueError(f"steps_per_epoch {self.steps_per_epoch} is not ⌈rows / batch_size⌉")
+
+    @property
+    def workload(self) -> Workload:
+        return Workload(rows=self.rows, features=self.features, hidden=self.hidden, batch_size=self.batch_size)

@@ -11,18 +11,20 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from accel_choice.analyze.costmodel import BreakEvenCurve  # noqa: E402
+from accel_choice.records.planner import BreakEvenTable, CostModelTable, FitPoint, FlopCheck, Scenario  # noqa: E402
 from accel_choice.render.formatting import ms, number, save_figure, table  # noqa: E402
 
 
-def flop_section(result: dict[str, Any] | None) -> str:
+def flop_section(result: FlopCheck | None) -> str:
     if not result:
         return ""
     rows = [
-        (r["batch_size"], f"{r['counted_forward_per_batch']:,}", f"{r['counted_backward_per_batch']:,}",
-         f"{r['counted_per_batch']:,}", f"{r['formula_3x_per_batch']:,}", f"{r['counted_over_3x']:.3f}",
-         ms(r["epoch_s"]) if r["epoch_s"] is not None else "—",
-         number(r["gflop_per_s_3x"], ".3f"), number(r["gflop_per_s_counted"], ".3f"))
-        for r in result["table"]
+        (r.batch_size, f"{r.counted_forward_per_batch:,}", f"{r.counted_backward_per_batch:,}",
+         f"{r.counted_per_batch:,}", f"{r.formula_3x_per_batch:,}", f"{r.counted_over_3x:.3f}",
+         ms(r.epoch_s) if r.epoch_s is not None else "—",
+         number(r.gflop_per_s_3x, ".3f"), number(r.gflop_per_s_counted, ".3f"))
+        for r in result.table
     ]
     return (
         "## FLOP formula against torch's FLOP counter\n\n"
@@ -41,7 +43,7 @@ def flop_section(result: dict[str, Any] | None) -> str:
     )
 
 
-def scenario_section(plan: dict[str, Any] | None) -> str:
+def scenario_section(plan: Scenario | None) -> str:
     if not plan:
         return ""
 
@@ -51,68 +53,68 @@ def scenario_section(plan: dict[str, Any] | None) -> str:
     def gb(n: int | None) -> str:
         return "unknown" if n is None else f"{n / 1e9:,.1f} GB"
 
-    modelled = plan.get("modelled") or {}
+    modelled = plan.modelled
     rows = [
-        ("input bytes n·d·4", f"{plan['input_bytes']:,} B = {plan['input_bytes'] / 1e9:g} GB"),
-        ("fits in host memory", f"{fits(plan['fits_in_host_memory'])} (this machine: {gb(plan['host_memory_bytes'])})"),
-        ("fits in GPU memory", f"{fits(plan['fits_in_gpu_memory'])} ({gb(plan['gpu_memory_bytes'])}, "
-                               f"{plan.get('gpu_memory_source', 'assumed')})"),
-        ("parameters P", f"{plan['params']:,}"),
-        ("Adam fp32 bound 4·P·4", f"{plan['adam_fp32_bytes']:,} B ≈ {plan['adam_fp32_bytes'] / 1024:.0f} KiB"),
-        (f"activations of one batch (B = {plan['batch_size']})",
-         f"input {plan['batch_input_bytes']:,} + hidden {plan['batch_hidden_bytes']:,} + logits "
-         f"{plan['batch_logit_bytes']:,} = {plan['forward_activation_bytes']:,} B forward; ≈ "
-         f"{plan['forward_backward_activation_bytes']:,} B with backward"),
-        (f"transfer at {plan['bandwidth_gb_s']:g} GB/s (assumed)", f"{plan['transfer_s']:.1f} s per pass over the input"),
-        ("steps per epoch", f"{plan['steps_per_epoch']:,}"),
+        ("input bytes n·d·4", f"{plan.input_bytes:,} B = {plan.input_bytes / 1e9:g} GB"),
+        ("fits in host memory", f"{fits(plan.fits_in_host_memory)} (this machine: {gb(plan.host_memory_bytes)})"),
+        ("fits in GPU memory", f"{fits(plan.fits_in_gpu_memory)} ({gb(plan.gpu_memory_bytes)}, "
+                               f"{plan.gpu_memory_source})"),
+        ("parameters P", f"{plan.params:,}"),
+        ("Adam fp32 bound 4·P·4", f"{plan.adam_fp32_bytes:,} B ≈ {plan.adam_fp32_bytes / 1024:.0f} KiB"),
+        (f"activations of one batch (B = {plan.batch_size})",
+         f"input {plan.batch_input_bytes:,} + hidden {plan.batch_hidden_bytes:,} + logits "
+         f"{plan.batch_logit_bytes:,} = {plan.forward_activation_bytes:,} B forward; ≈ "
+         f"{plan.forward_backward_activation_bytes:,} B with backward"),
+        (f"transfer at {plan.bandwidth_gb_s:g} GB/s (assumed)", f"{plan.transfer_s:.1f} s per pass over the input"),
+        ("steps per epoch", f"{plan.steps_per_epoch:,}"),
         ("FLOP per epoch (3× rule / executed, counted)",
-         f"{plan['flop_per_epoch_3x']:.3e} / {plan['flop_per_epoch_counted']:.3e}"),
+         f"{plan.flop_per_epoch_3x:.3e} / {plan.flop_per_epoch_counted:.3e}"),
     ]
     if modelled:
         rows += [
-            ("CPU epoch (modelled, extrapolated)", f"{modelled['cpu_epoch_s']:,.1f} s"),
-            (f"GPU epoch, data resident (modelled, GPU {modelled['gpu_model_source']})", f"{modelled['gpu_epoch_s_resident']:,.1f} s"),
-            ("GPU epoch, input copied every epoch (modelled)", f"{modelled['gpu_epoch_s_streamed']:,.1f} s"),
+            ("CPU epoch (modelled, extrapolated)", f"{modelled.cpu_epoch_s:,.1f} s"),
+            (f"GPU epoch, data resident (modelled, GPU {modelled.gpu_model_source})", f"{modelled.gpu_epoch_s_resident:,.1f} s"),
+            ("GPU epoch, input copied every epoch (modelled)", f"{modelled.gpu_epoch_s_streamed:,.1f} s"),
         ]
-    stream = "must be streamed" if plan["must_stream"] else "can sit whole in memory"
+    stream = "must be streamed" if plan.must_stream else "can sit whole in memory"
     return (
         f"## Planner: the scale scenario (exercise 4; computed, not measured)\n\n"
-        f"n = {plan['rows']:,} rows, d = {plan['features']}, model {' → '.join(map(str, plan['widths']))}, "
-        f"B = {plan['batch_size']} (config `planner.scenario`). The input {stream}.\n\n"
+        f"n = {plan.rows:,} rows, d = {plan.features}, model {' → '.join(map(str, plan.widths))}, "
+        f"B = {plan.batch_size} (config `planner.scenario`). The input {stream}.\n\n"
         + table(("quantity", "value"), rows)
-        + "\n\nBefore claiming a speedup at this size, measure: " + "; ".join(plan["to_measure"]) + ". "
+        + "\n\nBefore claiming a speedup at this size, measure: " + "; ".join(plan.to_measure) + ". "
         "The modelled epochs extrapolate the fitted cost model far beyond the measured grid; read them as an order of "
         "magnitude. They assume the input is already in memory: no term reads it from disk, although "
-        + ("here it does not fit in host memory." if plan["fits_in_host_memory"] is False else "at this size loading may dominate.")
+        + ("here it does not fit in host memory." if plan.fits_in_host_memory is False else "at this size loading may dominate.")
     )
 
 
-def planner_section(cost_model: dict[str, Any] | None, break_even: dict[str, Any] | None) -> str:
+def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTable | None) -> str:
     if not cost_model or not break_even:
         return ""
     models = [
-        (m["device"], m["source"], f"{m['seconds_per_step'] * 1e6:.1f}", number(m["gflop_per_s"], ".2f", "dropped"),
-         number(m["gb_per_s"], ".2f", "dropped"), m["points"] or "—", number(m["r2"], ".4f"),
-         number(m["median_abs_rel_error"], ".1%"), number(m["max_abs_rel_error"], ".1%"),
-         number(m["loo_median_abs_rel_error"], ".1%"))
-        for m in cost_model["models"]
+        (m.device, m.source, f"{m.seconds_per_step * 1e6:.1f}", number(m.gflop_per_s, ".2f", "dropped"),
+         number(m.gb_per_s, ".2f", "dropped"), m.points or "—", number(m.r2, ".4f"),
+         number(m.median_abs_rel_error, ".1%"), number(m.max_abs_rel_error, ".1%"),
+         number(m.loo_median_abs_rel_error, ".1%"))
+        for m in cost_model.models
     ]
-    warnings = [f"- {m['device']}: {m['warning']}" for m in cost_model["models"] if m.get("warning")]
+    warnings = [f"- {m.device}: {m.warning}" for m in cost_model.models if m.warning]
     verdicts = []
-    for s in break_even["summary"]:
-        if s["break_even"] is not None:
-            where = f"GPU faster from {s['axis']} ≈ {s['break_even']:,.0f}"
-        elif s["gpu_always_faster"]:
+    for s in break_even.summary:
+        if s.break_even is not None:
+            where = f"GPU faster from {s.axis} ≈ {s.break_even:,.0f}"
+        elif s.gpu_always_faster:
             where = "GPU faster over the whole range"
-        elif s.get("gpu_faster_until") is not None:
-            where = f"GPU faster only up to {s['axis']} = {s['gpu_faster_until']:,} (grid value)"
+        elif s.gpu_faster_until is not None:
+            where = f"GPU faster only up to {s.axis} = {s.gpu_faster_until:,} (grid value)"
         else:
             where = "CPU faster over the whole range"
-        verdicts.append((s["axis"], s["placement"], where))
-    points = cost_model["points"]
-    noisy = sum(1 for p in points if p["noisy"])
-    busy = sum(1 for p in points if p.get("busy_repeats"))
-    assumed = break_even["gpu_model_source"] == "assumed"
+        verdicts.append((s.axis, s.placement, where))
+    points = cost_model.points
+    noisy = sum(1 for p in points if p.noisy)
+    busy = sum(1 for p in points if p.busy_repeats)
+    assumed = break_even.gpu_model_source == "assumed"
     return (
         "## Planner: cost model and break-even (modelled)\n\n"
         "Epoch time ≈ steps · (per-step overhead) + FLOP / (sustained FLOP/s) + bytes moved / (bandwidth), with the "
@@ -120,17 +122,17 @@ def planner_section(cost_model: dict[str, Any] | None, break_even: dict[str, Any
         "device by non-negative least squares on relative errors, to the planner's timed grid and the benchmark's "
         "fast-path cells (`tables/cost_model.json` holds every point and residual). A term the fit dropped is "
         "marked \"dropped\". Quote the leave-one-out error: each point predicted by a fit without its workload "
-        f"(its grid and benchmark cells held out together). The CPU rates hold for {cost_model.get('threads', 1)} torch "
+        f"(its grid and benchmark cells held out together). The CPU rates hold for {cost_model.threads} torch "
         f"thread(s) (`timing.threads`). Points: {len(points)}; flagged noisy: {noisy}; with a repeat measured while "
         f"the machine was busy: {busy}. All are kept in the fit and listed in the JSON.\n\n"
         + table(("device", "source", "µs per step", "sustained GFLOP/s", "GB/s", "points", "R²", "median |error|",
                  "max |error|", "leave-one-out median |error|"), models)
         + ("\n\n" + "\n".join(warnings) if warnings else "")
         + "\n\nGrowing the benchmark workload along one axis at a time (`figures/break_even.png`; lines modelled, "
-        f"markers measured). A training job of {cost_model['epochs']} epochs (`planner.epochs`) is compared: the GPU "
-        f"pays its start-up ({cost_model['gpu_startup_s']:.2f} s, {cost_model['gpu_startup_source']}) once, and "
-        f"host→device copies at {cost_model['host_to_device_gb_s']:.1f} GB/s ({cost_model['host_to_device_source']}"
-        f"{', `report.bandwidth_gb_s`' if cost_model['host_to_device_source'] == 'assumed' else ''}) "
+        f"markers measured). A training job of {cost_model.epochs} epochs (`planner.epochs`) is compared: the GPU "
+        f"pays its start-up ({cost_model.gpu_startup_s:.2f} s, {cost_model.gpu_startup_source}) once, and "
+        f"host→device copies at {cost_model.host_to_device_gb_s:.1f} GB/s ({cost_model.host_to_device_source}"
+        f"{', `report.bandwidth_gb_s`' if cost_model.host_to_device_source == 'assumed' else ''}) "
         "once for resident data or every epoch when streamed:\n\n"
         + table(("axis", "GPU placement", "break-even (modelled)"), verdicts)
         + ("\n\n**No GPU was measured: the GPU side is the configured assumption (`planner.gpu_assumed`), not a "
@@ -139,8 +141,8 @@ def planner_section(cost_model: dict[str, Any] | None, break_even: dict[str, Any
 
 
 def break_even_figure(
-    curves: Sequence[dict[str, Any]],
-    measured: Sequence[dict[str, Any]],
+    curves: Sequence[BreakEvenCurve],
+    measured: Sequence[FitPoint],
     png_path: str | os.PathLike[str],
     svg_path: str | os.PathLike[str],
     *,
@@ -148,11 +150,10 @@ def break_even_figure(
 ) -> None:
     """One panel per costmodel.break_even() result: modelled CPU and GPU epoch seconds.
 
-    A measured epoch is drawn on a panel only when its workload lies on that panel's line,
-    i.e. every field except the panel's axis equals the curve's base workload: a point
-    measured elsewhere would be compared with a prediction for a different workload.
-    Measured dicts carry device ("cpu" or anything else for the GPU), rows, features,
-    hidden, batch_size and epoch_s.
+    A measured epoch (a fit point; device "cpu", or anything else for the GPU) is drawn on a
+    panel only when its workload lies on that panel's line, i.e. every field except the panel's
+    axis equals the curve's base workload: a point measured elsewhere would be compared with a
+    prediction for a different workload.
     """
     if not curves:
         raise ValueError("break_even_figure needs at least one break_even() curve")
@@ -166,26 +167,26 @@ def break_even_figure(
 _WORKLOAD_FIELDS = ("rows", "features", "hidden", "batch_size")
 
 
-def _points_on_line(curve: dict[str, Any], measured: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    fixed = [f for f in _WORKLOAD_FIELDS if f != curve["axis"]]
-    return [m for m in measured if all(m[f] == curve["base"][f] for f in fixed)]
+def _points_on_line(curve: BreakEvenCurve, measured: Sequence[FitPoint]) -> list[FitPoint]:
+    fixed = [f for f in _WORKLOAD_FIELDS if f != curve.axis]
+    return [m for m in measured if all(getattr(m, f) == getattr(curve.base, f) for f in fixed)]
 
 
-def _break_even_panel(axes: Any, curve: dict[str, Any], points: Sequence[dict[str, Any]], gpu_label: str) -> None:
-    axis, values = curve["axis"], curve["values"]
-    cpu_line = axes.plot(values, curve["cpu_s"], label="CPU (modelled)")[0]
-    gpu_line = axes.plot(values, curve["gpu_s"], label=f"{gpu_label} (modelled)")[0]
+def _break_even_panel(axes: Any, curve: BreakEvenCurve, points: Sequence[FitPoint], gpu_label: str) -> None:
+    axis, values = curve.axis, curve.values
+    cpu_line = axes.plot(values, curve.cpu_s, label="CPU (modelled)")[0]
+    gpu_line = axes.plot(values, curve.gpu_s, label=f"{gpu_label} (modelled)")[0]
     for is_cpu, line, marker in ((True, cpu_line, "o"), (False, gpu_line, "s")):
-        mine = sorted((p for p in points if (p["device"] == "cpu") == is_cpu), key=lambda p: p[axis])
+        mine = sorted((p for p in points if (p.device == "cpu") == is_cpu), key=lambda p: getattr(p, axis))
         if mine:
-            axes.scatter([p[axis] for p in mine], [p["epoch_s"] for p in mine], marker=marker, color=line.get_color(),
-                         zorder=3, label=f"{'CPU' if is_cpu else 'GPU'} measured")
-    if curve["break_even"] is not None:
-        axes.axvline(curve["break_even"], color="black", linestyle="--", linewidth=1,
-                     label=f"break-even ≈ {curve['break_even']:,.0f} (modelled)")
-    elif curve["gpu_always_faster"]:
+            axes.scatter([getattr(p, axis) for p in mine], [p.epoch_s for p in mine], marker=marker,
+                         color=line.get_color(), zorder=3, label=f"{'CPU' if is_cpu else 'GPU'} measured")
+    if curve.break_even is not None:
+        axes.axvline(curve.break_even, color="black", linestyle="--", linewidth=1,
+                     label=f"break-even ≈ {curve.break_even:,.0f} (modelled)")
+    elif curve.gpu_always_faster:
         axes.text(0.02, 0.02, "GPU faster over the whole range", transform=axes.transAxes, fontsize=8)
-    base = ", ".join(f"{f}={curve['base'][f]:,}" for f in _WORKLOAD_FIELDS if f != axis)
+    base = ", ".join(f"{f}={getattr(curve.base, f):,}" for f in _WORKLOAD_FIELDS if f != axis)
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlabel(axis)
