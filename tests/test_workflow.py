@@ -20,6 +20,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from accel_choice import records
+from accel_choice.records.northstar import GradientVariance, NorthstarHistory, NorthstarPrepare, SeedLimits, TimeToTarget
+
 pytestmark = pytest.mark.workflow
 
 REPO = Path(__file__).resolve().parents[1]
@@ -414,27 +417,27 @@ def test_northstar_selection_outputs(finished: Path) -> None:
     import torch
 
     results = finished / "results"
-    prepare = read(results / "northstar/prepare.json")
+    prepare = records.read(NorthstarPrepare, results / "northstar/prepare.json")
     import pyarrow.parquet as pq
 
     frame = pq.read_table(results / "northstar/splits.parquet").to_pandas()
-    train = frame[frame["split"] == "train"][prepare["feature_columns"]].to_numpy(dtype="float64")
-    assert prepare["standardizer"]["mean"] == pytest.approx(train.mean(axis=0).tolist(), rel=1e-6)
-    assert {name: s["rows"] for name, s in prepare["splits"].items()} == {"train": 120, "val": 40, "test": 40}
+    train = frame[frame["split"] == "train"][list(prepare.feature_columns)].to_numpy(dtype="float64")
+    assert prepare.standardizer.mean == pytest.approx(train.mean(axis=0).tolist(), rel=1e-6)
+    assert (prepare.splits.train.rows, prepare.splits.val.rows, prepare.splits.test.rows) == (120, 40, 40)
     for batch_size in (16, 64):
-        run = read(results / f"northstar/cpu/bs{batch_size}/history.json")
-        assert run["test_evaluations"] == 1 and 0 <= run["test"]["roc_auc"] <= 1
-        assert run["best_val_loss"] == min(row["val_loss"] for row in run["history"])
+        run = records.read(NorthstarHistory, results / f"northstar/cpu/bs{batch_size}/history.json")
+        assert run.test_evaluations == 1 and 0 <= run.test.roc_auc <= 1
+        assert run.best_val_loss == min(row.val_loss for row in run.history)
         state = torch.load(results / f"northstar/cpu/bs{batch_size}/best_model.pt", weights_only=True)
         assert set(state) == {"0.weight", "0.bias", "2.weight", "2.bias"}
         events = list((results / f"northstar/tensorboard/cpu_bs{batch_size}").glob("events.out.tfevents.*"))
         assert len(events) == 1 and events[0].stat().st_size > 0
-    target = read(results / "tables/time_to_target.json")
-    assert target["fastest"] in {"cpu B=16", "cpu B=64"}
-    seed = read(results / "northstar/seed_limits.json")
-    assert seed["numeric"]["identical_weights"] is True and len(seed["runs"]) == 3
-    variance = read(results / "tables/gradient_variance.json")
-    assert [row["batch_size"] for row in variance["table"]] == [1, 16, 64]
+    target = records.read(TimeToTarget, results / "tables/time_to_target.json")
+    assert target.fastest in {"cpu B=16", "cpu B=64"}
+    seed = records.read(SeedLimits, results / "northstar/seed_limits.json")
+    assert seed.numeric.identical_weights is True and len(seed.runs) == 3
+    variance = records.read(GradientVariance, results / "tables/gradient_variance.json")
+    assert [row.batch_size for row in variance.table] == [1, 16, 64]
     report = (results / "REPORT.md").read_text()
     for heading in ("## Northstar model selection", "## Seed limits (measured)", "## Gradient variance vs batch size"):
         assert heading in report
@@ -453,9 +456,9 @@ def test_own_table_runs_and_a_bad_one_fails_before_training(tmp_path: Path) -> N
     good = changed(data={"northstar": {"table": own}})
     result = snakemake(tmp_path, good, "results/northstar/cpu/bs16/history.json")
     assert result.returncode == 0, result.stderr[-3000:]
-    prepare = read(tmp_path / "results/northstar/prepare.json")
-    assert prepare["source"]["kind"] == "user table" and prepare["split_column"] == "split_1"
-    assert read(tmp_path / "results/northstar/cpu/bs16/history.json")["test"]["rows"] == 40
+    prepare = records.read(NorthstarPrepare, tmp_path / "results/northstar/prepare.json")
+    assert prepare.source.kind == "user table" and prepare.split_column == "split_1"
+    assert records.read(NorthstarHistory, tmp_path / "results/northstar/cpu/bs16/history.json").test.rows == 40
 
     frame.rename(columns={"split": "c"}).to_csv(tmp_path / "orders.csv", index=False)
     result = snakemake(tmp_path, good, "results/northstar/cpu/bs64/history.json")
