@@ -436,6 +436,9 @@ def test_northstar_selection_outputs(finished: Path) -> None:
     assert target.fastest in {"cpu B=16", "cpu B=64"}
     seed = records.read(SeedLimits, results / "northstar/seed_limits.json")
     assert seed.numeric.identical_weights is True and len(seed.runs) == 3
+    # The seed-limits table is the seed_limits job's: one row per metric and check.
+    assert [row["check"] for row in read(results / "tables/seed_limits.json")][:2] == [
+        "statistical: test log_loss", "statistical: test roc_auc"]
     variance = records.read(GradientVariance, results / "tables/gradient_variance.json")
     assert [row.batch_size for row in variance.table] == [1, 16, 64]
     report = (results / "REPORT.md").read_text()

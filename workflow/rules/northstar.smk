@@ -99,7 +99,9 @@ rule seed_limits:
         ),
         code=code("seed_limits.py"),
     output:
-        "results/northstar/seed_limits.json",
+        json="results/northstar/seed_limits.json",
+        table_csv=report("results/tables/seed_limits.csv", caption="../report/seed_limits.rst", category="Training"),
+        table_json="results/tables/seed_limits.json",
     params:
         seed=config["seed"],
         seeds=config["selection"]["seeds"],

@@ -1,9 +1,10 @@
-"""Rule seed_limits: numeric, statistical and environmental reproducibility, measured."""
+"""Rule seed_limits: numeric, statistical and environmental reproducibility, measured; and its table."""
 
 import tempfile
 
 from accel_choice import records
-from accel_choice.io import atomic, envinfo
+from accel_choice.analyze import selection
+from accel_choice.io import atomic, envinfo, tables
 from accel_choice.measure import northstar
 from accel_choice.io.runtime import job
 from accel_choice.records.northstar import NorthstarHistory, NorthstarPrepare
@@ -20,5 +21,8 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
             splits, [p.seed + i for i in range(p.seeds)], workdir, hidden=p.hidden, batch_size=p.batch_size, lr=p.lr,
             patience=p.patience, min_delta=p.min_delta, max_epochs=p.max_epochs, environments=environments,
         )
-    atomic.write_record(out[0], result)
+    atomic.write_record(out.json, result)
+    rows = selection.seed_table(result)
+    tables.write_csv(out.table_csv, [records.to_json(row) for row in rows])
+    atomic.write_json(out.table_json, rows)
     log.info("numeric: %s; statistical: %s", result.numeric, result.statistical)
