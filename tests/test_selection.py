@@ -220,3 +220,14 @@ def test_seed_table_has_a_row_per_metric_and_per_check():
     assert (rows[0].mean, rows[0].min, rows[0].max, rows[0].seeds, rows[0].batch_size) == (0.46, 0.45, 0.47, 2, 16)
     assert rows[2].value is True and rows[2].mean is None
     assert rows[4].value == "torch_threads"
+
+
+@pytest.mark.parametrize(("rows", "batch_size", "fits"), [(120, 64, True), (120, 120, True), (120, 128, False)])
+def test_a_batch_size_larger_than_the_training_split_is_refused_naming_both(rows, batch_size, fits):
+    if fits:
+        selection.check_batch_size_fits(rows, batch_size, "prepare.json", "selection.batch_sizes")
+        return
+    with pytest.raises(ValueError) as error:
+        selection.check_batch_size_fits(rows, batch_size, "prepare.json", "selection.batch_sizes")
+    assert str(error.value).startswith("prepare.json: the training split has 120 rows, fewer than the batch size 128 "
+                                       "(selection.batch_sizes); use batch sizes of at most 120 in selection.batch_sizes")

@@ -40,6 +40,7 @@ TINY = {
     "planner": {"grid": {"rows": [128, 256], "features": [4, 16], "hidden": [8, 32], "batch_sizes": [16, 64]},
                 "warmup_steps": 3},
 }
+TINY_SPLIT = {"train": 0.6, "val": 0.2, "test": 0.2}  # the schema's default selection.split
 
 
 def snakemake(workdir: Path, config: dict | str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -378,6 +379,14 @@ def test_changing_one_batch_size_reruns_only_its_jobs(finished: Path) -> None:
                     "archive": 1, "all": 1}
 
 
+def test_changing_the_largest_selection_batch_size_retrains_only_it_and_does_not_resplit(finished: Path) -> None:
+    # The split does not depend on the batch sizes: 64 -> 32 trains B=32, re-runs what reads every
+    # history (selection, seed limits) and the report; prepare_northstar and the B=16 run stay.
+    plan = planned_jobs(snakemake(finished, changed(selection={"batch_sizes": [16, 32]}), "-n"))
+    assert plan == {"train_northstar": 1, "northstar_selection": 1, "seed_limits": 1, "report": 1, "archive": 1,
+                    "all": 1}
+
+
 def test_changing_the_bandwidth_reruns_only_the_planner_and_report(finished: Path) -> None:
     plan = planned_jobs(snakemake(finished, changed(report={"bandwidth_gb_s": 16}), "-n"))
     assert plan == {"planner": 1, "report": 1, "archive": 1, "all": 1}
@@ -471,6 +480,30 @@ def test_own_table_runs_and_a_bad_one_fails_before_training(tmp_path: Path) -> N
     assert not (tmp_path / "results/northstar/cpu/bs64").exists()
 
 
+def test_own_table_smaller_than_a_batch_size_stops_that_batch_sizes_job(tmp_path: Path) -> None:
+    # 200 orders: a training split of about 120 rows. The split is made once, whatever the batch
+    # sizes; the job of B=128 stops naming the rows and the batch size, B=16 is not affected.
+    import numpy as np
+    import pandas as pd
+    from accel_choice.analyze.selection import stratified_split
+
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"a": rng.normal(size=200)})
+    frame["late"] = (frame["a"] + rng.normal(size=200) > 0.8).astype(int)
+    frame.to_csv(tmp_path / "orders.csv", index=False)
+    train_rows = int((stratified_split(frame["late"].to_numpy(), TINY_SPLIT, TINY["seed"]) == "train").sum())
+    assert train_rows < 128
+    own = {"path": str(tmp_path / "orders.csv"), "target": "late", "features": ["a"]}
+    config = changed(data={"northstar": {"table": own}}, selection={"batch_sizes": [16, 128]})
+    result = snakemake(tmp_path, config, "results/northstar/cpu/bs128/history.json")
+    assert result.returncode != 0
+    log = (tmp_path / "results/logs/train_northstar/cpu_bs128.log").read_text()
+    assert (f"results/northstar/prepare.json: the training split has {train_rows} rows, fewer than the batch size 128 "
+            f"(selection.batch_sizes); use batch sizes of at most {train_rows} in selection.batch_sizes") in log, log[-2000:]
+    assert records.read(NorthstarPrepare, tmp_path / "results/northstar/prepare.json").splits.train.rows == train_rows
+    assert not (tmp_path / "results/northstar/cpu/bs128/history.json").exists()
+
+
 def test_own_table_with_inf_in_val_and_test_rows_stops_at_prepare_northstar(tmp_path: Path) -> None:
     import numpy as np
     import pandas as pd
@@ -481,7 +514,7 @@ def test_own_table_with_inf_in_val_and_test_rows_stops_at_prepare_northstar(tmp_
     frame["late"] = (frame["a"] + rng.normal(size=200) > 0.8).astype(int)
     # The rows the workflow will put into val and test (TINY's seed, the default ratios): the
     # training rows are clean, so the standardiser alone would not notice.
-    labels = stratified_split(frame["late"].to_numpy(), {"train": 0.6, "val": 0.2, "test": 0.2}, TINY["seed"])
+    labels = stratified_split(frame["late"].to_numpy(), TINY_SPLIT, TINY["seed"])
     frame.loc[np.flatnonzero(labels == "val")[0], "a"] = np.inf
     frame.loc[np.flatnonzero(labels == "test")[:2], "b"] = 1e39  # a float64, beyond float32: inf after the cast
     frame.to_csv(tmp_path / "orders.csv", index=False)

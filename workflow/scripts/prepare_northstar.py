@@ -1,4 +1,8 @@
-"""Rule prepare_northstar: the seeded stratified split and train-only standardisation statistics."""
+"""Rule prepare_northstar: the seeded stratified split and train-only standardisation statistics.
+
+The split does not depend on the batch sizes: each training job checks that its own batch size
+fits the training split (train_northstar, seed_limits).
+"""
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -30,10 +34,6 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
         described = f"the generated table {inp.source[0]} (data.northstar.rows, data.northstar.late_rate)"
     labels = selection.stratified_split(dataset.target, p.ratios, p.seed)
     selection.check_split_classes(dataset.target, labels, described)
-    train_rows = int((labels == "train").sum())
-    if train_rows < p.min_train_rows:
-        raise ValueError(f"{described}: the training split has {train_rows} rows, fewer than the largest selection "
-                         f"batch size {p.min_train_rows}; use a larger table or smaller selection.batch_sizes")
     standardizer = selection.Standardizer.fit(dataset.features[labels == "train"])
     columns = {name: pa.array(dataset.features[:, i]) for i, name in enumerate(dataset.feature_columns)}
     columns[dataset.target_column] = pa.array(dataset.target.astype("int8"))

@@ -12,6 +12,7 @@ from accel_choice.records.northstar import NorthstarHistory, NorthstarPrepare
 inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     meta = records.read(NorthstarPrepare, inp.meta)
+    selection.check_batch_size_fits(meta.splits.train.rows, p.batch_size, str(inp.meta), "selection.seed_batch_size")
     # The environment records of every Northstar training job and of this job.
     environments = [records.read(NorthstarHistory, path).environment for path in inp.histories]
     environments.append(envinfo.quick_environment(p.seed))

@@ -17,6 +17,7 @@ inp, wc, p, out = snakemake.input, snakemake.wildcards, snakemake.params, snakem
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     batch_size = int(wc.batch_size)
     meta = records.read(NorthstarPrepare, inp.meta)
+    selection.check_batch_size_fits(meta.splits.train.rows, batch_size, str(inp.meta), "selection.batch_sizes")
     device = torch.device("cpu") if wc.device == "cpu" else devices.require(wc.device)
     if atomic.sha256_file(inp.table) != meta.table_sha256:
         raise ValueError(f"{inp.table} differs from the split prepare_northstar recorded; delete it and re-run")

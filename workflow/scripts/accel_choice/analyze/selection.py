@@ -153,6 +153,16 @@ def finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def check_batch_size_fits(train_rows: int, batch_size: int, source: str, key: str) -> None:
+    """A batch size larger than the training split would make every epoch one short batch: refused,
+    naming the split's rows, the batch size and the config key it came from."""
+    if train_rows < batch_size:
+        raise ValueError(
+            f"{source}: the training split has {train_rows} rows, fewer than the batch size {batch_size} "
+            f"({key}); use batch sizes of at most {train_rows} in {key}, or more training rows (a larger "
+            "table: data.northstar.rows or data.northstar.table; or a larger selection.split.train)")
+
+
 def time_to_target(histories: Sequence[NorthstarHistory], within: float) -> TimeToTarget:
     """Per run, the first epoch whose validation loss is within `within` (relative) of the best
     validation loss any run reached, with the wall time and updates it took to get there; each
