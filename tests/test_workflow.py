@@ -380,11 +380,12 @@ def test_changing_one_batch_size_reruns_only_its_jobs(finished: Path) -> None:
 
 
 def test_changing_the_largest_selection_batch_size_retrains_only_it_and_does_not_resplit(finished: Path) -> None:
-    # The split does not depend on the batch sizes: 64 -> 32 trains B=32, re-runs what reads every
-    # history (selection, seed limits) and the report; prepare_northstar and the B=16 run stay.
+    # The split does not depend on the batch sizes: 64 -> 32 trains B=32, then re-runs what reads every
+    # history (selection, seed limits) or every job's benchmark (the resource table) and the report;
+    # prepare_northstar and the B=16 run stay.
     plan = planned_jobs(snakemake(finished, changed(selection={"batch_sizes": [16, 32]}), "-n"))
-    assert plan == {"train_northstar": 1, "northstar_selection": 1, "seed_limits": 1, "report": 1, "archive": 1,
-                    "all": 1}
+    assert plan == {"train_northstar": 1, "northstar_selection": 1, "seed_limits": 1, "resource_table": 1,
+                    "report": 1, "archive": 1, "all": 1}
 
 
 def test_changing_the_bandwidth_reruns_only_the_planner_and_report(finished: Path) -> None:
