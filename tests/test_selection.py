@@ -11,6 +11,8 @@ import torch
 from accel_choice.measure import datagen, northstar
 from accel_choice.analyze import selection
 from accel_choice.measure.model import build_model, state_sha256
+from accel_choice.records.northstar import FittedStandardizer
+from builders_northstar import history_record, northstar_environment, prepare_record, seed_limits_record
 
 RATIOS = {"train": 0.6, "val": 0.2, "test": 0.2}
 
@@ -61,8 +63,8 @@ def test_load_splits_reads_the_split_column_named_in_the_metadata(tmp_path):
     # A feature called "split" beside the labels, as prepare_northstar writes it.
     path = tmp_path / "splits.parquet"
     pq.write_table(pa.table({"split": [1.0, 2.0, 3.0], "late": [0, 1, 1], "split_1": ["train", "train", "test"]}), path)
-    meta = {"feature_columns": ["split"], "target_column": "late", "split_column": "split_1",
-            "standardizer": {"mean": [0.0], "std": [1.0]}}
+    meta = prepare_record(feature_columns=("split",), target_column="late", split_column="split_1",
+                          standardizer=FittedStandardizer(fitted_on="train", mean=(0.0,), std=(1.0,)))
     splits = northstar.load_splits(path, meta)
     assert splits["train"][0].tolist() == [[1.0], [2.0]] and splits["test"][1].tolist() == [1.0]
     assert splits["val"][0].shape == (0, 1)
@@ -109,19 +111,21 @@ def test_metrics_on_known_values():
     y = np.array([0, 0, 1, 1.0])
     p = np.array([0.1, 0.4, 0.35, 0.8])
     metrics = selection.classification_metrics(y, p)
-    assert metrics["roc_auc"] == pytest.approx(0.75)
-    assert metrics["brier"] == pytest.approx((0.01 + 0.16 + 0.4225 + 0.04) / 4)
-    assert metrics["accuracy_at_0_5"] == pytest.approx(0.75)
-    assert metrics["log_loss"] == pytest.approx(-np.mean(np.log([0.9, 0.6, 0.35, 0.8])))
+    assert metrics.roc_auc == pytest.approx(0.75)
+    assert metrics.brier == pytest.approx((0.01 + 0.16 + 0.4225 + 0.04) / 4)
+    assert metrics.accuracy_at_0_5 == pytest.approx(0.75)
+    assert metrics.log_loss == pytest.approx(-np.mean(np.log([0.9, 0.6, 0.35, 0.8])))
     assert selection.roc_auc(np.array([0, 1.0]), np.array([0.5, 0.5])) == pytest.approx(0.5)  # a tie counts half
     assert math.isnan(selection.roc_auc(np.array([1, 1.0]), np.array([0.2, 0.3])))
+    # One class: AUC is undefined, and the record holds null, not NaN (JSON has none).
+    assert selection.classification_metrics(np.array([1, 1.0]), np.array([0.2, 0.3])).roc_auc is None
 
 
 def test_held_out_test_set_refuses_a_second_look():
     x, y = torch.randn(20, 3), (torch.rand(20) > 0.5).float()
     test_set = northstar.HeldOutTestSet(x, y)
     model = build_model(3, 4, 0)
-    assert test_set.evaluate(model)["rows"] == 20
+    assert test_set.evaluate(model).rows == 20
     with pytest.raises(RuntimeError, match="already evaluated"):
         test_set.evaluate(model)
 
@@ -143,16 +147,16 @@ def _train(splits, tmp_path, **overrides):
 def test_training_stops_early_and_the_checkpoint_is_the_best_state(northstar_splits, tmp_path):
     logged = []
     run = _train(northstar_splits, tmp_path, log_scalar=lambda name, value, step: logged.append((name, step)))
-    val = [row["val_loss"] for row in run.history]
+    val = [row.val_loss for row in run.history]
     assert run.stopped_early and run.stopped_epoch == run.best_epoch + 3
     assert run.best_val_loss == min(val) == val[run.best_epoch - 1]
     restored = northstar.restore_best(tmp_path / "best.pt", 8, 8, torch.device("cpu"))
     assert state_sha256(restored) == run.best_state_sha256
     history = run.history
-    assert [row["epoch"] for row in history] == list(range(1, run.stopped_epoch + 1))
-    assert history[-1]["cumulative_s"] == pytest.approx(sum(row["epoch_s"] for row in history))
+    assert [row.epoch for row in history] == list(range(1, run.stopped_epoch + 1))
+    assert history[-1].cumulative_s == pytest.approx(sum(row.epoch_s for row in history))
     steps = -(-northstar_splits["train"][0].shape[0] // 32)
-    assert [row["updates"] for row in history] == [steps * e for e in range(1, run.stopped_epoch + 1)]
+    assert [row.updates for row in history] == [steps * e for e in range(1, run.stopped_epoch + 1)]
     assert ("loss/val", 1) in logged and ("throughput/samples_per_s", run.stopped_epoch) in logged
 
 
@@ -167,32 +171,63 @@ def test_restore_best_refuses_pickled_code(tmp_path):
 
 
 def test_time_to_target_picks_the_first_run_to_reach_it():
-    histories = {
-        "B=32": [{"epoch": 1, "val_loss": 0.70, "cumulative_s": 1.0, "updates": 10},
-                 {"epoch": 2, "val_loss": 0.500, "cumulative_s": 2.0, "updates": 20}],
-        "B=128": [{"epoch": 1, "val_loss": 0.60, "cumulative_s": 0.3, "updates": 3},
-                  {"epoch": 2, "val_loss": 0.504, "cumulative_s": 0.6, "updates": 6},
-                  {"epoch": 3, "val_loss": 0.49, "cumulative_s": 0.9, "updates": 9}],
-        "B=512": [{"epoch": 1, "val_loss": 0.69, "cumulative_s": 0.1, "updates": 1}],
-    }
+    histories = [
+        history_record([0.70, 0.500], seconds_per_epoch=1.0, steps_per_epoch=10, batch_size=32),
+        history_record([0.60, 0.504, 0.49], seconds_per_epoch=0.3, steps_per_epoch=3, batch_size=128),
+        history_record([0.69], seconds_per_epoch=0.1, steps_per_epoch=1, batch_size=512),
+    ]
     result = selection.time_to_target(histories, within=0.03)
-    assert result["best_val_loss"] == 0.49
-    assert result["target_val_loss"] == pytest.approx(0.5047)
-    rows = {r["run"]: r for r in result["rows"]}
-    assert (rows["B=32"]["epoch"], rows["B=32"]["seconds"], rows["B=32"]["updates"]) == (2, 2.0, 20)
-    assert (rows["B=128"]["epoch"], rows["B=128"]["seconds"]) == (2, 0.6)
-    assert rows["B=512"]["reached"] is False and rows["B=512"]["seconds"] is None
-    assert result["fastest"] == "B=128"
+    assert result.best_val_loss == 0.49
+    assert result.target_val_loss == pytest.approx(0.5047)
+    rows = {r.run: r for r in result.rows}
+    assert (rows["cpu B=32"].epoch, rows["cpu B=32"].seconds, rows["cpu B=32"].updates) == (2, 2.0, 20)
+    assert (rows["cpu B=128"].epoch, rows["cpu B=128"].seconds) == (2, 0.6)
+    assert rows["cpu B=512"].reached is False and rows["cpu B=512"].seconds is None
+    assert result.fastest == "cpu B=128"
+    # Each row carries its run's early stopping and its one test evaluation, for the table and the report.
+    assert (rows["cpu B=128"].best_epoch, rows["cpu B=128"].test_log_loss) == (3, histories[1].test.log_loss)
+
+
+def test_time_to_target_skips_a_loss_that_was_not_finite():
+    # A run that diverged after its best epoch: its null losses neither set the target nor reach it.
+    result = selection.time_to_target([history_record([0.7, 0.5, None]), history_record([None, 0.6], batch_size=64)],
+                                      within=0.01)
+    assert result.best_val_loss == 0.5 and [r.best_val_loss for r in result.rows] == [0.5, 0.6]
+    assert result.fastest == "cpu B=16"
 
 
 def test_seed_limits_measures_reproducibility(northstar_splits, tmp_path):
+    environments = [northstar_environment(), northstar_environment(torch_threads=2)]
     result = northstar.seed_limits(northstar_splits, [1, 2, 3], tmp_path, hidden=8, batch_size=64, lr=0.01,
-                                   patience=2, min_delta=1e-4, max_epochs=15)
-    assert result["numeric"]["identical_weights"] is True
-    assert result["numeric"]["identical_loss_curves"] is True
-    assert len(result["runs"]) == 3
-    spread = result["statistical"]["log_loss"]
-    losses = [r["log_loss"] for r in result["runs"]]
-    assert spread["min"] == min(losses) and spread["max"] == max(losses)
-    assert spread["std"] == pytest.approx(float(np.std(losses, ddof=1)))
-    assert len({r["best_state_sha256"] for r in result["runs"]}) == 3  # different seeds, different models
+                                   patience=2, min_delta=1e-4, max_epochs=15, environments=environments)
+    assert result.numeric.identical_weights is True
+    assert result.numeric.identical_loss_curves is True
+    assert len(result.runs) == 3
+    spread = result.statistical.log_loss
+    losses = [r.log_loss for r in result.runs]
+    assert spread.min == min(losses) and spread.max == max(losses)
+    assert spread.std == pytest.approx(float(np.std(losses, ddof=1)))
+    assert len({r.best_state_sha256 for r in result.runs}) == 3  # different seeds, different models
+    assert result.environmental.records_compared == 2 and result.environmental.differences == {"torch_threads": (1, 2)}
+    assert result.batch_size == 64 and result.seeds == (1, 2, 3)
+
+
+def test_seed_table_has_a_row_per_metric_and_per_check():
+    rows = selection.seed_table(seed_limits_record())
+    assert [row.check for row in rows] == [
+        "statistical: test log_loss", "statistical: test roc_auc", "numeric: seed 7 twice, identical weights",
+        "numeric: seed 7 twice, identical loss curves", "environmental: keys differing over 3 records"]
+    assert (rows[0].mean, rows[0].min, rows[0].max, rows[0].seeds, rows[0].batch_size) == (0.46, 0.45, 0.47, 2, 16)
+    assert rows[2].value is True and rows[2].mean is None
+    assert rows[4].value == "torch_threads"
+
+
+@pytest.mark.parametrize(("rows", "batch_size", "fits"), [(120, 64, True), (120, 120, True), (120, 128, False)])
+def test_a_batch_size_larger_than_the_training_split_is_refused_naming_both(rows, batch_size, fits):
+    if fits:
+        selection.check_batch_size_fits(rows, batch_size, "prepare.json", "selection.batch_sizes")
+        return
+    with pytest.raises(ValueError) as error:
+        selection.check_batch_size_fits(rows, batch_size, "prepare.json", "selection.batch_sizes")
+    assert str(error.value).startswith("prepare.json: the training split has 120 rows, fewer than the batch size 128 "
+                                       "(selection.batch_sizes); use batch sizes of at most 120 in selection.batch_sizes")

@@ -20,6 +20,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from accel_choice import records
+from accel_choice.records.northstar import GradientVariance, NorthstarHistory, NorthstarPrepare, SeedLimits, TimeToTarget
+
 pytestmark = pytest.mark.workflow
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,6 +40,7 @@ TINY = {
     "planner": {"grid": {"rows": [128, 256], "features": [4, 16], "hidden": [8, 32], "batch_sizes": [16, 64]},
                 "warmup_steps": 3},
 }
+TINY_SPLIT = {"train": 0.6, "val": 0.2, "test": 0.2}  # the schema's default selection.split
 
 
 def snakemake(workdir: Path, config: dict | str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -375,6 +379,15 @@ def test_changing_one_batch_size_reruns_only_its_jobs(finished: Path) -> None:
                     "archive": 1, "all": 1}
 
 
+def test_changing_the_largest_selection_batch_size_retrains_only_it_and_does_not_resplit(finished: Path) -> None:
+    # The split does not depend on the batch sizes: 64 -> 32 trains B=32, then re-runs what reads every
+    # history (selection, seed limits) or every job's benchmark (the resource table) and the report;
+    # prepare_northstar and the B=16 run stay.
+    plan = planned_jobs(snakemake(finished, changed(selection={"batch_sizes": [16, 32]}), "-n"))
+    assert plan == {"train_northstar": 1, "northstar_selection": 1, "seed_limits": 1, "resource_table": 1,
+                    "report": 1, "archive": 1, "all": 1}
+
+
 def test_changing_the_bandwidth_reruns_only_the_planner_and_report(finished: Path) -> None:
     plan = planned_jobs(snakemake(finished, changed(report={"bandwidth_gb_s": 16}), "-n"))
     assert plan == {"planner": 1, "report": 1, "archive": 1, "all": 1}
@@ -414,27 +427,30 @@ def test_northstar_selection_outputs(finished: Path) -> None:
     import torch
 
     results = finished / "results"
-    prepare = read(results / "northstar/prepare.json")
+    prepare = records.read(NorthstarPrepare, results / "northstar/prepare.json")
     import pyarrow.parquet as pq
 
     frame = pq.read_table(results / "northstar/splits.parquet").to_pandas()
-    train = frame[frame["split"] == "train"][prepare["feature_columns"]].to_numpy(dtype="float64")
-    assert prepare["standardizer"]["mean"] == pytest.approx(train.mean(axis=0).tolist(), rel=1e-6)
-    assert {name: s["rows"] for name, s in prepare["splits"].items()} == {"train": 120, "val": 40, "test": 40}
+    train = frame[frame["split"] == "train"][list(prepare.feature_columns)].to_numpy(dtype="float64")
+    assert prepare.standardizer.mean == pytest.approx(train.mean(axis=0).tolist(), rel=1e-6)
+    assert (prepare.splits.train.rows, prepare.splits.val.rows, prepare.splits.test.rows) == (120, 40, 40)
     for batch_size in (16, 64):
-        run = read(results / f"northstar/cpu/bs{batch_size}/history.json")
-        assert run["test_evaluations"] == 1 and 0 <= run["test"]["roc_auc"] <= 1
-        assert run["best_val_loss"] == min(row["val_loss"] for row in run["history"])
+        run = records.read(NorthstarHistory, results / f"northstar/cpu/bs{batch_size}/history.json")
+        assert run.test_evaluations == 1 and 0 <= run.test.roc_auc <= 1
+        assert run.best_val_loss == min(row.val_loss for row in run.history)
         state = torch.load(results / f"northstar/cpu/bs{batch_size}/best_model.pt", weights_only=True)
         assert set(state) == {"0.weight", "0.bias", "2.weight", "2.bias"}
         events = list((results / f"northstar/tensorboard/cpu_bs{batch_size}").glob("events.out.tfevents.*"))
         assert len(events) == 1 and events[0].stat().st_size > 0
-    target = read(results / "tables/time_to_target.json")
-    assert target["fastest"] in {"cpu B=16", "cpu B=64"}
-    seed = read(results / "northstar/seed_limits.json")
-    assert seed["numeric"]["identical_weights"] is True and len(seed["runs"]) == 3
-    variance = read(results / "tables/gradient_variance.json")
-    assert [row["batch_size"] for row in variance["table"]] == [1, 16, 64]
+    target = records.read(TimeToTarget, results / "tables/time_to_target.json")
+    assert target.fastest in {"cpu B=16", "cpu B=64"}
+    seed = records.read(SeedLimits, results / "northstar/seed_limits.json")
+    assert seed.numeric.identical_weights is True and len(seed.runs) == 3
+    # The seed-limits table is the seed_limits job's: one row per metric and check.
+    assert [row["check"] for row in read(results / "tables/seed_limits.json")][:2] == [
+        "statistical: test log_loss", "statistical: test roc_auc"]
+    variance = records.read(GradientVariance, results / "tables/gradient_variance.json")
+    assert [row.batch_size for row in variance.table] == [1, 16, 64]
     report = (results / "REPORT.md").read_text()
     for heading in ("## Northstar model selection", "## Seed limits (measured)", "## Gradient variance vs batch size"):
         assert heading in report
@@ -453,9 +469,9 @@ def test_own_table_runs_and_a_bad_one_fails_before_training(tmp_path: Path) -> N
     good = changed(data={"northstar": {"table": own}})
     result = snakemake(tmp_path, good, "results/northstar/cpu/bs16/history.json")
     assert result.returncode == 0, result.stderr[-3000:]
-    prepare = read(tmp_path / "results/northstar/prepare.json")
-    assert prepare["source"]["kind"] == "user table" and prepare["split_column"] == "split_1"
-    assert read(tmp_path / "results/northstar/cpu/bs16/history.json")["test"]["rows"] == 40
+    prepare = records.read(NorthstarPrepare, tmp_path / "results/northstar/prepare.json")
+    assert prepare.source.kind == "user table" and prepare.split_column == "split_1"
+    assert records.read(NorthstarHistory, tmp_path / "results/northstar/cpu/bs16/history.json").test.rows == 40
 
     frame.rename(columns={"split": "c"}).to_csv(tmp_path / "orders.csv", index=False)
     result = snakemake(tmp_path, good, "results/northstar/cpu/bs64/history.json")
@@ -463,6 +479,30 @@ def test_own_table_runs_and_a_bad_one_fails_before_training(tmp_path: Path) -> N
     log = (tmp_path / "results/logs/prepare_northstar.log").read_text()
     assert "column(s) split not found; the table has a, c, late" in log
     assert not (tmp_path / "results/northstar/cpu/bs64").exists()
+
+
+def test_own_table_smaller_than_a_batch_size_stops_that_batch_sizes_job(tmp_path: Path) -> None:
+    # 200 orders: a training split of about 120 rows. The split is made once, whatever the batch
+    # sizes; the job of B=128 stops naming the rows and the batch size, B=16 is not affected.
+    import numpy as np
+    import pandas as pd
+    from accel_choice.analyze.selection import stratified_split
+
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"a": rng.normal(size=200)})
+    frame["late"] = (frame["a"] + rng.normal(size=200) > 0.8).astype(int)
+    frame.to_csv(tmp_path / "orders.csv", index=False)
+    train_rows = int((stratified_split(frame["late"].to_numpy(), TINY_SPLIT, TINY["seed"]) == "train").sum())
+    assert train_rows < 128
+    own = {"path": str(tmp_path / "orders.csv"), "target": "late", "features": ["a"]}
+    config = changed(data={"northstar": {"table": own}}, selection={"batch_sizes": [16, 128]})
+    result = snakemake(tmp_path, config, "results/northstar/cpu/bs128/history.json")
+    assert result.returncode != 0
+    log = (tmp_path / "results/logs/train_northstar/cpu_bs128.log").read_text()
+    assert (f"results/northstar/prepare.json: the training split has {train_rows} rows, fewer than the batch size 128 "
+            f"(selection.batch_sizes); use batch sizes of at most {train_rows} in selection.batch_sizes") in log, log[-2000:]
+    assert records.read(NorthstarPrepare, tmp_path / "results/northstar/prepare.json").splits.train.rows == train_rows
+    assert not (tmp_path / "results/northstar/cpu/bs128/history.json").exists()
 
 
 def test_own_table_with_inf_in_val_and_test_rows_stops_at_prepare_northstar(tmp_path: Path) -> None:
@@ -475,7 +515,7 @@ def test_own_table_with_inf_in_val_and_test_rows_stops_at_prepare_northstar(tmp_
     frame["late"] = (frame["a"] + rng.normal(size=200) > 0.8).astype(int)
     # The rows the workflow will put into val and test (TINY's seed, the default ratios): the
     # training rows are clean, so the standardiser alone would not notice.
-    labels = stratified_split(frame["late"].to_numpy(), {"train": 0.6, "val": 0.2, "test": 0.2}, TINY["seed"])
+    labels = stratified_split(frame["late"].to_numpy(), TINY_SPLIT, TINY["seed"])
     frame.loc[np.flatnonzero(labels == "val")[0], "a"] = np.inf
     frame.loc[np.flatnonzero(labels == "test")[:2], "b"] = 1e39  # a float64, beyond float32: inf after the cast
     frame.to_csv(tmp_path / "orders.csv", index=False)

@@ -1,4 +1,8 @@
-"""Rule prepare_northstar: the seeded stratified split and train-only standardisation statistics."""
+"""Rule prepare_northstar: the seeded stratified split and train-only standardisation statistics.
+
+The split does not depend on the batch sizes: each training job checks that its own batch size
+fits the training split (train_northstar, seed_limits).
+"""
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -6,25 +10,30 @@ import pyarrow.parquet as pq
 from accel_choice.io import atomic, dataio, envinfo, usertable
 from accel_choice.analyze import selection
 from accel_choice.io.runtime import job
+from accel_choice.records.northstar import (
+    FittedStandardizer,
+    GeneratedSource,
+    NorthstarPrepare,
+    SplitRatios,
+    SplitSummaries,
+    SplitSummary,
+    UserTableSource,
+)
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     if p.user_table:
         table = p.user_table
         dataset = usertable.load_user_table(table["path"], table["target"], table["features"])
-        source = {"kind": "user table", "path": table["path"], "sha256": atomic.sha256_file(table["path"])}
+        source = UserTableSource(kind="user table", path=table["path"], sha256=atomic.sha256_file(table["path"]))
         described = table["path"]
     else:
         meta = atomic.read_json(inp.source[1])
         dataset = dataio.load_dataset(inp.source[0], meta)
-        source = {"kind": "generated", "matrix_sha256": meta["matrix_sha256"]}
+        source = GeneratedSource(kind="generated", matrix_sha256=meta["matrix_sha256"])
         described = f"the generated table {inp.source[0]} (data.northstar.rows, data.northstar.late_rate)"
     labels = selection.stratified_split(dataset.target, p.ratios, p.seed)
     selection.check_split_classes(dataset.target, labels, described)
-    train_rows = int((labels == "train").sum())
-    if train_rows < p.min_train_rows:
-        raise ValueError(f"{described}: the training split has {train_rows} rows, fewer than the largest selection "
-                         f"batch size {p.min_train_rows}; use a larger table or smaller selection.batch_sizes")
     standardizer = selection.Standardizer.fit(dataset.features[labels == "train"])
     columns = {name: pa.array(dataset.features[:, i]) for i, name in enumerate(dataset.feature_columns)}
     columns[dataset.target_column] = pa.array(dataset.target.astype("int8"))
@@ -33,13 +42,13 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     columns[split_column] = pa.array(labels)
     with atomic.atomic_path(out.table) as tmp:
         pq.write_table(pa.table(columns), tmp)
-    counts = {name: {"rows": int((labels == name).sum()), "positive_rate": float(dataset.target[labels == name].mean())}
+    counts = {name: SplitSummary(rows=int((labels == name).sum()), positive_rate=float(dataset.target[labels == name].mean()))
               for name in selection.SPLITS}
-    atomic.write_json(out.meta, {
-        "feature_columns": list(dataset.feature_columns), "target_column": dataset.target_column,
-        "split_column": split_column, "source": source,
-        "ratios": p.ratios, "seed": p.seed, "splits": counts,
-        "standardizer": {"fitted_on": "train", "mean": standardizer.mean, "std": standardizer.std},
-        "table_sha256": atomic.sha256_file(out.table), "environment": envinfo.quick_environment(p.seed),
-    })
-    log.info("split %s", counts)
+    atomic.write_record(out.meta, NorthstarPrepare(
+        feature_columns=tuple(dataset.feature_columns), target_column=dataset.target_column,
+        split_column=split_column, source=source, ratios=SplitRatios(**p.ratios), seed=p.seed,
+        splits=SplitSummaries(**counts),
+        standardizer=FittedStandardizer(fitted_on="train", mean=standardizer.mean, std=standardizer.std),
+        table_sha256=atomic.sha256_file(out.table), environment=envinfo.quick_environment(p.seed),
+    ))
+    log.info("split %s", {name: summary.rows for name, summary in counts.items()})

@@ -1,41 +1,51 @@
 """Rule train_northstar: early stopping at one batch size on one device, then the test set once."""
 
+import dataclasses
+
 import numpy as np
 import torch
 from torch.utils.tensorboard import SummaryWriter
 
+from accel_choice import records
 from accel_choice.io import atomic, envinfo
 from accel_choice.measure import devices, northstar
 from accel_choice.analyze import selection
 from accel_choice.io.runtime import job
+from accel_choice.records.northstar import HeldOutResult, NorthstarHistory, NorthstarPrepare
 
 inp, wc, p, out = snakemake.input, snakemake.wildcards, snakemake.params, snakemake.output  # noqa: F821
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
+    batch_size = int(wc.batch_size)
+    meta = records.read(NorthstarPrepare, inp.meta)
+    selection.check_batch_size_fits(meta.splits.train.rows, batch_size, str(inp.meta), "selection.batch_sizes")
     device = torch.device("cpu") if wc.device == "cpu" else devices.require(wc.device)
-    meta = atomic.read_json(inp.meta)
-    if atomic.sha256_file(inp.table) != meta["table_sha256"]:
+    if atomic.sha256_file(inp.table) != meta.table_sha256:
         raise ValueError(f"{inp.table} differs from the split prepare_northstar recorded; delete it and re-run")
     splits = northstar.load_splits(inp.table, meta)
     writer = SummaryWriter(out.events)
     run = northstar.train_with_early_stopping(
-        splits["train"], splits["val"], batch_size=int(wc.batch_size), seed=p.seed, hidden=p.hidden, lr=p.lr,
+        splits["train"], splits["val"], batch_size=batch_size, seed=p.seed, hidden=p.hidden, lr=p.lr,
         patience=p.patience, min_delta=p.min_delta, max_epochs=p.max_epochs, checkpoint=out.model, device=device,
         log_scalar=writer.add_scalar,
     )
     model = northstar.restore_best(out.model, splits["train"][0].shape[1], p.hidden, device)
-    test = northstar.HeldOutTestSet(*splits["test"]).evaluate(model)
+    metrics = northstar.HeldOutTestSet(*splits["test"]).evaluate(model)
     # The no-skill reference: predict the training split's late rate for every test order.
     y_test = splits["test"][1].numpy()
-    test["base_rate"] = float(y_test.mean())
-    test["base_rate_log_loss"] = selection.log_loss(y_test, np.full_like(y_test, float(splits["train"][1].mean())))
-    for name, value in test.items():
-        writer.add_scalar(f"test/{name}", value, run.best_epoch or 0)
+    test = HeldOutResult(
+        **{field.name: getattr(metrics, field.name) for field in dataclasses.fields(metrics)},
+        base_rate=float(y_test.mean()),
+        base_rate_log_loss=selection.log_loss(y_test, np.full_like(y_test, float(splits["train"][1].mean()))),
+    )
+    for name, value in records.to_json(test).items():
+        if value is not None:
+            writer.add_scalar(f"test/{name}", value, run.best_epoch or 0)
     writer.close()
-    atomic.write_json(out.history, {
-        "device": wc.device, "batch_size": int(wc.batch_size), "history": run.history, "best_epoch": run.best_epoch,
-        "best_val_loss": run.best_val_loss, "stopped_epoch": run.stopped_epoch, "stopped_early": run.stopped_early,
-        "best_state_sha256": run.best_state_sha256, "test": test, "test_evaluations": 1,
-        "environment": envinfo.quick_environment(p.seed),
-    })
-    log.info("B=%s %s: best epoch %s of %s, val %.4f, test log loss %.4f AUC %.3f", wc.batch_size, wc.device,
-             run.best_epoch, run.stopped_epoch, run.best_val_loss, test["log_loss"], test["roc_auc"])
+    atomic.write_record(out.history, NorthstarHistory(
+        device=wc.device, batch_size=batch_size, history=tuple(run.history), best_epoch=run.best_epoch,
+        best_val_loss=run.best_val_loss, stopped_epoch=run.stopped_epoch, stopped_early=run.stopped_early,
+        best_state_sha256=run.best_state_sha256, test=test, test_evaluations=1,
+        environment=envinfo.quick_environment(p.seed),
+    ))
+    log.info("B=%s %s: best epoch %s of %s, val %.4f, test log loss %.4f AUC %s", wc.batch_size, wc.device,
+             run.best_epoch, run.stopped_epoch, run.best_val_loss, test.log_loss, test.roc_auc)

@@ -1,16 +1,31 @@
 """Model selection on the Northstar table (section 28.3.2), the analysis side: the stratified split,
-train-only standardisation, the early-stopping rule, classification metrics and the time each
-batch size needs to reach a target. The training itself is measure/northstar.py.
+train-only standardisation, the early-stopping rule, classification metrics, the time each
+batch size needs to reach a target and the seed-limits summary. The training itself is
+measure/northstar.py; the records are records/northstar.py.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+
+from accel_choice import records
+from accel_choice.io import envinfo
+from accel_choice.records.environment import Environment
+from accel_choice.records.northstar import (
+    EnvironmentalCheck,
+    Metrics,
+    NorthstarHistory,
+    SeedLimits,
+    SeedTableRow,
+    Spread,
+    TargetRow,
+    TimeToTarget,
+)
 
 SPLITS = ("train", "val", "test")
 
@@ -122,34 +137,88 @@ def roc_auc(y: np.ndarray, score: np.ndarray) -> float:
     return float((ranks[y == 1].sum() - positives * (positives + 1) / 2) / (positives * negatives))
 
 
-def classification_metrics(y: np.ndarray, p: np.ndarray) -> dict[str, float]:
-    return {
-        "log_loss": log_loss(y, p),
-        "roc_auc": roc_auc(y, p),
-        "brier": float(np.mean((p - y) ** 2)),
-        "accuracy_at_0_5": float(np.mean((p >= 0.5) == (y == 1))),
-        "rows": int(len(y)),
-    }
+def classification_metrics(y: np.ndarray, p: np.ndarray) -> Metrics:
+    auc = roc_auc(y, p)
+    return Metrics(
+        log_loss=log_loss(y, p),
+        roc_auc=None if math.isnan(auc) else auc,
+        brier=float(np.mean((p - y) ** 2)),
+        accuracy_at_0_5=float(np.mean((p >= 0.5) == (y == 1))),
+        rows=int(len(y)),
+    )
 
 
-def time_to_target(histories: dict[Any, Sequence[dict[str, Any]]], within: float) -> dict[str, Any]:
+def finite(value: float) -> float | None:
+    """`value`, or None when it is NaN or infinite (JSON holds neither: the records write null)."""
+    return value if math.isfinite(value) else None
+
+
+def check_batch_size_fits(train_rows: int, batch_size: int, source: str, key: str) -> None:
+    """A batch size larger than the training split would make every epoch one short batch: refused,
+    naming the split's rows, the batch size and the config key it came from."""
+    if train_rows < batch_size:
+        raise ValueError(
+            f"{source}: the training split has {train_rows} rows, fewer than the batch size {batch_size} "
+            f"({key}); use batch sizes of at most {train_rows} in {key}, or more training rows (a larger "
+            "table: data.northstar.rows or data.northstar.table; or a larger selection.split.train)")
+
+
+def time_to_target(histories: Sequence[NorthstarHistory], within: float) -> TimeToTarget:
     """Per run, the first epoch whose validation loss is within `within` (relative) of the best
-    validation loss any run reached, with the wall time and updates it took to get there."""
-    best = min(row["val_loss"] for history in histories.values() for row in history)
+    validation loss any run reached, with the wall time and updates it took to get there; each
+    row also carries the run's early stopping and its one test evaluation."""
+    best = min(row.val_loss for history in histories for row in history.history if row.val_loss is not None)
     target = best * (1 + within) if best >= 0 else best * (1 - within)
     rows = []
-    for key, history in histories.items():
-        hit = next((row for row in history if row["val_loss"] <= target), None)
-        rows.append(
-            {
-                "run": key,
-                "best_val_loss": min(row["val_loss"] for row in history),
-                "reached": hit is not None,
-                "epoch": hit["epoch"] if hit else None,
-                "updates": hit["updates"] if hit else None,
-                "seconds": hit["cumulative_s"] if hit else None,
-            }
-        )
-    reached = [r for r in rows if r["reached"]]
-    fastest = min(reached, key=lambda r: r["seconds"])["run"] if reached else None
-    return {"best_val_loss": best, "within": within, "target_val_loss": target, "rows": rows, "fastest": fastest}
+    for history in histories:
+        hit = next((row for row in history.history if row.val_loss is not None and row.val_loss <= target), None)
+        test = {f"test_{field.name}": getattr(history.test, field.name) for field in dataclasses.fields(history.test)}
+        rows.append(TargetRow(
+            device=history.device, batch_size=history.batch_size, run=history.name,
+            best_val_loss=min(row.val_loss for row in history.history if row.val_loss is not None),
+            reached=hit is not None, epoch=hit.epoch if hit else None, updates=hit.updates if hit else None,
+            seconds=hit.cumulative_s if hit else None, best_epoch=history.best_epoch,
+            stopped_epoch=history.stopped_epoch, stopped_early=history.stopped_early, **test,
+        ))
+    reached = [row for row in rows if row.reached]
+    fastest = min(reached, key=lambda row: row.seconds or 0.0).run if reached else None
+    return TimeToTarget(best_val_loss=best, within=within, target_val_loss=target, rows=tuple(rows), fastest=fastest)
+
+
+def spread(values: Sequence[float | None], what: str) -> Spread:
+    """Mean, sample standard deviation, min and max of `values` (at least two, all finite)."""
+    if len(values) < 2 or any(value is None for value in values):
+        raise ValueError(f"{what}: a spread needs at least two finite values, got {list(values)}")
+    array = np.array(values, dtype=np.float64)
+    return Spread(mean=float(array.mean()), std=float(array.std(ddof=1)), min=float(array.min()),
+                  max=float(array.max()))
+
+
+ENVIRONMENT_NOTE = ("environment records of every Northstar training job and of this job; only the same records "
+                    "(versions, hardware, threads) promise the same numbers")
+
+
+def environmental_check(environments: Sequence[Environment]) -> EnvironmentalCheck:
+    """The environment records compared: which (flattened) keys differ, with the distinct values."""
+    differences = envinfo.differences([records.to_json(environment) for environment in environments])
+    return EnvironmentalCheck(records_compared=len(environments),
+                              differences={key: tuple(values) for key, values in differences.items()},
+                              note=ENVIRONMENT_NOTE)
+
+
+def seed_table(result: SeedLimits) -> list[SeedTableRow]:
+    """The seed-limits summary as rows: one per test metric over the seeds, plus the checks."""
+    numeric, env = result.numeric, result.environmental
+
+    def row(check: str, value: bool | str | None = None, summary: Spread | None = None) -> SeedTableRow:
+        shown = {"mean": None, "std": None, "min": None, "max": None} if summary is None else \
+            {"mean": summary.mean, "std": summary.std, "min": summary.min, "max": summary.max}
+        return SeedTableRow(check=check, value=value, seeds=len(result.seeds), batch_size=result.batch_size, **shown)
+
+    rows = [row(f"statistical: test {field.name}", summary=getattr(result.statistical, field.name))
+            for field in dataclasses.fields(result.statistical)]
+    rows.append(row(f"numeric: seed {numeric.seed} twice, identical weights", numeric.identical_weights))
+    rows.append(row(f"numeric: seed {numeric.seed} twice, identical loss curves", numeric.identical_loss_curves))
+    rows.append(row(f"environmental: keys differing over {env.records_compared} records",
+                    "; ".join(env.differences) or "none"))
+    return rows

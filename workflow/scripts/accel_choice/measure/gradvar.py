@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
+
+from accel_choice.records.environment import Environment
+from accel_choice.records.northstar import GradientVariance, VarianceRow
 
 
 def per_sample_gradients(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -39,7 +41,9 @@ def predicted_variance(sigma2: float, batch_size: int, rows: int, without_replac
 
 
 def measured_variance(gradients: torch.Tensor, batch_size: int, draws: int, generator: torch.Generator) -> tuple[float, float]:
-    """Mean and standard error of |g_B − G|² over `draws` mini-batches sampled without replacement."""
+    """Mean and standard error of |g_B − G|² over `draws` (at least 2) mini-batches sampled without replacement."""
+    if draws < 2:
+        raise ValueError(f"draws must be at least 2 for a standard error, got {draws}")
     rows, params = gradients.shape
     full = gradients.mean(dim=0)
     chunk = max(1, int(2e7 // (batch_size * params)))  # bounds the (chunk, B, P) gather to ~80 MB
@@ -50,11 +54,14 @@ def measured_variance(gradients: torch.Tensor, batch_size: int, draws: int, gene
         batch_means = gradients[index].mean(dim=1)
         squared.append(((batch_means - full) ** 2).sum(dim=1))
     values = torch.cat(squared).double()
-    return float(values.mean()), float(values.std() / math.sqrt(draws)) if draws > 1 else math.nan
+    return float(values.mean()), float(values.std() / math.sqrt(draws))
 
 
-def variance_table(gradients: torch.Tensor, batch_sizes: Sequence[int], draws: int, seed: int) -> dict[str, Any]:
-    """Measured vs predicted mini-batch gradient variance per batch size, with the ratio's 2-SE band."""
+def variance_table(gradients: torch.Tensor, batch_sizes: Sequence[int], draws: int, seed: int, *,
+                   parameter_point: str, environment: Environment) -> GradientVariance:
+    """Measured vs predicted mini-batch gradient variance per batch size, with the ratio's 2-SE band.
+
+    At B = N the prediction is 0 (the batch is the population): the ratio is undefined, written null."""
     rows = gradients.shape[0]
     gradients = gradients.double()
     sigma2 = float(((gradients - gradients.mean(dim=0)) ** 2).sum(dim=1).mean())
@@ -65,15 +72,14 @@ def variance_table(gradients: torch.Tensor, batch_sizes: Sequence[int], draws: i
             raise ValueError(f"batch size {batch_size} must be between 1 and the {rows} rows")
         measured, stderr = measured_variance(gradients, batch_size, draws, generator)
         predicted = predicted_variance(sigma2, batch_size, rows)
-        table.append(
-            {
-                "batch_size": batch_size,
-                "measured": measured,
-                "measured_stderr": stderr,
-                "predicted": predicted,
-                "predicted_iid": predicted_variance(sigma2, batch_size, rows, without_replacement=False),
-                "ratio": measured / predicted if predicted > 0 else math.nan,
-                "ratio_2se": 2 * stderr / predicted if predicted > 0 else math.nan,
-            }
-        )
-    return {"rows": rows, "parameters": gradients.shape[1], "sigma2": sigma2, "draws": draws, "table": table}
+        table.append(VarianceRow(
+            batch_size=batch_size,
+            measured=measured,
+            measured_stderr=stderr,
+            predicted=predicted,
+            predicted_iid=predicted_variance(sigma2, batch_size, rows, without_replacement=False),
+            ratio=measured / predicted if predicted > 0 else None,
+            ratio_2se=2 * stderr / predicted if predicted > 0 else None,
+        ))
+    return GradientVariance(rows=rows, parameters=gradients.shape[1], sigma2=sigma2, draws=draws, table=tuple(table),
+                            parameter_point=parameter_point, environment=environment)

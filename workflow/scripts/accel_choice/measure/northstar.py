@@ -7,6 +7,7 @@ restored the best checkpoint, once - `HeldOutTestSet` refuses a second look.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -19,11 +20,29 @@ import numpy as np
 import torch
 from torch import nn
 
-from accel_choice.analyze.selection import SPLITS, EarlyStopping, Standardizer, classification_metrics
+from accel_choice.analyze.selection import (
+    SPLITS,
+    EarlyStopping,
+    Standardizer,
+    classification_metrics,
+    environmental_check,
+    finite,
+    spread,
+)
 from accel_choice.io import atomic
 from accel_choice.measure.devices import peak_memory_bytes, reset_peak_memory, synchronize
 from accel_choice.measure.loaders import make_loader
 from accel_choice.measure.model import build_model, make_optimizer, state_sha256
+from accel_choice.records.environment import Environment
+from accel_choice.records.northstar import (
+    EpochRow,
+    Metrics,
+    NorthstarPrepare,
+    NumericCheck,
+    SeedLimits,
+    SeedRun,
+    StatisticalCheck,
+)
 
 
 class HeldOutTestSet:
@@ -32,7 +51,7 @@ class HeldOutTestSet:
     def __init__(self, x: torch.Tensor, y: torch.Tensor):
         self._x, self._y, self.evaluations = x, y, 0
 
-    def evaluate(self, model: nn.Module) -> dict[str, float]:
+    def evaluate(self, model: nn.Module) -> Metrics:
         if self.evaluations:
             raise RuntimeError("the test set was already evaluated; evaluating it again would let it steer model choice")
         self.evaluations += 1
@@ -44,7 +63,7 @@ class HeldOutTestSet:
 
 @dataclass
 class TrainingRun:
-    history: list[dict[str, Any]] = field(default_factory=list)
+    history: list[EpochRow] = field(default_factory=list)
     best_epoch: int | None = None
     best_val_loss: float = math.inf
     stopped_epoch: int = 0
@@ -107,23 +126,23 @@ def train_with_early_stopping(
         epoch_s = time.perf_counter() - t0
         cumulative += epoch_s
         improved, stop = stopper.update(epoch, val_loss)
-        row = {
-            "epoch": epoch,
-            "train_loss": float(loss_sum) / x_train.shape[0],
-            "val_loss": val_loss,
-            "epoch_s": epoch_s,
-            "cumulative_s": cumulative,
-            "updates": updates,
-            "samples_per_s": x_train.shape[0] / epoch_s,
-            "improved": improved,
-            "peak_memory_bytes": peak_memory_bytes(device),
-        }
+        row = EpochRow(
+            epoch=epoch,
+            train_loss=finite(float(loss_sum) / x_train.shape[0]),
+            val_loss=finite(val_loss),
+            epoch_s=epoch_s,
+            cumulative_s=cumulative,
+            updates=updates,
+            samples_per_s=x_train.shape[0] / epoch_s,
+            improved=improved,
+            peak_memory_bytes=peak_memory_bytes(device),
+        )
         run.history.append(row)
         if log_scalar is not None:
             for name, key in (("loss/train", "train_loss"), ("loss/val", "val_loss"), ("time/epoch_s", "epoch_s"),
                               ("throughput/samples_per_s", "samples_per_s"), ("memory/peak_bytes", "peak_memory_bytes")):
-                if row[key] is not None:
-                    log_scalar(name, row[key], epoch)
+                if getattr(row, key) is not None:
+                    log_scalar(name, getattr(row, key), epoch)
         if improved:
             with atomic.atomic_path(checkpoint) as tmp:
                 torch.save(model.state_dict(), tmp)
@@ -145,7 +164,7 @@ def restore_best(checkpoint: str | os.PathLike[str], features: int, hidden: int,
 def _train_and_test(
     splits: dict[str, tuple[torch.Tensor, torch.Tensor]], seed: int, checkpoint: str | os.PathLike[str], hidden: int,
     device: torch.device, **training: Any,
-) -> tuple[TrainingRun, dict[str, float]]:
+) -> tuple[TrainingRun, Metrics]:
     run = train_with_early_stopping(splits["train"], splits["val"], seed=seed, hidden=hidden, checkpoint=checkpoint,
                                     device=device, **training)
     model = restore_best(checkpoint, splits["train"][0].shape[1], hidden, device)
@@ -158,30 +177,36 @@ def seed_limits(
     workdir: str | os.PathLike[str],
     *,
     hidden: int,
+    batch_size: int,
+    environments: Sequence[Environment],
     device: torch.device = torch.device("cpu"),
     **training: Any,
-) -> dict[str, Any]:
-    """Numeric reproducibility (the first seed twice: identical weights and curves?) and
-    statistical reproducibility (the spread of test log loss and AUC over `seeds`)."""
+) -> SeedLimits:
+    """Numeric reproducibility (the first seed twice: identical weights and curves?),
+    statistical reproducibility (the spread of test log loss and AUC over `seeds`) and
+    environmental reproducibility (which keys of `environments` differ)."""
     runs = []
     for index, seed in enumerate(seeds):
-        run, metrics = _train_and_test(splits, seed, Path(workdir) / f"seed{index}.pt", hidden, device, **training)
-        runs.append({"seed": seed, "best_epoch": run.best_epoch, "best_state_sha256": run.best_state_sha256,
-                     "val_losses": [row["val_loss"] for row in run.history], **metrics})
-    again, _ = _train_and_test(splits, seeds[0], Path(workdir) / "repeat.pt", hidden, device, **training)
+        run, metrics = _train_and_test(splits, seed, Path(workdir) / f"seed{index}.pt", hidden, device,
+                                       batch_size=batch_size, **training)
+        runs.append(SeedRun(seed=seed, best_epoch=run.best_epoch, best_state_sha256=run.best_state_sha256,
+                            val_losses=tuple(row.val_loss for row in run.history),
+                            **{f.name: getattr(metrics, f.name) for f in dataclasses.fields(metrics)}))
+    again, _ = _train_and_test(splits, seeds[0], Path(workdir) / "repeat.pt", hidden, device,
+                               batch_size=batch_size, **training)
     first = runs[0]
-    numeric = {
-        "seed": seeds[0],
-        "identical_weights": again.best_state_sha256 == first["best_state_sha256"],
-        "identical_loss_curves": [row["val_loss"] for row in again.history] == first["val_losses"],
-        "state_sha256": [first["best_state_sha256"], again.best_state_sha256],
-    }
-    statistical = {}
-    for metric in ("log_loss", "roc_auc"):
-        values = np.array([r[metric] for r in runs])
-        statistical[metric] = {"mean": float(values.mean()), "std": float(values.std(ddof=1)),
-                               "min": float(values.min()), "max": float(values.max())}
-    return {"numeric": numeric, "statistical": statistical, "runs": runs, "seeds": list(seeds)}
+    numeric = NumericCheck(
+        seed=seeds[0],
+        identical_weights=again.best_state_sha256 == first.best_state_sha256,
+        identical_loss_curves=tuple(row.val_loss for row in again.history) == first.val_losses,
+        state_sha256=(first.best_state_sha256, again.best_state_sha256),
+    )
+    statistical = StatisticalCheck(
+        log_loss=spread([r.log_loss for r in runs], "test log_loss over the seeds"),
+        roc_auc=spread([r.roc_auc for r in runs], "test roc_auc over the seeds"),
+    )
+    return SeedLimits(numeric=numeric, statistical=statistical, runs=tuple(runs), seeds=tuple(seeds),
+                      environmental=environmental_check(environments), batch_size=batch_size)
 
 
 def split_table(x: np.ndarray, y: np.ndarray, labels: np.ndarray, standardizer: Standardizer) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
@@ -192,12 +217,12 @@ def split_table(x: np.ndarray, y: np.ndarray, labels: np.ndarray, standardizer: 
     }
 
 
-def load_splits(table_path: str | os.PathLike[str], meta: dict[str, Any]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+def load_splits(table_path: str | os.PathLike[str], meta: NorthstarPrepare) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """Read the split table written by prepare_northstar, standardised with the train-only statistics."""
     import pyarrow.parquet as pq
 
     frame = pq.read_table(table_path).to_pandas()
-    x = frame[meta["feature_columns"]].to_numpy(dtype=np.float32)
-    y = frame[meta["target_column"]].to_numpy(dtype=np.float32)
-    standardizer = Standardizer(tuple(meta["standardizer"]["mean"]), tuple(meta["standardizer"]["std"]))
-    return split_table(x, y, frame[meta["split_column"]].to_numpy(dtype=str), standardizer)
+    x = frame[list(meta.feature_columns)].to_numpy(dtype=np.float32)
+    y = frame[meta.target_column].to_numpy(dtype=np.float32)
+    standardizer = Standardizer(meta.standardizer.mean, meta.standardizer.std)
+    return split_table(x, y, frame[meta.split_column].to_numpy(dtype=str), standardizer)
