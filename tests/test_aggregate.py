@@ -507,12 +507,3 @@ def test_full_path_cpu_rows_carry_no_transfer_nor_start_up(table, load_table):
         assert r.total_with_startup_s == r.total_s
         assert r.total_min_s <= r.total_s <= r.total_max_s
         assert (r.device, r.precision, r.placement) == ("cpu", "fp32", "host")
-
-
-def test_require_keys_names_the_file():
-    good = {"a": 1, "b": 2}
-    assert aggregate.require_keys(good, ("a", "b"), "x.json") is good
-    with pytest.raises(ValueError, match=r"x.json: not a complete record \(missing b\); delete it and re-run"):
-        aggregate.require_keys({"a": 1}, ("a", "b"), "x.json")
-    with pytest.raises(ValueError, match="x.json: expected a JSON object, found list"):
-        aggregate.require_keys([1], ("a",), "x.json")

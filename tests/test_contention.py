@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from accel_choice.analyze import aggregate
+from builders_training import training_record
 from accel_choice.measure import contention, datagen, training
 
 BUSY = "import time\nend = time.time() + 30\nwhile time.time() < end: pass\n"
@@ -83,5 +84,5 @@ def test_a_repeat_with_a_busy_neighbour_is_flagged(busy_neighbours):
     ],
 )
 def test_contamination_reasons(share, before, after, expected):
-    record = {"foreign_cpu_share": share, "loadavg_before": [before, 0, 0], "loadavg_after": [after, 0, 0]}
+    record = training_record(foreign_cpu_share=share, loadavg_before=(before, 0, 0), loadavg_after=(after, 0, 0))
     assert aggregate.contamination(record) == expected

@@ -9,6 +9,8 @@ import math
 import pytest
 import torch
 import builders_planner as builders
+from builders_data import copy_cell, transfer_table
+from builders_training import training_cell
 from builders_planner import fit_point, grid_record
 
 from accel_choice import records
@@ -16,6 +18,7 @@ from accel_choice.analyze import costmodel, planner, theory
 from accel_choice.io import atomic, envinfo
 from accel_choice.analyze.costmodel import BreakEvenCurve
 from accel_choice.measure import grid
+from accel_choice.records.loads import SecondsSpread
 from accel_choice.records.planner import GridJob, Scenario, ScenarioModelled, Workload, grid_workloads
 
 GIB = 1 << 30
@@ -159,9 +162,8 @@ def test_grid_points_take_the_median_over_repeats_and_drop_non_finite_runs():
 
 
 def _table_row(device, loader, precision, placement, batch_size, epoch_s):
-    return {"device": device, "loader": loader, "precision": precision, "placement": placement,
-            "batch_size": batch_size, "epoch_s_median": epoch_s, "epoch_s_min": epoch_s * 0.9,
-            "epoch_s_max": epoch_s * 1.1, "repeats": 3, "noisy": False}
+    return training_cell(device=device, loader=loader, precision=precision, placement=placement, batch_size=batch_size,
+                         epoch_s=epoch_s)
 
 
 def test_benchmark_points_keep_only_fastpath_fp32_host_or_resident_rows():
@@ -268,15 +270,15 @@ def test_one_epoch_makes_resident_and_streamed_equal():
 # ---------------------------------------------------------------- measured or assumed
 
 
-TRANSFERS = {
-    "copies": [
-        {"what": "batch B=512", "direction": "host_to_device", "memory": "pageable", "gb_per_s": 3.0},
-        {"what": "matrix", "direction": "host_to_device", "memory": "pinned", "gb_per_s": 25.0},
-        {"what": "matrix", "direction": "device_to_host", "memory": "pageable", "gb_per_s": 9.0},
-        {"what": "matrix", "direction": "host_to_device", "memory": "pageable", "gb_per_s": 12.0, "bytes": 1 << 20},
-    ],
-    "context_startup_s": {"median": 0.2, "min": 0.18, "max": 0.25},
-}
+TRANSFERS = transfer_table(
+    copies=(
+        copy_cell("batch B=512", gb_per_s=3.0),
+        copy_cell("matrix", memory="pinned", gb_per_s=25.0),
+        copy_cell("matrix", "device_to_host", gb_per_s=9.0),
+        copy_cell("matrix", gb_per_s=12.0),
+    ),
+    context_startup_s=SecondsSpread(median=0.2, min=0.18, max=0.25),
+)
 
 
 def test_measured_transfers_win_over_assumptions():
@@ -285,16 +287,17 @@ def test_measured_transfers_win_over_assumptions():
     assert (rate, source) == (pytest.approx(12e9), "measured")
 
 
-@pytest.mark.parametrize("transfers", [None, {}, {"copies": [], "context_startup_s": None}])
+@pytest.mark.parametrize("transfers", [None, transfer_table(copies=())], ids=["no GPU", "no matrix copy"])
 def test_assumptions_fill_in_without_transfer_measurements(transfers):
-    assert planner.gpu_startup_seconds(transfers, 0.3) == (0.3, "assumed")
+    if transfers is None:
+        assert planner.gpu_startup_seconds(transfers, 0.3) == (0.3, "assumed")
     assert planner.host_to_device_bytes_per_s(transfers, 8) == (8e9, "assumed")
 
 
 def test_only_the_pageable_host_to_device_matrix_copy_counts():
-    copies = [row for row in TRANSFERS["copies"] if row["memory"] != "pageable" or row["what"] != "matrix"
-              or row["direction"] != "host_to_device"]
-    assert planner.host_to_device_bytes_per_s({"copies": copies}, 8) == (8e9, "assumed")
+    copies = tuple(row for row in TRANSFERS.copies
+                   if (row.memory, row.what, row.direction) != ("pageable", "matrix", "host_to_device"))
+    assert planner.host_to_device_bytes_per_s(dataclasses.replace(TRANSFERS, copies=copies), 8) == (8e9, "assumed")
 
 
 # ---------------------------------------------------------------- the scenario, modelled

@@ -51,7 +51,6 @@ GPU_TRAINING_RECORDS = (
 GPU_TRANSFER_RECORDS = expand("results/timing/gpu/transfer.rep{repeat}.json", repeat=REPEATS) if GPU_DEVICE else []
 GPU_TRAINING_TABLE = ["results/tables/gpu_training.json"] if GPU_DEVICE else []
 TRANSFER_TABLE = ["results/tables/transfers.json"] if GPU_DEVICE else []
-GPU_TABLES = GPU_TRAINING_TABLE + TRANSFER_TABLE
 
 # Northstar model selection and the planner's grid run on the CPU and, where GPU jobs are
 # planned, on the GPU too.

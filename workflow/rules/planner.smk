@@ -34,7 +34,8 @@ rule planner:
     input:
         grid=expand("results/timing/cost_model/{device}.rep{repeat}.json", device=DEVICES, repeat=PLANNER_REPEATS),
         training="results/tables/cpu_training.json",
-        gpu=GPU_TABLES,
+        gpu_training=GPU_TRAINING_TABLE,
+        transfers=TRANSFER_TABLE,
         probe="results/env/devices.json",
         code=code("plan.py"),
     output:

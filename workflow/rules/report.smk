@@ -88,8 +88,6 @@ rule report:
         md=report("results/REPORT.md", caption="../report/report_md.rst", category="Decision"),
         png=report("results/figures/decision.png", caption="../report/decision_figure.rst", category="Decision"),
         svg="results/figures/decision.svg",
-        seed_csv=report("results/tables/seed_limits.csv", caption="../report/seed_limits.rst", category="Training"),
-        seed_json="results/tables/seed_limits.json",
     params:
         seed=config["seed"],
         accelerator=config["accelerator"],

@@ -3,16 +3,17 @@
 from pathlib import Path
 
 from accel_choice import records
-from accel_choice.io import atomic, envinfo, provenance, tables
+from accel_choice.io import atomic, envinfo, provenance
 from accel_choice.io.runtime import job
 from accel_choice.records.decision import DataTable, Decision, TheoryTable
 from accel_choice.records.environment import EnvironmentReport
 from accel_choice.records.loads import DeviceProbe, LoadTable, TransferTable
+from accel_choice.records.northstar import GradientVariance, SeedLimits, TimeToTarget
 from accel_choice.records.planner import BreakEvenTable, CostModelTable, FlopCheck, Scenario
 from accel_choice.records.resources import ResourceTable
 from accel_choice.records.training import TrainingTable
 from accel_choice.render import decision as decision_words
-from accel_choice.render import northstar, report
+from accel_choice.render import report
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
@@ -41,14 +42,12 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
         decision=decided, environment=environment, data=records.read(DataTable, inp.data), theory=theory,
         train_table=train_table, non_finite=non_finite, load_table=records.read(LoadTable, inp.load_convert).table,
         seed=p.seed, noise_iqr_ratio=p.noise_iqr_ratio, outlier_factor=p.outlier_factor, accelerator=p.accelerator,
-        probe=records.read(DeviceProbe, inp.probe), transfers=transfers, selection=atomic.read_json(inp.selection),
-        seed_limits=atomic.read_json(inp.seed_limits), gradient_variance=atomic.read_json(inp.gradient_variance),
+        probe=records.read(DeviceProbe, inp.probe), transfers=transfers, selection=records.read(TimeToTarget, inp.selection),
+        seed_limits=records.read(SeedLimits, inp.seed_limits),
+        gradient_variance=records.read(GradientVariance, inp.gradient_variance),
         resources=records.read(ResourceTable, inp.resources), cost_model=records.read(CostModelTable, inp.cost_model),
         break_even=records.read(BreakEvenTable, inp.break_even), flop_check=records.read(FlopCheck, inp.flop_check),
         scenario=records.read(Scenario, inp.scenario), provenance=report_provenance,
     ))
     atomic.write_text(out.md, text)
-    seed_rows = northstar.seed_table(atomic.read_json(inp.seed_limits))
-    tables.write_csv(out.seed_csv, seed_rows)
-    atomic.write_json(out.seed_json, seed_rows)
     log.info("verdict: %s (%s)", decided.verdict.device, decided.verdict.outcome)

@@ -7,20 +7,20 @@ from accel_choice.analyze import planner
 from accel_choice.io import atomic, envinfo, tables
 from accel_choice.io.runtime import job
 from accel_choice.measure import flopcheck
+from accel_choice.records.loads import DeviceProbe, TransferTable
 from accel_choice.records.planner import BreakEvenTable, CostModelTable, FlopCheck, GridJob, Workload
+from accel_choice.records.training import TrainingTable
 from accel_choice.render.planner import break_even_figure
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     grid = [r for path in inp.grid for r in records.read(GridJob, path).records]
-    # Other families' files, read as dicts until they are records (issue 12): the training cells,
-    # the aggregated transfers and the device probe; analyze.planner reads them in one place.
-    train_table = atomic.read_json(inp.training)["table"]
+    train_table = list(records.read(TrainingTable, inp.training).table)
     transfers = None
-    if inp.gpu:  # [gpu_training.json, transfers.json] when GPU jobs were planned
-        train_table = train_table + atomic.read_json(inp.gpu[0])["table"]
-        transfers = atomic.read_json(inp.gpu[1])
-    probe = atomic.read_json(inp.probe)
+    if inp.get("gpu_training"):  # planned only where a GPU is measured
+        train_table += records.read(TrainingTable, inp.gpu_training[0]).table
+        transfers = records.read(TransferTable, inp.transfers[0])
+    probe = records.read(DeviceProbe, inp.probe)
 
     points = planner.grid_points(grid, p.noise_iqr_ratio, p.outlier_factor, p.foreign_cpu_share,
                                  p.loadavg_rise) + planner.benchmark_points(train_table, p.rows, p.features, p.hidden)

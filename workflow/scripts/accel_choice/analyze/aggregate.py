@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from accel_choice import records
@@ -22,45 +22,31 @@ FOREIGN_CPU_SHARE = 0.25  # cores busy elsewhere, on average over the job
 LOADAVG_RISE = 0.5
 
 
-def _field(record: Any, name: str) -> Any:
-    # Records are typed; the load/convert and grid records still reach here as dicts until they are converted.
-    return record[name] if isinstance(record, Mapping) else getattr(record, name)
-
-
-def _group(rows: Iterable[Any], keys: Sequence[str]) -> dict[tuple[Any, ...], list[Any]]:
+def group_by(rows: Iterable[Any], keys: Sequence[str]) -> dict[tuple[Any, ...], list[Any]]:
+    """Records grouped by the values of `keys`, the groups sorted by those values."""
     groups: dict[tuple[Any, ...], list[Any]] = defaultdict(list)
     for row in rows:
-        groups[tuple(_field(row, k) for k in keys)].append(row)
+        groups[tuple(getattr(row, k) for k in keys)].append(row)
     return dict(sorted(groups.items()))
 
 
 def contamination(record: Any, foreign_cpu_share: float = FOREIGN_CPU_SHARE, loadavg_rise: float = LOADAVG_RISE) -> list[str]:
-    """Why a measurement may have shared the machine: other processes' CPU during the job,
-    or a rising load average. Empty when neither was seen."""
+    """Why a measurement (a training, grid or load/convert record) may have shared the machine: other
+    processes' CPU during the job, or a rising load average. Empty when neither was seen."""
     reasons = []
-    share = _field(record, "foreign_cpu_share")
+    share = record.foreign_cpu_share
     if share is not None and share > foreign_cpu_share:
         reasons.append(f"other processes used {share:.2f} cores during the job (> {foreign_cpu_share:g})")
-    rise = _field(record, "loadavg_after")[0] - _field(record, "loadavg_before")[0]
+    rise = record.loadavg_after[0] - record.loadavg_before[0]
     if rise > loadavg_rise:
         reasons.append(f"1-min load average rose by {rise:.2f} (> {loadavg_rise:g})")
     return reasons
 
 
-def _contaminated(group: Sequence[Any], foreign_cpu_share: float, loadavg_rise: float) -> tuple[Contamination, ...]:
-    return tuple(Contamination(repeat=_field(r, "repeat"), reasons=tuple(reasons)) for r in group
+def contaminated_repeats(group: Sequence[Any], foreign_cpu_share: float, loadavg_rise: float) -> tuple[Contamination, ...]:
+    """The repeats of a group that shared the machine, each with its reasons."""
+    return tuple(Contamination(repeat=r.repeat, reasons=tuple(reasons)) for r in group
                  if (reasons := contamination(r, foreign_cpu_share, loadavg_rise)))
-
-
-def require_keys(record: Any, keys: Sequence[str], source: str) -> dict[str, Any]:
-    """A record read from `source`, refused with the file named when it lacks a field (load/convert and
-    transfer files, until they are typed records)."""
-    if not isinstance(record, dict):
-        raise ValueError(f"{source}: expected a JSON object, found {type(record).__name__}; delete it and re-run")
-    missing = [key for key in keys if key not in record]
-    if missing:
-        raise ValueError(f"{source}: not a complete record (missing {', '.join(missing)}); delete it and re-run")
-    return record
 
 
 def read_training_records(paths: Sequence[str]) -> list[TrainingRecord]:
@@ -78,7 +64,7 @@ def check_training_records(measured: Sequence[TrainingRecord], rows: int) -> Non
     initial = {r.initial_weights_sha256 for r in measured}
     if len(initial) != 1:
         raise ValueError(f"records start from {len(initial)} different initial weights; all must share one seed")
-    repeats = _group(measured, (*VARIANT_KEYS, "repeat"))
+    repeats = group_by(measured, (*VARIANT_KEYS, "repeat"))
     duplicated = [key for key, group in repeats.items() if len(group) > 1]
     if duplicated:
         raise ValueError(f"duplicate records for ({', '.join(VARIANT_KEYS)}, repeat) {duplicated[0]}")
@@ -97,7 +83,7 @@ def aggregate_training(
     check_training_records(measured, rows)
     finite = [r for r in measured if r.finite]
     cells = {}
-    for key, group in _group(finite, VARIANT_KEYS).items():
+    for key, group in group_by(finite, VARIANT_KEYS).items():
         group = sorted(group, key=lambda r: r.repeat)
         epoch = summarize([r.epoch_s for r in group], noise_iqr_ratio, outlier_factor)
         evaluation = summarize([r.eval_s for r in group], noise_iqr_ratio, outlier_factor)
@@ -134,7 +120,7 @@ def aggregate_training(
             eval_noisy=evaluation["noisy"],
             same_final_weights_across_variants=all(r.same_final_weights_across_variants for r in group),
             peak_memory_bytes_max=max(peaks) if peaks else None,
-            contaminated=_contaminated(group, foreign_cpu_share, loadavg_rise),
+            contaminated=contaminated_repeats(group, foreign_cpu_share, loadavg_rise),
             context_startup_s_median=_median(startups) if startups else None,
         )
     # Epoch time over the fast path's for the same device, precision, placement and batch size:

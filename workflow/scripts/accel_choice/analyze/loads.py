@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from typing import TypeVar
+from collections.abc import Sequence
 
-from accel_choice.analyze.aggregate import FOREIGN_CPU_SHARE, LOADAVG_RISE, contamination
+from accel_choice.analyze.aggregate import FOREIGN_CPU_SHARE, LOADAVG_RISE, contaminated_repeats, group_by
 from accel_choice.analyze.stats import NOISE_IQR_RATIO, OUTLIER_FACTOR, summarize
 from accel_choice.records.loads import (
     CopyCell,
@@ -18,29 +16,7 @@ from accel_choice.records.loads import (
     TransferJob,
     TransferTable,
 )
-from accel_choice.records.training import Contamination
 
-T = TypeVar("T")
-K = TypeVar("K")
-
-
-def _group(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
-    groups: dict[K, list[T]] = defaultdict(list)
-    for item in items:
-        groups[key(item)].append(item)
-    return dict(sorted(groups.items()))  # type: ignore[type-var]
-
-
-def _contaminated(group: Sequence[LoadConvertRecord], foreign_cpu_share: float,
-                  loadavg_rise: float) -> tuple[Contamination, ...]:
-    found = []
-    for record in group:
-        seen = {"foreign_cpu_share": record.foreign_cpu_share, "loadavg_before": record.loadavg_before,
-                "loadavg_after": record.loadavg_after}
-        reasons = contamination(seen, foreign_cpu_share, loadavg_rise)
-        if reasons:
-            found.append(Contamination(repeat=record.repeat, reasons=tuple(reasons)))
-    return tuple(found)
 
 
 def aggregate_load_convert(
@@ -54,7 +30,7 @@ def aggregate_load_convert(
     if not records:
         raise ValueError("no load/convert records to aggregate")
     table = []
-    for (dataset, fmt), group in _group(records, lambda r: (r.dataset, r.format)).items():
+    for (dataset, fmt), group in group_by(records, ("dataset", "format")).items():
         total = summarize([r.total_s for r in group], noise_iqr_ratio, outlier_factor)
         first = group[0]
         table.append(LoadCell(
@@ -75,7 +51,7 @@ def aggregate_load_convert(
             noisy=total["noisy"],
             noise_reasons=tuple(total["noise_reasons"]),
             mb_per_s=first.file_bytes / total["median"] / 1e6,
-            contaminated=_contaminated(group, foreign_cpu_share, loadavg_rise),
+            contaminated=contaminated_repeats(group, foreign_cpu_share, loadavg_rise),
         ))
     return tuple(table)
 
@@ -94,7 +70,7 @@ def aggregate_transfers(jobs: Sequence[TransferJob]) -> TransferTable:
                          "transfers to aggregate")
     copies: list[CopyTiming] = [copy for job in jobs for copy in job.copies]
     table = []
-    for (what, direction, memory), group in _group(copies, lambda c: (c.what, c.direction, c.memory)).items():
+    for (what, direction, memory), group in group_by(copies, ("what", "direction", "memory")).items():
         seconds = summarize([c.seconds for c in group])
         table.append(CopyCell(
             what=what,

@@ -13,6 +13,8 @@ from accel_choice.analyze import costmodel, stats, theory
 from accel_choice.analyze.aggregate import contamination
 from accel_choice.analyze.costmodel import BreakEvenCurve, CostModel
 from accel_choice.analyze.fullpath import pageable_copy
+from accel_choice.records.loads import TransferTable, VisibleDevices
+from accel_choice.records.training import TrainingCell
 from accel_choice.records.planner import (
     BreakEvenSummary,
     CurveRow,
@@ -106,10 +108,7 @@ def grid_points(grid: Sequence[GridRecord], noise_iqr_ratio: float, outlier_fact
 
 
 def _busy(record: GridRecord, foreign_cpu_share: float, loadavg_rise: float) -> bool:
-    # aggregate.contamination (the training family's) reads a timing record as a dict for now.
-    seen = {"foreign_cpu_share": record.foreign_cpu_share, "loadavg_before": record.loadavg_before,
-            "loadavg_after": record.loadavg_after}
-    return bool(contamination(seen, foreign_cpu_share, loadavg_rise))
+    return bool(contamination(record, foreign_cpu_share, loadavg_rise))
 
 
 def device_models(points: Sequence[FitPoint], gpu_assumed: Mapping[str, float]) -> dict[str, CostModel]:
@@ -228,42 +227,37 @@ def scenario_rows(plan: Scenario) -> list[dict[str, Any]]:
 # copies and start-up) and env/devices.json (the device probe).
 
 
-def benchmark_points(train_table: Sequence[Mapping[str, Any]], rows: int, features: int, hidden: int) -> list[FitPoint]:
+def benchmark_points(train_table: Sequence[TrainingCell], rows: int, features: int, hidden: int) -> list[FitPoint]:
     """The main benchmark's fast-path fp32 cells (CPU on the host, GPU resident) as extra fit points."""
-    points = []
-    for r in train_table:
-        if r["loader"] == "fastpath" and r["precision"] == "fp32" and r["placement"] in ("host", "resident"):
-            points.append(FitPoint(device=r["device"], source="benchmark", rows=rows, features=features, hidden=hidden,
-                                   batch_size=r["batch_size"], epoch_s=r["epoch_s_median"],
-                                   epoch_s_min=r["epoch_s_min"], epoch_s_max=r["epoch_s_max"],
-                                   repeats=r["repeats"], noisy=r["noisy"],
-                                   busy_repeats=len(r.get("contaminated") or [])))
-    return points
+    return [FitPoint(device=r.device, source="benchmark", rows=rows, features=features, hidden=hidden,
+                     batch_size=r.batch_size, epoch_s=r.epoch_s_median, epoch_s_min=r.epoch_s_min,
+                     epoch_s_max=r.epoch_s_max, repeats=r.repeats, noisy=r.noisy, busy_repeats=len(r.contaminated))
+            for r in train_table
+            if r.loader == "fastpath" and r.precision == "fp32" and r.placement in ("host", "resident")]
 
 
-def fastpath_cpu_seconds(train_table: Sequence[Mapping[str, Any]]) -> dict[int, float]:
+def fastpath_cpu_seconds(train_table: Sequence[TrainingCell]) -> dict[int, float]:
     """The median CPU fast-path epoch per batch size (the FLOP check's achieved rate)."""
-    return {r["batch_size"]: r["epoch_s_median"] for r in train_table
-            if r["device"] == "cpu" and r["loader"] == "fastpath"}
+    return {r.batch_size: r.epoch_s_median for r in train_table if r.device == "cpu" and r.loader == "fastpath"}
 
 
-def gpu_startup_seconds(transfers: Mapping[str, Any] | None, assumed_s: float) -> tuple[float, str]:
+def gpu_startup_seconds(transfers: TransferTable | None, assumed_s: float) -> tuple[float, str]:
     """The measured CUDA context start-up (median over the transfer jobs), else the configured assumption."""
-    if transfers and transfers.get("context_startup_s"):
-        return transfers["context_startup_s"]["median"], "measured"
+    if transfers:
+        return transfers.context_startup_s.median, "measured"
     return assumed_s, "assumed"
 
 
-def host_to_device_bytes_per_s(transfers: dict[str, Any] | None, assumed_gb_s: float) -> tuple[float, str]:
+def host_to_device_bytes_per_s(transfers: TransferTable | None, assumed_gb_s: float) -> tuple[float, str]:
     """The measured pageable host→device bandwidth of the benchmark matrix, else the configured assumption."""
     row = pageable_copy(transfers, "matrix", "host_to_device")
-    if row is not None:
-        return row["gb_per_s"] * 1e9, "measured"
+    if row is not None and row.gb_per_s is not None:
+        return row.gb_per_s * 1e9, "measured"
     return assumed_gb_s * 1e9, "assumed"
 
 
-def gpu_memory_bytes(probe: Mapping[str, Any], assumed_gb: float) -> tuple[int, str]:
+def gpu_memory_bytes(probe: VisibleDevices, assumed_gb: float) -> tuple[int, str]:
     """The probed GPU's memory, else the configured assumption, and where it came from."""
-    if probe.get("cuda_devices"):
-        return probe["cuda_devices"][0]["total_memory_bytes"], "measured"
+    if probe.cuda_devices:
+        return probe.cuda_devices[0].total_memory_bytes, "measured"
     return int(assumed_gb * GB), "assumed (planner.gpu_assumed.memory_gb)"

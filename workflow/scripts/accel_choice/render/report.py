@@ -9,8 +9,10 @@ from typing import Any
 from accel_choice.records.decision import DataTable, Decision, TheoryTable
 from accel_choice.records.environment import EnvironmentReport
 from accel_choice.records.loads import LoadCell, TransferTable, VisibleDevices
+from accel_choice.records.northstar import GradientVariance, SeedLimits, TimeToTarget
+from accel_choice.records.planner import BreakEvenTable, CostModelTable, FlopCheck, Scenario
 from accel_choice.records.resources import ResourceTable
-from accel_choice.records.training import NonFiniteRun, TrainingCell
+from accel_choice.records.training import FullPathRow, NonFiniteRun, TrainingCell
 from accel_choice.render import archive, data, northstar, planner
 from accel_choice.render import decision as decision_words
 from accel_choice.render.formatting import cell_flags, ms, number, table
@@ -33,18 +35,18 @@ class ReportInputs:
     accelerator: str = "auto"
     probe: VisibleDevices | None = None  # what the device probe saw
     transfers: TransferTable | None = None  # aggregated transfer timings, when a GPU was measured
-    selection: Any | None = None  # time-to-target result with per-run rows
-    seed_limits: Any | None = None
-    gradient_variance: Any | None = None
+    selection: TimeToTarget | None = None  # time-to-target result with per-run rows
+    seed_limits: SeedLimits | None = None
+    gradient_variance: GradientVariance | None = None
     resources: ResourceTable | None = None  # tables/resources.json
-    cost_model: Any | None = None  # tables/cost_model.json
-    break_even: Any | None = None  # tables/break_even.json
-    flop_check: Any | None = None  # tables/flop_check.json
-    scenario: Any | None = None  # tables/scenario.json
+    cost_model: CostModelTable | None = None  # tables/cost_model.json
+    break_even: BreakEvenTable | None = None  # tables/break_even.json
+    flop_check: FlopCheck | None = None  # tables/flop_check.json
+    scenario: Scenario | None = None  # tables/scenario.json
     provenance: dict[str, Any] | None = None  # workflow commit and the invocation that made this report
 
 
-def _cpu_section(train_table: Sequence[dict[str, Any]]) -> str:
+def _cpu_section(train_table: Sequence[TrainingCell]) -> str:
     train_table = [r for r in train_table if r.device == "cpu"]
     rows = [
         (
@@ -71,7 +73,7 @@ def _cpu_section(train_table: Sequence[dict[str, Any]]) -> str:
     )
 
 
-def _full_path_section(rows: Sequence[dict[str, Any]]) -> str:
+def _full_path_section(rows: Sequence[FullPathRow]) -> str:
     body = [
         (r.device, r.format, r.precision, r.placement, r.loader, r.batch_size, ms(r.load_s),
          ms(r.convert_s), ms(r.transfer_s), ms(r.train_s), ms(r.eval_s), ms(r.total_s),
@@ -153,7 +155,7 @@ def _theory_section(theory_table: TheoryTable) -> str:
     )
 
 
-def _scaler_words(row: dict[str, Any]) -> str:
+def _scaler_words(row: NonFiniteRun) -> str:
     if row.precision != "fp16":
         return ""
     return " + GradScaler" if row.grad_scaler else " without GradScaler"
