@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accel_choice.records.training import VARIANT_KEYS
+from accel_choice import records
 from accel_choice.io import envinfo
 from accel_choice.io.folder_checks import FULL_PATH_METRIC, TRAINING_METRICS, variant_name
 from accel_choice.io.results_folder import CPU_TABLE, GPU_TABLE, MANIFEST, PROVENANCE, ManifestCheck, ResultsFolder
@@ -74,8 +75,14 @@ class Comparison:
 # ---------------------------------------------------------------- matching rows
 
 
-def variant_key(row: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(row[key] for key in VARIANT_KEYS)
+def variant_key(row: Any) -> tuple[Any, ...]:
+    """The VARIANT_KEYS values of a training cell, a full-path row or a comparison row."""
+    return tuple(_get(row, key) for key in VARIANT_KEYS)
+
+
+def _get(row: Any, key: str) -> Any:
+    # Training cells and full-path rows are records; the comparison's own rows are dicts (comparison.json).
+    return row[key] if isinstance(row, dict) else getattr(row, key)
 
 
 def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -85,7 +92,7 @@ def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def choose_full_path_format(a: ResultsFolder, b: ResultsFolder) -> str | None:
-    common = {r["format"] for r in a.full_path} & {r["format"] for r in b.full_path}
+    common = {r.format for r in a.full_path} & {r.format for r in b.full_path}
     if PREFERRED_FORMAT in common:
         return PREFERRED_FORMAT
     return min(common) if common else None
@@ -112,8 +119,8 @@ def _metric_columns(name: str, a: Sequence[float] | None, b: Sequence[float] | N
     return columns
 
 
-def _values(row: dict[str, Any] | None, keys: Sequence[str]) -> tuple[float, float, float] | None:
-    return None if row is None else (row[keys[0]], row[keys[1]], row[keys[2]])
+def _values(row: Any | None, keys: Sequence[str]) -> tuple[float, float, float] | None:
+    return None if row is None else (getattr(row, keys[0]), getattr(row, keys[1]), getattr(row, keys[2]))
 
 
 def time_wording(a: float | None, b: float | None, label_a: str, label_b: str) -> str:
@@ -131,8 +138,8 @@ def time_wording(a: float | None, b: float | None, label_a: str, label_b: str) -
 def comparison_rows(a: ResultsFolder, b: ResultsFolder, fmt: str | None) -> list[dict[str, Any]]:
     train_a = {variant_key(r): r for r in a.training}
     train_b = {variant_key(r): r for r in b.training}
-    path_a = {variant_key(r): r for r in a.full_path if r["format"] == fmt}
-    path_b = {variant_key(r): r for r in b.full_path if r["format"] == fmt}
+    path_a = {variant_key(r): r for r in a.full_path if r.format == fmt}
+    path_b = {variant_key(r): r for r in b.full_path if r.format == fmt}
     keys = sorted(set(train_a) | set(train_b), key=_sort_key)
     return [_row(key, train_a.get(key), train_b.get(key), path_a.get(key), path_b.get(key), fmt, a.label, b.label)
             for key in keys]
@@ -146,22 +153,22 @@ def _row(key: tuple[Any, ...], ta: dict[str, Any] | None, tb: dict[str, Any] | N
     name, *keys = FULL_PATH_METRIC
     row["full_path_format"] = fmt
     row.update(_metric_columns(name, _values(pa, keys), _values(pb, keys)))
-    row["startup_s_a"] = pa.get("startup_s") if pa else None
-    row["startup_s_b"] = pb.get("startup_s") if pb else None
+    row["startup_s_a"] = pa.startup_s if pa else None
+    row["startup_s_b"] = pb.startup_s if pb else None
     row["epoch_comparison"] = time_wording(row["epoch_s_a"], row["epoch_s_b"], label_a, label_b)
     row["full_path_comparison"] = time_wording(row["full_path_s_a"], row["full_path_s_b"], label_a, label_b)
-    row["noisy_a"] = bool(ta["noisy"]) if ta else None
-    row["noisy_b"] = bool(tb["noisy"]) if tb else None
+    row["noisy_a"] = ta.noisy if ta else None
+    row["noisy_b"] = tb.noisy if tb else None
     return row
 
 
 def fastest_full_path(a: ResultsFolder, b: ResultsFolder) -> dict[str, Any]:
     """Each side's fastest full path per epoch over every format and variant (the laptop-vs-server question)."""
-    best = {side: min(folder.full_path, key=lambda r: r["total_s"], default=None) for side, folder in (("a", a), ("b", b))}
+    best = {side: min(folder.full_path, key=lambda r: r.total_s, default=None) for side, folder in (("a", a), ("b", b))}
     summary: dict[str, Any] = {side: None if row is None else {
-        "variant": variant_name(row), "format": row["format"], "batch_size": row["batch_size"],
-        "total_s": row["total_s"], "startup_s": row.get("startup_s")} for side, row in best.items()}
-    totals = [row["total_s"] if row else None for row in best.values()]
+        "variant": variant_name(row), "format": row.format, "batch_size": row.batch_size,
+        "total_s": row.total_s, "startup_s": row.startup_s} for side, row in best.items()}
+    totals = [row.total_s if row else None for row in best.values()]
     summary["ratio_b_over_a"] = _ratio(*totals)
     summary["comparison"] = time_wording(*totals, a.label, b.label)
     return summary
@@ -171,11 +178,11 @@ def fastest_full_path(a: ResultsFolder, b: ResultsFolder) -> dict[str, Any]:
 
 
 def _environment_record(folder: ResultsFolder) -> dict[str, Any]:
-    collected = folder.environment.get("collect_env") or {}
+    collected = folder.environment.collect_env
     return {
-        "quick": folder.environment["quick"],
+        "quick": {k: v for k, v in records.to_json(folder.environment.quick).items() if k not in records.HEADER},
         "collect_env": {key: collected.get(key) for key in COLLECT_ENV_KEYS} | {"cpu_model": _lscpu_model(collected)},
-        "training_threads": sorted({t for row in folder.training for t in _as_list(row.get("threads"))}),
+        "training_threads": sorted({t for row in folder.training for t in row.threads}),
     }
 
 
@@ -184,12 +191,6 @@ def _lscpu_model(collected: dict[str, Any]) -> str | None:
         if line.startswith("Model name:"):
             return line.split(":", 1)[1].strip()
     return None
-
-
-def _as_list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 def _difference_rows(records: tuple[dict[str, Any], dict[str, Any]]) -> list[dict[str, Any]]:
@@ -209,20 +210,21 @@ def config_differences(a: ResultsFolder, b: ResultsFolder) -> list[dict[str, Any
 # ---------------------------------------------------------------- warnings
 
 
-def _cells(rows: Iterable[dict[str, Any]], limit: int = 4, with_format: bool = False) -> str:
-    names = [f"{variant_name(r)} B={r['batch_size']}" + (f" ({r['format']})" if with_format else "") for r in rows]
+def _cells(rows: Iterable[Any], limit: int = 4, with_format: bool = False) -> str:
+    names = [f"{variant_name(r)} B={_get(r, 'batch_size')}" + (f" ({_get(r, 'format')})" if with_format else "")
+             for r in rows]
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def noise_warnings(side: ResultsFolder) -> list[str]:
     warnings = []
-    noisy = [r for r in side.training if r["noisy"]]
+    noisy = [r for r in side.training if r.noisy]
     if noisy:
         warnings.append(f"{side.label}: {len(noisy)} of {len(side.training)} training cells are flagged noisy "
                         f"(repeats disagree: IQR/median or an outlier repeat): {_cells(noisy)}; their ratios are uncertain.")
-    busy = [r for r in side.training if r.get("contaminated")]
+    busy = [r for r in side.training if r.contaminated]
     if busy:
-        repeats = sum(len(r["contaminated"]) for r in busy)
+        repeats = sum(len(r.contaminated) for r in busy)
         warnings.append(f"{side.label}: {repeats} repeat(s) in {len(busy)} training cell(s) ran on a busy machine "
                         f"(other processes' CPU or a rising load average): {_cells(busy)}.")
     if side.non_finite:
@@ -231,7 +233,7 @@ def noise_warnings(side: ResultsFolder) -> list[str]:
     # A full-path row is noisy when its training cell is; those cells are named above, so only the
     # full-path rows of cells whose training row is not flagged are warned about here.
     flagged = {variant_key(r) for r in noisy}
-    noisy_paths = [r for r in side.full_path if r.get("noisy") and variant_key(r) not in flagged]
+    noisy_paths = [r for r in side.full_path if r.noisy and variant_key(r) not in flagged]
     if noisy_paths:
         warnings.append(f"{side.label}: {len(noisy_paths)} full-path row(s) are flagged noisy although their training "
                         f"cell is not (load/convert repeats disagree): {_cells(noisy_paths, with_format=True)}.")
@@ -251,7 +253,7 @@ def config_warnings(differences: Sequence[dict[str, Any]], label_a: str, label_b
 
 
 def batch_size_warnings(a: ResultsFolder, b: ResultsFolder) -> list[str]:
-    sizes_a, sizes_b = ({r["batch_size"] for r in side.training} for side in (a, b))
+    sizes_a, sizes_b = ({r.batch_size for r in side.training} for side in (a, b))
     return [f"Batch size(s) {', '.join(map(str, sorted(only)))} were measured only in {label}: their rows have no ratios."
             for only, label in ((sizes_a - sizes_b, a.label), (sizes_b - sizes_a, b.label)) if only]
 
@@ -272,7 +274,7 @@ def environment_warnings(a: ResultsFolder, b: ResultsFolder) -> list[str]:
     if threads[0] != threads[1]:
         warnings.append(f"The timing jobs ran with different torch thread counts ({a.label}: {shown(threads[0])}, "
                         f"{b.label}: {shown(threads[1])}): CPU times differ for that reason alone.")
-    torch = [side.environment["quick"].get("torch_version") for side in (a, b)]
+    torch = [side.environment.quick.torch_version for side in (a, b)]
     if torch[0] != torch[1]:
         same_release = str(torch[0]).split("+")[0] == str(torch[1]).split("+")[0]
         kind = "the same release in different builds" if same_release else "different releases"
@@ -348,13 +350,13 @@ def side_summary(side: ResultsFolder) -> dict[str, Any]:
         "workflow_dirty": (provenance.get("workflow") or _fallback_workflow(side)).get("dirty"),
         "commit_source": source,
         "snakemake_version": provenance.get("snakemake_version")
-        or (side.environment["quick"].get("packages") or {}).get("snakemake"),
+        or side.environment.quick.packages.get("snakemake"),
         "created": provenance.get("created"),
         "command_line": provenance.get("command_line"),
         "working_directory": provenance.get("working_directory"),
         "host": (provenance.get("invocation") or {}).get("host"),
-        "verdict": (side.verdict or {}).get("device"),
-        "verdict_claim": (side.verdict or {}).get("claim"),
+        "verdict": side.verdict.device if side.verdict else None,
+        "verdict_outcome": side.verdict.outcome if side.verdict else None,
         "cpu_rows": len(side.training) - len(side.gpu_rows),
         "gpu_rows": len(side.gpu_rows),
         "manifest": _manifest_status(side.manifest),
@@ -362,7 +364,11 @@ def side_summary(side: ResultsFolder) -> dict[str, Any]:
 
 
 def _fallback_workflow(side: ResultsFolder) -> dict[str, Any]:
-    return (side.table_environment or {}).get("workflow") or side.environment["quick"].get("workflow") or {}
+    """The workflow record of the aggregation job (or, failing a commit there, of the environment job)."""
+    for environment in (side.table_environment, side.environment.quick):
+        if environment.workflow.commit:
+            return records.to_json(environment.workflow)
+    return records.to_json(side.table_environment.workflow)
 
 
 def _commit(side: ResultsFolder) -> tuple[str | None, str | None]:

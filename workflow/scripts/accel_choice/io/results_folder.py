@@ -1,31 +1,35 @@
-"""Reading an archived results/ folder for the comparison: its tables, environment, provenance and
-manifest, each value checked on the way in (folder_checks) so a damaged record stops the command
-with the file, row and field named, before anything is written.
+"""Reading an archived results/ folder for the comparison: its records (training tables, decision,
+environment), configuration, provenance and manifest. Every record is checked as it is read, so a
+damaged value stops the command with the file and the field named, before anything is written.
 """
 
 from __future__ import annotations
 
-import csv
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
-from accel_choice.io import folder_checks as checks
+from accel_choice import records
 from accel_choice.io import atomic, manifest
-from accel_choice.io.folder_checks import NotAResultsFolder, incomplete
+from accel_choice.io.folder_checks import DamagedRecord, NotAResultsFolder, incomplete, object_document
+from accel_choice.records.decision import Decision, FullPathTable, Verdict
+from accel_choice.records.environment import Environment, EnvironmentReport
+from accel_choice.records.training import FullPathRow, NonFiniteRun, TrainingCell, TrainingTable
+
+R = TypeVar("R")
 
 MANIFEST = manifest.MANIFEST_NAME
 CONFIG = "config.yaml"
 CPU_TABLE = "tables/cpu_training.json"
 GPU_TABLE = "tables/gpu_training.json"
 DECISION = "tables/decision.json"
-FULL_PATH_CSV = "tables/full_path.csv"
+FULL_PATH = "tables/full_path.json"
 ENVIRONMENT = "env/collect_env.json"
 PROVENANCE = "provenance.json"
+
 
 @dataclass(frozen=True)
 class ManifestCheck:
@@ -45,70 +49,79 @@ class ResultsFolder:
     label: str
     path: Path
     config: dict[str, Any]
-    training: list[dict[str, Any]]  # CPU rows, then GPU rows when the folder has them
-    non_finite: list[dict[str, Any]]
-    full_path: list[dict[str, Any]]
-    environment: dict[str, Any]  # env/collect_env.json: {"collect_env", "quick", ...}
-    table_environment: dict[str, Any] | None  # the aggregation job's quick record in cpu_training.json
-    verdict: dict[str, Any] | None
+    training: list[TrainingCell]  # CPU cells, then GPU cells when the folder has them
+    non_finite: list[NonFiniteRun]
+    full_path: list[FullPathRow]
+    environment: EnvironmentReport
+    table_environment: Environment  # the aggregation job's record in cpu_training.json
+    verdict: Verdict | None
     provenance: dict[str, Any] | None
     has_gpu_table: bool
     manifest: ManifestCheck
 
     @property
-    def gpu_rows(self) -> list[dict[str, Any]]:
-        return [row for row in self.training if row["device"] != "cpu"]
+    def gpu_rows(self) -> list[TrainingCell]:
+        return [row for row in self.training if row.device != "cpu"]
 
 
 # ---------------------------------------------------------------- loading
 
 
 def load_results(path: str | os.PathLike[str], label: str) -> ResultsFolder:
-    """Read one results folder; raise NotAResultsFolder naming the first missing or bad file.
-
-    Every value the comparison computes with is checked first (`compare_checks`): a bad one is a DamagedRecord,
-    a NotAResultsFolder that names the file, the row and the field.
-    """
+    """Read one results folder; raise NotAResultsFolder naming the first missing or bad file (a DamagedRecord,
+    naming the field too, for a value no run writes)."""
     folder = Path(path)
     if not folder.is_dir():
         raise NotAResultsFolder(f"{folder}: no such folder (expected an accel-choice results/ folder)")
-    cpu = _json(folder, CPU_TABLE, checks.training_document)
-    if not cpu["table"]:
+    cpu = _record(folder, CPU_TABLE, TrainingTable)
+    if not cpu.table:
         raise incomplete(folder, CPU_TABLE, "has no rows")
     has_gpu_table = (folder / GPU_TABLE).exists()
-    gpu = _json(folder, GPU_TABLE, checks.training_document) if has_gpu_table else {"table": [], "non_finite": []}
-    decision = _json(folder, DECISION, checks.decision_document) if (folder / DECISION).exists() else None
+    gpu = _record(folder, GPU_TABLE, TrainingTable) if has_gpu_table else None
+    decision = _record(folder, DECISION, Decision) if (folder / DECISION).exists() else None
+    if decision is not None:
+        full_path = list(decision.full_path)
+    elif (folder / FULL_PATH).exists():
+        full_path = list(_record(folder, FULL_PATH, FullPathTable).rows)
+    else:
+        raise incomplete(folder, FULL_PATH, f"missing, and there is no {DECISION} either")
     return ResultsFolder(
         label=label,
         path=folder,
         config=_config(folder),
-        training=cpu["table"] + gpu["table"],
-        non_finite=list(cpu.get("non_finite") or []) + list(gpu.get("non_finite") or []),
-        full_path=_full_path(folder, decision),
-        environment=_json(folder, ENVIRONMENT, checks.environment_document),
-        table_environment=cpu.get("environment") if isinstance(cpu.get("environment"), dict) else None,
-        verdict=decision.get("verdict") if decision else None,
-        provenance=_json(folder, PROVENANCE, checks.object_document) if (folder / PROVENANCE).exists() else None,
+        training=[*cpu.table, *(gpu.table if gpu else ())],
+        non_finite=[*cpu.non_finite, *(gpu.non_finite if gpu else ())],
+        full_path=full_path,
+        environment=_record(folder, ENVIRONMENT, EnvironmentReport),
+        table_environment=cpu.environment,
+        verdict=decision.verdict if decision else None,
+        provenance=_provenance(folder),
         has_gpu_table=has_gpu_table,
         manifest=verify_manifest(folder),
     )
 
 
-def _read_json(folder: Path, name: str) -> Any:
+def _record(folder: Path, name: str, cls: type[R]) -> R:
     if not (folder / name).is_file():
         raise incomplete(folder, name)
     try:
-        return atomic.read_json(folder / name)
+        return records.read(cls, folder / name)
+    except records.RecordError as err:
+        # An archived folder is compared as it is: the workflow's advice to delete and re-run does not apply.
+        message = str(err).removesuffix(f"; {records.RERUN}").removesuffix(f": {records.RERUN}")
+        raise DamagedRecord(message) from None
+
+
+def _provenance(folder: Path) -> dict[str, Any] | None:
+    if not (folder / PROVENANCE).exists():
+        return None
+    try:
+        document = atomic.read_json(folder / PROVENANCE)
     except ValueError as err:
         raise NotAResultsFolder(str(err).replace("; delete it and re-run the workflow", "")) from err
     except OSError as err:
-        raise NotAResultsFolder(f"{folder / name}: cannot be read ({err.strerror})") from err
-
-
-def _json(folder: Path, name: str, check: Callable[[Any, Path, str], None]) -> Any:
-    """A JSON document of the folder, after `check` (one of compare_checks' document checks) accepted it."""
-    document = _read_json(folder, name)
-    check(document, folder, name)
+        raise NotAResultsFolder(f"{folder / PROVENANCE}: cannot be read ({err.strerror})") from err
+    object_document(document, folder, PROVENANCE)
     return document
 
 
@@ -121,45 +134,8 @@ def _config(folder: Path) -> dict[str, Any]:
         raise NotAResultsFolder(f"{folder / CONFIG}: not valid YAML ({' '.join(str(err).split())})") from err
     except OSError as err:
         raise NotAResultsFolder(f"{folder / CONFIG}: cannot be read ({err.strerror})") from err
-    checks.object_document(config, folder, CONFIG)
+    object_document(config, folder, CONFIG)
     return config
-
-
-def _full_path(folder: Path, decision: dict[str, Any] | None) -> list[dict[str, Any]]:
-    if decision and isinstance(decision.get("full_path"), list):
-        return decision["full_path"]  # checked with decision.json
-    if not (folder / FULL_PATH_CSV).is_file():
-        raise incomplete(folder, FULL_PATH_CSV, f"missing, and there is no full_path in {DECISION} either")
-    rows = _read_csv(folder, FULL_PATH_CSV)
-    checks.full_path_rows(rows, folder, FULL_PATH_CSV)
-    return rows
-
-
-def _read_csv(folder: Path, name: str) -> list[dict[str, Any]]:
-    try:
-        with open(folder / name, newline="", encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle))
-    except (UnicodeDecodeError, csv.Error) as err:
-        raise NotAResultsFolder(f"{folder / name}: not a valid CSV table ({err})") from err
-    except OSError as err:
-        raise NotAResultsFolder(f"{folder / name}: cannot be read ({err.strerror})") from err
-    for number, row in enumerate(rows):
-        if None in row:  # csv.DictReader's key for cells beyond the header
-            raise incomplete(folder, name, f"row {number} has more cells than the header")
-    return [{key: _csv_value(value) for key, value in row.items()} for row in rows]
-
-
-def _csv_value(text: str | None) -> Any:
-    if text is None:  # a row shorter than the header
-        return None
-    if text in ("True", "False"):
-        return text == "True"
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return None if text == "" else text
 
 
 # ---------------------------------------------------------------- manifest
