@@ -26,20 +26,9 @@ from accel_choice.records.northstar import GradientVariance, NorthstarHistory, N
 pytestmark = pytest.mark.workflow
 
 REPO = Path(__file__).resolve().parents[1]
-TINY = {
-    "seed": 7,
-    "data": {"benchmark": {"rows": 256, "features": 8, "noise": 0.2}, "northstar": {"rows": 200, "late_rate": 0.2}},
-    "model": {"hidden": 8, "lr": 0.001},
-    # threads 1 while torch would default to this machine's core count: the records must follow the rule.
-    # Parquet only: the CSV path is covered by the unit tests, and six fewer jobs keep the suite short.
-    "timing": {"batch_sizes": [16, 64], "repeats": 3, "warmup_steps": 5, "load_passes": 2, "threads": 1,
-               "formats": ["parquet"]},
-    "selection": {"batch_sizes": [16, 64], "max_epochs": 30, "seeds": 3, "seed_batch_size": 16},
-    "gradient_variance": {"batch_sizes": [1, 16, 64], "draws": 200},
-    # 16 small workloads: enough for the cost model's three terms and its leave-one-out check.
-    "planner": {"grid": {"rows": [128, 256], "features": [4, 16], "hidden": [8, 32], "batch_sizes": [16, 64]},
-                "warmup_steps": 3},
-}
+# The tiny configuration of the tests and CI, kept where the Snakemake workflow catalog expects it:
+# `snakemake --cores 2 --directory .test` runs it by hand.
+TINY = yaml.safe_load((REPO / ".test/config/config.yaml").read_text())
 TINY_SPLIT = {"train": 0.6, "val": 0.2, "test": 0.2}  # the schema's default selection.split
 
 
@@ -339,7 +328,7 @@ def _rules_of_scripts() -> dict[str, str]:
     return found
 
 
-@pytest.mark.parametrize("module", ["measure/contention.py", "analyze/stats.py", "render/plots.py"])
+@pytest.mark.parametrize("module", ["measure/contention.py", "analyze/stats.py", "render/decision.py"])
 def test_editing_a_module_reruns_exactly_the_rules_whose_scripts_import_it(finished: Path, tmp_path: Path,
                                                                            module: str) -> None:
     from accel_choice.io import imports
@@ -630,6 +619,18 @@ def test_lint_is_clean() -> None:
                             capture_output=True, text=True, cwd=REPO, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr
+
+
+def test_the_test_config_runs_from_its_catalog_folder(tmp_path: Path) -> None:
+    """`snakemake --directory .test` (the Snakemake workflow catalog's convention) reads .test/config/config.yaml
+    as the workflow's own config: a dry run in a copy of the checkout plans the whole tiny DAG there."""
+    checkout = _checkout(tmp_path / "checkout")
+    result = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "2", "--directory", ".test"],
+                            capture_output=True, text=True, cwd=checkout, timeout=300)
+    plan = planned_jobs(result)
+    assert plan["time_cpu_training"] == len(TINY["timing"]["batch_sizes"]) * TINY["timing"]["repeats"]
+    assert plan["time_load_convert"] == 2 * len(TINY["timing"]["formats"]) * TINY["timing"]["repeats"]
+    assert not (checkout / "results").exists()
 
 
 def test_snakemake_report_builds_html_with_the_figure(finished: Path) -> None:
