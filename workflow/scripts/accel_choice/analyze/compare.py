@@ -15,9 +15,9 @@ from typing import Any
 
 from accel_choice.records.training import VARIANT_KEYS
 from accel_choice import records
-from accel_choice.io import envinfo
+from accel_choice.io import envinfo, paths
 from accel_choice.io.folder_checks import FULL_PATH_METRIC, TRAINING_METRICS, variant_name
-from accel_choice.io.results_folder import CPU_TABLE, GPU_TABLE, MANIFEST, PROVENANCE, ManifestCheck, ResultsFolder
+from accel_choice.io.results_folder import ManifestCheck, ResultsFolder
 
 PREFERRED_FORMAT = "parquet"
 
@@ -286,24 +286,24 @@ def environment_warnings(a: ResultsFolder, b: ResultsFolder) -> list[str]:
 def manifest_warnings(side: ResultsFolder) -> list[str]:
     check = side.manifest
     if not check.present:
-        return [f"{side.label} has no {MANIFEST}: cannot verify that nothing was edited since the run."]
+        return [f"{side.label} has no {paths.MANIFEST}: cannot verify that nothing was edited since the run."]
     if check.verified:
         return []
     if check.result is None:
-        return [f"{side.label}: {MANIFEST} cannot be checked ({check.error}); its results may have been edited."]
+        return [f"{side.label}: {paths.MANIFEST} cannot be checked ({check.error}); its results may have been edited."]
     found: dict[str, list[str]] = {}
     for what, name in check.result.problems():
         found.setdefault(what, []).append(name)
     problems = [f"{len(names)} {what} ({', '.join(names[:3])}{', …' if len(names) > 3 else ''})"
                 for what, names in found.items()]
-    return [f"{side.label}: {MANIFEST} does not verify: {'; '.join(problems)}; its results may have been edited."]
+    return [f"{side.label}: {paths.MANIFEST} does not verify: {'; '.join(problems)}; its results may have been edited."]
 
 
 def gpu_warnings(a: ResultsFolder, b: ResultsFolder) -> list[str]:
     without = [side for side in (a, b) if not side.gpu_rows]
     if len(without) == 2:
         return ["Neither side has GPU rows: the comparison covers CPU rows only."]
-    return [f"{side.label} has no GPU rows ({'no ' + GPU_TABLE if not side.has_gpu_table else 'its GPU table is empty'}): "
+    return [f"{side.label} has no GPU rows ({'no ' + paths.GPU_TABLE if not side.has_gpu_table else 'its GPU table is empty'}): "
             "only CPU rows are matched across the two folders, and the other side's GPU rows are listed "
             "as present on one side only."
             for side in without]
@@ -318,7 +318,7 @@ def provenance_warnings(side: ResultsFolder) -> list[str]:
     commits = distinct_record_commits(provenance.get("record_commits"))
     if len(commits) > 1 or provenance.get("mixed_commits"):
         warnings.append(f"{side.label}: its records come from more than one workflow version "
-                        f"({', '.join(commits) or 'provenance.json says mixed_commits'}): a mixed manifest.")
+                        f"({', '.join(commits) or paths.PROVENANCE + ' says mixed_commits'}): a mixed manifest.")
     return warnings
 
 
@@ -374,9 +374,9 @@ def _fallback_workflow(side: ResultsFolder) -> dict[str, Any]:
 def _commit(side: ResultsFolder) -> tuple[str | None, str | None]:
     commit = ((side.provenance or {}).get("workflow") or {}).get("commit")
     if commit:
-        return commit, PROVENANCE
+        return commit, paths.PROVENANCE
     commit = _fallback_workflow(side).get("commit")
-    return (commit, f"environment record in {CPU_TABLE}") if commit else (None, None)
+    return (commit, f"environment record in {paths.CPU_TABLE}") if commit else (None, None)
 
 
 def _manifest_status(check: ManifestCheck) -> str:
