@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 import compare_results
-from accel_choice.analyze import aggregate, compare, decision, fullpath, loads
+from accel_choice.analyze import aggregate, compare, compare_match, compare_warnings, decision, fullpath, loads
 from accel_choice.io import atomic, folder_checks, manifest, paths, results_folder
 from accel_choice.records.decision import Decision, FullPathTable
 from accel_choice.records.environment import Environment, Workflow
@@ -205,7 +205,7 @@ def test_rows_are_matched_on_the_real_variant_keys(tmp_path):
     real_keys = set(json.loads((folder / paths.CPU_TABLE).read_text())["table"][0])
     assert set(VARIANT_KEYS) <= real_keys
     assert {tuple(r[k] for k in VARIANT_KEYS) for r in result.rows} == {
-        compare.variant_key(r) for r in results_folder.load_results(folder, "x").training}
+        compare_match.variant_key(r) for r in results_folder.load_results(folder, "x").training}
 
 
 # ---------------------------------------------------------------- ratios and wording
@@ -227,11 +227,11 @@ def test_ratios_are_b_over_a_and_the_wording_names_the_faster_side(tmp_path):
 
 
 def test_time_wording_for_missing_sides():
-    assert compare.time_wording(1.0, None, "laptop", "server") == "only in laptop"
-    assert compare.time_wording(None, 1.0, "laptop", "server") == "only in server"
-    assert compare.time_wording(0.3, 0.1, "laptop", "server") == "server 3× faster than laptop"
-    assert compare.time_wording(0.1, 0.3, "laptop", "server") == "laptop 3× faster than server"
-    assert compare.time_wording(1.002, 1.0, "laptop", "server") == "server 1.0020× faster than laptop"
+    assert compare_match.time_wording(1.0, None, "laptop", "server") == "only in laptop"
+    assert compare_match.time_wording(None, 1.0, "laptop", "server") == "only in server"
+    assert compare_match.time_wording(0.3, 0.1, "laptop", "server") == "server 3× faster than laptop"
+    assert compare_match.time_wording(0.1, 0.3, "laptop", "server") == "laptop 3× faster than server"
+    assert compare_match.time_wording(1.002, 1.0, "laptop", "server") == "server 1.0020× faster than laptop"
 
 
 def test_fastest_full_path_compares_across_devices(tmp_path):
@@ -371,7 +371,7 @@ def test_edited_missing_and_extra_files_fail_the_manifest(tmp_path):
     check = results_folder.verify_manifest(folder)
     assert (check.result.changed, check.result.missing, check.result.added) == (
         ("REPORT.md",), (paths.GPU_TABLE,), ("notes.txt",))
-    warning = compare.manifest_warnings(results_folder.load_results(folder, "laptop"))
+    warning = compare_warnings.manifest_warnings(results_folder.load_results(folder, "laptop"))
     assert len(warning) == 1 and "MANIFEST.sha256 does not verify" in warning[0] and "REPORT.md" in warning[0]
     assert "1 added (notes.txt)" in warning[0]
 
@@ -392,7 +392,7 @@ def test_a_listed_file_replaced_by_a_link_fails_the_manifest(tmp_path):
     copy.write_bytes((folder / "REPORT.md").read_bytes())
     (folder / "REPORT.md").unlink()
     (folder / "REPORT.md").symlink_to(copy)
-    warning = compare.manifest_warnings(results_folder.load_results(folder, "laptop"))
+    warning = compare_warnings.manifest_warnings(results_folder.load_results(folder, "laptop"))
     assert len(warning) == 1 and "1 symbolic link (not followed) (REPORT.md)" in warning[0]
 
 
@@ -402,7 +402,7 @@ def test_manifest_lines_leaving_the_folder_or_repeated_cannot_be_checked(tmp_pat
         handle.write(f"{'0' * 64}  ../outside.txt\nnot a manifest line\n")
     check = results_folder.verify_manifest(folder)
     assert not check.verified and check.result is None and "not a sha256sum line" in check.error
-    warning = compare.manifest_warnings(results_folder.load_results(folder, "laptop"))
+    warning = compare_warnings.manifest_warnings(results_folder.load_results(folder, "laptop"))
     assert len(warning) == 1 and "MANIFEST.sha256 cannot be checked" in warning[0] and "and 1 more line" in warning[0]
 
 
@@ -437,8 +437,8 @@ def test_provenance_fills_the_header_and_every_key_is_optional(tmp_path):
 
 
 def test_record_commits_may_be_a_list():
-    assert compare.distinct_record_commits(["a", "b", "a"]) == ["a", "b"]
-    assert compare.distinct_record_commits(None) == []
+    assert compare_warnings.distinct_record_commits(["a", "b", "a"]) == ["a", "b"]
+    assert compare_warnings.distinct_record_commits(None) == []
 
 
 def test_full_path_is_read_from_its_table_when_there_is_no_decision(tmp_path):

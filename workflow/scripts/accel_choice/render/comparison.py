@@ -13,7 +13,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from accel_choice.records.training import VARIANT_KEYS  # noqa: E402
-from accel_choice.analyze.compare import Comparison, shown  # noqa: E402
+from accel_choice.analyze.compare import Comparison  # noqa: E402
+from accel_choice.analyze.compare_warnings import shown  # noqa: E402
 from accel_choice.io import atomic, paths, tables  # noqa: E402
 from accel_choice.io.folder_checks import variant_name  # noqa: E402
 from accel_choice.render.formatting import ms, save_figure, table  # noqa: E402
