@@ -55,5 +55,5 @@ include: "workflow/rules/archive.smk"
 rule all:
     input:
         MADE_FILES,
-        "results/provenance.json",
-        "results/MANIFEST.sha256",
+        results(paths.PROVENANCE),
+        results(paths.MANIFEST),

@@ -15,14 +15,12 @@ from accel_choice.records.planner import (
     FitPoint,
     FlopCheck,
     FlopRow,
-    GridJob,
-    GridRecord,
     ModelRow,
     Residual,
     Scenario,
     ScenarioModelled,
-    Workload,
 )
+from accel_choice.records.grid import GridJob, GridRecord, Workload
 from accel_choice.records.training import Invariants
 
 SHA = "0" * 64

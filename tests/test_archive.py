@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from accel_choice.io import atomic, manifest, provenance
+from accel_choice.io import atomic, manifest, paths, provenance
 
 COMMIT_A = "a" * 40
 COMMIT_B = "b" * 40
@@ -39,7 +39,7 @@ def _results(tmp_path):
 
 
 def _sha256sum_check(root):
-    return subprocess.run(["sha256sum", "--check", "--quiet", manifest.MANIFEST_NAME], cwd=root,
+    return subprocess.run(["sha256sum", "--check", "--quiet", paths.MANIFEST], cwd=root,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -80,8 +80,8 @@ def test_record_commits_finds_nested_workflow_entries_and_skips_damaged_files(tm
     atomic.write_json(unknown, {"quick": {"workflow": {"commit": None, "dirty": False}}})
     (tmp_path / "damaged.json").write_text('{"workflow": ')
     (tmp_path / "no_commit.json").write_text(json.dumps({"workflow": {"name": "x"}, "rows": [1, 2]}))
-    paths = sorted(tmp_path.glob("*.json"))
-    seen = provenance.record_commits(paths)
+    files = sorted(tmp_path.glob("*.json"))
+    seen = provenance.record_commits(files)
     assert seen == {COMMIT_A: [str(clean)], f"{COMMIT_B} (dirty)": [str(nested)], "unknown": [str(unknown)]}
 
 
@@ -168,7 +168,7 @@ def test_walk_never_follows_a_symbolic_link(tmp_path):
 
 def test_inventory_tells_this_configurations_files_from_everything_else(tmp_path):
     root = _with_leftovers(tmp_path)
-    atomic.write_text(root / manifest.MANIFEST_NAME, "")
+    atomic.write_text(root / paths.MANIFEST, "")
     found = manifest.inventory(root, MADE)
     assert found.made == ("REPORT.md", "benchmarks/generate_benchmark.tsv", "config.yaml", "data/x.bin",
                           "env/collect_env.json", "logs/generate_benchmark.log",
@@ -186,10 +186,10 @@ def test_seal_vouches_for_this_configurations_files_and_lists_the_rest(tmp_path,
     monkeypatch.setenv(provenance.INVOCATION_VARIABLE, provenance.invocation_record(ARGV, str(tmp_path), "9.27.1"))
     root = _with_leftovers(tmp_path)
     record, found = manifest.seal(root, MADE, {"commit": COMMIT_A, "dirty": False})
-    listed = manifest.read_manifest(root / manifest.MANIFEST_NAME)
-    assert sorted(listed) == sorted([*found.made]) and manifest.PROVENANCE_NAME in listed
+    listed = manifest.read_manifest(root / paths.MANIFEST)
+    assert sorted(listed) == sorted([*found.made]) and paths.PROVENANCE in listed
     assert "timing/cpu/bs64.rep1.json" not in listed and "elsewhere" not in listed
-    written = json.loads((root / manifest.PROVENANCE_NAME).read_text())
+    written = json.loads((root / paths.PROVENANCE).read_text())
     assert written == record
     files = record["files"]
     assert files["made_by_this_configuration"] == len(found.made) - 1  # provenance.json is added after counting
@@ -216,13 +216,13 @@ def _sealed(tmp_path):
 
 def test_manifest_lines_are_in_sha256sum_format(tmp_path):
     root = _sealed(tmp_path)
-    lines = (root / manifest.MANIFEST_NAME).read_text().splitlines()
+    lines = (root / paths.MANIFEST).read_text().splitlines()
     assert len(lines) == 8  # the seven files and provenance.json
     digest, name = lines[0].split("  ", 1)
     assert (digest, name) == (atomic.sha256_file(root / "REPORT.md"), "REPORT.md")
-    assert manifest.read_manifest(root / manifest.MANIFEST_NAME) == {
+    assert manifest.read_manifest(root / paths.MANIFEST) == {
         entry.path: atomic.sha256_file(root / entry.path) for entry in manifest.walk(root)
-        if entry.path != manifest.MANIFEST_NAME}
+        if entry.path != paths.MANIFEST}
     assert manifest.verify(root) == manifest.Verification(listed=8)
 
 
@@ -235,14 +235,14 @@ def test_file_names_with_line_breaks_other_than_newline_round_trip(tmp_path):
         (root / name).write_text("odd\n")
     manifest.seal(root, [*MADE, *names], {"commit": None, "dirty": None})
     assert _sha256sum_check(root).returncode == 0
-    assert set(names) <= set(manifest.read_manifest(root / manifest.MANIFEST_NAME))
+    assert set(names) <= set(manifest.read_manifest(root / paths.MANIFEST))
     assert manifest.verify(root).matches
 
 
 @needs_sha256sum
 def test_a_manifest_with_crlf_line_ends_still_verifies(tmp_path):
     root = _sealed(tmp_path)
-    manifest_file = root / manifest.MANIFEST_NAME
+    manifest_file = root / paths.MANIFEST
     manifest_file.write_bytes(manifest_file.read_bytes().replace(b"\n", b"\r\n"))
     assert _sha256sum_check(root).returncode == 0
     assert manifest.verify(root).matches
@@ -254,8 +254,8 @@ def test_a_made_file_name_sha256sum_would_escape_is_refused(tmp_path, name):
     (root / name).write_text("x\n")
     with pytest.raises(ValueError, match="sha256sum format"):
         manifest.seal(root, [*MADE, name], {"commit": None, "dirty": None})
-    assert not (root / manifest.MANIFEST_NAME).exists()
-    assert not [p for p in root.iterdir() if p.name.startswith(f".{manifest.MANIFEST_NAME}")]
+    assert not (root / paths.MANIFEST).exists()
+    assert not [p for p in root.iterdir() if p.name.startswith(f".{paths.MANIFEST}")]
 
 
 def test_such_a_name_among_files_we_did_not_make_is_listed_in_provenance(tmp_path):
@@ -267,7 +267,7 @@ def test_such_a_name_among_files_we_did_not_make_is_listed_in_provenance(tmp_pat
 
 
 def test_read_manifest_rejects_a_malformed_line_naming_its_number(tmp_path):
-    manifest_file = tmp_path / manifest.MANIFEST_NAME
+    manifest_file = tmp_path / paths.MANIFEST
     manifest_file.write_text(f"{'0' * 64}  a.txt\n{'1' * 64}  b.txt\nnot a checksum line\n")
     with pytest.raises(manifest.ManifestError, match=r"MANIFEST\.sha256, line 3: not a sha256sum line .*'not a checksum line'"):
         manifest.read_manifest(manifest_file)
@@ -279,7 +279,7 @@ def test_read_manifest_rejects_a_malformed_line_naming_its_number(tmp_path):
 
 @pytest.mark.parametrize("digests", [("0", "0"), ("0", "1")], ids=["same digest", "other digest"])
 def test_read_manifest_rejects_a_path_listed_twice(tmp_path, digests):
-    manifest_file = tmp_path / manifest.MANIFEST_NAME
+    manifest_file = tmp_path / paths.MANIFEST
     manifest_file.write_text(f"{digests[0] * 64}  a.txt\n{'2' * 64}  b.txt\n{digests[1] * 64} *./a.txt\n")
     with pytest.raises(manifest.ManifestError, match=r"line 3: lists a\.txt again \(first on line 1\)"):
         manifest.read_manifest(manifest_file)
@@ -287,7 +287,7 @@ def test_read_manifest_rejects_a_path_listed_twice(tmp_path, digests):
 
 @pytest.mark.parametrize("name", ["../outside.txt", "/etc/passwd", "tables/../../outside.txt"])
 def test_read_manifest_rejects_a_path_leaving_the_folder(tmp_path, name):
-    manifest_file = tmp_path / manifest.MANIFEST_NAME
+    manifest_file = tmp_path / paths.MANIFEST
     manifest_file.write_text(f"{'0' * 64}  {name}\n")
     with pytest.raises(manifest.ManifestError, match="line 1"):
         manifest.read_manifest(manifest_file)
@@ -295,7 +295,7 @@ def test_read_manifest_rejects_a_path_leaving_the_folder(tmp_path, name):
 
 def test_read_manifest_accepts_binary_mode_and_dot_slash_lines(tmp_path):
     # `find . -type f -exec sha256sum -b {} +` writes "<hex> *./name".
-    manifest_file = tmp_path / manifest.MANIFEST_NAME
+    manifest_file = tmp_path / paths.MANIFEST
     manifest_file.write_text(f"{'A' * 64} *./tables/x.json\n{'b' * 64}  y.txt\n\n")
     assert manifest.read_manifest(manifest_file) == {"tables/x.json": "a" * 64, "y.txt": "b" * 64}
 
@@ -327,7 +327,7 @@ def _folder_swapped_for_a_link(root, tmp_path):
 
 def _append_line(text):
     def mutate(root, tmp_path):
-        with open(root / manifest.MANIFEST_NAME, "a", encoding="utf-8") as handle:
+        with open(root / paths.MANIFEST, "a", encoding="utf-8") as handle:
             handle.write(text(root))
     return mutate
 
@@ -373,7 +373,7 @@ VERIFY_CASES = [
     ("malformed line", _append_line(lambda root: "this is not a checksum line\n"), True, "ManifestError"),
     ("path outside the folder", _append_line(lambda root: f"{atomic.sha256_file('/etc/hostname')}  ../../../../../etc/hostname\n"),
      None, "ManifestError"),
-    ("empty manifest", lambda root, tmp_path: (root / manifest.MANIFEST_NAME).write_text(""), False, "ManifestError"),
+    ("empty manifest", lambda root, tmp_path: (root / paths.MANIFEST).write_text(""), False, "ManifestError"),
     ("late files written after the manifest", _write("snakemake-report.html"), True, []),
 ]
 
@@ -408,12 +408,12 @@ def test_foreign_files_listed_in_provenance_are_checked_too(tmp_path):
 def test_an_edited_provenance_list_is_not_trusted(tmp_path):
     root = _with_leftovers(tmp_path)
     manifest.seal(root, MADE, {"commit": COMMIT_A, "dirty": False})
-    record = json.loads((root / manifest.PROVENANCE_NAME).read_text())
+    record = json.loads((root / paths.PROVENANCE).read_text())
     record["files"]["not_made_by_this_configuration"].append({"path": "planted.txt", "kind": "file", "sha256": "0" * 64})
-    (root / manifest.PROVENANCE_NAME).write_text(json.dumps(record))
+    (root / paths.PROVENANCE).write_text(json.dumps(record))
     (root / "planted.txt").write_text("x")
     result = manifest.verify(root)
-    assert result.changed == (manifest.PROVENANCE_NAME,)
+    assert result.changed == (paths.PROVENANCE,)
     assert "planted.txt" in result.added and "timing/cpu/bs64.rep1.json" in result.added
 
 
@@ -438,10 +438,10 @@ def test_verify_results_exit_codes_and_messages(tmp_path):
     assert done.returncode == 1
     assert done.stdout.splitlines() == ["missing: config.yaml", "added: .dot", "added: tables/link (symbolic link)"]
     assert "does NOT match its manifest" in done.stderr
-    with open(root / manifest.MANIFEST_NAME, "a") as handle:
+    with open(root / paths.MANIFEST, "a") as handle:
         handle.write("garbage\n")
     done = _verify_cli(root)
     assert done.returncode == 2 and "line 11: not a sha256sum line" in done.stderr
-    (root / manifest.MANIFEST_NAME).unlink()
+    (root / paths.MANIFEST).unlink()
     done = _verify_cli(root)
     assert done.returncode == 2 and "cannot verify" in done.stderr and "MANIFEST.sha256" in done.stderr

@@ -23,8 +23,8 @@ import pytest
 import yaml
 
 import compare_results
-from accel_choice.analyze import aggregate, compare, decision, fullpath, loads
-from accel_choice.io import atomic, folder_checks, manifest, results_folder
+from accel_choice.analyze import aggregate, compare, compare_match, compare_warnings, decision, fullpath, loads
+from accel_choice.io import atomic, folder_checks, manifest, paths, results_folder
 from accel_choice.records.decision import Decision, FullPathTable
 from accel_choice.records.environment import Environment, Workflow
 from accel_choice.records.loads import LoadCell, TransferTable
@@ -132,25 +132,25 @@ def make_results(root: Path, name: str, *, scale: float = 1.0, batch_sizes=(32, 
     folder = root / name
     quick = quick or QUICK
     cpu = _table(_cpu_records(batch_sizes, scale, noisy, busy, threads), quick)
-    atomic.write_record(folder / results_folder.CPU_TABLE, cpu)
+    atomic.write_record(folder / paths.CPU_TABLE, cpu)
     train_table, transfers = list(cpu.table), None
     if gpu:
         gpu_table = _table(_gpu_records(batch_sizes, non_finite), quick)
-        atomic.write_record(folder / results_folder.GPU_TABLE, gpu_table)
+        atomic.write_record(folder / paths.GPU_TABLE, gpu_table)
         train_table, transfers = train_table + list(gpu_table.table), _transfers()
     full_path = fullpath.full_path(train_table, _load_table(noisy_csv_load), transfers)
     if full_path_in_decision:
-        atomic.write_record(folder / results_folder.DECISION, Decision(
+        atomic.write_record(folder / paths.DECISION, Decision(
             verdict=decision.verdict(train_table, full_path, quick, WIDTHS, rows=ROWS, host_memory_bytes=2**34),
             sheet=decision.decision_sheet(train_table, _load_table(), quick, WIDTHS, batch_sizes, transfers=transfers),
             full_path=tuple(full_path), gpu_memory=decision.gpu_memory(train_table, WIDTHS, ROWS), environment=quick))
     else:
-        atomic.write_record(folder / results_folder.FULL_PATH, FullPathTable(rows=tuple(full_path)))
-    atomic.write_record(folder / results_folder.ENVIRONMENT, environment_report(quick, **COLLECT_ENV))
-    atomic.write_text(folder / results_folder.CONFIG, yaml.safe_dump(config or CONFIG, sort_keys=False))
+        atomic.write_record(folder / paths.FULL_PATH, FullPathTable(rows=tuple(full_path)))
+    atomic.write_record(folder / paths.ENVIRONMENT, environment_report(quick, **COLLECT_ENV))
+    atomic.write_text(folder / paths.CONFIG, yaml.safe_dump(config or CONFIG, sort_keys=False))
     atomic.write_text(folder / "REPORT.md", "# report\n")
     if provenance is not None:
-        atomic.write_json(folder / results_folder.PROVENANCE, provenance)
+        atomic.write_json(folder / paths.PROVENANCE, provenance)
     if manifest:
         write_manifest(folder)
     return folder
@@ -158,9 +158,9 @@ def make_results(root: Path, name: str, *, scale: float = 1.0, batch_sizes=(32, 
 
 def write_manifest(folder: Path) -> None:
     """What `cd folder && find . -type f ! -name MANIFEST.sha256 | sed 's|^./||' | xargs sha256sum` writes."""
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != results_folder.MANIFEST and not p.name.startswith("."))
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != paths.MANIFEST and not p.name.startswith("."))
     lines = [f"{atomic.sha256_file(p)}  {p.relative_to(folder).as_posix()}" for p in files]
-    (folder / results_folder.MANIFEST).write_text("\n".join(lines) + "\n")
+    (folder / paths.MANIFEST).write_text("\n".join(lines) + "\n")
 
 
 def _compare(a: Path, b: Path, label_a: str = "laptop", label_b: str = "server") -> compare.Comparison:
@@ -202,10 +202,10 @@ def test_a_folder_against_itself_gives_ratio_one_and_no_config_warning(tmp_path)
 def test_rows_are_matched_on_the_real_variant_keys(tmp_path):
     folder = make_results(tmp_path, "run", gpu=True)
     result = _compare(folder, folder)
-    real_keys = set(json.loads((folder / results_folder.CPU_TABLE).read_text())["table"][0])
+    real_keys = set(json.loads((folder / paths.CPU_TABLE).read_text())["table"][0])
     assert set(VARIANT_KEYS) <= real_keys
     assert {tuple(r[k] for k in VARIANT_KEYS) for r in result.rows} == {
-        compare.variant_key(r) for r in results_folder.load_results(folder, "x").training}
+        compare_match.variant_key(r) for r in results_folder.load_results(folder, "x").training}
 
 
 # ---------------------------------------------------------------- ratios and wording
@@ -227,11 +227,11 @@ def test_ratios_are_b_over_a_and_the_wording_names_the_faster_side(tmp_path):
 
 
 def test_time_wording_for_missing_sides():
-    assert compare.time_wording(1.0, None, "laptop", "server") == "only in laptop"
-    assert compare.time_wording(None, 1.0, "laptop", "server") == "only in server"
-    assert compare.time_wording(0.3, 0.1, "laptop", "server") == "server 3× faster than laptop"
-    assert compare.time_wording(0.1, 0.3, "laptop", "server") == "laptop 3× faster than server"
-    assert compare.time_wording(1.002, 1.0, "laptop", "server") == "server 1.0020× faster than laptop"
+    assert compare_match.time_wording(1.0, None, "laptop", "server") == "only in laptop"
+    assert compare_match.time_wording(None, 1.0, "laptop", "server") == "only in server"
+    assert compare_match.time_wording(0.3, 0.1, "laptop", "server") == "server 3× faster than laptop"
+    assert compare_match.time_wording(0.1, 0.3, "laptop", "server") == "laptop 3× faster than server"
+    assert compare_match.time_wording(1.002, 1.0, "laptop", "server") == "server 1.0020× faster than laptop"
 
 
 def test_fastest_full_path_compares_across_devices(tmp_path):
@@ -366,12 +366,12 @@ def test_manifest_that_verifies_gives_no_warning(tmp_path):
 def test_edited_missing_and_extra_files_fail_the_manifest(tmp_path):
     folder = make_results(tmp_path, "run", gpu=True)
     (folder / "REPORT.md").write_text("# edited\n")
-    (folder / results_folder.GPU_TABLE).unlink()
+    (folder / paths.GPU_TABLE).unlink()
     (folder / "notes.txt").write_text("added later\n")
     check = results_folder.verify_manifest(folder)
     assert (check.result.changed, check.result.missing, check.result.added) == (
-        ("REPORT.md",), (results_folder.GPU_TABLE,), ("notes.txt",))
-    warning = compare.manifest_warnings(results_folder.load_results(folder, "laptop"))
+        ("REPORT.md",), (paths.GPU_TABLE,), ("notes.txt",))
+    warning = compare_warnings.manifest_warnings(results_folder.load_results(folder, "laptop"))
     assert len(warning) == 1 and "MANIFEST.sha256 does not verify" in warning[0] and "REPORT.md" in warning[0]
     assert "1 added (notes.txt)" in warning[0]
 
@@ -392,23 +392,23 @@ def test_a_listed_file_replaced_by_a_link_fails_the_manifest(tmp_path):
     copy.write_bytes((folder / "REPORT.md").read_bytes())
     (folder / "REPORT.md").unlink()
     (folder / "REPORT.md").symlink_to(copy)
-    warning = compare.manifest_warnings(results_folder.load_results(folder, "laptop"))
+    warning = compare_warnings.manifest_warnings(results_folder.load_results(folder, "laptop"))
     assert len(warning) == 1 and "1 symbolic link (not followed) (REPORT.md)" in warning[0]
 
 
 def test_manifest_lines_leaving_the_folder_or_repeated_cannot_be_checked(tmp_path):
     folder = make_results(tmp_path, "run")
-    with open(folder / results_folder.MANIFEST, "a") as handle:
+    with open(folder / paths.MANIFEST, "a") as handle:
         handle.write(f"{'0' * 64}  ../outside.txt\nnot a manifest line\n")
     check = results_folder.verify_manifest(folder)
     assert not check.verified and check.result is None and "not a sha256sum line" in check.error
-    warning = compare.manifest_warnings(results_folder.load_results(folder, "laptop"))
+    warning = compare_warnings.manifest_warnings(results_folder.load_results(folder, "laptop"))
     assert len(warning) == 1 and "MANIFEST.sha256 cannot be checked" in warning[0] and "and 1 more line" in warning[0]
 
 
 def test_manifest_written_by_find_and_sha256sum_in_binary_mode_verifies(tmp_path):
     folder = make_results(tmp_path, "run")
-    manifest_file = folder / results_folder.MANIFEST
+    manifest_file = folder / paths.MANIFEST
     manifest_file.write_text("".join(line.replace("  ", " *./", 1) + "\n" for line in manifest_file.read_text().splitlines()))
     assert results_folder.verify_manifest(folder).verified
 
@@ -437,8 +437,8 @@ def test_provenance_fills_the_header_and_every_key_is_optional(tmp_path):
 
 
 def test_record_commits_may_be_a_list():
-    assert compare.distinct_record_commits(["a", "b", "a"]) == ["a", "b"]
-    assert compare.distinct_record_commits(None) == []
+    assert compare_warnings.distinct_record_commits(["a", "b", "a"]) == ["a", "b"]
+    assert compare_warnings.distinct_record_commits(None) == []
 
 
 def test_full_path_is_read_from_its_table_when_there_is_no_decision(tmp_path):
@@ -448,7 +448,7 @@ def test_full_path_is_read_from_its_table_when_there_is_no_decision(tmp_path):
     assert results_folder.load_results(from_table, "a").verdict is None
 
 
-@pytest.mark.parametrize("name", [results_folder.CONFIG, results_folder.CPU_TABLE, results_folder.ENVIRONMENT])
+@pytest.mark.parametrize("name", [paths.CONFIG, paths.CPU_TABLE, paths.ENVIRONMENT])
 def test_a_folder_without_a_required_file_is_refused_naming_it(tmp_path, name):
     folder = make_results(tmp_path, "run")
     (folder / name).unlink()
@@ -458,31 +458,31 @@ def test_a_folder_without_a_required_file_is_refused_naming_it(tmp_path, name):
 
 def test_a_folder_without_decision_or_full_path_table_is_refused_naming_both(tmp_path):
     folder = make_results(tmp_path, "run")
-    (folder / results_folder.DECISION).unlink()
+    (folder / paths.DECISION).unlink()
     with pytest.raises(folder_checks.NotAResultsFolder, match=r"full_path\.json: missing, and there is no tables/decision"):
         results_folder.load_results(folder, "a")
 
 
 def test_an_empty_cpu_table_is_refused(tmp_path):
     folder = make_results(tmp_path, "run")
-    atomic.write_record(folder / results_folder.CPU_TABLE, TrainingTable(table=(), non_finite=(), environment=QUICK))
+    atomic.write_record(folder / paths.CPU_TABLE, TrainingTable(table=(), non_finite=(), environment=QUICK))
     with pytest.raises(folder_checks.NotAResultsFolder, match="cpu_training.json: has no rows"):
         results_folder.load_results(folder, "a")
 
 
 def test_a_damaged_table_is_refused_naming_it(tmp_path):
     folder = make_results(tmp_path, "run")
-    (folder / results_folder.CPU_TABLE).write_text('{"table": [')
+    (folder / paths.CPU_TABLE).write_text('{"table": [')
     with pytest.raises(folder_checks.NotAResultsFolder, match="cpu_training.json: not valid JSON"):
         results_folder.load_results(folder, "a")
 
 
 def test_a_table_from_before_records_had_versions_is_refused_naming_the_schema(tmp_path):
     folder = make_results(tmp_path, "run")
-    _edit_json(folder, results_folder.CPU_TABLE, lambda document: [document.pop(k) for k in ("schema", "schema_version")])
+    _edit_json(folder, paths.CPU_TABLE, lambda document: [document.pop(k) for k in ("schema", "schema_version")])
     with pytest.raises(folder_checks.DamagedRecord) as refused:
         results_folder.load_results(folder, "a")
-    assert str(refused.value) == (f"{folder / results_folder.CPU_TABLE}: has no schema (written by a workflow before "
+    assert str(refused.value) == (f"{folder / paths.CPU_TABLE}: has no schema (written by a workflow before "
                                   f"records were versioned); this workflow reads {TrainingTable.SCHEMA} version "
                                   f"{TrainingTable.VERSION}")
 
@@ -536,18 +536,18 @@ def _assert_as_it_was(out: Path, before: dict[str, tuple[bytes | None, int]] | N
 ], ids=["negative", "zero", "nan", "inf", "string", "bool", "null"])
 def test_a_bad_epoch_time_exits_2_naming_file_row_and_field_and_leaves_out_as_it_was(tmp_path, capsys, value, shown):
     good, bad = make_results(tmp_path, "laptop"), make_results(tmp_path, "server")
-    _edit_json(bad, results_folder.CPU_TABLE, _set("table", 1, "epoch_s_median", value))
+    _edit_json(bad, paths.CPU_TABLE, _set("table", 1, "epoch_s_median", value))
     out = tmp_path / "cmp"
     before = _old_outputs(out)
     assert compare_results.main([str(good), str(bad), "--out", str(out)]) == 2
-    assert capsys.readouterr().err == f"error: {bad / results_folder.CPU_TABLE}: {shown}\n"
+    assert capsys.readouterr().err == f"error: {bad / paths.CPU_TABLE}: {shown}\n"
     _assert_as_it_was(out, before)
 
 
 @pytest.mark.parametrize("in_decision", [True, False], ids=["decision.json", "full_path.json"])
 def test_a_bad_full_path_total_exits_2_naming_file_row_and_field(tmp_path, capsys, in_decision):
     good, bad = make_results(tmp_path, "laptop"), make_results(tmp_path, "server", full_path_in_decision=in_decision)
-    name, part = (results_folder.DECISION, "full_path") if in_decision else (results_folder.FULL_PATH, "rows")
+    name, part = (paths.DECISION, "full_path") if in_decision else (paths.FULL_PATH, "rows")
     _edit_json(bad, name, _set(part, 2, "total_s", -0.5))
     out = tmp_path / "cmp"
     before = _old_outputs(out)
@@ -559,14 +559,14 @@ def test_a_bad_full_path_total_exits_2_naming_file_row_and_field(tmp_path, capsy
 
 def test_a_bad_samples_per_s_exits_2_from_the_script(tmp_path, repo):
     good, bad = make_results(tmp_path, "laptop", gpu=True), make_results(tmp_path, "server", gpu=True)
-    _edit_json(bad, results_folder.GPU_TABLE, _set("table", 0, "samples_per_s", -3.0))
+    _edit_json(bad, paths.GPU_TABLE, _set("table", 0, "samples_per_s", -3.0))
     out = tmp_path / "cmp"
     before = _old_outputs(out)
     script = repo / "workflow" / "scripts" / "compare_results.py"
     done = subprocess.run([sys.executable, str(script), str(good), str(bad), "--out", str(out)],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == (f"error: {bad / results_folder.GPU_TABLE}: table[0].samples_per_s: Input should be greater "
+    assert done.stderr == (f"error: {bad / paths.GPU_TABLE}: table[0].samples_per_s: Input should be greater "
                            "than 0 (found -3.0)\n")
     _assert_as_it_was(out, before)
 
@@ -575,34 +575,34 @@ ORDER = "does not hold: a damaged record"
 
 
 @pytest.mark.parametrize("name, part, row, key, value, message", [
-    (results_folder.CPU_TABLE, "table", 1, "epoch_s_min", 1.0,
+    (paths.CPU_TABLE, "table", 1, "epoch_s_min", 1.0,
      f"table[1]: Value error, epoch_s_min 1.0 <= epoch_s_median 0.04 <= epoch_s_max 0.0404 {ORDER}"),
-    (results_folder.CPU_TABLE, "table", 1, "epoch_s_max", 0.001, "epoch_s_median 0.04 <= epoch_s_max 0.001 " + ORDER),
-    (results_folder.CPU_TABLE, "table", 1, "samples_per_s_max", 1.0,
+    (paths.CPU_TABLE, "table", 1, "epoch_s_max", 0.001, "epoch_s_median 0.04 <= epoch_s_max 0.001 " + ORDER),
+    (paths.CPU_TABLE, "table", 1, "samples_per_s_max", 1.0,
      "samples_per_s 51200.0 <= samples_per_s_max 1.0 " + ORDER),
-    (results_folder.CPU_TABLE, "table", 1, "batch_size", True,
+    (paths.CPU_TABLE, "table", 1, "batch_size", True,
      "table[1].batch_size: Input should be a valid integer (found True)"),
-    (results_folder.CPU_TABLE, "table", 1, "batch_size", 32.0,
+    (paths.CPU_TABLE, "table", 1, "batch_size", 32.0,
      "table[1].batch_size: Input should be a valid integer (found 32.0)"),
-    (results_folder.CPU_TABLE, "table", 1, "batch_size", 0,
+    (paths.CPU_TABLE, "table", 1, "batch_size", 0,
      "table[1].batch_size: Input should be greater than or equal to 1 (found 0)"),
-    (results_folder.CPU_TABLE, "table", 1, "loader", ["fastpath"], "table[1].loader: Input should be a valid string"),
-    (results_folder.CPU_TABLE, "table", 1, "device", None, "table[1].device: Input should be a valid string (found None)"),
-    (results_folder.CPU_TABLE, "table", 1, "noisy", "no", "table[1].noisy: Input should be a valid boolean (found 'no')"),
-    (results_folder.CPU_TABLE, "table", 1, "noisy", 0, "table[1].noisy: Input should be a valid boolean (found 0)"),
-    (results_folder.CPU_TABLE, "table", 1, "threads", ["1"],
+    (paths.CPU_TABLE, "table", 1, "loader", ["fastpath"], "table[1].loader: Input should be a valid string"),
+    (paths.CPU_TABLE, "table", 1, "device", None, "table[1].device: Input should be a valid string (found None)"),
+    (paths.CPU_TABLE, "table", 1, "noisy", "no", "table[1].noisy: Input should be a valid boolean (found 'no')"),
+    (paths.CPU_TABLE, "table", 1, "noisy", 0, "table[1].noisy: Input should be a valid boolean (found 0)"),
+    (paths.CPU_TABLE, "table", 1, "threads", ["1"],
      "table[1].threads[0]: Input should be a valid integer (found '1')"),
-    (results_folder.CPU_TABLE, "table", 1, "contaminated", 2,
+    (paths.CPU_TABLE, "table", 1, "contaminated", 2,
      "table[1].contaminated: Input should be a valid array (found 2)"),
-    (results_folder.CPU_TABLE, "table", 1, "epoch_s_iqr", math.nan, "holds NaN, which no record writes"),
-    (results_folder.CPU_TABLE, "table", 1, "gpu_speedup", 2.0, "table[1].gpu_speedup: Unexpected keyword argument"),
-    (results_folder.DECISION, "full_path", 2, "startup_s", -0.1,
+    (paths.CPU_TABLE, "table", 1, "epoch_s_iqr", math.nan, "holds NaN, which no record writes"),
+    (paths.CPU_TABLE, "table", 1, "gpu_speedup", 2.0, "table[1].gpu_speedup: Unexpected keyword argument"),
+    (paths.DECISION, "full_path", 2, "startup_s", -0.1,
      "full_path[2].startup_s: Input should be greater than or equal to 0 (found -0.1)"),
-    (results_folder.DECISION, "full_path", 2, "total_min_s", 9.0, "full_path[2]: Value error, total_min_s 9.0 <= total_s"),
-    (results_folder.DECISION, "full_path", 2, "format", 7, "full_path[2].format: Input should be a valid string (found 7)"),
-    (results_folder.DECISION, "full_path", 2, "noisy", "yes",
+    (paths.DECISION, "full_path", 2, "total_min_s", 9.0, "full_path[2]: Value error, total_min_s 9.0 <= total_s"),
+    (paths.DECISION, "full_path", 2, "format", 7, "full_path[2].format: Input should be a valid string (found 7)"),
+    (paths.DECISION, "full_path", 2, "noisy", "yes",
      "full_path[2].noisy: Input should be a valid boolean (found 'yes')"),
-    (results_folder.ENVIRONMENT, "quick", 0, "logical_cores", math.inf, "holds Infinity, which no record writes"),
+    (paths.ENVIRONMENT, "quick", 0, "logical_cores", math.inf, "holds Infinity, which no record writes"),
 ])
 def test_a_damaged_value_is_refused_naming_the_file_and_the_field(tmp_path, name, part, row, key, value, message):
     folder = make_results(tmp_path, "run")
@@ -617,12 +617,12 @@ def test_a_damaged_value_is_refused_naming_the_file_and_the_field(tmp_path, name
 
 def test_a_bad_non_finite_run_and_a_bad_verdict_are_refused(tmp_path):
     folder = make_results(tmp_path, "run", gpu=True, non_finite=True)
-    _edit_json(folder, results_folder.GPU_TABLE, _set("non_finite", 0, "batch_size", "32"))
+    _edit_json(folder, paths.GPU_TABLE, _set("non_finite", 0, "batch_size", "32"))
     with pytest.raises(folder_checks.DamagedRecord, match=r"gpu_training\.json: non_finite\[0\]\.batch_size: Input should "
                                                           r"be a valid integer \(found '32'\)$"):
         results_folder.load_results(folder, "a")
     folder = make_results(tmp_path, "other")
-    _edit_json(folder, results_folder.DECISION, lambda d: d.__setitem__("verdict", "GPU"))
+    _edit_json(folder, paths.DECISION, lambda d: d.__setitem__("verdict", "GPU"))
     with pytest.raises(folder_checks.DamagedRecord, match=r"decision\.json: verdict: Input should be an object "
                                                           r"\(found 'GPU'\)$"):
         results_folder.load_results(folder, "a")
@@ -630,7 +630,7 @@ def test_a_bad_non_finite_run_and_a_bad_verdict_are_refused(tmp_path):
 
 def test_nan_in_the_config_is_refused_naming_the_key(tmp_path):
     folder = make_results(tmp_path, "run", config=_with(CONFIG, "model.lr", math.nan))
-    assert "lr: .nan" in (folder / results_folder.CONFIG).read_text()
+    assert "lr: .nan" in (folder / paths.CONFIG).read_text()
     with pytest.raises(folder_checks.DamagedRecord, match=r"config\.yaml: model\.lr is NaN; expected a finite number"):
         results_folder.load_results(folder, "a")
 
@@ -638,7 +638,7 @@ def test_nan_in_the_config_is_refused_naming_the_key(tmp_path):
 def test_a_missing_field_is_refused_naming_it_and_counting_the_rest(tmp_path):
     """No field is optional by absence: a row without `threads` is a record of another version or a damaged one."""
     folder = make_results(tmp_path, "run")
-    _edit_json(folder, results_folder.CPU_TABLE, lambda document: [row.pop("threads") for row in document["table"]])
+    _edit_json(folder, paths.CPU_TABLE, lambda document: [row.pop("threads") for row in document["table"]])
     with pytest.raises(folder_checks.DamagedRecord, match=r"cpu_training\.json: table\[0\]\.threads: Field required "
                                                           r"and 3 more problem\(s\)$"):
         results_folder.load_results(folder, "a")
@@ -718,7 +718,7 @@ def test_figure_with_rows_on_one_side_only_and_no_common_format(tmp_path):
 def test_cli_exits_2_with_one_line_naming_the_missing_file(tmp_path, capsys):
     good = make_results(tmp_path, "good")
     bad = make_results(tmp_path, "bad")
-    (bad / results_folder.ENVIRONMENT).unlink()
+    (bad / paths.ENVIRONMENT).unlink()
     assert compare_results.main([str(good), str(bad), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "env/collect_env.json: missing" in err

@@ -19,7 +19,8 @@ from accel_choice.io import atomic, envinfo
 from accel_choice.analyze.costmodel import BreakEvenCurve
 from accel_choice.measure import grid
 from accel_choice.records.loads import SecondsSpread
-from accel_choice.records.planner import GridJob, Scenario, ScenarioModelled, Workload, grid_workloads
+from accel_choice.records.grid import GridJob, Workload, grid_workloads
+from accel_choice.records.planner import Scenario, ScenarioModelled
 
 GIB = 1 << 30
 SCENARIO = {"rows": 50_000_000, "features": 256, "hidden": 128, "batch_size": 512, "bandwidth_gb_s": 8}
@@ -342,7 +343,7 @@ def test_break_even_summary_names_a_gpu_that_is_faster_only_at_the_small_end():
 
 
 def test_a_grid_record_has_the_fields_of_a_training_record_but_the_job_comparisons_plus_the_workload():
-    from accel_choice.records.planner import GridRecord
+    from accel_choice.records.grid import GridRecord
     from accel_choice.records.training import TrainingRecord
 
     training = {f.name: f.type for f in dataclasses.fields(TrainingRecord)}
@@ -409,9 +410,10 @@ def test_a_record_that_breaks_an_invariant_is_refused(build, message):
 ], ids=["grid job", "cost model", "break-even", "flop check", "scenario"])
 def test_a_planner_file_round_trips_and_a_damaged_one_is_refused_naming_the_field(tmp_path, build, cls, edit, field):
     from accel_choice.records import RecordError
+    from accel_choice.records import grid as grid_records
     from accel_choice.records import planner as planner_records
 
-    record_type = getattr(planner_records, cls)
+    record_type = getattr(grid_records if cls == "GridJob" else planner_records, cls)
     path = tmp_path / "record.json"
     atomic.write_record(path, build())
     assert records.read(record_type, path) == build()

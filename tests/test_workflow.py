@@ -793,7 +793,8 @@ def test_resource_table_pairs_each_benchmarked_job_with_its_own_timing(finished:
 def test_planner_reproduces_exercise_4_and_labels_what_is_modelled(finished: Path) -> None:
     from accel_choice import records
     from accel_choice.analyze import theory
-    from accel_choice.records.planner import BreakEvenSummary, BreakEvenTable, CostModelTable, FlopCheck, GridJob, Scenario
+    from accel_choice.records.grid import GridJob
+    from accel_choice.records.planner import BreakEvenSummary, BreakEvenTable, CostModelTable, FlopCheck, Scenario
 
     results = finished / "results"
     scenario = records.read(Scenario, results / "tables/scenario.json")

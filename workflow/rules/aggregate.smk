@@ -3,16 +3,16 @@
 
 rule aggregate_training:
     input:
-        records=expand("results/timing/cpu/bs{batch_size}.rep{repeat}.json", batch_size=BATCH_SIZES, repeat=REPEATS),
+        records=expand(results(paths.CPU_RECORD), batch_size=BATCH_SIZES, repeat=REPEATS),
         code=code("aggregate_training.py"),
     output:
-        json="results/tables/cpu_training.json",
+        json=results(paths.CPU_TABLE),
         csv=report(
-            "results/tables/cpu_training.csv",
+            results(paths.CPU_TABLE_CSV),
             caption="../report/cpu_training.rst",
             category="CPU training",
         ),
-        exercise2="results/s111_cpu_results.json",
+        exercise2=results(paths.EXERCISE2),
     params:
         rows=config["data"]["benchmark"]["rows"],
         noise_iqr_ratio=config["aggregate"]["noise_iqr_ratio"],
@@ -20,7 +20,7 @@ rule aggregate_training:
         foreign_cpu_share=config["aggregate"]["foreign_cpu_share"],
         loadavg_rise=config["aggregate"]["loadavg_rise"],
     log:
-        "results/logs/aggregate_training.log",
+        results(paths.log("aggregate_training")),
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
@@ -33,16 +33,16 @@ rule aggregate_training:
 rule aggregate_load_convert:
     input:
         records=expand(
-            "results/timing/load_convert/{dataset}.{fmt}.rep{repeat}.json",
+            results(paths.LOAD_CONVERT_RECORD),
             dataset=DATASETS,
             fmt=config["timing"]["formats"],
             repeat=REPEATS,
         ),
         code=code("aggregate_load_convert.py"),
     output:
-        json="results/tables/load_convert.json",
+        json=results(paths.LOAD_CONVERT_TABLE),
         csv=report(
-            "results/tables/load_convert.csv",
+            results(paths.LOAD_CONVERT_CSV),
             caption="../report/load_convert.rst",
             category="Load and convert",
         ),
@@ -52,7 +52,7 @@ rule aggregate_load_convert:
         foreign_cpu_share=config["aggregate"]["foreign_cpu_share"],
         loadavg_rise=config["aggregate"]["loadavg_rise"],
     log:
-        "results/logs/aggregate_load_convert.log",
+        results(paths.log("aggregate_load_convert")),
     threads: 1
     resources:
         timing_slot=OTHER_JOB,

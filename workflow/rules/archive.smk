@@ -2,10 +2,10 @@
 from snakemake.exceptions import WorkflowError
 
 
-# Each heavy job's log and benchmark file share a stem (results/logs/<stem>.log,
-# results/benchmarks/<stem>.tsv), so the resource table can pair them.
+# Each heavy job's log and benchmark file share a stem (paths.log(stem), paths.benchmark(stem)),
+# so the resource table can pair them.
 BENCHMARKED_JOBS = [
-    path.removeprefix("results/benchmarks/").removesuffix(".tsv")
+    paths.benchmark_stem(in_results(path))
     for each in workflow.rules
     if each.benchmark
     for path in job_files(each.name, kinds=("benchmark",))
@@ -14,20 +14,20 @@ BENCHMARKED_JOBS = [
 
 rule resource_table:
     input:
-        benchmarks=expand("results/benchmarks/{job}.tsv", job=BENCHMARKED_JOBS),
-        logs=expand("results/logs/{job}.log", job=BENCHMARKED_JOBS),
+        benchmarks=expand(results(paths.benchmark("{job}")), job=BENCHMARKED_JOBS),
+        logs=expand(results(paths.log("{job}")), job=BENCHMARKED_JOBS),
         code=code("resource_table.py"),
     output:
-        json="results/tables/resources.json",
-        csv=report("results/tables/resources.csv", caption="../report/resources.rst", category="Resources"),
+        json=results(paths.RESOURCES),
+        csv=report(results(paths.RESOURCES_CSV), caption="../report/resources.rst", category="Resources"),
         jobs_csv=report(
-            "results/tables/resources_per_job.csv", caption="../report/resources.rst", category="Resources"
+            results(paths.RESOURCES_PER_JOB_CSV), caption="../report/resources.rst", category="Resources"
         ),
-        jobs_json="results/tables/resources_per_job.json",
+        jobs_json=results(paths.RESOURCES_PER_JOB),
     params:
         jobs=BENCHMARKED_JOBS,
     log:
-        "results/logs/resource_table.log",
+        results(paths.log("resource_table")),
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
@@ -66,10 +66,10 @@ rule archive:
         made=MADE_FILES,
         code=code("archive.py"),
     output:
-        provenance="results/provenance.json",
-        manifest="results/MANIFEST.sha256",
+        provenance=results(paths.PROVENANCE),
+        manifest=results(paths.MANIFEST),
     log:
-        "results/logs/archive.log",
+        results(paths.ARCHIVE_LOG),
     threads: 1
     resources:
         timing_slot=OTHER_JOB,

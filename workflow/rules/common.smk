@@ -5,6 +5,7 @@ from pathlib import Path
 
 from snakemake.io import strip_wildcard_constraints
 
+from accel_choice.io import paths
 from accel_choice.io.imports import closure, relative_paths
 from accel_choice.measure.devices import planned_device
 
@@ -18,6 +19,20 @@ OTHER_JOB = 1
 BATCH_SIZES = config["timing"]["batch_sizes"]
 REPEATS = list(range(config["timing"]["repeats"]))
 DATASETS = ["benchmark", "northstar"]
+
+
+def results(name, **wildcards):
+    """A file or folder under results/, by its name in accel_choice.io.paths (the one place that
+    names them), with the wildcards given set: results(paths.DATASET_META, dataset="benchmark")."""
+    return f"{paths.RESULTS}/{paths.fill(name, **wildcards)}"
+
+
+def in_results(path):
+    """The name of a path under results/ relative to that folder: the inverse of results()."""
+    prefix = f"{paths.RESULTS}/"
+    if not str(path).startswith(prefix):
+        raise ValueError(f"{path} is not under {prefix}")
+    return str(path).removeprefix(prefix)
 
 
 def sorted_keys(value):
@@ -44,13 +59,13 @@ def code(script):
 GPU_DEVICE, DEVICE_FINGERPRINT = planned_device(config["accelerator"])
 GPU_JOB_GPUS = 1 if GPU_DEVICE else 0
 GPU_TRAINING_RECORDS = (
-    expand("results/timing/gpu/bs{batch_size}.rep{repeat}.json", batch_size=BATCH_SIZES, repeat=REPEATS)
+    expand(results(paths.GPU_RECORD), batch_size=BATCH_SIZES, repeat=REPEATS)
     if GPU_DEVICE
     else []
 )
-GPU_TRANSFER_RECORDS = expand("results/timing/gpu/transfer.rep{repeat}.json", repeat=REPEATS) if GPU_DEVICE else []
-GPU_TRAINING_TABLE = ["results/tables/gpu_training.json"] if GPU_DEVICE else []
-TRANSFER_TABLE = ["results/tables/transfers.json"] if GPU_DEVICE else []
+GPU_TRANSFER_RECORDS = expand(results(paths.TRANSFER_RECORD), repeat=REPEATS) if GPU_DEVICE else []
+GPU_TRAINING_TABLE = [results(paths.GPU_TABLE)] if GPU_DEVICE else []
+TRANSFER_TABLE = [results(paths.TRANSFER_TABLE)] if GPU_DEVICE else []
 
 # Northstar model selection and the planner's grid run on the CPU and, where GPU jobs are
 # planned, on the GPU too.
@@ -61,13 +76,13 @@ USER_TABLE = config["data"]["northstar"]["table"]
 NORTHSTAR_SOURCE = (
     [USER_TABLE["path"]]
     if USER_TABLE
-    else ["results/data/northstar.npy", "results/data/northstar.meta.json"]
+    else [results(paths.DATASET_MATRIX, dataset="northstar"), results(paths.DATASET_META, dataset="northstar")]
 )
 
 
 def probe_for_device(wildcards):
     """The device probe, an input of a GPU job only: a swapped GPU re-runs it, a CPU job stays."""
-    return [] if wildcards.device == "cpu" else ["results/env/devices.json"]
+    return [] if wildcards.device == "cpu" else [results(paths.DEVICE_PROBE)]
 
 
 def gpus_for_device(wildcards):

@@ -3,8 +3,8 @@
 
 rule generate_benchmark:
     output:
-        npy="results/data/benchmark.npy",
-        meta="results/data/benchmark.meta.json",
+        npy=results(paths.DATASET_MATRIX, dataset="benchmark"),
+        meta=results(paths.DATASET_META, dataset="benchmark"),
     input:
         code=code("generate_benchmark.py"),
     params:
@@ -13,9 +13,9 @@ rule generate_benchmark:
         noise=config["data"]["benchmark"]["noise"],
         seed=config["seed"],
     log:
-        "results/logs/generate_benchmark.log",
+        results(paths.log("generate_benchmark")),
     benchmark:
-        "results/benchmarks/generate_benchmark.tsv"
+        results(paths.benchmark("generate_benchmark"))
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
@@ -27,8 +27,8 @@ rule generate_benchmark:
 
 rule generate_northstar:
     output:
-        npy="results/data/northstar.npy",
-        meta="results/data/northstar.meta.json",
+        npy=results(paths.DATASET_MATRIX, dataset="northstar"),
+        meta=results(paths.DATASET_META, dataset="northstar"),
     input:
         code=code("generate_northstar.py"),
     params:
@@ -36,9 +36,9 @@ rule generate_northstar:
         late_rate=config["data"]["northstar"]["late_rate"],
         seed=config["seed"],
     log:
-        "results/logs/generate_northstar.log",
+        results(paths.log("generate_northstar")),
     benchmark:
-        "results/benchmarks/generate_northstar.tsv"
+        results(paths.benchmark("generate_northstar"))
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
@@ -50,21 +50,21 @@ rule generate_northstar:
 
 rule export_data:
     input:
-        npy="results/data/{dataset}.npy",
-        meta="results/data/{dataset}.meta.json",
+        npy=results(paths.DATASET_MATRIX),
+        meta=results(paths.DATASET_META),
         code=code("export_data.py"),
     output:
-        parquet="results/data/{dataset}.parquet",
-        csv="results/data/{dataset}.csv",
-        record="results/data/{dataset}.export.json",
+        parquet=results(paths.DATASET_FILE, fmt="parquet"),
+        csv=results(paths.DATASET_FILE, fmt="csv"),
+        record=results(paths.DATASET_EXPORT),
     params:
         compression=config["data"]["parquet_compression"],
     wildcard_constraints:
         dataset="|".join(DATASETS),
     log:
-        "results/logs/export_data/{dataset}.log",
+        results(paths.log("export_data/{dataset}")),
     benchmark:
-        "results/benchmarks/export_data/{dataset}.tsv"
+        results(paths.benchmark("export_data/{dataset}"))
     threads: 1
     resources:
         timing_slot=OTHER_JOB,

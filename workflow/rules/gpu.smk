@@ -5,14 +5,14 @@
 
 rule probe_devices:
     output:
-        "results/env/devices.json",
+        results(paths.DEVICE_PROBE),
     input:
         code=code("probe_devices.py"),
     params:
         fingerprint=DEVICE_FINGERPRINT,
         mode=config["accelerator"],
     log:
-        "results/logs/probe_devices.log",
+        results(paths.log("probe_devices")),
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
@@ -25,13 +25,13 @@ rule probe_devices:
 
 rule time_transfer:
     input:
-        data="results/data/benchmark.parquet",
-        meta="results/data/benchmark.meta.json",
-        export="results/data/benchmark.export.json",
-        probe="results/env/devices.json",
+        data=results(paths.DATASET_FILE, dataset="benchmark", fmt="parquet"),
+        meta=results(paths.DATASET_META, dataset="benchmark"),
+        export=results(paths.DATASET_EXPORT, dataset="benchmark"),
+        probe=results(paths.DEVICE_PROBE),
         code=code("time_transfer.py"),
     output:
-        "results/timing/gpu/transfer.rep{repeat}.json",
+        results(paths.TRANSFER_RECORD),
     params:
         device=GPU_DEVICE,
         batch_sizes=BATCH_SIZES,
@@ -39,9 +39,9 @@ rule time_transfer:
     wildcard_constraints:
         repeat=r"\d+",
     log:
-        "results/logs/time_transfer/rep{repeat}.log",
+        results(paths.log("time_transfer/rep{repeat}")),
     benchmark:
-        "results/benchmarks/time_transfer/rep{repeat}.tsv"
+        results(paths.benchmark("time_transfer/rep{repeat}"))
     threads: config["timing"]["threads"]
     resources:
         timing_slot=TIMING_JOB,
@@ -54,13 +54,13 @@ rule time_transfer:
 
 rule time_gpu_training:
     input:
-        data="results/data/benchmark.parquet",
-        meta="results/data/benchmark.meta.json",
-        export="results/data/benchmark.export.json",
-        probe="results/env/devices.json",
+        data=results(paths.DATASET_FILE, dataset="benchmark", fmt="parquet"),
+        meta=results(paths.DATASET_META, dataset="benchmark"),
+        export=results(paths.DATASET_EXPORT, dataset="benchmark"),
+        probe=results(paths.DEVICE_PROBE),
         code=code("time_gpu_training.py"),
     output:
-        "results/timing/gpu/bs{batch_size}.rep{repeat}.json",
+        results(paths.GPU_RECORD),
     params:
         device=GPU_DEVICE,
         seed=config["seed"],
@@ -74,9 +74,9 @@ rule time_gpu_training:
         batch_size=r"\d+",
         repeat=r"\d+",
     log:
-        "results/logs/time_gpu_training/bs{batch_size}.rep{repeat}.log",
+        results(paths.log("time_gpu_training/bs{batch_size}.rep{repeat}")),
     benchmark:
-        "results/benchmarks/time_gpu_training/bs{batch_size}.rep{repeat}.tsv"
+        results(paths.benchmark("time_gpu_training/bs{batch_size}.rep{repeat}"))
     threads: config["timing"]["threads"]
     resources:
         timing_slot=TIMING_JOB,
@@ -93,10 +93,10 @@ rule aggregate_gpu:
         transfers=GPU_TRANSFER_RECORDS,
         code=code("aggregate_gpu.py"),
     output:
-        json="results/tables/gpu_training.json",
-        csv=report("results/tables/gpu_training.csv", caption="../report/gpu_training.rst", category="GPU"),
-        transfers="results/tables/transfers.json",
-        transfers_csv=report("results/tables/transfers.csv", caption="../report/transfers.rst", category="GPU"),
+        json=results(paths.GPU_TABLE),
+        csv=report(results(paths.GPU_TABLE_CSV), caption="../report/gpu_training.rst", category="GPU"),
+        transfers=results(paths.TRANSFER_TABLE),
+        transfers_csv=report(results(paths.TRANSFER_CSV), caption="../report/transfers.rst", category="GPU"),
     params:
         rows=config["data"]["benchmark"]["rows"],
         noise_iqr_ratio=config["aggregate"]["noise_iqr_ratio"],
@@ -104,7 +104,7 @@ rule aggregate_gpu:
         foreign_cpu_share=config["aggregate"]["foreign_cpu_share"],
         loadavg_rise=config["aggregate"]["loadavg_rise"],
     log:
-        "results/logs/aggregate_gpu.log",
+        results(paths.log("aggregate_gpu")),
     threads: 1
     resources:
         timing_slot=OTHER_JOB,

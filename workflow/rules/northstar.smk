@@ -9,14 +9,14 @@ rule prepare_northstar:
         source=NORTHSTAR_SOURCE,
         code=code("prepare_northstar.py"),
     output:
-        table="results/northstar/splits.parquet",
-        meta="results/northstar/prepare.json",
+        table=results(paths.NORTHSTAR_SPLITS),
+        meta=results(paths.NORTHSTAR_PREPARE),
     params:
         ratios=sorted_keys(config["selection"]["split"]),
         seed=config["seed"],
         user_table=USER_TABLE,
     log:
-        "results/logs/prepare_northstar.log",
+        results(paths.log("prepare_northstar")),
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
@@ -28,13 +28,13 @@ rule prepare_northstar:
 
 rule train_northstar:
     input:
-        table="results/northstar/splits.parquet",
-        meta="results/northstar/prepare.json",
+        table=results(paths.NORTHSTAR_SPLITS),
+        meta=results(paths.NORTHSTAR_PREPARE),
         code=code("train_northstar.py"),
     output:
-        history="results/northstar/{device}/bs{batch_size}/history.json",
-        model="results/northstar/{device}/bs{batch_size}/best_model.pt",
-        events=directory("results/northstar/tensorboard/{device}_bs{batch_size}"),
+        history=results(paths.NORTHSTAR_HISTORY),
+        model=results(paths.NORTHSTAR_MODEL),
+        events=directory(results(paths.TENSORBOARD_RUN)),
     params:
         seed=config["seed"],
         hidden=config["model"]["hidden"],
@@ -46,9 +46,9 @@ rule train_northstar:
         device="cpu|cuda|mps",
         batch_size=r"\d+",
     log:
-        "results/logs/train_northstar/{device}_bs{batch_size}.log",
+        results(paths.log("train_northstar/{device}_bs{batch_size}")),
     benchmark:
-        "results/benchmarks/train_northstar/{device}_bs{batch_size}.tsv"
+        results(paths.benchmark("train_northstar/{device}_bs{batch_size}"))
     threads: config["timing"]["threads"]
     resources:
         timing_slot=TIMING_JOB,
@@ -62,24 +62,24 @@ rule train_northstar:
 rule northstar_selection:
     input:
         histories=expand(
-            "results/northstar/{device}/bs{batch_size}/history.json",
+            results(paths.NORTHSTAR_HISTORY),
             device=NORTHSTAR_DEVICES,
             batch_size=config["selection"]["batch_sizes"],
         ),
         code=code("northstar_selection.py"),
     output:
-        json="results/tables/time_to_target.json",
+        json=results(paths.TIME_TO_TARGET),
         csv=report(
-            "results/tables/time_to_target.csv", caption="../report/time_to_target.rst", category="Training"
+            results(paths.TIME_TO_TARGET_CSV), caption="../report/time_to_target.rst", category="Training"
         ),
         png=report(
-            "results/figures/northstar_curves.png", caption="../report/northstar_curves.rst", category="Training"
+            results(paths.NORTHSTAR_CURVES_PNG), caption="../report/northstar_curves.rst", category="Training"
         ),
-        svg="results/figures/northstar_curves.svg",
+        svg=results(paths.NORTHSTAR_CURVES_SVG),
     params:
         within=config["selection"]["target_within"],
     log:
-        "results/logs/northstar_selection.log",
+        results(paths.log("northstar_selection")),
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
@@ -91,18 +91,18 @@ rule northstar_selection:
 
 rule seed_limits:
     input:
-        table="results/northstar/splits.parquet",
-        meta="results/northstar/prepare.json",
+        table=results(paths.NORTHSTAR_SPLITS),
+        meta=results(paths.NORTHSTAR_PREPARE),
         histories=expand(
-            "results/northstar/{device}/bs{batch_size}/history.json",
+            results(paths.NORTHSTAR_HISTORY),
             device=NORTHSTAR_DEVICES,
             batch_size=config["selection"]["batch_sizes"],
         ),
         code=code("seed_limits.py"),
     output:
-        json="results/northstar/seed_limits.json",
-        table_csv=report("results/tables/seed_limits.csv", caption="../report/seed_limits.rst", category="Training"),
-        table_json="results/tables/seed_limits.json",
+        json=results(paths.SEED_LIMITS),
+        table_csv=report(results(paths.SEED_LIMITS_CSV), caption="../report/seed_limits.rst", category="Training"),
+        table_json=results(paths.SEED_LIMITS_TABLE),
     params:
         seed=config["seed"],
         seeds=config["selection"]["seeds"],
@@ -113,9 +113,9 @@ rule seed_limits:
         min_delta=config["selection"]["min_delta"],
         max_epochs=config["selection"]["max_epochs"],
     log:
-        "results/logs/seed_limits.log",
+        results(paths.log("seed_limits")),
     benchmark:
-        "results/benchmarks/seed_limits.tsv"
+        results(paths.benchmark("seed_limits"))
     threads: config["timing"]["threads"]
     resources:
         timing_slot=OTHER_JOB,
@@ -127,28 +127,28 @@ rule seed_limits:
 
 rule gradient_variance:
     input:
-        data="results/data/benchmark.parquet",
-        meta="results/data/benchmark.meta.json",
-        export="results/data/benchmark.export.json",
+        data=results(paths.DATASET_FILE, dataset="benchmark", fmt="parquet"),
+        meta=results(paths.DATASET_META, dataset="benchmark"),
+        export=results(paths.DATASET_EXPORT, dataset="benchmark"),
         code=code("gradient_variance.py"),
     output:
-        json="results/tables/gradient_variance.json",
+        json=results(paths.GRADIENT_VARIANCE),
         csv=report(
-            "results/tables/gradient_variance.csv", caption="../report/gradient_variance.rst", category="Training"
+            results(paths.GRADIENT_VARIANCE_CSV), caption="../report/gradient_variance.rst", category="Training"
         ),
         png=report(
-            "results/figures/gradient_variance.png", caption="../report/gradient_variance.rst", category="Training"
+            results(paths.GRADIENT_VARIANCE_PNG), caption="../report/gradient_variance.rst", category="Training"
         ),
-        svg="results/figures/gradient_variance.svg",
+        svg=results(paths.GRADIENT_VARIANCE_SVG),
     params:
         seed=config["seed"],
         hidden=config["model"]["hidden"],
         batch_sizes=config["gradient_variance"]["batch_sizes"],
         draws=config["gradient_variance"]["draws"],
     log:
-        "results/logs/gradient_variance.log",
+        results(paths.log("gradient_variance")),
     benchmark:
-        "results/benchmarks/gradient_variance.tsv"
+        results(paths.benchmark("gradient_variance"))
     threads: config["timing"]["threads"]
     resources:
         timing_slot=OTHER_JOB,

@@ -7,7 +7,7 @@ rule time_cost_model:
         probe=probe_for_device,
         code=code("time_cost_model.py"),
     output:
-        "results/timing/cost_model/{device}.rep{repeat}.json",
+        results(paths.COST_MODEL_RECORD),
     params:
         seed=config["seed"],
         lr=config["model"]["lr"],
@@ -17,9 +17,9 @@ rule time_cost_model:
         device="cpu|cuda|mps",
         repeat=r"\d+",
     log:
-        "results/logs/time_cost_model/{device}.rep{repeat}.log",
+        results(paths.log("time_cost_model/{device}.rep{repeat}")),
     benchmark:
-        "results/benchmarks/time_cost_model/{device}.rep{repeat}.tsv"
+        results(paths.benchmark("time_cost_model/{device}.rep{repeat}"))
     threads: config["timing"]["threads"]
     resources:
         timing_slot=TIMING_JOB,
@@ -32,33 +32,33 @@ rule time_cost_model:
 
 rule planner:
     input:
-        grid=expand("results/timing/cost_model/{device}.rep{repeat}.json", device=DEVICES, repeat=PLANNER_REPEATS),
-        training="results/tables/cpu_training.json",
+        grid=expand(results(paths.COST_MODEL_RECORD), device=DEVICES, repeat=PLANNER_REPEATS),
+        training=results(paths.CPU_TABLE),
         gpu_training=GPU_TRAINING_TABLE,
         transfers=TRANSFER_TABLE,
-        probe="results/env/devices.json",
+        probe=results(paths.DEVICE_PROBE),
         code=code("plan.py"),
     output:
-        cost_model="results/tables/cost_model.json",
+        cost_model=results(paths.COST_MODEL),
         cost_model_csv=report(
-            "results/tables/cost_model.csv", caption="../report/cost_model.rst", category="Planner"
+            results(paths.COST_MODEL_CSV), caption="../report/cost_model.rst", category="Planner"
         ),
-        break_even="results/tables/break_even.json",
+        break_even=results(paths.BREAK_EVEN),
         break_even_csv=report(
-            "results/tables/break_even.csv", caption="../report/break_even.rst", category="Planner"
+            results(paths.BREAK_EVEN_CSV), caption="../report/break_even.rst", category="Planner"
         ),
         break_even_summary_csv=report(
-            "results/tables/break_even_summary.csv", caption="../report/break_even.rst", category="Planner"
+            results(paths.BREAK_EVEN_SUMMARY_CSV), caption="../report/break_even.rst", category="Planner"
         ),
-        break_even_summary_json="results/tables/break_even_summary.json",
-        png=report("results/figures/break_even.png", caption="../report/break_even.rst", category="Planner"),
-        svg="results/figures/break_even.svg",
-        flop_check="results/tables/flop_check.json",
+        break_even_summary_json=results(paths.BREAK_EVEN_SUMMARY),
+        png=report(results(paths.BREAK_EVEN_PNG), caption="../report/break_even.rst", category="Planner"),
+        svg=results(paths.BREAK_EVEN_SVG),
+        flop_check=results(paths.FLOP_CHECK),
         flop_check_csv=report(
-            "results/tables/flop_check.csv", caption="../report/flop_check.rst", category="Planner"
+            results(paths.FLOP_CHECK_CSV), caption="../report/flop_check.rst", category="Planner"
         ),
-        scenario="results/tables/scenario.json",
-        scenario_csv=report("results/tables/scenario.csv", caption="../report/scenario.rst", category="Planner"),
+        scenario=results(paths.SCENARIO),
+        scenario_csv=report(results(paths.SCENARIO_CSV), caption="../report/scenario.rst", category="Planner"),
     # Every config value the planner's results depend on, each named; the grid's settings
     # (planner.grid, .repeats, .warmup_steps) reach it through the grid files it reads.
     params:
@@ -81,7 +81,7 @@ rule planner:
         foreign_cpu_share=config["aggregate"]["foreign_cpu_share"],
         loadavg_rise=config["aggregate"]["loadavg_rise"],
     log:
-        "results/logs/planner.log",
+        results(paths.log("planner")),
     threads: 1
     resources:
         timing_slot=OTHER_JOB,

@@ -5,12 +5,12 @@ rule collect_environment:
     input:
         code=code("collect_environment.py"),
     output:
-        json="results/env/collect_env.json",
-        txt="results/env/collect_env.txt",
+        json=results(paths.ENVIRONMENT),
+        txt=results(paths.ENVIRONMENT_TXT),
     log:
-        "results/logs/collect_environment.log",
+        results(paths.log("collect_environment")),
     benchmark:
-        "results/benchmarks/collect_environment.tsv"
+        results(paths.benchmark("collect_environment"))
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
@@ -22,29 +22,29 @@ rule collect_environment:
 
 rule decide:
     input:
-        environment="results/env/collect_env.json",
-        metas=expand("results/data/{dataset}.meta.json", dataset=DATASETS),
-        exports=expand("results/data/{dataset}.export.json", dataset=DATASETS),
-        cpu_training="results/tables/cpu_training.json",
+        environment=results(paths.ENVIRONMENT),
+        metas=expand(results(paths.DATASET_META), dataset=DATASETS),
+        exports=expand(results(paths.DATASET_EXPORT), dataset=DATASETS),
+        cpu_training=results(paths.CPU_TABLE),
         gpu_training=GPU_TRAINING_TABLE,
         transfers=TRANSFER_TABLE,
-        load_convert="results/tables/load_convert.json",
-        probe="results/env/devices.json",
+        load_convert=results(paths.LOAD_CONVERT_TABLE),
+        probe=results(paths.DEVICE_PROBE),
         code=code("decide.py"),
     output:
-        decision="results/tables/decision.json",
+        decision=results(paths.DECISION),
         full_path_csv=report(
-            "results/tables/full_path.csv", caption="../report/full_path.rst", category="Decision"
+            results(paths.FULL_PATH_CSV), caption="../report/full_path.rst", category="Decision"
         ),
-        full_path_json="results/tables/full_path.json",
-        data_csv=report("results/tables/data.csv", caption="../report/data.rst", category="Data"),
-        data_json="results/tables/data.json",
-        theory_csv=report("results/tables/theory.csv", caption="../report/theory.rst", category="Decision"),
-        theory_json="results/tables/theory.json",
+        full_path_json=results(paths.FULL_PATH),
+        data_csv=report(results(paths.DATA_CSV), caption="../report/data.rst", category="Data"),
+        data_json=results(paths.DATA_TABLE),
+        theory_csv=report(results(paths.THEORY_CSV), caption="../report/theory.rst", category="Decision"),
+        theory_json=results(paths.THEORY),
         sheet_csv=report(
-            "results/tables/decision_sheet.csv", caption="../report/decision_sheet.rst", category="Decision"
+            results(paths.DECISION_SHEET_CSV), caption="../report/decision_sheet.rst", category="Decision"
         ),
-        sheet_json="results/tables/decision_sheet.json",
+        sheet_json=results(paths.DECISION_SHEET),
     params:
         rows=config["data"]["benchmark"]["rows"],
         features=config["data"]["benchmark"]["features"],
@@ -54,7 +54,7 @@ rule decide:
         accelerator=config["accelerator"],
         speedup_threshold=config["gpu"]["speedup_threshold"],
     log:
-        "results/logs/decide.log",
+        results(paths.log("decide")),
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
@@ -66,28 +66,28 @@ rule decide:
 
 rule report:
     input:
-        environment="results/env/collect_env.json",
-        decision="results/tables/decision.json",
-        data="results/tables/data.json",
-        theory="results/tables/theory.json",
-        cpu_training="results/tables/cpu_training.json",
+        environment=results(paths.ENVIRONMENT),
+        decision=results(paths.DECISION),
+        data=results(paths.DATA_TABLE),
+        theory=results(paths.THEORY),
+        cpu_training=results(paths.CPU_TABLE),
         gpu_training=GPU_TRAINING_TABLE,
         transfers=TRANSFER_TABLE,
-        load_convert="results/tables/load_convert.json",
-        probe="results/env/devices.json",
-        selection="results/tables/time_to_target.json",
-        seed_limits="results/northstar/seed_limits.json",
-        gradient_variance="results/tables/gradient_variance.json",
-        resources="results/tables/resources.json",
-        cost_model="results/tables/cost_model.json",
-        break_even="results/tables/break_even.json",
-        flop_check="results/tables/flop_check.json",
-        scenario="results/tables/scenario.json",
+        load_convert=results(paths.LOAD_CONVERT_TABLE),
+        probe=results(paths.DEVICE_PROBE),
+        selection=results(paths.TIME_TO_TARGET),
+        seed_limits=results(paths.SEED_LIMITS),
+        gradient_variance=results(paths.GRADIENT_VARIANCE),
+        resources=results(paths.RESOURCES),
+        cost_model=results(paths.COST_MODEL),
+        break_even=results(paths.BREAK_EVEN),
+        flop_check=results(paths.FLOP_CHECK),
+        scenario=results(paths.SCENARIO),
         code=code("make_report.py"),
     output:
-        md=report("results/REPORT.md", caption="../report/report_md.rst", category="Decision"),
-        png=report("results/figures/decision.png", caption="../report/decision_figure.rst", category="Decision"),
-        svg="results/figures/decision.svg",
+        md=report(results(paths.REPORT), caption="../report/report_md.rst", category="Decision"),
+        png=report(results(paths.DECISION_PNG), caption="../report/decision_figure.rst", category="Decision"),
+        svg=results(paths.DECISION_SVG),
     params:
         seed=config["seed"],
         accelerator=config["accelerator"],
@@ -97,7 +97,7 @@ rule report:
         # commits of their records only, not of records an earlier configuration left behind.
         made=lambda wildcards: MADE_FILES,
     log:
-        "results/logs/report.log",
+        results(paths.log("report")),
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
@@ -113,11 +113,11 @@ rule config_snapshot:
     input:
         code=code("config_snapshot.py"),
     output:
-        "results/config.yaml",
+        results(paths.CONFIG),
     params:
         config=sorted_keys(config),
     log:
-        "results/logs/config_snapshot.log",
+        results(paths.log("config_snapshot")),
     threads: 1
     resources:
         timing_slot=OTHER_JOB,

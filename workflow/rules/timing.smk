@@ -4,12 +4,12 @@
 
 rule time_load_convert:
     input:
-        data="results/data/{dataset}.{fmt}",
-        meta="results/data/{dataset}.meta.json",
-        export="results/data/{dataset}.export.json",
+        data=results(paths.DATASET_FILE),
+        meta=results(paths.DATASET_META),
+        export=results(paths.DATASET_EXPORT),
         code=code("time_load_convert.py"),
     output:
-        "results/timing/load_convert/{dataset}.{fmt}.rep{repeat}.json",
+        results(paths.LOAD_CONVERT_RECORD),
     params:
         passes=config["timing"]["load_passes"],
     wildcard_constraints:
@@ -17,9 +17,9 @@ rule time_load_convert:
         fmt="csv|parquet",
         repeat=r"\d+",
     log:
-        "results/logs/time_load_convert/{dataset}.{fmt}.rep{repeat}.log",
+        results(paths.log("time_load_convert/{dataset}.{fmt}.rep{repeat}")),
     benchmark:
-        "results/benchmarks/time_load_convert/{dataset}.{fmt}.rep{repeat}.tsv"
+        results(paths.benchmark("time_load_convert/{dataset}.{fmt}.rep{repeat}"))
     threads: config["timing"]["threads"]
     resources:
         timing_slot=TIMING_JOB,
@@ -31,12 +31,12 @@ rule time_load_convert:
 
 rule time_cpu_training:
     input:
-        data="results/data/benchmark.parquet",
-        meta="results/data/benchmark.meta.json",
-        export="results/data/benchmark.export.json",
+        data=results(paths.DATASET_FILE, dataset="benchmark", fmt="parquet"),
+        meta=results(paths.DATASET_META, dataset="benchmark"),
+        export=results(paths.DATASET_EXPORT, dataset="benchmark"),
         code=code("time_cpu_training.py"),
     output:
-        "results/timing/cpu/bs{batch_size}.rep{repeat}.json",
+        results(paths.CPU_RECORD),
     params:
         seed=config["seed"],
         hidden=config["model"]["hidden"],
@@ -47,9 +47,9 @@ rule time_cpu_training:
         batch_size=r"\d+",
         repeat=r"\d+",
     log:
-        "results/logs/time_cpu_training/bs{batch_size}.rep{repeat}.log",
+        results(paths.log("time_cpu_training/bs{batch_size}.rep{repeat}")),
     benchmark:
-        "results/benchmarks/time_cpu_training/bs{batch_size}.rep{repeat}.tsv"
+        results(paths.benchmark("time_cpu_training/bs{batch_size}.rep{repeat}"))
     threads: config["timing"]["threads"]
     resources:
         timing_slot=TIMING_JOB,

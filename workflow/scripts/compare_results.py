@@ -28,12 +28,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from accel_choice.analyze import compare  # noqa: E402
-from accel_choice.io import folder_checks, results_folder  # noqa: E402
+from accel_choice.io import folder_checks, paths, results_folder  # noqa: E402
 from accel_choice.render import comparison  # noqa: E402
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Compare two accel-choice results/ folders side by side.")
+    parser = argparse.ArgumentParser(description=f"Compare two accel-choice {paths.RESULTS}/ folders side by side.")
     parser.add_argument("results_a", type=Path, metavar="RESULTS_A", help="first results folder (A)")
     parser.add_argument("results_b", type=Path, metavar="RESULTS_B", help="second results folder (B); ratios are B/A")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for comparison.* (created)")
@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     result = compare.compare(a, b)
     try:
-        paths = comparison.write_comparison(result, args.out)
+        written = comparison.write_comparison(result, args.out)
     except OSError as err:
         where = f"{err.filename}: {err.strerror}" if err.filename else str(err)
         print(f"error: cannot write the comparison into {args.out} ({where}); {args.out} is left as it was",
@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    print(f"{len(result.rows)} rows, {len(result.warnings)} warning(s); wrote {', '.join(str(p) for p in paths)}")
+    print(f"{len(result.rows)} rows, {len(result.warnings)} warning(s); wrote {', '.join(str(p) for p in written)}")
     return 0
 
 

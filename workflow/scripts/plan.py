@@ -8,7 +8,8 @@ from accel_choice.io import atomic, envinfo, tables
 from accel_choice.io.runtime import job
 from accel_choice.measure import flopcheck
 from accel_choice.records.loads import DeviceProbe, TransferTable
-from accel_choice.records.planner import BreakEvenTable, CostModelTable, FlopCheck, GridJob, Workload
+from accel_choice.records.grid import GridJob, Workload
+from accel_choice.records.planner import BreakEvenTable, CostModelTable, FlopCheck
 from accel_choice.records.training import TrainingTable
 from accel_choice.render.planner import break_even_figure
 

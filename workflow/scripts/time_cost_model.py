@@ -5,7 +5,7 @@ import time
 from accel_choice.io import atomic, envinfo
 from accel_choice.io.runtime import job
 from accel_choice.measure import grid
-from accel_choice.records.planner import GridJob, grid_workloads
+from accel_choice.records.grid import GridJob, grid_workloads
 
 wc, p = snakemake.wildcards, snakemake.params  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821

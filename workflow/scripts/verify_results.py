@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from accel_choice.io import manifest  # noqa: E402
+from accel_choice.io import manifest, paths  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", type=Path, help="an archived results/ folder")
+    parser.add_argument("results", type=Path, help=f"an archived {paths.RESULTS}/ folder")
     args = parser.parse_args(argv)
     try:
         result = manifest.verify(args.results)
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     for what, name in result.problems():
         print(f"{what}: {name}")
     foreign = (f"; {result.foreign} entr{'y' if result.foreign == 1 else 'ies'} not made by this configuration, "
-               f"listed in {manifest.PROVENANCE_NAME}" if result.foreign else "")
+               f"listed in {paths.PROVENANCE}" if result.foreign else "")
     if not result.matches:
         print(f"{args.results}: does NOT match its manifest ({result.listed} files listed{foreign})", file=sys.stderr)
         return 1

@@ -20,7 +20,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from accel_choice.analyze import theory
-from accel_choice.records.planner import TERMS, Residual, Workload
+from accel_choice.records.grid import Workload
+from accel_choice.records.planner import TERMS, Residual
 
 AXES = ("rows", "features", "hidden", "batch_size")
 # Above this condition number of the column-normalised, relatively weighted design, a 1 %

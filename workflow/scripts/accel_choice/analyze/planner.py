@@ -13,18 +13,10 @@ from accel_choice.analyze import costmodel, stats, theory
 from accel_choice.analyze.aggregate import contamination
 from accel_choice.analyze.costmodel import BreakEvenCurve, CostModel
 from accel_choice.analyze.fullpath import pageable_copy
+from accel_choice.records.grid import GridRecord, Workload
 from accel_choice.records.loads import TransferTable, VisibleDevices
+from accel_choice.records.planner import BreakEvenSummary, CurveRow, FitPoint, ModelRow, Scenario, ScenarioModelled
 from accel_choice.records.training import TrainingCell
-from accel_choice.records.planner import (
-    BreakEvenSummary,
-    CurveRow,
-    FitPoint,
-    GridRecord,
-    ModelRow,
-    Scenario,
-    ScenarioModelled,
-    Workload,
-)
 
 GB = 1e9
 

@@ -18,7 +18,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from accel_choice.records.planner import grid_workloads
+from accel_choice.records.grid import grid_workloads
 
 
 class ConfigError(ValueError):

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from accel_choice.io import atomic
-from accel_choice.io.provenance import PROVENANCE_NAME, provenance
+from accel_choice.io import atomic, paths
+from accel_choice.io.provenance import provenance
 
-MANIFEST_NAME = "MANIFEST.sha256"
-# Written after the manifest, so never listed in it: the archive job's own log, and
-# Snakemake's HTML report (made from the listed files once the run has finished).
-AFTER_THE_MANIFEST = ("logs/archive.log", "snakemake-report.html", "snakemake-report.zip")
+# Snakemake's HTML report, made from the listed files once the run has finished.
+SNAKEMAKE_REPORTS = (paths.SNAKEMAKE_REPORT_HTML, paths.SNAKEMAKE_REPORT_ZIP)
+# Written after the manifest, so never listed in it: the archive job's own log, and the reports.
+AFTER_THE_MANIFEST = (paths.ARCHIVE_LOG, *SNAKEMAKE_REPORTS)
 # ---------------------------------------------------------------- what is in the folder
 
 
@@ -79,7 +79,7 @@ def inventory(results_dir: str | os.PathLike[str], made: Iterable[str]) -> Inven
     made_names = {PurePosixPath(name).as_posix() for name in made}
     vouched, foreign, late = [], [], []
     for entry in walk(results_dir):
-        if entry.path == MANIFEST_NAME:
+        if entry.path == paths.MANIFEST:
             continue
         if entry.kind == "file" and entry.path in AFTER_THE_MANIFEST:
             late.append(entry.path)
@@ -118,13 +118,13 @@ def seal(results_dir: str | os.PathLike[str], made: Iterable[str], workflow: dic
     alone and the reader still learns what else the folder holds.
     """
     root = Path(results_dir)
-    made = [*made, PROVENANCE_NAME]
+    made = [*made, paths.PROVENANCE]
     record = provenance(root, workflow, made)
     found = inventory(root, made)
     record["files"] = files_record(root, found)
-    atomic.write_json(root / PROVENANCE_NAME, record)
-    listed = sorted({*found.made, PROVENANCE_NAME})
-    atomic.write_text(root / MANIFEST_NAME, manifest_text(root, listed))
+    atomic.write_json(root / paths.PROVENANCE, record)
+    listed = sorted({*found.made, paths.PROVENANCE})
+    atomic.write_text(root / paths.MANIFEST, manifest_text(root, listed))
     return record, Inventory(tuple(listed), found.foreign, found.late)
 
 
@@ -142,9 +142,9 @@ def remove_stale_reports(results_dir: str | os.PathLike[str]) -> list[str]:
     They are not in the manifest, so `sha256sum --check` could not show they are out of date.
     """
     removed = []
-    for name in AFTER_THE_MANIFEST:
+    for name in SNAKEMAKE_REPORTS:
         path = Path(results_dir) / name
-        if name.startswith("snakemake-report") and path.is_file():
+        if path.is_file():
             path.unlink()
             removed.append(name)
     return removed
@@ -258,10 +258,10 @@ class Verification:
 def _foreign_listed(results_dir: Path, listed: dict[str, str]) -> dict[str, dict[str, Any]]:
     """Entries provenance.json lists as not made by this configuration, when provenance.json is
     itself listed and unchanged (otherwise its list is not trusted and such entries count as added)."""
-    path = results_dir / PROVENANCE_NAME
-    if PROVENANCE_NAME not in listed or through_symlink(results_dir, PROVENANCE_NAME):
+    path = results_dir / paths.PROVENANCE
+    if paths.PROVENANCE not in listed or through_symlink(results_dir, paths.PROVENANCE):
         return {}
-    if _regular_file_sha256(path) != listed[PROVENANCE_NAME]:
+    if _regular_file_sha256(path) != listed[paths.PROVENANCE]:
         return {}
     try:
         entries = atomic.read_json(path).get("files", {}).get("not_made_by_this_configuration", [])
@@ -287,7 +287,7 @@ def verify(results_dir: str | os.PathLike[str]) -> Verification:
     is missing, unreadable, malformed or repeats a path.
     """
     root = Path(results_dir)
-    listed = read_manifest(root / MANIFEST_NAME)
+    listed = read_manifest(root / paths.MANIFEST)
     changed, missing, symlinked = [], [], []
     for name, digest in listed.items():
         if through_symlink(root, name):
@@ -301,7 +301,7 @@ def verify(results_dir: str | os.PathLike[str]) -> Verification:
     foreign = _foreign_listed(root, listed)
     added, foreign_changed, seen = [], [], set()
     for entry in walk(root):
-        if entry.path == MANIFEST_NAME or entry.path in listed:
+        if entry.path == paths.MANIFEST or entry.path in listed:
             continue  # a listed path that became a link or a FIFO is reported above
         if entry.kind == "file" and entry.path in AFTER_THE_MANIFEST:
             continue

@@ -16,9 +16,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from accel_choice.io import atomic
+from accel_choice.io import atomic, paths
 
-PROVENANCE_NAME = "provenance.json"
 # Set by the Snakefile in the snakemake process that the user started; jobs inherit it.
 INVOCATION_VARIABLE = "ACCEL_CHOICE_INVOCATION"
 
@@ -43,27 +42,27 @@ def current_invocation() -> dict[str, Any]:
     return json.loads(text)
 
 
-def record_commits(paths: Iterable[str | os.PathLike[str]]) -> dict[str, list[str]]:
+def record_commits(files: Iterable[str | os.PathLike[str]]) -> dict[str, list[str]]:
     """Workflow commits embedded in the JSON records, each with the records that carry it.
 
     Results made by two versions of the workflow are a mixed archive; this makes that visible.
     """
-    return record_origins(paths)["commits"]
+    return record_origins(files)["commits"]
 
 
-def record_command_lines(paths: Iterable[str | os.PathLike[str]]) -> dict[str, list[str]]:
+def record_command_lines(files: Iterable[str | os.PathLike[str]]) -> dict[str, list[str]]:
     """The snakemake command lines that measured the records, each with the records it made."""
-    return record_origins(paths)["command_lines"]
+    return record_origins(files)["command_lines"]
 
 
-def record_origins(paths: Iterable[str | os.PathLike[str]]) -> dict[str, dict[str, list[str]]]:
+def record_origins(files: Iterable[str | os.PathLike[str]]) -> dict[str, dict[str, list[str]]]:
     """Commits and command lines embedded in the JSON records, each file read once."""
     labels: dict[str, Callable[[dict[str, Any]], str]] = {
         "commits": lambda w: f"{w.get('commit') or 'unknown'}{' (dirty)' if w.get('dirty') else ''}",
         "command_lines": lambda w: w.get("command_line") or "not recorded",
     }
     seen: dict[str, dict[str, list[str]]] = {kind: {} for kind in labels}
-    for path in paths:
+    for path in files:
         try:
             record = atomic.read_json(path)
         except (ValueError, OSError):
@@ -97,7 +96,7 @@ def provenance(results_dir: str | os.PathLike[str], workflow: dict[str, Any], ma
     names = sorted(made)
     # An earlier run's provenance.json is no record: it carries that run's commit, not a measurement's.
     origins = record_origins(root / name for name in names
-                             if name.endswith(".json") and name != PROVENANCE_NAME and (root / name).is_file())
+                             if name.endswith(".json") and name != paths.PROVENANCE and (root / name).is_file())
     commits = origins["commits"]
     invocation = current_invocation()
     return {
@@ -106,8 +105,8 @@ def provenance(results_dir: str | os.PathLike[str], workflow: dict[str, Any], ma
         "command_line": invocation.get("command_line"),
         "invocation": invocation,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "record_commits": {label: len(paths) for label, paths in commits.items()},
+        "record_commits": {label: len(files) for label, files in commits.items()},
         "mixed_commits": len(commits) > 1,
-        "record_command_lines": {line: len(paths) for line, paths in origins["command_lines"].items()},
-        "config_snapshot": "config.yaml",
+        "record_command_lines": {line: len(files) for line, files in origins["command_lines"].items()},
+        "config_snapshot": paths.CONFIG,
     }

@@ -13,22 +13,13 @@ from typing import Any, TypeVar
 import yaml
 
 from accel_choice import records
-from accel_choice.io import atomic, manifest
+from accel_choice.io import atomic, manifest, paths
 from accel_choice.io.folder_checks import DamagedRecord, NotAResultsFolder, incomplete, object_document
 from accel_choice.records.decision import Decision, FullPathTable, Verdict
 from accel_choice.records.environment import Environment, EnvironmentReport
 from accel_choice.records.training import FullPathRow, NonFiniteRun, TrainingCell, TrainingTable
 
 R = TypeVar("R")
-
-MANIFEST = manifest.MANIFEST_NAME
-CONFIG = "config.yaml"
-CPU_TABLE = "tables/cpu_training.json"
-GPU_TABLE = "tables/gpu_training.json"
-DECISION = "tables/decision.json"
-FULL_PATH = "tables/full_path.json"
-ENVIRONMENT = "env/collect_env.json"
-PROVENANCE = "provenance.json"
 
 
 @dataclass(frozen=True)
@@ -72,19 +63,19 @@ def load_results(path: str | os.PathLike[str], label: str) -> ResultsFolder:
     naming the field too, for a value no run writes)."""
     folder = Path(path)
     if not folder.is_dir():
-        raise NotAResultsFolder(f"{folder}: no such folder (expected an accel-choice results/ folder)")
-    cpu = _record(folder, CPU_TABLE, TrainingTable)
+        raise NotAResultsFolder(f"{folder}: no such folder (expected an accel-choice {paths.RESULTS}/ folder)")
+    cpu = _record(folder, paths.CPU_TABLE, TrainingTable)
     if not cpu.table:
-        raise incomplete(folder, CPU_TABLE, "has no rows")
-    has_gpu_table = (folder / GPU_TABLE).exists()
-    gpu = _record(folder, GPU_TABLE, TrainingTable) if has_gpu_table else None
-    decision = _record(folder, DECISION, Decision) if (folder / DECISION).exists() else None
+        raise incomplete(folder, paths.CPU_TABLE, "has no rows")
+    has_gpu_table = (folder / paths.GPU_TABLE).exists()
+    gpu = _record(folder, paths.GPU_TABLE, TrainingTable) if has_gpu_table else None
+    decision = _record(folder, paths.DECISION, Decision) if (folder / paths.DECISION).exists() else None
     if decision is not None:
         full_path = list(decision.full_path)
-    elif (folder / FULL_PATH).exists():
-        full_path = list(_record(folder, FULL_PATH, FullPathTable).rows)
+    elif (folder / paths.FULL_PATH).exists():
+        full_path = list(_record(folder, paths.FULL_PATH, FullPathTable).rows)
     else:
-        raise incomplete(folder, FULL_PATH, f"missing, and there is no {DECISION} either")
+        raise incomplete(folder, paths.FULL_PATH, f"missing, and there is no {paths.DECISION} either")
     return ResultsFolder(
         label=label,
         path=folder,
@@ -92,7 +83,7 @@ def load_results(path: str | os.PathLike[str], label: str) -> ResultsFolder:
         training=[*cpu.table, *(gpu.table if gpu else ())],
         non_finite=[*cpu.non_finite, *(gpu.non_finite if gpu else ())],
         full_path=full_path,
-        environment=_record(folder, ENVIRONMENT, EnvironmentReport),
+        environment=_record(folder, paths.ENVIRONMENT, EnvironmentReport),
         table_environment=cpu.environment,
         verdict=decision.verdict if decision else None,
         provenance=_provenance(folder),
@@ -113,28 +104,28 @@ def _record(folder: Path, name: str, cls: type[R]) -> R:
 
 
 def _provenance(folder: Path) -> dict[str, Any] | None:
-    if not (folder / PROVENANCE).exists():
+    if not (folder / paths.PROVENANCE).exists():
         return None
     try:
-        document = atomic.read_json(folder / PROVENANCE)
+        document = atomic.read_json(folder / paths.PROVENANCE)
     except ValueError as err:
         raise NotAResultsFolder(str(err).replace("; delete it and re-run the workflow", "")) from err
     except OSError as err:
-        raise NotAResultsFolder(f"{folder / PROVENANCE}: cannot be read ({err.strerror})") from err
-    object_document(document, folder, PROVENANCE)
+        raise NotAResultsFolder(f"{folder / paths.PROVENANCE}: cannot be read ({err.strerror})") from err
+    object_document(document, folder, paths.PROVENANCE)
     return document
 
 
 def _config(folder: Path) -> dict[str, Any]:
-    if not (folder / CONFIG).is_file():
-        raise incomplete(folder, CONFIG)
+    if not (folder / paths.CONFIG).is_file():
+        raise incomplete(folder, paths.CONFIG)
     try:
-        config = yaml.safe_load((folder / CONFIG).read_text(encoding="utf-8"))
+        config = yaml.safe_load((folder / paths.CONFIG).read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise NotAResultsFolder(f"{folder / CONFIG}: not valid YAML ({' '.join(str(err).split())})") from err
+        raise NotAResultsFolder(f"{folder / paths.CONFIG}: not valid YAML ({' '.join(str(err).split())})") from err
     except OSError as err:
-        raise NotAResultsFolder(f"{folder / CONFIG}: cannot be read ({err.strerror})") from err
-    object_document(config, folder, CONFIG)
+        raise NotAResultsFolder(f"{folder / paths.CONFIG}: cannot be read ({err.strerror})") from err
+    object_document(config, folder, paths.CONFIG)
     return config
 
 
@@ -143,7 +134,7 @@ def _config(folder: Path) -> dict[str, Any]:
 def verify_manifest(folder: Path) -> ManifestCheck:
     """Check the folder against its MANIFEST.sha256 the way verify_results.py does (`manifest.verify`):
     changed, missing, linked and added entries are reported; a malformed manifest is reported, not fatal."""
-    if not (folder / MANIFEST).is_file():
+    if not (folder / paths.MANIFEST).is_file():
         return ManifestCheck(present=False)
     try:
         return ManifestCheck(present=True, result=manifest.verify(folder))

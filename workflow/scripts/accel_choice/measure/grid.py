@@ -10,7 +10,7 @@ import torch
 
 from accel_choice.measure.contention import ForeignCpuMeter
 from accel_choice.measure.training import Variant, context_startup_seconds, measure_variant
-from accel_choice.records.planner import GridRecord, Workload
+from accel_choice.records.grid import GridRecord, Workload
 from accel_choice.records.training import Invariants
 
 

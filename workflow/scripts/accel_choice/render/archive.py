@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from accel_choice.io import paths
 from accel_choice.records.resources import ResourceTable
 from accel_choice.render.formatting import number, table
 
@@ -54,8 +55,9 @@ def provenance_section(provenance: dict[str, Any] | None) -> str:
         "## Provenance\n\n" + table(("", ""), rows) + warning
         + "\n\nThe first rows are the invocation that wrote this report; every record also carries the commit and "
         "the command line of the invocation that measured it, counted above over the records this configuration "
-        "made (`provenance.json` repeats the count over the finished folder). `MANIFEST.sha256` vouches for the "
-        "files this configuration made and for nothing else: files in `results/` that it did not make (an earlier "
-        "configuration's records, say) are listed in `provenance.json` under `files.not_made_by_this_configuration`. "
-        "`workflow/scripts/verify_results.py results` checks both and names anything added since."
+        f"made (`{paths.PROVENANCE}` repeats the count over the finished folder). `{paths.MANIFEST}` vouches for the "
+        f"files this configuration made and for nothing else: files in `{paths.RESULTS}/` that it did not make (an "
+        f"earlier configuration's records, say) are listed in `{paths.PROVENANCE}` under "
+        f"`files.not_made_by_this_configuration`. `workflow/scripts/verify_results.py {paths.RESULTS}` checks both "
+        "and names anything added since."
     )

@@ -13,9 +13,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from accel_choice.records.training import VARIANT_KEYS  # noqa: E402
-from accel_choice.analyze.compare import Comparison, shown  # noqa: E402
-from accel_choice.io.results_folder import MANIFEST  # noqa: E402
-from accel_choice.io import atomic, tables  # noqa: E402
+from accel_choice.analyze.compare import Comparison  # noqa: E402
+from accel_choice.analyze.compare_warnings import shown  # noqa: E402
+from accel_choice.io import atomic, paths, tables  # noqa: E402
 from accel_choice.io.folder_checks import variant_name  # noqa: E402
 from accel_choice.render.formatting import ms, save_figure, table  # noqa: E402
 
@@ -69,7 +69,7 @@ def _header_section(result: Comparison) -> str:
     fields = (("path", "path"), ("workflow commit", "workflow_commit"), ("uncommitted changes", "workflow_dirty"),
               ("commit read from", "commit_source"), ("Snakemake", "snakemake_version"), ("created", "created"),
               ("command line", "command_line"), ("host", "host"), ("verdict", "verdict"), ("CPU rows", "cpu_rows"), ("GPU rows", "gpu_rows"),
-              (MANIFEST, "manifest"))
+              (paths.MANIFEST, "manifest"))
     rows = [(name, _md(a.get(key)), _md(b.get(key))) for name, key in fields]
     return f"# Comparison: {a['label']} (A) vs {b['label']} (B)\n\n" + table(("", f"A: {a['label']}", f"B: {b['label']}"), rows)
 

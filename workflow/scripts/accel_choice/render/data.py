@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from accel_choice.io import paths
 from accel_choice.records.decision import DataTable
 from accel_choice.records.environment import EnvironmentReport
 from accel_choice.records.loads import LoadCell, VisibleDevices
@@ -32,7 +33,7 @@ def environment_section(env: EnvironmentReport, probe: VisibleDevices | None, ac
         devices = "; ".join(f"{d.name} (sm {d.capability}, {d.total_memory_bytes / 2**30:.1f} GiB)" for d in probe.cuda_devices)
         rows.append(("device probe", devices or ("MPS" if probe.mps_available else "no accelerator visible")))
     return "## Environment\n\n" + table(("", ""), rows) + (
-        "\n\nThe complete `torch.utils.collect_env` record is `env/collect_env.txt`; every job's own record "
+        f"\n\nThe complete `torch.utils.collect_env` record is `{paths.ENVIRONMENT_TXT}`; every job's own record "
         "is inside its JSON output. Absolute times hold only for this machine; compare ratios within one run."
     )
 

@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from accel_choice.io import paths  # noqa: E402
 from accel_choice.records.northstar import GradientVariance, NorthstarHistory, SeedLimits, TimeToTarget  # noqa: E402
 from accel_choice.render.formatting import number, save_figure, table  # noqa: E402
 
@@ -35,7 +36,7 @@ def selection_section(result: TimeToTarget | None) -> str:
                  "test log loss", "test AUC", "test Brier", "test acc@0.5", "test base rate", "base-rate log loss"), body)
         + "\n\nThe test split was evaluated once per run, after restoring the best checkpoint "
         "(`torch.load(..., weights_only=True)`); standardisation statistics come from the training split only. "
-        "Curves: `figures/northstar_curves.png`; TensorBoard: `tensorboard --logdir results/northstar/tensorboard`."
+        f"Curves: `{paths.NORTHSTAR_CURVES_PNG}`; TensorBoard: `tensorboard --logdir {paths.RESULTS}/{paths.TENSORBOARD}`."
     )
 
 
@@ -81,7 +82,7 @@ def gradient_variance_section(result: GradientVariance | None) -> str:
         f"At the {result.parameter_point}, over {result.draws} random mini-batches per B drawn without replacement from "
         f"N = {result.rows:,} rows (P = {result.parameters:,}); σ² = {result.sigma2:.4g}.\n\n"
         + table(("B", "measured E‖g_B − G‖²", "predicted σ²/B·(N−B)/(N−1)", "σ²/B (independent)", "measured/predicted ± 2 SE"), body)
-        + "\n\nFigure: `figures/gradient_variance.png` (log–log)."
+        + f"\n\nFigure: `{paths.GRADIENT_VARIANCE_PNG}` (log–log)."
     )
 
 

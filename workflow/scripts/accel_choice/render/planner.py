@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from accel_choice.analyze.costmodel import BreakEvenCurve  # noqa: E402
+from accel_choice.io import paths  # noqa: E402
 from accel_choice.records.planner import BreakEvenTable, CostModelTable, FitPoint, FlopCheck, Scenario  # noqa: E402
 from accel_choice.render.formatting import ms, number, save_figure, table  # noqa: E402
 
@@ -120,7 +121,7 @@ def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTabl
         "Epoch time ≈ steps · (per-step overhead) + FLOP / (sustained FLOP/s) + bytes moved / (bandwidth), with the "
         "FLOP the matrix products execute (the counter's count, see above) and the bytes of `costmodel.work`, fitted per "
         "device by non-negative least squares on relative errors, to the planner's timed grid and the benchmark's "
-        "fast-path cells (`tables/cost_model.json` holds every point and residual). A term the fit dropped is "
+        f"fast-path cells (`{paths.COST_MODEL}` holds every point and residual). A term the fit dropped is "
         "marked \"dropped\". Quote the leave-one-out error: each point predicted by a fit without its workload "
         f"(its grid and benchmark cells held out together). The CPU rates hold for {cost_model.threads} torch "
         f"thread(s) (`timing.threads`). Points: {len(points)}; flagged noisy: {noisy}; with a repeat measured while "
@@ -128,7 +129,7 @@ def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTabl
         + table(("device", "source", "µs per step", "sustained GFLOP/s", "GB/s", "points", "R²", "median |error|",
                  "max |error|", "leave-one-out median |error|"), models)
         + ("\n\n" + "\n".join(warnings) if warnings else "")
-        + "\n\nGrowing the benchmark workload along one axis at a time (`figures/break_even.png`; lines modelled, "
+        + f"\n\nGrowing the benchmark workload along one axis at a time (`{paths.BREAK_EVEN_PNG}`; lines modelled, "
         f"markers measured). A training job of {cost_model.epochs} epochs (`planner.epochs`) is compared: the GPU "
         f"pays its start-up ({cost_model.gpu_startup_s:.2f} s, {cost_model.gpu_startup_source}) once, and "
         f"host→device copies at {cost_model.host_to_device_gb_s:.1f} GB/s ({cost_model.host_to_device_source}"

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from accel_choice.io import paths
 from accel_choice.records.decision import DataTable, Decision, TheoryTable
 from accel_choice.records.environment import EnvironmentReport
 from accel_choice.records.loads import LoadCell, TransferTable, VisibleDevices
@@ -218,10 +219,10 @@ def render(inputs: ReportInputs) -> str:
         data.environment_section(inputs.environment, inputs.probe, inputs.accelerator),
         archive.resources_section(inputs.resources),
         archive.provenance_section(inputs.provenance),
-        f"## Reproduce\n\n`snakemake --cores 4` with the archived `config.yaml` (seed {inputs.seed}). "
-        "Figure: `figures/decision.png` (and `.svg`). Tables: `tables/*.csv` and `*.json`. "
-        "The textbook's exercise-2 shape: `s111_cpu_results.json`. Check that nothing was edited since the run: "
-        "`sha256sum --check --quiet MANIFEST.sha256` inside this folder (no output means every file matches).",
+        f"## Reproduce\n\n`snakemake --cores 4` with the archived `{paths.CONFIG}` (seed {inputs.seed}). "
+        f"Figure: `{paths.DECISION_PNG}` (and `.svg`). Tables: `{paths.TABLES}/*.csv` and `*.json`. "
+        f"The textbook's exercise-2 shape: `{paths.EXERCISE2}`. Check that nothing was edited since the run: "
+        f"`sha256sum --check --quiet {paths.MANIFEST}` inside this folder (no output means every file matches).",
     ]
     return "\n\n".join(section for section in sections if section) + "\n"
 

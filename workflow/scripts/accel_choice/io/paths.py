@@ -1,0 +1,146 @@
+"""Every file and folder the workflow writes under results/, each named once.
+
+Names are relative to the results folder (`RESULTS`); patterns keep Snakemake's `{wildcard}` form,
+and `fill` sets some of their wildcards (`fill(DATASET_FILE, dataset="benchmark", fmt="parquet")`
+is the benchmark data set's Parquet file). The rule files read these names through
+`results(...)` in workflow/rules/common.smk; the library and the scripts read them here, so a
+file is renamed in one place. Standard library only: the Snakefile imports this when it is
+parsed, and it is the bottom of the library (it imports nothing of accel_choice).
+"""
+
+from __future__ import annotations
+
+# The results folder, relative to the working directory.
+RESULTS = "results"
+
+# Folders.
+DATA = "data"
+TIMING = "timing"
+TABLES = "tables"
+FIGURES = "figures"
+ENV = "env"
+NORTHSTAR = "northstar"
+LOGS = "logs"
+BENCHMARKS = "benchmarks"
+
+# ---- data: the generated matrices and their exports ({dataset}: benchmark, northstar)
+DATASET_MATRIX = f"{DATA}/{{dataset}}.npy"
+DATASET_META = f"{DATA}/{{dataset}}.meta.json"
+DATASET_FILE = f"{DATA}/{{dataset}}.{{fmt}}"  # an exported file: {fmt} is parquet or csv
+DATASET_EXPORT = f"{DATA}/{{dataset}}.export.json"
+
+# ---- timing records: one file per timing job
+LOAD_CONVERT_RECORD = f"{TIMING}/load_convert/{{dataset}}.{{fmt}}.rep{{repeat}}.json"
+CPU_RECORD = f"{TIMING}/cpu/bs{{batch_size}}.rep{{repeat}}.json"
+GPU_RECORD = f"{TIMING}/gpu/bs{{batch_size}}.rep{{repeat}}.json"
+TRANSFER_RECORD = f"{TIMING}/gpu/transfer.rep{{repeat}}.json"
+COST_MODEL_RECORD = f"{TIMING}/cost_model/{{device}}.rep{{repeat}}.json"
+
+# ---- tables: the aggregated measurements, each as JSON (the record) and CSV
+CPU_TABLE = f"{TABLES}/cpu_training.json"
+CPU_TABLE_CSV = f"{TABLES}/cpu_training.csv"
+EXERCISE2 = "s111_cpu_results.json"  # the textbook's exercise-2 shape of the CPU table
+LOAD_CONVERT_TABLE = f"{TABLES}/load_convert.json"
+LOAD_CONVERT_CSV = f"{TABLES}/load_convert.csv"
+GPU_TABLE = f"{TABLES}/gpu_training.json"
+GPU_TABLE_CSV = f"{TABLES}/gpu_training.csv"
+TRANSFER_TABLE = f"{TABLES}/transfers.json"
+TRANSFER_CSV = f"{TABLES}/transfers.csv"
+RESOURCES = f"{TABLES}/resources.json"
+RESOURCES_CSV = f"{TABLES}/resources.csv"
+RESOURCES_PER_JOB = f"{TABLES}/resources_per_job.json"
+RESOURCES_PER_JOB_CSV = f"{TABLES}/resources_per_job.csv"
+
+# ---- environment
+ENVIRONMENT = f"{ENV}/collect_env.json"
+ENVIRONMENT_TXT = f"{ENV}/collect_env.txt"
+DEVICE_PROBE = f"{ENV}/devices.json"
+
+# ---- northstar: the split, one early-stopping run per device and batch size, the selection
+NORTHSTAR_SPLITS = f"{NORTHSTAR}/splits.parquet"
+NORTHSTAR_PREPARE = f"{NORTHSTAR}/prepare.json"
+NORTHSTAR_HISTORY = f"{NORTHSTAR}/{{device}}/bs{{batch_size}}/history.json"
+NORTHSTAR_MODEL = f"{NORTHSTAR}/{{device}}/bs{{batch_size}}/best_model.pt"
+TENSORBOARD = f"{NORTHSTAR}/tensorboard"
+TENSORBOARD_RUN = f"{TENSORBOARD}/{{device}}_bs{{batch_size}}"  # a folder: one TensorBoard run
+SEED_LIMITS = f"{NORTHSTAR}/seed_limits.json"
+SEED_LIMITS_TABLE = f"{TABLES}/seed_limits.json"
+SEED_LIMITS_CSV = f"{TABLES}/seed_limits.csv"
+TIME_TO_TARGET = f"{TABLES}/time_to_target.json"
+TIME_TO_TARGET_CSV = f"{TABLES}/time_to_target.csv"
+NORTHSTAR_CURVES_PNG = f"{FIGURES}/northstar_curves.png"
+NORTHSTAR_CURVES_SVG = f"{FIGURES}/northstar_curves.svg"
+GRADIENT_VARIANCE = f"{TABLES}/gradient_variance.json"
+GRADIENT_VARIANCE_CSV = f"{TABLES}/gradient_variance.csv"
+GRADIENT_VARIANCE_PNG = f"{FIGURES}/gradient_variance.png"
+GRADIENT_VARIANCE_SVG = f"{FIGURES}/gradient_variance.svg"
+
+# ---- planner: the cost model, break-even curves, FLOP check and scale scenario
+COST_MODEL = f"{TABLES}/cost_model.json"
+COST_MODEL_CSV = f"{TABLES}/cost_model.csv"
+BREAK_EVEN = f"{TABLES}/break_even.json"
+BREAK_EVEN_CSV = f"{TABLES}/break_even.csv"
+BREAK_EVEN_SUMMARY = f"{TABLES}/break_even_summary.json"
+BREAK_EVEN_SUMMARY_CSV = f"{TABLES}/break_even_summary.csv"
+BREAK_EVEN_PNG = f"{FIGURES}/break_even.png"
+BREAK_EVEN_SVG = f"{FIGURES}/break_even.svg"
+FLOP_CHECK = f"{TABLES}/flop_check.json"
+FLOP_CHECK_CSV = f"{TABLES}/flop_check.csv"
+SCENARIO = f"{TABLES}/scenario.json"
+SCENARIO_CSV = f"{TABLES}/scenario.csv"
+
+# ---- decision and report
+DECISION = f"{TABLES}/decision.json"
+FULL_PATH = f"{TABLES}/full_path.json"
+FULL_PATH_CSV = f"{TABLES}/full_path.csv"
+DATA_TABLE = f"{TABLES}/data.json"
+DATA_CSV = f"{TABLES}/data.csv"
+THEORY = f"{TABLES}/theory.json"
+THEORY_CSV = f"{TABLES}/theory.csv"
+DECISION_SHEET = f"{TABLES}/decision_sheet.json"
+DECISION_SHEET_CSV = f"{TABLES}/decision_sheet.csv"
+REPORT = "REPORT.md"
+DECISION_PNG = f"{FIGURES}/decision.png"
+DECISION_SVG = f"{FIGURES}/decision.svg"
+
+
+# ---- logs and benchmark files: a job's log and its `benchmark:` file share a stem
+def log(stem: str) -> str:
+    """The log of the job `stem` (a rule name, or rule/wildcards): logs/<stem>.log."""
+    return f"{LOGS}/{stem}.log"
+
+
+def benchmark(stem: str) -> str:
+    """The `benchmark:` file of the job `stem`: benchmarks/<stem>.tsv."""
+    return f"{BENCHMARKS}/{stem}.tsv"
+
+
+def benchmark_stem(name: str) -> str:
+    """The stem of a benchmark file (relative to the results folder): the inverse of `benchmark`."""
+    stem = name.removeprefix(f"{BENCHMARKS}/").removesuffix(".tsv")
+    if benchmark(stem) != name:
+        raise ValueError(f"{name} is not a benchmark file ({benchmark('<stem>')})")
+    return stem
+
+
+# ---- archive: the configuration, provenance and the checksum manifest
+CONFIG = "config.yaml"  # the effective configuration, defaults filled in
+PROVENANCE = "provenance.json"
+MANIFEST = "MANIFEST.sha256"
+ARCHIVE_LOG = log("archive")  # written after the manifest: the archive job's own log
+# Snakemake's HTML report (`--report`, profiles/lab-report), made from the listed files after the run.
+SNAKEMAKE_REPORT_HTML = "snakemake-report.html"
+SNAKEMAKE_REPORT_ZIP = "snakemake-report.zip"
+
+
+def fill(pattern: str, **wildcards: object) -> str:
+    """`pattern` with the wildcards given set, the others kept as `{name}` for Snakemake.
+
+    Refuses a wildcard the pattern does not have, so a misspelt name fails loudly.
+    """
+    for name, value in wildcards.items():
+        field = "{" + name + "}"
+        if field not in pattern:
+            raise KeyError(f"{pattern} has no wildcard {field}")
+        pattern = pattern.replace(field, str(value))
+    return pattern

@@ -1,0 +1,136 @@
+"""The cost-model grid's records: the workloads it times and one timing job's records.
+
+A workload is one epoch of the model features → hidden → 1 in fp32 over `rows` rows, in batches
+of `batch_size`. measure.grid times them; analyze.planner fits the cost model to them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+from accel_choice.records import (
+    Count,
+    LoadAverage,
+    NonNegative,
+    NonNegativeSeconds,
+    Positive,
+    PositiveCount,
+    Seconds,
+    Sha256,
+    record,
+)
+from accel_choice.records.environment import Environment
+from accel_choice.records.training import Invariants
+
+
+def steps_per_epoch(rows: int, batch_size: int) -> int:
+    """⌈rows / batch_size⌉: the optimizer steps of one epoch."""
+    return -(-rows // batch_size)
+
+
+@record
+class Workload:
+    """One epoch of the model features → hidden → 1 in fp32 over `rows` rows, in batches of `batch_size`."""
+
+    rows: PositiveCount
+    features: PositiveCount
+    hidden: PositiveCount
+    batch_size: PositiveCount
+
+    @property
+    def widths(self) -> tuple[int, int, int]:
+        return (self.features, self.hidden, 1)
+
+
+def grid_workloads(rows: Sequence[int], features: Sequence[int], hidden: Sequence[int],
+                   batch_sizes: Sequence[int]) -> list[Workload]:
+    """Every combination, except batch sizes larger than the rows they would split."""
+    return [
+        Workload(rows=n, features=d, hidden=h, batch_size=b)
+        for n, d, h, b in itertools.product(rows, features, hidden, batch_sizes)
+        if b <= n
+    ]
+
+
+# --- the timed grid: timing/cost_model/{device}.rep<r>.json ---------------------------------------
+
+
+@record
+class GridRecord:
+    """One timed epoch and evaluation pass of one workload (fast path, fp32, data on the device).
+
+    The fields of records.training.TrainingRecord (the same measure_variant times both) with the
+    workload's rows, features and hidden, and without position_in_job and
+    same_final_weights_across_variants, which compare the variants of one training job.
+    """
+
+    device: str
+    precision: str
+    placement: str
+    loader: str
+    batch_size: PositiveCount
+    rows: PositiveCount
+    features: PositiveCount
+    hidden: PositiveCount
+    grad_scaler: bool
+    repeat: Count
+    samples: Count
+    steps: Count
+    epoch_s: Seconds
+    samples_per_s: Positive
+    epoch_cpu_s: NonNegativeSeconds
+    eval_s: Seconds
+    eval_samples: Count
+    eval_loss: float | None  # null: not finite
+    eval_accuracy: float | None
+    final_loss: float | None
+    mean_train_loss: float | None
+    finite: bool
+    nonfinite_step: Count | None
+    peak_memory_bytes: Count | None
+    warmup_steps: Count
+    warmup_first_step_s: Seconds
+    warmup_steady_step_s: Seconds
+    threads: PositiveCount
+    loadavg_before: LoadAverage
+    loadavg_after: LoadAverage
+    foreign_cpu_share: NonNegative | None
+    context_startup_s: Seconds | None
+    initial_weights_sha256: Sha256
+    final_weights_sha256: Sha256
+    invariants: Invariants
+
+    def __post_init__(self) -> None:
+        if self.finite != (self.nonfinite_step is None):
+            raise ValueError(f"finite is {self.finite} but nonfinite_step is {self.nonfinite_step!r}")
+        if not self.samples == self.eval_samples == self.rows:
+            raise ValueError(f"samples {self.samples} and eval_samples {self.eval_samples} must both equal "
+                             f"rows {self.rows}: one epoch sees every row once")
+        if self.steps != steps_per_epoch(self.rows, self.batch_size):
+            raise ValueError(f"steps {self.steps} is not ⌈rows / batch_size⌉ = {steps_per_epoch(self.rows, self.batch_size)}")
+
+    @property
+    def workload(self) -> Workload:
+        return Workload(rows=self.rows, features=self.features, hidden=self.hidden, batch_size=self.batch_size)
+
+
+@record(schema="planner-grid-job")
+class GridJob:
+    """timing/cost_model/{device}.rep<r>.json: one timed epoch per workload of the grid, one device, one repeat."""
+
+    records: tuple[GridRecord, ...]
+    wall_interval: tuple[float, float]  # time.time() at the start and end: no two timing jobs overlap
+    environment: Environment
+
+    def __post_init__(self) -> None:
+        if not self.records:
+            raise ValueError("a grid job times at least one workload")
+        jobs = {(r.device, r.repeat) for r in self.records}
+        if len(jobs) != 1:
+            raise ValueError(f"one grid job is one device and one repeat, found (device, repeat) {sorted(jobs)}")
+        workloads = [r.workload for r in self.records]
+        if len(set(workloads)) != len(workloads):
+            raise ValueError("a workload is timed twice in one grid job")
+        if self.wall_interval[0] > self.wall_interval[1]:
+            raise ValueError(f"wall_interval {self.wall_interval} ends before it starts")
