@@ -364,8 +364,9 @@ def test_editing_a_module_reruns_exactly_the_rules_whose_scripts_import_it(finis
 
 def test_changing_one_batch_size_reruns_only_its_jobs(finished: Path) -> None:
     plan = planned_jobs(snakemake(finished, changed(timing={"batch_sizes": [16, 32]}), "-n"))
-    assert plan == {"time_cpu_training": 3, "aggregate_training": 1, "resource_table": 1, "planner": 1, "report": 1,
-                    "archive": 1, "all": 1}
+    # config_snapshot (results/config.yaml) re-runs on any change; decide reads the CPU table.
+    assert plan == {"time_cpu_training": 3, "aggregate_training": 1, "resource_table": 1, "planner": 1, "decide": 1,
+                    "report": 1, "config_snapshot": 1, "archive": 1, "all": 1}
 
 
 def test_changing_the_largest_selection_batch_size_retrains_only_it_and_does_not_resplit(finished: Path) -> None:
@@ -373,13 +374,15 @@ def test_changing_the_largest_selection_batch_size_retrains_only_it_and_does_not
     # history (selection, seed limits) or every job's benchmark (the resource table) and the report;
     # prepare_northstar and the B=16 run stay.
     plan = planned_jobs(snakemake(finished, changed(selection={"batch_sizes": [16, 32]}), "-n"))
+    # The decision does not read the selection: decide stays.
     assert plan == {"train_northstar": 1, "northstar_selection": 1, "seed_limits": 1, "resource_table": 1,
-                    "report": 1, "archive": 1, "all": 1}
+                    "report": 1, "config_snapshot": 1, "archive": 1, "all": 1}
 
 
-def test_changing_the_bandwidth_reruns_only_the_planner_and_report(finished: Path) -> None:
+def test_changing_the_bandwidth_reruns_only_the_planner_the_decision_and_report(finished: Path) -> None:
+    # The assumed bandwidth enters the planner's start-up model and the decision's transfer estimate.
     plan = planned_jobs(snakemake(finished, changed(report={"bandwidth_gb_s": 16}), "-n"))
-    assert plan == {"planner": 1, "report": 1, "archive": 1, "all": 1}
+    assert plan == {"planner": 1, "decide": 1, "report": 1, "config_snapshot": 1, "archive": 1, "all": 1}
 
 
 def test_no_gpu_here_so_auto_planned_no_gpu_jobs(finished: Path) -> None:
@@ -392,16 +395,18 @@ def test_no_gpu_here_so_auto_planned_no_gpu_jobs(finished: Path) -> None:
 
 def test_a_change_of_visible_devices_reruns_only_what_used_the_probe(finished: Path) -> None:
     # Switching accelerator changes the probe's fingerprint param, exactly as a new GPU would:
-    # the probe and the report re-run, no CPU measurement does.
+    # the probe and what reads it (planner, decision, report) re-run, no CPU measurement does.
     plan = planned_jobs(snakemake(finished, changed(accelerator="off"), "-n"))
-    assert plan == {"probe_devices": 1, "planner": 1, "report": 1, "archive": 1, "all": 1}
+    assert plan == {"probe_devices": 1, "planner": 1, "decide": 1, "report": 1, "config_snapshot": 1, "archive": 1,
+                    "all": 1}
 
 
 def test_require_plans_gpu_jobs_without_a_gpu_on_the_submit_host(finished: Path) -> None:
     plan = planned_jobs(snakemake(finished, changed(accelerator="require"), "-n"))
     assert plan == {"probe_devices": 1, "time_transfer": 3, "time_gpu_training": 6, "aggregate_gpu": 1,
                     "train_northstar": 2, "northstar_selection": 1, "seed_limits": 1, "time_cost_model": 3,
-                    "planner": 1, "resource_table": 1, "report": 1, "archive": 1, "all": 1}
+                    "planner": 1, "resource_table": 1, "decide": 1, "report": 1, "config_snapshot": 1, "archive": 1,
+                    "all": 1}
 
 
 def test_require_fails_clearly_on_a_machine_without_gpu(tmp_path: Path) -> None:
@@ -524,7 +529,7 @@ def test_changing_the_seed_reruns_everything(finished: Path) -> None:
         "generate_benchmark": 1, "generate_northstar": 1, "export_data": 2, "time_load_convert": 6,
         "time_cpu_training": 6, "aggregate_load_convert": 1, "aggregate_training": 1, "prepare_northstar": 1,
         "train_northstar": 2, "northstar_selection": 1, "seed_limits": 1, "gradient_variance": 1, "time_cost_model": 3,
-        "planner": 1, "resource_table": 1, "report": 1, "archive": 1, "all": 1,
+        "planner": 1, "resource_table": 1, "decide": 1, "report": 1, "config_snapshot": 1, "archive": 1, "all": 1,
     }
 
 
@@ -717,7 +722,7 @@ def lost_and_stale(finished: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 def test_a_lost_record_is_measured_again_and_the_archive_verifies(lost_and_stale: dict) -> None:
     assert lost_and_stale["plan"] == {"time_cpu_training": 1, "aggregate_training": 1, "resource_table": 1,
-                                      "planner": 1, "report": 1, "archive": 1, "all": 1}
+                                      "planner": 1, "decide": 1, "report": 1, "archive": 1, "all": 1}
     rerun = lost_and_stale["rerun"]
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     after = lost_and_stale["after"]
@@ -830,8 +835,9 @@ def test_reordered_config_keys_rerun_nothing(finished: Path) -> None:
 
 
 def test_changing_a_gpu_assumption_reruns_only_the_planner_and_what_follows(finished: Path) -> None:
+    # The decision does not read the planner: decide stays.
     plan = planned_jobs(snakemake(finished, changed(planner={**TINY["planner"], "gpu_assumed": {"tflop_per_s": 20}}), "-n"))
-    assert plan == {"planner": 1, "report": 1, "archive": 1, "all": 1}
+    assert plan == {"planner": 1, "report": 1, "config_snapshot": 1, "archive": 1, "all": 1}
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
