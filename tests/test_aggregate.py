@@ -9,6 +9,7 @@ import torch
 
 from accel_choice.records.training import variant_of
 from accel_choice.analyze import aggregate, fullpath, loads
+from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import atomic
 from accel_choice.records import RecordError
 from accel_choice.records import read as read_record
@@ -111,9 +112,9 @@ def test_planted_outlier_flags_cell_noisy(table):
 
 
 def test_noise_thresholds_are_passed_through():
-    table = aggregate.aggregate_training(records(), ROWS, noise_iqr_ratio=0.8, outlier_factor=3.0)  # IQR/median is 75 %
+    table = aggregate.aggregate_training(records(), ROWS, NoiseRules(noise_iqr_ratio=0.8, outlier_factor=3.0))  # IQR/median is 75 %
     assert not _row(table, 512, "fastpath").noisy
-    table = aggregate.aggregate_training(records(), ROWS, noise_iqr_ratio=0.001)
+    table = aggregate.aggregate_training(records(), ROWS, NoiseRules(noise_iqr_ratio=0.001))
     assert _row(table, 32, "fastpath").noisy
 
 
@@ -311,7 +312,7 @@ def test_aggregate_load_convert_flags_a_busy_repeat():
     assert [(c.repeat, len(c.reasons)) for c in cell.contaminated] == [(1, 1), (2, 1)]
     assert "other processes used 0.90 cores" in cell.contaminated[0].reasons[0]
     assert "1-min load average rose by 1.00" in cell.contaminated[1].reasons[0]
-    (lenient,) = loads.aggregate_load_convert(recs, foreign_cpu_share=1.0, loadavg_rise=2.0)
+    (lenient,) = loads.aggregate_load_convert(recs, NoiseRules(foreign_cpu_share=1.0, loadavg_rise=2.0))
     assert lenient.contaminated == ()
 
 

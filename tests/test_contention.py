@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from accel_choice.analyze import aggregate
+from accel_choice.analyze.stats import NoiseRules
 from builders_training import training_record
 from accel_choice.measure import contention, datagen, training
 
@@ -64,7 +65,7 @@ def _job(repeat: int):
 
 def test_a_repeat_with_a_busy_neighbour_is_flagged(busy_neighbours):
     contaminated = _job(1)
-    assert all(r.foreign_cpu_share > aggregate.FOREIGN_CPU_SHARE for r in contaminated)
+    assert all(r.foreign_cpu_share > NoiseRules().foreign_cpu_share for r in contaminated)
     # Two clean repeats, shaped by the real record, with the share a quiet machine shows.
     clean = [dataclasses.replace(r, repeat=repeat, foreign_cpu_share=0.01, loadavg_after=r.loadavg_before)
              for repeat in (0, 2) for r in contaminated]

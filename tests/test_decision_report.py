@@ -10,6 +10,7 @@ import re
 import pytest
 
 from accel_choice.analyze import aggregate, decision, fullpath, loads
+from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import tables
 from accel_choice.records.decision import Decision
 from accel_choice.render import decision as words
@@ -216,7 +217,7 @@ def _inputs(train_records, load_table, *, env, probe=None, transfers=None, accel
         decision=decided, environment=environment_report(env, os="Ubuntu 24.04 (x86_64)"), data=_datasets(),
         theory=decision.theory_table(table, WIDTHS, ROWS, BATCH_SIZES, 8), train_table=table,
         non_finite=aggregate.non_finite_runs(train_records), load_table=load_table, seed=20261020,
-        noise_iqr_ratio=0.10, outlier_factor=2.0, accelerator=accelerator, probe=probe, transfers=transfers,
+        noise=NoiseRules(), accelerator=accelerator, probe=probe, transfers=transfers,
     )
 
 

@@ -17,6 +17,7 @@ from accel_choice import records
 from accel_choice.analyze import costmodel, planner, theory
 from accel_choice.io import atomic, envinfo
 from accel_choice.analyze.costmodel import BreakEvenCurve
+from accel_choice.analyze.stats import NoiseRules
 from accel_choice.measure import grid
 from accel_choice.records.loads import SecondsSpread
 from accel_choice.records.grid import GridJob, Workload, grid_workloads
@@ -150,8 +151,7 @@ def test_grid_points_take_the_median_over_repeats_and_drop_non_finite_runs():
         _record(64, 32, 0.09, finite=False),  # every repeat non-finite: no point at all
         _record(64, 16, 0.01, device="cuda"),
     ]
-    points = planner.grid_points(records, noise_iqr_ratio=0.10, outlier_factor=2.0, foreign_cpu_share=0.25,
-                                 loadavg_rise=0.5)
+    points = planner.grid_points(records, NoiseRules())
     assert [(p.device, p.rows, p.batch_size) for p in points] == [("cpu", 64, 16), ("cpu", 128, 16), ("cuda", 64, 16)]
     cpu_small, cpu_large, cuda = points
     assert cpu_large.epoch_s == pytest.approx(0.20)
@@ -323,8 +323,7 @@ def test_scenario_predictions():
 
 def test_grid_points_count_repeats_measured_while_the_machine_was_busy():
     records = [_record(128, 16, 0.20), _record(128, 16, 0.21, foreign=0.6), _record(128, 16, 0.22, loadavg=(0.1, 1.5))]
-    [point] = planner.grid_points(records, noise_iqr_ratio=0.10, outlier_factor=2.0, foreign_cpu_share=0.25,
-                                  loadavg_rise=0.5)
+    [point] = planner.grid_points(records, NoiseRules())
     assert point.busy_repeats == 2 and point.repeats == 3
 
 

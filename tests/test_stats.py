@@ -75,7 +75,7 @@ def test_iqr_over_median_above_threshold_is_flagged():
 def test_threshold_is_configurable():
     values = [1.0, 1.05, 1.1]  # IQR/median = 0.05 / 1.05 ~ 4.8 %
     assert not stats.summarize(values)["noisy"]
-    assert stats.summarize(values, noise_iqr_ratio=0.01)["noisy"]
+    assert stats.summarize(values, stats.NoiseRules(noise_iqr_ratio=0.01))["noisy"]
 
 
 def test_repeat_over_twice_the_median_is_flagged_even_with_zero_iqr():
@@ -102,10 +102,22 @@ def test_both_reasons_are_kept():
 
 
 def test_outlier_factor_is_configurable():
-    assert not stats.summarize([1.0] * 9 + [3.0], outlier_factor=4.0)["noisy"]
-    assert stats.summarize([1.0] * 9 + [1.6], outlier_factor=1.5)["noisy"]
+    assert not stats.summarize([1.0] * 9 + [3.0], stats.NoiseRules(outlier_factor=4.0))["noisy"]
+    assert stats.summarize([1.0] * 9 + [1.6], stats.NoiseRules(outlier_factor=1.5))["noisy"]
 
 
 def test_empty_list_raises():
     with pytest.raises(ValueError, match="empty"):
         stats.summarize([])
+
+
+def test_the_noise_rules_defaults_are_the_config_schemas() -> None:
+    # The library's defaults (used by tests and by callers outside the workflow) and the schema's
+    # (used by the workflow) are one set of numbers: a change to one must be made to both.
+    from pathlib import Path
+
+    import yaml
+
+    schema = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml").read_text())
+    defaults = {key: spec["default"] for key, spec in schema["properties"]["aggregate"]["properties"].items()}
+    assert stats.NoiseRules(**defaults) == stats.NoiseRules()

@@ -15,10 +15,7 @@ rule aggregate_training:
         exercise2=results(paths.EXERCISE2),
     params:
         rows=config["data"]["benchmark"]["rows"],
-        noise_iqr_ratio=config["aggregate"]["noise_iqr_ratio"],
-        outlier_factor=config["aggregate"]["outlier_factor"],
-        foreign_cpu_share=config["aggregate"]["foreign_cpu_share"],
-        loadavg_rise=config["aggregate"]["loadavg_rise"],
+        noise=NOISE_RULES,
     log:
         results(paths.log("aggregate_training")),
     threads: 1
@@ -47,10 +44,7 @@ rule aggregate_load_convert:
             category="Load and convert",
         ),
     params:
-        noise_iqr_ratio=config["aggregate"]["noise_iqr_ratio"],
-        outlier_factor=config["aggregate"]["outlier_factor"],
-        foreign_cpu_share=config["aggregate"]["foreign_cpu_share"],
-        loadavg_rise=config["aggregate"]["loadavg_rise"],
+        noise=NOISE_RULES,
     log:
         results(paths.log("aggregate_load_convert")),
     threads: 1

@@ -46,6 +46,10 @@ def sorted_keys(value):
     return value
 
 
+# When a cell is noisy and a repeat busy (analyze.stats.NoiseRules): one param of each rule that flags.
+NOISE_RULES = sorted_keys(config["aggregate"])
+
+
 def code(script):
     """The library files `script` imports, directly or not (its import closure, read from the
     source), relative to the working directory: editing one re-runs exactly the rules whose

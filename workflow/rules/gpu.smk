@@ -99,10 +99,7 @@ rule aggregate_gpu:
         transfers_csv=report(results(paths.TRANSFER_CSV), caption="../report/transfers.rst", category="GPU"),
     params:
         rows=config["data"]["benchmark"]["rows"],
-        noise_iqr_ratio=config["aggregate"]["noise_iqr_ratio"],
-        outlier_factor=config["aggregate"]["outlier_factor"],
-        foreign_cpu_share=config["aggregate"]["foreign_cpu_share"],
-        loadavg_rise=config["aggregate"]["loadavg_rise"],
+        noise=NOISE_RULES,
     log:
         results(paths.log("aggregate_gpu")),
     threads: 1

@@ -76,10 +76,7 @@ rule planner:
         # report.bandwidth_gb_s: the host→device bandwidth of the break-even curves and the
         # scenario's modelled epochs wherever no host→device copy was measured.
         assumed_host_to_device_gb_s=config["report"]["bandwidth_gb_s"],
-        noise_iqr_ratio=config["aggregate"]["noise_iqr_ratio"],
-        outlier_factor=config["aggregate"]["outlier_factor"],
-        foreign_cpu_share=config["aggregate"]["foreign_cpu_share"],
-        loadavg_rise=config["aggregate"]["loadavg_rise"],
+        noise=NOISE_RULES,
     log:
         results(paths.log("planner")),
     threads: 1

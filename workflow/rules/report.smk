@@ -91,8 +91,7 @@ rule report:
     params:
         seed=config["seed"],
         accelerator=config["accelerator"],
-        noise_iqr_ratio=config["aggregate"]["noise_iqr_ratio"],
-        outlier_factor=config["aggregate"]["outlier_factor"],
+        noise=NOISE_RULES,
         # The files this configuration makes (archive.smk): the provenance section counts the
         # commits of their records only, not of records an earlier configuration left behind.
         made=lambda wildcards: MADE_FILES,

@@ -2,6 +2,7 @@
 
 from accel_choice import records
 from accel_choice.analyze import loads
+from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import atomic, envinfo, tables
 from accel_choice.io.runtime import job
 from accel_choice.records.loads import LoadConvertRecord, LoadTable
@@ -9,7 +10,7 @@ from accel_choice.records.loads import LoadConvertRecord, LoadTable
 p, out = snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     timed = [records.read(LoadConvertRecord, path) for path in snakemake.input.records]  # noqa: F821
-    cells = loads.aggregate_load_convert(timed, p.noise_iqr_ratio, p.outlier_factor, p.foreign_cpu_share, p.loadavg_rise)
+    cells = loads.aggregate_load_convert(timed, NoiseRules(**p.noise))
     atomic.write_record(out.json, LoadTable(table=cells, environment=envinfo.quick_environment()))
     tables.write_csv(out.csv, [records.to_json(cell) for cell in cells])
     log.info("aggregated %d load/convert records into %d cells", len(timed), len(cells))

@@ -2,14 +2,14 @@
 
 from accel_choice.analyze import aggregate
 from accel_choice.io import atomic, envinfo, tables
+from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io.runtime import job
 from accel_choice.records.training import TrainingTable
 
 p, out = snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     measured = aggregate.read_training_records(snakemake.input.records)  # noqa: F821
-    table = aggregate.aggregate_training(measured, p.rows, p.noise_iqr_ratio, p.outlier_factor, p.foreign_cpu_share,
-                                         p.loadavg_rise)
+    table = aggregate.aggregate_training(measured, p.rows, NoiseRules(**p.noise))
     atomic.write_record(out.json, TrainingTable(table=tuple(table), non_finite=aggregate.non_finite_runs(measured),
                                                 environment=envinfo.quick_environment()))
     tables.write_csv(out.csv, table)

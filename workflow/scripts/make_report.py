@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from accel_choice import records
+from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import atomic, envinfo, provenance
 from accel_choice.io.runtime import job
 from accel_choice.records.decision import DataTable, Decision, TheoryTable
@@ -41,7 +42,7 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     text = report.render(report.ReportInputs(
         decision=decided, environment=environment, data=records.read(DataTable, inp.data), theory=theory,
         train_table=train_table, non_finite=non_finite, load_table=records.read(LoadTable, inp.load_convert).table,
-        seed=p.seed, noise_iqr_ratio=p.noise_iqr_ratio, outlier_factor=p.outlier_factor, accelerator=p.accelerator,
+        seed=p.seed, noise=NoiseRules(**p.noise), accelerator=p.accelerator,
         probe=records.read(DeviceProbe, inp.probe), transfers=transfers, selection=records.read(TimeToTarget, inp.selection),
         seed_limits=records.read(SeedLimits, inp.seed_limits),
         gradient_variance=records.read(GradientVariance, inp.gradient_variance),

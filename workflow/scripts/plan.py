@@ -4,6 +4,7 @@ import dataclasses
 
 from accel_choice import records
 from accel_choice.analyze import planner
+from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import atomic, envinfo, tables
 from accel_choice.io.runtime import job
 from accel_choice.measure import flopcheck
@@ -23,8 +24,8 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
         transfers = records.read(TransferTable, inp.transfers[0])
     probe = records.read(DeviceProbe, inp.probe)
 
-    points = planner.grid_points(grid, p.noise_iqr_ratio, p.outlier_factor, p.foreign_cpu_share,
-                                 p.loadavg_rise) + planner.benchmark_points(train_table, p.rows, p.features, p.hidden)
+    points = planner.grid_points(grid, NoiseRules(**p.noise)) + planner.benchmark_points(
+        train_table, p.rows, p.features, p.hidden)
     models = planner.device_models(points, p.gpu_assumed)
     gpu_name = next(name for name in models if name != "cpu")
     bandwidth, bandwidth_source = planner.host_to_device_bytes_per_s(transfers, p.assumed_host_to_device_gb_s)

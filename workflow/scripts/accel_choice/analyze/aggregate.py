@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from accel_choice import records
-from accel_choice.analyze.stats import NOISE_IQR_RATIO, OUTLIER_FACTOR, summarize
+from accel_choice.analyze.stats import NoiseRules, summarize
 from accel_choice.records.training import (
     VARIANT_KEYS,
     Contamination,
@@ -18,10 +18,6 @@ from accel_choice.records.training import (
     variant_of,
 )
 
-FOREIGN_CPU_SHARE = 0.25  # cores busy elsewhere, on average over the job
-LOADAVG_RISE = 0.5
-
-
 def group_by(rows: Iterable[Any], keys: Sequence[str]) -> dict[tuple[Any, ...], list[Any]]:
     """Records grouped by the values of `keys`, the groups sorted by those values."""
     groups: dict[tuple[Any, ...], list[Any]] = defaultdict(list)
@@ -30,23 +26,23 @@ def group_by(rows: Iterable[Any], keys: Sequence[str]) -> dict[tuple[Any, ...], 
     return dict(sorted(groups.items()))
 
 
-def contamination(record: Any, foreign_cpu_share: float = FOREIGN_CPU_SHARE, loadavg_rise: float = LOADAVG_RISE) -> list[str]:
+def contamination(record: Any, rules: NoiseRules = NoiseRules()) -> list[str]:
     """Why a measurement (a training, grid or load/convert record) may have shared the machine: other
     processes' CPU during the job, or a rising load average. Empty when neither was seen."""
     reasons = []
     share = record.foreign_cpu_share
-    if share is not None and share > foreign_cpu_share:
-        reasons.append(f"other processes used {share:.2f} cores during the job (> {foreign_cpu_share:g})")
+    if share is not None and share > rules.foreign_cpu_share:
+        reasons.append(f"other processes used {share:.2f} cores during the job (> {rules.foreign_cpu_share:g})")
     rise = record.loadavg_after[0] - record.loadavg_before[0]
-    if rise > loadavg_rise:
-        reasons.append(f"1-min load average rose by {rise:.2f} (> {loadavg_rise:g})")
+    if rise > rules.loadavg_rise:
+        reasons.append(f"1-min load average rose by {rise:.2f} (> {rules.loadavg_rise:g})")
     return reasons
 
 
-def contaminated_repeats(group: Sequence[Any], foreign_cpu_share: float, loadavg_rise: float) -> tuple[Contamination, ...]:
+def contaminated_repeats(group: Sequence[Any], rules: NoiseRules) -> tuple[Contamination, ...]:
     """The repeats of a group that shared the machine, each with its reasons."""
     return tuple(Contamination(repeat=r.repeat, reasons=tuple(reasons)) for r in group
-                 if (reasons := contamination(r, foreign_cpu_share, loadavg_rise)))
+                 if (reasons := contamination(r, rules)))
 
 
 def read_training_records(paths: Sequence[str]) -> list[TrainingRecord]:
@@ -73,10 +69,7 @@ def check_training_records(measured: Sequence[TrainingRecord], rows: int) -> Non
 def aggregate_training(
     measured: Sequence[TrainingRecord],
     rows: int,
-    noise_iqr_ratio: float = NOISE_IQR_RATIO,
-    outlier_factor: float = OUTLIER_FACTOR,
-    foreign_cpu_share: float = FOREIGN_CPU_SHARE,
-    loadavg_rise: float = LOADAVG_RISE,
+    rules: NoiseRules = NoiseRules(),
 ) -> list[TrainingCell]:
     """One cell per variant (device, precision, placement, loader, batch size): epoch and eval
     time summaries over the finite repeats, throughput from the median."""
@@ -85,8 +78,8 @@ def aggregate_training(
     cells = {}
     for key, group in group_by(finite, VARIANT_KEYS).items():
         group = sorted(group, key=lambda r: r.repeat)
-        epoch = summarize([r.epoch_s for r in group], noise_iqr_ratio, outlier_factor)
-        evaluation = summarize([r.eval_s for r in group], noise_iqr_ratio, outlier_factor)
+        epoch = summarize([r.epoch_s for r in group], rules)
+        evaluation = summarize([r.eval_s for r in group], rules)
         first = group[0]
         peaks = [r.peak_memory_bytes for r in group if r.peak_memory_bytes is not None]
         startups = [r.context_startup_s for r in group if r.context_startup_s is not None]
@@ -120,7 +113,7 @@ def aggregate_training(
             eval_noisy=evaluation["noisy"],
             same_final_weights_across_variants=all(r.same_final_weights_across_variants for r in group),
             peak_memory_bytes_max=max(peaks) if peaks else None,
-            contaminated=contaminated_repeats(group, foreign_cpu_share, loadavg_rise),
+            contaminated=contaminated_repeats(group, rules),
             context_startup_s_median=_median(startups) if startups else None,
         )
     # Epoch time over the fast path's for the same device, precision, placement and batch size:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from accel_choice.analyze.aggregate import FOREIGN_CPU_SHARE, LOADAVG_RISE, contaminated_repeats, group_by
-from accel_choice.analyze.stats import NOISE_IQR_RATIO, OUTLIER_FACTOR, summarize
+from accel_choice.analyze.aggregate import contaminated_repeats, group_by
+from accel_choice.analyze.stats import NoiseRules, summarize
 from accel_choice.records.loads import (
     CopyCell,
     CopyTiming,
@@ -18,20 +18,16 @@ from accel_choice.records.loads import (
 )
 
 
-
 def aggregate_load_convert(
     records: Sequence[LoadConvertRecord],
-    noise_iqr_ratio: float = NOISE_IQR_RATIO,
-    outlier_factor: float = OUTLIER_FACTOR,
-    foreign_cpu_share: float = FOREIGN_CPU_SHARE,
-    loadavg_rise: float = LOADAVG_RISE,
+    rules: NoiseRules = NoiseRules(),
 ) -> tuple[LoadCell, ...]:
     """One cell per (dataset, format): each stage's median over repeats, with spread of the total."""
     if not records:
         raise ValueError("no load/convert records to aggregate")
     table = []
     for (dataset, fmt), group in group_by(records, ("dataset", "format")).items():
-        total = summarize([r.total_s for r in group], noise_iqr_ratio, outlier_factor)
+        total = summarize([r.total_s for r in group], rules)
         first = group[0]
         table.append(LoadCell(
             dataset=dataset,
@@ -51,7 +47,7 @@ def aggregate_load_convert(
             noisy=total["noisy"],
             noise_reasons=tuple(total["noise_reasons"]),
             mb_per_s=first.file_bytes / total["median"] / 1e6,
-            contaminated=contaminated_repeats(group, foreign_cpu_share, loadavg_rise),
+            contaminated=contaminated_repeats(group, rules),
         ))
     return tuple(table)
 

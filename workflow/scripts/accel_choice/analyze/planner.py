@@ -80,8 +80,7 @@ def scenario_plan(rows: int, features: int, hidden: int, batch_size: int, bandwi
     )
 
 
-def grid_points(grid: Sequence[GridRecord], noise_iqr_ratio: float, outlier_factor: float,
-                foreign_cpu_share: float, loadavg_rise: float) -> list[FitPoint]:
+def grid_points(grid: Sequence[GridRecord], rules: stats.NoiseRules) -> list[FitPoint]:
     """Median epoch time per (device, workload) over the grid's repeats, with its noise verdict
     and the repeats measured while other processes were busy (kept, and counted in the report)."""
     groups: dict[tuple[str, int, int, int, int], list[GridRecord]] = {}
@@ -90,17 +89,13 @@ def grid_points(grid: Sequence[GridRecord], noise_iqr_ratio: float, outlier_fact
             groups.setdefault((r.device, r.rows, r.features, r.hidden, r.batch_size), []).append(r)
     points = []
     for (device, rows, features, hidden, batch_size), group in sorted(groups.items()):
-        summary = stats.summarize([r.epoch_s for r in group], noise_iqr_ratio, outlier_factor)
-        busy = sum(1 for r in group if _busy(r, foreign_cpu_share, loadavg_rise))
+        summary = stats.summarize([r.epoch_s for r in group], rules)
+        busy = sum(1 for r in group if contamination(r, rules))
         points.append(FitPoint(device=device, source="grid", rows=rows, features=features, hidden=hidden,
                                batch_size=batch_size, epoch_s=summary["median"], epoch_s_min=summary["min"],
                                epoch_s_max=summary["max"], repeats=summary["n"], noisy=summary["noisy"],
                                busy_repeats=busy))
     return points
-
-
-def _busy(record: GridRecord, foreign_cpu_share: float, loadavg_rise: float) -> bool:
-    return bool(contamination(record, foreign_cpu_share, loadavg_rise))
 
 
 def device_models(points: Sequence[FitPoint], gpu_assumed: Mapping[str, float]) -> dict[str, CostModel]:

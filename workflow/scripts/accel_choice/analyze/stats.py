@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TypedDict
 
-NOISE_IQR_RATIO = 0.10
-OUTLIER_FACTOR = 2.0
+
+@dataclass(frozen=True, kw_only=True)
+class NoiseRules:
+    """When a cell of repeats is flagged noisy and a repeat busy: the config's `aggregate` mapping,
+    passed to every rule that flags as one param (`noise`). The defaults are the schema's
+    (tests/test_stats.py checks they agree)."""
+
+    noise_iqr_ratio: float = 0.10  # a cell is noisy when IQR/median exceeds this
+    outlier_factor: float = 2.0  # ... or when a repeat exceeds this × the median
+    foreign_cpu_share: float = 0.25  # a repeat is busy when other processes used more cores than this
+    loadavg_rise: float = 0.5  # ... or when the 1-minute load average rose by more than this
 
 
 class Summary(TypedDict):
@@ -33,15 +43,11 @@ def quartiles(values: Sequence[float]) -> tuple[float, float]:
     return q1, q3
 
 
-def summarize(
-    values: Sequence[float],
-    noise_iqr_ratio: float = NOISE_IQR_RATIO,
-    outlier_factor: float = OUTLIER_FACTOR,
-) -> Summary:
+def summarize(values: Sequence[float], rules: NoiseRules = NoiseRules()) -> Summary:
     """Median, spread and a noise verdict for one cell of repeats.
 
-    A cell is noisy when IQR/median exceeds `noise_iqr_ratio` or any repeat is more
-    than `outlier_factor` × the median; the reasons are kept so the report can say why.
+    A cell is noisy when IQR/median exceeds `rules.noise_iqr_ratio` or any repeat is more
+    than `rules.outlier_factor` × the median; the reasons are kept so the report can say why.
     """
     if not values:
         raise ValueError("cannot summarise an empty list of measurements")
@@ -51,10 +57,10 @@ def summarize(
     iqr_ratio = iqr / median if median > 0 else float("inf")
     max_ratio = max(values) / median if median > 0 else float("inf")
     reasons = []
-    if iqr_ratio > noise_iqr_ratio:
-        reasons.append(f"IQR/median {iqr_ratio:.1%} > {noise_iqr_ratio:.0%}")
-    if max_ratio > outlier_factor:
-        reasons.append(f"a repeat is {max_ratio:.2f}x the median (> {outlier_factor:g}x)")
+    if iqr_ratio > rules.noise_iqr_ratio:
+        reasons.append(f"IQR/median {iqr_ratio:.1%} > {rules.noise_iqr_ratio:.0%}")
+    if max_ratio > rules.outlier_factor:
+        reasons.append(f"a repeat is {max_ratio:.2f}x the median (> {rules.outlier_factor:g}x)")
     return Summary(
         n=len(values),
         median=median,

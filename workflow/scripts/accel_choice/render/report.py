@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import paths
 from accel_choice.records.decision import DataTable, Decision, TheoryTable
 from accel_choice.records.environment import EnvironmentReport
@@ -31,8 +32,7 @@ class ReportInputs:
     non_finite: Sequence[NonFiniteRun]
     load_table: Sequence[LoadCell]
     seed: int
-    noise_iqr_ratio: float
-    outlier_factor: float
+    noise: NoiseRules
     accelerator: str = "auto"
     probe: VisibleDevices | None = None  # what the device probe saw
     transfers: TransferTable | None = None  # aggregated transfer timings, when a GPU was measured
@@ -181,8 +181,8 @@ def _flags_section(inputs: ReportInputs) -> str:
     loads = [r.loadavg_max for r in inputs.train_table] or [0.0]
     text = (
         "## Measurement conditions and flags\n\n"
-        f"A cell is flagged noisy when IQR/median > {inputs.noise_iqr_ratio:.0%} or a repeat exceeds "
-        f"{inputs.outlier_factor:g}× the median; a repeat is flagged as taken on a busy machine when other processes "
+        f"A cell is flagged noisy when IQR/median > {inputs.noise.noise_iqr_ratio:.0%} or a repeat exceeds "
+        f"{inputs.noise.outlier_factor:g}× the median; a repeat is flagged as taken on a busy machine when other processes "
         "used more than the configured share of a core during its job (from /proc/stat) or the load average rose. "
         "Highest 1-minute load average seen around a training measurement: "
         f"{max(loads):.2f}.\n\n"
