@@ -10,14 +10,12 @@ min_version("9.0")
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from accel_choice.io.provenance import INVOCATION_VARIABLE, invocation_record  # noqa: E402
-from accel_choice.io.config_checks import (check_config, check_config_files, check_schema, normalize_config)
+from accel_choice.io.config_checks import check_config, check_config_files, check_schema, normalize_config
 
 # Provenance, not a parameter: the command the user typed reaches every job through the
 # environment (setdefault: a cluster job re-parsing this file keeps its submitter's record),
 # so it is recorded in results/ without ever triggering a re-run.
-os.environ.setdefault(
-    INVOCATION_VARIABLE, invocation_record(sys.argv, os.getcwd(), SNAKEMAKE_VERSION)
-)
+os.environ.setdefault(INVOCATION_VARIABLE, invocation_record(sys.argv, os.getcwd(), SNAKEMAKE_VERSION))
 
 
 configfile: "config/config.yaml"

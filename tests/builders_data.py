@@ -38,11 +38,23 @@ SHA_A, SHA_B, SHA_C, SHA_D = ("a" * 64, "b" * 64, "c" * 64, "d" * 64)
 
 def data_environment(**overrides: Any) -> Environment:
     fields: dict[str, Any] = {
-        "torch_version": "2.13.0+cpu", "torch_loaded": False, "cuda_compiled_version": None, "is_cuda_available": None,
-        "nvidia_gpu_models": (), "cpu_model": "Test CPU 9000", "logical_cores": 8, "affinity_cores": 2,
-        "torch_threads": None, "torch_interop_threads": None, "omp_num_threads_env": None, "python_version": "3.11.9",
-        "python_platform": "Linux-6.1-x86_64", "os": "Linux 6.1", "machine": "x86_64",
-        "packages": {"torch": "2.13.0", "numpy": "2.4.6"}, "seed": 20261020,
+        "torch_version": "2.13.0+cpu",
+        "torch_loaded": False,
+        "cuda_compiled_version": None,
+        "is_cuda_available": None,
+        "nvidia_gpu_models": (),
+        "cpu_model": "Test CPU 9000",
+        "logical_cores": 8,
+        "affinity_cores": 2,
+        "torch_threads": None,
+        "torch_interop_threads": None,
+        "omp_num_threads_env": None,
+        "python_version": "3.11.9",
+        "python_platform": "Linux-6.1-x86_64",
+        "os": "Linux 6.1",
+        "machine": "x86_64",
+        "packages": {"torch": "2.13.0", "numpy": "2.4.6"},
+        "seed": 20261020,
         "workflow": Workflow(commit="0123456789abcdef", dirty=False),
     }
     return Environment(**(fields | overrides))
@@ -64,8 +76,15 @@ def dataset_meta(**overrides: Any) -> DatasetMeta:
     rows = overrides.get("rows", 8192)
     columns = overrides.get("feature_columns", tuple(f"x{i:02d}" for i in range(32)))
     fields: dict[str, Any] = {
-        "name": "benchmark", "rows": rows, "feature_columns": columns, "target_column": "y", "dtype": "float32",
-        "positive_rate": 0.5, "matrix_sha256": SHA_A, "file_sha256": SHA_B, "file_bytes": 128 + rows * (len(columns) + 1) * 4,
+        "name": "benchmark",
+        "rows": rows,
+        "feature_columns": columns,
+        "target_column": "y",
+        "dtype": "float32",
+        "positive_rate": 0.5,
+        "matrix_sha256": SHA_A,
+        "file_sha256": SHA_B,
+        "file_bytes": 128 + rows * (len(columns) + 1) * 4,
         "environment": data_environment(),
     }
     fields["generator"] = overrides.get("generator") or benchmark_generator(rows=rows, features=len(columns))
@@ -75,8 +94,12 @@ def dataset_meta(**overrides: Any) -> DatasetMeta:
 def exported_file(fmt: str = "parquet", **overrides: Any) -> ExportedFile:
     columns = overrides.get("columns", (*(f"x{i:02d}" for i in range(32)), "y"))
     fields: dict[str, Any] = {
-        "format": fmt, "file": f"benchmark.{fmt}", "bytes": 1_100_000 if fmt == "parquet" else 2_000_000,
-        "sha256": SHA_C if fmt == "parquet" else SHA_D, "rows": 8192, "columns": columns,
+        "format": fmt,
+        "file": f"benchmark.{fmt}",
+        "bytes": 1_100_000 if fmt == "parquet" else 2_000_000,
+        "sha256": SHA_C if fmt == "parquet" else SHA_D,
+        "rows": 8192,
+        "columns": columns,
         "schema": {name: "int8" if name == columns[-1] else "float" for name in columns},
     }
     return ExportedFile(**(fields | overrides))
@@ -84,8 +107,11 @@ def exported_file(fmt: str = "parquet", **overrides: Any) -> ExportedFile:
 
 def dataset_export(**overrides: Any) -> DatasetExport:
     fields: dict[str, Any] = {
-        "name": "benchmark", "matrix_sha256": SHA_A, "roundtrip_exact": {"parquet": True, "csv": True},
-        "files": {"parquet": exported_file("parquet"), "csv": exported_file("csv")}, "parquet_compression": "zstd",
+        "name": "benchmark",
+        "matrix_sha256": SHA_A,
+        "roundtrip_exact": {"parquet": True, "csv": True},
+        "files": {"parquet": exported_file("parquet"), "csv": exported_file("csv")},
+        "parquet_compression": "zstd",
         "environment": data_environment(),
     }
     return DatasetExport(**(fields | overrides))
@@ -101,11 +127,24 @@ def load_record(**overrides: Any) -> LoadConvertRecord:
     stages["total_s"] = overrides.get("total_s", sum(stages.values()))
     fmt = overrides.get("format", "parquet")
     fields: dict[str, Any] = {
-        "format": fmt, "file": f"benchmark.{fmt}", "file_bytes": 1_000_000, "rows": 8192, "features": 32,
-        "tensor_bytes": 8192 * 33 * 4, "tensor_dtype": "torch.float32", "torch_shares_numpy_buffer": True, **stages,
-        "matches_generated_data": True, "threads": 1,
-        "loadavg_before": (0.3, 0.3, 0.3), "loadavg_after": (0.3, 0.3, 0.3), "foreign_cpu_share": 0.0,
-        "dataset": "benchmark", "repeat": 0, "wall_interval": (1000.0, 1001.0), "environment": data_environment(),
+        "format": fmt,
+        "file": f"benchmark.{fmt}",
+        "file_bytes": 1_000_000,
+        "rows": 8192,
+        "features": 32,
+        "tensor_bytes": 8192 * 33 * 4,
+        "tensor_dtype": "torch.float32",
+        "torch_shares_numpy_buffer": True,
+        **stages,
+        "matches_generated_data": True,
+        "threads": 1,
+        "loadavg_before": (0.3, 0.3, 0.3),
+        "loadavg_after": (0.3, 0.3, 0.3),
+        "foreign_cpu_share": 0.0,
+        "dataset": "benchmark",
+        "repeat": 0,
+        "wall_interval": (1000.0, 1001.0),
+        "environment": data_environment(),
     }
     fields = fields | overrides
     if "pass_stages" not in fields:
@@ -116,10 +155,23 @@ def load_record(**overrides: Any) -> LoadConvertRecord:
 
 def load_cell(**overrides: Any) -> LoadCell:
     fields: dict[str, Any] = {
-        "dataset": "benchmark", "format": "parquet", "repeats": 3, "rows": 8192, "file_bytes": 1_000_000,
-        "tensor_bytes": 8192 * 33 * 4, "read_s_median": 0.004, "to_pandas_s_median": 0.001, "to_numpy_s_median": 0.001,
-        "to_torch_s_median": 0.00001, "total_s_median": 0.00601, "total_s_min": 0.006, "total_s_max": 0.0062,
-        "total_s_iqr": 0.0001, "noisy": False, "noise_reasons": (), "contaminated": (),
+        "dataset": "benchmark",
+        "format": "parquet",
+        "repeats": 3,
+        "rows": 8192,
+        "file_bytes": 1_000_000,
+        "tensor_bytes": 8192 * 33 * 4,
+        "read_s_median": 0.004,
+        "to_pandas_s_median": 0.001,
+        "to_numpy_s_median": 0.001,
+        "to_torch_s_median": 0.00001,
+        "total_s_median": 0.00601,
+        "total_s_min": 0.006,
+        "total_s_max": 0.0062,
+        "total_s_iqr": 0.0001,
+        "noisy": False,
+        "noise_reasons": (),
+        "contaminated": (),
     }
     fields = fields | overrides
     fields.setdefault("mb_per_s", fields["file_bytes"] / fields["total_s_median"] / 1e6)
@@ -127,13 +179,17 @@ def load_cell(**overrides: Any) -> LoadCell:
 
 
 def load_table(**overrides: Any) -> LoadTable:
-    return LoadTable(**({"table": (load_cell(format="csv"), load_cell()), "environment": data_environment()} | overrides))
+    return LoadTable(
+        **({"table": (load_cell(format="csv"), load_cell()), "environment": data_environment()} | overrides)
+    )
 
 
 # --- host <-> device copies ------------------------------------------------------------------------
 
 
-def copy_timing(what: str = "matrix", direction: str = "host_to_device", memory: str = "pageable", **overrides: Any) -> CopyTiming:
+def copy_timing(
+    what: str = "matrix", direction: str = "host_to_device", memory: str = "pageable", **overrides: Any
+) -> CopyTiming:
     """A copy timed 5 times at the same seconds; GB/s from its bytes and seconds unless given."""
     fields: dict[str, Any] = {"what": what, "direction": direction, "memory": memory, "bytes": 1 << 20, "seconds": 1e-4}
     fields = fields | overrides
@@ -145,19 +201,37 @@ def copy_timing(what: str = "matrix", direction: str = "host_to_device", memory:
 def transfer_job(**overrides: Any) -> TransferJob:
     """One transfer repeat on CUDA: the matrix and the target host-to-device, the predictions back."""
     fields: dict[str, Any] = {
-        "device": "cuda", "context_startup_s": 0.2, "pin_memory_s": None, "matrix_bytes": 1 << 20,
-        "copies": (copy_timing("matrix"), copy_timing("target", bytes=1 << 15),
-                   copy_timing("predictions", "device_to_host", bytes=1 << 15)),
-        "loadavg_before": (0.1, 0.1, 0.1), "loadavg_after": (0.2, 0.1, 0.1), "repeat": 0,
-        "wall_interval": (1000.0, 1001.0), "environment": data_environment(),
+        "device": "cuda",
+        "context_startup_s": 0.2,
+        "pin_memory_s": None,
+        "matrix_bytes": 1 << 20,
+        "copies": (
+            copy_timing("matrix"),
+            copy_timing("target", bytes=1 << 15),
+            copy_timing("predictions", "device_to_host", bytes=1 << 15),
+        ),
+        "loadavg_before": (0.1, 0.1, 0.1),
+        "loadavg_after": (0.2, 0.1, 0.1),
+        "repeat": 0,
+        "wall_interval": (1000.0, 1001.0),
+        "environment": data_environment(),
     }
     return TransferJob(**(fields | overrides))
 
 
-def copy_cell(what: str = "matrix", direction: str = "host_to_device", memory: str = "pageable", **overrides: Any) -> CopyCell:
+def copy_cell(
+    what: str = "matrix", direction: str = "host_to_device", memory: str = "pageable", **overrides: Any
+) -> CopyCell:
     fields: dict[str, Any] = {
-        "what": what, "direction": direction, "memory": memory, "bytes": 1 << 20, "repeats": 3,
-        "seconds_median": 1e-4, "seconds_min": 0.9e-4, "seconds_max": 1.2e-4, "noisy": False,
+        "what": what,
+        "direction": direction,
+        "memory": memory,
+        "bytes": 1 << 20,
+        "repeats": 3,
+        "seconds_median": 1e-4,
+        "seconds_min": 0.9e-4,
+        "seconds_max": 1.2e-4,
+        "noisy": False,
     }
     fields = fields | overrides
     if "gb_per_s" not in fields:
@@ -167,8 +241,10 @@ def copy_cell(what: str = "matrix", direction: str = "host_to_device", memory: s
 
 def transfer_table(**overrides: Any) -> TransferTable:
     fields: dict[str, Any] = {
-        "device": "cuda", "copies": (copy_cell("predictions", "device_to_host", bytes=1 << 15), copy_cell()),
-        "context_startup_s": SecondsSpread(median=0.2, min=0.19, max=0.22), "pin_memory_s_median": None,
+        "device": "cuda",
+        "copies": (copy_cell("predictions", "device_to_host", bytes=1 << 15), copy_cell()),
+        "context_startup_s": SecondsSpread(median=0.2, min=0.19, max=0.22),
+        "pin_memory_s_median": None,
     }
     return TransferTable(**(fields | overrides))
 
@@ -177,29 +253,54 @@ def transfer_table(**overrides: Any) -> TransferTable:
 
 
 def cuda_device(**overrides: Any) -> CudaDevice:
-    fields = {"index": 0, "name": "NVIDIA H200", "capability": "9.0", "total_memory_bytes": 150_020_390_912,
-              "multiprocessors": 132}
+    fields = {
+        "index": 0,
+        "name": "NVIDIA H200",
+        "capability": "9.0",
+        "total_memory_bytes": 150_020_390_912,
+        "multiprocessors": 132,
+    }
     return CudaDevice(**(fields | overrides))
 
 
 def visible_devices(**overrides: Any) -> VisibleDevices:
     """One H200 by default; `cuda_available=False` (alone) gives a CPU build that sees nothing."""
     if overrides.get("cuda_available") is False:
-        fields: dict[str, Any] = {"torch_version": "2.13.0+cpu", "cuda_version": None, "cuda_devices": (),
-                                  "nvidia_driver": None, "mps_available": False, "accelerator": None}
+        fields: dict[str, Any] = {
+            "torch_version": "2.13.0+cpu",
+            "cuda_version": None,
+            "cuda_devices": (),
+            "nvidia_driver": None,
+            "mps_available": False,
+            "accelerator": None,
+        }
     else:
-        fields = {"torch_version": "2.13.0+cu128", "cuda_available": True, "cuda_version": "12.8",
-                  "cuda_devices": (cuda_device(),), "nvidia_driver": "570.86.15", "mps_available": False,
-                  "accelerator": "cuda"}
+        fields = {
+            "torch_version": "2.13.0+cu128",
+            "cuda_available": True,
+            "cuda_version": "12.8",
+            "cuda_devices": (cuda_device(),),
+            "nvidia_driver": "570.86.15",
+            "mps_available": False,
+            "accelerator": "cuda",
+        }
     return VisibleDevices(**(fields | overrides))
 
 
 def device_probe(**overrides: Any) -> DeviceProbe:
     """The probe file of a machine that sees nothing (mode auto); VisibleDevices fields may be overridden."""
     fields: dict[str, Any] = {
-        "torch_version": "2.13.0+cpu", "cuda_available": False, "cuda_version": None, "cuda_devices": (),
-        "nvidia_driver": None, "mps_available": False, "accelerator": None,
-        "mode": "auto", "planned_fingerprint": "none", "fingerprint": "none", "environment": data_environment(),
+        "torch_version": "2.13.0+cpu",
+        "cuda_available": False,
+        "cuda_version": None,
+        "cuda_devices": (),
+        "nvidia_driver": None,
+        "mps_available": False,
+        "accelerator": None,
+        "mode": "auto",
+        "planned_fingerprint": "none",
+        "fingerprint": "none",
+        "environment": data_environment(),
     }
     return DeviceProbe(**(fields | overrides))
 
@@ -210,8 +311,15 @@ def device_probe(**overrides: Any) -> DeviceProbe:
 def job_resources(**overrides: Any) -> JobResources:
     """A job both timed: process 2 s, body 1.5 s, an RSS sample of 300 MiB; derived fields follow the overrides."""
     fields: dict[str, Any] = {
-        "rule": "time_cpu_training", "job": "time_cpu_training/bs32.rep0", "process_wall_s": 2.0, "max_rss_mb": 300.0,
-        "process_cpu_s": 1.8, "mean_load": 90.0, "body_wall_s": 1.5, "body_cpu_s": 1.4, "peak_rss_mb": 310.0,
+        "rule": "time_cpu_training",
+        "job": "time_cpu_training/bs32.rep0",
+        "process_wall_s": 2.0,
+        "max_rss_mb": 300.0,
+        "process_cpu_s": 1.8,
+        "mean_load": 90.0,
+        "body_wall_s": 1.5,
+        "body_cpu_s": 1.4,
+        "peak_rss_mb": 310.0,
     }
     fields = fields | overrides
     wall, body = fields["process_wall_s"], fields["body_wall_s"]
@@ -222,9 +330,15 @@ def job_resources(**overrides: Any) -> JobResources:
 
 def rule_resources(**overrides: Any) -> RuleResources:
     fields: dict[str, Any] = {
-        "rule": "time_cpu_training", "jobs": 1, "process_wall_total_s": 2.0, "process_wall_median_s": 2.0,
-        "body_wall_median_s": 1.5, "outside_body_median_s": 0.5, "max_rss_mb_sampled": 300.0,
-        "jobs_without_rss_sample": 0, "peak_rss_mb_kernel": 310.0,
+        "rule": "time_cpu_training",
+        "jobs": 1,
+        "process_wall_total_s": 2.0,
+        "process_wall_median_s": 2.0,
+        "body_wall_median_s": 1.5,
+        "outside_body_median_s": 0.5,
+        "max_rss_mb_sampled": 300.0,
+        "jobs_without_rss_sample": 0,
+        "peak_rss_mb_kernel": 310.0,
     }
     return RuleResources(**(fields | overrides))
 

@@ -37,36 +37,84 @@ def grid_record(**overrides: Any) -> GridRecord:
     rows, steps = shape["rows"], math.ceil(shape["rows"] / shape["batch_size"])
     epoch_s = overrides.get("epoch_s", 0.02)
     fields = {
-        "device": "cpu", "precision": "fp32", "placement": "host", "loader": "fastpath", **shape,
-        "grad_scaler": False, "repeat": 0, "samples": rows, "steps": steps, "epoch_s": epoch_s,
-        "samples_per_s": rows / epoch_s, "epoch_cpu_s": epoch_s, "eval_s": 0.005, "eval_samples": rows,
-        "eval_loss": 0.69, "eval_accuracy": 0.5, "final_loss": 0.68, "mean_train_loss": 0.69, "finite": True,
-        "nonfinite_step": None, "peak_memory_bytes": None, "warmup_steps": 2, "warmup_first_step_s": 0.003,
-        "warmup_steady_step_s": 0.001, "threads": 1, "loadavg_before": (0.1, 0.1, 0.1),
-        "loadavg_after": (0.1, 0.1, 0.1), "foreign_cpu_share": 0.0, "context_startup_s": None,
-        "initial_weights_sha256": SHA, "final_weights_sha256": SHA,
-        "invariants": Invariants(samples_eq_rows=True, eval_samples_eq_rows=True, steps_eq_ceil_rows_over_batch=True,
-                                 samples_per_s_eq_samples_over_epoch_s=True),
+        "device": "cpu",
+        "precision": "fp32",
+        "placement": "host",
+        "loader": "fastpath",
+        **shape,
+        "grad_scaler": False,
+        "repeat": 0,
+        "samples": rows,
+        "steps": steps,
+        "epoch_s": epoch_s,
+        "samples_per_s": rows / epoch_s,
+        "epoch_cpu_s": epoch_s,
+        "eval_s": 0.005,
+        "eval_samples": rows,
+        "eval_loss": 0.69,
+        "eval_accuracy": 0.5,
+        "final_loss": 0.68,
+        "mean_train_loss": 0.69,
+        "finite": True,
+        "nonfinite_step": None,
+        "peak_memory_bytes": None,
+        "warmup_steps": 2,
+        "warmup_first_step_s": 0.003,
+        "warmup_steady_step_s": 0.001,
+        "threads": 1,
+        "loadavg_before": (0.1, 0.1, 0.1),
+        "loadavg_after": (0.1, 0.1, 0.1),
+        "foreign_cpu_share": 0.0,
+        "context_startup_s": None,
+        "initial_weights_sha256": SHA,
+        "final_weights_sha256": SHA,
+        "invariants": Invariants(
+            samples_eq_rows=True,
+            eval_samples_eq_rows=True,
+            steps_eq_ceil_rows_over_batch=True,
+            samples_per_s_eq_samples_over_epoch_s=True,
+        ),
     }
     return GridRecord(**{**fields, **overrides})
 
 
 def grid_job(**overrides: Any) -> GridJob:
-    fields = {"records": (grid_record(), grid_record(rows=256, batch_size=64)), "wall_interval": (100.0, 101.5),
-              "environment": envinfo.quick_environment(seed=7)}
+    fields = {
+        "records": (grid_record(), grid_record(rows=256, batch_size=64)),
+        "wall_interval": (100.0, 101.5),
+        "environment": envinfo.quick_environment(seed=7),
+    }
     return GridJob(**{**fields, **overrides})
 
 
 def fit_point(**overrides: Any) -> FitPoint:
-    fields = {"device": "cpu", "source": "grid", "rows": 128, "features": 4, "hidden": 8, "batch_size": 16,
-              "epoch_s": 0.02, "epoch_s_min": 0.018, "epoch_s_max": 0.025, "repeats": 3, "noisy": False,
-              "busy_repeats": 0}
+    fields = {
+        "device": "cpu",
+        "source": "grid",
+        "rows": 128,
+        "features": 4,
+        "hidden": 8,
+        "batch_size": 16,
+        "epoch_s": 0.02,
+        "epoch_s_min": 0.018,
+        "epoch_s_max": 0.025,
+        "repeats": 3,
+        "noisy": False,
+        "busy_repeats": 0,
+    }
     return FitPoint(**{**fields, **overrides})
 
 
 def residual(**overrides: Any) -> Residual:
-    fields = {"rows": 128, "features": 4, "hidden": 8, "batch_size": 16, "measured_s": 0.02, "predicted_s": 0.021,
-              "device": "cpu"}
+    fields = {
+        "rows": 128,
+        "features": 4,
+        "hidden": 8,
+        "batch_size": 16,
+        "measured_s": 0.02,
+        "predicted_s": 0.021,
+        "device": "cpu",
+    }
     fields.update(overrides)
     fields.setdefault("rel_error", (fields["predicted_s"] - fields["measured_s"]) / fields["measured_s"])
     return Residual(**fields)
@@ -74,18 +122,44 @@ def residual(**overrides: Any) -> Residual:
 
 def model_row(**overrides: Any) -> ModelRow:
     """A fitted CPU model with all three terms, fitted to 2 points."""
-    fields = {"device": "cpu", "source": "fitted", "seconds_per_step": 4e-4, "gflop_per_s": 20.0, "gb_per_s": 2.5,
-              "flop_per_s": 2e10, "bytes_per_s": 2.5e9, "points": 2, "r2": 0.99, "median_abs_rel_error": 0.01,
-              "max_abs_rel_error": 0.03, "loo_median_abs_rel_error": 0.02,
-              "terms_used": ("overhead", "compute", "memory"), "identifiable": True, "warning": None}
+    fields = {
+        "device": "cpu",
+        "source": "fitted",
+        "seconds_per_step": 4e-4,
+        "gflop_per_s": 20.0,
+        "gb_per_s": 2.5,
+        "flop_per_s": 2e10,
+        "bytes_per_s": 2.5e9,
+        "points": 2,
+        "r2": 0.99,
+        "median_abs_rel_error": 0.01,
+        "max_abs_rel_error": 0.03,
+        "loo_median_abs_rel_error": 0.02,
+        "terms_used": ("overhead", "compute", "memory"),
+        "identifiable": True,
+        "warning": None,
+    }
     return ModelRow(**{**fields, **overrides})
 
 
 def assumed_model_row(**overrides: Any) -> ModelRow:
-    fields = {"device": "gpu (assumed)", "source": "assumed", "seconds_per_step": 1.5e-4, "gflop_per_s": 1e4,
-              "gb_per_s": 1e3, "flop_per_s": 1e13, "bytes_per_s": 1e12, "points": None, "r2": None,
-              "median_abs_rel_error": None, "max_abs_rel_error": None, "loo_median_abs_rel_error": None,
-              "terms_used": None, "identifiable": None, "warning": None}
+    fields = {
+        "device": "gpu (assumed)",
+        "source": "assumed",
+        "seconds_per_step": 1.5e-4,
+        "gflop_per_s": 1e4,
+        "gb_per_s": 1e3,
+        "flop_per_s": 1e13,
+        "bytes_per_s": 1e12,
+        "points": None,
+        "r2": None,
+        "median_abs_rel_error": None,
+        "max_abs_rel_error": None,
+        "loo_median_abs_rel_error": None,
+        "terms_used": None,
+        "identifiable": None,
+        "warning": None,
+    }
     return ModelRow(**{**fields, **overrides})
 
 
@@ -94,16 +168,30 @@ def cost_model_table(**overrides: Any) -> CostModelTable:
         "models": (model_row(), assumed_model_row()),
         "points": (fit_point(), fit_point(source="benchmark", batch_size=32)),
         "residuals": (residual(), residual(batch_size=32)),
-        "host_to_device_gb_s": 8.0, "host_to_device_source": "assumed", "gpu_startup_s": 0.3,
-        "gpu_startup_source": "assumed", "epochs": 10, "threads": 1, "environment": envinfo.quick_environment(seed=7),
+        "host_to_device_gb_s": 8.0,
+        "host_to_device_source": "assumed",
+        "gpu_startup_s": 0.3,
+        "gpu_startup_source": "assumed",
+        "epochs": 10,
+        "threads": 1,
+        "environment": envinfo.quick_environment(seed=7),
     }
     return CostModelTable(**{**fields, **overrides})
 
 
 def break_even_summary(**overrides: Any) -> BreakEvenSummary:
-    fields = {"axis": "rows", "placement": "resident", "break_even": 5000.0, "gpu_always_faster": False,
-              "gpu_never_faster": False, "gpu_faster_until": None, "base_rows": 8192, "base_features": 32,
-              "base_hidden": 48, "base_batch_size": 512}
+    fields = {
+        "axis": "rows",
+        "placement": "resident",
+        "break_even": 5000.0,
+        "gpu_always_faster": False,
+        "gpu_never_faster": False,
+        "gpu_faster_until": None,
+        "base_rows": 8192,
+        "base_features": 32,
+        "base_hidden": 48,
+        "base_batch_size": 512,
+    }
     return BreakEvenSummary(**{**fields, **overrides})
 
 
@@ -115,18 +203,33 @@ def curve_row(**overrides: Any) -> CurveRow:
 
 
 def break_even_table(**overrides: Any) -> BreakEvenTable:
-    fields = {"summary": (break_even_summary(),),
-              "curves": (curve_row(), curve_row(value=10_000, cpu_s=2.0, gpu_s=0.5)),
-              "gpu_model_source": "assumed", "label": "modelled"}
+    fields = {
+        "summary": (break_even_summary(),),
+        "curves": (curve_row(), curve_row(value=10_000, cpu_s=2.0, gpu_s=0.5)),
+        "gpu_model_source": "assumed",
+        "label": "modelled",
+    }
     return BreakEvenTable(**{**fields, **overrides})
 
 
 def flop_row(**overrides: Any) -> FlopRow:
     """B = 128 over 1000 rows of the model 32 → 48 → 1, timed at 0.5 s."""
-    fields = {"batch_size": 128, "rows": 1000, "steps": 8, "last_batch_rows": 104, "counted_forward_per_batch": 405_504,
-              "counted_backward_per_batch": 417_792, "counted_per_batch": 823_296, "formula_3x_per_batch": 1_216_512,
-              "counted_over_3x": 823_296 / 1_216_512, "epoch_flop_counted": 6_432_000, "epoch_flop_3x": 9_504_000,
-              "epoch_s": 0.5, "gflop_per_s_3x": 9_504_000 / 0.5 / 1e9, "gflop_per_s_counted": 6_432_000 / 0.5 / 1e9}
+    fields = {
+        "batch_size": 128,
+        "rows": 1000,
+        "steps": 8,
+        "last_batch_rows": 104,
+        "counted_forward_per_batch": 405_504,
+        "counted_backward_per_batch": 417_792,
+        "counted_per_batch": 823_296,
+        "formula_3x_per_batch": 1_216_512,
+        "counted_over_3x": 823_296 / 1_216_512,
+        "epoch_flop_counted": 6_432_000,
+        "epoch_flop_3x": 9_504_000,
+        "epoch_s": 0.5,
+        "gflop_per_s_3x": 9_504_000 / 0.5 / 1e9,
+        "gflop_per_s_counted": 6_432_000 / 0.5 / 1e9,
+    }
     return FlopRow(**{**fields, **overrides})
 
 
@@ -135,21 +238,44 @@ def flop_check(**overrides: Any) -> FlopCheck:
 
 
 def scenario_modelled(**overrides: Any) -> ScenarioModelled:
-    fields = {"cpu_epoch_s": 900.0, "gpu_epoch_s_resident": 12.0, "gpu_epoch_s_streamed": 18.4,
-              "gpu_model_source": "assumed", "host_to_device_copy_s": 6.4}
+    fields = {
+        "cpu_epoch_s": 900.0,
+        "gpu_epoch_s_resident": 12.0,
+        "gpu_epoch_s_streamed": 18.4,
+        "gpu_model_source": "assumed",
+        "host_to_device_copy_s": 6.4,
+    }
     return ScenarioModelled(**{**fields, **overrides})
 
 
 def scenario(**overrides: Any) -> Scenario:
     """Exercise 4 (n = 50,000,000, d = 256, 256 → 128 → 1, B = 512, 8 GB/s) on a 24 GiB host and an 80 GB GPU."""
     fields = {
-        "rows": 50_000_000, "features": 256, "hidden": 128, "batch_size": 512, "widths": (256, 128, 1),
-        "bandwidth_gb_s": 8.0, "input_bytes": 51_200_000_000, "host_memory_bytes": 24 << 30,
-        "gpu_memory_bytes": 80 * 10**9, "fits_in_host_memory": False, "fits_in_gpu_memory": True, "params": 33_025,
-        "adam_fp32_bytes": 528_400, "batch_input_bytes": 524_288, "batch_hidden_bytes": 262_144,
-        "batch_logit_bytes": 2_048, "forward_activation_bytes": 788_480, "forward_backward_activation_bytes": 1_576_960,
-        "transfer_s": 6.4, "steps_per_epoch": 97_657, "flop_per_epoch_3x": 9_868_800_000_000,
-        "flop_per_epoch_counted": 6_592_000_000_000, "to_measure": ("the whole path at least 3 times",),
-        "must_stream": True, "gpu_memory_source": "measured", "modelled": scenario_modelled(),
+        "rows": 50_000_000,
+        "features": 256,
+        "hidden": 128,
+        "batch_size": 512,
+        "widths": (256, 128, 1),
+        "bandwidth_gb_s": 8.0,
+        "input_bytes": 51_200_000_000,
+        "host_memory_bytes": 24 << 30,
+        "gpu_memory_bytes": 80 * 10**9,
+        "fits_in_host_memory": False,
+        "fits_in_gpu_memory": True,
+        "params": 33_025,
+        "adam_fp32_bytes": 528_400,
+        "batch_input_bytes": 524_288,
+        "batch_hidden_bytes": 262_144,
+        "batch_logit_bytes": 2_048,
+        "forward_activation_bytes": 788_480,
+        "forward_backward_activation_bytes": 1_576_960,
+        "transfer_s": 6.4,
+        "steps_per_epoch": 97_657,
+        "flop_per_epoch_3x": 9_868_800_000_000,
+        "flop_per_epoch_counted": 6_592_000_000_000,
+        "to_measure": ("the whole path at least 3 times",),
+        "must_stream": True,
+        "gpu_memory_source": "measured",
+        "modelled": scenario_modelled(),
     }
     return Scenario(**{**fields, **overrides})

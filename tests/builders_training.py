@@ -18,24 +18,60 @@ SHA_INITIAL = "a" * 64
 SHA_FINAL = "b" * 64
 
 
-def training_record(*, batch_size: int = 32, loader: str = "fastpath", repeat: int = 0, epoch_s: float = 0.01,
-                    rows: int = ROWS, finite: bool = True, device: str = "cpu", precision: str = "fp32",
-                    placement: str = "host", **overrides: Any) -> TrainingRecord:
+def training_record(
+    *,
+    batch_size: int = 32,
+    loader: str = "fastpath",
+    repeat: int = 0,
+    epoch_s: float = 0.01,
+    rows: int = ROWS,
+    finite: bool = True,
+    device: str = "cpu",
+    precision: str = "fp32",
+    placement: str = "host",
+    **overrides: Any,
+) -> TrainingRecord:
     """One timed epoch as measure_training_job writes it."""
     fields: dict[str, Any] = dict(
-        device=device, precision=precision, placement=placement, loader=loader, batch_size=batch_size,
-        grad_scaler=precision == "fp16", repeat=repeat,
+        device=device,
+        precision=precision,
+        placement=placement,
+        loader=loader,
+        batch_size=batch_size,
+        grad_scaler=precision == "fp16",
+        repeat=repeat,
         position_in_job=0 if (repeat % 2 == 0) == (loader == "dataloader") else 1,
-        samples=rows, steps=theory.steps_per_epoch(rows, batch_size), epoch_s=epoch_s, samples_per_s=rows / epoch_s,
-        epoch_cpu_s=epoch_s, eval_s=0.005, eval_samples=rows,
-        eval_loss=0.4 if finite else None, eval_accuracy=0.9, final_loss=0.35 if finite else None,
-        mean_train_loss=0.45 if finite else None, finite=finite, nonfinite_step=None if finite else 3,
-        peak_memory_bytes=None if device == "cpu" else 1_000_000, warmup_steps=50, warmup_first_step_s=0.002,
-        warmup_steady_step_s=0.0002, threads=1, loadavg_before=(0.5, 0.4, 0.3), loadavg_after=(0.7, 0.4, 0.3),
-        foreign_cpu_share=0.02, context_startup_s=None if device == "cpu" else 0.2,
-        initial_weights_sha256=SHA_INITIAL, final_weights_sha256=SHA_FINAL, same_final_weights_across_variants=True,
-        invariants=Invariants(samples_eq_rows=True, eval_samples_eq_rows=True, steps_eq_ceil_rows_over_batch=True,
-                              samples_per_s_eq_samples_over_epoch_s=True),
+        samples=rows,
+        steps=theory.steps_per_epoch(rows, batch_size),
+        epoch_s=epoch_s,
+        samples_per_s=rows / epoch_s,
+        epoch_cpu_s=epoch_s,
+        eval_s=0.005,
+        eval_samples=rows,
+        eval_loss=0.4 if finite else None,
+        eval_accuracy=0.9,
+        final_loss=0.35 if finite else None,
+        mean_train_loss=0.45 if finite else None,
+        finite=finite,
+        nonfinite_step=None if finite else 3,
+        peak_memory_bytes=None if device == "cpu" else 1_000_000,
+        warmup_steps=50,
+        warmup_first_step_s=0.002,
+        warmup_steady_step_s=0.0002,
+        threads=1,
+        loadavg_before=(0.5, 0.4, 0.3),
+        loadavg_after=(0.7, 0.4, 0.3),
+        foreign_cpu_share=0.02,
+        context_startup_s=None if device == "cpu" else 0.2,
+        initial_weights_sha256=SHA_INITIAL,
+        final_weights_sha256=SHA_FINAL,
+        same_final_weights_across_variants=True,
+        invariants=Invariants(
+            samples_eq_rows=True,
+            eval_samples_eq_rows=True,
+            steps_eq_ceil_rows_over_batch=True,
+            samples_per_s_eq_samples_over_epoch_s=True,
+        ),
     )
     if "samples_per_s" not in overrides and "samples" in overrides:
         fields["samples_per_s"] = overrides["samples"] / overrides.get("epoch_s", epoch_s)
@@ -45,28 +81,64 @@ def training_record(*, batch_size: int = 32, loader: str = "fastpath", repeat: i
     return TrainingRecord(**fields)
 
 
-def training_cell(*, batch_size: int = 32, loader: str = "fastpath", epoch_s: float = 0.01, spread: float = 0.1,
-                  rows: int = ROWS, device: str = "cpu", precision: str = "fp32", placement: str = "host",
-                  **overrides: Any) -> TrainingCell:
+def training_cell(
+    *,
+    batch_size: int = 32,
+    loader: str = "fastpath",
+    epoch_s: float = 0.01,
+    spread: float = 0.1,
+    rows: int = ROWS,
+    device: str = "cpu",
+    precision: str = "fp32",
+    placement: str = "host",
+    **overrides: Any,
+) -> TrainingCell:
     """One aggregated cell with three repeats at epoch_s·(1 − spread), epoch_s, epoch_s·(1 + spread)."""
     runs = (epoch_s * (1 - spread), epoch_s, epoch_s * (1 + spread))
     steps = theory.steps_per_epoch(rows, batch_size)
     fields: dict[str, Any] = dict(
-        device=device, precision=precision, placement=placement, loader=loader, batch_size=batch_size,
-        grad_scaler=precision == "fp16", repeats=3, samples=rows, steps=steps, epoch_s_runs=runs,
-        epoch_s_median=epoch_s, epoch_s_min=runs[0], epoch_s_max=runs[2], epoch_s_iqr=epoch_s * spread,
-        epoch_s_iqr_over_median=spread, samples_per_s=rows / epoch_s, samples_per_s_min=rows / runs[2],
-        samples_per_s_max=rows / runs[0], step_us_median=epoch_s / steps * 1e6, eval_s_median=0.005,
-        eval_s_min=0.0045, eval_s_max=0.0055, eval_s_iqr=0.0005, mean_train_loss_median=0.45,
-        eval_accuracy_median=0.9, warmup_first_over_steady_median=10.0, threads=(1,), loadavg_max=0.7,
-        noisy=False, noise_reasons=(), eval_noisy=False, same_final_weights_across_variants=True,
-        peak_memory_bytes_max=None if device == "cpu" else 1_000_000, contaminated=(),
-        context_startup_s_median=None if device == "cpu" else 0.2, epoch_s_over_fastpath=None,
+        device=device,
+        precision=precision,
+        placement=placement,
+        loader=loader,
+        batch_size=batch_size,
+        grad_scaler=precision == "fp16",
+        repeats=3,
+        samples=rows,
+        steps=steps,
+        epoch_s_runs=runs,
+        epoch_s_median=epoch_s,
+        epoch_s_min=runs[0],
+        epoch_s_max=runs[2],
+        epoch_s_iqr=epoch_s * spread,
+        epoch_s_iqr_over_median=spread,
+        samples_per_s=rows / epoch_s,
+        samples_per_s_min=rows / runs[2],
+        samples_per_s_max=rows / runs[0],
+        step_us_median=epoch_s / steps * 1e6,
+        eval_s_median=0.005,
+        eval_s_min=0.0045,
+        eval_s_max=0.0055,
+        eval_s_iqr=0.0005,
+        mean_train_loss_median=0.45,
+        eval_accuracy_median=0.9,
+        warmup_first_over_steady_median=10.0,
+        threads=(1,),
+        loadavg_max=0.7,
+        noisy=False,
+        noise_reasons=(),
+        eval_noisy=False,
+        same_final_weights_across_variants=True,
+        peak_memory_bytes_max=None if device == "cpu" else 1_000_000,
+        contaminated=(),
+        context_startup_s_median=None if device == "cpu" else 0.2,
+        epoch_s_over_fastpath=None,
     )
     fields.update(overrides)
     if "contaminated" in overrides:
-        fields["contaminated"] = tuple(c if isinstance(c, Contamination) else Contamination(**c)
-                                       for c in overrides["contaminated"])
+        fields["contaminated"] = tuple(
+            c if isinstance(c, Contamination) else Contamination(**c) for c in overrides["contaminated"]
+        )
     return TrainingCell(**fields)
 
 
@@ -78,9 +150,24 @@ def replaced(record: Any, **changes: Any) -> Any:
 def full_path_row(**overrides: Any) -> FullPathRow:
     """One full-path row of a CPU fast-path variant: 5 ms load, 1 ms convert, 10 ms epoch, 4 ms eval."""
     fields: dict[str, Any] = dict(
-        format="parquet", device="cpu", precision="fp32", placement="host", loader="fastpath", batch_size=512,
-        load_s=0.005, convert_s=0.001, transfer_s=0.0, train_s=0.01, eval_s=0.004, total_s=0.02, total_min_s=0.019,
-        total_max_s=0.021, startup_s=0.0, total_with_startup_s=0.02, train_share=0.5, noisy=False,
+        format="parquet",
+        device="cpu",
+        precision="fp32",
+        placement="host",
+        loader="fastpath",
+        batch_size=512,
+        load_s=0.005,
+        convert_s=0.001,
+        transfer_s=0.0,
+        train_s=0.01,
+        eval_s=0.004,
+        total_s=0.02,
+        total_min_s=0.019,
+        total_max_s=0.021,
+        startup_s=0.0,
+        total_with_startup_s=0.02,
+        train_share=0.5,
+        noisy=False,
     )
     fields.update(overrides)
     return FullPathRow(**fields)
@@ -89,10 +176,23 @@ def full_path_row(**overrides: Any) -> FullPathRow:
 def environment(**overrides: Any) -> Environment:
     """The quick environment record of a CPU-only job (no CUDA)."""
     fields: dict[str, Any] = dict(
-        torch_version="2.13.0+cpu", torch_loaded=True, cuda_compiled_version=None, is_cuda_available=False,
-        nvidia_gpu_models=(), cpu_model="Test CPU 9000", logical_cores=8, affinity_cores=2, torch_threads=1,
-        torch_interop_threads=2, omp_num_threads_env="1", python_version="3.12.1", python_platform="Linux-6.1-x86_64",
-        os="Linux 6.1", machine="x86_64", packages={"torch": "2.13.0", "numpy": "2.4.6"}, seed=None,
+        torch_version="2.13.0+cpu",
+        torch_loaded=True,
+        cuda_compiled_version=None,
+        is_cuda_available=False,
+        nvidia_gpu_models=(),
+        cpu_model="Test CPU 9000",
+        logical_cores=8,
+        affinity_cores=2,
+        torch_threads=1,
+        torch_interop_threads=2,
+        omp_num_threads_env="1",
+        python_version="3.12.1",
+        python_platform="Linux-6.1-x86_64",
+        os="Linux 6.1",
+        machine="x86_64",
+        packages={"torch": "2.13.0", "numpy": "2.4.6"},
+        seed=None,
         workflow=Workflow(commit="0123456789abcdef", dirty=True),
     )
     fields.update(overrides)

@@ -26,8 +26,17 @@ SHA0 = "a" * 64
 
 def record(batch_size, loader, repeat, epoch_s, *, eval_s=0.005, finite=True, rows=ROWS, sha=SHA0, **extra):
     """One timed epoch (a TrainingRecord) of the CPU at these values."""
-    return training_record(batch_size=batch_size, loader=loader, repeat=repeat, epoch_s=epoch_s, eval_s=eval_s,
-                           finite=finite, rows=rows, initial_weights_sha256=sha, **extra)
+    return training_record(
+        batch_size=batch_size,
+        loader=loader,
+        repeat=repeat,
+        epoch_s=epoch_s,
+        eval_s=eval_s,
+        finite=finite,
+        rows=rows,
+        initial_weights_sha256=sha,
+        **extra,
+    )
 
 
 # epoch_s per (batch_size, loader), indexed by repeat
@@ -57,13 +66,18 @@ def test_synthetic_record_is_the_type_measure_writes():
     """The builder and the timing job make the same record type, so the tests cannot drift from it."""
     d = datagen.make_benchmark(40, 3, 0.2, 1)
     x, y = torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy())
-    real = training.measure_training_job(x, y, 20, 0, training.cpu_variants(["fastpath"]), seed=1, hidden=2, lr=1e-3, warmup_steps=1)[0]
+    real = training.measure_training_job(
+        x, y, 20, 0, training.cpu_variants(["fastpath"]), seed=1, hidden=2, lr=1e-3, warmup_steps=1
+    )[0]
     assert type(record(20, "fastpath", 0, 0.01, rows=40)) is type(real)
 
 
 def test_one_row_per_batch_size_and_loader_sorted(table):
     assert [(r.batch_size, r.loader) for r in table] == [
-        (32, "dataloader"), (32, "fastpath"), (512, "dataloader"), (512, "fastpath")
+        (32, "dataloader"),
+        (32, "fastpath"),
+        (512, "dataloader"),
+        (512, "fastpath"),
     ]
     for r in table:
         assert r.repeats == 3
@@ -112,7 +126,9 @@ def test_planted_outlier_flags_cell_noisy(table):
 
 
 def test_noise_thresholds_are_passed_through():
-    table = aggregate.aggregate_training(records(), ROWS, NoiseRules(noise_iqr_ratio=0.8, outlier_factor=3.0))  # IQR/median is 75 %
+    table = aggregate.aggregate_training(
+        records(), ROWS, NoiseRules(noise_iqr_ratio=0.8, outlier_factor=3.0)
+    )  # IQR/median is 75 %
     assert not _row(table, 512, "fastpath").noisy
     table = aggregate.aggregate_training(records(), ROWS, NoiseRules(noise_iqr_ratio=0.001))
     assert _row(table, 32, "fastpath").noisy
@@ -244,12 +260,25 @@ def test_exercise2_textbook_example_numbers():
 
 def load_record(dataset, fmt, repeat, read, to_pandas, to_numpy, to_torch, file_bytes=1_000_000, **extra):
     total = read + to_pandas + to_numpy + to_torch
-    return build_load_record(**{
-        "dataset": dataset, "format": fmt, "repeat": repeat, "rows": ROWS, "file_bytes": file_bytes,
-        "tensor_bytes": ROWS * 33 * 4, "read_s": read, "to_pandas_s": to_pandas, "to_numpy_s": to_numpy,
-        "to_torch_s": to_torch, "total_s": total,
-        "loadavg_before": (0.3, 0.3, 0.3), "loadavg_after": (0.3, 0.3, 0.3), "foreign_cpu_share": 0.0, **extra,
-    })
+    return build_load_record(
+        **{
+            "dataset": dataset,
+            "format": fmt,
+            "repeat": repeat,
+            "rows": ROWS,
+            "file_bytes": file_bytes,
+            "tensor_bytes": ROWS * 33 * 4,
+            "read_s": read,
+            "to_pandas_s": to_pandas,
+            "to_numpy_s": to_numpy,
+            "to_torch_s": to_torch,
+            "total_s": total,
+            "loadavg_before": (0.3, 0.3, 0.3),
+            "loadavg_after": (0.3, 0.3, 0.3),
+            "foreign_cpu_share": 0.0,
+            **extra,
+        }
+    )
 
 
 def load_records():
@@ -276,7 +305,9 @@ def load_table(load_cells):
 
 def test_aggregate_load_convert_medians(load_cells):
     assert [(r.dataset, r.format) for r in load_cells] == [
-        ("benchmark", "csv"), ("benchmark", "parquet"), ("northstar", "csv")
+        ("benchmark", "csv"),
+        ("benchmark", "parquet"),
+        ("northstar", "csv"),
     ]
     csv = load_cells[0]
     assert csv.repeats == 3
@@ -306,8 +337,18 @@ def test_aggregate_load_convert_refuses_empty():
 def test_aggregate_load_convert_flags_a_busy_repeat():
     recs = load_records()[:3]
     recs[1] = load_record("benchmark", "csv", 1, 0.052, 0.0, 0.003, 0.00002, 3_000_000, foreign_cpu_share=0.9)
-    recs[2] = load_record("benchmark", "csv", 2, 0.051, 0.0, 0.004, 0.00003, 3_000_000,
-                          loadavg_before=(0.3, 0.3, 0.3), loadavg_after=(1.3, 0.3, 0.3))
+    recs[2] = load_record(
+        "benchmark",
+        "csv",
+        2,
+        0.051,
+        0.0,
+        0.004,
+        0.00003,
+        3_000_000,
+        loadavg_before=(0.3, 0.3, 0.3),
+        loadavg_after=(1.3, 0.3, 0.3),
+    )
     (cell,) = loads.aggregate_load_convert(recs)
     assert [(c.repeat, len(c.reasons)) for c in cell.contaminated] == [(1, 1), (2, 1)]
     assert "other processes used 0.90 cores" in cell.contaminated[0].reasons[0]
@@ -323,7 +364,9 @@ def test_the_load_table_round_trips_and_refuses_a_damaged_cell(tmp_path, load_ce
     data = json.loads(path.read_text())
     data["table"][1]["total_s_min"] = 1.0  # above the median
     path.write_text(json.dumps(data))
-    with pytest.raises(RecordError, match=r"load_convert\.json: table\[1\]: Value error, total_s_min 1\.0 <= total_s_median"):
+    with pytest.raises(
+        RecordError, match=r"load_convert\.json: table\[1\]: Value error, total_s_min 1\.0 <= total_s_median"
+    ):
         read_record(LoadTable, path)
 
 
@@ -338,13 +381,24 @@ def test_load_cell_and_table_invariants():
 
 
 def test_aggregate_transfers_of_typed_jobs():
-    jobs = [transfer_job(repeat=r, context_startup_s=0.2 + r / 100, pin_memory_s=0.001 * (r + 1),
-                         copies=(copy_timing("matrix", seconds=1e-4 * (r + 1)),
-                                 copy_timing("predictions", "device_to_host", bytes=1 << 15, seconds=2e-5)))
-            for r in range(3)]
+    jobs = [
+        transfer_job(
+            repeat=r,
+            context_startup_s=0.2 + r / 100,
+            pin_memory_s=0.001 * (r + 1),
+            copies=(
+                copy_timing("matrix", seconds=1e-4 * (r + 1)),
+                copy_timing("predictions", "device_to_host", bytes=1 << 15, seconds=2e-5),
+            ),
+        )
+        for r in range(3)
+    ]
     table = loads.aggregate_transfers(jobs)
     assert table.device == "cuda"
-    assert [(c.direction, c.what) for c in table.copies] == [("device_to_host", "predictions"), ("host_to_device", "matrix")]
+    assert [(c.direction, c.what) for c in table.copies] == [
+        ("device_to_host", "predictions"),
+        ("host_to_device", "matrix"),
+    ]
     matrix = table.copies[1]
     assert matrix.repeats == 3
     assert (matrix.seconds_median, matrix.seconds_min, matrix.seconds_max) == pytest.approx((2e-4, 1e-4, 3e-4))
@@ -376,11 +430,24 @@ def test_transfer_invariants():
         transfer_job(wall_interval=(5.0, 4.0))
 
 
-@pytest.mark.parametrize(("cls", "build", "edit", "message"), [
-    (TransferJob, transfer_job, lambda d: d["copies"][2].update(direction="sideways"),
-     r"copies\[2\]\.direction: Input should be 'host_to_device' or 'device_to_host'"),
-    (TransferTable, transfer_table, lambda d: d["context_startup_s"].pop("max"), r"context_startup_s\.max: Field required"),
-], ids=["job", "table"])
+@pytest.mark.parametrize(
+    ("cls", "build", "edit", "message"),
+    [
+        (
+            TransferJob,
+            transfer_job,
+            lambda d: d["copies"][2].update(direction="sideways"),
+            r"copies\[2\]\.direction: Input should be 'host_to_device' or 'device_to_host'",
+        ),
+        (
+            TransferTable,
+            transfer_table,
+            lambda d: d["context_startup_s"].pop("max"),
+            r"context_startup_s\.max: Field required",
+        ),
+    ],
+    ids=["job", "table"],
+)
 def test_a_damaged_transfer_file_is_refused_naming_the_field(tmp_path, cls, build, edit, message):
     path = tmp_path / "transfers.json"
     atomic.write_record(path, build())
@@ -433,12 +500,25 @@ def test_aggregate_does_not_mutate_records():
 def gpu_records():
     """fp32 and fp16 fast-path cells on "cuda" at B=32, resident, with peak memory and context start-up."""
     recs = []
-    for precision, runs, peaks in (("fp32", [0.010, 0.011, 0.009], [3_000_000, 3_100_000, 2_900_000]),
-                                   ("fp16", [0.008, 0.008, 0.009], [2_000_000, 2_000_000, 2_000_512])):
+    for precision, runs, peaks in (
+        ("fp32", [0.010, 0.011, 0.009], [3_000_000, 3_100_000, 2_900_000]),
+        ("fp16", [0.008, 0.008, 0.009], [2_000_000, 2_000_000, 2_000_512]),
+    ):
         for rep, (t, peak) in enumerate(zip(runs, peaks)):
-            recs.append(record(32, "fastpath", rep, t, device="cuda", precision=precision, placement="resident",
-                               grad_scaler=precision == "fp16", peak_memory_bytes=peak,
-                               context_startup_s=[0.30, 0.20, 0.25][rep]))
+            recs.append(
+                record(
+                    32,
+                    "fastpath",
+                    rep,
+                    t,
+                    device="cuda",
+                    precision=precision,
+                    placement="resident",
+                    grad_scaler=precision == "fp16",
+                    peak_memory_bytes=peak,
+                    context_startup_s=[0.30, 0.20, 0.25][rep],
+                )
+            )
     return recs
 
 
@@ -446,9 +526,12 @@ def test_one_row_per_variant():
     table = aggregate.aggregate_training(records() + gpu_records(), ROWS)
     keys = [variant_of(r) for r in table]
     assert keys == [
-        ("cpu", "fp32", "host", "dataloader", 32), ("cpu", "fp32", "host", "fastpath", 32),
-        ("cpu", "fp32", "host", "dataloader", 512), ("cpu", "fp32", "host", "fastpath", 512),
-        ("cuda", "fp16", "resident", "fastpath", 32), ("cuda", "fp32", "resident", "fastpath", 32),
+        ("cpu", "fp32", "host", "dataloader", 32),
+        ("cpu", "fp32", "host", "fastpath", 32),
+        ("cpu", "fp32", "host", "dataloader", 512),
+        ("cpu", "fp32", "host", "fastpath", 512),
+        ("cuda", "fp16", "resident", "fastpath", 32),
+        ("cuda", "fp32", "resident", "fastpath", 32),
     ]
     fp16 = table[4]
     assert fp16.grad_scaler is True and table[5].grad_scaler is False
@@ -468,21 +551,26 @@ def test_gpu_cells_do_not_change_the_cpu_rows():
 def test_loader_overhead_compares_within_a_device_and_precision():
     recs = records() + gpu_records()
     # a GPU DataLoader cell at B=32 fp32: compared with the GPU fp32 fast path, not the CPU one
-    recs += [record(32, "dataloader", rep, t, device="cuda", placement="resident", context_startup_s=0.2)
-             for rep, t in enumerate([0.05, 0.05, 0.05])]
+    recs += [
+        record(32, "dataloader", rep, t, device="cuda", placement="resident", context_startup_s=0.2)
+        for rep, t in enumerate([0.05, 0.05, 0.05])
+    ]
     table = aggregate.aggregate_training(recs, ROWS)
     (gpu_dl,) = [r for r in table if r.device == "cuda" and r.loader == "dataloader"]
     assert gpu_dl.epoch_s_over_fastpath == pytest.approx(0.05 / 0.010)
-    assert _row([r for r in table if r.device == "cpu"], 32, "dataloader").epoch_s_over_fastpath == \
-        pytest.approx(0.29 / 0.100)
+    assert _row([r for r in table if r.device == "cpu"], 32, "dataloader").epoch_s_over_fastpath == pytest.approx(
+        0.29 / 0.100
+    )
     for r in table:
         if r.device == "cuda" and r.loader == "fastpath":
             assert r.epoch_s_over_fastpath == pytest.approx(1.0)
 
 
 def test_same_repeat_of_different_variants_is_no_duplicate():
-    recs = records() + [record(32, "fastpath", 0, 0.1, device="cuda", placement="streamed"),
-                        record(32, "fastpath", 0, 0.1, device="cuda", placement="resident")]
+    recs = records() + [
+        record(32, "fastpath", 0, 0.1, device="cuda", placement="streamed"),
+        record(32, "fastpath", 0, 0.1, device="cuda", placement="resident"),
+    ]
     table = aggregate.aggregate_training(recs, ROWS)
     assert len(table) == 6
     with pytest.raises(ValueError, match=r"duplicate records for .*\('cuda', 'fp32', 'streamed', 'fastpath', 32, 0\)"):
@@ -490,12 +578,30 @@ def test_same_repeat_of_different_variants_is_no_duplicate():
 
 
 def test_non_finite_gpu_record_listed_with_its_variant():
-    bad = record(32, "fastpath", 1, 0.01, finite=False, device="cuda", precision="fp16", placement="streamed",
-                 grad_scaler=False, nonfinite_step=0)
+    bad = record(
+        32,
+        "fastpath",
+        1,
+        0.01,
+        finite=False,
+        device="cuda",
+        precision="fp16",
+        placement="streamed",
+        grad_scaler=False,
+        nonfinite_step=0,
+    )
     recs = gpu_records() + [bad]
     (entry,) = aggregate.non_finite_runs(recs)
-    assert (entry.device, entry.precision, entry.placement, entry.loader, entry.batch_size, entry.grad_scaler,
-            entry.repeat, entry.nonfinite_step) == ("cuda", "fp16", "streamed", "fastpath", 32, False, 1, 0)
+    assert (
+        entry.device,
+        entry.precision,
+        entry.placement,
+        entry.loader,
+        entry.batch_size,
+        entry.grad_scaler,
+        entry.repeat,
+        entry.nonfinite_step,
+    ) == ("cuda", "fp16", "streamed", "fastpath", 32, False, 1, 0)
     assert entry.final_loss is None
     table = aggregate.aggregate_training(recs, ROWS)
     assert not [r for r in table if r.placement == "streamed"]  # its only repeat was non-finite

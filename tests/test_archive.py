@@ -26,12 +26,18 @@ def _results(tmp_path):
     root = tmp_path / "results"
     atomic.write_text(root / "REPORT.md", "# Report\n")
     atomic.write_text(root / "config.yaml", "seed: 0\n")
-    atomic.write_text(root / "benchmarks" / "generate_benchmark.tsv",
-                      "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
-                      "1.60\t0:00:01\t256.54\t762.29\t157.44\t205.75\t41.39\t0.01\t25.00\t0.99\n")
-    atomic.write_text(root / "logs" / "generate_benchmark.log", "job body: wall 0.0194 s, cpu 0.0100 s, peak RSS 341.7 MB\n")
-    atomic.write_json(root / "tables" / "cpu_training.json",
-                      {"table": [], "environment": {"workflow": {"commit": COMMIT_A, "dirty": False}}})
+    atomic.write_text(
+        root / "benchmarks" / "generate_benchmark.tsv",
+        "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+        "1.60\t0:00:01\t256.54\t762.29\t157.44\t205.75\t41.39\t0.01\t25.00\t0.99\n",
+    )
+    atomic.write_text(
+        root / "logs" / "generate_benchmark.log", "job body: wall 0.0194 s, cpu 0.0100 s, peak RSS 341.7 MB\n"
+    )
+    atomic.write_json(
+        root / "tables" / "cpu_training.json",
+        {"table": [], "environment": {"workflow": {"commit": COMMIT_A, "dirty": False}}},
+    )
     atomic.write_json(root / "env" / "collect_env.json", {"quick": {"workflow": {"commit": COMMIT_A, "dirty": False}}})
     (root / "data").mkdir()
     (root / "data" / "x.bin").write_bytes(bytes(range(256)) * 4)
@@ -39,8 +45,9 @@ def _results(tmp_path):
 
 
 def _sha256sum_check(root):
-    return subprocess.run(["sha256sum", "--check", "--quiet", paths.MANIFEST], cwd=root,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        ["sha256sum", "--check", "--quiet", paths.MANIFEST], cwd=root, capture_output=True, text=True, timeout=60
+    )
 
 
 # ---------------------------------------------------------------- invocation
@@ -88,8 +95,13 @@ def test_record_commits_finds_nested_workflow_entries_and_skips_damaged_files(tm
 def test_record_commits_counts_a_record_once_per_commit(tmp_path):
     # A table that embeds the environment of every row carries the same commit many times.
     table = tmp_path / "table.json"
-    atomic.write_json(table, {"workflow": {"commit": COMMIT_A, "dirty": False},
-                              "rows": [{"environment": {"workflow": {"commit": COMMIT_A, "dirty": False}}}] * 3})
+    atomic.write_json(
+        table,
+        {
+            "workflow": {"commit": COMMIT_A, "dirty": False},
+            "rows": [{"environment": {"workflow": {"commit": COMMIT_A, "dirty": False}}}] * 3,
+        },
+    )
     mixed = tmp_path / "mixed.json"
     atomic.write_json(mixed, {"a": {"workflow": {"commit": COMMIT_A}}, "b": {"workflow": {"commit": COMMIT_B}}})
     seen = provenance.record_commits([table, mixed])
@@ -130,8 +142,16 @@ def test_provenance_outside_the_workflow_has_no_command_line(tmp_path, monkeypat
 
 # ---------------------------------------------------------------- which files the manifest vouches for
 
-MADE = ["REPORT.md", "config.yaml", "benchmarks/generate_benchmark.tsv", "logs/generate_benchmark.log",
-        "tables/cpu_training.json", "env/collect_env.json", "data/x.bin", "northstar/tensorboard/cpu_bs16"]
+MADE = [
+    "REPORT.md",
+    "config.yaml",
+    "benchmarks/generate_benchmark.tsv",
+    "logs/generate_benchmark.log",
+    "tables/cpu_training.json",
+    "env/collect_env.json",
+    "data/x.bin",
+    "northstar/tensorboard/cpu_bs16",
+]
 
 
 def _with_leftovers(tmp_path):
@@ -141,8 +161,10 @@ def _with_leftovers(tmp_path):
     board.mkdir(parents=True)
     (board / "events.out.tfevents.1.host").write_bytes(b"\x00events")
     (board / ".snakemake_timestamp").write_text("")
-    atomic.write_json(root / "timing" / "cpu" / "bs64.rep1.json",  # a removed batch size's record
-                      {"records": [], "environment": {"workflow": {"commit": COMMIT_B, "dirty": False}}})
+    atomic.write_json(
+        root / "timing" / "cpu" / "bs64.rep1.json",  # a removed batch size's record
+        {"records": [], "environment": {"workflow": {"commit": COMMIT_B, "dirty": False}}},
+    )
     (root / "tables" / ".decision.json.k2j4h1.tmp").write_text("half a write")
     (root / "REPORT.link.md").symlink_to(root / "REPORT.md")
     outside = tmp_path / "outside"
@@ -170,13 +192,23 @@ def test_inventory_tells_this_configurations_files_from_everything_else(tmp_path
     root = _with_leftovers(tmp_path)
     atomic.write_text(root / paths.MANIFEST, "")
     found = manifest.inventory(root, MADE)
-    assert found.made == ("REPORT.md", "benchmarks/generate_benchmark.tsv", "config.yaml", "data/x.bin",
-                          "env/collect_env.json", "logs/generate_benchmark.log",
-                          "northstar/tensorboard/cpu_bs16/.snakemake_timestamp",
-                          "northstar/tensorboard/cpu_bs16/events.out.tfevents.1.host", "tables/cpu_training.json")
+    assert found.made == (
+        "REPORT.md",
+        "benchmarks/generate_benchmark.tsv",
+        "config.yaml",
+        "data/x.bin",
+        "env/collect_env.json",
+        "logs/generate_benchmark.log",
+        "northstar/tensorboard/cpu_bs16/.snakemake_timestamp",
+        "northstar/tensorboard/cpu_bs16/events.out.tfevents.1.host",
+        "tables/cpu_training.json",
+    )
     assert [(entry.path, entry.kind) for entry in found.foreign] == [
-        ("REPORT.link.md", "symlink"), ("elsewhere", "symlink"), ("tables/.decision.json.k2j4h1.tmp", "file"),
-        ("timing/cpu/bs64.rep1.json", "file")]
+        ("REPORT.link.md", "symlink"),
+        ("elsewhere", "symlink"),
+        ("tables/.decision.json.k2j4h1.tmp", "file"),
+        ("timing/cpu/bs64.rep1.json", "file"),
+    ]
     assert found.late == tuple(sorted(manifest.AFTER_THE_MANIFEST))
     # A link is never made, whatever its name says.
     assert "REPORT.link.md" not in manifest.inventory(root, [*MADE, "REPORT.link.md"]).made
@@ -221,8 +253,10 @@ def test_manifest_lines_are_in_sha256sum_format(tmp_path):
     digest, name = lines[0].split("  ", 1)
     assert (digest, name) == (atomic.sha256_file(root / "REPORT.md"), "REPORT.md")
     assert manifest.read_manifest(root / paths.MANIFEST) == {
-        entry.path: atomic.sha256_file(root / entry.path) for entry in manifest.walk(root)
-        if entry.path != paths.MANIFEST}
+        entry.path: atomic.sha256_file(root / entry.path)
+        for entry in manifest.walk(root)
+        if entry.path != paths.MANIFEST
+    }
     assert manifest.verify(root) == manifest.Verification(listed=8)
 
 
@@ -269,7 +303,9 @@ def test_such_a_name_among_files_we_did_not_make_is_listed_in_provenance(tmp_pat
 def test_read_manifest_rejects_a_malformed_line_naming_its_number(tmp_path):
     manifest_file = tmp_path / paths.MANIFEST
     manifest_file.write_text(f"{'0' * 64}  a.txt\n{'1' * 64}  b.txt\nnot a checksum line\n")
-    with pytest.raises(manifest.ManifestError, match=r"MANIFEST\.sha256, line 3: not a sha256sum line .*'not a checksum line'"):
+    with pytest.raises(
+        manifest.ManifestError, match=r"MANIFEST\.sha256, line 3: not a sha256sum line .*'not a checksum line'"
+    ):
         manifest.read_manifest(manifest_file)
     for text in (f"{'0' * 63}  short.txt\n", f"{'g' * 64}  not_hex.txt\n", "\n\n"):
         manifest_file.write_text(text)
@@ -329,6 +365,7 @@ def _append_line(text):
     def mutate(root, tmp_path):
         with open(root / paths.MANIFEST, "a", encoding="utf-8") as handle:
             handle.write(text(root))
+
     return mutate
 
 
@@ -336,6 +373,7 @@ def _write(name, content="added later\n"):
     def mutate(root, tmp_path):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(content)
+
     return mutate
 
 
@@ -363,22 +401,45 @@ VERIFY_CASES = [
     ("hidden temporary added", _write("tables/.decision.json.x1y2.tmp"), True, ["added"]),
     ("symlink added", _link_added, True, ["added"]),
     ("FIFO added", _fifo_added, True, ["added"]),
-    ("listed file replaced by a link to the same bytes", _same_bytes_through_a_link, True,
-     ["symbolic link (not followed)"]),
-    ("listed folder replaced by a link to the same bytes", _folder_swapped_for_a_link, True,
-     ["symbolic link (not followed)", "added"]),
-    ("line listed twice, same digest",
-     _append_line(lambda root: f"{atomic.sha256_file(root / 'config.yaml')}  config.yaml\n"), True, "ManifestError"),
-    ("line listed twice, other digest", _append_line(lambda root: f"{'0' * 64}  config.yaml\n"), False, "ManifestError"),
+    (
+        "listed file replaced by a link to the same bytes",
+        _same_bytes_through_a_link,
+        True,
+        ["symbolic link (not followed)"],
+    ),
+    (
+        "listed folder replaced by a link to the same bytes",
+        _folder_swapped_for_a_link,
+        True,
+        ["symbolic link (not followed)", "added"],
+    ),
+    (
+        "line listed twice, same digest",
+        _append_line(lambda root: f"{atomic.sha256_file(root / 'config.yaml')}  config.yaml\n"),
+        True,
+        "ManifestError",
+    ),
+    (
+        "line listed twice, other digest",
+        _append_line(lambda root: f"{'0' * 64}  config.yaml\n"),
+        False,
+        "ManifestError",
+    ),
     ("malformed line", _append_line(lambda root: "this is not a checksum line\n"), True, "ManifestError"),
-    ("path outside the folder", _append_line(lambda root: f"{atomic.sha256_file('/etc/hostname')}  ../../../../../etc/hostname\n"),
-     None, "ManifestError"),
+    (
+        "path outside the folder",
+        _append_line(lambda root: f"{atomic.sha256_file('/etc/hostname')}  ../../../../../etc/hostname\n"),
+        None,
+        "ManifestError",
+    ),
     ("empty manifest", lambda root, tmp_path: (root / paths.MANIFEST).write_text(""), False, "ManifestError"),
     ("late files written after the manifest", _write("snakemake-report.html"), True, []),
 ]
 
 
-@pytest.mark.parametrize(("case", "mutate", "sha256sum_passes", "expected"), VERIFY_CASES, ids=[c[0] for c in VERIFY_CASES])
+@pytest.mark.parametrize(
+    ("case", "mutate", "sha256sum_passes", "expected"), VERIFY_CASES, ids=[c[0] for c in VERIFY_CASES]
+)
 def test_verify_gives_sha256sums_verdict_and_more(tmp_path, case, mutate, sha256sum_passes, expected):
     root = _sealed(tmp_path)
     mutate(root, tmp_path)
@@ -409,7 +470,9 @@ def test_an_edited_provenance_list_is_not_trusted(tmp_path):
     root = _with_leftovers(tmp_path)
     manifest.seal(root, MADE, {"commit": COMMIT_A, "dirty": False})
     record = json.loads((root / paths.PROVENANCE).read_text())
-    record["files"]["not_made_by_this_configuration"].append({"path": "planted.txt", "kind": "file", "sha256": "0" * 64})
+    record["files"]["not_made_by_this_configuration"].append(
+        {"path": "planted.txt", "kind": "file", "sha256": "0" * 64}
+    )
     (root / paths.PROVENANCE).write_text(json.dumps(record))
     (root / "planted.txt").write_text("x")
     result = manifest.verify(root)
@@ -421,8 +484,9 @@ def test_an_edited_provenance_list_is_not_trusted(tmp_path):
 
 
 def _verify_cli(root):
-    return subprocess.run([sys.executable, str(SCRIPTS / "verify_results.py"), str(root)], capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run(
+        [sys.executable, str(SCRIPTS / "verify_results.py"), str(root)], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_verify_results_exit_codes_and_messages(tmp_path):
@@ -430,7 +494,10 @@ def test_verify_results_exit_codes_and_messages(tmp_path):
     manifest.seal(root, MADE, {"commit": COMMIT_A, "dirty": False})
     done = _verify_cli(root)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "all 10 listed files match; nothing added, removed or linked; 4 entries not made by this configuration" in done.stdout
+    assert (
+        "all 10 listed files match; nothing added, removed or linked; 4 entries not made by this configuration"
+        in done.stdout
+    )
     (root / "config.yaml").unlink()
     (root / ".dot").write_text("x")
     (root / "tables" / "link").symlink_to("/etc/hostname")

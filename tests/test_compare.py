@@ -37,41 +37,98 @@ ROWS = 2048
 CONFIG: dict[str, Any] = {
     "seed": 20261020,
     "accelerator": "auto",
-    "data": {"benchmark": {"rows": ROWS, "features": 32, "noise": 0.2},
-             "northstar": {"rows": 2400, "late_rate": 0.18, "table": None}, "parquet_compression": "zstd"},
+    "data": {
+        "benchmark": {"rows": ROWS, "features": 32, "noise": 0.2},
+        "northstar": {"rows": 2400, "late_rate": 0.18, "table": None},
+        "parquet_compression": "zstd",
+    },
     "model": {"hidden": 48, "lr": 0.001},
-    "timing": {"batch_sizes": [32, 512], "repeats": 3, "loaders": ["dataloader", "fastpath"], "formats": ["csv", "parquet"],
-               "warmup_steps": 50, "load_passes": 5, "threads": 1},
+    "timing": {
+        "batch_sizes": [32, 512],
+        "repeats": 3,
+        "loaders": ["dataloader", "fastpath"],
+        "formats": ["csv", "parquet"],
+        "warmup_steps": 50,
+        "load_passes": 5,
+        "threads": 1,
+    },
     "aggregate": {"noise_iqr_ratio": 0.1, "outlier_factor": 2.0, "foreign_cpu_share": 0.25, "loadavg_rise": 0.5},
-    "gpu": {"precisions": ["fp32", "fp16", "bf16"], "placements": ["resident", "streamed"], "grad_scaler": True,
-            "speedup_threshold": 1.5, "transfer_passes": 5},
+    "gpu": {
+        "precisions": ["fp32", "fp16", "bf16"],
+        "placements": ["resident", "streamed"],
+        "grad_scaler": True,
+        "speedup_threshold": 1.5,
+        "transfer_passes": 5,
+    },
     "report": {"bandwidth_gb_s": 8},
 }
 QUICK = environment(
-    torch_version="2.13.0+cpu", cpu_model="AMD EPYC", logical_cores=2, affinity_cores=2, torch_threads=1,
-    torch_interop_threads=2, python_version="3.11.7", python_platform="Linux-6.1-x86_64-with-glibc2.36",
-    packages={"torch": "2.13.0+cpu", "numpy": "2.4.6", "pandas": "3.1.1", "pyarrow": "26.0.1", "matplotlib": "3.11.2",
-              "snakemake": "9.27.1"},
+    torch_version="2.13.0+cpu",
+    cpu_model="AMD EPYC",
+    logical_cores=2,
+    affinity_cores=2,
+    torch_threads=1,
+    torch_interop_threads=2,
+    python_version="3.11.7",
+    python_platform="Linux-6.1-x86_64-with-glibc2.36",
+    packages={
+        "torch": "2.13.0+cpu",
+        "numpy": "2.4.6",
+        "pandas": "3.1.1",
+        "pyarrow": "26.0.1",
+        "matplotlib": "3.11.2",
+        "snakemake": "9.27.1",
+    },
     workflow=Workflow(commit="d" * 40, dirty=False),
 )
 COLLECT_ENV: dict[str, Any] = {
-    "torch_version": "2.13.0+cpu", "cuda_compiled_version": None, "cuda_runtime_version": None, "nvidia_gpu_models": None,
-    "nvidia_driver_version": None, "cudnn_version": None, "os": "Debian GNU/Linux 12 (bookworm) (x86_64)",
-    "is_cuda_available": "False", "cpu_info": "Architecture: x86_64\nModel name:                              AMD EPYC\n",
+    "torch_version": "2.13.0+cpu",
+    "cuda_compiled_version": None,
+    "cuda_runtime_version": None,
+    "nvidia_gpu_models": None,
+    "nvidia_driver_version": None,
+    "cudnn_version": None,
+    "os": "Debian GNU/Linux 12 (bookworm) (x86_64)",
+    "is_cuda_available": "False",
+    "cpu_info": "Architecture: x86_64\nModel name:                              AMD EPYC\n",
 }
 FAST_EPOCH_S = {32: 0.040, 512: 0.010}  # fastpath; the DataLoader takes 1.5× as long
 GPU_VARIANTS = (("fp32", "resident"), ("fp16", "streamed"))
 WIDTHS = (32, 48, 1)
 
 
-def _record(batch_size: int, loader: str, repeat: int, epoch_s: float, *, device: str = "cpu", precision: str = "fp32",
-            placement: str = "host", finite: bool = True, foreign: float = 0.01, threads: int = 1) -> TrainingRecord:
+def _record(
+    batch_size: int,
+    loader: str,
+    repeat: int,
+    epoch_s: float,
+    *,
+    device: str = "cpu",
+    precision: str = "fp32",
+    placement: str = "host",
+    finite: bool = True,
+    foreign: float = 0.01,
+    threads: int = 1,
+) -> TrainingRecord:
     """One timed epoch with the values the comparison's tests need."""
-    return training_record(batch_size=batch_size, loader=loader, repeat=repeat, epoch_s=epoch_s, rows=ROWS,
-                           device=device, precision=precision, placement=placement, finite=finite,
-                           eval_s=epoch_s / 3, foreign_cpu_share=foreign, threads=threads,
-                           loadavg_before=(0.5, 0.2, 0.1), loadavg_after=(0.6, 0.2, 0.1),
-                           warmup_first_step_s=0.003, warmup_steady_step_s=0.0003)
+    return training_record(
+        batch_size=batch_size,
+        loader=loader,
+        repeat=repeat,
+        epoch_s=epoch_s,
+        rows=ROWS,
+        device=device,
+        precision=precision,
+        placement=placement,
+        finite=finite,
+        eval_s=epoch_s / 3,
+        foreign_cpu_share=foreign,
+        threads=threads,
+        loadavg_before=(0.5, 0.2, 0.1),
+        loadavg_after=(0.6, 0.2, 0.1),
+        warmup_first_step_s=0.003,
+        warmup_steady_step_s=0.0003,
+    )
 
 
 def _cpu_records(batch_sizes, scale: float, noisy: bool, busy: bool, threads: int) -> list[TrainingRecord]:
@@ -82,8 +139,16 @@ def _cpu_records(batch_sizes, scale: float, noisy: bool, busy: bool, threads: in
                 # A third repeat at 3× the median is the outlier rule's noise flag.
                 if noisy and loader == "fastpath" and size == batch_sizes[0] and repeat == 2:
                     jitter = 3.0
-                found.append(_record(size, loader, repeat, FAST_EPOCH_S[size] * factor * scale * jitter, threads=threads,
-                                     foreign=0.9 if busy and repeat == 0 else 0.01))
+                found.append(
+                    _record(
+                        size,
+                        loader,
+                        repeat,
+                        FAST_EPOCH_S[size] * factor * scale * jitter,
+                        threads=threads,
+                        foreign=0.9 if busy and repeat == 0 else 0.01,
+                    )
+                )
     return found
 
 
@@ -93,41 +158,91 @@ def _gpu_records(batch_sizes, non_finite: bool) -> list[TrainingRecord]:
         for precision, placement in GPU_VARIANTS:
             for repeat in range(3):
                 finite = not (non_finite and precision == "fp16" and repeat == 0)
-                found.append(_record(size, "fastpath", repeat, FAST_EPOCH_S[size] / 8 * (1 + repeat / 100), device="cuda",
-                                     precision=precision, placement=placement, finite=finite))
+                found.append(
+                    _record(
+                        size,
+                        "fastpath",
+                        repeat,
+                        FAST_EPOCH_S[size] / 8 * (1 + repeat / 100),
+                        device="cuda",
+                        precision=precision,
+                        placement=placement,
+                        finite=finite,
+                    )
+                )
     return found
 
 
 def _load_table(noisy_csv: bool = False) -> tuple[LoadCell, ...]:
     """Load + convert cells; with noisy_csv a third CSV repeat at 3× the others (its read) flags the CSV row noisy."""
+
     def read_s(fmt: str, seconds: float, repeat: int) -> float:
         return (seconds + 0.00071) * 3.0 - 0.00071 if noisy_csv and fmt == "csv" and repeat == 2 else seconds
 
-    found = [load_record(dataset="benchmark", format=fmt, repeat=repeat, rows=ROWS, file_bytes=300_000,
-                         tensor_bytes=ROWS * 33 * 4, read_s=read_s(fmt, seconds, repeat), to_pandas_s=0.0005,
-                         to_numpy_s=0.0002, to_torch_s=0.00001, loadavg_before=(0.5, 0.2, 0.1),
-                         loadavg_after=(0.5, 0.2, 0.1))
-             for fmt, seconds in (("csv", 0.012), ("parquet", 0.004)) for repeat in range(3)]
+    found = [
+        load_record(
+            dataset="benchmark",
+            format=fmt,
+            repeat=repeat,
+            rows=ROWS,
+            file_bytes=300_000,
+            tensor_bytes=ROWS * 33 * 4,
+            read_s=read_s(fmt, seconds, repeat),
+            to_pandas_s=0.0005,
+            to_numpy_s=0.0002,
+            to_torch_s=0.00001,
+            loadavg_before=(0.5, 0.2, 0.1),
+            loadavg_after=(0.5, 0.2, 0.1),
+        )
+        for fmt, seconds in (("csv", 0.012), ("parquet", 0.004))
+        for repeat in range(3)
+    ]
     return loads.aggregate_load_convert(found)
 
 
 def _transfers() -> TransferTable:
-    copies = tuple(copy_timing(what, direction, "pageable", bytes=1 << 18, seconds=0.0001)
-                   for what, direction in (("matrix", "host_to_device"), ("target", "host_to_device"),
-                                           ("predictions", "device_to_host")))
-    return loads.aggregate_transfers([transfer_job(device="cuda", repeat=r, context_startup_s=0.2,
-                                                   pin_memory_s=None, copies=copies) for r in range(3)])
+    copies = tuple(
+        copy_timing(what, direction, "pageable", bytes=1 << 18, seconds=0.0001)
+        for what, direction in (
+            ("matrix", "host_to_device"),
+            ("target", "host_to_device"),
+            ("predictions", "device_to_host"),
+        )
+    )
+    return loads.aggregate_transfers(
+        [
+            transfer_job(device="cuda", repeat=r, context_startup_s=0.2, pin_memory_s=None, copies=copies)
+            for r in range(3)
+        ]
+    )
 
 
 def _table(measured: list[TrainingRecord], quick: Environment) -> TrainingTable:
-    return TrainingTable(table=tuple(aggregate.aggregate_training(measured, ROWS)),
-                         non_finite=aggregate.non_finite_runs(measured), environment=quick)
+    return TrainingTable(
+        table=tuple(aggregate.aggregate_training(measured, ROWS)),
+        non_finite=aggregate.non_finite_runs(measured),
+        environment=quick,
+    )
 
 
-def make_results(root: Path, name: str, *, scale: float = 1.0, batch_sizes=(32, 512), gpu: bool = False,
-                 config: dict[str, Any] | None = None, quick: Environment | None = None, noisy: bool = False,
-                 busy: bool = False, non_finite: bool = False, threads: int = 1, provenance: dict[str, Any] | None = None,
-                 manifest: bool = True, full_path_in_decision: bool = True, noisy_csv_load: bool = False) -> Path:
+def make_results(
+    root: Path,
+    name: str,
+    *,
+    scale: float = 1.0,
+    batch_sizes=(32, 512),
+    gpu: bool = False,
+    config: dict[str, Any] | None = None,
+    quick: Environment | None = None,
+    noisy: bool = False,
+    busy: bool = False,
+    non_finite: bool = False,
+    threads: int = 1,
+    provenance: dict[str, Any] | None = None,
+    manifest: bool = True,
+    full_path_in_decision: bool = True,
+    noisy_csv_load: bool = False,
+) -> Path:
     """A results folder with the records the comparison reads, made as the workflow makes them."""
     folder = root / name
     quick = quick or QUICK
@@ -140,10 +255,18 @@ def make_results(root: Path, name: str, *, scale: float = 1.0, batch_sizes=(32, 
         train_table, transfers = train_table + list(gpu_table.table), _transfers()
     full_path = fullpath.full_path(train_table, _load_table(noisy_csv_load), transfers)
     if full_path_in_decision:
-        atomic.write_record(folder / paths.DECISION, Decision(
-            verdict=decision.verdict(train_table, full_path, quick, WIDTHS, rows=ROWS, host_memory_bytes=2**34),
-            sheet=decision.decision_sheet(train_table, _load_table(), quick, WIDTHS, batch_sizes, transfers=transfers),
-            full_path=tuple(full_path), gpu_memory=decision.gpu_memory(train_table, WIDTHS, ROWS), environment=quick))
+        atomic.write_record(
+            folder / paths.DECISION,
+            Decision(
+                verdict=decision.verdict(train_table, full_path, quick, WIDTHS, rows=ROWS, host_memory_bytes=2**34),
+                sheet=decision.decision_sheet(
+                    train_table, _load_table(), quick, WIDTHS, batch_sizes, transfers=transfers
+                ),
+                full_path=tuple(full_path),
+                gpu_memory=decision.gpu_memory(train_table, WIDTHS, ROWS),
+                environment=quick,
+            ),
+        )
     else:
         atomic.write_record(folder / paths.FULL_PATH, FullPathTable(rows=tuple(full_path)))
     atomic.write_record(folder / paths.ENVIRONMENT, environment_report(quick, **COLLECT_ENV))
@@ -158,7 +281,9 @@ def make_results(root: Path, name: str, *, scale: float = 1.0, batch_sizes=(32, 
 
 def write_manifest(folder: Path) -> None:
     """What `cd folder && find . -type f ! -name MANIFEST.sha256 | sed 's|^./||' | xargs sha256sum` writes."""
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != paths.MANIFEST and not p.name.startswith("."))
+    files = sorted(
+        p for p in folder.rglob("*") if p.is_file() and p.name != paths.MANIFEST and not p.name.startswith(".")
+    )
     lines = [f"{atomic.sha256_file(p)}  {p.relative_to(folder).as_posix()}" for p in files]
     (folder / paths.MANIFEST).write_text("\n".join(lines) + "\n")
 
@@ -205,7 +330,8 @@ def test_rows_are_matched_on_the_real_variant_keys(tmp_path):
     real_keys = set(json.loads((folder / paths.CPU_TABLE).read_text())["table"][0])
     assert set(VARIANT_KEYS) <= real_keys
     assert {tuple(r[k] for k in VARIANT_KEYS) for r in result.rows} == {
-        compare_match.variant_key(r) for r in results_folder.load_results(folder, "x").training}
+        compare_match.variant_key(r) for r in results_folder.load_results(folder, "x").training
+    }
 
 
 # ---------------------------------------------------------------- ratios and wording
@@ -220,8 +346,11 @@ def test_ratios_are_b_over_a_and_the_wording_names_the_faster_side(tmp_path):
     assert row["epoch_comparison"] == "server 2× faster than laptop"
     assert row["epoch_s_spreads_overlap"] is False
     assert row["full_path_s_ratio_b_over_a"] < 1
-    reverse = next(r for r in _compare(server, laptop, "server", "laptop").rows
-                   if r["loader"] == "fastpath" and r["batch_size"] == 32)
+    reverse = next(
+        r
+        for r in _compare(server, laptop, "server", "laptop").rows
+        if r["loader"] == "fastpath" and r["batch_size"] == 32
+    )
     assert reverse["epoch_s_ratio_b_over_a"] == pytest.approx(2.0)
     assert reverse["epoch_comparison"] == "server 2× faster than laptop"
 
@@ -264,22 +393,40 @@ def test_batch_sizes_on_one_side_only_are_warned_about_and_kept(tmp_path):
 # ---------------------------------------------------------------- fairness warnings
 
 
-@pytest.mark.parametrize("key, value", [
-    ("data.benchmark.rows", 4096), ("data.benchmark.features", 16), ("data.benchmark.noise", 0.5), ("model.hidden", 64),
-    ("model.lr", 0.01), ("seed", 1), ("timing.repeats", 5), ("timing.warmup_steps", 10), ("timing.threads", 2),
-    ("timing.loaders", ["fastpath"]), ("gpu.precisions", ["fp32"]), ("aggregate.noise_iqr_ratio", 0.2),
-    ("aggregate.outlier_factor", 3.0), ("aggregate.foreign_cpu_share", 0.5), ("aggregate.loadavg_rise", 1.0),
-])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("data.benchmark.rows", 4096),
+        ("data.benchmark.features", 16),
+        ("data.benchmark.noise", 0.5),
+        ("model.hidden", 64),
+        ("model.lr", 0.01),
+        ("seed", 1),
+        ("timing.repeats", 5),
+        ("timing.warmup_steps", 10),
+        ("timing.threads", 2),
+        ("timing.loaders", ["fastpath"]),
+        ("gpu.precisions", ["fp32"]),
+        ("aggregate.noise_iqr_ratio", 0.2),
+        ("aggregate.outlier_factor", 3.0),
+        ("aggregate.foreign_cpu_share", 0.5),
+        ("aggregate.loadavg_rise", 1.0),
+    ],
+)
 def test_config_that_makes_the_comparison_unfair_is_a_warning(tmp_path, key, value):
-    result = _compare(make_results(tmp_path, "laptop"), make_results(tmp_path, "server", config=_with(CONFIG, key, value)))
+    result = _compare(
+        make_results(tmp_path, "laptop"), make_results(tmp_path, "server", config=_with(CONFIG, key, value))
+    )
     warned = _mentioning(result, f"Config {key} differs")
     assert len(warned) == 1 and "laptop" in warned[0] and "server" in warned[0]
     assert [d["key"] for d in result.config_differences] == [key]
 
 
 def test_different_noise_thresholds_are_a_warning_naming_the_key_and_both_values(tmp_path):
-    result = _compare(make_results(tmp_path, "laptop"),
-                      make_results(tmp_path, "server", config=_with(CONFIG, "aggregate.noise_iqr_ratio", 0.2)))
+    result = _compare(
+        make_results(tmp_path, "laptop"),
+        make_results(tmp_path, "server", config=_with(CONFIG, "aggregate.noise_iqr_ratio", 0.2)),
+    )
     warned = _mentioning(result, "Config aggregate.noise_iqr_ratio differs (laptop: 0.1, server: 0.2)")
     assert len(warned) == 1 and "noisy" in warned[0]
 
@@ -292,8 +439,10 @@ def test_a_threshold_absent_on_one_side_is_a_warning(tmp_path):
 
 
 def test_a_config_difference_that_does_not_touch_timings_is_listed_but_not_warned(tmp_path):
-    result = _compare(make_results(tmp_path, "laptop"),
-                      make_results(tmp_path, "server", config=_with(CONFIG, "report.bandwidth_gb_s", 16)))
+    result = _compare(
+        make_results(tmp_path, "laptop"),
+        make_results(tmp_path, "server", config=_with(CONFIG, "report.bandwidth_gb_s", 16)),
+    )
     assert result.config_differences == [{"key": "report.bandwidth_gb_s", "a": 8, "b": 16}]
     assert not _mentioning(result, "Config")
 
@@ -321,7 +470,9 @@ def test_noisy_busy_and_non_finite_sides_are_named(tmp_path):
     assert _mentioning(result, "ran on a busy machine")
     assert _mentioning(result, "server: 2 training run(s) went NaN/inf")
     assert not _mentioning(result, "laptop:")
-    noisy_row = next(r for r in result.rows if r["loader"] == "fastpath" and r["batch_size"] == 32 and r["device"] == "cpu")
+    noisy_row = next(
+        r for r in result.rows if r["loader"] == "fastpath" and r["batch_size"] == 32 and r["device"] == "cpu"
+    )
     assert (noisy_row["noisy_a"], noisy_row["noisy_b"]) == (False, True)
 
 
@@ -344,14 +495,18 @@ def test_noisy_full_path_rows_of_clean_training_cells_are_warned(tmp_path):
 
 
 def test_only_the_full_path_rows_of_the_flagged_training_cell_are_hidden(tmp_path):
-    result = _compare(make_results(tmp_path, "laptop"), make_results(tmp_path, "server", noisy=True, noisy_csv_load=True))
+    result = _compare(
+        make_results(tmp_path, "laptop"), make_results(tmp_path, "server", noisy=True, noisy_csv_load=True)
+    )
     assert _mentioning(result, "server: 1 of 4 training cells are flagged noisy")
     warned = _full_path_warnings(result)
     # 4 noisy CSV rows less the one of cpu fastpath B=32, whose training row is flagged.
     assert len(warned) == 1 and warned[0].startswith("server: 3 full-path row(s)")
     assert "cpu fastpath B=32 (csv)" not in warned[0]
-    assert all(cell in warned[0] for cell in ("cpu dataloader B=32 (csv)", "cpu dataloader B=512 (csv)",
-                                              "cpu fastpath B=512 (csv)"))
+    assert all(
+        cell in warned[0]
+        for cell in ("cpu dataloader B=32 (csv)", "cpu dataloader B=512 (csv)", "cpu fastpath B=512 (csv)")
+    )
 
 
 # ---------------------------------------------------------------- manifest
@@ -370,7 +525,10 @@ def test_edited_missing_and_extra_files_fail_the_manifest(tmp_path):
     (folder / "notes.txt").write_text("added later\n")
     check = results_folder.verify_manifest(folder)
     assert (check.result.changed, check.result.missing, check.result.added) == (
-        ("REPORT.md",), (paths.GPU_TABLE,), ("notes.txt",))
+        ("REPORT.md",),
+        (paths.GPU_TABLE,),
+        ("notes.txt",),
+    )
     warning = compare_warnings.manifest_warnings(results_folder.load_results(folder, "laptop"))
     assert len(warning) == 1 and "MANIFEST.sha256 does not verify" in warning[0] and "REPORT.md" in warning[0]
     assert "1 added (notes.txt)" in warning[0]
@@ -409,7 +567,9 @@ def test_manifest_lines_leaving_the_folder_or_repeated_cannot_be_checked(tmp_pat
 def test_manifest_written_by_find_and_sha256sum_in_binary_mode_verifies(tmp_path):
     folder = make_results(tmp_path, "run")
     manifest_file = folder / paths.MANIFEST
-    manifest_file.write_text("".join(line.replace("  ", " *./", 1) + "\n" for line in manifest_file.read_text().splitlines()))
+    manifest_file.write_text(
+        "".join(line.replace("  ", " *./", 1) + "\n" for line in manifest_file.read_text().splitlines())
+    )
     assert results_folder.verify_manifest(folder).verified
 
 
@@ -422,15 +582,24 @@ def test_no_manifest_cannot_verify(tmp_path):
 
 
 def test_provenance_fills_the_header_and_every_key_is_optional(tmp_path):
-    provenance = {"workflow": {"commit": "c" * 40, "dirty": True}, "snakemake_version": "9.99.0",
-                  "command_line": "snakemake --cores 4", "created": "2026-05-01T10:00:00+00:00",
-                  "invocation": {"host": "node17"}, "record_commits": {"c" * 40: 40, "e" * 40 + " (dirty)": 2}}
-    result = _compare(make_results(tmp_path, "laptop", provenance=provenance), make_results(tmp_path, "server", provenance={}))
+    provenance = {
+        "workflow": {"commit": "c" * 40, "dirty": True},
+        "snakemake_version": "9.99.0",
+        "command_line": "snakemake --cores 4",
+        "created": "2026-05-01T10:00:00+00:00",
+        "invocation": {"host": "node17"},
+        "record_commits": {"c" * 40: 40, "e" * 40 + " (dirty)": 2},
+    }
+    result = _compare(
+        make_results(tmp_path, "laptop", provenance=provenance), make_results(tmp_path, "server", provenance={})
+    )
     a, b = result.sides
     assert (a["workflow_commit"], a["snakemake_version"], a["commit_source"]) == ("c" * 40, "9.99.0", "provenance.json")
     assert (b["workflow_commit"], b["snakemake_version"]) == ("d" * 40, "9.27.1")
     assert _mentioning(result, "laptop: the workflow had uncommitted changes")
-    assert _mentioning(result, f"laptop: its records come from more than one workflow version ({'c' * 40}, {'e' * 40} (dirty))")
+    assert _mentioning(
+        result, f"laptop: its records come from more than one workflow version ({'c' * 40}, {'e' * 40} (dirty))"
+    )
     assert not _mentioning(result, "server:")
     text = comparison.markdown(result)
     assert "9.99.0" in text and "snakemake --cores 4" in text and "node17" in text
@@ -444,7 +613,10 @@ def test_record_commits_may_be_a_list():
 def test_full_path_is_read_from_its_table_when_there_is_no_decision(tmp_path):
     from_table = make_results(tmp_path, "table", full_path_in_decision=False)
     from_decision = make_results(tmp_path, "decision")
-    assert results_folder.load_results(from_table, "a").full_path == results_folder.load_results(from_decision, "b").full_path
+    assert (
+        results_folder.load_results(from_table, "a").full_path
+        == results_folder.load_results(from_decision, "b").full_path
+    )
     assert results_folder.load_results(from_table, "a").verdict is None
 
 
@@ -459,7 +631,9 @@ def test_a_folder_without_a_required_file_is_refused_naming_it(tmp_path, name):
 def test_a_folder_without_decision_or_full_path_table_is_refused_naming_both(tmp_path):
     folder = make_results(tmp_path, "run")
     (folder / paths.DECISION).unlink()
-    with pytest.raises(folder_checks.NotAResultsFolder, match=r"full_path\.json: missing, and there is no tables/decision"):
+    with pytest.raises(
+        folder_checks.NotAResultsFolder, match=r"full_path\.json: missing, and there is no tables/decision"
+    ):
         results_folder.load_results(folder, "a")
 
 
@@ -482,9 +656,11 @@ def test_a_table_from_before_records_had_versions_is_refused_naming_the_schema(t
     _edit_json(folder, paths.CPU_TABLE, lambda document: [document.pop(k) for k in ("schema", "schema_version")])
     with pytest.raises(folder_checks.DamagedRecord) as refused:
         results_folder.load_results(folder, "a")
-    assert str(refused.value) == (f"{folder / paths.CPU_TABLE}: has no schema (written by a workflow before "
-                                  f"records were versioned); this workflow reads {TrainingTable.SCHEMA} version "
-                                  f"{TrainingTable.VERSION}")
+    assert str(refused.value) == (
+        f"{folder / paths.CPU_TABLE}: has no schema (written by a workflow before "
+        f"records were versioned); this workflow reads {TrainingTable.SCHEMA} version "
+        f"{TrainingTable.VERSION}"
+    )
 
 
 # ---------------------------------------------------------------- bad values
@@ -525,15 +701,19 @@ def _assert_as_it_was(out: Path, before: dict[str, tuple[bytes | None, int]] | N
     assert sorted(p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}.")) == []
 
 
-@pytest.mark.parametrize("value, shown", [
-    (-1.0, "table[1].epoch_s_median: Input should be greater than 0 (found -1.0)"),
-    (0, "table[1].epoch_s_median: Input should be greater than 0 (found 0)"),
-    (math.nan, "holds NaN, which no record writes (JSON has no NaN or infinity)"),
-    (math.inf, "holds Infinity, which no record writes (JSON has no NaN or infinity)"),
-    ("0.01", "table[1].epoch_s_median: Input should be a valid number (found '0.01')"),
-    (True, "table[1].epoch_s_median: Input should be a valid number (found True)"),
-    (None, "table[1].epoch_s_median: Input should be a valid number (found None)"),
-], ids=["negative", "zero", "nan", "inf", "string", "bool", "null"])
+@pytest.mark.parametrize(
+    "value, shown",
+    [
+        (-1.0, "table[1].epoch_s_median: Input should be greater than 0 (found -1.0)"),
+        (0, "table[1].epoch_s_median: Input should be greater than 0 (found 0)"),
+        (math.nan, "holds NaN, which no record writes (JSON has no NaN or infinity)"),
+        (math.inf, "holds Infinity, which no record writes (JSON has no NaN or infinity)"),
+        ("0.01", "table[1].epoch_s_median: Input should be a valid number (found '0.01')"),
+        (True, "table[1].epoch_s_median: Input should be a valid number (found True)"),
+        (None, "table[1].epoch_s_median: Input should be a valid number (found None)"),
+    ],
+    ids=["negative", "zero", "nan", "inf", "string", "bool", "null"],
+)
 def test_a_bad_epoch_time_exits_2_naming_file_row_and_field_and_leaves_out_as_it_was(tmp_path, capsys, value, shown):
     good, bad = make_results(tmp_path, "laptop"), make_results(tmp_path, "server")
     _edit_json(bad, paths.CPU_TABLE, _set("table", 1, "epoch_s_median", value))
@@ -552,8 +732,9 @@ def test_a_bad_full_path_total_exits_2_naming_file_row_and_field(tmp_path, capsy
     out = tmp_path / "cmp"
     before = _old_outputs(out)
     assert compare_results.main([str(bad), str(good), "--out", str(out)]) == 2
-    assert capsys.readouterr().err == (f"error: {bad / name}: {part}[2].total_s: Input should be greater than 0 "
-                                       "(found -0.5)\n")
+    assert capsys.readouterr().err == (
+        f"error: {bad / name}: {part}[2].total_s: Input should be greater than 0 (found -0.5)\n"
+    )
     _assert_as_it_was(out, before)
 
 
@@ -563,47 +744,110 @@ def test_a_bad_samples_per_s_exits_2_from_the_script(tmp_path, repo):
     out = tmp_path / "cmp"
     before = _old_outputs(out)
     script = repo / "workflow" / "scripts" / "compare_results.py"
-    done = subprocess.run([sys.executable, str(script), str(good), str(bad), "--out", str(out)],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(script), str(good), str(bad), "--out", str(out)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == (f"error: {bad / paths.GPU_TABLE}: table[0].samples_per_s: Input should be greater "
-                           "than 0 (found -3.0)\n")
+    assert done.stderr == (
+        f"error: {bad / paths.GPU_TABLE}: table[0].samples_per_s: Input should be greater than 0 (found -3.0)\n"
+    )
     _assert_as_it_was(out, before)
 
 
 ORDER = "does not hold: a damaged record"
 
 
-@pytest.mark.parametrize("name, part, row, key, value, message", [
-    (paths.CPU_TABLE, "table", 1, "epoch_s_min", 1.0,
-     f"table[1]: Value error, epoch_s_min 1.0 <= epoch_s_median 0.04 <= epoch_s_max 0.0404 {ORDER}"),
-    (paths.CPU_TABLE, "table", 1, "epoch_s_max", 0.001, "epoch_s_median 0.04 <= epoch_s_max 0.001 " + ORDER),
-    (paths.CPU_TABLE, "table", 1, "samples_per_s_max", 1.0,
-     "samples_per_s 51200.0 <= samples_per_s_max 1.0 " + ORDER),
-    (paths.CPU_TABLE, "table", 1, "batch_size", True,
-     "table[1].batch_size: Input should be a valid integer (found True)"),
-    (paths.CPU_TABLE, "table", 1, "batch_size", 32.0,
-     "table[1].batch_size: Input should be a valid integer (found 32.0)"),
-    (paths.CPU_TABLE, "table", 1, "batch_size", 0,
-     "table[1].batch_size: Input should be greater than or equal to 1 (found 0)"),
-    (paths.CPU_TABLE, "table", 1, "loader", ["fastpath"], "table[1].loader: Input should be a valid string"),
-    (paths.CPU_TABLE, "table", 1, "device", None, "table[1].device: Input should be a valid string (found None)"),
-    (paths.CPU_TABLE, "table", 1, "noisy", "no", "table[1].noisy: Input should be a valid boolean (found 'no')"),
-    (paths.CPU_TABLE, "table", 1, "noisy", 0, "table[1].noisy: Input should be a valid boolean (found 0)"),
-    (paths.CPU_TABLE, "table", 1, "threads", ["1"],
-     "table[1].threads[0]: Input should be a valid integer (found '1')"),
-    (paths.CPU_TABLE, "table", 1, "contaminated", 2,
-     "table[1].contaminated: Input should be a valid array (found 2)"),
-    (paths.CPU_TABLE, "table", 1, "epoch_s_iqr", math.nan, "holds NaN, which no record writes"),
-    (paths.CPU_TABLE, "table", 1, "gpu_speedup", 2.0, "table[1].gpu_speedup: Unexpected keyword argument"),
-    (paths.DECISION, "full_path", 2, "startup_s", -0.1,
-     "full_path[2].startup_s: Input should be greater than or equal to 0 (found -0.1)"),
-    (paths.DECISION, "full_path", 2, "total_min_s", 9.0, "full_path[2]: Value error, total_min_s 9.0 <= total_s"),
-    (paths.DECISION, "full_path", 2, "format", 7, "full_path[2].format: Input should be a valid string (found 7)"),
-    (paths.DECISION, "full_path", 2, "noisy", "yes",
-     "full_path[2].noisy: Input should be a valid boolean (found 'yes')"),
-    (paths.ENVIRONMENT, "quick", 0, "logical_cores", math.inf, "holds Infinity, which no record writes"),
-])
+@pytest.mark.parametrize(
+    "name, part, row, key, value, message",
+    [
+        (
+            paths.CPU_TABLE,
+            "table",
+            1,
+            "epoch_s_min",
+            1.0,
+            f"table[1]: Value error, epoch_s_min 1.0 <= epoch_s_median 0.04 <= epoch_s_max 0.0404 {ORDER}",
+        ),
+        (paths.CPU_TABLE, "table", 1, "epoch_s_max", 0.001, "epoch_s_median 0.04 <= epoch_s_max 0.001 " + ORDER),
+        (
+            paths.CPU_TABLE,
+            "table",
+            1,
+            "samples_per_s_max",
+            1.0,
+            "samples_per_s 51200.0 <= samples_per_s_max 1.0 " + ORDER,
+        ),
+        (
+            paths.CPU_TABLE,
+            "table",
+            1,
+            "batch_size",
+            True,
+            "table[1].batch_size: Input should be a valid integer (found True)",
+        ),
+        (
+            paths.CPU_TABLE,
+            "table",
+            1,
+            "batch_size",
+            32.0,
+            "table[1].batch_size: Input should be a valid integer (found 32.0)",
+        ),
+        (
+            paths.CPU_TABLE,
+            "table",
+            1,
+            "batch_size",
+            0,
+            "table[1].batch_size: Input should be greater than or equal to 1 (found 0)",
+        ),
+        (paths.CPU_TABLE, "table", 1, "loader", ["fastpath"], "table[1].loader: Input should be a valid string"),
+        (paths.CPU_TABLE, "table", 1, "device", None, "table[1].device: Input should be a valid string (found None)"),
+        (paths.CPU_TABLE, "table", 1, "noisy", "no", "table[1].noisy: Input should be a valid boolean (found 'no')"),
+        (paths.CPU_TABLE, "table", 1, "noisy", 0, "table[1].noisy: Input should be a valid boolean (found 0)"),
+        (
+            paths.CPU_TABLE,
+            "table",
+            1,
+            "threads",
+            ["1"],
+            "table[1].threads[0]: Input should be a valid integer (found '1')",
+        ),
+        (
+            paths.CPU_TABLE,
+            "table",
+            1,
+            "contaminated",
+            2,
+            "table[1].contaminated: Input should be a valid array (found 2)",
+        ),
+        (paths.CPU_TABLE, "table", 1, "epoch_s_iqr", math.nan, "holds NaN, which no record writes"),
+        (paths.CPU_TABLE, "table", 1, "gpu_speedup", 2.0, "table[1].gpu_speedup: Unexpected keyword argument"),
+        (
+            paths.DECISION,
+            "full_path",
+            2,
+            "startup_s",
+            -0.1,
+            "full_path[2].startup_s: Input should be greater than or equal to 0 (found -0.1)",
+        ),
+        (paths.DECISION, "full_path", 2, "total_min_s", 9.0, "full_path[2]: Value error, total_min_s 9.0 <= total_s"),
+        (paths.DECISION, "full_path", 2, "format", 7, "full_path[2].format: Input should be a valid string (found 7)"),
+        (
+            paths.DECISION,
+            "full_path",
+            2,
+            "noisy",
+            "yes",
+            "full_path[2].noisy: Input should be a valid boolean (found 'yes')",
+        ),
+        (paths.ENVIRONMENT, "quick", 0, "logical_cores", math.inf, "holds Infinity, which no record writes"),
+    ],
+)
 def test_a_damaged_value_is_refused_naming_the_file_and_the_field(tmp_path, name, part, row, key, value, message):
     folder = make_results(tmp_path, "run")
     edit = (lambda d: d[part].__setitem__(key, value)) if part == "quick" else _set(part, row, key, value)
@@ -618,13 +862,19 @@ def test_a_damaged_value_is_refused_naming_the_file_and_the_field(tmp_path, name
 def test_a_bad_non_finite_run_and_a_bad_verdict_are_refused(tmp_path):
     folder = make_results(tmp_path, "run", gpu=True, non_finite=True)
     _edit_json(folder, paths.GPU_TABLE, _set("non_finite", 0, "batch_size", "32"))
-    with pytest.raises(folder_checks.DamagedRecord, match=r"gpu_training\.json: non_finite\[0\]\.batch_size: Input should "
-                                                          r"be a valid integer \(found '32'\)$"):
+    with pytest.raises(
+        folder_checks.DamagedRecord,
+        match=r"gpu_training\.json: non_finite\[0\]\.batch_size: Input should "
+        r"be a valid integer \(found '32'\)$",
+    ):
         results_folder.load_results(folder, "a")
     folder = make_results(tmp_path, "other")
     _edit_json(folder, paths.DECISION, lambda d: d.__setitem__("verdict", "GPU"))
-    with pytest.raises(folder_checks.DamagedRecord, match=r"decision\.json: verdict: Input should be an object "
-                                                          r"\(found 'GPU'\)$"):
+    with pytest.raises(
+        folder_checks.DamagedRecord,
+        match=r"decision\.json: verdict: Input should be an object "
+        r"\(found 'GPU'\)$",
+    ):
         results_folder.load_results(folder, "a")
 
 
@@ -639,8 +889,11 @@ def test_a_missing_field_is_refused_naming_it_and_counting_the_rest(tmp_path):
     """No field is optional by absence: a row without `threads` is a record of another version or a damaged one."""
     folder = make_results(tmp_path, "run")
     _edit_json(folder, paths.CPU_TABLE, lambda document: [row.pop("threads") for row in document["table"]])
-    with pytest.raises(folder_checks.DamagedRecord, match=r"cpu_training\.json: table\[0\]\.threads: Field required "
-                                                          r"and 3 more problem\(s\)$"):
+    with pytest.raises(
+        folder_checks.DamagedRecord,
+        match=r"cpu_training\.json: table\[0\]\.threads: Field required "
+        r"and 3 more problem\(s\)$",
+    ):
         results_folder.load_results(folder, "a")
 
 
@@ -660,7 +913,9 @@ def test_cli_writes_every_output_with_the_same_rows(tmp_path, capsys):
     laptop = make_results(tmp_path, "laptop", manifest=False)
     server = make_results(tmp_path, "server", gpu=True, scale=0.5)
     out = tmp_path / "out" / "cmp"
-    code = compare_results.main([str(laptop), str(server), "--out", str(out), "--label-a", "laptop", "--label-b", "gpu-server"])
+    code = compare_results.main(
+        [str(laptop), str(server), "--out", str(out), "--label-a", "laptop", "--label-b", "gpu-server"]
+    )
     assert code == 0
     assert sorted(p.name for p in out.iterdir()) == sorted(comparison.OUTPUT_NAMES)
     assert "warning: laptop has no MANIFEST.sha256" in capsys.readouterr().err
@@ -670,9 +925,17 @@ def test_cli_writes_every_output_with_the_same_rows(tmp_path, capsys):
     assert len(csv_rows) == len(document["rows"]) == 2 * (2 + len(GPU_VARIANTS))
     assert list(csv_rows[0]) == list(document["rows"][0])
     text = (out / "comparison.md").read_text()
-    for expected in ("# Comparison: laptop (A) vs gpu-server (B)", "## Batch size 32", "## Batch size 512",
-                     "epoch gpu-server/laptop", "gpu-server 2× faster than laptop", "only in gpu-server",
-                     "## Environment differences", "## Warnings", str(laptop.resolve())):
+    for expected in (
+        "# Comparison: laptop (A) vs gpu-server (B)",
+        "## Batch size 32",
+        "## Batch size 512",
+        "epoch gpu-server/laptop",
+        "gpu-server 2× faster than laptop",
+        "only in gpu-server",
+        "## Environment differences",
+        "## Warnings",
+        str(laptop.resolve()),
+    ):
         assert expected in text
     assert (out / "comparison.png").read_bytes()[:4] == b"\x89PNG"
     assert b"<svg" in (out / "comparison.svg").read_bytes()
@@ -737,8 +1000,13 @@ def test_cli_refuses_an_output_folder_inside_a_results_folder(tmp_path, capsys):
 def test_cli_runs_as_a_script_from_another_directory(tmp_path, repo):
     folder = make_results(tmp_path, "run")
     script = repo / "workflow" / "scripts" / "compare_results.py"
-    done = subprocess.run([sys.executable, str(script), str(folder), "/nonexistent", "--out", str(tmp_path / "out")],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(script), str(folder), "/nonexistent", "--out", str(tmp_path / "out")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2
     assert done.stderr.strip() == "error: /nonexistent: no such folder (expected an accel-choice results/ folder)"
 
@@ -762,9 +1030,14 @@ def test_cli_refuses_the_same_folder_twice_however_it_is_spelled(tmp_path, monke
     with pytest.raises(SystemExit) as exited:
         compare_results.main(["run", second, "--out", "cmp"])
     assert exited.value.code == 2
-    assert capsys.readouterr().err.splitlines()[-1].endswith(
-        f"error: RESULTS_A and RESULTS_B are the same folder ({folder.resolve()}): every ratio would be 1 by "
-        "construction; compare two runs")
+    assert (
+        capsys.readouterr()
+        .err.splitlines()[-1]
+        .endswith(
+            f"error: RESULTS_A and RESULTS_B are the same folder ({folder.resolve()}): every ratio would be 1 by "
+            "construction; compare two runs"
+        )
+    )
     assert not (tmp_path / "here" / "cmp").exists()
 
 
@@ -800,10 +1073,13 @@ def test_a_failure_while_moving_the_set_into_out_puts_back_what_was_moved(tmp_pa
         if Path(target) == out / "comparison.json":
             raise OSError(errno.ENOSPC, "No space left on device", str(target))
         replace(source, target)
+
     monkeypatch.setattr(os, "replace", disk_full_at_the_json)
     assert compare_results.main([str(laptop), str(server), "--out", str(out)]) == 1
-    assert capsys.readouterr().err == (f"error: cannot write the comparison into {out} ({out / 'comparison.json'}: "
-                                       f"No space left on device); {out} is left as it was\n")
+    assert capsys.readouterr().err == (
+        f"error: cannot write the comparison into {out} ({out / 'comparison.json'}: "
+        f"No space left on device); {out} is left as it was\n"
+    )
     _assert_as_it_was(out, before)
 
 
@@ -815,8 +1091,10 @@ def test_a_comparison_name_in_out_that_is_not_a_file_is_not_replaced(tmp_path, c
     (out / "comparison.json" / "kept.txt").write_text("the user's\n")
     before = _snapshot(out)
     assert compare_results.main([str(laptop), str(server), "--out", str(out)]) == 1
-    assert capsys.readouterr().err == (f"error: cannot write the comparison into {out} ({out / 'comparison.json'} exists "
-                                       f"and is not a plain file; not replaced); {out} is left as it was\n")
+    assert capsys.readouterr().err == (
+        f"error: cannot write the comparison into {out} ({out / 'comparison.json'} exists "
+        f"and is not a plain file; not replaced); {out} is left as it was\n"
+    )
     _assert_as_it_was(out, before)
     assert (out / "comparison.json" / "kept.txt").read_text() == "the user's\n"
 
@@ -830,5 +1108,3 @@ def test_cli_replaces_its_own_outputs_and_keeps_other_files(tmp_path):
     assert _snapshot(out)["notes.txt"] == before["notes.txt"]
     assert (out / "comparison.md").read_text().startswith("# Comparison: A (A) vs B (B)")
     _assert_as_it_was(out, _snapshot(out))
-
-

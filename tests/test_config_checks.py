@@ -49,8 +49,9 @@ def test_own_table_path_problems_name_the_key(config, tmp_path, make, says):
 
 def test_own_table_listing_its_target_as_a_feature(config, tmp_path):
     (tmp_path / "orders.csv").write_text("a,late\n1,0\n")
-    with pytest.raises(config_checks.ConfigError, match="config key data.northstar.table.features: lists the target "
-                                                        "column 'late'"):
+    with pytest.raises(
+        config_checks.ConfigError, match="config key data.northstar.table.features: lists the target column 'late'"
+    ):
         config_checks.check_config(_own_table(config, tmp_path / "orders.csv", features=("a", "late")))
 
 
@@ -110,14 +111,19 @@ def test_non_finite_values_are_one_line_each_among_other_errors(schema):
 
 @pytest.mark.parametrize(
     ("text", "key", "write"),
-    [("seed: 1000.0", "seed", 1000), ("timing:\n  repeats: 3.0", "timing.repeats", 3),
-     ("planner:\n  sweep:\n    rows: [1.0e+3, 10]", "planner.sweep.rows[0]", 1000)],
+    [
+        ("seed: 1000.0", "seed", 1000),
+        ("timing:\n  repeats: 3.0", "timing.repeats", 3),
+        ("planner:\n  sweep:\n    rows: [1.0e+3, 10]", "planner.sweep.rows[0]", 1000),
+    ],
 )
 def test_an_integer_written_as_a_float_is_refused(schema, text, key, write):
     # jsonschema counts 1000.0 as an integer; numpy's default_rng(1000.0) raises a TypeError in the first job.
     (message,) = config_checks.schema_errors(yaml.safe_load(text), schema)
-    assert message.startswith(f"config key {key}: {float(write)} is not an integer (it has a decimal point or an "
-                              f"exponent: write {write}); allowed: an integer >= ")
+    assert message.startswith(
+        f"config key {key}: {float(write)} is not an integer (it has a decimal point or an "
+        f"exponent: write {write}); allowed: an integer >= "
+    )
 
 
 def test_the_default_config_passes_the_schema(schema, config):
@@ -132,9 +138,14 @@ def test_check_schema_raises_on_yaml_nan(repo):
 
 @pytest.mark.parametrize(
     ("config", "says"),
-    [({"timing": {"batch_sizes": ["32"]}}, "(a number written as text: --config KEY={...} passes nested values as text"),
-     ({"model": {"lr": "0.01"}}, "(a number written as text"),
-     ({"gpu": {"grad_scaler": "false"}}, "(true or false written as text")],
+    [
+        (
+            {"timing": {"batch_sizes": ["32"]}},
+            "(a number written as text: --config KEY={...} passes nested values as text",
+        ),
+        ({"model": {"lr": "0.01"}}, "(a number written as text"),
+        ({"gpu": {"grad_scaler": "false"}}, "(true or false written as text"),
+    ],
     ids=["batch size", "lr", "boolean"],
 )
 def test_numbers_as_text_are_refused_with_the_reason(schema, config, says):
@@ -200,7 +211,8 @@ def test_seed_too_large_for_torch_is_refused_with_the_limit(config, seed):
         config_checks.check_config(config)
     assert str(error.value) == (
         f"config key seed: {seed} is too large: the workflow seeds torch with seed + 4 (selection.seeds − 1), and "
-        f"torch accepts at most 2**64 − 1; allowed: an integer between 0 and {2**64 - 5}")
+        f"torch accepts at most 2**64 − 1; allowed: an integer between 0 and {2**64 - 5}"
+    )
 
 
 def test_the_largest_seed_passes(config):
@@ -218,8 +230,10 @@ def test_duplicate_keys_top_level_and_nested():
 
 def test_duplicate_keys_in_a_list_item_and_three_times():
     text = "planner:\n  grid:\n    rows: [1]\n    rows: [2]\n    rows: [3]\nl:\n  - {k: 1, k: 2}\n"
-    assert config_checks.duplicate_keys(text) == [("planner.grid.rows", [(3, 5), (4, 5), (5, 5)]),
-                                                  ("l[0].k", [(7, 6), (7, 12)])]
+    assert config_checks.duplicate_keys(text) == [
+        ("planner.grid.rows", [(3, 5), (4, 5), (5, 5)]),
+        ("l[0].k", [(7, 6), (7, 12)]),
+    ]
 
 
 def test_no_duplicates_in_a_clean_file_or_an_overridden_merge_key(repo):
@@ -238,11 +252,14 @@ def test_check_config_files_names_file_key_and_lines(tmp_path, repo):
     assert str(error.value) == (
         "invalid configuration, nothing was run:\n"
         f"  config file {twice}: key seed is set twice, on lines 1 and 5; only the last would count: keep one\n"
-        f"  config file {twice}: key timing.repeats is set twice, on lines 3 and 4; only the last would count: keep one")
+        f"  config file {twice}: key timing.repeats is set twice, on lines 3 and 4; only the last would count: keep one"
+    )
 
 
 def test_check_config_files_on_json_on_one_line(tmp_path):
     path = tmp_path / "config.json"
     path.write_text('{"seed": 5, "timing": {"repeats": 3, "repeats": 4}}')
-    with pytest.raises(config_checks.ConfigError, match="key timing.repeats is set twice, at line:column 1:24 and 1:38"):
+    with pytest.raises(
+        config_checks.ConfigError, match="key timing.repeats is set twice, at line:column 1:24 and 1:38"
+    ):
         config_checks.check_config_files([path])

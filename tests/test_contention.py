@@ -59,16 +59,20 @@ def test_busy_neighbours_are_foreign_cpu(busy_neighbours):
 def _job(repeat: int):
     dataset = datagen.make_benchmark(2048, 16, 0.2, 3)
     x, y = torch.from_numpy(dataset.features.copy()), torch.from_numpy(dataset.target.copy())
-    return training.measure_training_job(x, y, 32, repeat, training.cpu_variants(["dataloader", "fastpath"]), seed=3,
-                                        hidden=16, lr=1e-3, warmup_steps=5)
+    return training.measure_training_job(
+        x, y, 32, repeat, training.cpu_variants(["dataloader", "fastpath"]), seed=3, hidden=16, lr=1e-3, warmup_steps=5
+    )
 
 
 def test_a_repeat_with_a_busy_neighbour_is_flagged(busy_neighbours):
     contaminated = _job(1)
     assert all(r.foreign_cpu_share > NoiseRules().foreign_cpu_share for r in contaminated)
     # Two clean repeats, shaped by the real record, with the share a quiet machine shows.
-    clean = [dataclasses.replace(r, repeat=repeat, foreign_cpu_share=0.01, loadavg_after=r.loadavg_before)
-             for repeat in (0, 2) for r in contaminated]
+    clean = [
+        dataclasses.replace(r, repeat=repeat, foreign_cpu_share=0.01, loadavg_after=r.loadavg_before)
+        for repeat in (0, 2)
+        for r in contaminated
+    ]
     table = aggregate.aggregate_training(clean + contaminated, 2048)
     for row in table:
         assert [c.repeat for c in row.contaminated] == [1]
@@ -81,7 +85,12 @@ def test_a_repeat_with_a_busy_neighbour_is_flagged(busy_neighbours):
         (0.1, 0.5, 0.6, []),
         (0.6, 0.5, 0.6, ["other processes used 0.60 cores during the job (> 0.25)"]),
         (None, 0.5, 1.2, ["1-min load average rose by 0.70 (> 0.5)"]),
-        (0.3, 0.1, 0.9, ["other processes used 0.30 cores during the job (> 0.25)", "1-min load average rose by 0.80 (> 0.5)"]),
+        (
+            0.3,
+            0.1,
+            0.9,
+            ["other processes used 0.30 cores during the job (> 0.25)", "1-min load average rose by 0.80 (> 0.5)"],
+        ),
     ],
 )
 def test_contamination_reasons(share, before, after, expected):

@@ -16,8 +16,13 @@ from accel_choice.records.grid import Workload
 
 TRUE = costmodel.assumed("cpu", seconds_per_step=2e-4, flop_per_s=5e10, bytes_per_s=2e10)
 # Varies the model shape as well as rows and batch size, so FLOP and bytes are not proportional.
-DESIGN = [Workload(rows=r, features=f, hidden=h, batch_size=b)
-          for r in (2048, 65536) for f in (8, 64, 256) for h in (16, 256) for b in (32, 1024)]
+DESIGN = [
+    Workload(rows=r, features=f, hidden=h, batch_size=b)
+    for r in (2048, 65536)
+    for f in (8, 64, 256)
+    for h in (16, 256)
+    for b in (32, 1024)
+]
 TEXTBOOK = Workload(rows=8192, features=32, hidden=48, batch_size=512)
 
 
@@ -79,7 +84,8 @@ def test_fit_recovers_exact_coefficients():
     assert len(quality.residuals) == len(DESIGN)
     first = quality.residuals[0]
     assert first.device == "cpu" and (first.rows, first.features, first.hidden, first.batch_size) == tuple(
-        vars(DESIGN[0]).values())
+        vars(DESIGN[0]).values()
+    )
     json.dumps([records.to_json(r) for r in quality.residuals])  # plain Python numbers only
 
 
@@ -110,8 +116,12 @@ def test_fit_drops_a_term_with_zero_true_coefficient(truth, dropped):
 
 def test_fit_weights_residuals_relatively_so_a_tiny_epoch_matters():
     tiny = Workload(rows=64, features=8, hidden=16, batch_size=64)  # one step: about 0.2 ms, almost all overhead
-    big = [Workload(rows=65536, features=f, hidden=h, batch_size=b)
-           for f in (64, 256) for h in (128, 512) for b in (256, 1024)]  # 0.1-1.2 s
+    big = [
+        Workload(rows=65536, features=f, hidden=h, batch_size=b)
+        for f in (64, 256)
+        for h in (128, 512)
+        for b in (256, 1024)
+    ]  # 0.1-1.2 s
     points = _points(TRUE, [tiny, *big])
     points = [points[0]] + [(w, s * (1.05 if i % 2 else 0.95)) for i, (w, s) in enumerate(points[1:])]
     fitted = costmodel.fit("cpu", points)
@@ -128,8 +138,9 @@ def test_fit_weights_residuals_relatively_so_a_tiny_epoch_matters():
     [
         # FLOP per epoch is constant
         [Workload(rows=8192, features=32, hidden=48, batch_size=b) for b in (32, 64, 128, 256, 512)],
-        [Workload(rows=r, features=32, hidden=48, batch_size=b)
-         for r in (2048, 8192, 32768) for b in (32, 512)],  # FLOP and bytes both ∝ rows
+        [
+            Workload(rows=r, features=32, hidden=48, batch_size=b) for r in (2048, 8192, 32768) for b in (32, 512)
+        ],  # FLOP and bytes both ∝ rows
     ],
 )
 def test_degenerate_design_is_flagged(workloads):
@@ -160,8 +171,12 @@ HIDDEN_GRID = [256, 512, 1024, 2048, 4096, 8192, 16384]
 
 
 def test_break_even_finds_known_crossing():
-    result = costmodel.break_even(CPU_COMPUTE_ONLY, GPU_FREE, TEXTBOOK, "hidden", HIDDEN_GRID, gpu_extra_s=lambda w: 0.5)
-    crossing = 0.5 * 1e10 / (2 * 8192 * (2 * 32 + 3))  # counted FLOP 2·rows·hidden·(2·features + 3) = 0.5 s at 1e10 FLOP/s
+    result = costmodel.break_even(
+        CPU_COMPUTE_ONLY, GPU_FREE, TEXTBOOK, "hidden", HIDDEN_GRID, gpu_extra_s=lambda w: 0.5
+    )
+    crossing = (
+        0.5 * 1e10 / (2 * 8192 * (2 * 32 + 3))
+    )  # counted FLOP 2·rows·hidden·(2·features + 3) = 0.5 s at 1e10 FLOP/s
     # cpu/gpu is a power law in hidden, so interpolating on log scales is exact
     assert result.break_even == pytest.approx(crossing, rel=1e-9)
     assert result.break_even_grid == 8192  # the first grid value past the crossing
@@ -173,9 +188,13 @@ def test_break_even_finds_known_crossing():
 
 
 def test_break_even_none_when_gpu_never_or_always_faster():
-    slow_gpu = costmodel.break_even(CPU_COMPUTE_ONLY, GPU_FREE, TEXTBOOK, "hidden", HIDDEN_GRID, gpu_extra_s=lambda w: 1e3)
+    slow_gpu = costmodel.break_even(
+        CPU_COMPUTE_ONLY, GPU_FREE, TEXTBOOK, "hidden", HIDDEN_GRID, gpu_extra_s=lambda w: 1e3
+    )
     assert slow_gpu.break_even is None and slow_gpu.gpu_always_faster is False
-    fast_gpu = costmodel.break_even(CPU_COMPUTE_ONLY, GPU_FREE, TEXTBOOK, "hidden", HIDDEN_GRID, gpu_extra_s=lambda w: 1e-6)
+    fast_gpu = costmodel.break_even(
+        CPU_COMPUTE_ONLY, GPU_FREE, TEXTBOOK, "hidden", HIDDEN_GRID, gpu_extra_s=lambda w: 1e-6
+    )
     assert fast_gpu.break_even is None and fast_gpu.gpu_always_faster is True
 
 
@@ -205,9 +224,11 @@ def test_break_even_figure_writes_png_and_svg(tmp_path):
         costmodel.break_even(TRUE, gpu, TEXTBOOK, "hidden", HIDDEN_GRID, gpu_extra_s=lambda w: 0.05),
         costmodel.break_even(TRUE, gpu, TEXTBOOK, "batch_size", [32, 128, 512, 2048]),
     ]
+
     def measured_at(device, epoch_s, **workload):
-        return fit_point(device=device, **{**vars(TEXTBOOK), **workload}, epoch_s=epoch_s, epoch_s_min=epoch_s,
-                         epoch_s_max=epoch_s)
+        return fit_point(
+            device=device, **{**vars(TEXTBOOK), **workload}, epoch_s=epoch_s, epoch_s_min=epoch_s, epoch_s_max=epoch_s
+        )
 
     measured = [
         measured_at("cpu", 0.01),

@@ -17,7 +17,14 @@ from accel_choice.io import atomic, dataio
 from accel_choice.measure import datagen
 from accel_choice.records import RecordError
 from accel_choice.records.data import DatasetExport, DatasetMeta
-from builders_data import benchmark_generator, data_environment, dataset_export, dataset_meta, exported_file, northstar_generator
+from builders_data import (
+    benchmark_generator,
+    data_environment,
+    dataset_export,
+    dataset_meta,
+    exported_file,
+    northstar_generator,
+)
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +57,11 @@ def _export(dataset, directory: Path, compression: str = "zstd"):
 
 
 def _save(dataset, npy, meta_path, **generator):
-    made = benchmark_generator(rows=len(dataset.matrix), features=len(dataset.feature_columns), **generator) \
-        if dataset.name == "benchmark" else northstar_generator(rows=len(dataset.matrix), **generator)
+    made = (
+        benchmark_generator(rows=len(dataset.matrix), features=len(dataset.feature_columns), **generator)
+        if dataset.name == "benchmark"
+        else northstar_generator(rows=len(dataset.matrix), **generator)
+    )
     return dataio.save_dataset(dataset, npy, meta_path, made, data_environment())
 
 
@@ -227,8 +237,9 @@ def test_load_benchmark_tensors_reads_the_records(tmp_path, bench):
     meta = _save(bench, tmp_path / "benchmark.npy", tmp_path / "benchmark.meta.json")
     record, pq_path, _ = _export(bench, tmp_path)
     atomic.write_record(tmp_path / "benchmark.export.json", record)
-    x, y, read_meta = dataio.load_benchmark_tensors(pq_path, tmp_path / "benchmark.meta.json",
-                                                    tmp_path / "benchmark.export.json")
+    x, y, read_meta = dataio.load_benchmark_tensors(
+        pq_path, tmp_path / "benchmark.meta.json", tmp_path / "benchmark.export.json"
+    )
     assert read_meta == meta
     assert np.array_equal(x.numpy(), bench.features) and np.array_equal(y.numpy(), bench.target)
     assert records.read(DatasetExport, tmp_path / "benchmark.export.json") == record
@@ -257,12 +268,30 @@ def test_export_invariants():
         exported_file(schema={"x00": "float"})
 
 
-@pytest.mark.parametrize(("cls", "build", "edit", "message"), [
-    (DatasetMeta, dataset_meta, lambda d: d.update(matrix_sha256="f00d"), r"matrix_sha256: String should match pattern"),
-    (DatasetMeta, dataset_meta, lambda d: d["generator"].pop("seed"), r"generator\.BenchmarkGenerator\.seed: Field required"),
-    (DatasetExport, dataset_export, lambda d: d["files"]["csv"].update(bytes=-1),
-     r"files\.csv\.bytes: Input should be greater than or equal to 0"),
-], ids=["meta hash", "meta generator", "export bytes"])
+@pytest.mark.parametrize(
+    ("cls", "build", "edit", "message"),
+    [
+        (
+            DatasetMeta,
+            dataset_meta,
+            lambda d: d.update(matrix_sha256="f00d"),
+            r"matrix_sha256: String should match pattern",
+        ),
+        (
+            DatasetMeta,
+            dataset_meta,
+            lambda d: d["generator"].pop("seed"),
+            r"generator\.BenchmarkGenerator\.seed: Field required",
+        ),
+        (
+            DatasetExport,
+            dataset_export,
+            lambda d: d["files"]["csv"].update(bytes=-1),
+            r"files\.csv\.bytes: Input should be greater than or equal to 0",
+        ),
+    ],
+    ids=["meta hash", "meta generator", "export bytes"],
+)
 def test_a_damaged_data_record_is_refused_naming_the_field(tmp_path, cls, build, edit, message):
     path = tmp_path / "damaged.json"
     data = records.to_json(build())

@@ -15,8 +15,15 @@ from accel_choice.io import tables
 from accel_choice.records.decision import Decision
 from accel_choice.render import decision as words
 from accel_choice.render import formatting, report
-from builders_data import (copy_timing, dataset_export, dataset_meta, exported_file, load_record, transfer_job,
-                           visible_devices)
+from builders_data import (
+    copy_timing,
+    dataset_export,
+    dataset_meta,
+    exported_file,
+    load_record,
+    transfer_job,
+    visible_devices,
+)
 from builders_training import environment, environment_report, training_record
 
 ROWS = 8192
@@ -25,20 +32,55 @@ BATCH_SIZES = (32, 512)
 HOST_MEMORY = 16 * 2**30
 
 NO_CUDA = environment()
-WITH_CUDA = environment(is_cuda_available=True, cuda_compiled_version="12.4", torch_version="2.13.0+cu124",
-                        nvidia_gpu_models=("NVIDIA H200",))
+WITH_CUDA = environment(
+    is_cuda_available=True,
+    cuda_compiled_version="12.4",
+    torch_version="2.13.0+cu124",
+    nvidia_gpu_models=("NVIDIA H200",),
+)
 
 STEP_TITLES = tuple(words.STEP_TITLES[step] for step in range(1, 7))
 
 
-def _train_record(batch_size, loader, repeat, epoch_s, finite=True, *, device="cpu", precision="fp32", placement="host",
-                  grad_scaler=False, eval_s=0.004, peak=None, startup=None, nonfinite_step=17):
-    return training_record(batch_size=batch_size, loader=loader, repeat=repeat, epoch_s=epoch_s, rows=ROWS, finite=finite,
-                           device=device, precision=precision, placement=placement, grad_scaler=grad_scaler,
-                           eval_s=eval_s, peak_memory_bytes=peak, context_startup_s=startup,
-                           nonfinite_step=None if finite else nonfinite_step, final_loss=0.3 if finite else None,
-                           loadavg_before=(1.25, 0.2, 0.1), loadavg_after=(1.5, 0.2, 0.1), foreign_cpu_share=0.01,
-                           warmup_first_step_s=0.003, warmup_steady_step_s=0.0003, position_in_job=0)
+def _train_record(
+    batch_size,
+    loader,
+    repeat,
+    epoch_s,
+    finite=True,
+    *,
+    device="cpu",
+    precision="fp32",
+    placement="host",
+    grad_scaler=False,
+    eval_s=0.004,
+    peak=None,
+    startup=None,
+    nonfinite_step=17,
+):
+    return training_record(
+        batch_size=batch_size,
+        loader=loader,
+        repeat=repeat,
+        epoch_s=epoch_s,
+        rows=ROWS,
+        finite=finite,
+        device=device,
+        precision=precision,
+        placement=placement,
+        grad_scaler=grad_scaler,
+        eval_s=eval_s,
+        peak_memory_bytes=peak,
+        context_startup_s=startup,
+        nonfinite_step=None if finite else nonfinite_step,
+        final_loss=0.3 if finite else None,
+        loadavg_before=(1.25, 0.2, 0.1),
+        loadavg_after=(1.5, 0.2, 0.1),
+        foreign_cpu_share=0.01,
+        warmup_first_step_s=0.003,
+        warmup_steady_step_s=0.0003,
+        position_in_job=0,
+    )
 
 
 # fastpath: B=32 -> 0.040 s over 256 steps (156.25 µs/step); B=512 -> 0.010 s over 16 steps (625 µs/step)
@@ -52,11 +94,20 @@ EPOCHS = {
 
 def _load_record(fmt, repeat, read, to_numpy):
     return load_record(
-        dataset="benchmark", format=fmt, repeat=repeat, rows=ROWS,
-        file_bytes=2_000_000 if fmt == "csv" else 1_100_000, tensor_bytes=ROWS * 33 * 4,
-        read_s=read, to_pandas_s=0.0 if fmt == "csv" else 0.001, to_numpy_s=to_numpy, to_torch_s=0.00001,
+        dataset="benchmark",
+        format=fmt,
+        repeat=repeat,
+        rows=ROWS,
+        file_bytes=2_000_000 if fmt == "csv" else 1_100_000,
+        tensor_bytes=ROWS * 33 * 4,
+        read_s=read,
+        to_pandas_s=0.0 if fmt == "csv" else 0.001,
+        to_numpy_s=to_numpy,
+        to_torch_s=0.00001,
         total_s=read + (0.0 if fmt == "csv" else 0.001) + to_numpy + 0.00001,
-        loadavg_before=(0.2, 0.2, 0.2), loadavg_after=(0.2, 0.2, 0.2), foreign_cpu_share=0.01,
+        loadavg_before=(0.2, 0.2, 0.2),
+        loadavg_after=(0.2, 0.2, 0.2),
+        foreign_cpu_share=0.01,
     )
 
 
@@ -106,8 +157,13 @@ def test_sheet_without_cuda(train_table, load_table):
     sheet = _sheet(train_table, load_table, NO_CUDA)
     assert [s.step for s in sheet] == [1, 2, 3, 4, 5, 6]
     assert [(s.status, s.missing) for s in sheet] == [
-        ("measured", None), ("checked", None), ("missing", "not_measurable_here"), ("missing", "not_measurable_here"),
-        ("cpu_measured_gpu_missing", "not_measurable_here"), ("computed", None)]
+        ("measured", None),
+        ("checked", None),
+        ("missing", "not_measurable_here"),
+        ("missing", "not_measurable_here"),
+        ("cpu_measured_gpu_missing", "not_measurable_here"),
+        ("computed", None),
+    ]
     assert sheet[5].value("adam_bytes") == 26_128 and sheet[5].value("activation_bytes") == 165_888
     status, evidence = _said(sheet, NO_CUDA)
     assert status[3] == status[4] == "not measurable here"
@@ -140,7 +196,13 @@ def test_sheet_with_cuda_visible_but_no_gpu_rows_does_not_claim_not_measurable(t
 
 def test_verdict_without_cuda(train_table, full_path_rows):
     v = _verdict(train_table, full_path_rows)
-    assert (v.device, v.outcome, v.gpu_measured, v.gpu.visible, v.comparison) == ("CPU", "no_gpu_visible", False, False, None)
+    assert (v.device, v.outcome, v.gpu_measured, v.gpu.visible, v.comparison) == (
+        "CPU",
+        "no_gpu_visible",
+        False,
+        False,
+        None,
+    )
     claim = words.claim(v)
     assert "theoretical" in claim and "no speedup is claimed" in claim and "No CUDA device was visible" in claim
 
@@ -162,19 +224,25 @@ def test_verdict_reasons_carry_the_numbers(train_table, full_path_rows):
     # 3 x 3168 x 8192 FLOP = 77.9 MFLOP in 10 ms
     assert v.fastest_cpu_epoch.flop_3x == 77_856_768 and v.fastest_cpu_epoch.epoch_s == pytest.approx(0.010)
     # 625 µs / 156.25 µs per step = 4.0x for 16x the samples: a fixed per-step cost dominates
-    assert v.scaling.samples_ratio == 16 and v.scaling.step_time_ratio == pytest.approx(4.0) and v.scaling.overhead_bound
+    assert (
+        v.scaling.samples_ratio == 16 and v.scaling.step_time_ratio == pytest.approx(4.0) and v.scaling.overhead_bound
+    )
     reasons = words.reasons(v)
     assert len(reasons) == 4
     assert reasons[0].startswith("Fastest CPU full path: parquet + fastpath at B=512, 20.0 ms per epoch")
     assert "~78 MFLOP in 10.0 ms: 7.79 GFLOP/s achieved" in reasons[1]
-    assert reasons[2] == ("From B=32 to B=512 (16× the samples per step) the time per optimizer step grew 4.0×: the step "
-                          "is bound by fixed per-step overhead (Python, dispatch), which a faster arithmetic unit does not "
-                          "remove.")
+    assert reasons[2] == (
+        "From B=32 to B=512 (16× the samples per step) the time per optimizer step grew 4.0×: the step "
+        "is bound by fixed per-step overhead (Python, dispatch), which a faster arithmetic unit does not "
+        "remove."
+    )
     # Adam 26,128 + 2 × 165,888 activations at B=512 + the 8,192 × 33 fp32 matrix = 1,439,248 bytes
     assert (v.memory.bound_bytes, v.memory.fits_host, v.memory.fits_device) == (1_439_248, True, None)
-    assert reasons[3] == ("Memory does not decide here: the Adam fp32 state (26,128 bytes), forward and backward "
-                          "activations at B=512 (331,776 bytes) and the data matrix (1,081,344 bytes) need 1,439,248 "
-                          "bytes, within this host's 17,179,869,184 bytes.")
+    assert reasons[3] == (
+        "Memory does not decide here: the Adam fp32 state (26,128 bytes), forward and backward "
+        "activations at B=512 (331,776 bytes) and the data matrix (1,081,344 bytes) need 1,439,248 "
+        "bytes, within this host's 17,179,869,184 bytes."
+    )
 
 
 def test_step_scaling_says_overhead_only_when_the_step_time_shows_it(train_records):
@@ -189,8 +257,10 @@ def test_step_scaling_says_overhead_only_when_the_step_time_shows_it(train_recor
 def test_memory_sentence_names_a_machine_that_is_too_small(train_table, full_path_rows):
     small = _verdict(train_table, full_path_rows, host_memory_bytes=1_000_000)
     assert small.memory.fits_host is False
-    assert words.reasons(small)[3].startswith("Memory decides: ") and "more than this host's 1,000,000 bytes" in \
-        words.reasons(small)[3]
+    assert (
+        words.reasons(small)[3].startswith("Memory decides: ")
+        and "more than this host's 1,000,000 bytes" in words.reasons(small)[3]
+    )
     unknown = _verdict(train_table, full_path_rows, host_memory_bytes=None)
     assert unknown.memory.fits_host is None and "is not known, so memory is not compared" in words.reasons(unknown)[3]
 
@@ -199,10 +269,23 @@ def test_memory_sentence_names_a_machine_that_is_too_small(train_table, full_pat
 
 
 def _datasets():
-    files = {"parquet": exported_file("parquet", bytes=1_100_000, sha256="c" * 64),
-             "csv": exported_file("csv", bytes=2_000_000, sha256="d" * 64)}
-    return decision.data_table([(dataset_meta(rows=ROWS, feature_columns=tuple(f"x{i:02d}" for i in range(32)), positive_rate=0.5012,
-                          matrix_sha256="f00d" * 16), dataset_export(files=files))])
+    files = {
+        "parquet": exported_file("parquet", bytes=1_100_000, sha256="c" * 64),
+        "csv": exported_file("csv", bytes=2_000_000, sha256="d" * 64),
+    }
+    return decision.data_table(
+        [
+            (
+                dataset_meta(
+                    rows=ROWS,
+                    feature_columns=tuple(f"x{i:02d}" for i in range(32)),
+                    positive_rate=0.5012,
+                    matrix_sha256="f00d" * 16,
+                ),
+                dataset_export(files=files),
+            )
+        ]
+    )
 
 
 def _inputs(train_records, load_table, *, env, probe=None, transfers=None, accelerator="auto"):
@@ -210,14 +293,26 @@ def _inputs(train_records, load_table, *, env, probe=None, transfers=None, accel
     rows = fullpath.full_path(table, load_table, transfers)
     decided = Decision(
         verdict=_verdict(table, rows, env, probe=probe),
-        sheet=decision.decision_sheet(table, load_table, env, WIDTHS, BATCH_SIZES, probe=probe, transfers=transfers,
-                                      accelerator=accelerator),
-        full_path=tuple(rows), gpu_memory=decision.gpu_memory(table, WIDTHS, ROWS), environment=env)
+        sheet=decision.decision_sheet(
+            table, load_table, env, WIDTHS, BATCH_SIZES, probe=probe, transfers=transfers, accelerator=accelerator
+        ),
+        full_path=tuple(rows),
+        gpu_memory=decision.gpu_memory(table, WIDTHS, ROWS),
+        environment=env,
+    )
     return report.ReportInputs(
-        decision=decided, environment=environment_report(env, os="Ubuntu 24.04 (x86_64)"), data=_datasets(),
-        theory=decision.theory_table(table, WIDTHS, ROWS, BATCH_SIZES, 8), train_table=table,
-        non_finite=aggregate.non_finite_runs(train_records), load_table=load_table, seed=20261020,
-        noise=NoiseRules(), accelerator=accelerator, probe=probe, transfers=transfers,
+        decision=decided,
+        environment=environment_report(env, os="Ubuntu 24.04 (x86_64)"),
+        data=_datasets(),
+        theory=decision.theory_table(table, WIDTHS, ROWS, BATCH_SIZES, 8),
+        train_table=table,
+        non_finite=aggregate.non_finite_runs(train_records),
+        load_table=load_table,
+        seed=20261020,
+        noise=NoiseRules(),
+        accelerator=accelerator,
+        probe=probe,
+        transfers=transfers,
     )
 
 
@@ -228,7 +323,10 @@ def rendered(train_records, load_table):
 
 def test_report_verdict_and_claim(rendered):
     assert rendered.startswith("# accel-choice: is a CPU enough for this training job?\n")
-    assert "**Verdict: CPU.** No CUDA device was visible: the GPU plan is theoretical and no speedup is claimed." in rendered
+    assert (
+        "**Verdict: CPU.** No CUDA device was visible: the GPU plan is theoretical and no speedup is claimed."
+        in rendered
+    )
     assert "- Memory does not decide here: the Adam fp32 state (26,128 bytes)" in rendered
     assert rendered.endswith("\n")
 
@@ -304,7 +402,9 @@ def test_decision_figure_writes_png_and_svg(tmp_path, train_table, full_path_row
 
 def test_write_csv_joins_lists(tmp_path):
     path = tmp_path / "t.csv"
-    tables.write_csv(path, [{"a": 1, "runs": [0.1, 0.2, 0.3], "flag": True}, {"a": 2, "runs": ("x", "y"), "flag": False}])
+    tables.write_csv(
+        path, [{"a": 1, "runs": [0.1, 0.2, 0.3], "flag": True}, {"a": 2, "runs": ("x", "y"), "flag": False}]
+    )
     assert path.read_text() == "a,runs,flag\n1,0.1;0.2;0.3,True\n2,x;y,False\n"
     with open(path, newline="") as handle:
         rows = list(csv.DictReader(handle))
@@ -351,28 +451,33 @@ def _transfer_job(repeat, startup, matrix_s, predictions_s, pin_s=0.002):
     def copy(what, direction, memory, n_bytes, seconds):
         return copy_timing(what, direction, memory, bytes=n_bytes, seconds=seconds)
 
-    return transfer_job(**{
-        "device": "cuda", "repeat": repeat, "context_startup_s": startup, "pin_memory_s": pin_s, "matrix_bytes": MATRIX_BYTES,
-        "copies": (
-            copy("matrix", "host_to_device", "pageable", MATRIX_BYTES, matrix_s),
-            copy("batch B=32", "host_to_device", "pageable", 32 * 32 * 4, 10e-6),
-            copy("batch B=512", "host_to_device", "pageable", 512 * 32 * 4, 15e-6),
-            copy("matrix", "host_to_device", "pinned", MATRIX_BYTES, matrix_s / 2),
-            copy("batch B=32", "host_to_device", "pinned", 32 * 32 * 4, 8e-6),
-            copy("batch B=512", "host_to_device", "pinned", 512 * 32 * 4, 9e-6),
-            copy("target", "host_to_device", "pageable", ROWS * 4, TARGET_S),
-            copy("predictions", "device_to_host", "pageable", ROWS * 4, predictions_s),
-        ),
-        "loadavg_before": (0.1, 0.1, 0.1), "loadavg_after": (0.2, 0.1, 0.1),
-    })
+    return transfer_job(
+        **{
+            "device": "cuda",
+            "repeat": repeat,
+            "context_startup_s": startup,
+            "pin_memory_s": pin_s,
+            "matrix_bytes": MATRIX_BYTES,
+            "copies": (
+                copy("matrix", "host_to_device", "pageable", MATRIX_BYTES, matrix_s),
+                copy("batch B=32", "host_to_device", "pageable", 32 * 32 * 4, 10e-6),
+                copy("batch B=512", "host_to_device", "pageable", 512 * 32 * 4, 15e-6),
+                copy("matrix", "host_to_device", "pinned", MATRIX_BYTES, matrix_s / 2),
+                copy("batch B=32", "host_to_device", "pinned", 32 * 32 * 4, 8e-6),
+                copy("batch B=512", "host_to_device", "pinned", 512 * 32 * 4, 9e-6),
+                copy("target", "host_to_device", "pageable", ROWS * 4, TARGET_S),
+                copy("predictions", "device_to_host", "pageable", ROWS * 4, predictions_s),
+            ),
+            "loadavg_before": (0.1, 0.1, 0.1),
+            "loadavg_after": (0.2, 0.1, 0.1),
+        }
+    )
 
 
 def _transfers(startups=(0.001, 0.0012, 0.0009)):
     """matrix H2D median 100 µs (90-120), predictions D2H median 20 µs (18-25)."""
     matrix, predictions = (100e-6, 90e-6, 120e-6), (20e-6, 18e-6, 25e-6)
-    return loads.aggregate_transfers(
-        [_transfer_job(i, startups[i], matrix[i], predictions[i]) for i in range(3)]
-    )
+    return loads.aggregate_transfers([_transfer_job(i, startups[i], matrix[i], predictions[i]) for i in range(3)])
 
 
 def _gpu_records(resident, streamed, eval_s=0.0005, non_finite=False):
@@ -380,11 +485,36 @@ def _gpu_records(resident, streamed, eval_s=0.0005, non_finite=False):
     recs = []
     for placement, runs in (("resident", resident), ("streamed", streamed)):
         for repeat, epoch_s in enumerate(runs):
-            recs.append(_train_record(512, "fastpath", repeat, epoch_s, device="cuda", placement=placement, eval_s=eval_s,
-                                      peak=GPU_PEAK + (MATRIX_BYTES if placement == "resident" else 0), startup=0.3))
+            recs.append(
+                _train_record(
+                    512,
+                    "fastpath",
+                    repeat,
+                    epoch_s,
+                    device="cuda",
+                    placement=placement,
+                    eval_s=eval_s,
+                    peak=GPU_PEAK + (MATRIX_BYTES if placement == "resident" else 0),
+                    startup=0.3,
+                )
+            )
     if non_finite:
-        recs.append(_train_record(512, "fastpath", 1, 0.002, False, device="cuda", precision="fp16", placement="resident",
-                                  eval_s=eval_s, peak=GPU_PEAK, startup=0.3, nonfinite_step=5))
+        recs.append(
+            _train_record(
+                512,
+                "fastpath",
+                1,
+                0.002,
+                False,
+                device="cuda",
+                precision="fp16",
+                placement="resident",
+                eval_s=eval_s,
+                peak=GPU_PEAK,
+                startup=0.3,
+                nonfinite_step=5,
+            )
+        )
     return recs
 
 
@@ -433,7 +563,9 @@ def test_aggregate_transfers():
     assert (matrix.seconds_median, matrix.seconds_min, matrix.seconds_max) == pytest.approx((100e-6, 90e-6, 120e-6))
     assert matrix.gb_per_s == pytest.approx(MATRIX_BYTES / 100e-6 / 1e9)
     assert matrix.bytes == MATRIX_BYTES and matrix.repeats == 3
-    assert (t.context_startup_s.median, t.context_startup_s.min, t.context_startup_s.max) == pytest.approx((0.001, 0.0009, 0.0012))
+    assert (t.context_startup_s.median, t.context_startup_s.min, t.context_startup_s.max) == pytest.approx(
+        (0.001, 0.0009, 0.0012)
+    )
     assert t.pin_memory_s_median == pytest.approx(0.002)
     with pytest.raises(ValueError, match="no transfer records"):
         loads.aggregate_transfers([])
@@ -489,8 +621,9 @@ def test_compare_devices_numbers(train_records, load_table):
     assert c.speedup == pytest.approx(cpu.total_s / gpu.total_with_startup_s, rel=1e-12)
     assert c.speedup == pytest.approx(0.02001 / (0.00963 + TARGET_S))
     assert c.speedup_without_startup == pytest.approx(cpu.total_s / gpu.total_s)
-    assert [c.speedup_low, c.speedup_high] == pytest.approx([CPU_BEST_MIN / (gpu.total_max_s + 0.001),
-                                                            CPU_BEST_MAX / (gpu.total_min_s + 0.001)])
+    assert [c.speedup_low, c.speedup_high] == pytest.approx(
+        [CPU_BEST_MIN / (gpu.total_max_s + 0.001), CPU_BEST_MAX / (gpu.total_min_s + 0.001)]
+    )
     assert c.break_even_epochs == pytest.approx(gpu.startup_s / (cpu.total_s - gpu.total_s), rel=1e-12)
     assert c.spreads_overlap is False
     assert c.gpu_wins is True
@@ -507,8 +640,9 @@ def test_compare_devices_break_even_with_a_large_start_up(train_records, load_ta
     assert c.break_even_epochs == pytest.approx(0.05 / (0.02001 - 0.00863 - TARGET_S))
     v = _verdict(table, rows, probe=GPU_PROBE)
     assert v.device == "CPU" and v.outcome == "below_threshold"
-    assert words.reasons(v)[-1] == ("Per epoch (start-up excluded) the GPU path is faster; the start-up is repaid after "
-                                    "4.4 epochs of this size.")
+    assert words.reasons(v)[-1] == (
+        "Per epoch (start-up excluded) the GPU path is faster; the start-up is repaid after 4.4 epochs of this size."
+    )
 
 
 def test_compare_devices_none_without_gpu_rows(full_path_rows):
@@ -563,11 +697,25 @@ def test_verdict_faster_median_but_spreads_overlap(train_records, load_table):
 @pytest.mark.parametrize(
     ("probe", "visible", "said", "absent"),
     [
-        (NO_DEVICE_PROBE, False, "No CUDA device was visible: the GPU plan is theoretical and no speedup is claimed.",
-         "no GPU timing was taken"),
-        (GPU_PROBE, True, "CUDA 12.8 visible: NVIDIA H200 (driver 570.86.15), but no GPU timing was taken in this run: "
-                          "no speedup is claimed.", "theoretical"),
-        (visible_devices(cuda_available=False, mps_available=True), True, "Apple MPS visible, but no GPU timing was taken", "theoretical"),
+        (
+            NO_DEVICE_PROBE,
+            False,
+            "No CUDA device was visible: the GPU plan is theoretical and no speedup is claimed.",
+            "no GPU timing was taken",
+        ),
+        (
+            GPU_PROBE,
+            True,
+            "CUDA 12.8 visible: NVIDIA H200 (driver 570.86.15), but no GPU timing was taken in this run: "
+            "no speedup is claimed.",
+            "theoretical",
+        ),
+        (
+            visible_devices(cuda_available=False, mps_available=True),
+            True,
+            "Apple MPS visible, but no GPU timing was taken",
+            "theoretical",
+        ),
     ],
     ids=["no device", "cuda", "mps"],
 )
@@ -595,12 +743,24 @@ def test_memory_bound_bytes():
 def test_sheet_with_gpu_measured(train_records, load_table):
     table, _, transfers = _gpu_case(train_records, load_table, "gpu_wins")
     sheet = _sheet(table, load_table, NO_CUDA, probe=GPU_PROBE, transfers=transfers)
-    assert [s.status for s in sheet] == ["measured", "checked", "measured", "measured", "measured_on_both_devices",
-                                         "computed_and_measured"]
+    assert [s.status for s in sheet] == [
+        "measured",
+        "checked",
+        "measured",
+        "measured",
+        "measured_on_both_devices",
+        "computed_and_measured",
+    ]
     assert sheet[2].value("matrix_gb_per_s") == pytest.approx(MATRIX_BYTES / 100e-6 / 1e9)
     status, evidence = _said(sheet, NO_CUDA, GPU_PROBE)
-    assert status == {1: "measured", 2: "checked", 3: "measured", 4: "measured", 5: "measured on both devices",
-                      6: "computed and measured"}
+    assert status == {
+        1: "measured",
+        2: "checked",
+        3: "measured",
+        4: "measured",
+        5: "measured on both devices",
+        6: "computed and measured",
+    }
     assert evidence[1] == "2 load/convert cells and 4 training cells, repeats [3]"  # CPU cells only
     assert evidence[2] == "CUDA 12.8 visible: NVIDIA H200 (driver 570.86.15)"
     assert evidence[3] == "matrix host→device 10.49 GB/s pageable; context start-up 1 ms (fixed cost)"
@@ -627,14 +787,18 @@ def test_sheet_without_gpu_rows_from_the_probe(train_table, load_table):
 # --- the report with and without the GPU ------------------------------------------------------
 
 
-GPU_HEADINGS = ("GPU training: one epoch (ms, medians over repeats)",
-                "Transfers (measured on their own, synchronize before each clock read)",
-                "CPU vs GPU, full path of one epoch")
+GPU_HEADINGS = (
+    "GPU training: one epoch (ms, medians over repeats)",
+    "Transfers (measured on their own, synchronize before each clock read)",
+    "CPU vs GPU, full path of one epoch",
+)
 
 
 def _render(train_records, load_table, *, gpu, transfers, probe, accelerator="auto"):
     recs = train_records + (_gpu_records(*SCENARIOS["gpu_wins"], non_finite=True) if gpu else [])
-    return report.render(_inputs(recs, load_table, env=NO_CUDA, probe=probe, transfers=transfers, accelerator=accelerator))
+    return report.render(
+        _inputs(recs, load_table, env=NO_CUDA, probe=probe, transfers=transfers, accelerator=accelerator)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -654,15 +818,21 @@ def test_report_gpu_sections_in_order(rendered_gpu):
 
 
 def test_report_gpu_training_table_with_peak_and_bound(rendered_gpu):
-    assert "| device | precision | placement | B | repeats | epoch | min–max | samples/s | eval | peak bytes | bound bytes " \
-           "| peak/bound | flag |" in rendered_gpu
+    assert (
+        "| device | precision | placement | B | repeats | epoch | min–max | samples/s | eval | peak bytes | bound bytes "
+        "| peak/bound | flag |" in rendered_gpu
+    )
     resident_peak, bound = GPU_PEAK + MATRIX_BYTES, decision.memory_bound_bytes(WIDTHS, 512, ROWS)
     assert bound == 1_439_248
-    assert (f"| cuda | fp32 | resident | 512 | 3 | 2.00 | 1.90–2.10 | 4,096,000 | 0.50 | {resident_peak:,} | {bound:,} | "
-            f"{resident_peak / bound:.2f} |  |") in rendered_gpu
+    assert (
+        f"| cuda | fp32 | resident | 512 | 3 | 2.00 | 1.90–2.10 | 4,096,000 | 0.50 | {resident_peak:,} | {bound:,} | "
+        f"{resident_peak / bound:.2f} |  |"
+    ) in rendered_gpu
     streamed_bound = decision.memory_bound_bytes(WIDTHS, 512)
-    assert f"| cuda | fp32 | streamed | 512 | 3 | 3.00 | 2.90–3.10 | 2,730,667 | 0.50 | {GPU_PEAK:,} | {streamed_bound:,} | " \
-           f"{GPU_PEAK / streamed_bound:.2f} |" in rendered_gpu
+    assert (
+        f"| cuda | fp32 | streamed | 512 | 3 | 3.00 | 2.90–3.10 | 2,730,667 | 0.50 | {GPU_PEAK:,} | {streamed_bound:,} | "
+        f"{GPU_PEAK / streamed_bound:.2f} |" in rendered_gpu
+    )
 
 
 def test_report_transfers_and_comparison(rendered_gpu):
@@ -672,15 +842,22 @@ def test_report_transfers_and_comparison(rendered_gpu):
     assert "| best variant | CPU parquet + fastpath at B=512 | CUDA fp32 resident at B=512 |" in rendered_gpu
     assert "| full path, ms | 20.0 | 8.63 |" in rendered_gpu
     assert "| fixed start-up, ms | 0 | 1.00 |" in rendered_gpu
-    assert re.search(r"^\| speedup CPU/GPU \|  \| 2\.08× \([\d.]+–[\d.]+×\); threshold 1\.5× \|$", rendered_gpu, flags=re.M)
+    assert re.search(
+        r"^\| speedup CPU/GPU \|  \| 2\.08× \([\d.]+–[\d.]+×\); threshold 1\.5× \|$", rendered_gpu, flags=re.M
+    )
 
 
 def test_report_gpu_full_path_flags_and_environment(rendered_gpu):
     # full-path row: device, format, precision, placement, loader, B, load, convert, transfer, train, eval, total
-    assert "| cuda | parquet | fp32 | resident | fastpath | 512 | 5.00 | 1.01 | 0.12 | 2.00 | 0.50 | 8.63 |" in rendered_gpu
+    assert (
+        "| cuda | parquet | fp32 | resident | fastpath | 512 | 5.00 | 1.01 | 0.12 | 2.00 | 0.50 | 8.63 |"
+        in rendered_gpu
+    )
     assert "| cpu | parquet | fp32 | host | fastpath | 512 | 5.00 | 1.01 | 0 | 10.0 | 4.00 | 20.0 |" in rendered_gpu
-    assert ("- cuda fp16 without GradScaler resident B=512 fastpath repeat 1: first non-finite loss at step 5"
-            in rendered_gpu)
+    assert (
+        "- cuda fp16 without GradScaler resident B=512 fastpath repeat 1: first non-finite loss at step 5"
+        in rendered_gpu
+    )
     assert "| accelerator setting | auto |" in rendered_gpu
     assert f"| device probe | NVIDIA H200 (sm 9.0, {150_020_390_912 / 2**30:.1f} GiB) |" in rendered_gpu
     assert rendered_gpu.count("| measured |") >= 3  # steps 1, 3 and 4
@@ -688,8 +865,14 @@ def test_report_gpu_full_path_flags_and_environment(rendered_gpu):
 
 @pytest.mark.parametrize("transfers", [None, "given"], ids=["no transfers", "transfers without GPU rows"])
 def test_report_without_gpu_rows_has_no_gpu_sections(train_records, load_table, transfers):
-    text = _render(train_records, load_table, gpu=False, transfers=_transfers() if transfers else None,
-                   probe=NO_DEVICE_PROBE, accelerator="off")
+    text = _render(
+        train_records,
+        load_table,
+        gpu=False,
+        transfers=_transfers() if transfers else None,
+        probe=NO_DEVICE_PROBE,
+        accelerator="off",
+    )
     for heading in GPU_HEADINGS:
         assert heading not in text
     assert "GPU training" not in text and "CPU vs GPU" not in text and "## Transfers" not in text

@@ -51,8 +51,15 @@ def test_probe_on_this_machine_sees_no_accelerator():
 
 
 def test_probe_record_has_the_keys_the_report_reads():
-    assert set(records.to_json(devices.probe())) == {"torch_version", "cuda_available", "cuda_version", "cuda_devices",
-                                                    "nvidia_driver", "mps_available", "accelerator"}
+    assert set(records.to_json(devices.probe())) == {
+        "torch_version",
+        "cuda_available",
+        "cuda_version",
+        "cuda_devices",
+        "nvidia_driver",
+        "mps_available",
+        "accelerator",
+    }
 
 
 def test_the_probe_file_is_the_probe_with_its_fingerprints(tmp_path):
@@ -61,8 +68,15 @@ def test_the_probe_file_is_the_probe_with_its_fingerprints(tmp_path):
     atomic.write_record(tmp_path / "devices.json", probed)
     assert records.read(DeviceProbe, tmp_path / "devices.json") == probed
     written = atomic.read_json(tmp_path / "devices.json")  # flat, as the report and the planner read it
-    assert list(written) == ["schema", "schema_version", *records.to_json(devices.probe()), "mode", "planned_fingerprint",
-                             "fingerprint", "environment"]
+    assert list(written) == [
+        "schema",
+        "schema_version",
+        *records.to_json(devices.probe()),
+        "mode",
+        "planned_fingerprint",
+        "fingerprint",
+        "environment",
+    ]
 
 
 def test_probe_invariants():
@@ -79,7 +93,9 @@ def test_a_damaged_probe_file_is_refused_naming_the_field(tmp_path):
     data = records.to_json(device_probe(cuda_available=True, cuda_version="12.8", cuda_devices=(H200,)))
     data["cuda_devices"][0]["total_memory_bytes"] = "80GB"
     path.write_text(json.dumps(data))
-    with pytest.raises(RecordError, match=r"devices\.json: cuda_devices\[0\]\.total_memory_bytes: Input should be a valid integer"):
+    with pytest.raises(
+        RecordError, match=r"devices\.json: cuda_devices\[0\]\.total_memory_bytes: Input should be a valid integer"
+    ):
         records.read(DeviceProbe, path)
 
 
@@ -160,8 +176,11 @@ def test_planned_device_here():
 @pytest.mark.parametrize(
     ("probed", "auto", "require"),
     [
-        (ONE_GPU, ("cuda", "cuda12.8:NVIDIA H200:9.0:150020390912;driver570.86.15"),
-         ("cuda", "require;cuda12.8:NVIDIA H200:9.0:150020390912;driver570.86.15")),
+        (
+            ONE_GPU,
+            ("cuda", "cuda12.8:NVIDIA H200:9.0:150020390912;driver570.86.15"),
+            ("cuda", "require;cuda12.8:NVIDIA H200:9.0:150020390912;driver570.86.15"),
+        ),
         (MPS, ("mps", "mps"), ("cuda", "require;mps")),
         (NO_DEVICE, (None, "none"), ("cuda", "require;none")),
     ],
@@ -236,8 +255,13 @@ def test_normalize_without_the_key():
 def test_schema_accepts_the_accelerator_settings(schema):
     for mode in ("auto", "require", "off"):
         assert config_checks.schema_errors({"accelerator": mode}, schema) == []
-    good_gpu = {"precisions": ["bf16"], "placements": ["streamed"], "grad_scaler": False, "speedup_threshold": 1,
-                "transfer_passes": 1}
+    good_gpu = {
+        "precisions": ["bf16"],
+        "placements": ["streamed"],
+        "grad_scaler": False,
+        "speedup_threshold": 1,
+        "transfer_passes": 1,
+    }
     assert config_checks.schema_errors({"gpu": good_gpu}, schema) == []
 
 
@@ -268,8 +292,10 @@ def test_schema_names_the_bad_gpu_key(schema, config, key, allowed):
 
 
 def test_schema_reports_every_bad_gpu_key_at_once(schema):
-    config = {"accelerator": "turbo",
-              "gpu": {"precisions": ["fp8"], "placements": ["pinned"], "speedup_threshold": 0.5}}
+    config = {
+        "accelerator": "turbo",
+        "gpu": {"precisions": ["fp8"], "placements": ["pinned"], "speedup_threshold": 0.5},
+    }
     messages = config_checks.schema_errors(config, schema)
     assert [m.split(":")[0] for m in messages] == [
         "config key accelerator",
@@ -282,4 +308,6 @@ def test_schema_reports_every_bad_gpu_key_at_once(schema):
 
 def test_check_schema_raises_config_error(tmp_path, repo):
     with pytest.raises(config_checks.ConfigError, match=r"gpu\.speedup_threshold"):
-        config_checks.check_schema({"gpu": {"speedup_threshold": 0.5}}, repo / "workflow" / "schemas" / "config.schema.yaml")
+        config_checks.check_schema(
+            {"gpu": {"speedup_threshold": 0.5}}, repo / "workflow" / "schemas" / "config.schema.yaml"
+        )

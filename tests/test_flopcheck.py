@@ -8,7 +8,9 @@ from accel_choice.measure import flopcheck
 from accel_choice.analyze import theory
 
 
-@pytest.mark.parametrize(("features", "hidden", "batch"), [(32, 48, 128), (32, 48, 512), (8, 8, 64), (256, 128, 512), (5, 3, 7)])
+@pytest.mark.parametrize(
+    ("features", "hidden", "batch"), [(32, 48, 128), (32, 48, 512), (8, 8, 64), (256, 128, 512), (5, 3, 7)]
+)
 def test_counter_matches_formulas_exactly(features, hidden, batch):
     counts = flopcheck.counted_training_flops(features, hidden, batch)
     widths = (features, hidden, 1)
@@ -42,7 +44,9 @@ def test_flop_table_epoch_totals_and_achieved_rate():
     assert b128.counted_per_batch == counted_128
     assert b128.counted_forward_per_batch + b128.counted_backward_per_batch == counted_128
     assert b128.epoch_flop_counted == 7 * counted_128 + theory.forward_backward_flops_counted(104, widths)
-    assert b128.epoch_flop_3x == 7 * theory.forward_backward_flops(128, widths) + theory.forward_backward_flops(104, widths)
+    assert b128.epoch_flop_3x == 7 * theory.forward_backward_flops(128, widths) + theory.forward_backward_flops(
+        104, widths
+    )
     assert b128.epoch_flop_3x == theory.forward_backward_flops(rows, widths)  # linear in rows
     assert b128.counted_over_3x == pytest.approx(counted_128 / theory.forward_backward_flops(128, widths))
     assert b128.gflop_per_s_3x == pytest.approx(b128.epoch_flop_3x / 0.5 / 1e9)

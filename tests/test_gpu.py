@@ -17,7 +17,9 @@ from accel_choice.analyze import decision, theory
 
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (torch.cuda.is_available() is False)"),
+    pytest.mark.skipif(
+        not torch.cuda.is_available(), reason="needs a CUDA device (torch.cuda.is_available() is False)"
+    ),
 ]
 
 SEED = 20261020
@@ -104,15 +106,28 @@ def test_fp16_without_grad_scaler(benchmark):
 
 def test_transfers_on_cuda(benchmark):
     x, _ = benchmark
-    t = transfer.measure_transfers(x, [32, 512], "cuda", passes=5, repeat=0,  # pins by default on CUDA
-                                   environment=envinfo.quick_environment(SEED))
+    t = transfer.measure_transfers(
+        x,
+        [32, 512],
+        "cuda",
+        passes=5,
+        repeat=0,  # pins by default on CUDA
+        environment=envinfo.quick_environment(SEED),
+    )
     assert t.device == "cuda"
     assert t.context_startup_s is not None and t.context_startup_s > 0
     assert t.pin_memory_s is not None and t.pin_memory_s > 0
     copies = {(c.what, c.memory): c for c in t.copies}
-    assert set(copies) == {("matrix", "pageable"), ("batch B=32", "pageable"), ("batch B=512", "pageable"),
-                           ("matrix", "pinned"), ("batch B=32", "pinned"), ("batch B=512", "pinned"),
-                           ("target", "pageable"), ("predictions", "pageable")}
+    assert set(copies) == {
+        ("matrix", "pageable"),
+        ("batch B=32", "pageable"),
+        ("batch B=512", "pageable"),
+        ("matrix", "pinned"),
+        ("batch B=32", "pinned"),
+        ("batch B=512", "pinned"),
+        ("target", "pageable"),
+        ("predictions", "pageable"),
+    }
     assert copies[("matrix", "pinned")].bytes == ROWS * FEATURES * 4
     assert copies[("batch B=512", "pinned")].bytes == 512 * FEATURES * 4
     assert copies[("predictions", "pageable")].bytes == ROWS * 4
@@ -128,8 +143,18 @@ def test_streamed_peak_does_not_include_the_resident_matrix():
     x, y = torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy())
 
     def streamed_peak(placements):
-        records = training.measure_training_job(x, y, 4096, 0, training.gpu_variants(["fp32"], placements, True),
-                                               seed=SEED, hidden=HIDDEN, lr=LR, warmup_steps=WARMUP, device="cuda")
+        records = training.measure_training_job(
+            x,
+            y,
+            4096,
+            0,
+            training.gpu_variants(["fp32"], placements, True),
+            seed=SEED,
+            hidden=HIDDEN,
+            lr=LR,
+            warmup_steps=WARMUP,
+            device="cuda",
+        )
         return next(r["peak_memory_bytes"] for r in records if r["placement"] == "streamed")
 
     streamed_peak(["streamed"])  # first-call allocations (cuBLAS workspace) out of the way

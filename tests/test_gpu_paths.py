@@ -15,7 +15,7 @@ import torch
 from accel_choice import records as record_files
 from accel_choice.analyze import aggregate, theory
 from accel_choice.io import atomic
-from accel_choice.measure import datagen, training, transfer
+from accel_choice.measure import datagen, steps, training, transfer
 from accel_choice.records.loads import TransferJob
 from builders_data import data_environment
 
@@ -53,9 +53,12 @@ def _by(records, precision, placement):
 def test_gpu_variants_cover_every_precision_and_placement():
     variants = training.gpu_variants(PRECISIONS, PLACEMENTS, True)
     assert [(v.loader, v.precision, v.placement) for v in variants] == [
-        ("fastpath", "fp32", "resident"), ("fastpath", "fp32", "streamed"),
-        ("fastpath", "fp16", "resident"), ("fastpath", "fp16", "streamed"),
-        ("fastpath", "bf16", "resident"), ("fastpath", "bf16", "streamed"),
+        ("fastpath", "fp32", "resident"),
+        ("fastpath", "fp32", "streamed"),
+        ("fastpath", "fp16", "resident"),
+        ("fastpath", "fp16", "streamed"),
+        ("fastpath", "bf16", "resident"),
+        ("fastpath", "bf16", "streamed"),
     ]
     assert [v.uses_scaler for v in variants] == [False, False, True, True, False, False]
     assert not any(v.uses_scaler for v in training.gpu_variants(PRECISIONS, PLACEMENTS, False))
@@ -63,9 +66,10 @@ def test_gpu_variants_cover_every_precision_and_placement():
 
 def test_cpu_variants_are_fp32_on_host():
     assert training.cpu_variants(["dataloader", "fastpath"]) == [
-        training.Variant("dataloader", "fp32", "host"), training.Variant("fastpath", "fp32", "host")
+        steps.Variant("dataloader", "fp32", "host"),
+        steps.Variant("fastpath", "fp32", "host"),
     ]
-    assert training.Variant() == training.Variant("fastpath", "fp32", "host", True)
+    assert steps.Variant() == steps.Variant("fastpath", "fp32", "host", True)
 
 
 @pytest.mark.parametrize(
@@ -79,7 +83,7 @@ def test_cpu_variants_are_fp32_on_host():
 )
 def test_variant_validation(fields, message):
     with pytest.raises(ValueError, match=message):
-        training.Variant(**fields)
+        steps.Variant(**fields)
     with pytest.raises(ValueError, match=message.split(";")[0]):
         training.gpu_variants([fields.get("precision", "fp32")], [fields.get("placement", "resident")], True)
 
@@ -179,12 +183,12 @@ def planted(data):
 @pytest.mark.parametrize(
     "variant",
     [
-        training.Variant("fastpath", "fp32", "host"),
-        training.Variant("dataloader", "fp32", "host"),  # same permutation in its first pass
-        training.Variant("fastpath", "fp32", "resident"),
-        training.Variant("fastpath", "bf16", "streamed"),
-        training.Variant("fastpath", "fp16", "resident", grad_scaler=False),
-        training.Variant("fastpath", "fp16", "streamed", grad_scaler=True),  # the scaler skips the step: loss caught
+        steps.Variant("fastpath", "fp32", "host"),
+        steps.Variant("dataloader", "fp32", "host"),  # same permutation in its first pass
+        steps.Variant("fastpath", "fp32", "resident"),
+        steps.Variant("fastpath", "bf16", "streamed"),
+        steps.Variant("fastpath", "fp16", "resident", grad_scaler=False),
+        steps.Variant("fastpath", "fp16", "streamed", grad_scaler=True),  # the scaler skips the step: loss caught
     ],
     ids=lambda v: f"{v.loader}-{v.precision}-{v.placement}-{'scaler' if v.uses_scaler else 'noscaler'}",
 )
@@ -223,7 +227,8 @@ def test_aggregate_excludes_the_planted_run_and_lists_its_step(data, planted):
     assert [r.finite for r in bad] == [False, False]
     table = aggregate.aggregate_training(clean + bad, ROWS)
     assert [(r.device, r.precision, r.placement) for r in table] == [
-        ("cpu", "fp32", "resident"), ("cpu", "fp32", "streamed")
+        ("cpu", "fp32", "resident"),
+        ("cpu", "fp32", "streamed"),
     ]
     for row in table:
         mine = sorted((r for r in clean if r.placement == row.placement), key=lambda r: r.repeat)
@@ -246,7 +251,9 @@ def test_aggregate_excludes_the_planted_run_and_lists_its_step(data, planted):
 @pytest.fixture(scope="module")
 def transfers():
     x = torch.randn(1024, 8, generator=torch.Generator().manual_seed(SEED))
-    return transfer.measure_transfers(x, [32, 512], "cpu", passes=3, pin=False, repeat=1, environment=data_environment())
+    return transfer.measure_transfers(
+        x, [32, 512], "cpu", passes=3, pin=False, repeat=1, environment=data_environment()
+    )
 
 
 def test_transfer_copies_and_bytes(transfers):

@@ -35,7 +35,9 @@ def test_estimator_matches_the_closed_form_on_known_gradients():
     # Per-sample "gradients" with a known population variance: the exact expectation of
     # |g_B − G|² for sampling without replacement is σ²/B · (N−B)/(N−1).
     generator = torch.Generator().manual_seed(1)
-    gradients = torch.randn(40, 3, generator=generator, dtype=torch.float64) * torch.tensor([1.0, 2.0, 0.5], dtype=torch.float64)
+    gradients = torch.randn(40, 3, generator=generator, dtype=torch.float64) * torch.tensor(
+        [1.0, 2.0, 0.5], dtype=torch.float64
+    )
     result = gradvar.variance_table(gradients, [1, 5, 20, 40], draws=20000, seed=2, **RECORD)
     sigma2 = float(((gradients - gradients.mean(0)) ** 2).sum(1).mean())
     assert result.sigma2 == pytest.approx(sigma2)

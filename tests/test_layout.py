@@ -19,8 +19,13 @@ from accel_choice.io import imports
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "workflow" / "scripts"
 LIBRARY = SCRIPTS / "accel_choice"
-RULE_SCRIPTS = sorted({name for smk in (REPO / "workflow" / "rules").glob("*.smk")
-                       for name in re.findall(r'script:\n\s+"\.\./scripts/(\w+\.py)"', smk.read_text())})
+RULE_SCRIPTS = sorted(
+    {
+        name
+        for smk in (REPO / "workflow" / "rules").glob("*.smk")
+        for name in re.findall(r'script:\n\s+"\.\./scripts/(\w+\.py)"', smk.read_text())
+    }
+)
 
 # What each layer may import from the package: records (and paths) at the bottom, then io, then
 # analyze; measure and render sit on top and do not import each other.
@@ -74,12 +79,19 @@ TORCH_IN_IO = {
 }
 
 
-@pytest.mark.parametrize("path", [p for p in _modules() if p.parent.name in ("analyze", "render", "io")
-                                  or p.parent == LIBRARY], ids=lambda p: p.relative_to(LIBRARY).as_posix())
+@pytest.mark.parametrize(
+    "path",
+    [p for p in _modules() if p.parent.name in ("analyze", "render", "io") or p.parent == LIBRARY],
+    ids=lambda p: p.relative_to(LIBRARY).as_posix(),
+)
 def test_records_io_analysis_and_rendering_never_import_torch_at_module_level(path: Path) -> None:
     tree = ast.parse(path.read_text())
-    top_level = {alias.name.split(".")[0] for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
-                 for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])}
+    top_level = {
+        alias.name.split(".")[0]
+        for node in tree.body
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])
+    }
     assert "torch" not in top_level
     inside = "torch" in _top_imports(path)
     assert inside == (path.relative_to(LIBRARY).as_posix() in TORCH_IN_IO), "update TORCH_IN_IO"
@@ -90,8 +102,11 @@ def _module_finder_closure(script: Path) -> set[Path]:
     the scripts folder only, so third-party packages are not followed)."""
     finder = modulefinder.ModuleFinder(path=[str(SCRIPTS)])
     finder.run_script(str(script))
-    return {Path(module.__file__).resolve() for name, module in finder.modules.items()
-            if name.split(".")[0] == "accel_choice" and module.__file__}
+    return {
+        Path(module.__file__).resolve()
+        for name, module in finder.modules.items()
+        if name.split(".")[0] == "accel_choice" and module.__file__
+    }
 
 
 @pytest.mark.parametrize("script", RULE_SCRIPTS)
@@ -113,8 +128,13 @@ def test_closure_follows_imports_through_other_modules(tmp_path: Path) -> None:
     script = tmp_path / "job.py"
     script.write_text("from accel_choice import a\n")
     found = {path.relative_to(tmp_path).as_posix() for path in imports.closure(script, tmp_path)}
-    assert found == {"accel_choice/__init__.py", "accel_choice/a.py", "accel_choice/deep/__init__.py",
-                     "accel_choice/deep/b.py", "accel_choice/deep/c.py"}
+    assert found == {
+        "accel_choice/__init__.py",
+        "accel_choice/a.py",
+        "accel_choice/deep/__init__.py",
+        "accel_choice/deep/b.py",
+        "accel_choice/deep/c.py",
+    }
 
 
 def test_paths_are_relative_to_the_working_directory(tmp_path: Path) -> None:
@@ -123,9 +143,18 @@ def test_paths_are_relative_to_the_working_directory(tmp_path: Path) -> None:
 
 
 # Jobs whose work needs no torch: importing it would cost each about a second of start-up.
-NO_TORCH_SCRIPTS = ("aggregate_gpu.py", "aggregate_load_convert.py", "aggregate_training.py", "archive.py",
-                    "export_data.py", "generate_northstar.py", "make_report.py", "northstar_selection.py",
-                    "prepare_northstar.py", "resource_table.py")
+NO_TORCH_SCRIPTS = (
+    "aggregate_gpu.py",
+    "aggregate_load_convert.py",
+    "aggregate_training.py",
+    "archive.py",
+    "export_data.py",
+    "generate_northstar.py",
+    "make_report.py",
+    "northstar_selection.py",
+    "prepare_northstar.py",
+    "resource_table.py",
+)
 
 
 @pytest.mark.parametrize("script", NO_TORCH_SCRIPTS)
@@ -133,12 +162,16 @@ def test_jobs_that_need_no_torch_import_none(script: str) -> None:
     import subprocess
     import sys
 
-    modules = [".".join(path.relative_to(SCRIPTS).with_suffix("").parts).removesuffix(".__init__")
-               for path in imports.closure(SCRIPTS / script, SCRIPTS)]
-    code = (f"import importlib, sys; sys.path.insert(0, {str(SCRIPTS)!r})\n"
-            f"for name in {modules!r}: importlib.import_module(name)\n"
-            "from accel_choice.io import envinfo, runtime; envinfo.quick_environment(); runtime.set_threads(1)\n"
-            "print(sorted(name for name in sys.modules if name.split('.')[0] == 'torch')[:3])")
+    modules = [
+        ".".join(path.relative_to(SCRIPTS).with_suffix("").parts).removesuffix(".__init__")
+        for path in imports.closure(SCRIPTS / script, SCRIPTS)
+    ]
+    code = (
+        f"import importlib, sys; sys.path.insert(0, {str(SCRIPTS)!r})\n"
+        f"for name in {modules!r}: importlib.import_module(name)\n"
+        "from accel_choice.io import envinfo, runtime; envinfo.quick_environment(); runtime.set_threads(1)\n"
+        "print(sorted(name for name in sys.modules if name.split('.')[0] == 'torch')[:3])"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]", f"{script} imports torch through its modules: {done.stdout}"

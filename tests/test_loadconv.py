@@ -30,9 +30,15 @@ def exported(tmp_path_factory):
 def _measure(exported, fmt, passes=3, sha=None):
     dataset, paths, record = exported
     return loadconv.measure_load_convert(
-        paths[fmt], fmt, dataset.feature_columns, dataset.target_column,
-        record.matrix_sha256 if sha is None else sha, passes=passes,
-        dataset="benchmark", repeat=2, environment=data_environment(),
+        paths[fmt],
+        fmt,
+        dataset.feature_columns,
+        dataset.target_column,
+        record.matrix_sha256 if sha is None else sha,
+        passes=passes,
+        dataset="benchmark",
+        repeat=2,
+        environment=data_environment(),
     )
 
 
@@ -103,16 +109,31 @@ def test_other_data_is_detected(exported, tmp_path):
     dataio.export_dataset(other, tmp_path / "o.parquet", tmp_path / "o.csv", "zstd", data_environment())
     with pytest.raises(ValueError, match="differs from the generated"):
         loadconv.measure_load_convert(
-            tmp_path / "o.csv", "csv", dataset.feature_columns, dataset.target_column, record.matrix_sha256, passes=1,
-            dataset="benchmark", repeat=0, environment=data_environment(),
+            tmp_path / "o.csv",
+            "csv",
+            dataset.feature_columns,
+            dataset.target_column,
+            record.matrix_sha256,
+            passes=1,
+            dataset="benchmark",
+            repeat=0,
+            environment=data_environment(),
         )
 
 
 def test_unknown_format_raises(exported):
     _, paths, _ = exported
     with pytest.raises(ValueError, match="unknown format 'feather'"):
-        loadconv.measure_load_convert(paths["csv"], "feather", ["x00"], "y", "0" * 64, dataset="benchmark", repeat=0,
-                                      environment=data_environment())
+        loadconv.measure_load_convert(
+            paths["csv"],
+            "feather",
+            ["x00"],
+            "y",
+            "0" * 64,
+            dataset="benchmark",
+            repeat=0,
+            environment=data_environment(),
+        )
 
 
 def test_zero_passes_raises(exported):
@@ -140,5 +161,7 @@ def test_a_damaged_load_record_is_refused_naming_the_field(tmp_path):
     data = records.to_json(load_record())
     data["pass_stages"][0]["read_s"] = -0.001
     path.write_text(json.dumps(data))
-    with pytest.raises(RecordError, match=rf"^{re.escape(str(path))}: pass_stages\[0\]\.read_s: Input should be greater than 0"):
+    with pytest.raises(
+        RecordError, match=rf"^{re.escape(str(path))}: pass_stages\[0\]\.read_s: Input should be greater than 0"
+    ):
         records.read(LoadConvertRecord, path)

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from accel_choice import records
-from accel_choice.measure import datagen, loaders, model, training
+from accel_choice.measure import datagen, loaders, model, steps, training
 
 SEED = 20261020
 ROWS, FEATURES, HIDDEN, LR, WARMUP = 200, 8, 8, 1e-3, 3
@@ -103,7 +103,15 @@ def data():
 def _job(data, batch_size: int, repeat: int, loader_kinds=loaders.LOADERS):
     x, y = data
     return training.measure_training_job(
-        x, y, batch_size, repeat, training.cpu_variants(loader_kinds), seed=SEED, hidden=HIDDEN, lr=LR, warmup_steps=WARMUP
+        x,
+        y,
+        batch_size,
+        repeat,
+        training.cpu_variants(loader_kinds),
+        seed=SEED,
+        hidden=HIDDEN,
+        lr=LR,
+        warmup_steps=WARMUP,
     )
 
 
@@ -202,8 +210,9 @@ def test_warm_up_runs_on_a_copy():
     y = (y > 20).float()
     net = model.build_model(4, 5, 0)
     before = model.state_sha256(net)
-    result = training.warm_up(net, LR, training.Variant(), torch.device("cpu"),
-                             loaders.make_loader("fastpath", x, y, 16, True, 0), 7)
+    result = steps.warm_up(
+        net, LR, steps.Variant(), torch.device("cpu"), loaders.make_loader("fastpath", x, y, 16, True, 0), 7
+    )
     assert result.steps == 7  # cycles past the 3 batches of one epoch
     assert result.first_step_s > 0 and result.steady_step_s > 0
     assert model.state_sha256(net) == before

@@ -35,8 +35,11 @@ from builders_northstar import (
 )
 
 BUILDERS = {
-    NorthstarPrepare: prepare_record, NorthstarHistory: history_record, TimeToTarget: time_to_target_record,
-    SeedLimits: seed_limits_record, GradientVariance: gradient_variance_record,
+    NorthstarPrepare: prepare_record,
+    NorthstarHistory: history_record,
+    TimeToTarget: time_to_target_record,
+    SeedLimits: seed_limits_record,
+    GradientVariance: gradient_variance_record,
 }
 
 
@@ -62,20 +65,49 @@ def _damaged(tmp_path, made, edit):
     return path
 
 
-@pytest.mark.parametrize(("cls", "edit", "message"), [
-    (NorthstarPrepare, lambda d: d["splits"]["train"].update(positive_rate=1.0),
-     r"splits\.train\.positive_rate: Input should be less than 1"),
-    (NorthstarPrepare, lambda d: d["source"].update(kind="download"), r"source: Input tag 'download' found using 'kind'"),
-    (NorthstarHistory, lambda d: d.update(test_evaluations=2), r"test_evaluations: Input should be 1 \(found 2\)"),
-    (NorthstarHistory, lambda d: d["history"][1].update(epoch_s=-1.0),
-     r"history\[1\]\.epoch_s: Input should be greater than 0"),
-    (TimeToTarget, lambda d: d["rows"][0].update(seconds="2.0"), r"rows\[0\]\.seconds: Input should be a valid number"),
-    (SeedLimits, lambda d: d["statistical"]["log_loss"].update(std=-0.1),
-     r"statistical\.log_loss\.std: Input should be greater than or equal to 0"),
-    (GradientVariance, lambda d: d.update(draws=1), r"draws: Input should be greater than or equal to 2"),
-    (GradientVariance, lambda d: d["table"][0].pop("ratio"), r"table\[0\]\.ratio: Field required"),
-], ids=["prepare rate", "prepare source", "history test twice", "history epoch", "target seconds", "seed std",
-        "variance draws", "variance ratio"])
+@pytest.mark.parametrize(
+    ("cls", "edit", "message"),
+    [
+        (
+            NorthstarPrepare,
+            lambda d: d["splits"]["train"].update(positive_rate=1.0),
+            r"splits\.train\.positive_rate: Input should be less than 1",
+        ),
+        (
+            NorthstarPrepare,
+            lambda d: d["source"].update(kind="download"),
+            r"source: Input tag 'download' found using 'kind'",
+        ),
+        (NorthstarHistory, lambda d: d.update(test_evaluations=2), r"test_evaluations: Input should be 1 \(found 2\)"),
+        (
+            NorthstarHistory,
+            lambda d: d["history"][1].update(epoch_s=-1.0),
+            r"history\[1\]\.epoch_s: Input should be greater than 0",
+        ),
+        (
+            TimeToTarget,
+            lambda d: d["rows"][0].update(seconds="2.0"),
+            r"rows\[0\]\.seconds: Input should be a valid number",
+        ),
+        (
+            SeedLimits,
+            lambda d: d["statistical"]["log_loss"].update(std=-0.1),
+            r"statistical\.log_loss\.std: Input should be greater than or equal to 0",
+        ),
+        (GradientVariance, lambda d: d.update(draws=1), r"draws: Input should be greater than or equal to 2"),
+        (GradientVariance, lambda d: d["table"][0].pop("ratio"), r"table\[0\]\.ratio: Field required"),
+    ],
+    ids=[
+        "prepare rate",
+        "prepare source",
+        "history test twice",
+        "history epoch",
+        "target seconds",
+        "seed std",
+        "variance draws",
+        "variance ratio",
+    ],
+)
 def test_a_damaged_file_is_refused_naming_the_field(tmp_path, cls, edit, message):
     path = _damaged(tmp_path, BUILDERS[cls](), edit)
     with pytest.raises(RecordError, match=rf"^{path}: {message}.*delete it and re-run the workflow"):
@@ -84,7 +116,9 @@ def test_a_damaged_file_is_refused_naming_the_field(tmp_path, cls, edit, message
 
 def test_a_history_written_before_records_had_schemas_is_refused_saying_to_rerun(tmp_path):
     path = _damaged(tmp_path, history_record(), lambda d: [d.pop(key) for key in records.HEADER])
-    with pytest.raises(RecordError, match="has no schema .*; this workflow reads northstar-history version 1: delete it"):
+    with pytest.raises(
+        RecordError, match="has no schema .*; this workflow reads northstar-history version 1: delete it"
+    ):
         records.read(NorthstarHistory, path)
 
 
@@ -95,23 +129,45 @@ def test_a_not_finite_value_in_a_file_is_refused(tmp_path):
         records.read(GradientVariance, path)
 
 
-@pytest.mark.parametrize(("make", "message"), [
-    (lambda: prepare_record(standardizer=FittedStandardizer(fitted_on="train", mean=(0.0,), std=(1.0,))),
-     "1 standardizer means for 2 feature columns"),
-    (lambda: prepare_record(split_column="a"), "are not all different"),
-    (lambda: dataclasses.replace(history_record(), best_val_loss=0.1), "best_epoch 2 has val_loss 0.6"),
-    (lambda: history_record(stopped_epoch=2), "not 1 to stopped_epoch 2"),
-    (lambda: time_to_target_record(fastest="cpu B=64"), "fastest is 'cpu B=64' but the rows say 'cpu B=16'"),
-    (lambda: dataclasses.replace(time_to_target_record().rows[0], seconds=None), "reached is True but"),
-    (lambda: NumericCheck(seed=7, identical_weights=True, identical_loss_curves=True, state_sha256=(SHA_A, SHA_B)),
-     "identical_weights is True"),
-    (lambda: Spread(mean=0.5, std=0.1, min=0.6, max=0.7), "min 0.6 <= mean 0.5 <= max 0.7 does not hold"),
-    (lambda: seed_limits_record(seeds=(7, 9)), "runs of seeds"),
-    (lambda: variance_row(ratio=None), "null exactly where predicted is 0"),
-    (lambda: variance_row(predicted=0.2), "above predicted_iid"),
-    (lambda: gradient_variance_record(rows=8), "none above the 8 rows"),
-], ids=["standardizer", "split column", "best loss", "epochs", "fastest", "reached", "numeric", "spread", "seeds",
-        "ratio", "factor", "batch size"])
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (
+            lambda: prepare_record(standardizer=FittedStandardizer(fitted_on="train", mean=(0.0,), std=(1.0,))),
+            "1 standardizer means for 2 feature columns",
+        ),
+        (lambda: prepare_record(split_column="a"), "are not all different"),
+        (lambda: dataclasses.replace(history_record(), best_val_loss=0.1), "best_epoch 2 has val_loss 0.6"),
+        (lambda: history_record(stopped_epoch=2), "not 1 to stopped_epoch 2"),
+        (lambda: time_to_target_record(fastest="cpu B=64"), "fastest is 'cpu B=64' but the rows say 'cpu B=16'"),
+        (lambda: dataclasses.replace(time_to_target_record().rows[0], seconds=None), "reached is True but"),
+        (
+            lambda: NumericCheck(
+                seed=7, identical_weights=True, identical_loss_curves=True, state_sha256=(SHA_A, SHA_B)
+            ),
+            "identical_weights is True",
+        ),
+        (lambda: Spread(mean=0.5, std=0.1, min=0.6, max=0.7), "min 0.6 <= mean 0.5 <= max 0.7 does not hold"),
+        (lambda: seed_limits_record(seeds=(7, 9)), "runs of seeds"),
+        (lambda: variance_row(ratio=None), "null exactly where predicted is 0"),
+        (lambda: variance_row(predicted=0.2), "above predicted_iid"),
+        (lambda: gradient_variance_record(rows=8), "none above the 8 rows"),
+    ],
+    ids=[
+        "standardizer",
+        "split column",
+        "best loss",
+        "epochs",
+        "fastest",
+        "reached",
+        "numeric",
+        "spread",
+        "seeds",
+        "ratio",
+        "factor",
+        "batch size",
+    ],
+)
 def test_invariants_hold_on_every_record(make, message):
     with pytest.raises(ValueError, match=message):
         make()
@@ -130,7 +186,9 @@ def test_the_report_sections_render_from_the_records():
     rows = target.rows
     target = dataclasses.replace(target, rows=(dataclasses.replace(rows[0], test_roc_auc=None), rows[1]))
     selection = northstar.selection_section(target)
-    assert "**Fastest to target: cpu B=16.**" in selection and "| cpu | 64 | 2 | 2 | 0.6000 | not reached |" in selection
+    assert (
+        "**Fastest to target: cpu B=16.**" in selection and "| cpu | 64 | 2 | 2 | 0.6000 | not reached |" in selection
+    )
     assert "| 0.4500 | — | 0.1500 |" in selection  # an undefined AUC
     seed = northstar.seed_section(seed_limits_record())
     assert "2 seeds at B=16: test log loss 0.4600 ± 0.0141 (0.4500–0.4700)" in seed and "`torch_threads`: 1, 2" in seed

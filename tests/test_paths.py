@@ -26,12 +26,27 @@ RULE_FILES = [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.
 LIBRARY_FILES = sorted(path for path in SCRIPTS.rglob("*.py") if path != PATHS_MODULE)
 
 CONSTANTS = {name: value for name, value in vars(paths).items() if name.isupper() and isinstance(value, str)}
-FUNCTIONS = {name: value for name, value in vars(paths).items()
-             if callable(value) and not name.startswith("_") and getattr(value, "__module__", "") == paths.__name__}
+FUNCTIONS = {
+    name: value
+    for name, value in vars(paths).items()
+    if callable(value) and not name.startswith("_") and getattr(value, "__module__", "") == paths.__name__
+}
 # Names that no rule writes through results(...): the results folder and the folders the files are
 # grouped in, and Snakemake's HTML report (made by `snakemake --report`, not by a rule).
-NOT_RULE_OUTPUTS = {"RESULTS", "DATA", "TIMING", "TABLES", "FIGURES", "ENV", "NORTHSTAR", "LOGS", "BENCHMARKS",
-                    "TENSORBOARD", "SNAKEMAKE_REPORT_HTML", "SNAKEMAKE_REPORT_ZIP"}
+NOT_RULE_OUTPUTS = {
+    "RESULTS",
+    "DATA",
+    "TIMING",
+    "TABLES",
+    "FIGURES",
+    "ENV",
+    "NORTHSTAR",
+    "LOGS",
+    "BENCHMARKS",
+    "TENSORBOARD",
+    "SNAKEMAKE_REPORT_HTML",
+    "SNAKEMAKE_REPORT_ZIP",
+}
 
 
 def _string_literals(path: Path) -> list[tuple[int, str]]:
@@ -49,8 +64,11 @@ def _library_text() -> str:
 
 def _tokens(path: Path) -> list[tokenize.TokenInfo]:
     text = path.read_text(encoding="utf-8")
-    return [token for token in tokenize.generate_tokens(io.StringIO(text).readline)
-            if token.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)]
+    return [
+        token
+        for token in tokenize.generate_tokens(io.StringIO(text).readline)
+        if token.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
+    ]
 
 
 def _results_calls(path: Path) -> list[str]:
@@ -60,7 +78,7 @@ def _results_calls(path: Path) -> list[str]:
     for index, token in enumerate(tokens[:-1]):
         before = tokens[index - 1].string if index else ""
         if token.string == "results" and tokens[index + 1].string == "(" and before not in ("def", "."):
-            calls.append("".join(t.string for t in tokens[index + 2:index + 6]))
+            calls.append("".join(t.string for t in tokens[index + 2 : index + 6]))
     return calls
 
 
@@ -73,8 +91,11 @@ def test_the_rule_files_were_found() -> None:
 def test_no_rule_file_spells_a_results_path(path: Path) -> None:
     # A path literal would be `"results/..."`; prose such as "under results/, by its name" is allowed.
     named = {value for value in CONSTANTS.values() if "/" in value}
-    found = [(line, text) for line, text in _string_literals(path)
-             if re.search(r"(?<!\w)results/[\w{]", text) or any(value in text for value in named)]
+    found = [
+        (line, text)
+        for line, text in _string_literals(path)
+        if re.search(r"(?<!\w)results/[\w{]", text) or any(value in text for value in named)
+    ]
     assert found == [], f"{path.name}: spell these through results(paths.NAME): {found}"
 
 
@@ -91,11 +112,19 @@ def test_every_results_call_names_a_paths_entry(path: Path) -> None:
 def _library_strings(path: Path) -> list[tuple[int, str]]:
     """The string constants of a library module or script, docstrings left out (they describe files)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
-    return [(node.lineno, node.value) for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
 
 
 @pytest.mark.parametrize("path", LIBRARY_FILES, ids=lambda p: p.relative_to(SCRIPTS).as_posix())
@@ -103,8 +132,11 @@ def test_no_library_string_spells_a_results_file(path: Path) -> None:
     # A file of results/ named in a message, a report's text or a lookup comes from paths (an f-string's
     # literal parts are constants too), so renaming it in paths renames it everywhere.
     files = [value for name, value in CONSTANTS.items() if name not in NOT_RULE_OUTPUTS or "." in value]
-    found = [(line, text) for line, text in _library_strings(path)
-             if re.search(r"(?<!\w)results/[\w{]", text) or any(value in text for value in files)]
+    found = [
+        (line, text)
+        for line, text in _library_strings(path)
+        if re.search(r"(?<!\w)results/[\w{]", text) or any(value in text for value in files)
+    ]
     assert found == [], f"{path.name}: name these through accel_choice.io.paths: {found}"
 
 
@@ -131,8 +163,9 @@ def _used_inside_the_module() -> set[str]:
 @pytest.mark.parametrize("name", sorted([*CONSTANTS, *FUNCTIONS]))
 def test_every_name_is_used(name: str) -> None:
     used = re.compile(rf"\bpaths\.{name}\b")
-    assert (used.search(_rule_text()) or used.search(_library_text())
-            or name in _used_inside_the_module()), f"paths.{name} is used nowhere: remove it"
+    assert used.search(_rule_text()) or used.search(_library_text()) or name in _used_inside_the_module(), (
+        f"paths.{name} is used nowhere: remove it"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(set(CONSTANTS) - NOT_RULE_OUTPUTS))
@@ -141,8 +174,10 @@ def test_every_file_name_is_written_by_a_rule(name: str) -> None:
 
 
 def test_the_folders_are_folders_of_the_named_files() -> None:
-    folders = {name: CONSTANTS[name] for name in NOT_RULE_OUTPUTS - {"RESULTS", "SNAKEMAKE_REPORT_HTML",
-                                                                      "SNAKEMAKE_REPORT_ZIP"}}
+    folders = {
+        name: CONSTANTS[name]
+        for name in NOT_RULE_OUTPUTS - {"RESULTS", "SNAKEMAKE_REPORT_HTML", "SNAKEMAKE_REPORT_ZIP"}
+    }
     files = [value for name, value in CONSTANTS.items() if name not in NOT_RULE_OUTPUTS]
     files += [paths.log("x"), paths.benchmark("x")]
     for name, folder in folders.items():
@@ -170,11 +205,14 @@ def test_fill_sets_the_wildcards_given_and_keeps_the_others() -> None:
 def test_the_module_imports_only_the_standard_library() -> None:
     # The Snakefile imports it when it is parsed; the library's bottom layer must stay light.
     tree = ast.parse(PATHS_MODULE.read_text(encoding="utf-8"))
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-                for alias in node.names}
+    imported = {
+        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
     imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
-    code = (f"import sys; sys.path.insert(0, {str(SCRIPTS)!r}); from accel_choice.io import paths\n"
-            "print(sorted(name for name in sys.modules if name.split('.')[0] in ('torch', 'numpy', 'snakemake')))")
+    code = (
+        f"import sys; sys.path.insert(0, {str(SCRIPTS)!r}); from accel_choice.io import paths\n"
+        "print(sorted(name for name in sys.modules if name.split('.')[0] in ('torch', 'numpy', 'snakemake')))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr

@@ -75,13 +75,16 @@ def test_unknown_memory_is_none_not_a_guess():
     assert plan.must_stream is False
 
 
-@pytest.mark.parametrize("host, gpu, streams", [
-    (64 * GIB, 80 * 10**9, False),
-    (64 * GIB, 40 * 10**9, True),  # fits the host, not the GPU
-    (24 * GIB, None, True),
-    (None, 40 * 10**9, True),
-    (64 * GIB, None, False),
-])
+@pytest.mark.parametrize(
+    "host, gpu, streams",
+    [
+        (64 * GIB, 80 * 10**9, False),
+        (64 * GIB, 40 * 10**9, True),  # fits the host, not the GPU
+        (24 * GIB, None, True),
+        (None, 40 * 10**9, True),
+        (64 * GIB, None, False),
+    ],
+)
 def test_must_stream(host, gpu, streams):
     assert _plan(host_memory_bytes=host, gpu_memory_bytes=gpu).must_stream is streams
 
@@ -116,8 +119,9 @@ def test_synthetic_tensors_are_seeded_and_shaped():
 
 
 def test_measure_grid_times_every_workload_alternating_the_order(one_thread):
-    by_repeat = {repeat: grid.measure_grid(TINY, repeat, device="cpu", seed=3, lr=1e-3, warmup_steps=2)
-                 for repeat in (0, 1)}
+    by_repeat = {
+        repeat: grid.measure_grid(TINY, repeat, device="cpu", seed=3, lr=1e-3, warmup_steps=2) for repeat in (0, 1)
+    }
     for repeat, timed in by_repeat.items():
         assert len(timed) == len(TINY)
         for r in timed:
@@ -138,16 +142,29 @@ def test_measure_grid_times_every_workload_alternating_the_order(one_thread):
 
 
 def _record(rows, batch_size, epoch_s, finite=True, device="cpu", hidden=8, foreign=0.0, loadavg=(0.1, 0.1)):
-    return grid_record(device=device, rows=rows, features=4, hidden=hidden, batch_size=batch_size, epoch_s=epoch_s,
-                       finite=finite, nonfinite_step=None if finite else 0, foreign_cpu_share=foreign,
-                       loadavg_before=(loadavg[0], 0.0, 0.0), loadavg_after=(loadavg[1], 0.0, 0.0))
+    return grid_record(
+        device=device,
+        rows=rows,
+        features=4,
+        hidden=hidden,
+        batch_size=batch_size,
+        epoch_s=epoch_s,
+        finite=finite,
+        nonfinite_step=None if finite else 0,
+        foreign_cpu_share=foreign,
+        loadavg_before=(loadavg[0], 0.0, 0.0),
+        loadavg_after=(loadavg[1], 0.0, 0.0),
+    )
 
 
 def test_grid_points_take_the_median_over_repeats_and_drop_non_finite_runs():
     records = [
-        _record(128, 16, 0.30), _record(128, 16, 0.10), _record(128, 16, 0.20),
+        _record(128, 16, 0.30),
+        _record(128, 16, 0.10),
+        _record(128, 16, 0.20),
         _record(128, 16, 99.0, finite=False),
-        _record(64, 16, 0.05), _record(64, 16, 0.07),
+        _record(64, 16, 0.05),
+        _record(64, 16, 0.07),
         _record(64, 32, 0.09, finite=False),  # every repeat non-finite: no point at all
         _record(64, 16, 0.01, device="cuda"),
     ]
@@ -163,8 +180,9 @@ def test_grid_points_take_the_median_over_repeats_and_drop_non_finite_runs():
 
 
 def _table_row(device, loader, precision, placement, batch_size, epoch_s):
-    return training_cell(device=device, loader=loader, precision=precision, placement=placement, batch_size=batch_size,
-                         epoch_s=epoch_s)
+    return training_cell(
+        device=device, loader=loader, precision=precision, placement=placement, batch_size=batch_size, epoch_s=epoch_s
+    )
 
 
 def test_benchmark_points_keep_only_fastpath_fp32_host_or_resident_rows():
@@ -178,17 +196,36 @@ def test_benchmark_points_keep_only_fastpath_fp32_host_or_resident_rows():
     ]
     points = planner.benchmark_points(table, rows=8192, features=32, hidden=48)
     assert [(p.device, p.batch_size, p.epoch_s) for p in points] == [("cpu", 32, 0.5), ("cuda", 512, 0.01)]
-    assert points[0] == fit_point(device="cpu", source="benchmark", rows=8192, features=32, hidden=48, batch_size=32,
-                                  epoch_s=0.5, epoch_s_min=0.45, epoch_s_max=0.55, repeats=3, noisy=False,
-                                  busy_repeats=0)
+    assert points[0] == fit_point(
+        device="cpu",
+        source="benchmark",
+        rows=8192,
+        features=32,
+        hidden=48,
+        batch_size=32,
+        epoch_s=0.5,
+        epoch_s_min=0.45,
+        epoch_s_max=0.55,
+        repeats=3,
+        noisy=False,
+        busy_repeats=0,
+    )
 
 
 # ---------------------------------------------------------------- models
 
 
 def _points(model, device, workloads=DESIGN):
-    return [fit_point(device=device, **dataclasses.asdict(w), epoch_s=(s := costmodel.predict(model, w)),
-                      epoch_s_min=s, epoch_s_max=s) for w in workloads]
+    return [
+        fit_point(
+            device=device,
+            **dataclasses.asdict(w),
+            epoch_s=(s := costmodel.predict(model, w)),
+            epoch_s_min=s,
+            epoch_s_max=s,
+        )
+        for w in workloads
+    ]
 
 
 def test_an_assumed_gpu_model_joins_a_cpu_only_measurement():
@@ -248,7 +285,11 @@ def test_break_even_curves_resident_and_streamed_per_axis():
     bytes_per_s, startup, epochs = 8e9, 0.3, 10
     curves = planner.break_even_curves(CPU_TRUE, GPU_TRUE, base, sweep, bytes_per_s, startup, epochs)
     assert [(c.axis, c.placement) for c in curves] == [
-        ("rows", "resident"), ("rows", "streamed"), ("batch_size", "resident"), ("batch_size", "streamed")]
+        ("rows", "resident"),
+        ("rows", "streamed"),
+        ("batch_size", "resident"),
+        ("batch_size", "streamed"),
+    ]
     for resident, streamed in (curves[0:2], curves[2:4]):
         low, high = sweep[resident.axis]
         assert list(resident.values) == list(streamed.values) == planner.sweep_values(low, high)
@@ -296,8 +337,11 @@ def test_assumptions_fill_in_without_transfer_measurements(transfers):
 
 
 def test_only_the_pageable_host_to_device_matrix_copy_counts():
-    copies = tuple(row for row in TRANSFERS.copies
-                   if (row.memory, row.what, row.direction) != ("pageable", "matrix", "host_to_device"))
+    copies = tuple(
+        row
+        for row in TRANSFERS.copies
+        if (row.memory, row.what, row.direction) != ("pageable", "matrix", "host_to_device")
+    )
     assert planner.host_to_device_bytes_per_s(dataclasses.replace(TRANSFERS, copies=copies), 8) == (8e9, "assumed")
 
 
@@ -328,10 +372,19 @@ def test_grid_points_count_repeats_measured_while_the_machine_was_busy():
 
 
 def test_break_even_summary_names_a_gpu_that_is_faster_only_at_the_small_end():
-    curve = BreakEvenCurve(axis="rows", placement="resident", values=(10, 100, 1000), cpu_s=(1.0, 2.0, 3.0),
-                           gpu_s=(0.5, 1.0, 4.0), ratio=(2.0, 2.0, 0.75), gpu_faster=(True, True, False),
-                           break_even=None, break_even_grid=None, gpu_always_faster=False,
-                           base=Workload(rows=10, features=4, hidden=8, batch_size=2))
+    curve = BreakEvenCurve(
+        axis="rows",
+        placement="resident",
+        values=(10, 100, 1000),
+        cpu_s=(1.0, 2.0, 3.0),
+        gpu_s=(0.5, 1.0, 4.0),
+        ratio=(2.0, 2.0, 0.75),
+        gpu_faster=(True, True, False),
+        break_even=None,
+        break_even_grid=None,
+        gpu_always_faster=False,
+        base=Workload(rows=10, features=4, hidden=8, batch_size=2),
+    )
     summary = planner.break_even_summary(curve)
     assert summary.gpu_faster_until == 100 and summary.gpu_never_faster is False
     never = planner.break_even_summary(dataclasses.replace(curve, gpu_faster=(False, False, False)))
@@ -348,7 +401,10 @@ def test_a_grid_record_has_the_fields_of_a_training_record_but_the_job_compariso
     training = {f.name: f.type for f in dataclasses.fields(TrainingRecord)}
     grid_fields = {f.name: f.type for f in dataclasses.fields(GridRecord)}
     assert set(grid_fields) == set(training) - {"position_in_job", "same_final_weights_across_variants"} | {
-        "rows", "features", "hidden"}
+        "rows",
+        "features",
+        "hidden",
+    }
     assert all(grid_fields[name] == kind for name, kind in training.items() if name in grid_fields)
 
 
@@ -357,8 +413,10 @@ INVARIANTS = [
     (lambda: builders.grid_record(samples=100), "must both equal rows 128"),
     (lambda: builders.grid_record(steps=7), r"steps 7 is not ⌈rows / batch_size⌉ = 8"),
     (lambda: builders.grid_record(finite=False), "finite is False but nonfinite_step is None"),
-    (lambda: builders.grid_job(records=(builders.grid_record(), builders.grid_record(rows=256, repeat=1))),
-     "one device and one repeat"),
+    (
+        lambda: builders.grid_job(records=(builders.grid_record(), builders.grid_record(rows=256, repeat=1))),
+        "one device and one repeat",
+    ),
     (lambda: builders.grid_job(records=(builders.grid_record(), builders.grid_record())), "timed twice"),
     (lambda: builders.grid_job(records=()), "at least one workload"),
     (lambda: builders.fit_point(epoch_s_min=0.03), "epoch_s_min 0.03 <= epoch_s 0.02"),
@@ -373,13 +431,17 @@ INVARIANTS = [
     (lambda: builders.cost_model_table(residuals=(builders.residual(),)), "2 points and 1 residuals"),
     (lambda: builders.cost_model_table(models=(builders.model_row(), builders.model_row())), "one model per device"),
     (lambda: builders.break_even_summary(gpu_always_faster=True), "no break_even"),
-    (lambda: builders.break_even_summary(break_even=None, gpu_always_faster=True, gpu_never_faster=True),
-     "both always and never"),
+    (
+        lambda: builders.break_even_summary(break_even=None, gpu_always_faster=True, gpu_never_faster=True),
+        "both always and never",
+    ),
     (lambda: builders.curve_row(cpu_over_gpu=3.0), r"cpu_over_gpu 3.0 is not cpu_s / gpu_s"),
     (lambda: builders.curve_row(gpu_s=0.0, cpu_over_gpu=1.0), "null exactly when gpu_s is 0"),
     (lambda: builders.break_even_table(summary=()), "the curves .* and the summary .* differ"),
-    (lambda: builders.break_even_table(curves=(builders.curve_row(), builders.curve_row())),
-     "values of a curve increase"),
+    (
+        lambda: builders.break_even_table(curves=(builders.curve_row(), builders.curve_row())),
+        "values of a curve increase",
+    ),
     (lambda: builders.flop_row(counted_backward_per_batch=1), "!= counted_per_batch"),
     (lambda: builders.flop_row(gflop_per_s_3x=None), "all set .* or all null"),
     (lambda: builders.flop_row(steps=9), "steps 9 is not"),
@@ -397,16 +459,42 @@ def test_a_record_that_breaks_an_invariant_is_refused(build, message):
         build()
 
 
-@pytest.mark.parametrize(("build", "cls", "edit", "field"), [
-    (lambda: builders.grid_job(), "GridJob", lambda d: d["records"][1].update(epoch_s=-1.0), r"records\[1\]\.epoch_s"),
-    (lambda: builders.cost_model_table(), "CostModelTable", lambda d: d["models"][1].update(source="guessed"),
-     r"models\[1\]\.source"),
-    (lambda: builders.break_even_table(), "BreakEvenTable", lambda d: d["curves"][0].pop("gpu_s"),
-     r"curves\[0\]\.gpu_s: Field required"),
-    (lambda: builders.flop_check(), "FlopCheck", lambda d: d["table"][0].update(counted_per_batch="823296"),
-     r"table\[0\]\.counted_per_batch"),
-    (lambda: builders.scenario(), "Scenario", lambda d: d["modelled"].update(cpu_epoch_s=0), r"modelled\.cpu_epoch_s"),
-], ids=["grid job", "cost model", "break-even", "flop check", "scenario"])
+@pytest.mark.parametrize(
+    ("build", "cls", "edit", "field"),
+    [
+        (
+            lambda: builders.grid_job(),
+            "GridJob",
+            lambda d: d["records"][1].update(epoch_s=-1.0),
+            r"records\[1\]\.epoch_s",
+        ),
+        (
+            lambda: builders.cost_model_table(),
+            "CostModelTable",
+            lambda d: d["models"][1].update(source="guessed"),
+            r"models\[1\]\.source",
+        ),
+        (
+            lambda: builders.break_even_table(),
+            "BreakEvenTable",
+            lambda d: d["curves"][0].pop("gpu_s"),
+            r"curves\[0\]\.gpu_s: Field required",
+        ),
+        (
+            lambda: builders.flop_check(),
+            "FlopCheck",
+            lambda d: d["table"][0].update(counted_per_batch="823296"),
+            r"table\[0\]\.counted_per_batch",
+        ),
+        (
+            lambda: builders.scenario(),
+            "Scenario",
+            lambda d: d["modelled"].update(cpu_epoch_s=0),
+            r"modelled\.cpu_epoch_s",
+        ),
+    ],
+    ids=["grid job", "cost model", "break-even", "flop check", "scenario"],
+)
 def test_a_planner_file_round_trips_and_a_damaged_one_is_refused_naming_the_field(tmp_path, build, cls, edit, field):
     from accel_choice.records import RecordError
     from accel_choice.records import grid as grid_records

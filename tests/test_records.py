@@ -47,13 +47,23 @@ def test_records_are_frozen_and_checked_when_made():
         Inner(seconds=-1.0, label="x")
 
 
-@pytest.mark.parametrize(("edit", "message"), [
-    (lambda d: d["rows"][1].update(seconds=-1.0), r"rows\[1\]\.seconds: Input should be greater than 0 \(found -1\.0\)"),
-    (lambda d: d["rows"][0].update(seconds="0.5"), r"rows\[0\]\.seconds: Input should be a valid number \(found '0\.5'\)"),
-    (lambda d: d.update(count=True), r"count: Input should be a valid integer \(found True\)"),
-    (lambda d: d.update(extra=1), r"extra: Unexpected keyword argument"),
-    (lambda d: d["rows"][0].pop("label"), r"rows\[0\]\.label: Field required"),
-], ids=["negative", "string", "bool for int", "unknown key", "missing field"])
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda d: d["rows"][1].update(seconds=-1.0),
+            r"rows\[1\]\.seconds: Input should be greater than 0 \(found -1\.0\)",
+        ),
+        (
+            lambda d: d["rows"][0].update(seconds="0.5"),
+            r"rows\[0\]\.seconds: Input should be a valid number \(found '0\.5'\)",
+        ),
+        (lambda d: d.update(count=True), r"count: Input should be a valid integer \(found True\)"),
+        (lambda d: d.update(extra=1), r"extra: Unexpected keyword argument"),
+        (lambda d: d["rows"][0].pop("label"), r"rows\[0\]\.label: Field required"),
+    ],
+    ids=["negative", "string", "bool for int", "unknown key", "missing field"],
+)
 def test_a_damaged_value_is_refused_naming_the_file_and_the_field(tmp_path, edit, message):
     path = tmp_path / "outer.json"
     data = records.to_json(_outer())
@@ -71,11 +81,15 @@ def test_nan_and_infinity_are_refused(tmp_path, literal):
         records.read(Outer, path)
 
 
-@pytest.mark.parametrize(("header", "said"), [
-    ({}, "has no schema \\(written by a workflow before records were versioned\\)"),
-    ({"schema": "test-outer", "schema_version": 2}, "has schema test-outer version 2"),
-    ({"schema": "training-job", "schema_version": 3}, "has schema training-job version 3"),
-], ids=["older workflow", "older version", "other record"])
+@pytest.mark.parametrize(
+    ("header", "said"),
+    [
+        ({}, "has no schema \\(written by a workflow before records were versioned\\)"),
+        ({"schema": "test-outer", "schema_version": 2}, "has schema test-outer version 2"),
+        ({"schema": "training-job", "schema_version": 3}, "has schema training-job version 3"),
+    ],
+    ids=["older workflow", "older version", "other record"],
+)
 def test_a_record_of_another_schema_is_refused_saying_to_rerun(tmp_path, header, said):
     path = tmp_path / "outer.json"
     body = {k: v for k, v in records.to_json(_outer()).items() if k not in records.HEADER}
@@ -84,8 +98,10 @@ def test_a_record_of_another_schema_is_refused_saying_to_rerun(tmp_path, header,
         records.read(Outer, path)
 
 
-@pytest.mark.parametrize(("content", "said"), [(None, "missing"), ("", "not valid JSON"), ("{\"rows\": ", "not valid JSON"),
-                                               (b"\xff\xfe", "cannot be read")])
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [(None, "missing"), ("", "not valid JSON"), ('{"rows": ', "not valid JSON"), (b"\xff\xfe", "cannot be read")],
+)
 def test_a_missing_or_unreadable_file_is_named(tmp_path, content, said):
     path = tmp_path / "outer.json"
     if content is not None:

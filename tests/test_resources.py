@@ -26,7 +26,11 @@ def _benchmark(path, row: str):
 def _log(path, *body_lines: str, failed: bool = False):
     lines = ["2026-12-01 07:25:13,077 INFO threads=1 torch_threads=1", *body_lines]
     if failed:
-        lines += ["2026-12-01 07:25:14,000 ERROR job failed", "Traceback (most recent call last):", "RuntimeError: boom"]
+        lines += [
+            "2026-12-01 07:25:14,000 ERROR job failed",
+            "Traceback (most recent call last):",
+            "RuntimeError: boom",
+        ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -52,7 +56,9 @@ def restore_logging_and_threads():
 
 
 def test_read_benchmark_of_a_real_snakemake_file(tmp_path):
-    bench = resources.read_benchmark(_benchmark(tmp_path / "b.tsv", "1.88\t0:00:01\t259.45\t762.29\t157.44\t205.75\t41.39\t0.01\t25.00\t0.99"))
+    bench = resources.read_benchmark(
+        _benchmark(tmp_path / "b.tsv", "1.88\t0:00:01\t259.45\t762.29\t157.44\t205.75\t41.39\t0.01\t25.00\t0.99")
+    )
     assert bench == {"process_wall_s": 1.88, "max_rss_mb": 259.45, "process_cpu_s": 0.99, "mean_load": 25.0}
 
 
@@ -89,8 +95,11 @@ def test_the_body_line_written_by_a_job_is_read_back(tmp_path, restore_logging_a
     assert set(body) == {"body_wall_s", "body_cpu_s", "peak_rss_mb"}
     assert 0 <= body["body_wall_s"] < 60 and 0 <= body["body_cpu_s"] < 60
     assert body["peak_rss_mb"] > 1  # this Python process with torch loaded: far above a megabyte
-    assert text.rstrip().splitlines()[-1].endswith(runtime.BODY_LINE % (body["body_wall_s"], body["body_cpu_s"],
-                                                                        body["peak_rss_mb"]))
+    assert (
+        text.rstrip()
+        .splitlines()[-1]
+        .endswith(runtime.BODY_LINE % (body["body_wall_s"], body["body_cpu_s"], body["peak_rss_mb"]))
+    )
 
 
 def test_a_failed_job_has_no_body_line(tmp_path, restore_logging_and_threads):
@@ -152,9 +161,15 @@ def test_rule_summary_arithmetic():
     assert [s.rule for s in summary] == ["time_cpu", "export"]  # first-seen order
     cpu, export = summary
     assert cpu == RuleResources(
-        rule="time_cpu", jobs=3, process_wall_total_s=9.0, process_wall_median_s=3.0,
-        body_wall_median_s=2.25, outside_body_median_s=0.75, max_rss_mb_sampled=320.0,
-        jobs_without_rss_sample=1, peak_rss_mb_kernel=330.0,
+        rule="time_cpu",
+        jobs=3,
+        process_wall_total_s=9.0,
+        process_wall_median_s=3.0,
+        body_wall_median_s=2.25,
+        outside_body_median_s=0.75,
+        max_rss_mb_sampled=320.0,
+        jobs_without_rss_sample=1,
+        peak_rss_mb_kernel=330.0,
     )
     assert export.jobs == 2 and export.process_wall_total_s == 4.0
     assert export.outside_body_median_s == pytest.approx((0.75 + 1.0) / 2)
@@ -192,5 +207,7 @@ def test_a_damaged_resource_table_is_refused_naming_the_field(tmp_path):
     data = records.to_json(resource_table())
     data["jobs"][0]["peak_rss_mb"] = -1.0
     path.write_text(json.dumps(data))
-    with pytest.raises(RecordError, match=r"resources\.json: jobs\[0\]\.peak_rss_mb: Input should be greater than or equal to 0"):
+    with pytest.raises(
+        RecordError, match=r"resources\.json: jobs\[0\]\.peak_rss_mb: Input should be greater than or equal to 0"
+    ):
         records.read(ResourceTable, path)

@@ -42,7 +42,8 @@ def test_a_split_with_one_class_is_refused_naming_split_rows_and_classes():
         selection.check_split_classes(target, labels, "orders.csv")
     assert str(error.value) == (
         "orders.csv: the test split has 8 rows: 8 of class 0, 0 of class 1. Every split needs both classes: use a "
-        "table with more rows of the rarer class, or other selection.split ratios (a larger share for that split)")
+        "table with more rows of the rarer class, or other selection.split ratios (a larger share for that split)"
+    )
 
 
 def test_every_split_with_both_classes_passes():
@@ -63,8 +64,12 @@ def test_load_splits_reads_the_split_column_named_in_the_metadata(tmp_path):
     # A feature called "split" beside the labels, as prepare_northstar writes it.
     path = tmp_path / "splits.parquet"
     pq.write_table(pa.table({"split": [1.0, 2.0, 3.0], "late": [0, 1, 1], "split_1": ["train", "train", "test"]}), path)
-    meta = prepare_record(feature_columns=("split",), target_column="late", split_column="split_1",
-                          standardizer=FittedStandardizer(fitted_on="train", mean=(0.0,), std=(1.0,)))
+    meta = prepare_record(
+        feature_columns=("split",),
+        target_column="late",
+        split_column="split_1",
+        standardizer=FittedStandardizer(fitted_on="train", mean=(0.0,), std=(1.0,)),
+    )
     splits = northstar.load_splits(path, meta)
     assert splits["train"][0].tolist() == [[1.0], [2.0]] and splits["test"][1].tolist() == [1.0]
     assert splits["val"][0].shape == (0, 1)
@@ -141,7 +146,9 @@ def northstar_splits():
 def _train(splits, tmp_path, **overrides):
     settings = dict(batch_size=32, seed=5, hidden=8, lr=0.01, patience=3, min_delta=1e-4, max_epochs=60)
     settings.update(overrides)
-    return northstar.train_with_early_stopping(splits["train"], splits["val"], checkpoint=tmp_path / "best.pt", **settings)
+    return northstar.train_with_early_stopping(
+        splits["train"], splits["val"], checkpoint=tmp_path / "best.pt", **settings
+    )
 
 
 def test_training_stops_early_and_the_checkpoint_is_the_best_state(northstar_splits, tmp_path):
@@ -190,16 +197,27 @@ def test_time_to_target_picks_the_first_run_to_reach_it():
 
 def test_time_to_target_skips_a_loss_that_was_not_finite():
     # A run that diverged after its best epoch: its null losses neither set the target nor reach it.
-    result = selection.time_to_target([history_record([0.7, 0.5, None]), history_record([None, 0.6], batch_size=64)],
-                                      within=0.01)
+    result = selection.time_to_target(
+        [history_record([0.7, 0.5, None]), history_record([None, 0.6], batch_size=64)], within=0.01
+    )
     assert result.best_val_loss == 0.5 and [r.best_val_loss for r in result.rows] == [0.5, 0.6]
     assert result.fastest == "cpu B=16"
 
 
 def test_seed_limits_measures_reproducibility(northstar_splits, tmp_path):
     environments = [northstar_environment(), northstar_environment(torch_threads=2)]
-    result = northstar.seed_limits(northstar_splits, [1, 2, 3], tmp_path, hidden=8, batch_size=64, lr=0.01,
-                                   patience=2, min_delta=1e-4, max_epochs=15, environments=environments)
+    result = northstar.seed_limits(
+        northstar_splits,
+        [1, 2, 3],
+        tmp_path,
+        hidden=8,
+        batch_size=64,
+        lr=0.01,
+        patience=2,
+        min_delta=1e-4,
+        max_epochs=15,
+        environments=environments,
+    )
     assert result.numeric.identical_weights is True
     assert result.numeric.identical_loss_curves is True
     assert len(result.runs) == 3
@@ -215,8 +233,12 @@ def test_seed_limits_measures_reproducibility(northstar_splits, tmp_path):
 def test_seed_table_has_a_row_per_metric_and_per_check():
     rows = selection.seed_table(seed_limits_record())
     assert [row.check for row in rows] == [
-        "statistical: test log_loss", "statistical: test roc_auc", "numeric: seed 7 twice, identical weights",
-        "numeric: seed 7 twice, identical loss curves", "environmental: keys differing over 3 records"]
+        "statistical: test log_loss",
+        "statistical: test roc_auc",
+        "numeric: seed 7 twice, identical weights",
+        "numeric: seed 7 twice, identical loss curves",
+        "environmental: keys differing over 3 records",
+    ]
     assert (rows[0].mean, rows[0].min, rows[0].max, rows[0].seeds, rows[0].batch_size) == (0.46, 0.45, 0.47, 2, 16)
     assert rows[2].value is True and rows[2].mean is None
     assert rows[4].value == "torch_threads"
@@ -229,5 +251,7 @@ def test_a_batch_size_larger_than_the_training_split_is_refused_naming_both(rows
         return
     with pytest.raises(ValueError) as error:
         selection.check_batch_size_fits(rows, batch_size, "prepare.json", "selection.batch_sizes")
-    assert str(error.value).startswith("prepare.json: the training split has 120 rows, fewer than the batch size 128 "
-                                       "(selection.batch_sizes); use batch sizes of at most 120 in selection.batch_sizes")
+    assert str(error.value).startswith(
+        "prepare.json: the training split has 120 rows, fewer than the batch size 128 "
+        "(selection.batch_sizes); use batch sizes of at most 120 in selection.batch_sizes"
+    )

@@ -45,8 +45,13 @@ IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 # accelerator stays auto: no GPU here, so no GPU jobs, and the run must pass.
 TINY = copy.deepcopy(test_workflow.TINY)
 TINY["timing"].update(batch_sizes=[16], formats=["parquet"])
-TINY["selection"] = {**TINY.get("selection", {}), "batch_sizes": [16], "max_epochs": 30, "seeds": 3,
-                     "seed_batch_size": 16}
+TINY["selection"] = {
+    **TINY.get("selection", {}),
+    "batch_sizes": [16],
+    "max_epochs": 30,
+    "seeds": 3,
+    "seed_batch_size": 16,
+}
 TINY["gradient_variance"] = {"batch_sizes": [1, 16], "draws": 200}
 
 
@@ -63,8 +68,18 @@ def timing_rules() -> set[str]:
 TIMING_RULES = timing_rules()
 RUN_TIMEOUT_S = 540
 GPU_TARGET = "results/timing/gpu/transfer.rep0.json"
-SACCT_FIELDS = ("JobID", "Comment", "Partition", "NodeList", "AllocCPUS", "ReqTRES", "AllocTRES", "State", "Start",
-                "End")
+SACCT_FIELDS = (
+    "JobID",
+    "Comment",
+    "Partition",
+    "NodeList",
+    "AllocCPUS",
+    "ReqTRES",
+    "AllocTRES",
+    "State",
+    "Start",
+    "End",
+)
 
 
 def why_not_here() -> str | None:
@@ -105,15 +120,30 @@ class Run:
         config_path = workdir / "test-config.yaml"
         config_path.write_text(yaml.safe_dump(config))
         self.log = workdir / "snakemake-slurm.log"
-        command = [sys.executable, "-m", "snakemake", *args, "--snakefile", str(REPO / "Snakefile"), "--directory",
-                   str(workdir), "--configfile", str(config_path), "--executor", "slurm", "--workflow-profile",
-                   str(PROFILE),
-                   # First status check 2 s after a submission instead of the profile's 20.
-                   "--slurm-init-seconds-before-status-checks", "2"]
+        command = [
+            sys.executable,
+            "-m",
+            "snakemake",
+            *args,
+            "--snakefile",
+            str(REPO / "Snakefile"),
+            "--directory",
+            str(workdir),
+            "--configfile",
+            str(config_path),
+            "--executor",
+            "slurm",
+            "--workflow-profile",
+            str(PROFILE),
+            # First status check 2 s after a submission instead of the profile's 20.
+            "--slurm-init-seconds-before-status-checks",
+            "2",
+        ]
         self.started = time.monotonic()
         with open(self.log, "w") as log:
-            self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         cwd=workdir, env=clean_env())
+            self.proc = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=workdir, env=clean_env()
+            )
 
     def wait(self, deadline: float) -> None:
         try:
@@ -140,9 +170,26 @@ def plan(workdir: Path, config: dict, *targets: str) -> dict[str, int]:
     """Rule -> job count Snakemake plans (a local dry run); `all` is a target rule Snakemake does itself."""
     config_path = workdir / "plan-config.yaml"
     config_path.write_text(yaml.safe_dump(config))
-    result = subprocess.run([sys.executable, "-m", "snakemake", "-n", *targets, "--snakefile", str(REPO / "Snakefile"),
-                             "--directory", str(workdir), "--configfile", str(config_path)],
-                            capture_output=True, text=True, timeout=120, cwd=workdir, env=clean_env())
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            *targets,
+            "--snakefile",
+            str(REPO / "Snakefile"),
+            "--directory",
+            str(workdir),
+            "--configfile",
+            str(config_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=workdir,
+        env=clean_env(),
+    )
     counts = planned_jobs(result)
     counts.pop("all", None)
     return counts
@@ -171,12 +218,16 @@ def gpus(row: dict[str, str], field: str = "AllocTRES") -> int:
 
 
 def job_table(rows: list[dict[str, str]]) -> str:
-    lines = [f"{'slurm id':>8}  {'rule':<22} {'wildcards':<20} {'partition':<9} {'node':<8} cpus gpus(req/got) "
-             f"{'state':<10} start     end"]
+    lines = [
+        f"{'slurm id':>8}  {'rule':<22} {'wildcards':<20} {'partition':<9} {'node':<8} cpus gpus(req/got) "
+        f"{'state':<10} start     end"
+    ]
     for row in rows:
-        lines.append(f"{row['JobID']:>8}  {row['rule']:<22} {row['wildcards']:<20} {row['Partition']:<9} "
-                     f"{row['NodeList']:<8} {row['AllocCPUS']:>4} {gpus(row, 'ReqTRES'):>6}/{gpus(row):<6} "
-                     f"{row['State']:<10} {row['Start'][-8:]}  {row['End'][-8:]}")
+        lines.append(
+            f"{row['JobID']:>8}  {row['rule']:<22} {row['wildcards']:<20} {row['Partition']:<9} "
+            f"{row['NodeList']:<8} {row['AllocCPUS']:>4} {gpus(row, 'ReqTRES'):>6}/{gpus(row):<6} "
+            f"{row['State']:<10} {row['Start'][-8:]}  {row['End'][-8:]}"
+        )
     return "\n".join(lines)
 
 
@@ -205,11 +256,13 @@ def runs(cluster: SlurmCluster, tmp_path_factory: pytest.TempPathFactory):
     assert cpu.returncode == 0, cpu.output[-6000:] + cluster.logs()
     assert cpu.job_ids and gpu.job_ids, "no job went through sbatch"
     rows = {name: sacct(cluster, run.job_ids) for name, run in started.items()}
-    print(f"\nbring-up {cluster.timings['bring_up_s']:.1f} s "
-          f"({', '.join(f'{k} {v:.1f}' for k, v in cluster.timings.items() if k != 'bring_up_s')})"
-          f"\ntiny run through Slurm {cpu.seconds:.1f} s, {len(cpu.job_ids)} jobs\n{job_table(rows['cpu'])}"
-          f"\nGPU request beside it {gpu.seconds:.1f} s (fails by design: no CUDA behind the fake GPU)\n"
-          f"{job_table(rows['gpu'])}")
+    print(
+        f"\nbring-up {cluster.timings['bring_up_s']:.1f} s "
+        f"({', '.join(f'{k} {v:.1f}' for k, v in cluster.timings.items() if k != 'bring_up_s')})"
+        f"\ntiny run through Slurm {cpu.seconds:.1f} s, {len(cpu.job_ids)} jobs\n{job_table(rows['cpu'])}"
+        f"\nGPU request beside it {gpu.seconds:.1f} s (fails by design: no CUDA behind the fake GPU)\n"
+        f"{job_table(rows['gpu'])}"
+    )
     return {"cpu": cpu, "gpu": gpu}, rows, planned
 
 

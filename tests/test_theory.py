@@ -139,7 +139,16 @@ def test_northstar_matrix_2400_by_8_fp32_is_76800_bytes():
 
 @pytest.mark.parametrize(
     ("rows", "batch", "steps"),
-    [(8192, 32, 256), (8192, 512, 16), (100, 32, 4), (200, 64, 4), (2400, 512, 5), (1, 1, 1), (512, 512, 1), (513, 512, 2)],
+    [
+        (8192, 32, 256),
+        (8192, 512, 16),
+        (100, 32, 4),
+        (200, 64, 4),
+        (2400, 512, 5),
+        (1, 1, 1),
+        (512, 512, 1),
+        (513, 512, 2),
+    ],
 )
 def test_steps_per_epoch_counts_partial_batch(rows, batch, steps):
     assert theory.steps_per_epoch(rows, batch) == steps
@@ -179,7 +188,9 @@ def test_counted_numbers_of_textbook_model_at_b512():
     assert theory.forward_backward_flops_counted(512, SPEC) < theory.forward_backward_flops(512, SPEC)
 
 
-@pytest.mark.parametrize(("widths", "batch"), [(SPEC, 512), (SPEC, 128), (EX4, 512), ((8, 8, 1), 64), ((16, 1), 32), ((16, 12, 6, 1), 20)])
+@pytest.mark.parametrize(
+    ("widths", "batch"), [(SPEC, 512), (SPEC, 128), (EX4, 512), ((8, 8, 1), 64), ((16, 1), 32), ((16, 12, 6, 1), 20)]
+)
 def test_flop_formulas_match_torch_flop_counter(widths, batch):
     net = model.build_model(widths[0], widths[1], seed=20261020) if len(widths) == 3 else _mlp(widths)
     x = torch.randn(batch, widths[0])  # no requires_grad: the first layer's input gradient is never computed

@@ -45,7 +45,9 @@ def test_unknown_suffix(tmp_path):
 
 
 def test_missing_column(tmp_path):
-    with pytest.raises(usertable.TableError, match="column\\(s\\) volume not found; the table has distance, weight, late"):
+    with pytest.raises(
+        usertable.TableError, match="column\\(s\\) volume not found; the table has distance, weight, late"
+    ):
         usertable.load_user_table(_write(tmp_path, good_frame()), "late", ["distance", "volume"])
 
 
@@ -74,15 +76,19 @@ def test_missing_values(tmp_path):
 
 
 def test_target_listed_as_a_feature(tmp_path):
-    with pytest.raises(usertable.TableError, match="the target column 'late' is also listed in data.northstar.table.features"):
+    with pytest.raises(
+        usertable.TableError, match="the target column 'late' is also listed in data.northstar.table.features"
+    ):
         usertable.load_user_table(_write(tmp_path, good_frame()), "late", ["distance", "late"])
 
 
 @pytest.mark.parametrize("copy", [[0, 1, 0, 1], [False, True, False, True], [0.0, 1.0, 0.0, 1.0]])
 def test_a_copy_of_the_target_under_another_name(tmp_path, copy):
     frame = good_frame().assign(delivered_late=copy)
-    with pytest.raises(usertable.TableError, match="feature column\\(s\\) 'delivered_late' hold the same value as the "
-                                                   "target column 'late' in every row"):
+    with pytest.raises(
+        usertable.TableError,
+        match="feature column\\(s\\) 'delivered_late' hold the same value as the target column 'late' in every row",
+    ):
         usertable.load_user_table(_write(tmp_path, frame), "late", [*FEATURES, "delivered_late"])
 
 
@@ -97,8 +103,10 @@ def test_non_finite_values_are_counted_per_column(tmp_path, suffix):
     path = _write(tmp_path, frame, suffix)
     with pytest.raises(usertable.TableError) as error:
         usertable.load_user_table(path, "late", FEATURES)
-    assert str(error.value).startswith(f"{path}: column(s) distance (2 rows), weight (1 row) hold values that are not "
-                                       "finite as float32 (inf, -inf, or beyond ±3.4e+38, the largest float32)")
+    assert str(error.value).startswith(
+        f"{path}: column(s) distance (2 rows), weight (1 row) hold values that are not "
+        "finite as float32 (inf, -inf, or beyond ±3.4e+38, the largest float32)"
+    )
 
 
 def test_a_value_beyond_float32_is_refused_although_float64_holds_it(tmp_path):
@@ -114,9 +122,14 @@ def test_a_directory_is_named_as_a_directory(tmp_path):
         usertable.load_user_table(folder, "late", FEATURES)
 
 
-@pytest.mark.parametrize(("content", "message"), [("", "is empty \\(0 bytes\\)"),
-                                                  ("\n\n", "is empty \\(no header, no rows\\)"),
-                                                  ("distance,weight,late\n", "has no rows \\(columns distance, weight, late\\)")])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("", "is empty \\(0 bytes\\)"),
+        ("\n\n", "is empty \\(no header, no rows\\)"),
+        ("distance,weight,late\n", "has no rows \\(columns distance, weight, late\\)"),
+    ],
+)
 def test_an_empty_csv_is_named(tmp_path, content, message):
     path = tmp_path / "orders.csv"
     path.write_text(content)

@@ -21,7 +21,13 @@ import pytest
 import yaml
 
 from accel_choice import records
-from accel_choice.records.northstar import GradientVariance, NorthstarHistory, NorthstarPrepare, SeedLimits, TimeToTarget
+from accel_choice.records.northstar import (
+    GradientVariance,
+    NorthstarHistory,
+    NorthstarPrepare,
+    SeedLimits,
+    TimeToTarget,
+)
 
 pytestmark = pytest.mark.workflow
 
@@ -36,8 +42,20 @@ def snakemake(workdir: Path, config: dict | str, *args: str) -> subprocess.Compl
     """The CLI on `config`: a mapping, or the YAML text itself (to test what a file can hold)."""
     config_path = workdir / "test-config.yaml"
     config_path.write_text(config if isinstance(config, str) else yaml.safe_dump(config))
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(_snakefile(workdir)), "--directory", str(workdir),
-               "--configfile", str(config_path), "--cores", "4", *args]
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(_snakefile(workdir)),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(config_path),
+        "--cores",
+        "4",
+        *args,
+    ]
     return subprocess.run(command, capture_output=True, text=True, timeout=600)
 
 
@@ -49,8 +67,13 @@ def _snakefile(workdir: Path) -> Path:
 def _checkout(destination: Path) -> Path:
     """A copy of this checkout (sources and git history, not the venv or earlier results) to run in:
     the finished run then lives beside its own code, as a user's does."""
-    shutil.copytree(REPO, destination, ignore=shutil.ignore_patterns(
-        ".venv", "results", ".snakemake", "__pycache__", ".pytest_cache", "*.pyc", "report.html", "test-config.yaml"))
+    shutil.copytree(
+        REPO,
+        destination,
+        ignore=shutil.ignore_patterns(
+            ".venv", "results", ".snakemake", "__pycache__", ".pytest_cache", "*.pyc", "report.html", "test-config.yaml"
+        ),
+    )
     return destination
 
 
@@ -107,13 +130,27 @@ def _timing_job_in_flight(workdir: Path) -> str | None:
     return None
 
 
-def _interrupt(workdir: Path, config: dict, sig: signal.Signals, after_outputs: int, extra: tuple[str, ...] = ()) -> dict:
+def _interrupt(
+    workdir: Path, config: dict, sig: signal.Signals, after_outputs: int, extra: tuple[str, ...] = ()
+) -> dict:
     """Start the workflow, send `sig` to it (and, for SIGKILL, its jobs) while a timing job runs
     after `after_outputs` timing records exist; say what was done and what was in flight."""
     config_path = workdir / "test-config.yaml"
     config_path.write_text(yaml.safe_dump(config))
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(_snakefile(workdir)), "--directory", str(workdir),
-               "--configfile", str(config_path), "--cores", "4", *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(_snakefile(workdir)),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(config_path),
+        "--cores",
+        "4",
+        *extra,
+    ]
     log = open(workdir / f"interrupted-{sig.name}.log", "w")  # a file, not a pipe: a full pipe would stall the run
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.time() + 300
@@ -123,7 +160,9 @@ def _interrupt(workdir: Path, config: dict, sig: signal.Signals, after_outputs: 
             in_flight = _timing_job_in_flight(workdir)
             if in_flight and len(_timing_outputs(workdir)) >= after_outputs:
                 if second is None:  # a concurrent invocation on the same directory meets the lock
-                    second = subprocess.run([*command[:-2], "--cores", "1"], capture_output=True, text=True, timeout=120)
+                    second = subprocess.run(
+                        [*command[:-2], "--cores", "1"], capture_output=True, text=True, timeout=120
+                    )
                 done = _timing_outputs(workdir)
                 if _timing_job_in_flight(workdir) == in_flight:
                     if sig == signal.SIGKILL:
@@ -133,8 +172,10 @@ def _interrupt(workdir: Path, config: dict, sig: signal.Signals, after_outputs: 
                     process.wait(timeout=120)
                     return {"done": done, "in_flight": in_flight, "killed_at": time.time_ns(), "second": second}
             time.sleep(0.05)
-        raise AssertionError("the workflow ended before it could be interrupted during a timing job:\n"
-                             + (workdir / f"interrupted-{sig.name}.log").read_text()[-3000:])
+        raise AssertionError(
+            "the workflow ended before it could be interrupted during a timing job:\n"
+            + (workdir / f"interrupted-{sig.name}.log").read_text()[-3000:]
+        )
     finally:
         log.close()
         if process.poll() is None:
@@ -216,7 +257,11 @@ def test_resumed_report_has_the_structure_of_a_clean_run(finished: Path) -> None
     ]
     table = read(finished / "results/tables/cpu_training.json")["table"]
     assert [(r["batch_size"], r["loader"], r["repeats"]) for r in table] == [
-        (16, "dataloader", 3), (16, "fastpath", 3), (64, "dataloader", 3), (64, "fastpath", 3)]
+        (16, "dataloader", 3),
+        (16, "fastpath", 3),
+        (64, "dataloader", 3),
+        (64, "fastpath", 3),
+    ]
 
 
 def test_a_bad_config_leaves_existing_results_untouched(finished: Path) -> None:
@@ -256,8 +301,16 @@ def test_run_writes_the_lab_report(finished: Path) -> None:
     assert "the GPU plan is theoretical and no speedup is claimed" in report
     for step in range(1, 7):
         assert f"\n| {step} |" in report
-    for name in ("figures/decision.png", "figures/decision.svg", "tables/cpu_training.csv", "tables/load_convert.csv",
-                 "tables/full_path.csv", "tables/decision.json", "env/collect_env.txt", "config.yaml"):
+    for name in (
+        "figures/decision.png",
+        "figures/decision.svg",
+        "tables/cpu_training.csv",
+        "tables/load_convert.csv",
+        "tables/full_path.csv",
+        "tables/decision.json",
+        "env/collect_env.txt",
+        "config.yaml",
+    ):
         assert (results / name).stat().st_size > 0, name
     assert (results / "figures/decision.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -329,8 +382,9 @@ def _rules_of_scripts() -> dict[str, str]:
 
 
 @pytest.mark.parametrize("module", ["measure/contention.py", "analyze/stats.py", "render/decision.py"])
-def test_editing_a_module_reruns_exactly_the_rules_whose_scripts_import_it(finished: Path, tmp_path: Path,
-                                                                           module: str) -> None:
+def test_editing_a_module_reruns_exactly_the_rules_whose_scripts_import_it(
+    finished: Path, tmp_path: Path, module: str
+) -> None:
     from accel_choice.io import imports
 
     copy = _copy_of(finished, tmp_path / "run")
@@ -347,8 +401,11 @@ def test_editing_a_module_reruns_exactly_the_rules_whose_scripts_import_it(finis
         if rule and reason:
             reasons.setdefault(rule.group(1), set()).add(reason.group(1))
     scripts = REPO / "workflow/scripts"
-    importing = {rule for rule, script in _rules_of_scripts().items()
-                 if (scripts / "accel_choice" / module).resolve() in imports.closure(scripts / script, scripts)}
+    importing = {
+        rule
+        for rule, script in _rules_of_scripts().items()
+        if (scripts / "accel_choice" / module).resolve() in imports.closure(scripts / script, scripts)
+    }
     with_jobs = importing - {"time_gpu_training", "time_transfer", "aggregate_gpu"}  # no GPU here: no jobs
     assert with_jobs and with_jobs <= set(reasons), (with_jobs, sorted(reasons))
     for rule, why in reasons.items():
@@ -365,8 +422,17 @@ def test_editing_a_module_reruns_exactly_the_rules_whose_scripts_import_it(finis
 def test_changing_one_batch_size_reruns_only_its_jobs(finished: Path) -> None:
     plan = planned_jobs(snakemake(finished, changed(timing={"batch_sizes": [16, 32]}), "-n"))
     # config_snapshot (results/config.yaml) re-runs on any change; decide reads the CPU table.
-    assert plan == {"time_cpu_training": 3, "aggregate_training": 1, "resource_table": 1, "planner": 1, "decide": 1,
-                    "report": 1, "config_snapshot": 1, "archive": 1, "all": 1}
+    assert plan == {
+        "time_cpu_training": 3,
+        "aggregate_training": 1,
+        "resource_table": 1,
+        "planner": 1,
+        "decide": 1,
+        "report": 1,
+        "config_snapshot": 1,
+        "archive": 1,
+        "all": 1,
+    }
 
 
 def test_changing_the_largest_selection_batch_size_retrains_only_it_and_does_not_resplit(finished: Path) -> None:
@@ -375,8 +441,16 @@ def test_changing_the_largest_selection_batch_size_retrains_only_it_and_does_not
     # prepare_northstar and the B=16 run stay.
     plan = planned_jobs(snakemake(finished, changed(selection={"batch_sizes": [16, 32]}), "-n"))
     # The decision does not read the selection: decide stays.
-    assert plan == {"train_northstar": 1, "northstar_selection": 1, "seed_limits": 1, "resource_table": 1,
-                    "report": 1, "config_snapshot": 1, "archive": 1, "all": 1}
+    assert plan == {
+        "train_northstar": 1,
+        "northstar_selection": 1,
+        "seed_limits": 1,
+        "resource_table": 1,
+        "report": 1,
+        "config_snapshot": 1,
+        "archive": 1,
+        "all": 1,
+    }
 
 
 def test_changing_the_bandwidth_reruns_only_the_planner_the_decision_and_report(finished: Path) -> None:
@@ -389,24 +463,46 @@ def test_no_gpu_here_so_auto_planned_no_gpu_jobs(finished: Path) -> None:
     probe = read(finished / "results/env/devices.json")
     assert probe["cuda_available"] is False and probe["fingerprint"] == "none"
     assert not (finished / "results/timing/gpu").exists()
-    assert "| 3 | Transfer measured on its own (to(device) + synchronize) | not measurable here |" in (
-        finished / "results/REPORT.md").read_text()
+    assert (
+        "| 3 | Transfer measured on its own (to(device) + synchronize) | not measurable here |"
+        in (finished / "results/REPORT.md").read_text()
+    )
 
 
 def test_a_change_of_visible_devices_reruns_only_what_used_the_probe(finished: Path) -> None:
     # Switching accelerator changes the probe's fingerprint param, exactly as a new GPU would:
     # the probe and what reads it (planner, decision, report) re-run, no CPU measurement does.
     plan = planned_jobs(snakemake(finished, changed(accelerator="off"), "-n"))
-    assert plan == {"probe_devices": 1, "planner": 1, "decide": 1, "report": 1, "config_snapshot": 1, "archive": 1,
-                    "all": 1}
+    assert plan == {
+        "probe_devices": 1,
+        "planner": 1,
+        "decide": 1,
+        "report": 1,
+        "config_snapshot": 1,
+        "archive": 1,
+        "all": 1,
+    }
 
 
 def test_require_plans_gpu_jobs_without_a_gpu_on_the_submit_host(finished: Path) -> None:
     plan = planned_jobs(snakemake(finished, changed(accelerator="require"), "-n"))
-    assert plan == {"probe_devices": 1, "time_transfer": 3, "time_gpu_training": 6, "aggregate_gpu": 1,
-                    "train_northstar": 2, "northstar_selection": 1, "seed_limits": 1, "time_cost_model": 3,
-                    "planner": 1, "resource_table": 1, "decide": 1, "report": 1, "config_snapshot": 1, "archive": 1,
-                    "all": 1}
+    assert plan == {
+        "probe_devices": 1,
+        "time_transfer": 3,
+        "time_gpu_training": 6,
+        "aggregate_gpu": 1,
+        "train_northstar": 2,
+        "northstar_selection": 1,
+        "seed_limits": 1,
+        "time_cost_model": 3,
+        "planner": 1,
+        "resource_table": 1,
+        "decide": 1,
+        "report": 1,
+        "config_snapshot": 1,
+        "archive": 1,
+        "all": 1,
+    }
 
 
 def test_require_fails_clearly_on_a_machine_without_gpu(tmp_path: Path) -> None:
@@ -442,7 +538,9 @@ def test_northstar_selection_outputs(finished: Path) -> None:
     assert seed.numeric.identical_weights is True and len(seed.runs) == 3
     # The seed-limits table is the seed_limits job's: one row per metric and check.
     assert [row["check"] for row in read(results / "tables/seed_limits.json")][:2] == [
-        "statistical: test log_loss", "statistical: test roc_auc"]
+        "statistical: test log_loss",
+        "statistical: test roc_auc",
+    ]
     variance = records.read(GradientVariance, results / "tables/gradient_variance.json")
     assert [row.batch_size for row in variance.table] == [1, 16, 64]
     report = (results / "REPORT.md").read_text()
@@ -493,8 +591,10 @@ def test_own_table_smaller_than_a_batch_size_stops_that_batch_sizes_job(tmp_path
     result = snakemake(tmp_path, config, "results/northstar/cpu/bs128/history.json")
     assert result.returncode != 0
     log = (tmp_path / "results/logs/train_northstar/cpu_bs128.log").read_text()
-    assert (f"results/northstar/prepare.json: the training split has {train_rows} rows, fewer than the batch size 128 "
-            f"(selection.batch_sizes); use batch sizes of at most {train_rows} in selection.batch_sizes") in log, log[-2000:]
+    assert (
+        f"results/northstar/prepare.json: the training split has {train_rows} rows, fewer than the batch size 128 "
+        f"(selection.batch_sizes); use batch sizes of at most {train_rows} in selection.batch_sizes"
+    ) in log, log[-2000:]
     assert records.read(NorthstarPrepare, tmp_path / "results/northstar/prepare.json").splits.train.rows == train_rows
     assert not (tmp_path / "results/northstar/cpu/bs128/history.json").exists()
 
@@ -517,8 +617,9 @@ def test_own_table_with_inf_in_val_and_test_rows_stops_at_prepare_northstar(tmp_
     result = snakemake(tmp_path, changed(data={"northstar": {"table": own}}), "results/northstar/cpu/bs16/history.json")
     assert result.returncode != 0
     log = (tmp_path / "results/logs/prepare_northstar.log").read_text()
-    assert (f"{tmp_path / 'orders.csv'}: column(s) a (1 row), b (2 rows) hold values that are not finite as float32"
-            in log), log[-2000:]
+    assert (
+        f"{tmp_path / 'orders.csv'}: column(s) a (1 row), b (2 rows) hold values that are not finite as float32" in log
+    ), log[-2000:]
     assert not (tmp_path / "results/northstar/prepare.json").exists()
     assert not (tmp_path / "results/northstar/cpu").exists()
 
@@ -526,10 +627,26 @@ def test_own_table_with_inf_in_val_and_test_rows_stops_at_prepare_northstar(tmp_
 def test_changing_the_seed_reruns_everything(finished: Path) -> None:
     plan = planned_jobs(snakemake(finished, changed(seed=8), "-n"))
     assert plan == {
-        "generate_benchmark": 1, "generate_northstar": 1, "export_data": 2, "time_load_convert": 6,
-        "time_cpu_training": 6, "aggregate_load_convert": 1, "aggregate_training": 1, "prepare_northstar": 1,
-        "train_northstar": 2, "northstar_selection": 1, "seed_limits": 1, "gradient_variance": 1, "time_cost_model": 3,
-        "planner": 1, "resource_table": 1, "decide": 1, "report": 1, "config_snapshot": 1, "archive": 1, "all": 1,
+        "generate_benchmark": 1,
+        "generate_northstar": 1,
+        "export_data": 2,
+        "time_load_convert": 6,
+        "time_cpu_training": 6,
+        "aggregate_load_convert": 1,
+        "aggregate_training": 1,
+        "prepare_northstar": 1,
+        "train_northstar": 2,
+        "northstar_selection": 1,
+        "seed_limits": 1,
+        "gradient_variance": 1,
+        "time_cost_model": 3,
+        "planner": 1,
+        "resource_table": 1,
+        "decide": 1,
+        "report": 1,
+        "config_snapshot": 1,
+        "archive": 1,
+        "all": 1,
     }
 
 
@@ -542,8 +659,11 @@ BAD_CONFIGS = [
     ("batch size as text", {"timing": {"batch_sizes": ["16"]}}, "batch_sizes"),
     ("repeats 0", {"timing": {"repeats": 0}}, "repeats"),
     ("planner sweep upside down", {"planner": {"sweep": {"rows": [1000, 10]}}}, "planner.sweep.rows"),
-    ("planner grid too small to fit", {"planner": {"grid": {"rows": [16], "features": [4], "hidden": [8], "batch_sizes": [16, 64]}}},
-     "planner.grid"),
+    (
+        "planner grid too small to fit",
+        {"planner": {"grid": {"rows": [16], "features": [4], "hidden": [8], "batch_sizes": [16, 64]}}},
+        "planner.grid",
+    ),
     ("GPU assumption of zero", {"planner": {"gpu_assumed": {"tflop_per_s": 0}}}, "planner.gpu_assumed.tflop_per_s"),
     ("unknown planner key", {"planner": {"epoch": 5}}, "planner"),
     ("unknown loader", {"timing": {"loaders": ["dataloader", "turbo"]}}, "loaders"),
@@ -555,20 +675,30 @@ BAD_CONFIGS = [
     ("speedup threshold below 1", {"gpu": {"speedup_threshold": 0.5}}, "gpu.speedup_threshold"),
     ("patience below 0", {"selection": {"patience": -1}}, "selection.patience"),
     ("split not adding up to 1", {"selection": {"split": {"train": 0.7, "val": 0.2, "test": 0.2}}}, "selection.split"),
-    ("own table that does not exist",
-     {"data": {"northstar": {"table": {"path": "/nonexistent/orders.csv", "target": "late", "features": ["a"]}}}},
-     "data.northstar.table.path"),
-    ("own table path that is a directory",
-     {"data": {"northstar": {"table": {"path": str(REPO / "config"), "target": "late", "features": ["a"]}}}},
-     f"config key data.northstar.table.path: {REPO / 'config'} is a directory, not a file"),
+    (
+        "own table that does not exist",
+        {"data": {"northstar": {"table": {"path": "/nonexistent/orders.csv", "target": "late", "features": ["a"]}}}},
+        "data.northstar.table.path",
+    ),
+    (
+        "own table path that is a directory",
+        {"data": {"northstar": {"table": {"path": str(REPO / "config"), "target": "late", "features": ["a"]}}}},
+        f"config key data.northstar.table.path: {REPO / 'config'} is a directory, not a file",
+    ),
     ("learning rate NaN", {"model": {"lr": float("nan")}}, "config key model.lr: nan is not a finite number"),
-    ("noise ratio inf", {"aggregate": {"noise_iqr_ratio": float("inf")}},
-     "config key aggregate.noise_iqr_ratio: inf is not a finite number; allowed: a number > 0"),
+    (
+        "noise ratio inf",
+        {"aggregate": {"noise_iqr_ratio": float("inf")}},
+        "config key aggregate.noise_iqr_ratio: inf is not a finite number; allowed: a number > 0",
+    ),
     ("seed written as a float", {"seed": 1000.0}, "config key seed: 1000.0 is not an integer"),
     ("seed beyond 64 bits", {"seed": 2**70}, "config key seed: 1180591620717411303424 is too large"),
-    ("seed that overflows with the seed-limits offset", {"seed": 2**64 - 1},
-     "config key seed: 18446744073709551615 is too large: the workflow seeds torch with seed + 2 (selection.seeds − 1), "
-     "and torch accepts at most 2**64 − 1; allowed: an integer between 0 and 18446744073709551613"),
+    (
+        "seed that overflows with the seed-limits offset",
+        {"seed": 2**64 - 1},
+        "config key seed: 18446744073709551615 is too large: the workflow seeds torch with seed + 2 (selection.seeds − 1), "
+        "and torch accepts at most 2**64 − 1; allowed: an integer between 0 and 18446744073709551613",
+    ),
 ]
 
 
@@ -605,7 +735,10 @@ def test_a_key_set_twice_in_a_config_file_fails_naming_file_key_and_lines(tmp_pa
     text = yaml.safe_dump(TINY)
     if nested:  # a second `repeats: 4` as the first line of the timing block; TINY's repeats: 3 comes later
         text = text.replace("timing:\n", "timing:\n  repeats: 4\n", 1)
-        key, lines = "timing.repeats", [n for n, line in enumerate(text.splitlines(), 1) if line.startswith("  repeats:")]
+        key, lines = (
+            "timing.repeats",
+            [n for n, line in enumerate(text.splitlines(), 1) if line.startswith("  repeats:")],
+        )
     else:
         text += "seed: 8\n"
         key, lines = "seed", [n for n, line in enumerate(text.splitlines(), 1) if line.startswith("seed:")]
@@ -613,15 +746,22 @@ def test_a_key_set_twice_in_a_config_file_fails_naming_file_key_and_lines(tmp_pa
     result = snakemake(tmp_path, text, "-n")
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert (f"config file {tmp_path / 'test-config.yaml'}: key {key} is set twice, on lines {lines[0]} and {lines[1]}; "
-            "only the last would count: keep one") in output, output[-2000:]
+    assert (
+        f"config file {tmp_path / 'test-config.yaml'}: key {key} is set twice, on lines {lines[0]} and {lines[1]}; "
+        "only the last would count: keep one"
+    ) in output, output[-2000:]
     assert "Job stats" not in output
     assert not (tmp_path / "results").exists()
 
 
 def test_lint_is_clean() -> None:
-    result = subprocess.run([sys.executable, "-m", "snakemake", "--lint", "--snakefile", str(REPO / "Snakefile")],
-                            capture_output=True, text=True, cwd=REPO, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--lint", "--snakefile", str(REPO / "Snakefile")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr
 
@@ -630,8 +770,13 @@ def test_the_test_config_runs_from_its_catalog_folder(tmp_path: Path) -> None:
     """`snakemake --directory .test` (the Snakemake workflow catalog's convention) reads .test/config/config.yaml
     as the workflow's own config: a dry run in a copy of the checkout plans the whole tiny DAG there."""
     checkout = _checkout(tmp_path / "checkout")
-    result = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "2", "--directory", ".test"],
-                            capture_output=True, text=True, cwd=checkout, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--cores", "2", "--directory", ".test"],
+        capture_output=True,
+        text=True,
+        cwd=checkout,
+        timeout=300,
+    )
     plan = planned_jobs(result)
     assert plan["time_cpu_training"] == len(TINY["timing"]["batch_sizes"]) * TINY["timing"]["repeats"]
     assert plan["time_load_convert"] == 2 * len(TINY["timing"]["formats"]) * TINY["timing"]["repeats"]
@@ -642,9 +787,22 @@ def test_snakemake_report_builds_html_with_the_figure(finished: Path) -> None:
     config_path = finished / "test-config.yaml"
     config_path.write_text(yaml.safe_dump(TINY))
     result = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(_snakefile(finished)), "--directory", str(finished),
-         "--configfile", str(config_path), "--report", str(finished / "report.html")],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(_snakefile(finished)),
+            "--directory",
+            str(finished),
+            "--configfile",
+            str(config_path),
+            "--report",
+            str(finished / "report.html"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     html = (finished / "report.html").read_text()
@@ -656,8 +814,9 @@ AFTER_THE_MANIFEST = {"MANIFEST.sha256", "logs/archive.log", "snakemake-report.h
 
 
 def _sha256sum_check(folder: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["sha256sum", "--check", "--quiet", "MANIFEST.sha256"], cwd=folder, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        ["sha256sum", "--check", "--quiet", "MANIFEST.sha256"], cwd=folder, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_manifest_lists_every_file_and_sha256sum_finds_an_edit(finished: Path, tmp_path: Path) -> None:
@@ -672,9 +831,17 @@ def test_manifest_lists_every_file_and_sha256sum_finds_an_edit(finished: Path, t
     assert on_disk - listed - leftovers == AFTER_THE_MANIFEST & on_disk | {"MANIFEST.sha256"}
     assert all(Path(name).name.startswith(".") and name.endswith(".tmp") for name in leftovers), leftovers
     assert not listed & leftovers
-    assert {"REPORT.md", "provenance.json", "config.yaml", "env/collect_env.json", "tables/cost_model.json",
-            "benchmarks/time_cpu_training/bs16.rep0.tsv", "logs/report.log", "data/benchmark.parquet",
-            "timing/cpu/bs64.rep2.json"} <= listed
+    assert {
+        "REPORT.md",
+        "provenance.json",
+        "config.yaml",
+        "env/collect_env.json",
+        "tables/cost_model.json",
+        "benchmarks/time_cpu_training/bs16.rep0.tsv",
+        "logs/report.log",
+        "data/benchmark.parquet",
+        "timing/cpu/bs64.rep2.json",
+    } <= listed
     assert any(name.endswith("/.snakemake_timestamp") for name in listed)
     assert provenance["files"]["made_by_this_configuration"] == len(listed) - 1  # provenance.json itself
     archive = tmp_path / "archive"
@@ -688,8 +855,12 @@ def test_manifest_lists_every_file_and_sha256sum_finds_an_edit(finished: Path, t
 
 
 def _verify_results(results: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(REPO / "workflow/scripts/verify_results.py"), str(results)],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, str(REPO / "workflow/scripts/verify_results.py"), str(results)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _copy_of(finished: Path, destination: Path) -> Path:
@@ -721,8 +892,16 @@ def lost_and_stale(finished: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 def test_a_lost_record_is_measured_again_and_the_archive_verifies(lost_and_stale: dict) -> None:
-    assert lost_and_stale["plan"] == {"time_cpu_training": 1, "aggregate_training": 1, "resource_table": 1,
-                                      "planner": 1, "decide": 1, "report": 1, "archive": 1, "all": 1}
+    assert lost_and_stale["plan"] == {
+        "time_cpu_training": 1,
+        "aggregate_training": 1,
+        "resource_table": 1,
+        "planner": 1,
+        "decide": 1,
+        "report": 1,
+        "archive": 1,
+        "all": 1,
+    }
     rerun = lost_and_stale["rerun"]
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     after = lost_and_stale["after"]
@@ -744,10 +923,20 @@ def test_files_of_an_earlier_configuration_are_listed_not_vouched_for(lost_and_s
     results = lost_and_stale["workdir"] / "results"
     listed = {line.split("  ", 1)[1] for line in (results / "MANIFEST.sha256").read_text().splitlines()}
     provenance = read(results / "provenance.json")
-    stale = {entry["path"] for entry in provenance["files"]["not_made_by_this_configuration"]
-             if not entry["path"].endswith(".tmp")}
-    assert stale == {f"{folder}/bs64.rep{r}.{ext}" for r in range(3) for folder, ext in (
-        ("timing/cpu", "json"), ("logs/time_cpu_training", "log"), ("benchmarks/time_cpu_training", "tsv"))}
+    stale = {
+        entry["path"]
+        for entry in provenance["files"]["not_made_by_this_configuration"]
+        if not entry["path"].endswith(".tmp")
+    }
+    assert stale == {
+        f"{folder}/bs64.rep{r}.{ext}"
+        for r in range(3)
+        for folder, ext in (
+            ("timing/cpu", "json"),
+            ("logs/time_cpu_training", "log"),
+            ("benchmarks/time_cpu_training", "tsv"),
+        )
+    }
     assert not stale & listed and (results / "timing/cpu/bs64.rep0.json").exists()  # listed, not deleted
     assert [row["batch_size"] for row in read(results / "tables/cpu_training.json")["table"]] == [16, 16]
     verify = lost_and_stale["verify_fewer"]
@@ -806,7 +995,10 @@ def test_planner_reproduces_exercise_4_and_labels_what_is_modelled(finished: Pat
     assert scenario.input_bytes == 51_200_000_000 and scenario.params == 33_025
     assert scenario.adam_fp32_bytes == 528_400 and scenario.transfer_s == pytest.approx(6.4)
     assert (scenario.batch_input_bytes, scenario.batch_hidden_bytes, scenario.batch_logit_bytes) == (
-        524_288, 262_144, 2_048)
+        524_288,
+        262_144,
+        2_048,
+    )
     assert scenario.modelled is not None and scenario.modelled.gpu_model_source == "assumed"
     models = {m.device: m for m in records.read(CostModelTable, results / "tables/cost_model.json").models}
     assert models["cpu"].source == "fitted" and models["cpu"].points == 16 + 2  # the grid + the benchmark
@@ -815,7 +1007,8 @@ def test_planner_reproduces_exercise_4_and_labels_what_is_modelled(finished: Pat
     break_even = records.read(BreakEvenTable, results / "tables/break_even.json")
     assert break_even.label == "modelled" and break_even.gpu_model_source == "assumed"
     assert {(s.axis, s.placement) for s in break_even.summary} == {
-        (axis, placement) for axis in ("rows", "features", "hidden") for placement in ("resident", "streamed")}
+        (axis, placement) for axis in ("rows", "features", "hidden") for placement in ("resident", "streamed")
+    }
     assert records.read(tuple[BreakEvenSummary, ...], results / "tables/break_even_summary.json") == break_even.summary
     for row in records.read(FlopCheck, results / "tables/flop_check.json").table:
         assert row.counted_per_batch == theory.forward_backward_flops_counted(row.batch_size, (8, 8, 1))
@@ -836,20 +1029,31 @@ def test_reordered_config_keys_rerun_nothing(finished: Path) -> None:
 
 def test_changing_a_gpu_assumption_reruns_only_the_planner_and_what_follows(finished: Path) -> None:
     # The decision does not read the planner: decide stays.
-    plan = planned_jobs(snakemake(finished, changed(planner={**TINY["planner"], "gpu_assumed": {"tflop_per_s": 20}}), "-n"))
+    plan = planned_jobs(
+        snakemake(finished, changed(planner={**TINY["planner"], "gpu_assumed": {"tflop_per_s": 20}}), "-n")
+    )
     assert plan == {"planner": 1, "report": 1, "config_snapshot": 1, "archive": 1, "all": 1}
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--virtual-time-budget=10000"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--virtual-time-budget=10000",
+]
 
 
 def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     profile = tmp_path / f"chromium-{len(list(tmp_path.iterdir()))}"
-    return subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
-                          capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=180
+    )
 
 
 def test_lab_report_profile_writes_a_snakemake_report_that_renders(finished: Path, tmp_path: Path) -> None:

@@ -32,8 +32,24 @@ HERE = Path(__file__).resolve().parent
 MARKER = "# Written by accel-choice tests/slurm/cluster.py"
 SLURM_CONF = Path("/etc/slurm/slurm.conf")
 GRES_CONF = Path("/etc/slurm/gres.conf")
-TOOLS = ("munged", "mungekey", "mariadbd", "mariadb-install-db", "mariadb", "slurmdbd", "slurmctld", "slurmd",
-         "sbatch", "srun", "squeue", "sacct", "sacctmgr", "sinfo", "scontrol", "scancel")
+TOOLS = (
+    "munged",
+    "mungekey",
+    "mariadbd",
+    "mariadb-install-db",
+    "mariadb",
+    "slurmdbd",
+    "slurmctld",
+    "slurmd",
+    "sbatch",
+    "srun",
+    "squeue",
+    "sacct",
+    "sacctmgr",
+    "sinfo",
+    "scontrol",
+    "scancel",
+)
 APT_PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge", "slurmdbd", "mariadb-server")
 
 
@@ -88,8 +104,9 @@ class SlurmCluster:
         self.ports = {}
 
     # ------------------------------------------------------------------ helpers
-    def run(self, *command: str, timeout: float = 30, check: bool = True,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    def run(
+        self, *command: str, timeout: float = 30, check: bool = True, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess:
         result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env or clean_env())
         if check and result.returncode != 0:
             raise ClusterError(f"{' '.join(command)} failed ({result.returncode}): {result.stdout}{result.stderr}")
@@ -97,8 +114,14 @@ class SlurmCluster:
 
     def spawn(self, name: str, *command: str, env: dict[str, str] | None = None) -> subprocess.Popen:
         log = open(self.root / "log" / f"{name}.out", "ab")  # noqa: SIM115 - closed with the process
-        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=env or clean_env(), start_new_session=True)
+        proc = subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env or clean_env(),
+            start_new_session=True,
+        )
         log.close()
         self.daemons.append((name, proc))
         return proc
@@ -173,12 +196,23 @@ class SlurmCluster:
         key = self.root / "munge" / "munge.key"
         self.run("mungekey", "--create", "--keyfile", str(key))
         key.chmod(0o400)
-        munged = self.spawn("munged", "munged", "--foreground", "--force", f"--socket={munge_socket}",
-                            f"--key-file={key}", f"--pid-file={self.root / 'run' / 'munged.pid'}",
-                            f"--log-file={self.root / 'log' / 'munged.log'}",
-                            f"--seed-file={self.root / 'munge' / 'munged.seed'}")
-        self.wait_for("munged", lambda: self.run("munge", "-n", "-S", str(munge_socket), check=False,
-                                                 timeout=5).returncode == 0, self._left(deadline), munged)
+        munged = self.spawn(
+            "munged",
+            "munged",
+            "--foreground",
+            "--force",
+            f"--socket={munge_socket}",
+            f"--key-file={key}",
+            f"--pid-file={self.root / 'run' / 'munged.pid'}",
+            f"--log-file={self.root / 'log' / 'munged.log'}",
+            f"--seed-file={self.root / 'munge' / 'munged.seed'}",
+        )
+        self.wait_for(
+            "munged",
+            lambda: self.run("munge", "-n", "-S", str(munge_socket), check=False, timeout=5).returncode == 0,
+            self._left(deadline),
+            munged,
+        )
         self.timings["munge_s"] = time.monotonic() - t0
 
         # MariaDB for slurmdbd: a private data directory, TCP on 127.0.0.1 only.
@@ -186,19 +220,51 @@ class SlurmCluster:
         db = self.root / "db"
         datadir, db_socket, db_tmp = db / "data", db / "mysqld.sock", db / "tmp"
         db_tmp.mkdir()
-        common = ("--no-defaults", f"--datadir={datadir}", f"--tmpdir={db_tmp}", "--user=root", "--skip-name-resolve",
-                  "--innodb-log-file-size=8M")
-        self.run("mariadb-install-db", *common, "--auth-root-authentication-method=socket", "--skip-test-db",
-                 timeout=self._left(deadline))
-        mariadb = self.spawn("mariadbd", "mariadbd", *common, f"--socket={db_socket}", f"--port={self.ports['mariadb']}",
-                             "--bind-address=127.0.0.1", f"--pid-file={self.root / 'run' / 'mariadbd.pid'}",
-                             f"--log-error={self.root / 'log' / 'mariadbd.log'}", "--skip-log-bin",
-                             "--innodb-buffer-pool-size=128M", "--innodb-lock-wait-timeout=900")
-        self.wait_for("mariadbd", lambda: db_socket.exists() and self.port_open(self.ports["mariadb"]),
-                      self._left(deadline), mariadb)
-        self.run("mariadb", "--no-defaults", f"--socket={db_socket}", "-u", "root", "-e",
-                 f"CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{db_password}'; "
-                 "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';", timeout=self._left(deadline))
+        common = (
+            "--no-defaults",
+            f"--datadir={datadir}",
+            f"--tmpdir={db_tmp}",
+            "--user=root",
+            "--skip-name-resolve",
+            "--innodb-log-file-size=8M",
+        )
+        self.run(
+            "mariadb-install-db",
+            *common,
+            "--auth-root-authentication-method=socket",
+            "--skip-test-db",
+            timeout=self._left(deadline),
+        )
+        mariadb = self.spawn(
+            "mariadbd",
+            "mariadbd",
+            *common,
+            f"--socket={db_socket}",
+            f"--port={self.ports['mariadb']}",
+            "--bind-address=127.0.0.1",
+            f"--pid-file={self.root / 'run' / 'mariadbd.pid'}",
+            f"--log-error={self.root / 'log' / 'mariadbd.log'}",
+            "--skip-log-bin",
+            "--innodb-buffer-pool-size=128M",
+            "--innodb-lock-wait-timeout=900",
+        )
+        self.wait_for(
+            "mariadbd",
+            lambda: db_socket.exists() and self.port_open(self.ports["mariadb"]),
+            self._left(deadline),
+            mariadb,
+        )
+        self.run(
+            "mariadb",
+            "--no-defaults",
+            f"--socket={db_socket}",
+            "-u",
+            "root",
+            "-e",
+            f"CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{db_password}'; "
+            "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';",
+            timeout=self._left(deadline),
+        )
         self.timings["mariadb_s"] = time.monotonic() - t0
 
         # Node description from the hardware itself (slurmd -C), plus the fake GPU.
@@ -206,10 +272,16 @@ class SlurmCluster:
         self.cpus = int(re.search(r"\bCPUs=(\d+)", node).group(1))
         memory = int(re.search(r"\bRealMemory=(\d+)", node).group(1))
         values = {
-            "host": self.host, "root": self.root, "munge_socket": munge_socket, "cpus": self.cpus,
-            "real_memory": memory, "mem_per_cpu": max(256, min(2000, memory // self.cpus // 2)),
-            "slurmctld_port": self.ports["slurmctld"], "slurmd_port": self.ports["slurmd"],
-            "slurmdbd_port": self.ports["slurmdbd"], "mariadb_port": self.ports["mariadb"],
+            "host": self.host,
+            "root": self.root,
+            "munge_socket": munge_socket,
+            "cpus": self.cpus,
+            "real_memory": memory,
+            "mem_per_cpu": max(256, min(2000, memory // self.cpus // 2)),
+            "slurmctld_port": self.ports["slurmctld"],
+            "slurmd_port": self.ports["slurmd"],
+            "slurmdbd_port": self.ports["slurmdbd"],
+            "mariadb_port": self.ports["mariadb"],
             "db_password": db_password,
         }
         SLURM_CONF.parent.mkdir(parents=True, exist_ok=True)
@@ -220,16 +292,21 @@ class SlurmCluster:
 
         # slurmdbd reads slurmdbd.conf from the folder of SLURM_CONF; everything else uses the default path.
         t0 = time.monotonic()
-        slurmdbd = self.spawn("slurmdbd", "slurmdbd", "-D",
-                              env=clean_env(SLURM_CONF=str(self.root / "etc" / "slurm.conf")))
+        slurmdbd = self.spawn(
+            "slurmdbd", "slurmdbd", "-D", env=clean_env(SLURM_CONF=str(self.root / "etc" / "slurm.conf"))
+        )
         self.wait_for("slurmdbd", lambda: self.port_open(self.ports["slurmdbd"]), self._left(deadline), slurmdbd)
         self.run("sacctmgr", "-i", "add", "cluster", "accelci", check=False, timeout=self._left(deadline))
         self.timings["slurmdbd_s"] = time.monotonic() - t0
 
         t0 = time.monotonic()
         slurmctld = self.spawn("slurmctld", "slurmctld", "-D", "-c", "-i")
-        self.wait_for("slurmctld", lambda: self.run("scontrol", "ping", check=False, timeout=5).returncode == 0,
-                      self._left(deadline), slurmctld)
+        self.wait_for(
+            "slurmctld",
+            lambda: self.run("scontrol", "ping", check=False, timeout=5).returncode == 0,
+            self._left(deadline),
+            slurmctld,
+        )
         slurmd = self.spawn("slurmd", "slurmd", "-D")
 
         def node_idle() -> bool:
@@ -253,8 +330,10 @@ class SlurmCluster:
             try:
                 self.run("scancel", "--full", "-u", "root", check=False, timeout=10)
                 deadline = time.monotonic() + 20
-                while time.monotonic() < deadline and self.run(
-                        "squeue", "-h", "-o", "%i", check=False, timeout=5).stdout.strip():
+                while (
+                    time.monotonic() < deadline
+                    and self.run("squeue", "-h", "-o", "%i", check=False, timeout=5).stdout.strip()
+                ):
                     time.sleep(0.5)
             except (OSError, subprocess.SubprocessError):
                 pass

@@ -13,16 +13,16 @@ rule aggregate_training:
             category="CPU training",
         ),
         exercise2=results(paths.EXERCISE2),
-    params:
-        rows=config["data"]["benchmark"]["rows"],
-        noise=NOISE_RULES,
     log:
         results(paths.log("aggregate_training")),
+    conda:
+        ENV
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
-    conda:
-        ENV
+    params:
+        rows=config["data"]["benchmark"]["rows"],
+        noise=NOISE_RULES,
     script:
         "../scripts/aggregate_training.py"
 
@@ -43,14 +43,14 @@ rule aggregate_load_convert:
             caption="../report/load_convert.rst",
             category="Load and convert",
         ),
-    params:
-        noise=NOISE_RULES,
     log:
         results(paths.log("aggregate_load_convert")),
+    conda:
+        ENV
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
-    conda:
-        ENV
+    params:
+        noise=NOISE_RULES,
     script:
         "../scripts/aggregate_load_convert.py"

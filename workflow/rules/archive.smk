@@ -1,7 +1,6 @@
 # The lab report as an archive: the resource table, then provenance and the checksum manifest.
 from snakemake.exceptions import WorkflowError
 
-
 # Each heavy job's log and benchmark file share a stem (paths.log(stem), paths.benchmark(stem)),
 # so the resource table can pair them.
 BENCHMARKED_JOBS = [
@@ -20,19 +19,17 @@ rule resource_table:
     output:
         json=results(paths.RESOURCES),
         csv=report(results(paths.RESOURCES_CSV), caption="../report/resources.rst", category="Resources"),
-        jobs_csv=report(
-            results(paths.RESOURCES_PER_JOB_CSV), caption="../report/resources.rst", category="Resources"
-        ),
+        jobs_csv=report(results(paths.RESOURCES_PER_JOB_CSV), caption="../report/resources.rst", category="Resources"),
         jobs_json=results(paths.RESOURCES_PER_JOB),
-    params:
-        jobs=BENCHMARKED_JOBS,
     log:
         results(paths.log("resource_table")),
+    conda:
+        ENV
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
-    conda:
-        ENV
+    params:
+        jobs=BENCHMARKED_JOBS,
     script:
         "../scripts/resource_table.py"
 
@@ -70,10 +67,10 @@ rule archive:
         manifest=results(paths.MANIFEST),
     log:
         results(paths.ARCHIVE_LOG),
+    conda:
+        ENV
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
-    conda:
-        ENV
     script:
         "../scripts/archive.py"

@@ -62,11 +62,7 @@ def code(script):
 # probe rule, so a machine that gains or swaps a GPU re-runs what depends on the probe.
 GPU_DEVICE, DEVICE_FINGERPRINT = planned_device(config["accelerator"])
 GPU_JOB_GPUS = 1 if GPU_DEVICE else 0
-GPU_TRAINING_RECORDS = (
-    expand(results(paths.GPU_RECORD), batch_size=BATCH_SIZES, repeat=REPEATS)
-    if GPU_DEVICE
-    else []
-)
+GPU_TRAINING_RECORDS = expand(results(paths.GPU_RECORD), batch_size=BATCH_SIZES, repeat=REPEATS) if GPU_DEVICE else []
 GPU_TRANSFER_RECORDS = expand(results(paths.TRANSFER_RECORD), repeat=REPEATS) if GPU_DEVICE else []
 GPU_TRAINING_TABLE = [results(paths.GPU_TABLE)] if GPU_DEVICE else []
 TRANSFER_TABLE = [results(paths.TRANSFER_TABLE)] if GPU_DEVICE else []

@@ -2,48 +2,48 @@
 
 
 rule generate_benchmark:
+    input:
+        code=code("generate_benchmark.py"),
     output:
         npy=results(paths.DATASET_MATRIX, dataset="benchmark"),
         meta=results(paths.DATASET_META, dataset="benchmark"),
-    input:
-        code=code("generate_benchmark.py"),
+    log:
+        results(paths.log("generate_benchmark")),
+    benchmark:
+        results(paths.benchmark("generate_benchmark"))
+    conda:
+        ENV
+    threads: 1
+    resources:
+        timing_slot=OTHER_JOB,
     params:
         rows=config["data"]["benchmark"]["rows"],
         features=config["data"]["benchmark"]["features"],
         noise=config["data"]["benchmark"]["noise"],
         seed=config["seed"],
-    log:
-        results(paths.log("generate_benchmark")),
-    benchmark:
-        results(paths.benchmark("generate_benchmark"))
-    threads: 1
-    resources:
-        timing_slot=OTHER_JOB,
-    conda:
-        ENV
     script:
         "../scripts/generate_benchmark.py"
 
 
 rule generate_northstar:
+    input:
+        code=code("generate_northstar.py"),
     output:
         npy=results(paths.DATASET_MATRIX, dataset="northstar"),
         meta=results(paths.DATASET_META, dataset="northstar"),
-    input:
-        code=code("generate_northstar.py"),
-    params:
-        rows=config["data"]["northstar"]["rows"],
-        late_rate=config["data"]["northstar"]["late_rate"],
-        seed=config["seed"],
     log:
         results(paths.log("generate_northstar")),
     benchmark:
         results(paths.benchmark("generate_northstar"))
+    conda:
+        ENV
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
-    conda:
-        ENV
+    params:
+        rows=config["data"]["northstar"]["rows"],
+        late_rate=config["data"]["northstar"]["late_rate"],
+        seed=config["seed"],
     script:
         "../scripts/generate_northstar.py"
 
@@ -57,18 +57,18 @@ rule export_data:
         parquet=results(paths.DATASET_FILE, fmt="parquet"),
         csv=results(paths.DATASET_FILE, fmt="csv"),
         record=results(paths.DATASET_EXPORT),
-    params:
-        compression=config["data"]["parquet_compression"],
-    wildcard_constraints:
-        dataset="|".join(DATASETS),
     log:
         results(paths.log("export_data/{dataset}")),
     benchmark:
         results(paths.benchmark("export_data/{dataset}"))
+    wildcard_constraints:
+        dataset="|".join(DATASETS),
+    conda:
+        ENV
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
-    conda:
-        ENV
+    params:
+        compression=config["data"]["parquet_compression"],
     script:
         "../scripts/export_data.py"

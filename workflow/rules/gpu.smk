@@ -4,21 +4,21 @@
 
 
 rule probe_devices:
-    output:
-        results(paths.DEVICE_PROBE),
     input:
         code=code("probe_devices.py"),
-    params:
-        fingerprint=DEVICE_FINGERPRINT,
-        mode=config["accelerator"],
+    output:
+        results(paths.DEVICE_PROBE),
     log:
         results(paths.log("probe_devices")),
+    conda:
+        ENV
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
         gpu=GPU_JOB_GPUS,
-    conda:
-        ENV
+    params:
+        fingerprint=DEVICE_FINGERPRINT,
+        mode=config["accelerator"],
     script:
         "../scripts/probe_devices.py"
 
@@ -32,22 +32,22 @@ rule time_transfer:
         code=code("time_transfer.py"),
     output:
         results(paths.TRANSFER_RECORD),
-    params:
-        device=GPU_DEVICE,
-        batch_sizes=BATCH_SIZES,
-        passes=config["gpu"]["transfer_passes"],
-    wildcard_constraints:
-        repeat=r"\d+",
     log:
         results(paths.log("time_transfer/rep{repeat}")),
     benchmark:
         results(paths.benchmark("time_transfer/rep{repeat}"))
+    wildcard_constraints:
+        repeat=r"\d+",
+    conda:
+        ENV
     threads: config["timing"]["threads"]
     resources:
         timing_slot=TIMING_JOB,
         gpu=1,
-    conda:
-        ENV
+    params:
+        device=GPU_DEVICE,
+        batch_sizes=BATCH_SIZES,
+        passes=config["gpu"]["transfer_passes"],
     script:
         "../scripts/time_transfer.py"
 
@@ -61,6 +61,19 @@ rule time_gpu_training:
         code=code("time_gpu_training.py"),
     output:
         results(paths.GPU_RECORD),
+    log:
+        results(paths.log("time_gpu_training/bs{batch_size}.rep{repeat}")),
+    benchmark:
+        results(paths.benchmark("time_gpu_training/bs{batch_size}.rep{repeat}"))
+    wildcard_constraints:
+        batch_size=r"\d+",
+        repeat=r"\d+",
+    conda:
+        ENV
+    threads: config["timing"]["threads"]
+    resources:
+        timing_slot=TIMING_JOB,
+        gpu=1,
     params:
         device=GPU_DEVICE,
         seed=config["seed"],
@@ -70,19 +83,6 @@ rule time_gpu_training:
         placements=config["gpu"]["placements"],
         grad_scaler=config["gpu"]["grad_scaler"],
         warmup_steps=config["timing"]["warmup_steps"],
-    wildcard_constraints:
-        batch_size=r"\d+",
-        repeat=r"\d+",
-    log:
-        results(paths.log("time_gpu_training/bs{batch_size}.rep{repeat}")),
-    benchmark:
-        results(paths.benchmark("time_gpu_training/bs{batch_size}.rep{repeat}"))
-    threads: config["timing"]["threads"]
-    resources:
-        timing_slot=TIMING_JOB,
-        gpu=1,
-    conda:
-        ENV
     script:
         "../scripts/time_gpu_training.py"
 
@@ -97,15 +97,15 @@ rule aggregate_gpu:
         csv=report(results(paths.GPU_TABLE_CSV), caption="../report/gpu_training.rst", category="GPU"),
         transfers=results(paths.TRANSFER_TABLE),
         transfers_csv=report(results(paths.TRANSFER_CSV), caption="../report/transfers.rst", category="GPU"),
-    params:
-        rows=config["data"]["benchmark"]["rows"],
-        noise=NOISE_RULES,
     log:
         results(paths.log("aggregate_gpu")),
+    conda:
+        ENV
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
-    conda:
-        ENV
+    params:
+        rows=config["data"]["benchmark"]["rows"],
+        noise=NOISE_RULES,
     script:
         "../scripts/aggregate_gpu.py"

@@ -11,17 +11,17 @@ rule prepare_northstar:
     output:
         table=results(paths.NORTHSTAR_SPLITS),
         meta=results(paths.NORTHSTAR_PREPARE),
+    log:
+        results(paths.log("prepare_northstar")),
+    conda:
+        ENV
+    threads: 1
+    resources:
+        timing_slot=OTHER_JOB,
     params:
         ratios=sorted_keys(config["selection"]["split"]),
         seed=config["seed"],
         user_table=USER_TABLE,
-    log:
-        results(paths.log("prepare_northstar")),
-    threads: 1
-    resources:
-        timing_slot=OTHER_JOB,
-    conda:
-        ENV
     script:
         "../scripts/prepare_northstar.py"
 
@@ -35,6 +35,19 @@ rule train_northstar:
         history=results(paths.NORTHSTAR_HISTORY),
         model=results(paths.NORTHSTAR_MODEL),
         events=directory(results(paths.TENSORBOARD_RUN)),
+    log:
+        results(paths.log("train_northstar/{device}_bs{batch_size}")),
+    benchmark:
+        results(paths.benchmark("train_northstar/{device}_bs{batch_size}"))
+    wildcard_constraints:
+        device="cpu|cuda|mps",
+        batch_size=r"\d+",
+    conda:
+        ENV
+    threads: config["timing"]["threads"]
+    resources:
+        timing_slot=TIMING_JOB,
+        gpu=gpus_for_device,
     params:
         seed=config["seed"],
         hidden=config["model"]["hidden"],
@@ -42,19 +55,6 @@ rule train_northstar:
         patience=config["selection"]["patience"],
         min_delta=config["selection"]["min_delta"],
         max_epochs=config["selection"]["max_epochs"],
-    wildcard_constraints:
-        device="cpu|cuda|mps",
-        batch_size=r"\d+",
-    log:
-        results(paths.log("train_northstar/{device}_bs{batch_size}")),
-    benchmark:
-        results(paths.benchmark("train_northstar/{device}_bs{batch_size}"))
-    threads: config["timing"]["threads"]
-    resources:
-        timing_slot=TIMING_JOB,
-        gpu=gpus_for_device,
-    conda:
-        ENV
     script:
         "../scripts/train_northstar.py"
 
@@ -69,22 +69,18 @@ rule northstar_selection:
         code=code("northstar_selection.py"),
     output:
         json=results(paths.TIME_TO_TARGET),
-        csv=report(
-            results(paths.TIME_TO_TARGET_CSV), caption="../report/time_to_target.rst", category="Training"
-        ),
-        png=report(
-            results(paths.NORTHSTAR_CURVES_PNG), caption="../report/northstar_curves.rst", category="Training"
-        ),
+        csv=report(results(paths.TIME_TO_TARGET_CSV), caption="../report/time_to_target.rst", category="Training"),
+        png=report(results(paths.NORTHSTAR_CURVES_PNG), caption="../report/northstar_curves.rst", category="Training"),
         svg=results(paths.NORTHSTAR_CURVES_SVG),
-    params:
-        within=config["selection"]["target_within"],
     log:
         results(paths.log("northstar_selection")),
+    conda:
+        ENV
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
-    conda:
-        ENV
+    params:
+        within=config["selection"]["target_within"],
     script:
         "../scripts/northstar_selection.py"
 
@@ -103,6 +99,15 @@ rule seed_limits:
         json=results(paths.SEED_LIMITS),
         table_csv=report(results(paths.SEED_LIMITS_CSV), caption="../report/seed_limits.rst", category="Training"),
         table_json=results(paths.SEED_LIMITS_TABLE),
+    log:
+        results(paths.log("seed_limits")),
+    benchmark:
+        results(paths.benchmark("seed_limits"))
+    conda:
+        ENV
+    threads: config["timing"]["threads"]
+    resources:
+        timing_slot=OTHER_JOB,
     params:
         seed=config["seed"],
         seeds=config["selection"]["seeds"],
@@ -112,15 +117,6 @@ rule seed_limits:
         patience=config["selection"]["patience"],
         min_delta=config["selection"]["min_delta"],
         max_epochs=config["selection"]["max_epochs"],
-    log:
-        results(paths.log("seed_limits")),
-    benchmark:
-        results(paths.benchmark("seed_limits"))
-    threads: config["timing"]["threads"]
-    resources:
-        timing_slot=OTHER_JOB,
-    conda:
-        ENV
     script:
         "../scripts/seed_limits.py"
 
@@ -133,26 +129,22 @@ rule gradient_variance:
         code=code("gradient_variance.py"),
     output:
         json=results(paths.GRADIENT_VARIANCE),
-        csv=report(
-            results(paths.GRADIENT_VARIANCE_CSV), caption="../report/gradient_variance.rst", category="Training"
-        ),
-        png=report(
-            results(paths.GRADIENT_VARIANCE_PNG), caption="../report/gradient_variance.rst", category="Training"
-        ),
+        csv=report(results(paths.GRADIENT_VARIANCE_CSV), caption="../report/gradient_variance.rst", category="Training"),
+        png=report(results(paths.GRADIENT_VARIANCE_PNG), caption="../report/gradient_variance.rst", category="Training"),
         svg=results(paths.GRADIENT_VARIANCE_SVG),
+    log:
+        results(paths.log("gradient_variance")),
+    benchmark:
+        results(paths.benchmark("gradient_variance"))
+    conda:
+        ENV
+    threads: config["timing"]["threads"]
+    resources:
+        timing_slot=OTHER_JOB,
     params:
         seed=config["seed"],
         hidden=config["model"]["hidden"],
         batch_sizes=config["gradient_variance"]["batch_sizes"],
         draws=config["gradient_variance"]["draws"],
-    log:
-        results(paths.log("gradient_variance")),
-    benchmark:
-        results(paths.benchmark("gradient_variance"))
-    threads: config["timing"]["threads"]
-    resources:
-        timing_slot=OTHER_JOB,
-    conda:
-        ENV
     script:
         "../scripts/gradient_variance.py"

@@ -8,24 +8,24 @@ rule time_cost_model:
         code=code("time_cost_model.py"),
     output:
         results(paths.COST_MODEL_RECORD),
+    log:
+        results(paths.log("time_cost_model/{device}.rep{repeat}")),
+    benchmark:
+        results(paths.benchmark("time_cost_model/{device}.rep{repeat}"))
+    wildcard_constraints:
+        device="cpu|cuda|mps",
+        repeat=r"\d+",
+    conda:
+        ENV
+    threads: config["timing"]["threads"]
+    resources:
+        timing_slot=TIMING_JOB,
+        gpu=gpus_for_device,
     params:
         seed=config["seed"],
         lr=config["model"]["lr"],
         grid=sorted_keys(config["planner"]["grid"]),
         warmup_steps=config["planner"]["warmup_steps"],
-    wildcard_constraints:
-        device="cpu|cuda|mps",
-        repeat=r"\d+",
-    log:
-        results(paths.log("time_cost_model/{device}.rep{repeat}")),
-    benchmark:
-        results(paths.benchmark("time_cost_model/{device}.rep{repeat}"))
-    threads: config["timing"]["threads"]
-    resources:
-        timing_slot=TIMING_JOB,
-        gpu=gpus_for_device,
-    conda:
-        ENV
     script:
         "../scripts/time_cost_model.py"
 
@@ -40,13 +40,9 @@ rule planner:
         code=code("plan.py"),
     output:
         cost_model=results(paths.COST_MODEL),
-        cost_model_csv=report(
-            results(paths.COST_MODEL_CSV), caption="../report/cost_model.rst", category="Planner"
-        ),
+        cost_model_csv=report(results(paths.COST_MODEL_CSV), caption="../report/cost_model.rst", category="Planner"),
         break_even=results(paths.BREAK_EVEN),
-        break_even_csv=report(
-            results(paths.BREAK_EVEN_CSV), caption="../report/break_even.rst", category="Planner"
-        ),
+        break_even_csv=report(results(paths.BREAK_EVEN_CSV), caption="../report/break_even.rst", category="Planner"),
         break_even_summary_csv=report(
             results(paths.BREAK_EVEN_SUMMARY_CSV), caption="../report/break_even.rst", category="Planner"
         ),
@@ -54,11 +50,16 @@ rule planner:
         png=report(results(paths.BREAK_EVEN_PNG), caption="../report/break_even.rst", category="Planner"),
         svg=results(paths.BREAK_EVEN_SVG),
         flop_check=results(paths.FLOP_CHECK),
-        flop_check_csv=report(
-            results(paths.FLOP_CHECK_CSV), caption="../report/flop_check.rst", category="Planner"
-        ),
+        flop_check_csv=report(results(paths.FLOP_CHECK_CSV), caption="../report/flop_check.rst", category="Planner"),
         scenario=results(paths.SCENARIO),
         scenario_csv=report(results(paths.SCENARIO_CSV), caption="../report/scenario.rst", category="Planner"),
+    log:
+        results(paths.log("planner")),
+    conda:
+        ENV
+    threads: 1
+    resources:
+        timing_slot=OTHER_JOB,
     # Every config value the planner's results depend on, each named; the grid's settings
     # (planner.grid, .repeats, .warmup_steps) reach it through the grid files it reads.
     params:
@@ -77,12 +78,5 @@ rule planner:
         # scenario's modelled epochs wherever no host→device copy was measured.
         assumed_host_to_device_gb_s=config["report"]["bandwidth_gb_s"],
         noise=NOISE_RULES,
-    log:
-        results(paths.log("planner")),
-    threads: 1
-    resources:
-        timing_slot=OTHER_JOB,
-    conda:
-        ENV
     script:
         "../scripts/plan.py"

@@ -11,11 +11,11 @@ rule collect_environment:
         results(paths.log("collect_environment")),
     benchmark:
         results(paths.benchmark("collect_environment"))
+    conda:
+        ENV
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
-    conda:
-        ENV
     script:
         "../scripts/collect_environment.py"
 
@@ -33,18 +33,21 @@ rule decide:
         code=code("decide.py"),
     output:
         decision=results(paths.DECISION),
-        full_path_csv=report(
-            results(paths.FULL_PATH_CSV), caption="../report/full_path.rst", category="Decision"
-        ),
+        full_path_csv=report(results(paths.FULL_PATH_CSV), caption="../report/full_path.rst", category="Decision"),
         full_path_json=results(paths.FULL_PATH),
         data_csv=report(results(paths.DATA_CSV), caption="../report/data.rst", category="Data"),
         data_json=results(paths.DATA_TABLE),
         theory_csv=report(results(paths.THEORY_CSV), caption="../report/theory.rst", category="Decision"),
         theory_json=results(paths.THEORY),
-        sheet_csv=report(
-            results(paths.DECISION_SHEET_CSV), caption="../report/decision_sheet.rst", category="Decision"
-        ),
+        sheet_csv=report(results(paths.DECISION_SHEET_CSV), caption="../report/decision_sheet.rst", category="Decision"),
         sheet_json=results(paths.DECISION_SHEET),
+    log:
+        results(paths.log("decide")),
+    conda:
+        ENV
+    threads: 1
+    resources:
+        timing_slot=OTHER_JOB,
     params:
         rows=config["data"]["benchmark"]["rows"],
         features=config["data"]["benchmark"]["features"],
@@ -53,13 +56,6 @@ rule decide:
         bandwidth_gb_s=config["report"]["bandwidth_gb_s"],
         accelerator=config["accelerator"],
         speedup_threshold=config["gpu"]["speedup_threshold"],
-    log:
-        results(paths.log("decide")),
-    threads: 1
-    resources:
-        timing_slot=OTHER_JOB,
-    conda:
-        ENV
     script:
         "../scripts/decide.py"
 
@@ -88,6 +84,13 @@ rule report:
         md=report(results(paths.REPORT), caption="../report/report_md.rst", category="Decision"),
         png=report(results(paths.DECISION_PNG), caption="../report/decision_figure.rst", category="Decision"),
         svg=results(paths.DECISION_SVG),
+    log:
+        results(paths.log("report")),
+    conda:
+        ENV
+    threads: 1
+    resources:
+        timing_slot=OTHER_JOB,
     params:
         seed=config["seed"],
         accelerator=config["accelerator"],
@@ -95,13 +98,6 @@ rule report:
         # The files this configuration makes (archive.smk): the provenance section counts the
         # commits of their records only, not of records an earlier configuration left behind.
         made=lambda wildcards: MADE_FILES,
-    log:
-        results(paths.log("report")),
-    threads: 1
-    resources:
-        timing_slot=OTHER_JOB,
-    conda:
-        ENV
     script:
         "../scripts/make_report.py"
 
@@ -113,14 +109,14 @@ rule config_snapshot:
         code=code("config_snapshot.py"),
     output:
         results(paths.CONFIG),
-    params:
-        config=sorted_keys(config),
     log:
         results(paths.log("config_snapshot")),
+    conda:
+        ENV
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
-    conda:
-        ENV
+    params:
+        config=sorted_keys(config),
     script:
         "../scripts/config_snapshot.py"

@@ -10,21 +10,21 @@ rule time_load_convert:
         code=code("time_load_convert.py"),
     output:
         results(paths.LOAD_CONVERT_RECORD),
-    params:
-        passes=config["timing"]["load_passes"],
-    wildcard_constraints:
-        dataset="|".join(DATASETS),
-        fmt="csv|parquet",
-        repeat=r"\d+",
     log:
         results(paths.log("time_load_convert/{dataset}.{fmt}.rep{repeat}")),
     benchmark:
         results(paths.benchmark("time_load_convert/{dataset}.{fmt}.rep{repeat}"))
+    wildcard_constraints:
+        dataset="|".join(DATASETS),
+        fmt="csv|parquet",
+        repeat=r"\d+",
+    conda:
+        ENV
     threads: config["timing"]["threads"]
     resources:
         timing_slot=TIMING_JOB,
-    conda:
-        ENV
+    params:
+        passes=config["timing"]["load_passes"],
     script:
         "../scripts/time_load_convert.py"
 
@@ -37,23 +37,23 @@ rule time_cpu_training:
         code=code("time_cpu_training.py"),
     output:
         results(paths.CPU_RECORD),
+    log:
+        results(paths.log("time_cpu_training/bs{batch_size}.rep{repeat}")),
+    benchmark:
+        results(paths.benchmark("time_cpu_training/bs{batch_size}.rep{repeat}"))
+    wildcard_constraints:
+        batch_size=r"\d+",
+        repeat=r"\d+",
+    conda:
+        ENV
+    threads: config["timing"]["threads"]
+    resources:
+        timing_slot=TIMING_JOB,
     params:
         seed=config["seed"],
         hidden=config["model"]["hidden"],
         lr=config["model"]["lr"],
         loaders=config["timing"]["loaders"],
         warmup_steps=config["timing"]["warmup_steps"],
-    wildcard_constraints:
-        batch_size=r"\d+",
-        repeat=r"\d+",
-    log:
-        results(paths.log("time_cpu_training/bs{batch_size}.rep{repeat}")),
-    benchmark:
-        results(paths.benchmark("time_cpu_training/bs{batch_size}.rep{repeat}"))
-    threads: config["timing"]["threads"]
-    resources:
-        timing_slot=TIMING_JOB,
-    conda:
-        ENV
     script:
         "../scripts/time_cpu_training.py"

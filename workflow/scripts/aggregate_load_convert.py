@@ -7,9 +7,9 @@ from accel_choice.io import atomic, envinfo, tables
 from accel_choice.io.runtime import job
 from accel_choice.records.loads import LoadConvertRecord, LoadTable
 
-p, out = snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
-with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
-    timed = [records.read(LoadConvertRecord, path) for path in snakemake.input.records]  # noqa: F821
+p, out = snakemake.params, snakemake.output
+with job(snakemake.log[0], snakemake.threads) as log:
+    timed = [records.read(LoadConvertRecord, path) for path in snakemake.input.records]
     cells = loads.aggregate_load_convert(timed, NoiseRules(**p.noise))
     atomic.write_record(out.json, LoadTable(table=cells, environment=envinfo.quick_environment()))
     tables.write_csv(out.csv, [records.to_json(cell) for cell in cells])

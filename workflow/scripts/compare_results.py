@@ -44,8 +44,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"--label-a and --label-b are both {args.label_a!r}; ratios would not say which side is which")
     same = args.results_a.resolve()
     if same == args.results_b.resolve():
-        parser.error(f"RESULTS_A and RESULTS_B are the same folder ({same}): every ratio would be 1 by construction; "
-                     "compare two runs")
+        parser.error(
+            f"RESULTS_A and RESULTS_B are the same folder ({same}): every ratio would be 1 by construction; "
+            "compare two runs"
+        )
     if args.out.exists() and not args.out.is_dir():
         parser.error(f"--out {args.out} is a file; give a folder")
     for folder in (args.results_a, args.results_b):
@@ -68,8 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         written = comparison.write_comparison(result, args.out)
     except OSError as err:
         where = f"{err.filename}: {err.strerror}" if err.filename else str(err)
-        print(f"error: cannot write the comparison into {args.out} ({where}); {args.out} is left as it was",
-              file=sys.stderr)
+        print(
+            f"error: cannot write the comparison into {args.out} ({where}); {args.out} is left as it was",
+            file=sys.stderr,
+        )
         return 1
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)

@@ -10,8 +10,8 @@ from accel_choice.records.environment import EnvironmentReport
 from accel_choice.records.loads import DeviceProbe, LoadTable, TransferTable
 from accel_choice.records.training import TrainingTable
 
-inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
-with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
+inp, p, out = snakemake.input, snakemake.params, snakemake.output
+with job(snakemake.log[0], snakemake.threads) as log:
     environment = records.read(EnvironmentReport, inp.environment).quick
     train_table = list(records.read(TrainingTable, inp.cpu_training).table)
     transfers = None
@@ -23,23 +23,60 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     widths = (p.features, p.hidden, 1)
 
     full_path = fullpath.full_path(train_table, load_table, transfers)
-    sheet = decision.decision_sheet(train_table, load_table, environment, widths, p.batch_sizes, probe=probe,
-                                    transfers=transfers, accelerator=p.accelerator)
-    verdict = decision.verdict(train_table, full_path, environment, widths, rows=p.rows, probe=probe,
-                               threshold=p.speedup_threshold, host_memory_bytes=planner.host_memory_bytes())
-    atomic.write_record(out.decision, Decision(
-        verdict=verdict, sheet=sheet, full_path=tuple(full_path),
-        gpu_memory=decision.gpu_memory(train_table, widths, p.rows), environment=envinfo.quick_environment()))
+    sheet = decision.decision_sheet(
+        train_table,
+        load_table,
+        environment,
+        widths,
+        p.batch_sizes,
+        probe=probe,
+        transfers=transfers,
+        accelerator=p.accelerator,
+    )
+    verdict = decision.verdict(
+        train_table,
+        full_path,
+        environment,
+        widths,
+        rows=p.rows,
+        probe=probe,
+        threshold=p.speedup_threshold,
+        host_memory_bytes=planner.host_memory_bytes(),
+    )
+    atomic.write_record(
+        out.decision,
+        Decision(
+            verdict=verdict,
+            sheet=sheet,
+            full_path=tuple(full_path),
+            gpu_memory=decision.gpu_memory(train_table, widths, p.rows),
+            environment=envinfo.quick_environment(),
+        ),
+    )
     atomic.write_record(out.full_path_json, FullPathTable(rows=tuple(full_path)))
     tables.write_csv(out.full_path_csv, full_path)
     atomic.write_record(out.sheet_json, DecisionSheet(steps=sheet))
-    tables.write_csv(out.sheet_csv, [{"step": s.step, "status": s.status, "missing": s.missing,
-                                      "evidence": "; ".join(f"{e.name}={e.value}" for e in s.evidence)} for s in sheet])
+    tables.write_csv(
+        out.sheet_csv,
+        [
+            {
+                "step": s.step,
+                "status": s.status,
+                "missing": s.missing,
+                "evidence": "; ".join(f"{e.name}={e.value}" for e in s.evidence),
+            }
+            for s in sheet
+        ],
+    )
     theory = decision.theory_table(train_table, widths, p.rows, p.batch_sizes, p.bandwidth_gb_s)
     atomic.write_record(out.theory_json, theory)
     tables.write_csv(out.theory_csv, theory.table)
-    data = decision.data_table([(records.read(DatasetMeta, meta), records.read(DatasetExport, export))
-                                for meta, export in zip(inp.metas, inp.exports)])
+    data = decision.data_table(
+        [
+            (records.read(DatasetMeta, meta), records.read(DatasetExport, export))
+            for meta, export in zip(inp.metas, inp.exports)
+        ]
+    )
     atomic.write_record(out.data_json, data)
     tables.write_csv(out.data_csv, data.table)
     log.info("verdict: %s (%s)", verdict.device, verdict.outcome)

@@ -5,11 +5,12 @@ from accel_choice.io import atomic, dataio, envinfo
 from accel_choice.io.runtime import job
 from accel_choice.records.data import DatasetMeta
 
-out = snakemake.output  # noqa: F821 (injected by Snakemake)
-with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
-    meta = records.read(DatasetMeta, snakemake.input.meta)  # noqa: F821
-    dataset = dataio.load_dataset(snakemake.input.npy, meta)  # noqa: F821
-    export = dataio.export_dataset(dataset, out.parquet, out.csv, snakemake.params.compression,  # noqa: F821
-                                   envinfo.quick_environment(meta.generator.seed))
+out = snakemake.output
+with job(snakemake.log[0], snakemake.threads) as log:
+    meta = records.read(DatasetMeta, snakemake.input.meta)
+    dataset = dataio.load_dataset(snakemake.input.npy, meta)
+    export = dataio.export_dataset(
+        dataset, out.parquet, out.csv, snakemake.params.compression, envinfo.quick_environment(meta.generator.seed)
+    )
     atomic.write_record(out.record, export)
     log.info("exported %s: %s", dataset.name, {fmt: exported.bytes for fmt, exported in export.files.items()})

@@ -5,13 +5,13 @@ from accel_choice.measure import datagen
 from accel_choice.io.runtime import job
 from accel_choice.records.data import BenchmarkGenerator
 
-p = snakemake.params  # noqa: F821 (injected by Snakemake)
-with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
+p = snakemake.params
+with job(snakemake.log[0], snakemake.threads) as log:
     dataset = datagen.make_benchmark(p.rows, p.features, p.noise, p.seed)
     meta = dataio.save_dataset(
         dataset,
-        snakemake.output.npy,  # noqa: F821
-        snakemake.output.meta,  # noqa: F821
+        snakemake.output.npy,
+        snakemake.output.meta,
         BenchmarkGenerator(rows=p.rows, features=p.features, noise=p.noise, seed=p.seed),
         envinfo.quick_environment(p.seed),
     )

@@ -5,13 +5,13 @@ from accel_choice.measure import datagen
 from accel_choice.io.runtime import job
 from accel_choice.records.data import NorthstarGenerator
 
-p = snakemake.params  # noqa: F821 (injected by Snakemake)
-with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
+p = snakemake.params
+with job(snakemake.log[0], snakemake.threads) as log:
     dataset = datagen.make_northstar(p.rows, p.late_rate, p.seed)
     meta = dataio.save_dataset(
         dataset,
-        snakemake.output.npy,  # noqa: F821
-        snakemake.output.meta,  # noqa: F821
+        snakemake.output.npy,
+        snakemake.output.meta,
         NorthstarGenerator(rows=p.rows, late_rate=p.late_rate, seed=p.seed),
         envinfo.quick_environment(p.seed),
     )

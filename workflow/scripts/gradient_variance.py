@@ -6,13 +6,19 @@ from accel_choice.measure import gradvar, model
 from accel_choice.render import northstar
 from accel_choice.io.runtime import job
 
-inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
-with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
+inp, p, out = snakemake.input, snakemake.params, snakemake.output
+with job(snakemake.log[0], snakemake.threads) as log:
     x, y, _ = dataio.load_benchmark_tensors(inp.data, inp.meta, inp.export)
     net = model.build_model(x.shape[1], p.hidden, p.seed)
     gradients = gradvar.per_sample_gradients(net, x, y)
-    result = gradvar.variance_table(gradients, p.batch_sizes, p.draws, p.seed, parameter_point="seeded initial weights",
-                                    environment=envinfo.quick_environment(p.seed))
+    result = gradvar.variance_table(
+        gradients,
+        p.batch_sizes,
+        p.draws,
+        p.seed,
+        parameter_point="seeded initial weights",
+        environment=envinfo.quick_environment(p.seed),
+    )
     atomic.write_record(out.json, result)
     tables.write_csv(out.csv, [records.to_json(row) for row in result.table])
     northstar.gradient_variance_figure(result, out.png, out.svg)

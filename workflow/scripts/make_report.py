@@ -16,8 +16,8 @@ from accel_choice.records.training import TrainingTable
 from accel_choice.render import decision as decision_words
 from accel_choice.render import report
 
-inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
-with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
+inp, p, out = snakemake.input, snakemake.params, snakemake.output
+with job(snakemake.log[0], snakemake.threads) as log:
     environment = records.read(EnvironmentReport, inp.environment)
     decided = records.read(Decision, inp.decision)
     cpu = records.read(TrainingTable, inp.cpu_training)
@@ -30,25 +30,43 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     theory = records.read(TheoryTable, inp.theory)
     widths, rows = theory.widths, theory.rows
     decision_words.decision_figure(
-        train_table, decided.full_path, out.png, out.svg,
+        train_table,
+        decided.full_path,
+        out.png,
+        out.svg,
         title=f"{environment.quick.cpu_model}, {train_table[0].threads[0]} torch thread(s)"
-              f"{'; GPU: ' + ', '.join(decided.verdict.gpu.names) if transfers else '; no GPU measured'}; "
-              f"n={rows:,}, model {widths[0]}→{widths[1]}→1, repeats {train_table[0].repeats}",
+        f"{'; GPU: ' + ', '.join(decided.verdict.gpu.names) if transfers else '; no GPU measured'}; "
+        f"n={rows:,}, model {widths[0]}→{widths[1]}→1, repeats {train_table[0].repeats}",
     )
     # The records so far: everything but this report and the archive job's own files.
     results = Path(out.md).parent
     report_provenance = provenance.provenance(
-        results, envinfo.workflow_commit(), [Path(path).relative_to(results).as_posix() for path in p.made])
-    text = report.render(report.ReportInputs(
-        decision=decided, environment=environment, data=records.read(DataTable, inp.data), theory=theory,
-        train_table=train_table, non_finite=non_finite, load_table=records.read(LoadTable, inp.load_convert).table,
-        seed=p.seed, noise=NoiseRules(**p.noise), accelerator=p.accelerator,
-        probe=records.read(DeviceProbe, inp.probe), transfers=transfers, selection=records.read(TimeToTarget, inp.selection),
-        seed_limits=records.read(SeedLimits, inp.seed_limits),
-        gradient_variance=records.read(GradientVariance, inp.gradient_variance),
-        resources=records.read(ResourceTable, inp.resources), cost_model=records.read(CostModelTable, inp.cost_model),
-        break_even=records.read(BreakEvenTable, inp.break_even), flop_check=records.read(FlopCheck, inp.flop_check),
-        scenario=records.read(Scenario, inp.scenario), provenance=report_provenance,
-    ))
+        results, envinfo.workflow_commit(), [Path(path).relative_to(results).as_posix() for path in p.made]
+    )
+    text = report.render(
+        report.ReportInputs(
+            decision=decided,
+            environment=environment,
+            data=records.read(DataTable, inp.data),
+            theory=theory,
+            train_table=train_table,
+            non_finite=non_finite,
+            load_table=records.read(LoadTable, inp.load_convert).table,
+            seed=p.seed,
+            noise=NoiseRules(**p.noise),
+            accelerator=p.accelerator,
+            probe=records.read(DeviceProbe, inp.probe),
+            transfers=transfers,
+            selection=records.read(TimeToTarget, inp.selection),
+            seed_limits=records.read(SeedLimits, inp.seed_limits),
+            gradient_variance=records.read(GradientVariance, inp.gradient_variance),
+            resources=records.read(ResourceTable, inp.resources),
+            cost_model=records.read(CostModelTable, inp.cost_model),
+            break_even=records.read(BreakEvenTable, inp.break_even),
+            flop_check=records.read(FlopCheck, inp.flop_check),
+            scenario=records.read(Scenario, inp.scenario),
+            provenance=report_provenance,
+        )
+    )
     atomic.write_text(out.md, text)
     log.info("verdict: %s (%s)", decided.verdict.device, decided.verdict.outcome)

@@ -7,10 +7,10 @@ from accel_choice.analyze import selection
 from accel_choice.io.runtime import job
 from accel_choice.records.northstar import NorthstarHistory
 
-out = snakemake.output  # noqa: F821 (injected by Snakemake)
-with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
-    runs = [records.read(NorthstarHistory, path) for path in snakemake.input.histories]  # noqa: F821
-    result = selection.time_to_target(runs, snakemake.params.within)  # noqa: F821
+out = snakemake.output
+with job(snakemake.log[0], snakemake.threads) as log:
+    runs = [records.read(NorthstarHistory, path) for path in snakemake.input.histories]
+    result = selection.time_to_target(runs, snakemake.params.within)
     atomic.write_record(out.json, result)
     tables.write_csv(out.csv, [records.to_json(row) for row in result.rows])
     northstar.learning_curves(runs, result.target_val_loss, out.png, out.svg)

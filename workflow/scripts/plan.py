@@ -14,8 +14,8 @@ from accel_choice.records.planner import BreakEvenTable, CostModelTable, FlopChe
 from accel_choice.records.training import TrainingTable
 from accel_choice.render.planner import break_even_figure
 
-inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
-with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
+inp, p, out = snakemake.input, snakemake.params, snakemake.output
+with job(snakemake.log[0], snakemake.threads) as log:
     grid = [r for path in inp.grid for r in records.read(GridJob, path).records]
     train_table = list(records.read(TrainingTable, inp.training).table)
     transfers = None
@@ -25,7 +25,8 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     probe = records.read(DeviceProbe, inp.probe)
 
     points = planner.grid_points(grid, NoiseRules(**p.noise)) + planner.benchmark_points(
-        train_table, p.rows, p.features, p.hidden)
+        train_table, p.rows, p.features, p.hidden
+    )
     models = planner.device_models(points, p.gpu_assumed)
     gpu_name = next(name for name in models if name != "cpu")
     bandwidth, bandwidth_source = planner.host_to_device_bytes_per_s(transfers, p.assumed_host_to_device_gb_s)
@@ -34,27 +35,49 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     base = Workload(rows=p.rows, features=p.features, hidden=p.hidden, batch_size=p.curve_batch_size)
     curves = planner.break_even_curves(models["cpu"], models[gpu_name], base, p.sweep, bandwidth, startup, p.epochs)
     break_even_figure(
-        [c for c in curves if c.placement == "resident"], points, out.png, out.svg,
+        [c for c in curves if c.placement == "resident"],
+        points,
+        out.png,
+        out.svg,
         gpu_label=f"GPU {models[gpu_name].source}, data resident, start-up and one copy spread over {p.epochs} epochs",
     )
 
-    flop_check = FlopCheck(table=tuple(flopcheck.flop_table(p.features, p.hidden, p.batch_sizes, p.rows,
-                                                            planner.fastpath_cpu_seconds(train_table))))
+    flop_check = FlopCheck(
+        table=tuple(
+            flopcheck.flop_table(p.features, p.hidden, p.batch_sizes, p.rows, planner.fastpath_cpu_seconds(train_table))
+        )
+    )
 
     gpu_memory, gpu_memory_source = planner.gpu_memory_bytes(probe, p.gpu_assumed["memory_gb"])
-    scenario = planner.scenario_plan(**p.scenario, host_memory_bytes=planner.host_memory_bytes(),
-                                     gpu_memory_bytes=gpu_memory, gpu_memory_source=gpu_memory_source)
+    scenario = planner.scenario_plan(
+        **p.scenario,
+        host_memory_bytes=planner.host_memory_bytes(),
+        gpu_memory_bytes=gpu_memory,
+        gpu_memory_source=gpu_memory_source,
+    )
     scenario = dataclasses.replace(scenario, modelled=planner.scenario_predictions(scenario, models, bandwidth))
 
     model_rows = tuple(planner.model_row(m) for m in models.values())
     residuals = tuple(r for m in models.values() if m.quality for r in m.quality.residuals)
-    cost_model = CostModelTable(models=model_rows, points=tuple(points), residuals=residuals,
-                                host_to_device_gb_s=bandwidth / 1e9, host_to_device_source=bandwidth_source,
-                                gpu_startup_s=startup, gpu_startup_source=startup_source, epochs=p.epochs,
-                                threads=p.threads, environment=envinfo.quick_environment())
+    cost_model = CostModelTable(
+        models=model_rows,
+        points=tuple(points),
+        residuals=residuals,
+        host_to_device_gb_s=bandwidth / 1e9,
+        host_to_device_source=bandwidth_source,
+        gpu_startup_s=startup,
+        gpu_startup_source=startup_source,
+        epochs=p.epochs,
+        threads=p.threads,
+        environment=envinfo.quick_environment(),
+    )
     summary = tuple(planner.break_even_summary(c) for c in curves)
-    break_even = BreakEvenTable(summary=summary, curves=tuple(planner.curve_rows(curves)),
-                                gpu_model_source=models[gpu_name].source, label="modelled")
+    break_even = BreakEvenTable(
+        summary=summary,
+        curves=tuple(planner.curve_rows(curves)),
+        gpu_model_source=models[gpu_name].source,
+        label="modelled",
+    )
 
     atomic.write_record(out.cost_model, cost_model)
     tables.write_csv(out.cost_model_csv, [records.to_json(row) for row in model_rows])
@@ -68,5 +91,12 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     atomic.write_record(out.scenario, scenario)
     tables.write_csv(out.scenario_csv, planner.scenario_rows(scenario))
     for row in model_rows:
-        log.info("%s (%s): %s s/step, %s GFLOP/s, %s GB/s, LOO median error %s", row.device, row.source,
-                 row.seconds_per_step, row.gflop_per_s, row.gb_per_s, row.loo_median_abs_rel_error)
+        log.info(
+            "%s (%s): %s s/step, %s GFLOP/s, %s GB/s, LOO median error %s",
+            row.device,
+            row.source,
+            row.seconds_per_step,
+            row.gflop_per_s,
+            row.gb_per_s,
+            row.loo_median_abs_rel_error,
+        )

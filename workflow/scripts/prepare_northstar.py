@@ -20,8 +20,8 @@ from accel_choice.records.northstar import (
     UserTableSource,
 )
 
-inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
-with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
+inp, p, out = snakemake.input, snakemake.params, snakemake.output
+with job(snakemake.log[0], snakemake.threads) as log:
     if p.user_table:
         table = p.user_table
         dataset = usertable.load_user_table(table["path"], table["target"], table["features"])
@@ -42,13 +42,23 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     columns[split_column] = pa.array(labels)
     with atomic.atomic_path(out.table) as tmp:
         pq.write_table(pa.table(columns), tmp)
-    counts = {name: SplitSummary(rows=int((labels == name).sum()), positive_rate=float(dataset.target[labels == name].mean()))
-              for name in selection.SPLITS}
-    atomic.write_record(out.meta, NorthstarPrepare(
-        feature_columns=tuple(dataset.feature_columns), target_column=dataset.target_column,
-        split_column=split_column, source=source, ratios=SplitRatios(**p.ratios), seed=p.seed,
-        splits=SplitSummaries(**counts),
-        standardizer=FittedStandardizer(fitted_on="train", mean=standardizer.mean, std=standardizer.std),
-        table_sha256=atomic.sha256_file(out.table), environment=envinfo.quick_environment(p.seed),
-    ))
+    counts = {
+        name: SplitSummary(rows=int((labels == name).sum()), positive_rate=float(dataset.target[labels == name].mean()))
+        for name in selection.SPLITS
+    }
+    atomic.write_record(
+        out.meta,
+        NorthstarPrepare(
+            feature_columns=tuple(dataset.feature_columns),
+            target_column=dataset.target_column,
+            split_column=split_column,
+            source=source,
+            ratios=SplitRatios(**p.ratios),
+            seed=p.seed,
+            splits=SplitSummaries(**counts),
+            standardizer=FittedStandardizer(fitted_on="train", mean=standardizer.mean, std=standardizer.std),
+            table_sha256=atomic.sha256_file(out.table),
+            environment=envinfo.quick_environment(p.seed),
+        ),
+    )
     log.info("split %s", {name: summary.rows for name, summary in counts.items()})

@@ -4,11 +4,11 @@ from accel_choice.io import atomic, envinfo
 from accel_choice.measure import devices
 from accel_choice.io.runtime import job
 
-with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821 (injected by Snakemake)
+with job(snakemake.log[0], snakemake.threads) as log:
     probed = devices.probe_record(
-        mode=snakemake.params.mode,  # noqa: F821
-        planned_fingerprint=snakemake.params.fingerprint,  # noqa: F821
+        mode=snakemake.params.mode,
+        planned_fingerprint=snakemake.params.fingerprint,
         environment=envinfo.quick_environment(),
     )
-    atomic.write_record(snakemake.output[0], probed)  # noqa: F821
+    atomic.write_record(snakemake.output[0], probed)
     log.info("devices: %s", probed.fingerprint)

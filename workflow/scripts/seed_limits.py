@@ -9,8 +9,8 @@ from accel_choice.measure import northstar
 from accel_choice.io.runtime import job
 from accel_choice.records.northstar import NorthstarHistory, NorthstarPrepare
 
-inp, p, out = snakemake.input, snakemake.params, snakemake.output  # noqa: F821 (injected by Snakemake)
-with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
+inp, p, out = snakemake.input, snakemake.params, snakemake.output
+with job(snakemake.log[0], snakemake.threads) as log:
     meta = records.read(NorthstarPrepare, inp.meta)
     selection.check_batch_size_fits(meta.splits.train.rows, p.batch_size, str(inp.meta), "selection.seed_batch_size")
     # The environment records of every Northstar training job and of this job.
@@ -19,8 +19,16 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     splits = northstar.load_splits(inp.table, meta)
     with tempfile.TemporaryDirectory() as workdir:
         result = northstar.seed_limits(
-            splits, [p.seed + i for i in range(p.seeds)], workdir, hidden=p.hidden, batch_size=p.batch_size, lr=p.lr,
-            patience=p.patience, min_delta=p.min_delta, max_epochs=p.max_epochs, environments=environments,
+            splits,
+            [p.seed + i for i in range(p.seeds)],
+            workdir,
+            hidden=p.hidden,
+            batch_size=p.batch_size,
+            lr=p.lr,
+            patience=p.patience,
+            min_delta=p.min_delta,
+            max_epochs=p.max_epochs,
+            environments=environments,
         )
     atomic.write_record(out.json, result)
     rows = selection.seed_table(result)

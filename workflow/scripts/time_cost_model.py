@@ -7,13 +7,18 @@ from accel_choice.io.runtime import job
 from accel_choice.measure import grid
 from accel_choice.records.grid import GridJob, grid_workloads
 
-wc, p = snakemake.wildcards, snakemake.params  # noqa: F821 (injected by Snakemake)
-with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
+wc, p = snakemake.wildcards, snakemake.params
+with job(snakemake.log[0], snakemake.threads) as log:
     workloads = grid_workloads(p.grid["rows"], p.grid["features"], p.grid["hidden"], p.grid["batch_sizes"])
     started = time.time()
-    records = grid.measure_grid(workloads, int(wc.repeat), device=wc.device, seed=p.seed, lr=p.lr,
-                                   warmup_steps=p.warmup_steps)
-    atomic.write_record(snakemake.output[0], GridJob(  # noqa: F821
-        records=tuple(records), wall_interval=(started, time.time()), environment=envinfo.quick_environment(p.seed)))
+    records = grid.measure_grid(
+        workloads, int(wc.repeat), device=wc.device, seed=p.seed, lr=p.lr, warmup_steps=p.warmup_steps
+    )
+    atomic.write_record(
+        snakemake.output[0],
+        GridJob(
+            records=tuple(records), wall_interval=(started, time.time()), environment=envinfo.quick_environment(p.seed)
+        ),
+    )
     for r in records:
         log.info("n=%d d=%d h=%d B=%d: epoch %.2f ms", r.rows, r.features, r.hidden, r.batch_size, r.epoch_s * 1e3)

@@ -7,17 +7,34 @@ from accel_choice.io.runtime import job
 from accel_choice.measure import training
 from accel_choice.records.training import TrainingJob
 
-inp, wc, p = snakemake.input, snakemake.wildcards, snakemake.params  # noqa: F821 (injected by Snakemake)
-with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
+inp, wc, p = snakemake.input, snakemake.wildcards, snakemake.params
+with job(snakemake.log[0], snakemake.threads) as log:
     x, y, _ = dataio.load_benchmark_tensors(inp.data, inp.meta, inp.export)
     started = time.time()
     records = training.measure_training_job(
-        x, y, int(wc.batch_size), int(wc.repeat), training.cpu_variants(p.loaders),
-        seed=p.seed, hidden=p.hidden, lr=p.lr, warmup_steps=p.warmup_steps,
+        x,
+        y,
+        int(wc.batch_size),
+        int(wc.repeat),
+        training.cpu_variants(p.loaders),
+        seed=p.seed,
+        hidden=p.hidden,
+        lr=p.lr,
+        warmup_steps=p.warmup_steps,
     )
     # Wall-clock interval of the measurement: lets a test prove no two timing jobs overlapped.
-    atomic.write_record(snakemake.output[0], TrainingJob(  # noqa: F821
-        records=tuple(records), wall_interval=(started, time.time()), environment=envinfo.quick_environment(p.seed)))
+    atomic.write_record(
+        snakemake.output[0],
+        TrainingJob(
+            records=tuple(records), wall_interval=(started, time.time()), environment=envinfo.quick_environment(p.seed)
+        ),
+    )
     for r in records:
-        log.info("B=%s %s: epoch %.2f ms, %.0f samples/s, eval %.2f ms", r.batch_size, r.loader, r.epoch_s * 1e3,
-                 r.samples_per_s, r.eval_s * 1e3)
+        log.info(
+            "B=%s %s: epoch %.2f ms, %.0f samples/s, eval %.2f ms",
+            r.batch_size,
+            r.loader,
+            r.epoch_s * 1e3,
+            r.samples_per_s,
+            r.eval_s * 1e3,
+        )

@@ -8,20 +8,41 @@ from accel_choice.io.runtime import job
 from accel_choice.measure import devices, training
 from accel_choice.records.training import TrainingJob
 
-inp, wc, p = snakemake.input, snakemake.wildcards, snakemake.params  # noqa: F821 (injected by Snakemake)
-with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
+inp, wc, p = snakemake.input, snakemake.wildcards, snakemake.params
+with job(snakemake.log[0], snakemake.threads) as log:
     device = devices.require(p.device)
     x, y, _ = dataio.load_benchmark_tensors(inp.data, inp.meta, inp.export)
     started = time.time()
     records = training.measure_training_job(
-        x, y, int(wc.batch_size), int(wc.repeat), training.gpu_variants(p.precisions, p.placements, p.grad_scaler),
-        seed=p.seed, hidden=p.hidden, lr=p.lr, warmup_steps=p.warmup_steps, device=device,
+        x,
+        y,
+        int(wc.batch_size),
+        int(wc.repeat),
+        training.gpu_variants(p.precisions, p.placements, p.grad_scaler),
+        seed=p.seed,
+        hidden=p.hidden,
+        lr=p.lr,
+        warmup_steps=p.warmup_steps,
+        device=device,
     )
     # Wall-clock interval of the measurement: lets a test prove no two timing jobs overlapped.
     probe = devices.probe()
-    atomic.write_record(snakemake.output[0], TrainingJob(  # noqa: F821
-        records=tuple(records), wall_interval=(started, time.time()), environment=envinfo.quick_environment(p.seed),
-        probe=probe if isinstance(probe, dict) else record_files.to_json(probe)))
+    atomic.write_record(
+        snakemake.output[0],
+        TrainingJob(
+            records=tuple(records),
+            wall_interval=(started, time.time()),
+            environment=envinfo.quick_environment(p.seed),
+            probe=probe if isinstance(probe, dict) else record_files.to_json(probe),
+        ),
+    )
     for r in records:
-        log.info("B=%s %s %s: epoch %.2f ms, finite=%s, peak %s bytes", r.batch_size, r.precision, r.placement,
-                 r.epoch_s * 1e3, r.finite, r.peak_memory_bytes)
+        log.info(
+            "B=%s %s %s: epoch %.2f ms, finite=%s, peak %s bytes",
+            r.batch_size,
+            r.precision,
+            r.placement,
+            r.epoch_s * 1e3,
+            r.finite,
+            r.peak_memory_bytes,
+        )

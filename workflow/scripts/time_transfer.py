@@ -4,13 +4,19 @@ from accel_choice.io import atomic, dataio, envinfo
 from accel_choice.measure import devices, transfer
 from accel_choice.io.runtime import job
 
-inp, p = snakemake.input, snakemake.params  # noqa: F821 (injected by Snakemake)
-with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
+inp, p = snakemake.input, snakemake.params
+with job(snakemake.log[0], snakemake.threads) as log:
     device = devices.require(p.device)
     x, y, meta = dataio.load_benchmark_tensors(inp.data, inp.meta, inp.export)
     # The record's wall-clock interval lets a test prove no two timing jobs overlapped.
-    record = transfer.measure_transfers(x, p.batch_sizes, device, passes=p.passes, y=y,
-                                        repeat=int(snakemake.wildcards.repeat),  # noqa: F821
-                                        environment=envinfo.quick_environment(meta.generator.seed))
-    atomic.write_record(snakemake.output[0], record)  # noqa: F821
+    record = transfer.measure_transfers(
+        x,
+        p.batch_sizes,
+        device,
+        passes=p.passes,
+        y=y,
+        repeat=int(snakemake.wildcards.repeat),
+        environment=envinfo.quick_environment(meta.generator.seed),
+    )
+    atomic.write_record(snakemake.output[0], record)
     log.info("context start-up %.1f ms", record.context_startup_s * 1e3)

@@ -13,8 +13,8 @@ from accel_choice.analyze import selection
 from accel_choice.io.runtime import job
 from accel_choice.records.northstar import HeldOutResult, NorthstarHistory, NorthstarPrepare
 
-inp, wc, p, out = snakemake.input, snakemake.wildcards, snakemake.params, snakemake.output  # noqa: F821
-with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
+inp, wc, p, out = snakemake.input, snakemake.wildcards, snakemake.params, snakemake.output
+with job(snakemake.log[0], snakemake.threads) as log:
     batch_size = int(wc.batch_size)
     meta = records.read(NorthstarPrepare, inp.meta)
     selection.check_batch_size_fits(meta.splits.train.rows, batch_size, str(inp.meta), "selection.batch_sizes")
@@ -24,8 +24,17 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
     splits = northstar.load_splits(inp.table, meta)
     writer = SummaryWriter(out.events)
     run = northstar.train_with_early_stopping(
-        splits["train"], splits["val"], batch_size=batch_size, seed=p.seed, hidden=p.hidden, lr=p.lr,
-        patience=p.patience, min_delta=p.min_delta, max_epochs=p.max_epochs, checkpoint=out.model, device=device,
+        splits["train"],
+        splits["val"],
+        batch_size=batch_size,
+        seed=p.seed,
+        hidden=p.hidden,
+        lr=p.lr,
+        patience=p.patience,
+        min_delta=p.min_delta,
+        max_epochs=p.max_epochs,
+        checkpoint=out.model,
+        device=device,
         log_scalar=writer.add_scalar,
     )
     model = northstar.restore_best(out.model, splits["train"][0].shape[1], p.hidden, device)
@@ -41,11 +50,29 @@ with job(snakemake.log[0], snakemake.threads) as log:  # noqa: F821
         if value is not None:
             writer.add_scalar(f"test/{name}", value, run.best_epoch or 0)
     writer.close()
-    atomic.write_record(out.history, NorthstarHistory(
-        device=wc.device, batch_size=batch_size, history=tuple(run.history), best_epoch=run.best_epoch,
-        best_val_loss=run.best_val_loss, stopped_epoch=run.stopped_epoch, stopped_early=run.stopped_early,
-        best_state_sha256=run.best_state_sha256, test=test, test_evaluations=1,
-        environment=envinfo.quick_environment(p.seed),
-    ))
-    log.info("B=%s %s: best epoch %s of %s, val %.4f, test log loss %.4f AUC %s", wc.batch_size, wc.device,
-             run.best_epoch, run.stopped_epoch, run.best_val_loss, test.log_loss, test.roc_auc)
+    atomic.write_record(
+        out.history,
+        NorthstarHistory(
+            device=wc.device,
+            batch_size=batch_size,
+            history=tuple(run.history),
+            best_epoch=run.best_epoch,
+            best_val_loss=run.best_val_loss,
+            stopped_epoch=run.stopped_epoch,
+            stopped_early=run.stopped_early,
+            best_state_sha256=run.best_state_sha256,
+            test=test,
+            test_evaluations=1,
+            environment=envinfo.quick_environment(p.seed),
+        ),
+    )
+    log.info(
+        "B=%s %s: best epoch %s of %s, val %.4f, test log loss %.4f AUC %s",
+        wc.batch_size,
+        wc.device,
+        run.best_epoch,
+        run.stopped_epoch,
+        run.best_val_loss,
+        test.log_loss,
+        test.roc_auc,
+    )

@@ -28,13 +28,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for what, name in result.problems():
         print(f"{what}: {name}")
-    foreign = (f"; {result.foreign} entr{'y' if result.foreign == 1 else 'ies'} not made by this configuration, "
-               f"listed in {paths.PROVENANCE}" if result.foreign else "")
+    foreign = (
+        f"; {result.foreign} entr{'y' if result.foreign == 1 else 'ies'} not made by this configuration, "
+        f"listed in {paths.PROVENANCE}"
+        if result.foreign
+        else ""
+    )
     if not result.matches:
         print(f"{args.results}: does NOT match its manifest ({result.listed} files listed{foreign})", file=sys.stderr)
         return 1
-    print(f"{args.results}: all {result.listed} listed files match; nothing added, removed or linked{foreign}"
-          + (", unchanged" if result.foreign else ""))
+    print(
+        f"{args.results}: all {result.listed} listed files match; nothing added, removed or linked{foreign}"
+        + (", unchanged" if result.foreign else "")
+    )
     return 0
 
 

@@ -18,6 +18,7 @@ from accel_choice.records.training import (
     variant_of,
 )
 
+
 def group_by(rows: Iterable[Any], keys: Sequence[str]) -> dict[tuple[Any, ...], list[Any]]:
     """Records grouped by the values of `keys`, the groups sorted by those values."""
     groups: dict[tuple[Any, ...], list[Any]] = defaultdict(list)
@@ -41,8 +42,9 @@ def contamination(record: Any, rules: NoiseRules = NoiseRules()) -> list[str]:
 
 def contaminated_repeats(group: Sequence[Any], rules: NoiseRules) -> tuple[Contamination, ...]:
     """The repeats of a group that shared the machine, each with its reasons."""
-    return tuple(Contamination(repeat=r.repeat, reasons=tuple(reasons)) for r in group
-                 if (reasons := contamination(r, rules)))
+    return tuple(
+        Contamination(repeat=r.repeat, reasons=tuple(reasons)) for r in group if (reasons := contamination(r, rules))
+    )
 
 
 def read_training_records(paths: Sequence[str]) -> list[TrainingRecord]:
@@ -56,7 +58,9 @@ def check_training_records(measured: Sequence[TrainingRecord], rows: int) -> Non
         raise ValueError("no training records to aggregate")
     bad = [r for r in measured if r.samples != rows or not all(records.to_json(r.invariants).values())]
     if bad:
-        raise ValueError(f"{len(bad)} record(s) break an invariant, e.g. batch_size={bad[0].batch_size} loader={bad[0].loader}")
+        raise ValueError(
+            f"{len(bad)} record(s) break an invariant, e.g. batch_size={bad[0].batch_size} loader={bad[0].loader}"
+        )
     initial = {r.initial_weights_sha256 for r in measured}
     if len(initial) != 1:
         raise ValueError(f"records start from {len(initial)} different initial weights; all must share one seed")
@@ -118,11 +122,22 @@ def aggregate_training(
         )
     # Epoch time over the fast path's for the same device, precision, placement and batch size:
     # for the DataLoader, its per-sample Python overhead as a ratio.
-    fast = {(c["device"], c["precision"], c["placement"], c["batch_size"]): c["epoch_s_median"]
-            for c in cells.values() if c["loader"] == "fastpath"}
-    table = [TrainingCell(**c, epoch_s_over_fastpath=(
-        c["epoch_s_median"] / base if (base := fast.get((c["device"], c["precision"], c["placement"], c["batch_size"])))
-        else None)) for c in cells.values()]
+    fast = {
+        (c["device"], c["precision"], c["placement"], c["batch_size"]): c["epoch_s_median"]
+        for c in cells.values()
+        if c["loader"] == "fastpath"
+    }
+    table = [
+        TrainingCell(
+            **c,
+            epoch_s_over_fastpath=(
+                c["epoch_s_median"] / base
+                if (base := fast.get((c["device"], c["precision"], c["placement"], c["batch_size"])))
+                else None
+            ),
+        )
+        for c in cells.values()
+    ]
     return sorted(table, key=lambda c: (c.device, c.precision, c.placement, c.batch_size, c.loader))
 
 
@@ -137,9 +152,18 @@ def _median_or_none(values: Sequence[float | None]) -> float | None:
 
 def non_finite_runs(measured: Sequence[TrainingRecord]) -> tuple[NonFiniteRun, ...]:
     """The runs left out of the medians because a loss or the weights went NaN/inf."""
-    return tuple(NonFiniteRun(**dict(zip(VARIANT_KEYS, variant_of(r))), grad_scaler=r.grad_scaler, repeat=r.repeat,
-                              nonfinite_step=r.nonfinite_step, final_loss=r.final_loss, mean_train_loss=r.mean_train_loss)
-                 for r in measured if not r.finite)
+    return tuple(
+        NonFiniteRun(
+            **dict(zip(VARIANT_KEYS, variant_of(r))),
+            grad_scaler=r.grad_scaler,
+            repeat=r.repeat,
+            nonfinite_step=r.nonfinite_step,
+            final_loss=r.final_loss,
+            mean_train_loss=r.mean_train_loss,
+        )
+        for r in measured
+        if not r.finite
+    )
 
 
 def exercise2_json(table: Sequence[TrainingCell], loader: str = "dataloader") -> list[dict[str, Any]]:

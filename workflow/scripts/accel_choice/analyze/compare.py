@@ -60,8 +60,7 @@ def side_summary(side: ResultsFolder) -> dict[str, Any]:
         "workflow_commit": commit,
         "workflow_dirty": (provenance.get("workflow") or _fallback_workflow(side)).get("dirty"),
         "commit_source": source,
-        "snakemake_version": provenance.get("snakemake_version")
-        or side.environment.quick.packages.get("snakemake"),
+        "snakemake_version": provenance.get("snakemake_version") or side.environment.quick.packages.get("snakemake"),
         "created": provenance.get("created"),
         "command_line": provenance.get("command_line"),
         "working_directory": provenance.get("working_directory"),

@@ -16,8 +16,16 @@ from accel_choice.records.training import VARIANT_KEYS
 
 PREFERRED_FORMAT = "parquet"
 # collect_env fields worth a row of their own; the quick record covers the rest.
-COLLECT_ENV_KEYS = ("torch_version", "cuda_compiled_version", "cuda_runtime_version", "nvidia_gpu_models",
-                    "nvidia_driver_version", "cudnn_version", "os", "is_cuda_available")
+COLLECT_ENV_KEYS = (
+    "torch_version",
+    "cuda_compiled_version",
+    "cuda_runtime_version",
+    "nvidia_gpu_models",
+    "nvidia_driver_version",
+    "cudnn_version",
+    "os",
+    "is_cuda_available",
+)
 
 
 # ---------------------------------------------------------------- matching rows
@@ -35,8 +43,14 @@ def field(row: Any, key: str) -> Any:
 
 def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
     row = dict(zip(VARIANT_KEYS, key))
-    return (row["batch_size"], row["device"] != "cpu", str(row["device"]), str(row["precision"]),
-            str(row["placement"]), str(row["loader"]))
+    return (
+        row["batch_size"],
+        row["device"] != "cpu",
+        str(row["device"]),
+        str(row["precision"]),
+        str(row["placement"]),
+        str(row["loader"]),
+    )
 
 
 def choose_full_path_format(a: ResultsFolder, b: ResultsFolder) -> str | None:
@@ -89,13 +103,26 @@ def comparison_rows(a: ResultsFolder, b: ResultsFolder, fmt: str | None) -> list
     path_a = {variant_key(r): r for r in a.full_path if r.format == fmt}
     path_b = {variant_key(r): r for r in b.full_path if r.format == fmt}
     keys = sorted(set(train_a) | set(train_b), key=_sort_key)
-    return [_row(key, train_a.get(key), train_b.get(key), path_a.get(key), path_b.get(key), fmt, a.label, b.label)
-            for key in keys]
+    return [
+        _row(key, train_a.get(key), train_b.get(key), path_a.get(key), path_b.get(key), fmt, a.label, b.label)
+        for key in keys
+    ]
 
 
-def _row(key: tuple[Any, ...], ta: dict[str, Any] | None, tb: dict[str, Any] | None, pa: dict[str, Any] | None,
-         pb: dict[str, Any] | None, fmt: str | None, label_a: str, label_b: str) -> dict[str, Any]:
-    row: dict[str, Any] = {**dict(zip(VARIANT_KEYS, key)), "present": "both" if ta and tb else "a_only" if ta else "b_only"}
+def _row(
+    key: tuple[Any, ...],
+    ta: dict[str, Any] | None,
+    tb: dict[str, Any] | None,
+    pa: dict[str, Any] | None,
+    pb: dict[str, Any] | None,
+    fmt: str | None,
+    label_a: str,
+    label_b: str,
+) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        **dict(zip(VARIANT_KEYS, key)),
+        "present": "both" if ta and tb else "a_only" if ta else "b_only",
+    }
     for name, *keys in TRAINING_METRICS:
         row.update(_metric_columns(name, _values(ta, keys), _values(tb, keys)))
     name, *keys = FULL_PATH_METRIC
@@ -113,9 +140,18 @@ def _row(key: tuple[Any, ...], ta: dict[str, Any] | None, tb: dict[str, Any] | N
 def fastest_full_path(a: ResultsFolder, b: ResultsFolder) -> dict[str, Any]:
     """Each side's fastest full path per epoch over every format and variant (the laptop-vs-server question)."""
     best = {side: min(folder.full_path, key=lambda r: r.total_s, default=None) for side, folder in (("a", a), ("b", b))}
-    summary: dict[str, Any] = {side: None if row is None else {
-        "variant": variant_name(row), "format": row.format, "batch_size": row.batch_size,
-        "total_s": row.total_s, "startup_s": row.startup_s} for side, row in best.items()}
+    summary: dict[str, Any] = {
+        side: None
+        if row is None
+        else {
+            "variant": variant_name(row),
+            "format": row.format,
+            "batch_size": row.batch_size,
+            "total_s": row.total_s,
+            "startup_s": row.startup_s,
+        }
+        for side, row in best.items()
+    }
     totals = [row.total_s if row else None for row in best.values()]
     summary["ratio_b_over_a"] = _ratio(*totals)
     summary["comparison"] = time_wording(*totals, a.label, b.label)

@@ -39,8 +39,10 @@ FAIRNESS_CONFIG = {
 
 
 def _cells(rows: Iterable[Any], limit: int = 4, with_format: bool = False) -> str:
-    names = [f"{variant_name(r)} B={field(r, 'batch_size')}" + (f" ({field(r, 'format')})" if with_format else "")
-             for r in rows]
+    names = [
+        f"{variant_name(r)} B={field(r, 'batch_size')}" + (f" ({field(r, 'format')})" if with_format else "")
+        for r in rows
+    ]
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
@@ -48,23 +50,31 @@ def noise_warnings(side: ResultsFolder) -> list[str]:
     warnings = []
     noisy = [r for r in side.training if r.noisy]
     if noisy:
-        warnings.append(f"{side.label}: {len(noisy)} of {len(side.training)} training cells are flagged noisy "
-                        f"(repeats disagree: IQR/median or an outlier repeat): {_cells(noisy)}; their ratios are uncertain.")
+        warnings.append(
+            f"{side.label}: {len(noisy)} of {len(side.training)} training cells are flagged noisy "
+            f"(repeats disagree: IQR/median or an outlier repeat): {_cells(noisy)}; their ratios are uncertain."
+        )
     busy = [r for r in side.training if r.contaminated]
     if busy:
         repeats = sum(len(r.contaminated) for r in busy)
-        warnings.append(f"{side.label}: {repeats} repeat(s) in {len(busy)} training cell(s) ran on a busy machine "
-                        f"(other processes' CPU or a rising load average): {_cells(busy)}.")
+        warnings.append(
+            f"{side.label}: {repeats} repeat(s) in {len(busy)} training cell(s) ran on a busy machine "
+            f"(other processes' CPU or a rising load average): {_cells(busy)}."
+        )
     if side.non_finite:
-        warnings.append(f"{side.label}: {len(side.non_finite)} training run(s) went NaN/inf and are left out of its medians: "
-                        f"{_cells(side.non_finite)}.")
+        warnings.append(
+            f"{side.label}: {len(side.non_finite)} training run(s) went NaN/inf and are left out of its medians: "
+            f"{_cells(side.non_finite)}."
+        )
     # A full-path row is noisy when its training cell is; those cells are named above, so only the
     # full-path rows of cells whose training row is not flagged are warned about here.
     flagged = {variant_key(r) for r in noisy}
     noisy_paths = [r for r in side.full_path if r.noisy and variant_key(r) not in flagged]
     if noisy_paths:
-        warnings.append(f"{side.label}: {len(noisy_paths)} full-path row(s) are flagged noisy although their training "
-                        f"cell is not (load/convert repeats disagree): {_cells(noisy_paths, with_format=True)}.")
+        warnings.append(
+            f"{side.label}: {len(noisy_paths)} full-path row(s) are flagged noisy although their training "
+            f"cell is not (load/convert repeats disagree): {_cells(noisy_paths, with_format=True)}."
+        )
     return warnings
 
 
@@ -75,15 +85,21 @@ def shown(value: Any) -> str:
 
 
 def config_warnings(differences: Sequence[dict[str, Any]], label_a: str, label_b: str) -> list[str]:
-    return [f"Config {d['key']} differs ({label_a}: {shown(d['a'])}, {label_b}: {shown(d['b'])}): "
-            f"{FAIRNESS_CONFIG[d['key']]}, so the comparison is not like for like."
-            for d in differences if d["key"] in FAIRNESS_CONFIG]
+    return [
+        f"Config {d['key']} differs ({label_a}: {shown(d['a'])}, {label_b}: {shown(d['b'])}): "
+        f"{FAIRNESS_CONFIG[d['key']]}, so the comparison is not like for like."
+        for d in differences
+        if d["key"] in FAIRNESS_CONFIG
+    ]
 
 
 def batch_size_warnings(a: ResultsFolder, b: ResultsFolder) -> list[str]:
     sizes_a, sizes_b = ({r.batch_size for r in side.training} for side in (a, b))
-    return [f"Batch size(s) {', '.join(map(str, sorted(only)))} were measured only in {label}: their rows have no ratios."
-            for only, label in ((sizes_a - sizes_b, a.label), (sizes_b - sizes_a, b.label)) if only]
+    return [
+        f"Batch size(s) {', '.join(map(str, sorted(only)))} were measured only in {label}: their rows have no ratios."
+        for only, label in ((sizes_a - sizes_b, a.label), (sizes_b - sizes_a, b.label))
+        if only
+    ]
 
 
 def one_sided_warnings(rows: Sequence[dict[str, Any]], a: ResultsFolder, b: ResultsFolder) -> list[str]:
@@ -91,8 +107,10 @@ def one_sided_warnings(rows: Sequence[dict[str, Any]], a: ResultsFolder, b: Resu
     for present, label, other in (("a_only", a.label, b.label), ("b_only", b.label, a.label)):
         only = [r for r in rows if r["present"] == present]
         if only:
-            warnings.append(f"{len(only)} row(s) exist only in {label} and have no counterpart in {other} "
-                            f"(listed with '—' for {other}): {_cells(only)}.")
+            warnings.append(
+                f"{len(only)} row(s) exist only in {label} and have no counterpart in {other} "
+                f"(listed with '—' for {other}): {_cells(only)}."
+            )
     return warnings
 
 
@@ -100,14 +118,18 @@ def environment_warnings(a: ResultsFolder, b: ResultsFolder) -> list[str]:
     warnings = []
     threads = [environment_record(side)["training_threads"] for side in (a, b)]
     if threads[0] != threads[1]:
-        warnings.append(f"The timing jobs ran with different torch thread counts ({a.label}: {shown(threads[0])}, "
-                        f"{b.label}: {shown(threads[1])}): CPU times differ for that reason alone.")
+        warnings.append(
+            f"The timing jobs ran with different torch thread counts ({a.label}: {shown(threads[0])}, "
+            f"{b.label}: {shown(threads[1])}): CPU times differ for that reason alone."
+        )
     torch = [side.environment.quick.torch_version for side in (a, b)]
     if torch[0] != torch[1]:
         same_release = str(torch[0]).split("+")[0] == str(torch[1]).split("+")[0]
         kind = "the same release in different builds" if same_release else "different releases"
-        warnings.append(f"torch differs ({a.label}: {torch[0]}, {b.label}: {torch[1]}; {kind}): part of any "
-                        "difference may come from torch, not from the hardware.")
+        warnings.append(
+            f"torch differs ({a.label}: {torch[0]}, {b.label}: {torch[1]}; {kind}): part of any "
+            "difference may come from torch, not from the hardware."
+        )
     return warnings
 
 
@@ -122,8 +144,10 @@ def manifest_warnings(side: ResultsFolder) -> list[str]:
     found: dict[str, list[str]] = {}
     for what, name in check.result.problems():
         found.setdefault(what, []).append(name)
-    problems = [f"{len(names)} {what} ({', '.join(names[:3])}{', …' if len(names) > 3 else ''})"
-                for what, names in found.items()]
+    problems = [
+        f"{len(names)} {what} ({', '.join(names[:3])}{', …' if len(names) > 3 else ''})"
+        for what, names in found.items()
+    ]
     return [f"{side.label}: {paths.MANIFEST} does not verify: {'; '.join(problems)}; its results may have been edited."]
 
 
@@ -131,22 +155,28 @@ def gpu_warnings(a: ResultsFolder, b: ResultsFolder) -> list[str]:
     without = [side for side in (a, b) if not side.gpu_rows]
     if len(without) == 2:
         return ["Neither side has GPU rows: the comparison covers CPU rows only."]
-    return [f"{side.label} has no GPU rows ({'no ' + paths.GPU_TABLE if not side.has_gpu_table else 'its GPU table is empty'}): "
-            "only CPU rows are matched across the two folders, and the other side's GPU rows are listed "
-            "as present on one side only."
-            for side in without]
+    return [
+        f"{side.label} has no GPU rows ({'no ' + paths.GPU_TABLE if not side.has_gpu_table else 'its GPU table is empty'}): "
+        "only CPU rows are matched across the two folders, and the other side's GPU rows are listed "
+        "as present on one side only."
+        for side in without
+    ]
 
 
 def provenance_warnings(side: ResultsFolder) -> list[str]:
     provenance = side.provenance or {}
     warnings = []
     if (provenance.get("workflow") or {}).get("dirty"):
-        warnings.append(f"{side.label}: the workflow had uncommitted changes when it ran, "
-                        "so its commit does not fully identify the code.")
+        warnings.append(
+            f"{side.label}: the workflow had uncommitted changes when it ran, "
+            "so its commit does not fully identify the code."
+        )
     commits = distinct_record_commits(provenance.get("record_commits"))
     if len(commits) > 1 or provenance.get("mixed_commits"):
-        warnings.append(f"{side.label}: its records come from more than one workflow version "
-                        f"({', '.join(commits) or paths.PROVENANCE + ' says mixed_commits'}): a mixed manifest.")
+        warnings.append(
+            f"{side.label}: its records come from more than one workflow version "
+            f"({', '.join(commits) or paths.PROVENANCE + ' says mixed_commits'}): a mixed manifest."
+        )
     return warnings
 
 
@@ -165,17 +195,25 @@ def format_warnings(fmt: str | None) -> list[str]:
     return []
 
 
-def warnings(a: ResultsFolder, b: ResultsFolder, rows: Sequence[dict[str, Any]],
-             configs: Sequence[dict[str, Any]], fmt: str | None) -> list[str]:
+def warnings(
+    a: ResultsFolder,
+    b: ResultsFolder,
+    rows: Sequence[dict[str, Any]],
+    configs: Sequence[dict[str, Any]],
+    fmt: str | None,
+) -> list[str]:
     """Every warning about comparing a with b: integrity first, then fairness, coverage and noise."""
     return [
-        *manifest_warnings(a), *manifest_warnings(b),
-        *provenance_warnings(a), *provenance_warnings(b),
+        *manifest_warnings(a),
+        *manifest_warnings(b),
+        *provenance_warnings(a),
+        *provenance_warnings(b),
         *config_warnings(configs, a.label, b.label),
         *environment_warnings(a, b),
         *gpu_warnings(a, b),
         *batch_size_warnings(a, b),
         *one_sided_warnings(rows, a, b),
         *format_warnings(fmt),
-        *noise_warnings(a), *noise_warnings(b),
+        *noise_warnings(a),
+        *noise_warnings(b),
     ]

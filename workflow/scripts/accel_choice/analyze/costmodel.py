@@ -115,8 +115,9 @@ def _features(w: Workload) -> np.ndarray:
     return np.array([counts["steps"], counts["flop"], counts["bytes"]], dtype=float)
 
 
-def _model_from_coefficients(device: str, coefficients: np.ndarray, source: str,
-                             quality: FitQuality | None) -> CostModel:
+def _model_from_coefficients(
+    device: str, coefficients: np.ndarray, source: str, quality: FitQuality | None
+) -> CostModel:
     per_step, per_flop, per_byte = (float(c) for c in coefficients)
     return CostModel(device, per_step, _rate(per_flop), _rate(per_byte), source, quality)
 
@@ -252,8 +253,16 @@ def fit(device: str, points: Sequence[tuple[Workload, float]]) -> CostModel:
         identifiable=identifiable,
         warning=None if identifiable else _collinearity_warning(condition, [w for w, _ in points]),
         residuals=tuple(
-            Residual(rows=w.rows, features=w.features, hidden=w.hidden, batch_size=w.batch_size, measured_s=float(s),
-                     predicted_s=float(p), rel_error=float(r), device=device)
+            Residual(
+                rows=w.rows,
+                features=w.features,
+                hidden=w.hidden,
+                batch_size=w.batch_size,
+                measured_s=float(s),
+                predicted_s=float(p),
+                rel_error=float(r),
+                device=device,
+            )
             for (w, _), s, p, r in zip(points, seconds, predicted, relative)
         ),
     )

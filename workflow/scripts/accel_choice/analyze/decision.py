@@ -38,16 +38,34 @@ def gpu_visibility(probe: VisibleDevices | None, environment: Environment) -> Gp
     """Whether a GPU is visible, from the device probe (or, without one, the environment record)."""
     if probe is not None:
         if probe.cuda_devices:
-            return GpuVisibility(visible=True, kind="cuda", names=tuple(d.name for d in probe.cuda_devices),
-                                 cuda_version=probe.cuda_version, driver=probe.nvidia_driver,
-                                 torch_version=probe.torch_version, source="probe")
-        return GpuVisibility(visible=probe.mps_available, kind="mps" if probe.mps_available else None, names=(),
-                             cuda_version=probe.cuda_version, driver=None, torch_version=probe.torch_version,
-                             source="probe")
+            return GpuVisibility(
+                visible=True,
+                kind="cuda",
+                names=tuple(d.name for d in probe.cuda_devices),
+                cuda_version=probe.cuda_version,
+                driver=probe.nvidia_driver,
+                torch_version=probe.torch_version,
+                source="probe",
+            )
+        return GpuVisibility(
+            visible=probe.mps_available,
+            kind="mps" if probe.mps_available else None,
+            names=(),
+            cuda_version=probe.cuda_version,
+            driver=None,
+            torch_version=probe.torch_version,
+            source="probe",
+        )
     visible = bool(environment.is_cuda_available)
-    return GpuVisibility(visible=visible, kind="cuda" if visible else None, names=environment.nvidia_gpu_models,
-                         cuda_version=environment.cuda_compiled_version, driver=None,
-                         torch_version=environment.torch_version, source="environment")
+    return GpuVisibility(
+        visible=visible,
+        kind="cuda" if visible else None,
+        names=environment.nvidia_gpu_models,
+        cuda_version=environment.cuda_compiled_version,
+        driver=None,
+        torch_version=environment.torch_version,
+        source="environment",
+    )
 
 
 def memory_bound_bytes(widths: Sequence[int], batch_size: int, resident_rows: int = 0) -> int:
@@ -65,9 +83,18 @@ def gpu_memory(train_table: Sequence[TrainingCell], widths: Sequence[int], rows:
     for cell in (c for c in train_table if c.device != "cpu"):
         bound = memory_bound_bytes(widths, cell.batch_size, rows if cell.placement == "resident" else 0)
         peak = cell.peak_memory_bytes_max
-        found.append(GpuMemory(device=cell.device, precision=cell.precision, placement=cell.placement, loader=cell.loader,
-                               batch_size=cell.batch_size, peak_bytes=peak, bound_bytes=bound,
-                               peak_over_bound=peak / bound if peak else None))
+        found.append(
+            GpuMemory(
+                device=cell.device,
+                precision=cell.precision,
+                placement=cell.placement,
+                loader=cell.loader,
+                batch_size=cell.batch_size,
+                peak_bytes=peak,
+                bound_bytes=bound,
+                peak_over_bound=peak / bound if peak else None,
+            )
+        )
     return tuple(found)
 
 
@@ -101,32 +128,58 @@ def decision_sheet(
     largest = max(batch_sizes)
     if transfers:
         matrix = next(r for r in transfers.copies if r.what == "matrix" and r.memory == "pageable")
-        transfer = SheetStep(step=3, status="measured", evidence=_evidence(
-            matrix_gb_per_s=matrix.gb_per_s, context_startup_s=transfers.context_startup_s.median))
+        transfer = SheetStep(
+            step=3,
+            status="measured",
+            evidence=_evidence(matrix_gb_per_s=matrix.gb_per_s, context_startup_s=transfers.context_startup_s.median),
+        )
     else:
         transfer = SheetStep(step=3, status="missing", missing=missing)
     peak = max(((r.peak_memory_bytes_max or 0) for r in gpu_rows), default=0)
     if gpu_rows:
         variants = sorted({f"{r.precision}/{r.placement}" for r in gpu_rows})
-        same_model = SheetStep(step=4, status="measured", evidence=_evidence(gpu_cells=len(gpu_rows),
-                                                                             variants=", ".join(variants)))
+        same_model = SheetStep(
+            step=4, status="measured", evidence=_evidence(gpu_cells=len(gpu_rows), variants=", ".join(variants))
+        )
         full_path = SheetStep(step=5, status="measured_on_both_devices")
     else:
         same_model = SheetStep(step=4, status="missing", missing=missing)
         full_path = SheetStep(step=5, status="cpu_measured_gpu_missing", missing=missing)
     return (
-        SheetStep(step=1, status="measured", evidence=_evidence(
-            load_cells=len(load_table), training_cells=len(cpu_rows),
-            repeats=", ".join(map(str, sorted({r.repeats for r in cpu_rows}))))),
-        SheetStep(step=2, status="checked", evidence=_evidence(
-            visible=gpu.visible, kind=gpu.kind, names=", ".join(gpu.names), cuda_version=gpu.cuda_version,
-            driver=gpu.driver, torch_version=gpu.torch_version)),
+        SheetStep(
+            step=1,
+            status="measured",
+            evidence=_evidence(
+                load_cells=len(load_table),
+                training_cells=len(cpu_rows),
+                repeats=", ".join(map(str, sorted({r.repeats for r in cpu_rows}))),
+            ),
+        ),
+        SheetStep(
+            step=2,
+            status="checked",
+            evidence=_evidence(
+                visible=gpu.visible,
+                kind=gpu.kind,
+                names=", ".join(gpu.names),
+                cuda_version=gpu.cuda_version,
+                driver=gpu.driver,
+                torch_version=gpu.torch_version,
+            ),
+        ),
         transfer,
         same_model,
         full_path,
-        SheetStep(step=6, status="computed_and_measured" if peak else "computed", evidence=_evidence(
-            adam_bytes=theory.adam_fp32_bytes(widths), activation_bytes=theory.activation_bytes(largest, widths),
-            batch_size=largest, peak_memory_bytes=peak or None)),
+        SheetStep(
+            step=6,
+            status="computed_and_measured" if peak else "computed",
+            evidence=_evidence(
+                adam_bytes=theory.adam_fp32_bytes(widths),
+                activation_bytes=theory.activation_bytes(largest, widths),
+                batch_size=largest,
+                peak_memory_bytes=peak or None,
+            ),
+        ),
     )
 
 
@@ -145,10 +198,14 @@ def compare_devices(full_path_rows: Sequence[FullPathRow], threshold: float) -> 
     overlap = best_gpu.total_max_s + startup >= best_cpu.total_min_s
     per_epoch_gain = best_cpu.total_s - best_gpu.total_s
     return DeviceComparison(
-        cpu=best_cpu, gpu=best_gpu, speedup=speedup,
+        cpu=best_cpu,
+        gpu=best_gpu,
+        speedup=speedup,
         speedup_low=best_cpu.total_min_s / (best_gpu.total_max_s + startup),
         speedup_high=best_cpu.total_max_s / (best_gpu.total_min_s + startup),
-        speedup_without_startup=best_cpu.total_s / best_gpu.total_s, spreads_overlap=overlap, threshold=threshold,
+        speedup_without_startup=best_cpu.total_s / best_gpu.total_s,
+        spreads_overlap=overlap,
+        threshold=threshold,
         gpu_wins=speedup > threshold and not overlap,
         break_even_epochs=startup / per_epoch_gain if per_epoch_gain > 0 else None,
     )
@@ -161,18 +218,29 @@ def step_scaling(cpu_train: Sequence[TrainingCell]) -> StepScaling | None:
     if smallest.batch_size == largest.batch_size:
         return None
     samples, steps = largest.batch_size / smallest.batch_size, largest.step_us_median / smallest.step_us_median
-    return StepScaling(smallest_batch=smallest.batch_size, largest_batch=largest.batch_size, samples_ratio=samples,
-                       step_time_ratio=steps, overhead_bound=steps < OVERHEAD_BOUND_GROWTH * samples)
+    return StepScaling(
+        smallest_batch=smallest.batch_size,
+        largest_batch=largest.batch_size,
+        samples_ratio=samples,
+        step_time_ratio=steps,
+        overhead_bound=steps < OVERHEAD_BOUND_GROWTH * samples,
+    )
 
 
-def memory_check(widths: Sequence[int], batch_size: int, rows: int, host_memory_bytes: int | None,
-                 device_memory_bytes: int | None) -> MemoryCheck:
+def memory_check(
+    widths: Sequence[int], batch_size: int, rows: int, host_memory_bytes: int | None, device_memory_bytes: int | None
+) -> MemoryCheck:
     adam, activations = theory.adam_fp32_bytes(widths), 2 * theory.activation_bytes(batch_size, widths)
     data = theory.input_bytes(rows, widths[0] + 1)
     bound = adam + activations + data
     return MemoryCheck(
-        adam_bytes=adam, activation_bytes=activations, data_bytes=data, batch_size=batch_size, bound_bytes=bound,
-        host_memory_bytes=host_memory_bytes, device_memory_bytes=device_memory_bytes,
+        adam_bytes=adam,
+        activation_bytes=activations,
+        data_bytes=data,
+        batch_size=batch_size,
+        bound_bytes=bound,
+        host_memory_bytes=host_memory_bytes,
+        device_memory_bytes=device_memory_bytes,
         fits_host=None if host_memory_bytes is None else bound <= host_memory_bytes,
         fits_device=None if device_memory_bytes is None else bound <= device_memory_bytes,
     )
@@ -209,40 +277,65 @@ def verdict(
     else:
         outcome = "below_threshold" if comparison.speedup <= threshold else "spreads_overlap"
     return Verdict(
-        device="GPU" if outcome == "gpu_pays_off" else "CPU", outcome=outcome, gpu_measured=comparison is not None,
-        gpu=gpu, threshold=threshold, fastest_cpu_path=best,
-        fastest_cpu_epoch=FastestEpoch(loader=fastest.loader, batch_size=fastest.batch_size,
-                                       epoch_s=fastest.epoch_s_median, flop_3x=flop,
-                                       flop_per_s_3x=flop / fastest.epoch_s_median),
+        device="GPU" if outcome == "gpu_pays_off" else "CPU",
+        outcome=outcome,
+        gpu_measured=comparison is not None,
+        gpu=gpu,
+        threshold=threshold,
+        fastest_cpu_path=best,
+        fastest_cpu_epoch=FastestEpoch(
+            loader=fastest.loader,
+            batch_size=fastest.batch_size,
+            epoch_s=fastest.epoch_s_median,
+            flop_3x=flop,
+            flop_per_s_3x=flop / fastest.epoch_s_median,
+        ),
         scaling=step_scaling(cpu_train),
-        memory=memory_check(widths, max(r.batch_size for r in cpu_train), rows, host_memory_bytes,
-                            device_memory_bytes(probe)),
+        memory=memory_check(
+            widths, max(r.batch_size for r in cpu_train), rows, host_memory_bytes, device_memory_bytes(probe)
+        ),
         comparison=comparison,
     )
 
 
-def theory_table(train_table: Sequence[TrainingCell], widths: Sequence[int], rows: int, batch_sizes: Sequence[int],
-                 bandwidth_gb_s: float) -> TheoryTable:
+def theory_table(
+    train_table: Sequence[TrainingCell],
+    widths: Sequence[int],
+    rows: int,
+    batch_sizes: Sequence[int],
+    bandwidth_gb_s: float,
+) -> TheoryTable:
     """The theoretical estimates per batch size, with the achieved rate of the measured fast-path epoch."""
     measured = {(r.batch_size, r.loader): r for r in train_table if r.device == "cpu"}
     table = []
     for b in batch_sizes:
         fast = measured.get((b, "fastpath"))
-        table.append(TheoryRow(
-            batch_size=b, steps_per_epoch=theory.steps_per_epoch(rows, b),
-            forward_flop_per_batch=theory.forward_flops(b, widths),
-            forward_backward_flop_per_batch_3x=theory.forward_backward_flops(b, widths),
-            forward_backward_flop_per_batch_counted=theory.forward_backward_flops_counted(b, widths),
-            forward_backward_flop_per_epoch_3x=theory.forward_backward_flops(rows, widths),
-            forward_activation_bytes_per_batch=theory.activation_bytes(b, widths),
-            batch_transfer_s_assumed=theory.transfer_seconds(theory.input_bytes(b, widths[0]), bandwidth_gb_s),
-            achieved_gflop_per_s_3x=theory.forward_backward_flops(rows, widths) / fast.epoch_s_median / 1e9 if fast else None,
-        ))
+        table.append(
+            TheoryRow(
+                batch_size=b,
+                steps_per_epoch=theory.steps_per_epoch(rows, b),
+                forward_flop_per_batch=theory.forward_flops(b, widths),
+                forward_backward_flop_per_batch_3x=theory.forward_backward_flops(b, widths),
+                forward_backward_flop_per_batch_counted=theory.forward_backward_flops_counted(b, widths),
+                forward_backward_flop_per_epoch_3x=theory.forward_backward_flops(rows, widths),
+                forward_activation_bytes_per_batch=theory.activation_bytes(b, widths),
+                batch_transfer_s_assumed=theory.transfer_seconds(theory.input_bytes(b, widths[0]), bandwidth_gb_s),
+                achieved_gflop_per_s_3x=theory.forward_backward_flops(rows, widths) / fast.epoch_s_median / 1e9
+                if fast
+                else None,
+            )
+        )
     matrix_bytes = theory.input_bytes(rows, widths[0])
-    return TheoryTable(widths=tuple(widths), params=theory.param_count(widths),
-                       adam_fp32_bytes=theory.adam_fp32_bytes(widths), input_bytes=matrix_bytes, rows=rows,
-                       bandwidth_gb_s=bandwidth_gb_s,
-                       input_transfer_s_assumed=theory.transfer_seconds(matrix_bytes, bandwidth_gb_s), table=tuple(table))
+    return TheoryTable(
+        widths=tuple(widths),
+        params=theory.param_count(widths),
+        adam_fp32_bytes=theory.adam_fp32_bytes(widths),
+        input_bytes=matrix_bytes,
+        rows=rows,
+        bandwidth_gb_s=bandwidth_gb_s,
+        input_transfer_s_assumed=theory.transfer_seconds(matrix_bytes, bandwidth_gb_s),
+        table=tuple(table),
+    )
 
 
 def data_table(datasets: Sequence[tuple[DatasetMeta, DatasetExport]]) -> DataTable:
@@ -250,9 +343,17 @@ def data_table(datasets: Sequence[tuple[DatasetMeta, DatasetExport]]) -> DataTab
     rows = []
     for meta, export in datasets:
         parquet, csv = export.files["parquet"], export.files["csv"]
-        rows.append(DataRow(
-            dataset=meta.name, rows=meta.rows, features=len(meta.feature_columns), positive_rate=meta.positive_rate,
-            matrix_sha256=meta.matrix_sha256, parquet_bytes=parquet.bytes, parquet_sha256=parquet.sha256,
-            csv_bytes=csv.bytes, csv_sha256=csv.sha256,
-        ))
+        rows.append(
+            DataRow(
+                dataset=meta.name,
+                rows=meta.rows,
+                features=len(meta.feature_columns),
+                positive_rate=meta.positive_rate,
+                matrix_sha256=meta.matrix_sha256,
+                parquet_bytes=parquet.bytes,
+                parquet_sha256=parquet.sha256,
+                csv_bytes=csv.bytes,
+                csv_sha256=csv.sha256,
+            )
+        )
     return DataTable(table=tuple(rows))

@@ -57,14 +57,26 @@ def full_path(
             startup = device_transfers.context_startup_s.median if device_transfers else 0.0
             fixed = load_s + convert_s
             total = fixed + matrix[0] + predictions[0] + train.epoch_s_median + train.eval_s_median
-            rows.append(FullPathRow(
-                format=load.format, device=train.device, precision=train.precision,
-                placement=train.placement, loader=train.loader, batch_size=train.batch_size, load_s=load_s,
-                convert_s=convert_s, transfer_s=matrix[0] + predictions[0], train_s=train.epoch_s_median,
-                eval_s=train.eval_s_median, total_s=total,
-                total_min_s=fixed + matrix[1] + predictions[1] + train.epoch_s_min + train.eval_s_min,
-                total_max_s=fixed + matrix[2] + predictions[2] + train.epoch_s_max + train.eval_s_max,
-                startup_s=startup, total_with_startup_s=total + startup, train_share=train.epoch_s_median / total,
-                noisy=bool(load.noisy or train.noisy),
-            ))
+            rows.append(
+                FullPathRow(
+                    format=load.format,
+                    device=train.device,
+                    precision=train.precision,
+                    placement=train.placement,
+                    loader=train.loader,
+                    batch_size=train.batch_size,
+                    load_s=load_s,
+                    convert_s=convert_s,
+                    transfer_s=matrix[0] + predictions[0],
+                    train_s=train.epoch_s_median,
+                    eval_s=train.eval_s_median,
+                    total_s=total,
+                    total_min_s=fixed + matrix[1] + predictions[1] + train.epoch_s_min + train.eval_s_min,
+                    total_max_s=fixed + matrix[2] + predictions[2] + train.epoch_s_max + train.eval_s_max,
+                    startup_s=startup,
+                    total_with_startup_s=total + startup,
+                    train_share=train.epoch_s_median / total,
+                    noisy=bool(load.noisy or train.noisy),
+                )
+            )
     return sorted(rows, key=lambda r: (r.device, r.format, r.precision, r.placement, r.loader, r.batch_size))

@@ -29,26 +29,28 @@ def aggregate_load_convert(
     for (dataset, fmt), group in group_by(records, ("dataset", "format")).items():
         total = summarize([r.total_s for r in group], rules)
         first = group[0]
-        table.append(LoadCell(
-            dataset=dataset,
-            format=fmt,
-            repeats=len(group),
-            rows=first.rows,
-            file_bytes=first.file_bytes,
-            tensor_bytes=first.tensor_bytes,
-            read_s_median=statistics.median(r.read_s for r in group),
-            to_pandas_s_median=statistics.median(r.to_pandas_s for r in group),
-            to_numpy_s_median=statistics.median(r.to_numpy_s for r in group),
-            to_torch_s_median=statistics.median(r.to_torch_s for r in group),
-            total_s_median=total["median"],
-            total_s_min=total["min"],
-            total_s_max=total["max"],
-            total_s_iqr=total["iqr"],
-            noisy=total["noisy"],
-            noise_reasons=tuple(total["noise_reasons"]),
-            mb_per_s=first.file_bytes / total["median"] / 1e6,
-            contaminated=contaminated_repeats(group, rules),
-        ))
+        table.append(
+            LoadCell(
+                dataset=dataset,
+                format=fmt,
+                repeats=len(group),
+                rows=first.rows,
+                file_bytes=first.file_bytes,
+                tensor_bytes=first.tensor_bytes,
+                read_s_median=statistics.median(r.read_s for r in group),
+                to_pandas_s_median=statistics.median(r.to_pandas_s for r in group),
+                to_numpy_s_median=statistics.median(r.to_numpy_s for r in group),
+                to_torch_s_median=statistics.median(r.to_torch_s for r in group),
+                total_s_median=total["median"],
+                total_s_min=total["min"],
+                total_s_max=total["max"],
+                total_s_iqr=total["iqr"],
+                noisy=total["noisy"],
+                noise_reasons=tuple(total["noise_reasons"]),
+                mb_per_s=first.file_bytes / total["median"] / 1e6,
+                contaminated=contaminated_repeats(group, rules),
+            )
+        )
     return tuple(table)
 
 
@@ -59,27 +61,33 @@ def aggregate_transfers(jobs: Sequence[TransferJob]) -> TransferTable:
         raise ValueError("no transfer records to aggregate")
     devices = sorted({job.device for job in jobs})
     if len(devices) != 1:
-        raise ValueError(f"transfer records of more than one device ({', '.join(devices)}) cannot be aggregated together")
+        raise ValueError(
+            f"transfer records of more than one device ({', '.join(devices)}) cannot be aggregated together"
+        )
     unstarted = [job.repeat for job in jobs if job.context_startup_s is None]
     if unstarted:
-        raise ValueError(f"transfer repeat(s) {unstarted} timed no context start-up: copies on the CPU are not "
-                         "transfers to aggregate")
+        raise ValueError(
+            f"transfer repeat(s) {unstarted} timed no context start-up: copies on the CPU are not "
+            "transfers to aggregate"
+        )
     copies: list[CopyTiming] = [copy for job in jobs for copy in job.copies]
     table = []
     for (what, direction, memory), group in group_by(copies, ("what", "direction", "memory")).items():
         seconds = summarize([c.seconds for c in group])
-        table.append(CopyCell(
-            what=what,
-            direction=direction,
-            memory=memory,
-            bytes=group[0].bytes,
-            repeats=len(group),
-            seconds_median=seconds["median"],
-            seconds_min=seconds["min"],
-            seconds_max=seconds["max"],
-            gb_per_s=group[0].bytes / seconds["median"] / 1e9,
-            noisy=seconds["noisy"],
-        ))
+        table.append(
+            CopyCell(
+                what=what,
+                direction=direction,
+                memory=memory,
+                bytes=group[0].bytes,
+                repeats=len(group),
+                seconds_median=seconds["median"],
+                seconds_min=seconds["min"],
+                seconds_max=seconds["max"],
+                gb_per_s=group[0].bytes / seconds["median"] / 1e9,
+                noisy=seconds["noisy"],
+            )
+        )
     startup = summarize([job.context_startup_s for job in jobs if job.context_startup_s is not None])
     pins = [job.pin_memory_s for job in jobs if job.pin_memory_s is not None]
     return TransferTable(

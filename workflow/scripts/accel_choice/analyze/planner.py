@@ -36,8 +36,17 @@ def host_memory_bytes() -> int | None:
         return None
 
 
-def scenario_plan(rows: int, features: int, hidden: int, batch_size: int, bandwidth_gb_s: float, *,
-                  host_memory_bytes: int | None, gpu_memory_bytes: int | None, gpu_memory_source: str) -> Scenario:
+def scenario_plan(
+    rows: int,
+    features: int,
+    hidden: int,
+    batch_size: int,
+    bandwidth_gb_s: float,
+    *,
+    host_memory_bytes: int | None,
+    gpu_memory_bytes: int | None,
+    gpu_memory_source: str,
+) -> Scenario:
     """Exercise 4's planning sheet: sizes, memory bounds, and the transfer-time estimate.
 
     For n = 50,000,000, d = 256, 256 → 128 → 1, B = 512 at 8 GB/s: 51.2 GB of input,
@@ -50,7 +59,11 @@ def scenario_plan(rows: int, features: int, hidden: int, batch_size: int, bandwi
     fits_in_host = None if host_memory_bytes is None else input_bytes <= host_memory_bytes
     fits_in_gpu = None if gpu_memory_bytes is None else input_bytes <= gpu_memory_bytes
     return Scenario(
-        rows=rows, features=features, hidden=hidden, batch_size=batch_size, widths=widths,
+        rows=rows,
+        features=features,
+        hidden=hidden,
+        batch_size=batch_size,
+        widths=widths,
         bandwidth_gb_s=bandwidth_gb_s,
         input_bytes=input_bytes,
         host_memory_bytes=host_memory_bytes,
@@ -91,10 +104,22 @@ def grid_points(grid: Sequence[GridRecord], rules: stats.NoiseRules) -> list[Fit
     for (device, rows, features, hidden, batch_size), group in sorted(groups.items()):
         summary = stats.summarize([r.epoch_s for r in group], rules)
         busy = sum(1 for r in group if contamination(r, rules))
-        points.append(FitPoint(device=device, source="grid", rows=rows, features=features, hidden=hidden,
-                               batch_size=batch_size, epoch_s=summary["median"], epoch_s_min=summary["min"],
-                               epoch_s_max=summary["max"], repeats=summary["n"], noisy=summary["noisy"],
-                               busy_repeats=busy))
+        points.append(
+            FitPoint(
+                device=device,
+                source="grid",
+                rows=rows,
+                features=features,
+                hidden=hidden,
+                batch_size=batch_size,
+                epoch_s=summary["median"],
+                epoch_s_min=summary["min"],
+                epoch_s_max=summary["max"],
+                repeats=summary["n"],
+                noisy=summary["noisy"],
+                busy_repeats=busy,
+            )
+        )
     return points
 
 
@@ -105,8 +130,12 @@ def device_models(points: Sequence[FitPoint], gpu_assumed: Mapping[str, float]) 
         mine = [(p.workload, p.epoch_s) for p in points if p.device == device]
         models[device] = costmodel.fit(device, mine)
     if set(models) == {"cpu"}:
-        models["gpu"] = costmodel.assumed("gpu (assumed)", gpu_assumed["seconds_per_step"],
-                                          gpu_assumed["tflop_per_s"] * 1e12, gpu_assumed["memory_gb_s"] * 1e9)
+        models["gpu"] = costmodel.assumed(
+            "gpu (assumed)",
+            gpu_assumed["seconds_per_step"],
+            gpu_assumed["tflop_per_s"] * 1e12,
+            gpu_assumed["memory_gb_s"] * 1e9,
+        )
     return models
 
 
@@ -122,13 +151,21 @@ def model_row(model: CostModel) -> ModelRow:
         return None if math.isinf(rate) else rate / scale
 
     return ModelRow(
-        device=model.device, source=model.source,
+        device=model.device,
+        source=model.source,
         seconds_per_step=model.seconds_per_step,
-        gflop_per_s=finite(model.flop_per_s, 1e9), gb_per_s=finite(model.bytes_per_s, 1e9),
-        flop_per_s=finite(model.flop_per_s), bytes_per_s=finite(model.bytes_per_s),
-        points=fit("points"), r2=fit("r2"), median_abs_rel_error=fit("median_abs_rel_error"),
-        max_abs_rel_error=fit("max_abs_rel_error"), loo_median_abs_rel_error=fit("loo_median_abs_rel_error"),
-        terms_used=fit("terms_used"), identifiable=fit("identifiable"), warning=fit("warning"),
+        gflop_per_s=finite(model.flop_per_s, 1e9),
+        gb_per_s=finite(model.bytes_per_s, 1e9),
+        flop_per_s=finite(model.flop_per_s),
+        bytes_per_s=finite(model.bytes_per_s),
+        points=fit("points"),
+        r2=fit("r2"),
+        median_abs_rel_error=fit("median_abs_rel_error"),
+        max_abs_rel_error=fit("max_abs_rel_error"),
+        loo_median_abs_rel_error=fit("loo_median_abs_rel_error"),
+        terms_used=fit("terms_used"),
+        identifiable=fit("identifiable"),
+        warning=fit("warning"),
     )
 
 
@@ -138,13 +175,21 @@ def sweep_values(low: int, high: int, count: int = 25) -> list[int]:
     return sorted({max(1, round(low * ratio**i)) for i in range(count)} | {low, high})
 
 
-def break_even_curves(cpu: CostModel, gpu: CostModel, base: Workload, sweep: Mapping[str, Sequence[int]],
-                      host_to_device_bytes_per_s: float, startup_s: float, epochs: int) -> list[BreakEvenCurve]:
+def break_even_curves(
+    cpu: CostModel,
+    gpu: CostModel,
+    base: Workload,
+    sweep: Mapping[str, Sequence[int]],
+    host_to_device_bytes_per_s: float,
+    startup_s: float,
+    epochs: int,
+) -> list[BreakEvenCurve]:
     """Per axis: the GPU with its data resident, and the GPU copying each epoch's input (streamed).
 
     A training job of `epochs` epochs pays the GPU's fixed costs once - the runtime's start-up,
     and for resident data one copy of the input - so each GPU epoch carries 1/epochs of them.
     """
+
     def copy_s(w: Workload) -> float:
         return theory.input_bytes(w.rows, w.features) / host_to_device_bytes_per_s
 
@@ -165,13 +210,23 @@ def break_even_curves(cpu: CostModel, gpu: CostModel, base: Workload, sweep: Map
 
 def curve_rows(curves: Sequence[BreakEvenCurve]) -> list[CurveRow]:
     """Every value of every curve, one row each (an infinite cpu/gpu ratio written as null)."""
-    return [CurveRow(axis=c.axis, placement=c.placement, value=v, cpu_s=cs, gpu_s=gs,
-                     cpu_over_gpu=ratio if math.isfinite(ratio) else None)
-            for c in curves for v, cs, gs, ratio in zip(c.values, c.cpu_s, c.gpu_s, c.ratio)]
+    return [
+        CurveRow(
+            axis=c.axis,
+            placement=c.placement,
+            value=v,
+            cpu_s=cs,
+            gpu_s=gs,
+            cpu_over_gpu=ratio if math.isfinite(ratio) else None,
+        )
+        for c in curves
+        for v, cs, gs, ratio in zip(c.values, c.cpu_s, c.gpu_s, c.ratio)
+    ]
 
 
-def scenario_predictions(plan: Scenario, models: Mapping[str, CostModel],
-                         host_to_device_bytes_per_s: float) -> ScenarioModelled:
+def scenario_predictions(
+    plan: Scenario, models: Mapping[str, CostModel], host_to_device_bytes_per_s: float
+) -> ScenarioModelled:
     """Modelled epoch times for the scenario: far outside the measured grid, so an extrapolation."""
     workload = plan.workload
     predicted = {device: costmodel.predict(model, workload) for device, model in models.items()}
@@ -195,9 +250,16 @@ def break_even_summary(curve: BreakEvenCurve) -> BreakEvenSummary:
         faster_until = curve.values[faster.index(False) - 1]
     base = curve.base
     return BreakEvenSummary(
-        axis=curve.axis, placement=curve.placement, break_even=curve.break_even,
-        gpu_always_faster=curve.gpu_always_faster, gpu_never_faster=not any(faster), gpu_faster_until=faster_until,
-        base_rows=base.rows, base_features=base.features, base_hidden=base.hidden, base_batch_size=base.batch_size,
+        axis=curve.axis,
+        placement=curve.placement,
+        break_even=curve.break_even,
+        gpu_always_faster=curve.gpu_always_faster,
+        gpu_never_faster=not any(faster),
+        gpu_faster_until=faster_until,
+        base_rows=base.rows,
+        base_features=base.features,
+        base_hidden=base.hidden,
+        base_batch_size=base.batch_size,
     )
 
 
@@ -216,11 +278,24 @@ def scenario_rows(plan: Scenario) -> list[dict[str, Any]]:
 
 def benchmark_points(train_table: Sequence[TrainingCell], rows: int, features: int, hidden: int) -> list[FitPoint]:
     """The main benchmark's fast-path fp32 cells (CPU on the host, GPU resident) as extra fit points."""
-    return [FitPoint(device=r.device, source="benchmark", rows=rows, features=features, hidden=hidden,
-                     batch_size=r.batch_size, epoch_s=r.epoch_s_median, epoch_s_min=r.epoch_s_min,
-                     epoch_s_max=r.epoch_s_max, repeats=r.repeats, noisy=r.noisy, busy_repeats=len(r.contaminated))
-            for r in train_table
-            if r.loader == "fastpath" and r.precision == "fp32" and r.placement in ("host", "resident")]
+    return [
+        FitPoint(
+            device=r.device,
+            source="benchmark",
+            rows=rows,
+            features=features,
+            hidden=hidden,
+            batch_size=r.batch_size,
+            epoch_s=r.epoch_s_median,
+            epoch_s_min=r.epoch_s_min,
+            epoch_s_max=r.epoch_s_max,
+            repeats=r.repeats,
+            noisy=r.noisy,
+            busy_repeats=len(r.contaminated),
+        )
+        for r in train_table
+        if r.loader == "fastpath" and r.precision == "fp32" and r.placement in ("host", "resident")
+    ]
 
 
 def fastpath_cpu_seconds(train_table: Sequence[TrainingCell]) -> dict[int, float]:

@@ -20,7 +20,12 @@ from accel_choice.io import runtime
 from accel_choice.records.resources import JobResources, RuleResources
 
 # Snakemake's max_rss and getrusage's peak are both in MiB here, whatever the "mb" in the names.
-BENCHMARK_FIELDS = {"s": "process_wall_s", "max_rss": "max_rss_mb", "cpu_time": "process_cpu_s", "mean_load": "mean_load"}
+BENCHMARK_FIELDS = {
+    "s": "process_wall_s",
+    "max_rss": "max_rss_mb",
+    "cpu_time": "process_cpu_s",
+    "mean_load": "mean_load",
+}
 
 
 def read_benchmark(path: str | os.PathLike[str]) -> dict[str, float | None]:
@@ -41,9 +46,15 @@ def _number(text: str | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-def job_row(rule: str, job: str, benchmark_path: str | os.PathLike[str], log_path: str | os.PathLike[str]) -> JobResources:
+def job_row(
+    rule: str, job: str, benchmark_path: str | os.PathLike[str], log_path: str | os.PathLike[str]
+) -> JobResources:
     bench = read_benchmark(benchmark_path)
-    body = runtime.read_body_line(Path(log_path).read_text()) or {"body_wall_s": None, "body_cpu_s": None, "peak_rss_mb": None}
+    body = runtime.read_body_line(Path(log_path).read_text()) or {
+        "body_wall_s": None,
+        "body_cpu_s": None,
+        "peak_rss_mb": None,
+    }
     wall, body_wall = bench["process_wall_s"], body["body_wall_s"]
     return JobResources(
         rule=rule,
@@ -65,15 +76,17 @@ def rule_summary(rows: Sequence[JobResources]) -> list[RuleResources]:
         sampled = [r.max_rss_mb for r in jobs if r.rss_sampled and r.max_rss_mb is not None]
         peaks = [r.peak_rss_mb for r in jobs if r.peak_rss_mb is not None]
         outside = [r.outside_body_s for r in jobs if r.outside_body_s is not None]
-        summary.append(RuleResources(
-            rule=rule,
-            jobs=len(jobs),
-            process_wall_total_s=sum(walls),
-            process_wall_median_s=statistics.median(walls) if walls else None,
-            body_wall_median_s=statistics.median(bodies) if bodies else None,
-            outside_body_median_s=statistics.median(outside) if outside else None,
-            max_rss_mb_sampled=max(sampled) if sampled else None,
-            jobs_without_rss_sample=len(jobs) - len(sampled),
-            peak_rss_mb_kernel=max(peaks) if peaks else None,
-        ))
+        summary.append(
+            RuleResources(
+                rule=rule,
+                jobs=len(jobs),
+                process_wall_total_s=sum(walls),
+                process_wall_median_s=statistics.median(walls) if walls else None,
+                body_wall_median_s=statistics.median(bodies) if bodies else None,
+                outside_body_median_s=statistics.median(outside) if outside else None,
+                max_rss_mb_sampled=max(sampled) if sampled else None,
+                jobs_without_rss_sample=len(jobs) - len(sampled),
+                peak_rss_mb_kernel=max(peaks) if peaks else None,
+            )
+        )
     return summary

@@ -69,8 +69,10 @@ def check_split_classes(target: np.ndarray, labels: np.ndarray, source: str) -> 
         if negatives == 0 or positives == 0:
             problems.append(f"the {name} split has {len(rows)} rows: {negatives} of class 0, {positives} of class 1")
     if problems:
-        raise ValueError(f"{source}: {'; '.join(problems)}. Every split needs both classes: use a table with more rows "
-                         "of the rarer class, or other selection.split ratios (a larger share for that split)")
+        raise ValueError(
+            f"{source}: {'; '.join(problems)}. Every split needs both classes: use a table with more rows "
+            "of the rarer class, or other selection.split ratios (a larger share for that split)"
+        )
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,8 @@ def check_batch_size_fits(train_rows: int, batch_size: int, source: str, key: st
         raise ValueError(
             f"{source}: the training split has {train_rows} rows, fewer than the batch size {batch_size} "
             f"({key}); use batch sizes of at most {train_rows} in {key}, or more training rows (a larger "
-            "table: data.northstar.rows or data.northstar.table; or a larger selection.split.train)")
+            "table: data.northstar.rows or data.northstar.table; or a larger selection.split.train)"
+        )
 
 
 def time_to_target(histories: Sequence[NorthstarHistory], within: float) -> TimeToTarget:
@@ -173,13 +176,22 @@ def time_to_target(histories: Sequence[NorthstarHistory], within: float) -> Time
     for history in histories:
         hit = next((row for row in history.history if row.val_loss is not None and row.val_loss <= target), None)
         test = {f"test_{field.name}": getattr(history.test, field.name) for field in dataclasses.fields(history.test)}
-        rows.append(TargetRow(
-            device=history.device, batch_size=history.batch_size, run=history.name,
-            best_val_loss=min(row.val_loss for row in history.history if row.val_loss is not None),
-            reached=hit is not None, epoch=hit.epoch if hit else None, updates=hit.updates if hit else None,
-            seconds=hit.cumulative_s if hit else None, best_epoch=history.best_epoch,
-            stopped_epoch=history.stopped_epoch, stopped_early=history.stopped_early, **test,
-        ))
+        rows.append(
+            TargetRow(
+                device=history.device,
+                batch_size=history.batch_size,
+                run=history.name,
+                best_val_loss=min(row.val_loss for row in history.history if row.val_loss is not None),
+                reached=hit is not None,
+                epoch=hit.epoch if hit else None,
+                updates=hit.updates if hit else None,
+                seconds=hit.cumulative_s if hit else None,
+                best_epoch=history.best_epoch,
+                stopped_epoch=history.stopped_epoch,
+                stopped_early=history.stopped_early,
+                **test,
+            )
+        )
     reached = [row for row in rows if row.reached]
     fastest = min(reached, key=lambda row: row.seconds or 0.0).run if reached else None
     return TimeToTarget(best_val_loss=best, within=within, target_val_loss=target, rows=tuple(rows), fastest=fastest)
@@ -190,20 +202,25 @@ def spread(values: Sequence[float | None], what: str) -> Spread:
     if len(values) < 2 or any(value is None for value in values):
         raise ValueError(f"{what}: a spread needs at least two finite values, got {list(values)}")
     array = np.array(values, dtype=np.float64)
-    return Spread(mean=float(array.mean()), std=float(array.std(ddof=1)), min=float(array.min()),
-                  max=float(array.max()))
+    return Spread(
+        mean=float(array.mean()), std=float(array.std(ddof=1)), min=float(array.min()), max=float(array.max())
+    )
 
 
-ENVIRONMENT_NOTE = ("environment records of every Northstar training job and of this job; only the same records "
-                    "(versions, hardware, threads) promise the same numbers")
+ENVIRONMENT_NOTE = (
+    "environment records of every Northstar training job and of this job; only the same records "
+    "(versions, hardware, threads) promise the same numbers"
+)
 
 
 def environmental_check(environments: Sequence[Environment]) -> EnvironmentalCheck:
     """The environment records compared: which (flattened) keys differ, with the distinct values."""
     differences = envinfo.differences([records.to_json(environment) for environment in environments])
-    return EnvironmentalCheck(records_compared=len(environments),
-                              differences={key: tuple(values) for key, values in differences.items()},
-                              note=ENVIRONMENT_NOTE)
+    return EnvironmentalCheck(
+        records_compared=len(environments),
+        differences={key: tuple(values) for key, values in differences.items()},
+        note=ENVIRONMENT_NOTE,
+    )
 
 
 def seed_table(result: SeedLimits) -> list[SeedTableRow]:
@@ -211,14 +228,20 @@ def seed_table(result: SeedLimits) -> list[SeedTableRow]:
     numeric, env = result.numeric, result.environmental
 
     def row(check: str, value: bool | str | None = None, summary: Spread | None = None) -> SeedTableRow:
-        shown = {"mean": None, "std": None, "min": None, "max": None} if summary is None else \
-            {"mean": summary.mean, "std": summary.std, "min": summary.min, "max": summary.max}
+        shown = (
+            {"mean": None, "std": None, "min": None, "max": None}
+            if summary is None
+            else {"mean": summary.mean, "std": summary.std, "min": summary.min, "max": summary.max}
+        )
         return SeedTableRow(check=check, value=value, seeds=len(result.seeds), batch_size=result.batch_size, **shown)
 
-    rows = [row(f"statistical: test {field.name}", summary=getattr(result.statistical, field.name))
-            for field in dataclasses.fields(result.statistical)]
+    rows = [
+        row(f"statistical: test {field.name}", summary=getattr(result.statistical, field.name))
+        for field in dataclasses.fields(result.statistical)
+    ]
     rows.append(row(f"numeric: seed {numeric.seed} twice, identical weights", numeric.identical_weights))
     rows.append(row(f"numeric: seed {numeric.seed} twice, identical loss curves", numeric.identical_loss_curves))
-    rows.append(row(f"environmental: keys differing over {env.records_compared} records",
-                    "; ".join(env.differences) or "none"))
+    rows.append(
+        row(f"environmental: keys differing over {env.records_compared} records", "; ".join(env.differences) or "none")
+    )
     return rows

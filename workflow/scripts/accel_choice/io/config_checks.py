@@ -41,8 +41,13 @@ def _allowed(schema: dict[str, Any]) -> str:
         if schema.get("uniqueItems"):
             words += ", without duplicates,"
         return f"{words} of {_allowed(schema['items'])}"
-    kinds = {"integer": "an integer", "number": "a number", "string": "a string", "object": "a mapping",
-             "boolean": "true or false"}
+    kinds = {
+        "integer": "an integer",
+        "number": "a number",
+        "string": "a string",
+        "object": "a mapping",
+        "boolean": "true or false",
+    }
     words = kinds.get(schema.get("type", ""), "a value")
     bounds = []
     for key, sign in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<")):
@@ -193,8 +198,10 @@ def check_config_files(paths: Sequence[str | os.PathLike[str]]) -> None:
             else:  # JSON on one line, say
                 shown, where = [f"{line}:{column}" for line, column in places], "at line:column"
             times = "twice" if len(places) == 2 else f"{len(places)} times"
-            problems.append(f"config file {path}: key {key} is set {times}, {where} {', '.join(shown[:-1])} and "
-                            f"{shown[-1]}; only the last would count: keep one")
+            problems.append(
+                f"config file {path}: key {key} is set {times}, {where} {', '.join(shown[:-1])} and "
+                f"{shown[-1]}; only the last would count: keep one"
+            )
     if problems:
         raise DuplicateKeyError("invalid configuration, nothing was run:\n  " + "\n  ".join(problems))
 
@@ -208,7 +215,9 @@ def normalize_config(config: dict[str, Any]) -> None:
 def _check_at_most(key: str, sizes: list[int], limit: int, what: str) -> None:
     too_large = [b for b in sizes if b > limit]
     if too_large:
-        raise ConfigError(f"config key {key}: {too_large} larger than {what} = {limit}; allowed: batch sizes between 1 and {limit}")
+        raise ConfigError(
+            f"config key {key}: {too_large} larger than {what} = {limit}; allowed: batch sizes between 1 and {limit}"
+        )
 
 
 # torch.manual_seed and torch.Generator().manual_seed take 0 .. 2**64 - 1 (2**64 raises "Overflow when
@@ -235,28 +244,40 @@ def check_config(config: dict[str, Any]) -> None:
     seed, largest = config["seed"], max_seed(config)
     if seed > largest:
         offset, source = seed_offset(config)
-        raise ConfigError(f"config key seed: {seed} is too large: the workflow seeds torch with seed + {offset} "
-                          f"({source}), and torch accepts at most 2**64 − 1; allowed: an integer between 0 and {largest}")
+        raise ConfigError(
+            f"config key seed: {seed} is too large: the workflow seeds torch with seed + {offset} "
+            f"({source}), and torch accepts at most 2**64 − 1; allowed: an integer between 0 and {largest}"
+        )
     rows = config["data"]["benchmark"]["rows"]
     _check_at_most("timing.batch_sizes", config["timing"]["batch_sizes"], rows, "data.benchmark.rows")
-    _check_at_most("gradient_variance.batch_sizes", config["gradient_variance"]["batch_sizes"], rows, "data.benchmark.rows")
+    _check_at_most(
+        "gradient_variance.batch_sizes", config["gradient_variance"]["batch_sizes"], rows, "data.benchmark.rows"
+    )
     split = config["selection"]["split"]
     total = split["train"] + split["val"] + split["test"]
     if abs(total - 1) > 1e-9:
-        raise ConfigError(f"config key selection.split: train + val + test = {total:g}; allowed: ratios that add up to 1")
+        raise ConfigError(
+            f"config key selection.split: train + val + test = {total:g}; allowed: ratios that add up to 1"
+        )
     _check_planner(config["planner"])
     table = config["data"]["northstar"]["table"]
     if table is not None:
         _check_table_path(table["path"])
         if table["target"] in table["features"]:
-            raise ConfigError(f"config key data.northstar.table.features: lists the target column {table['target']!r}, "
-                              "which would give the model the label it has to predict; allowed: feature columns other "
-                              "than data.northstar.table.target")
+            raise ConfigError(
+                f"config key data.northstar.table.features: lists the target column {table['target']!r}, "
+                "which would give the model the label it has to predict; allowed: feature columns other "
+                "than data.northstar.table.target"
+            )
         return  # its row count is known only once the file is read (prepare_northstar checks it)
     train_rows = int(config["data"]["northstar"]["rows"] * split["train"])
     sizes = [*config["selection"]["batch_sizes"], config["selection"]["seed_batch_size"]]
-    _check_at_most("selection.batch_sizes / selection.seed_batch_size", sizes, train_rows,
-                   "the training split (data.northstar.rows × selection.split.train)")
+    _check_at_most(
+        "selection.batch_sizes / selection.seed_batch_size",
+        sizes,
+        train_rows,
+        "the training split (data.northstar.rows × selection.split.train)",
+    )
 
 
 def _check_table_path(path: str) -> None:
@@ -273,8 +294,12 @@ def _check_planner(planner: dict[str, Any]) -> None:
     grid = planner["grid"]
     workloads = len(grid_workloads(grid["rows"], grid["features"], grid["hidden"], grid["batch_sizes"]))
     if workloads < 4:
-        raise ConfigError(f"config key planner.grid: {workloads} workload(s) with batch size <= rows; allowed: at least 4 "
-                          "(the cost model fits 3 terms and is checked out of sample)")
+        raise ConfigError(
+            f"config key planner.grid: {workloads} workload(s) with batch size <= rows; allowed: at least 4 "
+            "(the cost model fits 3 terms and is checked out of sample)"
+        )
     for axis, (low, high) in planner["sweep"].items():
         if low >= high:
-            raise ConfigError(f"config key planner.sweep.{axis}: [{low}, {high}]; allowed: [smallest, largest] with smallest < largest")
+            raise ConfigError(
+                f"config key planner.sweep.{axis}: [{low}, {high}]; allowed: [smallest, largest] with smallest < largest"
+            )

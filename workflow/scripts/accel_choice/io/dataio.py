@@ -39,8 +39,13 @@ def matrix_sha256(matrix: np.ndarray) -> str:
     return atomic.sha256_bytes(np.ascontiguousarray(matrix, dtype=np.float32).tobytes())
 
 
-def save_dataset(dataset: Dataset, npy_path: str | os.PathLike[str], meta_path: str | os.PathLike[str],
-                 generator: BenchmarkGenerator | NorthstarGenerator, environment: Environment) -> DatasetMeta:
+def save_dataset(
+    dataset: Dataset,
+    npy_path: str | os.PathLike[str],
+    meta_path: str | os.PathLike[str],
+    generator: BenchmarkGenerator | NorthstarGenerator,
+    environment: Environment,
+) -> DatasetMeta:
     """Write the canonical `.npy` file and its metadata record; return the record."""
     buffer = io.BytesIO()
     np.save(buffer, dataset.matrix, allow_pickle=False)
@@ -109,8 +114,13 @@ def _exported_file(path: Path, fmt: str, table: pa.Table) -> ExportedFile:
     )
 
 
-def export_dataset(dataset: Dataset, parquet_path: str | os.PathLike[str], csv_path: str | os.PathLike[str],
-                   compression: str, environment: Environment) -> DatasetExport:
+def export_dataset(
+    dataset: Dataset,
+    parquet_path: str | os.PathLike[str],
+    csv_path: str | os.PathLike[str],
+    compression: str,
+    environment: Environment,
+) -> DatasetExport:
     """Write Parquet and CSV, check that both read back to the same float32 matrix, record both."""
     table = to_arrow(dataset)
     with atomic.atomic_path(parquet_path) as tmp:
@@ -156,8 +166,9 @@ def load_exported_parquet(path: str | os.PathLike[str], meta: DatasetMeta, expor
     return Dataset(meta.name, matrix, meta.feature_columns, meta.target_column)
 
 
-def load_benchmark_tensors(data_path: str | os.PathLike[str], meta_path: str | os.PathLike[str],
-                           export_path: str | os.PathLike[str]) -> tuple[Any, Any, DatasetMeta]:
+def load_benchmark_tensors(
+    data_path: str | os.PathLike[str], meta_path: str | os.PathLike[str], export_path: str | os.PathLike[str]
+) -> tuple[Any, Any, DatasetMeta]:
     """The exported benchmark Parquet as owned float32 torch tensors (features, target) and its
     metadata, refused unless the file is the one export recorded."""
     import torch

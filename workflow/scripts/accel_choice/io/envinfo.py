@@ -57,7 +57,10 @@ def workflow_commit() -> dict[str, Any]:
         ).stdout.strip()
         dirty = subprocess.run(
             ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=10, check=True,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
@@ -74,11 +77,24 @@ def _torch_fields() -> dict[str, Any]:
     """torch's part of the record, from the torch this job already imported; none is imported here."""
     torch = sys.modules.get("torch")
     if torch is None:
-        return {"torch_version": _package_versions()["torch"], "torch_loaded": False, "cuda_compiled_version": None,
-                "is_cuda_available": None, "nvidia_gpu_models": [], "torch_threads": None, "torch_interop_threads": None}
-    return {"torch_version": torch.__version__, "torch_loaded": True, "cuda_compiled_version": torch.version.cuda,
-            "is_cuda_available": torch.cuda.is_available(), "nvidia_gpu_models": _gpu_names(torch),
-            "torch_threads": torch.get_num_threads(), "torch_interop_threads": torch.get_num_interop_threads()}
+        return {
+            "torch_version": _package_versions()["torch"],
+            "torch_loaded": False,
+            "cuda_compiled_version": None,
+            "is_cuda_available": None,
+            "nvidia_gpu_models": [],
+            "torch_threads": None,
+            "torch_interop_threads": None,
+        }
+    return {
+        "torch_version": torch.__version__,
+        "torch_loaded": True,
+        "cuda_compiled_version": torch.version.cuda,
+        "is_cuda_available": torch.cuda.is_available(),
+        "nvidia_gpu_models": _gpu_names(torch),
+        "torch_threads": torch.get_num_threads(),
+        "torch_interop_threads": torch.get_num_interop_threads(),
+    }
 
 
 def quick_environment(seed: int | None = None) -> Environment:
@@ -86,8 +102,17 @@ def quick_environment(seed: int | None = None) -> Environment:
     uname = platform.uname()
     torch_fields = _torch_fields()
     return Environment(
-        **{key: torch_fields[key] for key in ("torch_version", "torch_loaded", "cuda_compiled_version",
-                                              "is_cuda_available", "torch_threads", "torch_interop_threads")},
+        **{
+            key: torch_fields[key]
+            for key in (
+                "torch_version",
+                "torch_loaded",
+                "cuda_compiled_version",
+                "is_cuda_available",
+                "torch_threads",
+                "torch_interop_threads",
+            )
+        },
         nvidia_gpu_models=tuple(torch_fields["nvidia_gpu_models"]),
         cpu_model=_cpu_model(),
         logical_cores=os.cpu_count(),
@@ -113,8 +138,9 @@ def full_environment() -> EnvironmentReport:
     from torch.utils import collect_env
 
     info = collect_env.get_env_info()
-    return EnvironmentReport(collect_env=info._asdict(), collect_env_pretty=collect_env.pretty_str(info),
-                             quick=quick_environment())
+    return EnvironmentReport(
+        collect_env=info._asdict(), collect_env_pretty=collect_env.pretty_str(info), quick=quick_environment()
+    )
 
 
 def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -36,6 +36,7 @@ def incomplete(folder: Path, name: str, why: str = "missing") -> NotAResultsFold
 
 def variant_name(row: Any) -> str:
     """'cpu fastpath' or 'cuda fp16 streamed fastpath' (a training cell, a full-path row or a comparison row)."""
+
     def get(key: str) -> Any:
         return row[key] if isinstance(row, dict) else getattr(row, key)
 
@@ -57,8 +58,10 @@ def finite_numbers(document: Any, source: Path) -> None:
     hold a difference in such a value."""
     for path, value in _leaves(document, ""):
         if isinstance(value, float) and not math.isfinite(value):
-            raise DamagedRecord(f"{source}: {path or '(top level)'} is {json.dumps(value)}; expected a finite number "
-                                "(NaN and infinity cannot be compared)")
+            raise DamagedRecord(
+                f"{source}: {path or '(top level)'} is {json.dumps(value)}; expected a finite number "
+                "(NaN and infinity cannot be compared)"
+            )
 
 
 def _leaves(node: Any, path: str) -> Iterator[tuple[str, Any]]:

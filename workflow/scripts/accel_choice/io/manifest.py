@@ -83,8 +83,9 @@ def inventory(results_dir: str | os.PathLike[str], made: Iterable[str]) -> Inven
             continue
         if entry.kind == "file" and entry.path in AFTER_THE_MANIFEST:
             late.append(entry.path)
-        elif entry.kind == "file" and (entry.path in made_names
-                                       or any(str(parent) in made_names for parent in PurePosixPath(entry.path).parents)):
+        elif entry.kind == "file" and (
+            entry.path in made_names or any(str(parent) in made_names for parent in PurePosixPath(entry.path).parents)
+        ):
             vouched.append(entry.path)
         else:
             foreign.append(entry)
@@ -110,7 +111,9 @@ def files_record(results_dir: str | os.PathLike[str], found: Inventory) -> dict[
     }
 
 
-def seal(results_dir: str | os.PathLike[str], made: Iterable[str], workflow: dict[str, Any]) -> tuple[dict[str, Any], Inventory]:
+def seal(
+    results_dir: str | os.PathLike[str], made: Iterable[str], workflow: dict[str, Any]
+) -> tuple[dict[str, Any], Inventory]:
     """Write provenance.json, then MANIFEST.sha256 over the files this configuration made.
 
     provenance.json lists, with their hashes, the entries the manifest leaves out (a removed
@@ -249,9 +252,13 @@ class Verification:
 
     def problems(self) -> list[tuple[str, str]]:
         """(what, path) for every difference, in a fixed order."""
-        kinds = (("changed", self.changed), ("missing", self.missing),
-                 ("symbolic link (not followed)", self.symlinked), ("added", self.added),
-                 ("changed or gone, not made by this configuration", self.foreign_changed))
+        kinds = (
+            ("changed", self.changed),
+            ("missing", self.missing),
+            ("symbolic link (not followed)", self.symlinked),
+            ("added", self.added),
+            ("changed or gone, not made by this configuration", self.foreign_changed),
+        )
         return [(what, name) for what, names in kinds for name in names]
 
 
@@ -312,8 +319,15 @@ def verify(results_dir: str | os.PathLike[str]) -> Verification:
             continue
         added.append(entry.path if entry.kind == "file" else f"{entry.path} ({_KIND_WORDS[entry.kind]})")
     foreign_changed += sorted(set(foreign) - seen)
-    return Verification(len(listed), tuple(sorted(changed)), tuple(sorted(missing)), tuple(sorted(symlinked)),
-                        tuple(added), len(foreign), tuple(sorted(foreign_changed)))
+    return Verification(
+        len(listed),
+        tuple(sorted(changed)),
+        tuple(sorted(missing)),
+        tuple(sorted(symlinked)),
+        tuple(added),
+        len(foreign),
+        tuple(sorted(foreign_changed)),
+    )
 
 
 _KIND_WORDS = {"symlink": "symbolic link", "other": "not a regular file"}

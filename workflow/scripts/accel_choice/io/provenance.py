@@ -24,14 +24,16 @@ INVOCATION_VARIABLE = "ACCEL_CHOICE_INVOCATION"
 
 def invocation_record(argv: list[str], working_directory: str, snakemake_version: str) -> str:
     """What the Snakefile stores in the environment: the command exactly as it was typed."""
-    return json.dumps({
-        "command_line": shlex.join(argv),
-        "argv": argv,
-        "working_directory": working_directory,
-        "snakemake_version": snakemake_version,
-        "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "host": socket.gethostname(),
-    })
+    return json.dumps(
+        {
+            "command_line": shlex.join(argv),
+            "argv": argv,
+            "working_directory": working_directory,
+            "snakemake_version": snakemake_version,
+            "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "host": socket.gethostname(),
+        }
+    )
 
 
 def current_invocation() -> dict[str, Any]:
@@ -95,8 +97,9 @@ def provenance(results_dir: str | os.PathLike[str], workflow: dict[str, Any], ma
     root = Path(results_dir)
     names = sorted(made)
     # An earlier run's provenance.json is no record: it carries that run's commit, not a measurement's.
-    origins = record_origins(root / name for name in names
-                             if name.endswith(".json") and name != paths.PROVENANCE and (root / name).is_file())
+    origins = record_origins(
+        root / name for name in names if name.endswith(".json") and name != paths.PROVENANCE and (root / name).is_file()
+    )
     commits = origins["commits"]
     invocation = current_invocation()
     return {

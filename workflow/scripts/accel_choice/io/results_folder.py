@@ -131,6 +131,7 @@ def _config(folder: Path) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- manifest
 
+
 def verify_manifest(folder: Path) -> ManifestCheck:
     """Check the folder against its MANIFEST.sha256 the way verify_results.py does (`manifest.verify`):
     changed, missing, linked and added entries are reported; a malformed manifest is reported, not fatal."""

@@ -38,7 +38,9 @@ def set_threads(threads: int) -> None:
 def job(log_path: str | os.PathLike[str], threads: int) -> Iterator[logging.Logger]:
     """Log to `log_path` (and stderr); record any exception with its traceback before it propagates."""
     handlers: list[logging.Handler] = [logging.FileHandler(log_path, mode="w"), logging.StreamHandler(sys.stderr)]
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", handlers=handlers, force=True)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", handlers=handlers, force=True
+    )
     set_threads(threads)
     torch = sys.modules.get("torch")
     log.info("threads=%d torch_threads=%s", threads, torch.get_num_threads() if torch else "torch not imported")

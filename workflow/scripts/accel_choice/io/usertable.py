@@ -23,13 +23,16 @@ class TableError(ValueError):
 def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     path = Path(path)
     if path.is_dir():
-        raise TableError(f"data.northstar.table.path: {path} is a directory, not a file; "
-                         "give the Parquet or CSV file itself")
+        raise TableError(
+            f"data.northstar.table.path: {path} is a directory, not a file; give the Parquet or CSV file itself"
+        )
     if not path.is_file():
         raise TableError(f"data.northstar.table.path: {path} does not exist (or is not a file)")
     suffix = path.suffix.lower()
     if suffix not in (".parquet", ".csv"):
-        raise TableError(f"data.northstar.table.path: {path} must end in .parquet or .csv, not {suffix or '(no suffix)'}")
+        raise TableError(
+            f"data.northstar.table.path: {path} must end in .parquet or .csv, not {suffix or '(no suffix)'}"
+        )
     if path.stat().st_size == 0:
         raise TableError(f"data.northstar.table.path: {path} is empty (0 bytes)")
     if suffix == ".parquet":
@@ -40,45 +43,63 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
         except pd.errors.EmptyDataError:
             raise TableError(f"data.northstar.table.path: {path} is empty (no header, no rows)") from None
     if len(frame) == 0:
-        raise TableError(f"data.northstar.table.path: {path} has no rows (columns {', '.join(map(str, frame.columns))})")
+        raise TableError(
+            f"data.northstar.table.path: {path} has no rows (columns {', '.join(map(str, frame.columns))})"
+        )
     return frame
 
 
 def check_table(frame: pd.DataFrame, path: str, target: str, features: Sequence[str]) -> None:
     missing = [column for column in (*features, target) if column not in frame.columns]
     if missing:
-        raise TableError(f"{path}: column(s) {', '.join(missing)} not found; the table has {', '.join(map(str, frame.columns))}")
+        raise TableError(
+            f"{path}: column(s) {', '.join(missing)} not found; the table has {', '.join(map(str, frame.columns))}"
+        )
     if target in features:
-        raise TableError(f"{path}: the target column {target!r} is also listed in data.northstar.table.features: the model "
-                         "would be given the label it has to predict (test AUC 1.000); remove it from the features")
-    non_numeric = [c for c in features if not (pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c]))]
+        raise TableError(
+            f"{path}: the target column {target!r} is also listed in data.northstar.table.features: the model "
+            "would be given the label it has to predict (test AUC 1.000); remove it from the features"
+        )
+    non_numeric = [
+        c for c in features if not (pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c]))
+    ]
     if non_numeric:
         kinds = ", ".join(f"{c} ({frame[c].dtype})" for c in non_numeric)
         raise TableError(f"{path}: feature column(s) must be numeric: {kinds}; encode them as numbers first")
     missing_values = [c for c in (*features, target) if frame[c].isna().any()]
     if missing_values:
-        raise TableError(f"{path}: column(s) {', '.join(missing_values)} have missing values; fill or drop those rows first")
+        raise TableError(
+            f"{path}: column(s) {', '.join(missing_values)} have missing values; fill or drop those rows first"
+        )
     values = set(pd.unique(frame[target]).tolist())
     if not values <= {0, 1, True, False} or len(values) < 2:
         shown = ", ".join(map(str, sorted(values, key=str)[:6]))
-        raise TableError(f"{path}: target column {target!r} must be binary 0/1 with both classes present; it holds {shown}")
+        raise TableError(
+            f"{path}: target column {target!r} must be binary 0/1 with both classes present; it holds {shown}"
+        )
     labels = frame[target].to_numpy(dtype=np.float64)
     copies = [c for c in features if np.array_equal(frame[c].to_numpy(dtype=np.float64), labels)]
     if copies:
-        raise TableError(f"{path}: feature column(s) {', '.join(map(repr, copies))} hold the same value as the target "
-                         f"column {target!r} in every row, a copy of the label (test AUC 1.000); "
-                         "remove them from the features")
+        raise TableError(
+            f"{path}: feature column(s) {', '.join(map(repr, copies))} hold the same value as the target "
+            f"column {target!r} in every row, a copy of the label (test AUC 1.000); "
+            "remove them from the features"
+        )
     with np.errstate(over="ignore"):  # a value beyond float32's range becomes inf, which is what is counted
         non_finite = {c: int(np.count_nonzero(~np.isfinite(frame[c].to_numpy(dtype=np.float32)))) for c in features}
     non_finite = {c: n for c, n in non_finite.items() if n}
     if non_finite:
         counts = ", ".join(f"{c} ({n} row{'s' if n != 1 else ''})" for c, n in non_finite.items())
-        raise TableError(f"{path}: column(s) {counts} hold values that are not finite as float32 (inf, -inf, or beyond "
-                         f"±{float(np.finfo(np.float32).max):.1e}, the largest float32); fix or drop those rows first")
+        raise TableError(
+            f"{path}: column(s) {counts} hold values that are not finite as float32 (inf, -inf, or beyond "
+            f"±{float(np.finfo(np.float32).max):.1e}, the largest float32); fix or drop those rows first"
+        )
 
 
 def load_user_table(path: str | os.PathLike[str], target: str, features: Sequence[str]) -> Dataset:
     frame = read_table(path)
     check_table(frame, str(path), target, features)
-    matrix = np.column_stack([frame[list(features)].to_numpy(dtype=np.float32), frame[target].to_numpy(dtype=np.float32)])
+    matrix = np.column_stack(
+        [frame[list(features)].to_numpy(dtype=np.float32), frame[target].to_numpy(dtype=np.float32)]
+    )
     return Dataset("northstar", np.ascontiguousarray(matrix, dtype=np.float32), tuple(features), target)

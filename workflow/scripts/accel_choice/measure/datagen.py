@@ -91,7 +91,7 @@ def make_northstar(rows: int, late_rate: float, seed: int) -> Dataset:
     probability = 1 / (1 + np.exp(-(intercept + linear)))
     late = rng.random(rows) < probability
 
-    matrix = np.column_stack(
-        [distance, weight, items, value, express, remote, backlog, weekday, late]
-    ).astype(np.float32)
+    matrix = np.column_stack([distance, weight, items, value, express, remote, backlog, weekday, late]).astype(
+        np.float32
+    )
     return Dataset("northstar", np.ascontiguousarray(matrix), NORTHSTAR_FEATURES, NORTHSTAR_TARGET)

@@ -31,7 +31,10 @@ def _nvidia_driver() -> str | None:
     try:
         out = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20, check=True,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
@@ -88,9 +91,13 @@ def fingerprint(probed: VisibleDevices) -> str:
 def probe_record(mode: str, planned_fingerprint: str, environment: Environment) -> DeviceProbe:
     """The probe rule's record: what this job sees, its fingerprint, and the fingerprint the plan was made with."""
     probed = probe()
-    return DeviceProbe(**{field.name: getattr(probed, field.name) for field in dataclasses.fields(probed)},
-                       mode=mode, planned_fingerprint=planned_fingerprint, fingerprint=fingerprint(probed),
-                       environment=environment)
+    return DeviceProbe(
+        **{field.name: getattr(probed, field.name) for field in dataclasses.fields(probed)},
+        mode=mode,
+        planned_fingerprint=planned_fingerprint,
+        fingerprint=fingerprint(probed),
+        environment=environment,
+    )
 
 
 def measurable_device(probed: VisibleDevices) -> str | None:

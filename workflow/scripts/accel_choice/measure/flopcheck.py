@@ -72,22 +72,24 @@ def flop_table(
         rule = {size: c["formula_3x"] for size, c in counts.items()}
         seconds = _measured_seconds(epoch_seconds, batch_size)
         epoch_counted, epoch_3x = _epoch_flops(counted, rows, batch_size), _epoch_flops(rule, rows, batch_size)
-        rows_out.append(FlopRow(
-            batch_size=batch_size,
-            rows=rows,
-            steps=theory.steps_per_epoch(rows, batch_size),
-            last_batch_rows=last or batch_size,
-            counted_forward_per_batch=counts[batch_size]["forward"],
-            counted_backward_per_batch=counts[batch_size]["backward"],
-            counted_per_batch=counted[batch_size],
-            formula_3x_per_batch=rule[batch_size],
-            counted_over_3x=counted[batch_size] / rule[batch_size],
-            epoch_flop_counted=epoch_counted,
-            epoch_flop_3x=epoch_3x,
-            epoch_s=seconds,
-            gflop_per_s_3x=_gflop_per_s(epoch_3x, seconds),
-            gflop_per_s_counted=_gflop_per_s(epoch_counted, seconds),
-        ))
+        rows_out.append(
+            FlopRow(
+                batch_size=batch_size,
+                rows=rows,
+                steps=theory.steps_per_epoch(rows, batch_size),
+                last_batch_rows=last or batch_size,
+                counted_forward_per_batch=counts[batch_size]["forward"],
+                counted_backward_per_batch=counts[batch_size]["backward"],
+                counted_per_batch=counted[batch_size],
+                formula_3x_per_batch=rule[batch_size],
+                counted_over_3x=counted[batch_size] / rule[batch_size],
+                epoch_flop_counted=epoch_counted,
+                epoch_flop_3x=epoch_3x,
+                epoch_s=seconds,
+                gflop_per_s_3x=_gflop_per_s(epoch_3x, seconds),
+                gflop_per_s_counted=_gflop_per_s(epoch_counted, seconds),
+            )
+        )
     return rows_out
 
 

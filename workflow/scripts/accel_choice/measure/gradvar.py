@@ -40,7 +40,9 @@ def predicted_variance(sigma2: float, batch_size: int, rows: int, without_replac
     return sigma2 / batch_size * factor
 
 
-def measured_variance(gradients: torch.Tensor, batch_size: int, draws: int, generator: torch.Generator) -> tuple[float, float]:
+def measured_variance(
+    gradients: torch.Tensor, batch_size: int, draws: int, generator: torch.Generator
+) -> tuple[float, float]:
     """Mean and standard error of |g_B − G|² over `draws` (at least 2) mini-batches sampled without replacement."""
     if draws < 2:
         raise ValueError(f"draws must be at least 2 for a standard error, got {draws}")
@@ -57,8 +59,15 @@ def measured_variance(gradients: torch.Tensor, batch_size: int, draws: int, gene
     return float(values.mean()), float(values.std() / math.sqrt(draws))
 
 
-def variance_table(gradients: torch.Tensor, batch_sizes: Sequence[int], draws: int, seed: int, *,
-                   parameter_point: str, environment: Environment) -> GradientVariance:
+def variance_table(
+    gradients: torch.Tensor,
+    batch_sizes: Sequence[int],
+    draws: int,
+    seed: int,
+    *,
+    parameter_point: str,
+    environment: Environment,
+) -> GradientVariance:
     """Measured vs predicted mini-batch gradient variance per batch size, with the ratio's 2-SE band.
 
     At B = N the prediction is 0 (the batch is the population): the ratio is undefined, written null."""
@@ -72,14 +81,23 @@ def variance_table(gradients: torch.Tensor, batch_sizes: Sequence[int], draws: i
             raise ValueError(f"batch size {batch_size} must be between 1 and the {rows} rows")
         measured, stderr = measured_variance(gradients, batch_size, draws, generator)
         predicted = predicted_variance(sigma2, batch_size, rows)
-        table.append(VarianceRow(
-            batch_size=batch_size,
-            measured=measured,
-            measured_stderr=stderr,
-            predicted=predicted,
-            predicted_iid=predicted_variance(sigma2, batch_size, rows, without_replacement=False),
-            ratio=measured / predicted if predicted > 0 else None,
-            ratio_2se=2 * stderr / predicted if predicted > 0 else None,
-        ))
-    return GradientVariance(rows=rows, parameters=gradients.shape[1], sigma2=sigma2, draws=draws, table=tuple(table),
-                            parameter_point=parameter_point, environment=environment)
+        table.append(
+            VarianceRow(
+                batch_size=batch_size,
+                measured=measured,
+                measured_stderr=stderr,
+                predicted=predicted,
+                predicted_iid=predicted_variance(sigma2, batch_size, rows, without_replacement=False),
+                ratio=measured / predicted if predicted > 0 else None,
+                ratio_2se=2 * stderr / predicted if predicted > 0 else None,
+            )
+        )
+    return GradientVariance(
+        rows=rows,
+        parameters=gradients.shape[1],
+        sigma2=sigma2,
+        draws=draws,
+        table=tuple(table),
+        parameter_point=parameter_point,
+        environment=environment,
+    )

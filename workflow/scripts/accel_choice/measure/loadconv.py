@@ -53,7 +53,9 @@ READERS: dict[str, Callable[[Path], tuple[pd.DataFrame, dict[str, float]]]] = {
 }
 
 
-def _one_pass(path: Path, fmt: str, feature_columns: Sequence[str], target_column: str) -> tuple[PassStages, torch.Tensor, torch.Tensor]:
+def _one_pass(
+    path: Path, fmt: str, feature_columns: Sequence[str], target_column: str
+) -> tuple[PassStages, torch.Tensor, torch.Tensor]:
     frame, stages = READERS[fmt](path)
     t0 = time.perf_counter()
     # copy=True: pandas' copy-on-write may hand out a read-only view, which torch must not train on.

@@ -53,7 +53,9 @@ class HeldOutTestSet:
 
     def evaluate(self, model: nn.Module) -> Metrics:
         if self.evaluations:
-            raise RuntimeError("the test set was already evaluated; evaluating it again would let it steer model choice")
+            raise RuntimeError(
+                "the test set was already evaluated; evaluating it again would let it steer model choice"
+            )
         self.evaluations += 1
         model.eval()
         with torch.no_grad():
@@ -139,8 +141,13 @@ def train_with_early_stopping(
         )
         run.history.append(row)
         if log_scalar is not None:
-            for name, key in (("loss/train", "train_loss"), ("loss/val", "val_loss"), ("time/epoch_s", "epoch_s"),
-                              ("throughput/samples_per_s", "samples_per_s"), ("memory/peak_bytes", "peak_memory_bytes")):
+            for name, key in (
+                ("loss/train", "train_loss"),
+                ("loss/val", "val_loss"),
+                ("time/epoch_s", "epoch_s"),
+                ("throughput/samples_per_s", "samples_per_s"),
+                ("memory/peak_bytes", "peak_memory_bytes"),
+            ):
                 if getattr(row, key) is not None:
                     log_scalar(name, getattr(row, key), epoch)
         if improved:
@@ -162,11 +169,16 @@ def restore_best(checkpoint: str | os.PathLike[str], features: int, hidden: int,
 
 
 def _train_and_test(
-    splits: dict[str, tuple[torch.Tensor, torch.Tensor]], seed: int, checkpoint: str | os.PathLike[str], hidden: int,
-    device: torch.device, **training: Any,
+    splits: dict[str, tuple[torch.Tensor, torch.Tensor]],
+    seed: int,
+    checkpoint: str | os.PathLike[str],
+    hidden: int,
+    device: torch.device,
+    **training: Any,
 ) -> tuple[TrainingRun, Metrics]:
-    run = train_with_early_stopping(splits["train"], splits["val"], seed=seed, hidden=hidden, checkpoint=checkpoint,
-                                    device=device, **training)
+    run = train_with_early_stopping(
+        splits["train"], splits["val"], seed=seed, hidden=hidden, checkpoint=checkpoint, device=device, **training
+    )
     model = restore_best(checkpoint, splits["train"][0].shape[1], hidden, device)
     return run, HeldOutTestSet(*splits["test"]).evaluate(model)
 
@@ -187,13 +199,21 @@ def seed_limits(
     environmental reproducibility (which keys of `environments` differ)."""
     runs = []
     for index, seed in enumerate(seeds):
-        run, metrics = _train_and_test(splits, seed, Path(workdir) / f"seed{index}.pt", hidden, device,
-                                       batch_size=batch_size, **training)
-        runs.append(SeedRun(seed=seed, best_epoch=run.best_epoch, best_state_sha256=run.best_state_sha256,
-                            val_losses=tuple(row.val_loss for row in run.history),
-                            **{f.name: getattr(metrics, f.name) for f in dataclasses.fields(metrics)}))
-    again, _ = _train_and_test(splits, seeds[0], Path(workdir) / "repeat.pt", hidden, device,
-                               batch_size=batch_size, **training)
+        run, metrics = _train_and_test(
+            splits, seed, Path(workdir) / f"seed{index}.pt", hidden, device, batch_size=batch_size, **training
+        )
+        runs.append(
+            SeedRun(
+                seed=seed,
+                best_epoch=run.best_epoch,
+                best_state_sha256=run.best_state_sha256,
+                val_losses=tuple(row.val_loss for row in run.history),
+                **{f.name: getattr(metrics, f.name) for f in dataclasses.fields(metrics)},
+            )
+        )
+    again, _ = _train_and_test(
+        splits, seeds[0], Path(workdir) / "repeat.pt", hidden, device, batch_size=batch_size, **training
+    )
     first = runs[0]
     numeric = NumericCheck(
         seed=seeds[0],
@@ -205,19 +225,32 @@ def seed_limits(
         log_loss=spread([r.log_loss for r in runs], "test log_loss over the seeds"),
         roc_auc=spread([r.roc_auc for r in runs], "test roc_auc over the seeds"),
     )
-    return SeedLimits(numeric=numeric, statistical=statistical, runs=tuple(runs), seeds=tuple(seeds),
-                      environmental=environmental_check(environments), batch_size=batch_size)
+    return SeedLimits(
+        numeric=numeric,
+        statistical=statistical,
+        runs=tuple(runs),
+        seeds=tuple(seeds),
+        environmental=environmental_check(environments),
+        batch_size=batch_size,
+    )
 
 
-def split_table(x: np.ndarray, y: np.ndarray, labels: np.ndarray, standardizer: Standardizer) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+def split_table(
+    x: np.ndarray, y: np.ndarray, labels: np.ndarray, standardizer: Standardizer
+) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """Standardised feature and target tensors per split, the standardiser fitted on train."""
     return {
-        name: (torch.from_numpy(standardizer.transform(x[labels == name])), torch.from_numpy(y[labels == name].astype(np.float32)))
+        name: (
+            torch.from_numpy(standardizer.transform(x[labels == name])),
+            torch.from_numpy(y[labels == name].astype(np.float32)),
+        )
         for name in SPLITS
     }
 
 
-def load_splits(table_path: str | os.PathLike[str], meta: NorthstarPrepare) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+def load_splits(
+    table_path: str | os.PathLike[str], meta: NorthstarPrepare
+) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """Read the split table written by prepare_northstar, standardised with the train-only statistics."""
     import pyarrow.parquet as pq
 

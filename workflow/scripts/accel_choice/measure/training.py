@@ -20,195 +20,28 @@ applied to a whole epoch):
 
 from __future__ import annotations
 
-import contextlib
-import copy
 import math
 import os
-import statistics
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import torch
-from torch import nn
 
 from accel_choice.analyze import theory
 from accel_choice.measure.contention import ForeignCpuMeter
 from accel_choice.measure.devices import peak_memory_bytes, reset_peak_memory, synchronize
-from accel_choice.measure.loaders import Batch, make_loader
-from accel_choice.measure.model import build_model, make_optimizer, state_sha256
+from accel_choice.measure.model import build_model, state_sha256
+from accel_choice.measure.steps import Trainer, Variant, batches, evaluate, train_epoch, warm_up
 from accel_choice.records.training import Invariants, TrainingRecord
-
-PRECISIONS = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
-PLACEMENTS = ("host", "resident", "streamed")
 
 
 class InvariantError(AssertionError):
     """A timing record broke an invariant: the measurement, not the machine, is wrong."""
 
 
-@dataclass(frozen=True)
-class Variant:
-    loader: str = "fastpath"
-    precision: str = "fp32"
-    placement: str = "host"  # host: CPU job; resident: data on the device; streamed: batches copied per step
-    grad_scaler: bool = True  # used by fp16 only
-
-    def __post_init__(self) -> None:
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"unknown precision {self.precision!r}; allowed: {', '.join(PRECISIONS)}")
-        if self.placement not in PLACEMENTS:
-            raise ValueError(f"unknown placement {self.placement!r}; allowed: {', '.join(PLACEMENTS)}")
-
-    @property
-    def uses_scaler(self) -> bool:
-        return self.precision == "fp16" and self.grad_scaler
-
-
 def load_average() -> list[float]:
     return list(os.getloadavg())
-
-
-class _Streamed:
-    """Host batches copied to the device one by one, as `model(xb.to(device))` does."""
-
-    def __init__(self, inner: Iterable[Batch], device: torch.device):
-        self.inner, self.device = inner, device
-
-    def __iter__(self) -> Iterator[Batch]:
-        for xb, yb in self.inner:
-            yield xb.to(self.device), yb.to(self.device)
-
-
-def _batches(variant: Variant, x: torch.Tensor, y: torch.Tensor, batch_size: int, shuffle: bool, seed: int,
-             device: torch.device, x_device: torch.Tensor, y_device: torch.Tensor) -> Iterable[Batch]:
-    if variant.placement == "streamed":
-        return _Streamed(make_loader(variant.loader, x, y, batch_size, shuffle, seed), device)
-    if variant.placement == "resident":
-        return make_loader(variant.loader, x_device, y_device, batch_size, shuffle, seed)
-    return make_loader(variant.loader, x, y, batch_size, shuffle, seed)
-
-
-class _Trainer:
-    """Model, optimizer, loss, autocast and scaler for one variant; `step` is one update."""
-
-    def __init__(self, model: nn.Module, lr: float, variant: Variant, device: torch.device):
-        self.model, self.device = model, device
-        self.optimizer = make_optimizer(model, lr)
-        self.loss_fn = nn.BCEWithLogitsLoss()
-        self.dtype = PRECISIONS[variant.precision]
-        self.scaler = torch.amp.GradScaler(device.type, enabled=variant.uses_scaler)
-
-    def autocast(self) -> contextlib.AbstractContextManager[Any]:
-        if self.dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast(device_type=self.device.type, dtype=self.dtype)
-
-    def step(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        self.optimizer.zero_grad(set_to_none=True)
-        with self.autocast():
-            loss = self.loss_fn(self.model(xb), yb)
-        # A disabled GradScaler passes straight through to backward() and optimizer.step().
-        self.scaler.scale(loss).backward()
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-        return loss.detach()
-
-
-@dataclass
-class EpochResult:
-    samples: int
-    steps: int
-    seconds: float
-    cpu_seconds: float
-    last_loss: float
-    mean_loss: float
-    nonfinite_step: int | None
-    finite: bool
-
-
-def train_epoch(trainer: _Trainer, batches: Iterable[Batch], max_steps: int) -> EpochResult:
-    """Time one pass over `batches`, loader iteration included: that is part of the path."""
-    trainer.model.train()
-    device = trainer.device
-    losses = torch.full((max_steps,), float("nan"), device=device)
-    weights = torch.zeros(max_steps)
-    samples = steps = 0
-    synchronize(device)
-    cpu0, t0 = time.process_time(), time.perf_counter()
-    for xb, yb in batches:
-        losses[steps] = trainer.step(xb, yb)
-        weights[steps] = xb.shape[0]
-        samples += xb.shape[0]
-        steps += 1
-    synchronize(device)
-    seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - cpu0
-    losses = losses[:steps].float().cpu()
-    bad = (~torch.isfinite(losses)).nonzero()
-    nonfinite_step = int(bad[0]) if len(bad) else None
-    params_finite = all(bool(torch.isfinite(p).all()) for p in trainer.model.parameters())
-    mean_loss = float((losses * weights[:steps]).sum()) / max(samples, 1)
-    return EpochResult(
-        samples, steps, seconds, cpu_seconds, float(losses[-1]) if steps else math.nan, mean_loss,
-        nonfinite_step if nonfinite_step is not None else (None if params_finite else steps - 1),
-        nonfinite_step is None and params_finite,
-    )
-
-
-@dataclass
-class EvalResult:
-    samples: int
-    seconds: float
-    loss: float
-    accuracy: float
-
-
-def evaluate(trainer: _Trainer, batches: Iterable[Batch]) -> EvalResult:
-    """One pass under `torch.no_grad()`; loss and accuracy at threshold 0.5 over all samples."""
-    model, device = trainer.model, trainer.device
-    model.eval()
-    samples = 0
-    loss_sum = torch.zeros((), device=device)
-    correct = torch.zeros((), device=device, dtype=torch.int64)
-    synchronize(device)
-    t0 = time.perf_counter()
-    with torch.no_grad(), trainer.autocast():
-        for xb, yb in batches:
-            logits = model(xb)
-            loss_sum += trainer.loss_fn(logits, yb).float() * xb.shape[0]
-            correct += ((logits > 0).to(yb.dtype) == yb).sum()
-            samples += xb.shape[0]
-    synchronize(device)
-    seconds = time.perf_counter() - t0
-    return EvalResult(samples, seconds, float(loss_sum) / max(samples, 1), int(correct) / max(samples, 1))
-
-
-@dataclass
-class WarmupResult:
-    steps: int
-    first_step_s: float
-    steady_step_s: float
-
-
-def warm_up(model: nn.Module, lr: float, variant: Variant, device: torch.device, batches: Iterable[Batch], steps: int) -> WarmupResult:
-    """Run `steps` updates on a copy of `model`, cycling through `batches`.
-
-    Returns the first step's time and the median of the last half, so the report can show
-    how large the first-call cost was that the warm-up kept out of the timed epoch.
-    """
-    trainer = _Trainer(copy.deepcopy(model), lr, variant, device)
-    times: list[float] = []
-    while len(times) < steps:
-        for xb, yb in batches:
-            synchronize(device)
-            t0 = time.perf_counter()
-            trainer.step(xb, yb)
-            synchronize(device)
-            times.append(time.perf_counter() - t0)
-            if len(times) >= steps:
-                break
-    return WarmupResult(len(times), times[0], statistics.median(times[len(times) // 2 :]))
 
 
 def check_invariants(record: dict[str, Any], rows: int) -> dict[str, bool]:
@@ -253,11 +86,18 @@ def measure_variant(
     model = build_model(x.shape[1], hidden, seed).to(device)
     initial_sha = state_sha256(model)
     reset_peak_memory(device)
-    warm = warm_up(model, lr, variant, device, _batches(variant, x, y, batch_size, True, seed + 1, device, x_device, y_device), warmup_steps)
-    trainer = _Trainer(model, lr, variant, device)
+    warm = warm_up(
+        model,
+        lr,
+        variant,
+        device,
+        batches(variant, x, y, batch_size, True, seed + 1, device, x_device, y_device),
+        warmup_steps,
+    )
+    trainer = Trainer(model, lr, variant, device)
     # The same loader seed for every variant: identical batches, so identical work.
-    train_batches = _batches(variant, x, y, batch_size, True, seed, device, x_device, y_device)
-    eval_batches = _batches(variant, x, y, batch_size, False, seed, device, x_device, y_device)
+    train_batches = batches(variant, x, y, batch_size, True, seed, device, x_device, y_device)
+    eval_batches = batches(variant, x, y, batch_size, False, seed, device, x_device, y_device)
 
     load_before = load_average()
     epoch = train_epoch(trainer, train_batches, theory.steps_per_epoch(x.shape[0], batch_size))
@@ -303,7 +143,9 @@ def cpu_variants(loaders: Sequence[str]) -> list[Variant]:
 
 
 def gpu_variants(precisions: Sequence[str], placements: Sequence[str], grad_scaler: bool) -> list[Variant]:
-    return [Variant("fastpath", precision, placement, grad_scaler) for precision in precisions for placement in placements]
+    return [
+        Variant("fastpath", precision, placement, grad_scaler) for precision in precisions for placement in placements
+    ]
 
 
 def context_startup_seconds(device: torch.device) -> float | None:
@@ -342,10 +184,21 @@ def measure_training_job(
         # A resident copy exists only while a resident variant runs, so it counts in that
         # variant's peak memory and in no other's.
         x_device, y_device = (x.to(target), y.to(target)) if variant.placement == "resident" else (None, None)
-        measured.append(measure_variant(
-            variant, x, y, batch_size, seed=seed, hidden=hidden, lr=lr, warmup_steps=warmup_steps, device=target,
-            x_device=x_device, y_device=y_device,
-        ))
+        measured.append(
+            measure_variant(
+                variant,
+                x,
+                y,
+                batch_size,
+                seed=seed,
+                hidden=hidden,
+                lr=lr,
+                warmup_steps=warmup_steps,
+                device=target,
+                x_device=x_device,
+                y_device=y_device,
+            )
+        )
         del x_device, y_device
     foreign = meter.stop()
     # Identical batches in identical order at one precision must give identical weights,
@@ -354,9 +207,14 @@ def measure_training_job(
     for result in measured:
         weights.setdefault(result["precision"], set()).add(result["final_weights_sha256"])
     return [
-        training_record(result, repeat=repeat, position_in_job=position, context_startup_s=startup,
-                        foreign_cpu_share=foreign.share,
-                        same_final_weights_across_variants=len(weights[result["precision"]]) == 1)
+        training_record(
+            result,
+            repeat=repeat,
+            position_in_job=position,
+            context_startup_s=startup,
+            foreign_cpu_share=foreign.share,
+            same_final_weights_across_variants=len(weights[result["precision"]]) == 1,
+        )
         for position, result in enumerate(measured)
     ]
 
@@ -371,9 +229,14 @@ def training_record(measured: dict[str, Any], **job: Any) -> TrainingRecord:
     Losses that are not finite become null: JSON has no NaN, and `finite` says why."""
     losses = ("eval_loss", "eval_accuracy", "final_loss", "mean_train_loss")
     return TrainingRecord(
-        **{key: value for key, value in measured.items() if key not in (*losses, "invariants", "loadavg_before",
-                                                                       "loadavg_after")},
+        **{
+            key: value
+            for key, value in measured.items()
+            if key not in (*losses, "invariants", "loadavg_before", "loadavg_after")
+        },
         **{key: _finite_or_none(measured[key]) for key in losses},
-        loadavg_before=tuple(measured["loadavg_before"]), loadavg_after=tuple(measured["loadavg_after"]),
-        invariants=Invariants(**measured["invariants"]), **job,
+        loadavg_before=tuple(measured["loadavg_before"]),
+        loadavg_after=tuple(measured["loadavg_after"]),
+        invariants=Invariants(**measured["invariants"]),
+        **job,
     )

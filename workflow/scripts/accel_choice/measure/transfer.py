@@ -20,7 +20,9 @@ from accel_choice.records.environment import Environment
 from accel_choice.records.loads import CopyTiming, TransferJob
 
 
-def _timed_copy(tensor: torch.Tensor, device: torch.device, passes: int, non_blocking: bool) -> tuple[float, list[float]]:
+def _timed_copy(
+    tensor: torch.Tensor, device: torch.device, passes: int, non_blocking: bool
+) -> tuple[float, list[float]]:
     def settle() -> None:  # both ends: a device-to-host copy is queued on the source device
         synchronize(tensor.device)
         synchronize(device)
@@ -37,7 +39,9 @@ def _timed_copy(tensor: torch.Tensor, device: torch.device, passes: int, non_blo
     return statistics.median(times), times
 
 
-def copy_record(what: str, direction: str, memory: str, tensor: torch.Tensor, device: torch.device, passes: int) -> CopyTiming:
+def copy_record(
+    what: str, direction: str, memory: str, tensor: torch.Tensor, device: torch.device, passes: int
+) -> CopyTiming:
     """Median seconds of copying `tensor` to `device`, as bytes, seconds and GB/s (1 GB = 1e9 bytes)."""
     seconds, runs = _timed_copy(tensor, device, passes, non_blocking=memory == "pinned")
     n_bytes = tensor.element_size() * tensor.nelement()
@@ -53,8 +57,15 @@ def copy_record(what: str, direction: str, memory: str, tensor: torch.Tensor, de
 
 
 def measure_transfers(
-    x: torch.Tensor, batch_sizes: Sequence[int], device: str | torch.device, passes: int = 5, pin: bool | None = None,
-    y: torch.Tensor | None = None, *, repeat: int, environment: Environment,
+    x: torch.Tensor,
+    batch_sizes: Sequence[int],
+    device: str | torch.device,
+    passes: int = 5,
+    pin: bool | None = None,
+    y: torch.Tensor | None = None,
+    *,
+    repeat: int,
+    environment: Environment,
 ) -> TransferJob:
     """Context start-up, then H2D of the matrix and of one batch per batch size (pageable and
     pinned), H2D of the target column, and D2H of one prediction per row.
@@ -77,7 +88,9 @@ def measure_transfers(
             continue
         copies.append(copy_record("matrix", "host_to_device", memory, source, target, passes))
         for batch_size in batch_sizes:
-            copies.append(copy_record(f"batch B={batch_size}", "host_to_device", memory, source[:batch_size], target, passes))
+            copies.append(
+                copy_record(f"batch B={batch_size}", "host_to_device", memory, source[:batch_size], target, passes)
+            )
     labels = torch.zeros(x.shape[0], 1) if y is None else y.reshape(-1, 1)
     copies.append(copy_record("target", "host_to_device", "pageable", labels, target, passes))
     predictions = torch.zeros(x.shape[0], 1, device=target)

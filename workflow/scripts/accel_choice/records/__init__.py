@@ -62,7 +62,6 @@ def record(cls: type[T] | None = None, *, schema: str | None = None, version: in
     return wrap if cls is None else wrap(cls)
 
 
-
 @functools.cache
 def _adapter(cls: type) -> TypeAdapter[Any]:
     return TypeAdapter(cls)
@@ -106,10 +105,12 @@ def from_json(cls: type[T], data: Any, source: str) -> T:
             raise RecordError(f"{source}: expected a JSON object ({schema}), found {type(data).__name__}; {RERUN}")
         found = (data.get("schema"), data.get("schema_version"))
         if found != (schema, cls.VERSION):  # type: ignore[attr-defined]
-            was = "no schema (written by a workflow before records were versioned)" if found == (None, None) \
+            was = (
+                "no schema (written by a workflow before records were versioned)"
+                if found == (None, None)
                 else f"schema {found[0]} version {found[1]}"
-            raise RecordError(f"{source}: has {was}; this workflow reads {schema} version "
-                              f"{cls.VERSION}: {RERUN}")  # type: ignore[attr-defined]
+            )
+            raise RecordError(f"{source}: has {was}; this workflow reads {schema} version {cls.VERSION}: {RERUN}")  # type: ignore[attr-defined]
         data = {key: value for key, value in data.items() if key not in HEADER}
     try:
         return _adapter(cls).validate_json(json.dumps(data, allow_nan=True))

@@ -43,8 +43,9 @@ class Workload:
         return (self.features, self.hidden, 1)
 
 
-def grid_workloads(rows: Sequence[int], features: Sequence[int], hidden: Sequence[int],
-                   batch_sizes: Sequence[int]) -> list[Workload]:
+def grid_workloads(
+    rows: Sequence[int], features: Sequence[int], hidden: Sequence[int], batch_sizes: Sequence[int]
+) -> list[Workload]:
     """Every combination, except batch sizes larger than the rows they would split."""
     return [
         Workload(rows=n, features=d, hidden=h, batch_size=b)
@@ -105,10 +106,14 @@ class GridRecord:
         if self.finite != (self.nonfinite_step is None):
             raise ValueError(f"finite is {self.finite} but nonfinite_step is {self.nonfinite_step!r}")
         if not self.samples == self.eval_samples == self.rows:
-            raise ValueError(f"samples {self.samples} and eval_samples {self.eval_samples} must both equal "
-                             f"rows {self.rows}: one epoch sees every row once")
+            raise ValueError(
+                f"samples {self.samples} and eval_samples {self.eval_samples} must both equal "
+                f"rows {self.rows}: one epoch sees every row once"
+            )
         if self.steps != steps_per_epoch(self.rows, self.batch_size):
-            raise ValueError(f"steps {self.steps} is not ⌈rows / batch_size⌉ = {steps_per_epoch(self.rows, self.batch_size)}")
+            raise ValueError(
+                f"steps {self.steps} is not ⌈rows / batch_size⌉ = {steps_per_epoch(self.rows, self.batch_size)}"
+            )
 
     @property
     def workload(self) -> Workload:

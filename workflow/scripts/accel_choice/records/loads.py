@@ -30,8 +30,9 @@ LOAD_STAGES = ("read_s", "to_pandas_s", "to_numpy_s", "to_torch_s", "total_s")
 def _ordered(low: float, middle: float, high: float, names: str) -> None:
     if not low <= middle <= high:
         low_name, middle_name, high_name = names.split()
-        raise ValueError(f"{low_name} {low!r} <= {middle_name} {middle!r} <= {high_name} {high!r} does not hold: "
-                         "a damaged record")
+        raise ValueError(
+            f"{low_name} {low!r} <= {middle_name} {middle!r} <= {high_name} {high!r} does not hold: a damaged record"
+        )
 
 
 def _check_interval(interval: tuple[float, float]) -> None:
@@ -96,7 +97,9 @@ class LoadConvertRecord:
             raise ValueError(f"{len(self.pass_stages)} pass_stages for {self.passes} passes")
         for stage in LOAD_STAGES:
             runs = [getattr(run, stage) for run in self.pass_stages]
-            _ordered(min(runs), getattr(self, stage), max(runs), f"min(pass_stages.{stage}) {stage} max(pass_stages.{stage})")
+            _ordered(
+                min(runs), getattr(self, stage), max(runs), f"min(pass_stages.{stage}) {stage} max(pass_stages.{stage})"
+            )
         _check_interval(self.wall_interval)
 
 

@@ -113,8 +113,9 @@ class NorthstarPrepare:
         if len(set(columns)) != len(columns):
             raise ValueError(f"the feature, target and split columns {list(columns)} are not all different")
         if len(self.standardizer.mean) != len(self.feature_columns):
-            raise ValueError(f"{len(self.standardizer.mean)} standardizer means for "
-                             f"{len(self.feature_columns)} feature columns")
+            raise ValueError(
+                f"{len(self.standardizer.mean)} standardizer means for {len(self.feature_columns)} feature columns"
+            )
 
 
 # --- results/northstar/{device}/bs{B}/history.json ---------------------------------------------
@@ -181,8 +182,10 @@ class NorthstarHistory:
         _ordered([row.updates for row in self.history], "updates")
         best = self.history[self.best_epoch - 1]
         if not best.improved or best.val_loss != self.best_val_loss:
-            raise ValueError(f"best_epoch {self.best_epoch} has val_loss {best.val_loss} (improved {best.improved}), "
-                             f"not best_val_loss {self.best_val_loss}")
+            raise ValueError(
+                f"best_epoch {self.best_epoch} has val_loss {best.val_loss} (improved {best.improved}), "
+                f"not best_val_loss {self.best_val_loss}"
+            )
 
     @property
     def name(self) -> str:
@@ -361,11 +364,15 @@ class VarianceRow:
     def __post_init__(self) -> None:
         undefined = self.predicted == 0
         if (self.ratio is None) != undefined or (self.ratio_2se is None) != undefined:
-            raise ValueError(f"ratio {self.ratio} and ratio_2se {self.ratio_2se} for predicted {self.predicted}: "
-                             "null exactly where predicted is 0")
+            raise ValueError(
+                f"ratio {self.ratio} and ratio_2se {self.ratio_2se} for predicted {self.predicted}: "
+                "null exactly where predicted is 0"
+            )
         if self.predicted > self.predicted_iid:
-            raise ValueError(f"predicted {self.predicted} above predicted_iid {self.predicted_iid}: "
-                             "the finite-population factor is at most 1")
+            raise ValueError(
+                f"predicted {self.predicted} above predicted_iid {self.predicted_iid}: "
+                "the finite-population factor is at most 1"
+            )
 
 
 @record(schema="gradient-variance")

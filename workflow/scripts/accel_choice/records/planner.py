@@ -30,8 +30,9 @@ ModelSource = Literal["fitted", "assumed"]
 def _ordered(low: float, middle: float, high: float, names: str) -> None:
     if not low <= middle <= high:
         low_name, middle_name, high_name = names.split()
-        raise ValueError(f"{low_name} {low!r} <= {middle_name} {middle!r} <= {high_name} {high!r} does not hold: "
-                         "a damaged record")
+        raise ValueError(
+            f"{low_name} {low!r} <= {middle_name} {middle!r} <= {high_name} {high!r} does not hold: a damaged record"
+        )
 
 
 # --- tables/cost_model.json --------------------------------------------------------------------
@@ -81,8 +82,9 @@ class Residual:
     def __post_init__(self) -> None:
         expected = (self.predicted_s - self.measured_s) / self.measured_s
         if not math.isclose(self.rel_error, expected, rel_tol=1e-9, abs_tol=1e-12):
-            raise ValueError(f"rel_error {self.rel_error!r} is not (predicted_s - measured_s) / measured_s "
-                             f"= {expected!r}")
+            raise ValueError(
+                f"rel_error {self.rel_error!r} is not (predicted_s - measured_s) / measured_s = {expected!r}"
+            )
 
 
 TERMS = ("overhead", "compute", "memory")
@@ -113,11 +115,18 @@ class ModelRow:
     warning: str | None
 
     def __post_init__(self) -> None:
-        if (self.flop_per_s is None) != (self.gflop_per_s is None) or \
-                (self.bytes_per_s is None) != (self.gb_per_s is None):
+        if (self.flop_per_s is None) != (self.gflop_per_s is None) or (self.bytes_per_s is None) != (
+            self.gb_per_s is None
+        ):
             raise ValueError("a rate and its GFLOP/s or GB/s must both be null (a dropped term) or both set")
-        quality = (self.points, self.median_abs_rel_error, self.max_abs_rel_error, self.loo_median_abs_rel_error,
-                   self.terms_used, self.identifiable)
+        quality = (
+            self.points,
+            self.median_abs_rel_error,
+            self.max_abs_rel_error,
+            self.loo_median_abs_rel_error,
+            self.terms_used,
+            self.identifiable,
+        )
         if self.source == "assumed":
             if any(value is not None for value in (*quality, self.r2, self.warning)):
                 raise ValueError("an assumed model has no fit: its quality fields must be null")
@@ -125,13 +134,19 @@ class ModelRow:
         if any(value is None for value in quality):
             raise ValueError("a fitted model has points, errors, terms_used and identifiable")
         if self.median_abs_rel_error > self.max_abs_rel_error:  # type: ignore[operator]
-            raise ValueError(f"median_abs_rel_error {self.median_abs_rel_error!r} > max_abs_rel_error "
-                             f"{self.max_abs_rel_error!r}")
-        used = {"overhead": self.seconds_per_step > 0, "compute": self.flop_per_s is not None,
-                "memory": self.bytes_per_s is not None}
+            raise ValueError(
+                f"median_abs_rel_error {self.median_abs_rel_error!r} > max_abs_rel_error {self.max_abs_rel_error!r}"
+            )
+        used = {
+            "overhead": self.seconds_per_step > 0,
+            "compute": self.flop_per_s is not None,
+            "memory": self.bytes_per_s is not None,
+        }
         if tuple(self.terms_used or ()) != tuple(term for term in TERMS if used[term]):
-            raise ValueError(f"terms_used {self.terms_used} does not match the rates (a dropped term's rate is null, "
-                             "a dropped overhead is 0 s per step)")
+            raise ValueError(
+                f"terms_used {self.terms_used} does not match the rates (a dropped term's rate is null, "
+                "a dropped overhead is 0 s per step)"
+            )
         if self.identifiable != (self.warning is None):
             raise ValueError("a fit that is not identifiable carries a warning, and only such a fit")
 
@@ -162,8 +177,10 @@ class CostModelTable:
             points = sum(1 for p in self.points if p.device == model.device)
             residuals = sum(1 for r in self.residuals if r.device == model.device)
             if not model.points == points == residuals:
-                raise ValueError(f"{model.device}: the model counts {model.points} points, the table holds {points} "
-                                 f"points and {residuals} residuals")
+                raise ValueError(
+                    f"{model.device}: the model counts {model.points} points, the table holds {points} "
+                    f"points and {residuals} residuals"
+                )
 
 
 # --- tables/break_even.json and break_even_summary.json -----------------------------------------
@@ -188,8 +205,9 @@ class BreakEvenSummary:
     def __post_init__(self) -> None:
         if self.gpu_always_faster and self.gpu_never_faster:
             raise ValueError("the GPU cannot be both always and never faster")
-        if (self.gpu_always_faster or self.gpu_never_faster) and \
-                (self.break_even is not None or self.gpu_faster_until is not None):
+        if (self.gpu_always_faster or self.gpu_never_faster) and (
+            self.break_even is not None or self.gpu_faster_until is not None
+        ):
             raise ValueError("a GPU always or never faster has no break_even and no gpu_faster_until")
 
 
@@ -206,10 +224,11 @@ class CurveRow:
 
     def __post_init__(self) -> None:
         if (self.cpu_over_gpu is None) != (self.gpu_s == 0):
-            raise ValueError(f"cpu_over_gpu is null exactly when gpu_s is 0 (gpu_s {self.gpu_s!r}, "
-                             f"cpu_over_gpu {self.cpu_over_gpu!r})")
-        if self.cpu_over_gpu is not None and not math.isclose(self.cpu_over_gpu, self.cpu_s / self.gpu_s,
-                                                              rel_tol=1e-9):
+            raise ValueError(
+                f"cpu_over_gpu is null exactly when gpu_s is 0 (gpu_s {self.gpu_s!r}, "
+                f"cpu_over_gpu {self.cpu_over_gpu!r})"
+            )
+        if self.cpu_over_gpu is not None and not math.isclose(self.cpu_over_gpu, self.cpu_s / self.gpu_s, rel_tol=1e-9):
             raise ValueError(f"cpu_over_gpu {self.cpu_over_gpu!r} is not cpu_s / gpu_s = {self.cpu_s / self.gpu_s!r}")
 
 
@@ -261,12 +280,16 @@ class FlopRow:
 
     def __post_init__(self) -> None:
         if self.counted_forward_per_batch + self.counted_backward_per_batch != self.counted_per_batch:
-            raise ValueError(f"counted forward {self.counted_forward_per_batch} + backward "
-                             f"{self.counted_backward_per_batch} != counted_per_batch {self.counted_per_batch}")
+            raise ValueError(
+                f"counted forward {self.counted_forward_per_batch} + backward "
+                f"{self.counted_backward_per_batch} != counted_per_batch {self.counted_per_batch}"
+            )
         if self.counted_per_batch > self.formula_3x_per_batch or self.epoch_flop_counted > self.epoch_flop_3x:
             raise ValueError("the counter never counts more than the 3× rule")
         if self.steps != steps_per_epoch(self.rows, self.batch_size):
-            raise ValueError(f"steps {self.steps} is not ⌈rows / batch_size⌉ = {steps_per_epoch(self.rows, self.batch_size)}")
+            raise ValueError(
+                f"steps {self.steps} is not ⌈rows / batch_size⌉ = {steps_per_epoch(self.rows, self.batch_size)}"
+            )
         if self.last_batch_rows > min(self.rows, self.batch_size):
             raise ValueError(f"last_batch_rows {self.last_batch_rows} exceeds the rows or the batch size")
         timed = {self.epoch_s is not None, self.gflop_per_s_3x is not None, self.gflop_per_s_counted is not None}
@@ -295,10 +318,13 @@ class ScenarioModelled:
     host_to_device_copy_s: Seconds
 
     def __post_init__(self) -> None:
-        if not math.isclose(self.gpu_epoch_s_streamed, self.gpu_epoch_s_resident + self.host_to_device_copy_s,
-                            rel_tol=1e-9):
-            raise ValueError(f"gpu_epoch_s_streamed {self.gpu_epoch_s_streamed!r} is not gpu_epoch_s_resident "
-                             f"{self.gpu_epoch_s_resident!r} + host_to_device_copy_s {self.host_to_device_copy_s!r}")
+        if not math.isclose(
+            self.gpu_epoch_s_streamed, self.gpu_epoch_s_resident + self.host_to_device_copy_s, rel_tol=1e-9
+        ):
+            raise ValueError(
+                f"gpu_epoch_s_streamed {self.gpu_epoch_s_streamed!r} is not gpu_epoch_s_resident "
+                f"{self.gpu_epoch_s_resident!r} + host_to_device_copy_s {self.host_to_device_copy_s!r}"
+            )
 
 
 @record(schema="scenario")
@@ -339,14 +365,18 @@ class Scenario:
         for name, memory in (("host", self.host_memory_bytes), ("gpu", self.gpu_memory_bytes)):
             fits = getattr(self, f"fits_in_{name}_memory")
             if fits != (None if memory is None else self.input_bytes <= memory):
-                raise ValueError(f"fits_in_{name}_memory {fits} does not follow from input_bytes {self.input_bytes} "
-                                 f"and {name}_memory_bytes {memory}")
+                raise ValueError(
+                    f"fits_in_{name}_memory {fits} does not follow from input_bytes {self.input_bytes} "
+                    f"and {name}_memory_bytes {memory}"
+                )
         if self.must_stream != (self.fits_in_gpu_memory is False or self.fits_in_host_memory is False):
             raise ValueError(f"must_stream {self.must_stream} does not follow from the fits_in_*_memory answers")
         batch = self.batch_input_bytes + self.batch_hidden_bytes + self.batch_logit_bytes
         if self.forward_activation_bytes != batch or self.forward_backward_activation_bytes != 2 * batch:
-            raise ValueError(f"forward_activation_bytes {self.forward_activation_bytes} is not the batch's input, "
-                             f"hidden and logit bytes ({batch}), or forward_backward_activation_bytes not twice it")
+            raise ValueError(
+                f"forward_activation_bytes {self.forward_activation_bytes} is not the batch's input, "
+                f"hidden and logit bytes ({batch}), or forward_backward_activation_bytes not twice it"
+            )
         if self.steps_per_epoch != steps_per_epoch(self.rows, self.batch_size):
             raise ValueError(f"steps_per_epoch {self.steps_per_epoch} is not ⌈rows / batch_size⌉")
 

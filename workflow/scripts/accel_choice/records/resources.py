@@ -30,8 +30,10 @@ class JobResources:
     def __post_init__(self) -> None:
         known = self.process_wall_s is not None and self.body_wall_s is not None
         if known != (self.outside_body_s is not None):
-            raise ValueError(f"outside_body_s is {self.outside_body_s!r} with process_wall_s {self.process_wall_s!r} "
-                             f"and body_wall_s {self.body_wall_s!r}")
+            raise ValueError(
+                f"outside_body_s is {self.outside_body_s!r} with process_wall_s {self.process_wall_s!r} "
+                f"and body_wall_s {self.body_wall_s!r}"
+            )
         if self.rss_sampled != (self.max_rss_mb is not None and self.max_rss_mb > 0):
             raise ValueError(f"rss_sampled is {self.rss_sampled} with max_rss_mb {self.max_rss_mb!r}")
 

@@ -34,8 +34,9 @@ def variant_of(row: Any) -> tuple[Any, ...]:
 def _ordered(low: float, middle: float, high: float, names: str) -> None:
     if not low <= middle <= high:
         low_name, middle_name, high_name = names.split()
-        raise ValueError(f"{low_name} {low!r} <= {middle_name} {middle!r} <= {high_name} {high!r} does not hold: "
-                         "a damaged record")
+        raise ValueError(
+            f"{low_name} {low!r} <= {middle_name} {middle!r} <= {high_name} {high!r} does not hold: a damaged record"
+        )
 
 
 @record
@@ -154,8 +155,12 @@ class TrainingCell:
     def __post_init__(self) -> None:
         _ordered(self.epoch_s_min, self.epoch_s_median, self.epoch_s_max, "epoch_s_min epoch_s_median epoch_s_max")
         _ordered(self.eval_s_min, self.eval_s_median, self.eval_s_max, "eval_s_min eval_s_median eval_s_max")
-        _ordered(self.samples_per_s_min, self.samples_per_s, self.samples_per_s_max,
-                 "samples_per_s_min samples_per_s samples_per_s_max")
+        _ordered(
+            self.samples_per_s_min,
+            self.samples_per_s,
+            self.samples_per_s_max,
+            "samples_per_s_min samples_per_s samples_per_s_max",
+        )
         if len(self.epoch_s_runs) != self.repeats:
             raise ValueError(f"{len(self.epoch_s_runs)} epoch_s_runs for {self.repeats} repeats")
 

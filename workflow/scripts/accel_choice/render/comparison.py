@@ -52,26 +52,58 @@ def _verdict_cell(row: dict[str, Any]) -> str:
 
 def batch_size_table(rows: Sequence[dict[str, Any]], label_a: str, label_b: str) -> str:
     ratio = f"{label_b}/{label_a}"
-    headers = ("variant", f"epoch ms {label_a} (min–max)", f"epoch ms {label_b} (min–max)", f"epoch {ratio}", "per epoch",
-               f"samples/s {label_a} (min–max)", f"samples/s {label_b} (min–max)", f"samples/s {ratio}",
-               f"full path ms {label_a} (min–max)", f"full path ms {label_b} (min–max)", f"full path {ratio}")
-    cells = [(_variant_cell(r, label_a, label_b), _spread(r, "epoch_s", "a", ms), _spread(r, "epoch_s", "b", ms),
-              _ratio_cell(r["epoch_s_ratio_b_over_a"]), _verdict_cell(r),
-              _spread(r, "samples_per_s", "a", _rate), _spread(r, "samples_per_s", "b", _rate),
-              _ratio_cell(r["samples_per_s_ratio_b_over_a"]),
-              _spread(r, "full_path_s", "a", ms), _spread(r, "full_path_s", "b", ms),
-              _ratio_cell(r["full_path_s_ratio_b_over_a"])) for r in rows]
+    headers = (
+        "variant",
+        f"epoch ms {label_a} (min–max)",
+        f"epoch ms {label_b} (min–max)",
+        f"epoch {ratio}",
+        "per epoch",
+        f"samples/s {label_a} (min–max)",
+        f"samples/s {label_b} (min–max)",
+        f"samples/s {ratio}",
+        f"full path ms {label_a} (min–max)",
+        f"full path ms {label_b} (min–max)",
+        f"full path {ratio}",
+    )
+    cells = [
+        (
+            _variant_cell(r, label_a, label_b),
+            _spread(r, "epoch_s", "a", ms),
+            _spread(r, "epoch_s", "b", ms),
+            _ratio_cell(r["epoch_s_ratio_b_over_a"]),
+            _verdict_cell(r),
+            _spread(r, "samples_per_s", "a", _rate),
+            _spread(r, "samples_per_s", "b", _rate),
+            _ratio_cell(r["samples_per_s_ratio_b_over_a"]),
+            _spread(r, "full_path_s", "a", ms),
+            _spread(r, "full_path_s", "b", ms),
+            _ratio_cell(r["full_path_s_ratio_b_over_a"]),
+        )
+        for r in rows
+    ]
     return table(headers, cells)
 
 
 def _header_section(result: Comparison) -> str:
     a, b = result.sides
-    fields = (("path", "path"), ("workflow commit", "workflow_commit"), ("uncommitted changes", "workflow_dirty"),
-              ("commit read from", "commit_source"), ("Snakemake", "snakemake_version"), ("created", "created"),
-              ("command line", "command_line"), ("host", "host"), ("verdict", "verdict"), ("CPU rows", "cpu_rows"), ("GPU rows", "gpu_rows"),
-              (paths.MANIFEST, "manifest"))
+    fields = (
+        ("path", "path"),
+        ("workflow commit", "workflow_commit"),
+        ("uncommitted changes", "workflow_dirty"),
+        ("commit read from", "commit_source"),
+        ("Snakemake", "snakemake_version"),
+        ("created", "created"),
+        ("command line", "command_line"),
+        ("host", "host"),
+        ("verdict", "verdict"),
+        ("CPU rows", "cpu_rows"),
+        ("GPU rows", "gpu_rows"),
+        (paths.MANIFEST, "manifest"),
+    )
     rows = [(name, _md(a.get(key)), _md(b.get(key))) for name, key in fields]
-    return f"# Comparison: {a['label']} (A) vs {b['label']} (B)\n\n" + table(("", f"A: {a['label']}", f"B: {b['label']}"), rows)
+    return f"# Comparison: {a['label']} (A) vs {b['label']} (B)\n\n" + table(
+        ("", f"A: {a['label']}", f"B: {b['label']}"), rows
+    )
 
 
 def _md(value: Any) -> str:
@@ -108,8 +140,10 @@ def _fastest_section(result: Comparison) -> str:
             variant = f"{best['variant']} B={best['batch_size']} ({best['format']})"
             rows.append((label, variant, f"{ms(best['total_s'])}{startup}"))
     text = table(("side", "fastest full path", "ms per epoch"), rows)
-    return (f"## Fastest full path on each side\n\n{text}\n\nAcross devices and formats, per epoch without the start-up: "
-            f"{fastest['comparison'] or 'not comparable'} (ratio {_ratio_cell(fastest['ratio_b_over_a'])}).")
+    return (
+        f"## Fastest full path on each side\n\n{text}\n\nAcross devices and formats, per epoch without the start-up: "
+        f"{fastest['comparison'] or 'not comparable'} (ratio {_ratio_cell(fastest['ratio_b_over_a'])})."
+    )
 
 
 def _difference_section(title: str, differences: Sequence[dict[str, Any]], label_a: str, label_b: str) -> str:
@@ -137,10 +171,16 @@ def markdown(result: Comparison) -> str:
 
 # Ratio panels: (title, y label with {a}/{b}, ((metric, line style, marker, legend text), ...)).
 RATIO_PANELS = (
-    ("Ratio of the medians: times", "time {b}/{a} (below 1: {b} faster)",
-     (("epoch_s", "-", "o", "epoch time"), ("full_path_s", ":", "^", "full-path time"))),
-    ("Ratio of the medians: throughput", "samples/s {b}/{a} (above 1: {b} faster)",
-     (("samples_per_s", "-", "o", "samples/s"),)),
+    (
+        "Ratio of the medians: times",
+        "time {b}/{a} (below 1: {b} faster)",
+        (("epoch_s", "-", "o", "epoch time"), ("full_path_s", ":", "^", "full-path time")),
+    ),
+    (
+        "Ratio of the medians: throughput",
+        "samples/s {b}/{a} (above 1: {b} faster)",
+        (("samples_per_s", "-", "o", "samples/s"),),
+    ),
 )
 SIDE_STYLES = (("a", "-", "o"), ("b", "--", "s"))  # A solid circles, B dashed squares
 
@@ -173,34 +213,63 @@ def _draw(figure: Any, grid: Any, result: Comparison) -> None:
                 _ratio_series(axes, rows, metric, f"{name} · {metric}", color, line, marker)
     fmt = result.full_path_format
     _style_times(epoch, result, "training epoch, ms (median, min–max)", "Epoch time", a, b)
-    _style_times(path, result, f"full path per epoch ({fmt or 'no format'}), ms (median, min–max)",
-                 f"Full-path time ({fmt or 'no file format in common'}): load + convert + transfer + epoch + eval", a, b)
+    _style_times(
+        path,
+        result,
+        f"full path per epoch ({fmt or 'no format'}), ms (median, min–max)",
+        f"Full-path time ({fmt or 'no file format in common'}): load + convert + transfer + epoch + eval",
+        a,
+        b,
+    )
     for axes, panel in zip(ratios, RATIO_PANELS):
         _style_ratios(axes, result, panel, a, b)
     figure.suptitle(f"{a} (A) vs {b} (B): medians per batch size; ratios B/A of rows measured on both sides")
-    figure.legend(handles=[matplotlib.lines.Line2D([], [], color=colors[n % len(colors)], linewidth=2, label=name)
-                           for n, name in enumerate(variants)],
-                  loc="outside lower center", ncol=min(len(variants), 4) or 1, fontsize=8, title="variant (colour)")
+    figure.legend(
+        handles=[
+            matplotlib.lines.Line2D([], [], color=colors[n % len(colors)], linewidth=2, label=name)
+            for n, name in enumerate(variants)
+        ],
+        loc="outside lower center",
+        ncol=min(len(variants), 4) or 1,
+        fontsize=8,
+        title="variant (colour)",
+    )
 
 
-def _time_series(axes: Any, rows: Sequence[dict[str, Any]], metric: str, side: str, label: str, color: str, line: str,
-                 marker: str) -> None:
+def _time_series(
+    axes: Any, rows: Sequence[dict[str, Any]], metric: str, side: str, label: str, color: str, line: str, marker: str
+) -> None:
     shown = [r for r in rows if r[f"{metric}_{side}"] is not None]
     if not shown:
         return
     median = [r[f"{metric}_{side}"] * 1e3 for r in shown]
     low = [m - r[f"{metric}_{side}_min"] * 1e3 for m, r in zip(median, shown)]
     high = [r[f"{metric}_{side}_max"] * 1e3 - m for m, r in zip(median, shown)]
-    axes.errorbar([r["batch_size"] for r in shown], median, yerr=[low, high], color=color, linestyle=line, marker=marker,
-                  capsize=3, label=label)
+    axes.errorbar(
+        [r["batch_size"] for r in shown],
+        median,
+        yerr=[low, high],
+        color=color,
+        linestyle=line,
+        marker=marker,
+        capsize=3,
+        label=label,
+    )
 
 
-def _ratio_series(axes: Any, rows: Sequence[dict[str, Any]], metric: str, label: str, color: str, line: str,
-                  marker: str) -> None:
+def _ratio_series(
+    axes: Any, rows: Sequence[dict[str, Any]], metric: str, label: str, color: str, line: str, marker: str
+) -> None:
     shown = [r for r in rows if r[f"{metric}_ratio_b_over_a"] is not None]
     if shown:
-        axes.plot([r["batch_size"] for r in shown], [r[f"{metric}_ratio_b_over_a"] for r in shown], color=color,
-                  linestyle=line, marker=marker, label=label)
+        axes.plot(
+            [r["batch_size"] for r in shown],
+            [r[f"{metric}_ratio_b_over_a"] for r in shown],
+            color=color,
+            linestyle=line,
+            marker=marker,
+            label=label,
+        )
 
 
 def _batch_axis(axes: Any, result: Comparison) -> None:
@@ -217,13 +286,19 @@ def _plain_log(axes: Any) -> None:
     axes.set_yscale("log")
     axes.get_yaxis().set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}"))
     axes.get_yaxis().set_minor_formatter(
-        matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}" if f"{value:.0e}"[0] in "25" else ""))
+        matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}" if f"{value:.0e}"[0] in "25" else "")
+    )
 
 
 def _style_key(axes: Any, entries: Sequence[tuple[str, str, str]]) -> None:
     """A black legend of line styles; the colours are the figure's variant legend."""
-    axes.legend(handles=[matplotlib.lines.Line2D([], [], color="black", linestyle=line, marker=marker, label=text)
-                         for text, line, marker in entries], fontsize=8)
+    axes.legend(
+        handles=[
+            matplotlib.lines.Line2D([], [], color="black", linestyle=line, marker=marker, label=text)
+            for text, line, marker in entries
+        ],
+        fontsize=8,
+    )
 
 
 def _empty(axes: Any, text: str) -> None:
@@ -238,8 +313,10 @@ def _style_times(axes: Any, result: Comparison, ylabel: str, title: str, a: str,
         _empty(axes, "nothing to show")
         return
     _plain_log(axes)
-    _style_key(axes, [(f"A: {a}", line, marker) if side == "a" else (f"B: {b}", line, marker)
-                      for side, line, marker in SIDE_STYLES])
+    _style_key(
+        axes,
+        [(f"A: {a}", line, marker) if side == "a" else (f"B: {b}", line, marker) for side, line, marker in SIDE_STYLES],
+    )
 
 
 def _style_ratios(axes: Any, result: Comparison, panel: tuple[Any, ...], a: str, b: str) -> None:

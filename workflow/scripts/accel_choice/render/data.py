@@ -30,37 +30,75 @@ def environment_section(env: EnvironmentReport, probe: VisibleDevices | None, ac
         ("accelerator setting", accelerator),
     ]
     if probe is not None:
-        devices = "; ".join(f"{d.name} (sm {d.capability}, {d.total_memory_bytes / 2**30:.1f} GiB)" for d in probe.cuda_devices)
+        devices = "; ".join(
+            f"{d.name} (sm {d.capability}, {d.total_memory_bytes / 2**30:.1f} GiB)" for d in probe.cuda_devices
+        )
         rows.append(("device probe", devices or ("MPS" if probe.mps_available else "no accelerator visible")))
-    return "## Environment\n\n" + table(("", ""), rows) + (
-        f"\n\nThe complete `torch.utils.collect_env` record is `{paths.ENVIRONMENT_TXT}`; every job's own record "
-        "is inside its JSON output. Absolute times hold only for this machine; compare ratios within one run."
+    return (
+        "## Environment\n\n"
+        + table(("", ""), rows)
+        + (
+            f"\n\nThe complete `torch.utils.collect_env` record is `{paths.ENVIRONMENT_TXT}`; every job's own record "
+            "is inside its JSON output. Absolute times hold only for this machine; compare ratios within one run."
+        )
     )
 
 
 def data_section(data: DataTable) -> str:
     rows = [
-        (r.dataset, f"{r.rows:,} × {r.features}", f"{r.positive_rate:.3f}", f"`{r.matrix_sha256[:16]}…`",
-         f"{r.parquet_bytes:,}", f"{r.csv_bytes:,}")
+        (
+            r.dataset,
+            f"{r.rows:,} × {r.features}",
+            f"{r.positive_rate:.3f}",
+            f"`{r.matrix_sha256[:16]}…`",
+            f"{r.parquet_bytes:,}",
+            f"{r.csv_bytes:,}",
+        )
         for r in data.table
     ]
-    return "## Data\n\n" + table(("dataset", "rows × features", "positive rate", "sha256 of fp32 matrix", "Parquet bytes", "CSV bytes"), rows)
+    return "## Data\n\n" + table(
+        ("dataset", "rows × features", "positive rate", "sha256 of fp32 matrix", "Parquet bytes", "CSV bytes"), rows
+    )
 
 
 def load_section(load_table: Sequence[LoadCell]) -> str:
     rows = [
         (
-            c.dataset, c.format, f"{c.file_bytes:,}", ms(c.read_s_median), ms(c.to_pandas_s_median),
-            ms(c.to_numpy_s_median), ms(c.to_torch_s_median), ms(c.total_s_median),
-            f"{ms(c.total_s_min)}–{ms(c.total_s_max)}", f"{c.mb_per_s:.0f}", cell_flags(c),
+            c.dataset,
+            c.format,
+            f"{c.file_bytes:,}",
+            ms(c.read_s_median),
+            ms(c.to_pandas_s_median),
+            ms(c.to_numpy_s_median),
+            ms(c.to_torch_s_median),
+            ms(c.total_s_median),
+            f"{ms(c.total_s_min)}–{ms(c.total_s_max)}",
+            f"{c.mb_per_s:.0f}",
+            cell_flags(c),
         )
         for c in load_table
     ]
-    return "## Load and convert (ms, medians over repeats)\n\n" + table(
-        ("dataset", "format", "file bytes", "read", "to pandas", "to numpy fp32", "to torch", "total", "total min–max", "MB/s", "flag"),
-        rows,
-    ) + (
-        "\n\n`to torch` is `torch.from_numpy`, which shares the numpy buffer: the copy is in `to numpy fp32`. "
-        "Each stage is the median over repeats of the per-job median over passes; `total` is the median of the "
-        "per-pass totals, so it need not equal the sum of the stage columns (the full-path table adds the stages)."
+    return (
+        "## Load and convert (ms, medians over repeats)\n\n"
+        + table(
+            (
+                "dataset",
+                "format",
+                "file bytes",
+                "read",
+                "to pandas",
+                "to numpy fp32",
+                "to torch",
+                "total",
+                "total min–max",
+                "MB/s",
+                "flag",
+            ),
+            rows,
+        )
+        + (
+            "\n\n`to torch` is `torch.from_numpy`, which shares the numpy buffer: the copy is in `to numpy fp32`. "
+            "Each stage is the median over repeats of the per-job median over passes; `total` is the median of the "
+            "per-pass totals, so it need not equal the sum of the stage columns (the full-path table adds the stages)."
+        )
     )

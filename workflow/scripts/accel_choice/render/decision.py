@@ -68,8 +68,11 @@ def claim(verdict: Verdict) -> str:
     )
     if verdict.outcome == "gpu_pays_off":
         return f"{measured} This exceeds the {c.threshold:g}× threshold and the spreads do not overlap."
-    why = f"below the {c.threshold:g}× threshold" if verdict.outcome == "below_threshold" \
+    why = (
+        f"below the {c.threshold:g}× threshold"
+        if verdict.outcome == "below_threshold"
         else "the CPU and GPU spreads overlap"
+    )
     return f"{measured} The GPU does not pay off: {why}."
 
 
@@ -85,26 +88,43 @@ def reasons(verdict: Verdict) -> list[str]:
     ]
     scaling = verdict.scaling
     if scaling is not None:
-        grew = (f"From B={scaling.smallest_batch} to B={scaling.largest_batch} ({scaling.samples_ratio:.0f}× the samples "
-                f"per step) the time per optimizer step grew {scaling.step_time_ratio:.1f}×")
-        said.append(grew + (": the step is bound by fixed per-step overhead (Python, dispatch), which a faster arithmetic "
-                            "unit does not remove." if scaling.overhead_bound else
-                            ": the work per step grows with the batch, so arithmetic throughput matters at these sizes."))
+        grew = (
+            f"From B={scaling.smallest_batch} to B={scaling.largest_batch} ({scaling.samples_ratio:.0f}× the samples "
+            f"per step) the time per optimizer step grew {scaling.step_time_ratio:.1f}×"
+        )
+        said.append(
+            grew
+            + (
+                ": the step is bound by fixed per-step overhead (Python, dispatch), which a faster arithmetic "
+                "unit does not remove."
+                if scaling.overhead_bound
+                else ": the work per step grows with the batch, so arithmetic throughput matters at these sizes."
+            )
+        )
     said.append(_memory_sentence(verdict))
     comparison = verdict.comparison
     if comparison is not None and comparison.break_even_epochs is not None:
-        said.append(f"Per epoch (start-up excluded) the GPU path is faster; the start-up is repaid after "
-                    f"{comparison.break_even_epochs:.1f} epochs of this size.")
+        said.append(
+            f"Per epoch (start-up excluded) the GPU path is faster; the start-up is repaid after "
+            f"{comparison.break_even_epochs:.1f} epochs of this size."
+        )
     return said
 
 
 def _memory_sentence(verdict: Verdict) -> str:
     m = verdict.memory
-    need = (f"the Adam fp32 state ({m.adam_bytes:,} bytes), forward and backward activations at B={m.batch_size} "
-            f"({m.activation_bytes:,} bytes) and the data matrix ({m.data_bytes:,} bytes) need {m.bound_bytes:,} bytes")
-    capacities = [(fits, f"this host's {size:,} bytes" if who == "host" else f"the GPU's {size:,} bytes")
-                  for fits, size, who in ((m.fits_host, m.host_memory_bytes, "host"),
-                                          (m.fits_device, m.device_memory_bytes, "device")) if fits is not None]
+    need = (
+        f"the Adam fp32 state ({m.adam_bytes:,} bytes), forward and backward activations at B={m.batch_size} "
+        f"({m.activation_bytes:,} bytes) and the data matrix ({m.data_bytes:,} bytes) need {m.bound_bytes:,} bytes"
+    )
+    capacities = [
+        (fits, f"this host's {size:,} bytes" if who == "host" else f"the GPU's {size:,} bytes")
+        for fits, size, who in (
+            (m.fits_host, m.host_memory_bytes, "host"),
+            (m.fits_device, m.device_memory_bytes, "device"),
+        )
+        if fits is not None
+    ]
     if not capacities:
         return f"Memory: {need}; this machine's memory is not known, so memory is not compared."
     short = [words for fits, words in capacities if not fits]
@@ -114,29 +134,39 @@ def _memory_sentence(verdict: Verdict) -> str:
 
 
 def headline(verdict: Verdict) -> str:
-    return f"**Verdict: {verdict.device}.** {claim(verdict)}\n\n" + "\n".join(f"- {reason}" for reason in reasons(verdict))
+    return f"**Verdict: {verdict.device}.** {claim(verdict)}\n\n" + "\n".join(
+        f"- {reason}" for reason in reasons(verdict)
+    )
 
 
 def status_words(step: SheetStep) -> str:
     missing = MISSING_WORDS.get(step.missing or "", "")
     return {
-        "measured": "measured", "checked": "checked", "computed": "computed",
-        "computed_and_measured": "computed and measured", "measured_on_both_devices": "measured on both devices",
-        "cpu_measured_gpu_missing": f"CPU side measured; GPU side {missing}", "missing": missing,
+        "measured": "measured",
+        "checked": "checked",
+        "computed": "computed",
+        "computed_and_measured": "computed and measured",
+        "measured_on_both_devices": "measured on both devices",
+        "cpu_measured_gpu_missing": f"CPU side measured; GPU side {missing}",
+        "missing": missing,
     }[step.status]
 
 
 def evidence_words(step: SheetStep, gpu: GpuVisibility) -> str:
     if step.step == 1:
-        return (f"{step.value('load_cells')} load/convert cells and {step.value('training_cells')} training cells, "
-                f"repeats [{step.value('repeats')}]")
+        return (
+            f"{step.value('load_cells')} load/convert cells and {step.value('training_cells')} training cells, "
+            f"repeats [{step.value('repeats')}]"
+        )
     if step.step == 2:
         return gpu_line(gpu)
     if step.step == 3:
         if step.status != "measured":
             return "estimated only, from the configured bandwidth (see Theoretical estimates)"
-        return (f"matrix host→device {step.value('matrix_gb_per_s'):.2f} GB/s pageable; context start-up "
-                f"{step.value('context_startup_s') * 1e3:.0f} ms (fixed cost)")
+        return (
+            f"matrix host→device {step.value('matrix_gb_per_s'):.2f} GB/s pageable; context start-up "
+            f"{step.value('context_startup_s') * 1e3:.0f} ms (fixed cost)"
+        )
     if step.step == 4:
         if step.status != "measured":
             return "no GPU timings"
@@ -144,9 +174,11 @@ def evidence_words(step: SheetStep, gpu: GpuVisibility) -> str:
     if step.step == 5:
         return "full-path table: load + convert + transfer + train + eval (+ fixed start-up)"
     peak = step.value("peak_memory_bytes")
-    return (f"{step.value('adam_bytes'):,} bytes + {step.value('activation_bytes'):,} bytes of forward activations at "
-            f"B={step.value('batch_size')}"
-            + (f"; measured peak {peak:,} bytes (torch.cuda.max_memory_allocated)" if peak else ""))
+    return (
+        f"{step.value('adam_bytes'):,} bytes + {step.value('activation_bytes'):,} bytes of forward activations at "
+        f"B={step.value('batch_size')}"
+        + (f"; measured peak {peak:,} bytes (torch.cuda.max_memory_allocated)" if peak else "")
+    )
 
 
 def sheet_section(sheet: Sequence[SheetStep], gpu: GpuVisibility) -> str:
@@ -160,19 +192,35 @@ def comparison_section(verdict: Verdict) -> str:
     c = verdict.comparison
     if c is None:
         return ""
-    return "## CPU vs GPU, full path of one epoch\n\n" + table(("", "CPU", "GPU"), [
-        ("best variant", describe(c.cpu), describe(c.gpu)),
-        ("full path, ms", ms(c.cpu.total_s), ms(c.gpu.total_s)),
-        ("spread, ms", f"{ms(c.cpu.total_min_s)}–{ms(c.cpu.total_max_s)}", f"{ms(c.gpu.total_min_s)}–{ms(c.gpu.total_max_s)}"),
-        ("fixed start-up, ms", "0", ms(c.gpu.startup_s)),
-        ("speedup CPU/GPU", "", f"{c.speedup:.2f}× ({c.speedup_low:.2f}–{c.speedup_high:.2f}×); threshold {c.threshold:g}×"),
-    ])
+    return "## CPU vs GPU, full path of one epoch\n\n" + table(
+        ("", "CPU", "GPU"),
+        [
+            ("best variant", describe(c.cpu), describe(c.gpu)),
+            ("full path, ms", ms(c.cpu.total_s), ms(c.gpu.total_s)),
+            (
+                "spread, ms",
+                f"{ms(c.cpu.total_min_s)}–{ms(c.cpu.total_max_s)}",
+                f"{ms(c.gpu.total_min_s)}–{ms(c.gpu.total_max_s)}",
+            ),
+            ("fixed start-up, ms", "0", ms(c.gpu.startup_s)),
+            (
+                "speedup CPU/GPU",
+                "",
+                f"{c.speedup:.2f}× ({c.speedup_low:.2f}–{c.speedup_high:.2f}×); threshold {c.threshold:g}×",
+            ),
+        ],
+    )
 
 
 # ---------------------------------------------------------------- the decision figure
 
-STAGES = (("load_s", "load"), ("convert_s", "convert"), ("transfer_s", "transfer"), ("train_s", "train epoch"),
-          ("eval_s", "eval"))
+STAGES = (
+    ("load_s", "load"),
+    ("convert_s", "convert"),
+    ("transfer_s", "transfer"),
+    ("train_s", "train epoch"),
+    ("eval_s", "eval"),
+)
 # (device, format, precision, placement, loader, label, hatch)
 PATHS = (
     ("cpu", "csv", "fp32", "host", "dataloader", "CPU: CSV + DataLoader (textbook)", "//"),
@@ -214,8 +262,9 @@ def _throughput_panel(axes: Any, train_table: Sequence[TrainingCell]) -> None:
         noisy = [(s, m) for s, m, r in zip(sizes, median, rows) if r.noisy]
         if noisy:
             labelled = "noisy (flagged)" in axes.get_legend_handles_labels()[1]
-            axes.scatter(*zip(*noisy), s=160, facecolors="none", edgecolors="red",
-                         label=None if labelled else "noisy (flagged)")
+            axes.scatter(
+                *zip(*noisy), s=160, facecolors="none", edgecolors="red", label=None if labelled else "noisy (flagged)"
+            )
     axes.set_xscale("log", base=2)
     axes.set_xticks(sorted({r.batch_size for r in train_table}))
     axes.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
@@ -231,8 +280,11 @@ def _full_path_panel(axes: Any, full_path_rows: Sequence[FullPathRow]) -> None:
     sizes = sorted({r.batch_size for r in full_path_rows})
     paths = []
     for device, fmt, precision, placement, loader, label, hatch in PATHS:
-        cells = {r.batch_size: r for r in full_path_rows
-                 if (r.device, r.format, r.precision, r.placement, r.loader) == (device, fmt, precision, placement, loader)}
+        cells = {
+            r.batch_size: r
+            for r in full_path_rows
+            if (r.device, r.format, r.precision, r.placement, r.loader) == (device, fmt, precision, placement, loader)
+        }
         if cells:
             paths.append((cells, label, hatch))
     width = 0.8 / max(len(paths), 1)
@@ -243,7 +295,9 @@ def _full_path_panel(axes: Any, full_path_rows: Sequence[FullPathRow]) -> None:
         bottom = [0.0] * len(sizes)
         for (key, stage), color in zip(STAGES, colors):
             heights = [getattr(cells[s], key) * 1e3 if s in cells else 0.0 for s in sizes]
-            axes.bar(positions, heights, width, bottom=bottom, color=color, hatch=hatch, edgecolor="black", linewidth=0.4)
+            axes.bar(
+                positions, heights, width, bottom=bottom, color=color, hatch=hatch, edgecolor="black", linewidth=0.4
+            )
             bottom = [b + h for b, h in zip(bottom, heights)]
         handles.append(Patch(facecolor="white", hatch=hatch, edgecolor="black", label=f"{label} (bar {number + 1})"))
     axes.set_xticks(range(len(sizes)), [str(s) for s in sizes])

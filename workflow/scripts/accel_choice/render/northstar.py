@@ -21,19 +21,45 @@ def selection_section(result: TimeToTarget | None) -> str:
     if result is None:
         return ""
     body = [
-        (r.device, r.batch_size, r.best_epoch, f"{r.stopped_epoch}{' (early)' if r.stopped_early else ''}",
-         f"{r.best_val_loss:.4f}", f"{r.seconds:.2f}" if r.reached else "not reached",
-         r.updates if r.reached else "", f"{r.test_log_loss:.4f}", number(r.test_roc_auc, ".3f"),
-         f"{r.test_brier:.4f}", f"{r.test_accuracy_at_0_5:.3f}", f"{r.test_base_rate:.3f}",
-         f"{r.test_base_rate_log_loss:.4f}")
+        (
+            r.device,
+            r.batch_size,
+            r.best_epoch,
+            f"{r.stopped_epoch}{' (early)' if r.stopped_early else ''}",
+            f"{r.best_val_loss:.4f}",
+            f"{r.seconds:.2f}" if r.reached else "not reached",
+            r.updates if r.reached else "",
+            f"{r.test_log_loss:.4f}",
+            number(r.test_roc_auc, ".3f"),
+            f"{r.test_brier:.4f}",
+            f"{r.test_accuracy_at_0_5:.3f}",
+            f"{r.test_base_rate:.3f}",
+            f"{r.test_base_rate_log_loss:.4f}",
+        )
         for r in sorted(result.rows, key=lambda r: (r.device, r.batch_size))
     ]
     return (
         "## Northstar model selection: early stopping, test once, time to target\n\n"
         f"Target: validation log loss ≤ {result.target_val_loss:.4f} (within {result.within:.0%} of the best, "
         f"{result.best_val_loss:.4f}). **Fastest to target: {result.fastest or 'none reached it'}.**\n\n"
-        + table(("device", "B", "best epoch", "stopped", "best val loss", "s to target", "updates to target",
-                 "test log loss", "test AUC", "test Brier", "test acc@0.5", "test base rate", "base-rate log loss"), body)
+        + table(
+            (
+                "device",
+                "B",
+                "best epoch",
+                "stopped",
+                "best val loss",
+                "s to target",
+                "updates to target",
+                "test log loss",
+                "test AUC",
+                "test Brier",
+                "test acc@0.5",
+                "test base rate",
+                "base-rate log loss",
+            ),
+            body,
+        )
         + "\n\nThe test split was evaluated once per run, after restoring the best checkpoint "
         "(`torch.load(..., weights_only=True)`); standardisation statistics come from the training split only. "
         f"Curves: `{paths.NORTHSTAR_CURVES_PNG}`; TensorBoard: `tensorboard --logdir {paths.RESULTS}/{paths.TENSORBOARD}`."
@@ -52,48 +78,84 @@ def seed_section(result: SeedLimits | None) -> str:
     yes = {True: "yes", False: "**no**"}
     differences = env.differences
     env_text = (
-        "none differ" if not differences
+        "none differ"
+        if not differences
         else "; ".join(f"`{key}`: {', '.join(map(_shown, values))}" for key, values in differences.items())
     )
     rows = [
-        ("numeric", f"seed {numeric.seed} trained twice on this machine: identical weights {yes[numeric.identical_weights]}, "
-                    f"identical loss curves {yes[numeric.identical_loss_curves]}"),
-        ("statistical", f"{len(result.seeds)} seeds at B={result.batch_size}: test log loss "
-                        f"{stats.log_loss.mean:.4f} ± {stats.log_loss.std:.4f} "
-                        f"({stats.log_loss.min:.4f}–{stats.log_loss.max:.4f}); AUC "
-                        f"{stats.roc_auc.mean:.3f} ± {stats.roc_auc.std:.3f} "
-                        f"({stats.roc_auc.min:.3f}–{stats.roc_auc.max:.3f})"),
+        (
+            "numeric",
+            f"seed {numeric.seed} trained twice on this machine: identical weights {yes[numeric.identical_weights]}, "
+            f"identical loss curves {yes[numeric.identical_loss_curves]}",
+        ),
+        (
+            "statistical",
+            f"{len(result.seeds)} seeds at B={result.batch_size}: test log loss "
+            f"{stats.log_loss.mean:.4f} ± {stats.log_loss.std:.4f} "
+            f"({stats.log_loss.min:.4f}–{stats.log_loss.max:.4f}); AUC "
+            f"{stats.roc_auc.mean:.3f} ± {stats.roc_auc.std:.3f} "
+            f"({stats.roc_auc.min:.3f}–{stats.roc_auc.max:.3f})",
+        ),
         ("environmental", f"{env.records_compared} environment records compared: {env_text}"),
     ]
-    return "## Seed limits (measured)\n\n" + table(("reproducibility", "result"), rows) + (
-        "\n\nA seed promises the same numbers only with the same environment record; across machines, library "
-        "versions or thread counts, compare the statistical row, not bits."
+    return (
+        "## Seed limits (measured)\n\n"
+        + table(("reproducibility", "result"), rows)
+        + (
+            "\n\nA seed promises the same numbers only with the same environment record; across machines, library "
+            "versions or thread counts, compare the statistical row, not bits."
+        )
     )
 
 
 def gradient_variance_section(result: GradientVariance | None) -> str:
     if result is None:
         return ""
-    body = [(r.batch_size, f"{r.measured:.4g}", f"{r.predicted:.4g}", f"{r.predicted_iid:.4g}",
-             f"{r.ratio:.3f} ± {r.ratio_2se:.3f}" if r.ratio is not None and r.ratio_2se is not None
-             else "— (B = N: no sampling noise predicted)") for r in result.table]
+    body = [
+        (
+            r.batch_size,
+            f"{r.measured:.4g}",
+            f"{r.predicted:.4g}",
+            f"{r.predicted_iid:.4g}",
+            f"{r.ratio:.3f} ± {r.ratio_2se:.3f}"
+            if r.ratio is not None and r.ratio_2se is not None
+            else "— (B = N: no sampling noise predicted)",
+        )
+        for r in result.table
+    ]
     return (
         "## Gradient variance vs batch size (the 1/B rule, measured)\n\n"
         f"At the {result.parameter_point}, over {result.draws} random mini-batches per B drawn without replacement from "
         f"N = {result.rows:,} rows (P = {result.parameters:,}); σ² = {result.sigma2:.4g}.\n\n"
-        + table(("B", "measured E‖g_B − G‖²", "predicted σ²/B·(N−B)/(N−1)", "σ²/B (independent)", "measured/predicted ± 2 SE"), body)
+        + table(
+            (
+                "B",
+                "measured E‖g_B − G‖²",
+                "predicted σ²/B·(N−B)/(N−1)",
+                "σ²/B (independent)",
+                "measured/predicted ± 2 SE",
+            ),
+            body,
+        )
         + f"\n\nFigure: `{paths.GRADIENT_VARIANCE_PNG}` (log–log)."
     )
 
 
 def learning_curves(
-    histories: Sequence[NorthstarHistory], target: float, png_path: str | os.PathLike[str], svg_path: str | os.PathLike[str]
+    histories: Sequence[NorthstarHistory],
+    target: float,
+    png_path: str | os.PathLike[str],
+    svg_path: str | os.PathLike[str],
 ) -> None:
     figure, axes = plt.subplots(figsize=(7, 4.5))
     for run in histories:
         # A loss that was not finite (null) leaves a gap in the curve.
-        axes.plot([r.cumulative_s for r in run.history], [math.nan if r.val_loss is None else r.val_loss for r in run.history],
-                  marker=".", label=run.name)
+        axes.plot(
+            [r.cumulative_s for r in run.history],
+            [math.nan if r.val_loss is None else r.val_loss for r in run.history],
+            marker=".",
+            label=run.name,
+        )
     axes.axhline(target, color="black", linestyle="--", linewidth=1, label="time-to-target threshold")
     axes.set_xlabel("cumulative wall time, s (training + validation)")
     axes.set_ylabel("validation log loss")
@@ -104,12 +166,21 @@ def learning_curves(
     save_figure(figure, png_path, svg_path)
 
 
-def gradient_variance_figure(result: GradientVariance, png_path: str | os.PathLike[str], svg_path: str | os.PathLike[str]) -> None:
+def gradient_variance_figure(
+    result: GradientVariance, png_path: str | os.PathLike[str], svg_path: str | os.PathLike[str]
+) -> None:
     rows = result.table
     sizes = [r.batch_size for r in rows]
     figure, axes = plt.subplots(figsize=(6.5, 4.5))
-    axes.errorbar(sizes, [r.measured for r in rows], yerr=[2 * r.measured_stderr for r in rows], marker="o",
-                  linestyle="none", capsize=4, label=f"measured over {result.draws} mini-batches (±2 SE)")
+    axes.errorbar(
+        sizes,
+        [r.measured for r in rows],
+        yerr=[2 * r.measured_stderr for r in rows],
+        marker="o",
+        linestyle="none",
+        capsize=4,
+        label=f"measured over {result.draws} mini-batches (±2 SE)",
+    )
     axes.plot(sizes, [r.predicted for r in rows], label="σ²/B · (N−B)/(N−1), without replacement")
     axes.plot(sizes, [r.predicted_iid for r in rows], linestyle=":", label="σ²/B, independent samples")
     axes.set_xscale("log")

@@ -21,10 +21,17 @@ def flop_section(result: FlopCheck | None) -> str:
     if not result:
         return ""
     rows = [
-        (r.batch_size, f"{r.counted_forward_per_batch:,}", f"{r.counted_backward_per_batch:,}",
-         f"{r.counted_per_batch:,}", f"{r.formula_3x_per_batch:,}", f"{r.counted_over_3x:.3f}",
-         ms(r.epoch_s) if r.epoch_s is not None else "—",
-         number(r.gflop_per_s_3x, ".3f"), number(r.gflop_per_s_counted, ".3f"))
+        (
+            r.batch_size,
+            f"{r.counted_forward_per_batch:,}",
+            f"{r.counted_backward_per_batch:,}",
+            f"{r.counted_per_batch:,}",
+            f"{r.formula_3x_per_batch:,}",
+            f"{r.counted_over_3x:.3f}",
+            ms(r.epoch_s) if r.epoch_s is not None else "—",
+            number(r.gflop_per_s_3x, ".3f"),
+            number(r.gflop_per_s_counted, ".3f"),
+        )
         for r in result.table
     ]
     return (
@@ -32,8 +39,20 @@ def flop_section(result: FlopCheck | None) -> str:
         "`torch.utils.flop_counter.FlopCounterMode` run on one forward and one backward pass of the actual model, "
         "against the formula (forward 2·B·Σ d_in·d_out; forward + backward ≈ 3× forward). Achieved GFLOP/s: FLOP of "
         "the whole epoch (the partial last batch counted exactly) over the measured median CPU fast-path epoch.\n\n"
-        + table(("B", "counted fwd/batch", "counted bwd/batch", "counted total", "3× formula", "counted / 3×",
-                 "epoch ms (measured)", "GFLOP/s by 3×", "GFLOP/s by counter"), rows)
+        + table(
+            (
+                "B",
+                "counted fwd/batch",
+                "counted bwd/batch",
+                "counted total",
+                "3× formula",
+                "counted / 3×",
+                "epoch ms (measured)",
+                "GFLOP/s by 3×",
+                "GFLOP/s by counter",
+            ),
+            rows,
+        )
         + "\n\nWhy the counter shows less than 3×: backward costs two matrix products per layer - the weight "
         "gradient and the input gradient - so ≈ 2× forward. The first layer's input is the data, which needs no "
         "gradient, so autograd computes only its weight gradient: that layer's forward + backward is 2× its forward, "
@@ -58,23 +77,32 @@ def scenario_section(plan: Scenario | None) -> str:
     rows = [
         ("input bytes n·d·4", f"{plan.input_bytes:,} B = {plan.input_bytes / 1e9:g} GB"),
         ("fits in host memory", f"{fits(plan.fits_in_host_memory)} (this machine: {gb(plan.host_memory_bytes)})"),
-        ("fits in GPU memory", f"{fits(plan.fits_in_gpu_memory)} ({gb(plan.gpu_memory_bytes)}, "
-                               f"{plan.gpu_memory_source})"),
+        (
+            "fits in GPU memory",
+            f"{fits(plan.fits_in_gpu_memory)} ({gb(plan.gpu_memory_bytes)}, {plan.gpu_memory_source})",
+        ),
         ("parameters P", f"{plan.params:,}"),
         ("Adam fp32 bound 4·P·4", f"{plan.adam_fp32_bytes:,} B ≈ {plan.adam_fp32_bytes / 1024:.0f} KiB"),
-        (f"activations of one batch (B = {plan.batch_size})",
-         f"input {plan.batch_input_bytes:,} + hidden {plan.batch_hidden_bytes:,} + logits "
-         f"{plan.batch_logit_bytes:,} = {plan.forward_activation_bytes:,} B forward; ≈ "
-         f"{plan.forward_backward_activation_bytes:,} B with backward"),
+        (
+            f"activations of one batch (B = {plan.batch_size})",
+            f"input {plan.batch_input_bytes:,} + hidden {plan.batch_hidden_bytes:,} + logits "
+            f"{plan.batch_logit_bytes:,} = {plan.forward_activation_bytes:,} B forward; ≈ "
+            f"{plan.forward_backward_activation_bytes:,} B with backward",
+        ),
         (f"transfer at {plan.bandwidth_gb_s:g} GB/s (assumed)", f"{plan.transfer_s:.1f} s per pass over the input"),
         ("steps per epoch", f"{plan.steps_per_epoch:,}"),
-        ("FLOP per epoch (3× rule / executed, counted)",
-         f"{plan.flop_per_epoch_3x:.3e} / {plan.flop_per_epoch_counted:.3e}"),
+        (
+            "FLOP per epoch (3× rule / executed, counted)",
+            f"{plan.flop_per_epoch_3x:.3e} / {plan.flop_per_epoch_counted:.3e}",
+        ),
     ]
     if modelled:
         rows += [
             ("CPU epoch (modelled, extrapolated)", f"{modelled.cpu_epoch_s:,.1f} s"),
-            (f"GPU epoch, data resident (modelled, GPU {modelled.gpu_model_source})", f"{modelled.gpu_epoch_s_resident:,.1f} s"),
+            (
+                f"GPU epoch, data resident (modelled, GPU {modelled.gpu_model_source})",
+                f"{modelled.gpu_epoch_s_resident:,.1f} s",
+            ),
             ("GPU epoch, input copied every epoch (modelled)", f"{modelled.gpu_epoch_s_streamed:,.1f} s"),
         ]
     stream = "must be streamed" if plan.must_stream else "can sit whole in memory"
@@ -83,10 +111,16 @@ def scenario_section(plan: Scenario | None) -> str:
         f"n = {plan.rows:,} rows, d = {plan.features}, model {' → '.join(map(str, plan.widths))}, "
         f"B = {plan.batch_size} (config `planner.scenario`). The input {stream}.\n\n"
         + table(("quantity", "value"), rows)
-        + "\n\nBefore claiming a speedup at this size, measure: " + "; ".join(plan.to_measure) + ". "
+        + "\n\nBefore claiming a speedup at this size, measure: "
+        + "; ".join(plan.to_measure)
+        + ". "
         "The modelled epochs extrapolate the fitted cost model far beyond the measured grid; read them as an order of "
         "magnitude. They assume the input is already in memory: no term reads it from disk, although "
-        + ("here it does not fit in host memory." if plan.fits_in_host_memory is False else "at this size loading may dominate.")
+        + (
+            "here it does not fit in host memory."
+            if plan.fits_in_host_memory is False
+            else "at this size loading may dominate."
+        )
     )
 
 
@@ -94,10 +128,18 @@ def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTabl
     if not cost_model or not break_even:
         return ""
     models = [
-        (m.device, m.source, f"{m.seconds_per_step * 1e6:.1f}", number(m.gflop_per_s, ".2f", "dropped"),
-         number(m.gb_per_s, ".2f", "dropped"), m.points or "—", number(m.r2, ".4f"),
-         number(m.median_abs_rel_error, ".1%"), number(m.max_abs_rel_error, ".1%"),
-         number(m.loo_median_abs_rel_error, ".1%"))
+        (
+            m.device,
+            m.source,
+            f"{m.seconds_per_step * 1e6:.1f}",
+            number(m.gflop_per_s, ".2f", "dropped"),
+            number(m.gb_per_s, ".2f", "dropped"),
+            m.points or "—",
+            number(m.r2, ".4f"),
+            number(m.median_abs_rel_error, ".1%"),
+            number(m.max_abs_rel_error, ".1%"),
+            number(m.loo_median_abs_rel_error, ".1%"),
+        )
         for m in cost_model.models
     ]
     warnings = [f"- {m.device}: {m.warning}" for m in cost_model.models if m.warning]
@@ -122,12 +164,25 @@ def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTabl
         "FLOP the matrix products execute (the counter's count, see above) and the bytes of `costmodel.work`, fitted per "
         "device by non-negative least squares on relative errors, to the planner's timed grid and the benchmark's "
         f"fast-path cells (`{paths.COST_MODEL}` holds every point and residual). A term the fit dropped is "
-        "marked \"dropped\". Quote the leave-one-out error: each point predicted by a fit without its workload "
+        'marked "dropped". Quote the leave-one-out error: each point predicted by a fit without its workload '
         f"(its grid and benchmark cells held out together). The CPU rates hold for {cost_model.threads} torch "
         f"thread(s) (`timing.threads`). Points: {len(points)}; flagged noisy: {noisy}; with a repeat measured while "
         f"the machine was busy: {busy}. All are kept in the fit and listed in the JSON.\n\n"
-        + table(("device", "source", "µs per step", "sustained GFLOP/s", "GB/s", "points", "R²", "median |error|",
-                 "max |error|", "leave-one-out median |error|"), models)
+        + table(
+            (
+                "device",
+                "source",
+                "µs per step",
+                "sustained GFLOP/s",
+                "GB/s",
+                "points",
+                "R²",
+                "median |error|",
+                "max |error|",
+                "leave-one-out median |error|",
+            ),
+            models,
+        )
         + ("\n\n" + "\n".join(warnings) if warnings else "")
         + f"\n\nGrowing the benchmark workload along one axis at a time (`{paths.BREAK_EVEN_PNG}`; lines modelled, "
         f"markers measured). A training job of {cost_model.epochs} epochs (`planner.epochs`) is compared: the GPU "
@@ -136,8 +191,12 @@ def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTabl
         f"{', `report.bandwidth_gb_s`' if cost_model.host_to_device_source == 'assumed' else ''}) "
         "once for resident data or every epoch when streamed:\n\n"
         + table(("axis", "GPU placement", "break-even (modelled)"), verdicts)
-        + ("\n\n**No GPU was measured: the GPU side is the configured assumption (`planner.gpu_assumed`), not a "
-           "measurement, and so is every break-even above.**" if assumed else "")
+        + (
+            "\n\n**No GPU was measured: the GPU side is the configured assumption (`planner.gpu_assumed`), not a "
+            "measurement, and so is every break-even above.**"
+            if assumed
+            else ""
+        )
     )
 
 
@@ -180,11 +239,22 @@ def _break_even_panel(axes: Any, curve: BreakEvenCurve, points: Sequence[FitPoin
     for is_cpu, line, marker in ((True, cpu_line, "o"), (False, gpu_line, "s")):
         mine = sorted((p for p in points if (p.device == "cpu") == is_cpu), key=lambda p: getattr(p, axis))
         if mine:
-            axes.scatter([getattr(p, axis) for p in mine], [p.epoch_s for p in mine], marker=marker,
-                         color=line.get_color(), zorder=3, label=f"{'CPU' if is_cpu else 'GPU'} measured")
+            axes.scatter(
+                [getattr(p, axis) for p in mine],
+                [p.epoch_s for p in mine],
+                marker=marker,
+                color=line.get_color(),
+                zorder=3,
+                label=f"{'CPU' if is_cpu else 'GPU'} measured",
+            )
     if curve.break_even is not None:
-        axes.axvline(curve.break_even, color="black", linestyle="--", linewidth=1,
-                     label=f"break-even ≈ {curve.break_even:,.0f} (modelled)")
+        axes.axvline(
+            curve.break_even,
+            color="black",
+            linestyle="--",
+            linewidth=1,
+            label=f"break-even ≈ {curve.break_even:,.0f} (modelled)",
+        )
     elif curve.gpu_always_faster:
         axes.text(0.02, 0.02, "GPU faster over the whole range", transform=axes.transAxes, fontsize=8)
     base = ", ".join(f"{f}={getattr(curve.base, f):,}" for f in _WORKLOAD_FIELDS if f != axis)

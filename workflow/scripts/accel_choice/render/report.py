@@ -51,78 +51,182 @@ def _cpu_section(train_table: Sequence[TrainingCell]) -> str:
     train_table = [r for r in train_table if r.device == "cpu"]
     rows = [
         (
-            r.batch_size, r.loader, r.repeats, r.steps, ms(r.epoch_s_median),
-            f"{ms(r.epoch_s_min)}–{ms(r.epoch_s_max)}", f"{r.epoch_s_iqr_over_median:.1%}",
-            f"{r.samples_per_s:,.0f}", f"{r.step_us_median:.0f}", ms(r.eval_s_median),
+            r.batch_size,
+            r.loader,
+            r.repeats,
+            r.steps,
+            ms(r.epoch_s_median),
+            f"{ms(r.epoch_s_min)}–{ms(r.epoch_s_max)}",
+            f"{r.epoch_s_iqr_over_median:.1%}",
+            f"{r.samples_per_s:,.0f}",
+            f"{r.step_us_median:.0f}",
+            ms(r.eval_s_median),
             f"{r.epoch_s_over_fastpath:.2f}×" if r.epoch_s_over_fastpath else "",
-            f"{r.mean_train_loss_median:.4f}", ", ".join(map(str, r.threads)),
+            f"{r.mean_train_loss_median:.4f}",
+            ", ".join(map(str, r.threads)),
             cell_flags(r),
         )
         for r in train_table
     ]
-    return "## CPU baseline: one training epoch (ms, medians over repeats)\n\n" + table(
-        ("B", "loader", "repeats", "steps", "epoch", "min–max", "IQR/median", "samples/s", "µs/step", "eval", "vs fast path",
-         "train loss", "threads", "flag"),
-        rows,
-    ) + (
-        "\n\nEvery record passed the invariants samples == n (partial last batch included), steps == ⌈n/B⌉ and "
-        "samples_per_s == samples / epoch_s. Both loaders see identical batches (one seeded permutation), "
-        "so `vs fast path` is the DataLoader's per-sample Python overhead alone"
-        + ("; the final weights were bitwise identical across loaders in every job."
-           if all(r.same_final_weights_across_variants for r in train_table)
-           else "; **the final weights differed between loaders in some job** — see the records.")
+    return (
+        "## CPU baseline: one training epoch (ms, medians over repeats)\n\n"
+        + table(
+            (
+                "B",
+                "loader",
+                "repeats",
+                "steps",
+                "epoch",
+                "min–max",
+                "IQR/median",
+                "samples/s",
+                "µs/step",
+                "eval",
+                "vs fast path",
+                "train loss",
+                "threads",
+                "flag",
+            ),
+            rows,
+        )
+        + (
+            "\n\nEvery record passed the invariants samples == n (partial last batch included), steps == ⌈n/B⌉ and "
+            "samples_per_s == samples / epoch_s. Both loaders see identical batches (one seeded permutation), "
+            "so `vs fast path` is the DataLoader's per-sample Python overhead alone"
+            + (
+                "; the final weights were bitwise identical across loaders in every job."
+                if all(r.same_final_weights_across_variants for r in train_table)
+                else "; **the final weights differed between loaders in some job** — see the records."
+            )
+        )
     )
 
 
 def _full_path_section(rows: Sequence[FullPathRow]) -> str:
     body = [
-        (r.device, r.format, r.precision, r.placement, r.loader, r.batch_size, ms(r.load_s),
-         ms(r.convert_s), ms(r.transfer_s), ms(r.train_s), ms(r.eval_s), ms(r.total_s),
-         f"{ms(r.total_min_s)}–{ms(r.total_max_s)}", ms(r.startup_s), f"{r.train_share:.0%}",
-         "**noisy**" if r.noisy else "")
+        (
+            r.device,
+            r.format,
+            r.precision,
+            r.placement,
+            r.loader,
+            r.batch_size,
+            ms(r.load_s),
+            ms(r.convert_s),
+            ms(r.transfer_s),
+            ms(r.train_s),
+            ms(r.eval_s),
+            ms(r.total_s),
+            f"{ms(r.total_min_s)}–{ms(r.total_max_s)}",
+            ms(r.startup_s),
+            f"{r.train_share:.0%}",
+            "**noisy**" if r.noisy else "",
+        )
         for r in rows
     ]
-    return "## Full path per epoch on the benchmark matrix (ms, sums of medians)\n\n" + table(
-        ("device", "format", "precision", "placement", "loader", "B", "load", "convert", "transfer", "train", "eval", "total",
-         "total min–max", "fixed start-up", "train share", "flag"), body
-    ) + (
-        "\n\n`total min–max` adds the training and evaluation (and transfer) minima and maxima to the load medians. "
-        "`fixed start-up` is the device runtime's one-off start (CUDA context), paid once per process, not per epoch."
+    return (
+        "## Full path per epoch on the benchmark matrix (ms, sums of medians)\n\n"
+        + table(
+            (
+                "device",
+                "format",
+                "precision",
+                "placement",
+                "loader",
+                "B",
+                "load",
+                "convert",
+                "transfer",
+                "train",
+                "eval",
+                "total",
+                "total min–max",
+                "fixed start-up",
+                "train share",
+                "flag",
+            ),
+            body,
+        )
+        + (
+            "\n\n`total min–max` adds the training and evaluation (and transfer) minima and maxima to the load medians. "
+            "`fixed start-up` is the device runtime's one-off start (CUDA context), paid once per process, not per epoch."
+        )
     )
 
 
 def _gpu_section(inputs: ReportInputs) -> str:
-    cells = {(r.device, r.precision, r.placement, r.loader, r.batch_size): r for r in inputs.train_table if r.device != "cpu"}
+    cells = {
+        (r.device, r.precision, r.placement, r.loader, r.batch_size): r for r in inputs.train_table if r.device != "cpu"
+    }
     if not cells:
         return ""
     body = []
     for m in inputs.decision.gpu_memory:
         r = cells[(m.device, m.precision, m.placement, m.loader, m.batch_size)]
-        body.append((
-            r.device, r.precision + (" + GradScaler" if r.grad_scaler else ""), r.placement, r.batch_size,
-            r.repeats, ms(r.epoch_s_median), f"{ms(r.epoch_s_min)}–{ms(r.epoch_s_max)}",
-            f"{r.samples_per_s:,.0f}", ms(r.eval_s_median), f"{m.peak_bytes:,}" if m.peak_bytes is not None else "n/a",
-            f"{m.bound_bytes:,}", f"{m.peak_over_bound:.2f}" if m.peak_over_bound is not None else "", cell_flags(r),
-        ))
-    text = "## GPU training: one epoch (ms, medians over repeats)\n\n" + table(
-        ("device", "precision", "placement", "B", "repeats", "epoch", "min–max", "samples/s", "eval", "peak bytes",
-         "bound bytes", "peak/bound", "flag"), body
-    ) + (
-        "\n\nBound: Adam fp32 4·P·4 + forward and backward activations (2 × forward) + the resident matrix where the data "
-        "live on the device. Peak: `torch.cuda.max_memory_allocated()` after `reset_peak_memory_stats()`, which also counts "
-        "the allocator's workspace (e.g. cuBLAS), so a peak above this bound is expected and says what the bound leaves out."
+        body.append(
+            (
+                r.device,
+                r.precision + (" + GradScaler" if r.grad_scaler else ""),
+                r.placement,
+                r.batch_size,
+                r.repeats,
+                ms(r.epoch_s_median),
+                f"{ms(r.epoch_s_min)}–{ms(r.epoch_s_max)}",
+                f"{r.samples_per_s:,.0f}",
+                ms(r.eval_s_median),
+                f"{m.peak_bytes:,}" if m.peak_bytes is not None else "n/a",
+                f"{m.bound_bytes:,}",
+                f"{m.peak_over_bound:.2f}" if m.peak_over_bound is not None else "",
+                cell_flags(r),
+            )
+        )
+    text = (
+        "## GPU training: one epoch (ms, medians over repeats)\n\n"
+        + table(
+            (
+                "device",
+                "precision",
+                "placement",
+                "B",
+                "repeats",
+                "epoch",
+                "min–max",
+                "samples/s",
+                "eval",
+                "peak bytes",
+                "bound bytes",
+                "peak/bound",
+                "flag",
+            ),
+            body,
+        )
+        + (
+            "\n\nBound: Adam fp32 4·P·4 + forward and backward activations (2 × forward) + the resident matrix where the data "
+            "live on the device. Peak: `torch.cuda.max_memory_allocated()` after `reset_peak_memory_stats()`, which also counts "
+            "the allocator's workspace (e.g. cuBLAS), so a peak above this bound is expected and says what the bound leaves out."
+        )
     )
     if inputs.transfers:
         t = inputs.transfers
-        copies = [(c.what, c.direction.replace("_", " "), c.memory, f"{c.bytes:,}", f"{c.seconds_median * 1e6:.1f}",
-                   f"{c.seconds_min * 1e6:.1f}–{c.seconds_max * 1e6:.1f}", number(c.gb_per_s, ".2f"))
-                  for c in t.copies]
+        copies = [
+            (
+                c.what,
+                c.direction.replace("_", " "),
+                c.memory,
+                f"{c.bytes:,}",
+                f"{c.seconds_median * 1e6:.1f}",
+                f"{c.seconds_min * 1e6:.1f}–{c.seconds_max * 1e6:.1f}",
+                number(c.gb_per_s, ".2f"),
+            )
+            for c in t.copies
+        ]
         pin = t.pin_memory_s_median
         text += (
             "\n\n## Transfers (measured on their own, synchronize before each clock read)\n\n"
             f"Context start-up (fixed cost): {t.context_startup_s.median * 1e3:.1f} ms median "
             f"({t.context_startup_s.min * 1e3:.1f}–{t.context_startup_s.max * 1e3:.1f} ms)"
-            + (f"; pinning the matrix: {pin * 1e3:.2f} ms" if pin is not None else "") + ".\n\n"
+            + (f"; pinning the matrix: {pin * 1e3:.2f} ms" if pin is not None else "")
+            + ".\n\n"
             + table(("what", "direction", "memory", "bytes", "µs (median)", "µs min–max", "GB/s"), copies)
         )
     comparison = decision_words.comparison_section(inputs.decision.verdict)
@@ -134,10 +238,17 @@ def _gpu_section(inputs: ReportInputs) -> str:
 def _theory_section(theory_table: TheoryTable) -> str:
     t = theory_table
     rows = [
-        (r.batch_size, r.steps_per_epoch, f"{r.forward_flop_per_batch:,}", f"{r.forward_backward_flop_per_batch_3x:,}",
-         f"{r.forward_backward_flop_per_batch_counted:,}", f"{r.forward_backward_flop_per_epoch_3x / 1e6:.1f}",
-         f"{r.forward_activation_bytes_per_batch:,}", f"{r.batch_transfer_s_assumed * 1e6:.2f}",
-         number(r.achieved_gflop_per_s_3x, ".2f", ""))
+        (
+            r.batch_size,
+            r.steps_per_epoch,
+            f"{r.forward_flop_per_batch:,}",
+            f"{r.forward_backward_flop_per_batch_3x:,}",
+            f"{r.forward_backward_flop_per_batch_counted:,}",
+            f"{r.forward_backward_flop_per_epoch_3x / 1e6:.1f}",
+            f"{r.forward_activation_bytes_per_batch:,}",
+            f"{r.batch_transfer_s_assumed * 1e6:.2f}",
+            number(r.achieved_gflop_per_s_3x, ".2f", ""),
+        )
         for r in t.table
     ]
     return (
@@ -147,8 +258,17 @@ def _theory_section(theory_table: TheoryTable) -> str:
         f"{t.input_transfer_s_assumed * 1e3:.3f} ms to transfer at "
         f"{t.bandwidth_gb_s:g} GB/s (assumed effective bandwidth, `report.bandwidth_gb_s`).\n\n"
         + table(
-            ("B", "steps/epoch", "fwd FLOP/batch", "fwd+bwd FLOP/batch (3×)", "fwd+bwd counted*", "fwd+bwd MFLOP/epoch",
-             "fwd activation bytes/batch", "batch transfer µs", "achieved GFLOP/s by the 3× rule (CPU fast path, measured epoch)"),
+            (
+                "B",
+                "steps/epoch",
+                "fwd FLOP/batch",
+                "fwd+bwd FLOP/batch (3×)",
+                "fwd+bwd counted*",
+                "fwd+bwd MFLOP/epoch",
+                "fwd activation bytes/batch",
+                "batch transfer µs",
+                "achieved GFLOP/s by the 3× rule (CPU fast path, measured epoch)",
+            ),
             rows,
         )
         + "\n\n*What a FLOP counter sees: the first layer computes no input gradient, so backward is below 2× forward. "
@@ -163,15 +283,21 @@ def _scaler_words(row: NonFiniteRun) -> str:
 
 
 def _flags_section(inputs: ReportInputs) -> str:
-    noisy = [f"- training {r.device} {r.precision} {r.placement} B={r.batch_size} {r.loader}: "
-             + "; ".join(r.noise_reasons) for r in inputs.train_table if r.noisy]
+    noisy = [
+        f"- training {r.device} {r.precision} {r.placement} B={r.batch_size} {r.loader}: " + "; ".join(r.noise_reasons)
+        for r in inputs.train_table
+        if r.noisy
+    ]
     noisy += [f"- load {r.dataset} {r.format}: " + "; ".join(r.noise_reasons) for r in inputs.load_table if r.noisy]
     contaminated = [
         f"- training {r.device} {r.precision} {r.placement} B={r.batch_size} {r.loader}, repeat {c.repeat}: "
-        + "; ".join(c.reasons) for r in inputs.train_table for c in r.contaminated
+        + "; ".join(c.reasons)
+        for r in inputs.train_table
+        for c in r.contaminated
     ] + [
         f"- load {r.dataset} {r.format}, repeat {c.repeat}: " + "; ".join(c.reasons)
-        for r in inputs.load_table for c in r.contaminated
+        for r in inputs.load_table
+        for c in r.contaminated
     ]
     non_finite = [
         f"- {r.device} {r.precision}{_scaler_words(r)} {r.placement} "
@@ -187,10 +313,16 @@ def _flags_section(inputs: ReportInputs) -> str:
         "Highest 1-minute load average seen around a training measurement: "
         f"{max(loads):.2f}.\n\n"
     )
-    text += ("Flagged cells (kept in the tables, not averaged away):\n" + "\n".join(noisy)) if noisy else "No cell was flagged noisy."
     text += (
-        "\n\nMeasurements taken while the machine was busy (kept, flagged; compare with care):\n" + "\n".join(contaminated)
-        if contaminated else "\n\nNo measurement shared the machine with another busy process (foreign CPU from /proc/stat, load average)."
+        ("Flagged cells (kept in the tables, not averaged away):\n" + "\n".join(noisy))
+        if noisy
+        else "No cell was flagged noisy."
+    )
+    text += (
+        "\n\nMeasurements taken while the machine was busy (kept, flagged; compare with care):\n"
+        + "\n".join(contaminated)
+        if contaminated
+        else "\n\nNo measurement shared the machine with another busy process (foreign CPU from /proc/stat, load average)."
     )
     if non_finite:
         text += "\n\nNon-finite runs (NaN/inf loss or weights), excluded from the medians:\n" + "\n".join(non_finite)
@@ -225,5 +357,3 @@ def render(inputs: ReportInputs) -> str:
         f"`sha256sum --check --quiet {paths.MANIFEST}` inside this folder (no output means every file matches).",
     ]
     return "\n\n".join(section for section in sections if section) + "\n"
-
-

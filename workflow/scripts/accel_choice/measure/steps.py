@@ -1,0 +1,205 @@
+"""The training loop a timing job times: variants, one epoch, one evaluation pass, the warm-up.
+
+Read in one go (nanoGPT's habit): `batches` feeds a variant its data (on the host, resident on
+the device, or streamed to it batch by batch), `Trainer.step` is one update under autocast and
+GradScaler, `train_epoch` and `evaluate` are timed with the device synchronized before each clock
+read and no host sync inside the loop (each step's loss goes into a device buffer, inspected after
+the clock stops), and `warm_up` pays every first-call cost on a throw-away copy of the model.
+measure.training runs these per job and turns them into records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import math
+import statistics
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from accel_choice.measure.devices import synchronize
+from accel_choice.measure.loaders import Batch, make_loader
+from accel_choice.measure.model import make_optimizer
+
+PRECISIONS = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
+PLACEMENTS = ("host", "resident", "streamed")
+
+
+@dataclass(frozen=True)
+class Variant:
+    loader: str = "fastpath"
+    precision: str = "fp32"
+    placement: str = "host"  # host: CPU job; resident: data on the device; streamed: batches copied per step
+    grad_scaler: bool = True  # used by fp16 only
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"unknown precision {self.precision!r}; allowed: {', '.join(PRECISIONS)}")
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"unknown placement {self.placement!r}; allowed: {', '.join(PLACEMENTS)}")
+
+    @property
+    def uses_scaler(self) -> bool:
+        return self.precision == "fp16" and self.grad_scaler
+
+
+class Streamed:
+    """Host batches copied to the device one by one, as `model(xb.to(device))` does."""
+
+    def __init__(self, inner: Iterable[Batch], device: torch.device):
+        self.inner, self.device = inner, device
+
+    def __iter__(self) -> Iterator[Batch]:
+        for xb, yb in self.inner:
+            yield xb.to(self.device), yb.to(self.device)
+
+
+def batches(
+    variant: Variant,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    batch_size: int,
+    shuffle: bool,
+    seed: int,
+    device: torch.device,
+    x_device: torch.Tensor,
+    y_device: torch.Tensor,
+) -> Iterable[Batch]:
+    if variant.placement == "streamed":
+        return Streamed(make_loader(variant.loader, x, y, batch_size, shuffle, seed), device)
+    if variant.placement == "resident":
+        return make_loader(variant.loader, x_device, y_device, batch_size, shuffle, seed)
+    return make_loader(variant.loader, x, y, batch_size, shuffle, seed)
+
+
+class Trainer:
+    """Model, optimizer, loss, autocast and scaler for one variant; `step` is one update."""
+
+    def __init__(self, model: nn.Module, lr: float, variant: Variant, device: torch.device):
+        self.model, self.device = model, device
+        self.optimizer = make_optimizer(model, lr)
+        self.loss_fn = nn.BCEWithLogitsLoss()
+        self.dtype = PRECISIONS[variant.precision]
+        self.scaler = torch.amp.GradScaler(device.type, enabled=variant.uses_scaler)
+
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
+        if self.dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=self.dtype)
+
+    def step(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        self.optimizer.zero_grad(set_to_none=True)
+        with self.autocast():
+            loss = self.loss_fn(self.model(xb), yb)
+        # A disabled GradScaler passes straight through to backward() and optimizer.step().
+        self.scaler.scale(loss).backward()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        return loss.detach()
+
+
+@dataclass
+class EpochResult:
+    samples: int
+    steps: int
+    seconds: float
+    cpu_seconds: float
+    last_loss: float
+    mean_loss: float
+    nonfinite_step: int | None
+    finite: bool
+
+
+def train_epoch(trainer: Trainer, batches: Iterable[Batch], max_steps: int) -> EpochResult:
+    """Time one pass over `batches`, loader iteration included: that is part of the path."""
+    trainer.model.train()
+    device = trainer.device
+    losses = torch.full((max_steps,), float("nan"), device=device)
+    weights = torch.zeros(max_steps)
+    samples = steps = 0
+    synchronize(device)
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    for xb, yb in batches:
+        losses[steps] = trainer.step(xb, yb)
+        weights[steps] = xb.shape[0]
+        samples += xb.shape[0]
+        steps += 1
+    synchronize(device)
+    seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - cpu0
+    losses = losses[:steps].float().cpu()
+    bad = (~torch.isfinite(losses)).nonzero()
+    nonfinite_step = int(bad[0]) if len(bad) else None
+    params_finite = all(bool(torch.isfinite(p).all()) for p in trainer.model.parameters())
+    mean_loss = float((losses * weights[:steps]).sum()) / max(samples, 1)
+    return EpochResult(
+        samples,
+        steps,
+        seconds,
+        cpu_seconds,
+        float(losses[-1]) if steps else math.nan,
+        mean_loss,
+        nonfinite_step if nonfinite_step is not None else (None if params_finite else steps - 1),
+        nonfinite_step is None and params_finite,
+    )
+
+
+@dataclass
+class EvalResult:
+    samples: int
+    seconds: float
+    loss: float
+    accuracy: float
+
+
+def evaluate(trainer: Trainer, batches: Iterable[Batch]) -> EvalResult:
+    """One pass under `torch.no_grad()`; loss and accuracy at threshold 0.5 over all samples."""
+    model, device = trainer.model, trainer.device
+    model.eval()
+    samples = 0
+    loss_sum = torch.zeros((), device=device)
+    correct = torch.zeros((), device=device, dtype=torch.int64)
+    synchronize(device)
+    t0 = time.perf_counter()
+    with torch.no_grad(), trainer.autocast():
+        for xb, yb in batches:
+            logits = model(xb)
+            loss_sum += trainer.loss_fn(logits, yb).float() * xb.shape[0]
+            correct += ((logits > 0).to(yb.dtype) == yb).sum()
+            samples += xb.shape[0]
+    synchronize(device)
+    seconds = time.perf_counter() - t0
+    return EvalResult(samples, seconds, float(loss_sum) / max(samples, 1), int(correct) / max(samples, 1))
+
+
+@dataclass
+class WarmupResult:
+    steps: int
+    first_step_s: float
+    steady_step_s: float
+
+
+def warm_up(
+    model: nn.Module, lr: float, variant: Variant, device: torch.device, batches: Iterable[Batch], steps: int
+) -> WarmupResult:
+    """Run `steps` updates on a copy of `model`, cycling through `batches`.
+
+    Returns the first step's time and the median of the last half, so the report can show
+    how large the first-call cost was that the warm-up kept out of the timed epoch.
+    """
+    trainer = Trainer(copy.deepcopy(model), lr, variant, device)
+    times: list[float] = []
+    while len(times) < steps:
+        for xb, yb in batches:
+            synchronize(device)
+            t0 = time.perf_counter()
+            trainer.step(xb, yb)
+            synchronize(device)
+            times.append(time.perf_counter() - t0)
+            if len(times) >= steps:
+                break
+    return WarmupResult(len(times), times[0], statistics.median(times[len(times) // 2 :]))
