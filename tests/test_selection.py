@@ -144,10 +144,15 @@ def northstar_splits():
 
 
 def _train(splits, tmp_path, **overrides):
-    settings = dict(batch_size=32, seed=5, hidden=8, lr=0.01, patience=3, min_delta=1e-4, max_epochs=60)
-    settings.update(overrides)
+    settings = northstar.RunSettings(hidden=8, lr=0.01, patience=3, min_delta=1e-4, max_epochs=60)
     return northstar.train_with_early_stopping(
-        splits["train"], splits["val"], checkpoint=tmp_path / "best.pt", **settings
+        splits["train"],
+        splits["val"],
+        batch_size=32,
+        seed=5,
+        settings=settings,
+        checkpoint=tmp_path / "best.pt",
+        **overrides,
     )
 
 
@@ -210,12 +215,8 @@ def test_seed_limits_measures_reproducibility(northstar_splits, tmp_path):
         northstar_splits,
         [1, 2, 3],
         tmp_path,
-        hidden=8,
         batch_size=64,
-        lr=0.01,
-        patience=2,
-        min_delta=1e-4,
-        max_epochs=15,
+        settings=northstar.RunSettings(hidden=8, lr=0.01, patience=2, min_delta=1e-4, max_epochs=15),
         environments=environments,
     )
     assert result.numeric.identical_weights is True

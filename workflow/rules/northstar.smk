@@ -3,6 +3,15 @@
 # The split does not depend on the batch sizes: train_northstar and seed_limits each check that
 # their own batch size fits the training split, so changing one batch size re-splits nothing.
 
+# How every Northstar run trains (measure.northstar.RunSettings): one param of train_northstar and seed_limits.
+NORTHSTAR_RUN = {
+    "hidden": config["model"]["hidden"],
+    "lr": config["model"]["lr"],
+    "patience": config["selection"]["patience"],
+    "min_delta": config["selection"]["min_delta"],
+    "max_epochs": config["selection"]["max_epochs"],
+}
+
 
 rule prepare_northstar:
     input:
@@ -50,11 +59,7 @@ rule train_northstar:
         gpu=gpus_for_device,
     params:
         seed=config["seed"],
-        hidden=config["model"]["hidden"],
-        lr=config["model"]["lr"],
-        patience=config["selection"]["patience"],
-        min_delta=config["selection"]["min_delta"],
-        max_epochs=config["selection"]["max_epochs"],
+        run=NORTHSTAR_RUN,
     script:
         "../scripts/train_northstar.py"
 
@@ -112,11 +117,7 @@ rule seed_limits:
         seed=config["seed"],
         seeds=config["selection"]["seeds"],
         batch_size=config["selection"]["seed_batch_size"],
-        hidden=config["model"]["hidden"],
-        lr=config["model"]["lr"],
-        patience=config["selection"]["patience"],
-        min_delta=config["selection"]["min_delta"],
-        max_epochs=config["selection"]["max_epochs"],
+        run=NORTHSTAR_RUN,
     script:
         "../scripts/seed_limits.py"
 

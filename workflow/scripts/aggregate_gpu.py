@@ -6,22 +6,19 @@ from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import atomic, envinfo, tables
 from accel_choice.io.runtime import job
 from accel_choice.records.loads import TransferJob
-from accel_choice.records.training import TrainingTable
 
 p, out = snakemake.params, snakemake.output
 with job(snakemake.log[0], snakemake.threads) as log:
     measured = aggregate.read_training_records(snakemake.input.records)
-    table = aggregate.aggregate_training(measured, p.rows, NoiseRules(**p.noise))
-    atomic.write_record(
-        out.json,
-        TrainingTable(
-            table=tuple(table), non_finite=aggregate.non_finite_runs(measured), environment=envinfo.quick_environment()
-        ),
-    )
-    tables.write_csv(out.csv, table)
+    training = aggregate.training_table(measured, p.rows, NoiseRules(**p.noise), envinfo.quick_environment())
+    atomic.write_record(out.json, training)
+    tables.write_csv(out.csv, training.table)
     transfers = loads.aggregate_transfers([records.read(TransferJob, path) for path in snakemake.input.transfers])
     atomic.write_record(out.transfers, transfers)
     tables.write_csv(out.transfers_csv, transfers.copies)
     log.info(
-        "GPU: %d records into %d cells, %d non-finite", len(measured), len(table), sum(not r.finite for r in measured)
+        "GPU: %d records into %d cells, %d non-finite",
+        len(measured),
+        len(training.table),
+        sum(not r.finite for r in measured),
     )

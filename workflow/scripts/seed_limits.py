@@ -22,12 +22,8 @@ with job(snakemake.log[0], snakemake.threads) as log:
             splits,
             [p.seed + i for i in range(p.seeds)],
             workdir,
-            hidden=p.hidden,
             batch_size=p.batch_size,
-            lr=p.lr,
-            patience=p.patience,
-            min_delta=p.min_delta,
-            max_epochs=p.max_epochs,
+            settings=northstar.RunSettings(**p.run),
             environments=environments,
         )
     atomic.write_record(out.json, result)

@@ -28,16 +28,12 @@ with job(snakemake.log[0], snakemake.threads) as log:
         splits["val"],
         batch_size=batch_size,
         seed=p.seed,
-        hidden=p.hidden,
-        lr=p.lr,
-        patience=p.patience,
-        min_delta=p.min_delta,
-        max_epochs=p.max_epochs,
+        settings=northstar.RunSettings(**p.run),
         checkpoint=out.model,
         device=device,
         log_scalar=writer.add_scalar,
     )
-    model = northstar.restore_best(out.model, splits["train"][0].shape[1], p.hidden, device)
+    model = northstar.restore_best(out.model, splits["train"][0].shape[1], p.run["hidden"], device)
     metrics = northstar.HeldOutTestSet(*splits["test"]).evaluate(model)
     # The no-skill reference: predict the training split's late rate for every test order.
     y_test = splits["test"][1].numpy()

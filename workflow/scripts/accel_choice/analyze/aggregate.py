@@ -8,6 +8,7 @@ from typing import Any
 
 from accel_choice import records
 from accel_choice.analyze.stats import NoiseRules, summarize
+from accel_choice.records.environment import Environment
 from accel_choice.records.training import (
     VARIANT_KEYS,
     Contamination,
@@ -15,7 +16,8 @@ from accel_choice.records.training import (
     TrainingCell,
     TrainingJob,
     TrainingRecord,
-    variant_of,
+    TrainingTable,
+    variant_fields,
 )
 
 
@@ -150,11 +152,22 @@ def _median_or_none(values: Sequence[float | None]) -> float | None:
     return _median(finite) if finite else None
 
 
+def training_table(
+    measured: Sequence[TrainingRecord], rows: int, rules: NoiseRules, environment: Environment
+) -> TrainingTable:
+    """tables/{cpu,gpu}_training.json: the cells of the finite runs and the runs left out of them."""
+    return TrainingTable(
+        table=tuple(aggregate_training(measured, rows, rules)),
+        non_finite=non_finite_runs(measured),
+        environment=environment,
+    )
+
+
 def non_finite_runs(measured: Sequence[TrainingRecord]) -> tuple[NonFiniteRun, ...]:
     """The runs left out of the medians because a loss or the weights went NaN/inf."""
     return tuple(
         NonFiniteRun(
-            **dict(zip(VARIANT_KEYS, variant_of(r))),
+            **variant_fields(r),
             grad_scaler=r.grad_scaler,
             repeat=r.repeat,
             nonfinite_step=r.nonfinite_step,

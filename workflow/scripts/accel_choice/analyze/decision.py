@@ -28,7 +28,7 @@ from accel_choice.records.decision import (
 from accel_choice.records.data import DatasetExport, DatasetMeta
 from accel_choice.records.environment import Environment
 from accel_choice.records.loads import LoadCell, TransferTable, VisibleDevices
-from accel_choice.records.training import FullPathRow, TrainingCell
+from accel_choice.records.training import FullPathRow, TrainingCell, variant_fields
 
 # The step time grew less than half as much as the samples per step: fixed per-step cost dominates.
 OVERHEAD_BOUND_GROWTH = 0.5
@@ -85,11 +85,7 @@ def gpu_memory(train_table: Sequence[TrainingCell], widths: Sequence[int], rows:
         peak = cell.peak_memory_bytes_max
         found.append(
             GpuMemory(
-                device=cell.device,
-                precision=cell.precision,
-                placement=cell.placement,
-                loader=cell.loader,
-                batch_size=cell.batch_size,
+                **variant_fields(cell),
                 peak_bytes=peak,
                 bound_bytes=bound,
                 peak_over_bound=peak / bound if peak else None,

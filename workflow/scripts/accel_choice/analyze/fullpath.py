@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from accel_choice.records.loads import CopyCell, LoadCell, TransferTable
-from accel_choice.records.training import FullPathRow, TrainingCell
+from accel_choice.records.training import FullPathRow, TrainingCell, variant_fields
 
 
 def pageable_copy(transfers: TransferTable | None, what: str, direction: str) -> CopyCell | None:
@@ -60,11 +60,7 @@ def full_path(
             rows.append(
                 FullPathRow(
                     format=load.format,
-                    device=train.device,
-                    precision=train.precision,
-                    placement=train.placement,
-                    loader=train.loader,
-                    batch_size=train.batch_size,
+                    **variant_fields(train),
                     load_s=load_s,
                     convert_s=convert_s,
                     transfer_s=matrix[0] + predictions[0],

@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -73,6 +72,18 @@ class TrainingRun:
     best_state_sha256: str | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class RunSettings:
+    """How every Northstar run trains: the model width, Adam's learning rate and the early stopping.
+    The selection runs and the seed-limits runs share it (one `run` param of both rules)."""
+
+    hidden: int
+    lr: float
+    patience: int  # epochs without an improvement larger than min_delta before stopping
+    min_delta: float
+    max_epochs: int
+
+
 def _val_loss(model: nn.Module, loss_fn: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     model.eval()
     with torch.no_grad():
@@ -85,11 +96,7 @@ def train_with_early_stopping(
     *,
     batch_size: int,
     seed: int,
-    hidden: int,
-    lr: float,
-    patience: int,
-    min_delta: float,
-    max_epochs: int,
+    settings: RunSettings,
     checkpoint: str | os.PathLike[str],
     device: torch.device = torch.device("cpu"),
     log_scalar: Callable[[str, float, int], None] | None = None,
@@ -102,16 +109,16 @@ def train_with_early_stopping(
     x_train, y_train = (t.to(device) for t in train)
     x_val, y_val = (t.to(device) for t in val)
     y_train, y_val = y_train.reshape(-1, 1), y_val.reshape(-1, 1)
-    model = build_model(x_train.shape[1], hidden, seed).to(device)
-    optimizer = make_optimizer(model, lr)
+    model = build_model(x_train.shape[1], settings.hidden, seed).to(device)
+    optimizer = make_optimizer(model, settings.lr)
     loss_fn = nn.BCEWithLogitsLoss()
     batches = make_loader("fastpath", x_train, y_train, batch_size, True, seed)
-    stopper = EarlyStopping(patience, min_delta)
+    stopper = EarlyStopping(settings.patience, settings.min_delta)
     run = TrainingRun()
     cumulative = 0.0
     updates = 0
     reset_peak_memory(device)
-    for epoch in range(1, max_epochs + 1):
+    for epoch in range(1, settings.max_epochs + 1):
         model.train()
         synchronize(device)
         t0 = time.perf_counter()
@@ -172,14 +179,20 @@ def _train_and_test(
     splits: dict[str, tuple[torch.Tensor, torch.Tensor]],
     seed: int,
     checkpoint: str | os.PathLike[str],
-    hidden: int,
+    batch_size: int,
+    settings: RunSettings,
     device: torch.device,
-    **training: Any,
 ) -> tuple[TrainingRun, Metrics]:
     run = train_with_early_stopping(
-        splits["train"], splits["val"], seed=seed, hidden=hidden, checkpoint=checkpoint, device=device, **training
+        splits["train"],
+        splits["val"],
+        batch_size=batch_size,
+        seed=seed,
+        settings=settings,
+        checkpoint=checkpoint,
+        device=device,
     )
-    model = restore_best(checkpoint, splits["train"][0].shape[1], hidden, device)
+    model = restore_best(checkpoint, splits["train"][0].shape[1], settings.hidden, device)
     return run, HeldOutTestSet(*splits["test"]).evaluate(model)
 
 
@@ -188,20 +201,17 @@ def seed_limits(
     seeds: Sequence[int],
     workdir: str | os.PathLike[str],
     *,
-    hidden: int,
     batch_size: int,
+    settings: RunSettings,
     environments: Sequence[Environment],
     device: torch.device = torch.device("cpu"),
-    **training: Any,
 ) -> SeedLimits:
     """Numeric reproducibility (the first seed twice: identical weights and curves?),
     statistical reproducibility (the spread of test log loss and AUC over `seeds`) and
     environmental reproducibility (which keys of `environments` differ)."""
     runs = []
     for index, seed in enumerate(seeds):
-        run, metrics = _train_and_test(
-            splits, seed, Path(workdir) / f"seed{index}.pt", hidden, device, batch_size=batch_size, **training
-        )
+        run, metrics = _train_and_test(splits, seed, Path(workdir) / f"seed{index}.pt", batch_size, settings, device)
         runs.append(
             SeedRun(
                 seed=seed,
@@ -211,9 +221,7 @@ def seed_limits(
                 **{f.name: getattr(metrics, f.name) for f in dataclasses.fields(metrics)},
             )
         )
-    again, _ = _train_and_test(
-        splits, seeds[0], Path(workdir) / "repeat.pt", hidden, device, batch_size=batch_size, **training
-    )
+    again, _ = _train_and_test(splits, seeds[0], Path(workdir) / "repeat.pt", batch_size, settings, device)
     first = runs[0]
     numeric = NumericCheck(
         seed=seeds[0],

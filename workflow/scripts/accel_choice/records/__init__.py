@@ -62,6 +62,15 @@ def record(cls: type[T] | None = None, *, schema: str | None = None, version: in
     return wrap if cls is None else wrap(cls)
 
 
+def ordered(low: float, middle: float, high: float, names: str) -> None:
+    """Refuse a record whose spread does not hold its centre: `names` names the three fields."""
+    if not low <= middle <= high:
+        low_name, middle_name, high_name = names.split()
+        raise ValueError(
+            f"{low_name} {low!r} <= {middle_name} {middle!r} <= {high_name} {high!r} does not hold: a damaged record"
+        )
+
+
 @functools.cache
 def _adapter(cls: type) -> TypeAdapter[Any]:
     return TypeAdapter(cls)

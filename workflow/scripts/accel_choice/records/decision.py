@@ -10,7 +10,7 @@ from typing import Literal
 
 from accel_choice.records import Count, NonNegative, Positive, PositiveCount, Seconds, record
 from accel_choice.records.environment import Environment
-from accel_choice.records.training import FullPathRow
+from accel_choice.records.training import FullPathRow, VariantFields
 
 # Status codes of a decision-sheet step.
 Status = Literal[
@@ -150,14 +150,9 @@ class Verdict:
 
 
 @record
-class GpuMemory:
+class GpuMemory(VariantFields):
     """A GPU cell's measured peak memory against the bound the formulas give for it."""
 
-    device: str
-    precision: str
-    placement: str
-    loader: str
-    batch_size: PositiveCount
     peak_bytes: Count | None
     bound_bytes: Count  # Adam fp32 + forward and backward activations + the resident matrix where data live there
     peak_over_bound: NonNegative | None

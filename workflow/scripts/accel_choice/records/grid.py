@@ -10,18 +10,11 @@ import itertools
 from collections.abc import Sequence
 
 from accel_choice.records import (
-    Count,
-    LoadAverage,
-    NonNegative,
-    NonNegativeSeconds,
-    Positive,
     PositiveCount,
-    Seconds,
-    Sha256,
     record,
 )
 from accel_choice.records.environment import Environment
-from accel_choice.records.training import Invariants
+from accel_choice.records.training import EpochMeasurement
 
 
 def steps_per_epoch(rows: int, batch_size: int) -> int:
@@ -58,53 +51,16 @@ def grid_workloads(
 
 
 @record
-class GridRecord:
-    """One timed epoch and evaluation pass of one workload (fast path, fp32, data on the device).
+class GridRecord(EpochMeasurement):
+    """One timed epoch and evaluation pass of one workload (fast path, fp32, data on the device):
+    an EpochMeasurement (the same measure_variant times it) with the workload's rows, features, hidden."""
 
-    The fields of records.training.TrainingRecord (the same measure_variant times both) with the
-    workload's rows, features and hidden, and without position_in_job and
-    same_final_weights_across_variants, which compare the variants of one training job.
-    """
-
-    device: str
-    precision: str
-    placement: str
-    loader: str
-    batch_size: PositiveCount
     rows: PositiveCount
     features: PositiveCount
     hidden: PositiveCount
-    grad_scaler: bool
-    repeat: Count
-    samples: Count
-    steps: Count
-    epoch_s: Seconds
-    samples_per_s: Positive
-    epoch_cpu_s: NonNegativeSeconds
-    eval_s: Seconds
-    eval_samples: Count
-    eval_loss: float | None  # null: not finite
-    eval_accuracy: float | None
-    final_loss: float | None
-    mean_train_loss: float | None
-    finite: bool
-    nonfinite_step: Count | None
-    peak_memory_bytes: Count | None
-    warmup_steps: Count
-    warmup_first_step_s: Seconds
-    warmup_steady_step_s: Seconds
-    threads: PositiveCount
-    loadavg_before: LoadAverage
-    loadavg_after: LoadAverage
-    foreign_cpu_share: NonNegative | None
-    context_startup_s: Seconds | None
-    initial_weights_sha256: Sha256
-    final_weights_sha256: Sha256
-    invariants: Invariants
 
     def __post_init__(self) -> None:
-        if self.finite != (self.nonfinite_step is None):
-            raise ValueError(f"finite is {self.finite} but nonfinite_step is {self.nonfinite_step!r}")
+        super().__post_init__()
         if not self.samples == self.eval_samples == self.rows:
             raise ValueError(
                 f"samples {self.samples} and eval_samples {self.eval_samples} must both equal "

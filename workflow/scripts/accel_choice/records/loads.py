@@ -18,6 +18,7 @@ from accel_choice.records import (
     NonNegativeSeconds,
     PositiveCount,
     Seconds,
+    ordered,
     record,
 )
 from accel_choice.records.environment import Environment
@@ -25,14 +26,6 @@ from accel_choice.records.training import Contamination
 
 # The stages of loading one file, in order; `total_s` is their sum within one pass.
 LOAD_STAGES = ("read_s", "to_pandas_s", "to_numpy_s", "to_torch_s", "total_s")
-
-
-def _ordered(low: float, middle: float, high: float, names: str) -> None:
-    if not low <= middle <= high:
-        low_name, middle_name, high_name = names.split()
-        raise ValueError(
-            f"{low_name} {low!r} <= {middle_name} {middle!r} <= {high_name} {high!r} does not hold: a damaged record"
-        )
 
 
 def _check_interval(interval: tuple[float, float]) -> None:
@@ -97,7 +90,7 @@ class LoadConvertRecord:
             raise ValueError(f"{len(self.pass_stages)} pass_stages for {self.passes} passes")
         for stage in LOAD_STAGES:
             runs = [getattr(run, stage) for run in self.pass_stages]
-            _ordered(
+            ordered(
                 min(runs), getattr(self, stage), max(runs), f"min(pass_stages.{stage}) {stage} max(pass_stages.{stage})"
             )
         _check_interval(self.wall_interval)
@@ -127,7 +120,7 @@ class LoadCell:
     contaminated: tuple[Contamination, ...]
 
     def __post_init__(self) -> None:
-        _ordered(self.total_s_min, self.total_s_median, self.total_s_max, "total_s_min total_s_median total_s_max")
+        ordered(self.total_s_min, self.total_s_median, self.total_s_max, "total_s_min total_s_median total_s_max")
         if self.noisy != bool(self.noise_reasons):
             raise ValueError(f"noisy is {self.noisy} but noise_reasons is {list(self.noise_reasons)}")
 
@@ -163,7 +156,7 @@ class CopyTiming:
     def __post_init__(self) -> None:
         if not self.passes:
             raise ValueError("a copy timed in no pass")
-        _ordered(min(self.passes), self.seconds, max(self.passes), "min(passes) seconds max(passes)")
+        ordered(min(self.passes), self.seconds, max(self.passes), "min(passes) seconds max(passes)")
         if (self.gb_per_s is None) != (self.seconds == 0):
             raise ValueError(f"gb_per_s is {self.gb_per_s!r} for {self.seconds!r} seconds")
 
@@ -203,7 +196,7 @@ class CopyCell:
     noisy: bool
 
     def __post_init__(self) -> None:
-        _ordered(self.seconds_min, self.seconds_median, self.seconds_max, "seconds_min seconds_median seconds_max")
+        ordered(self.seconds_min, self.seconds_median, self.seconds_max, "seconds_min seconds_median seconds_max")
 
 
 @record
@@ -215,7 +208,7 @@ class SecondsSpread:
     max: Seconds
 
     def __post_init__(self) -> None:
-        _ordered(self.min, self.median, self.max, "min median max")
+        ordered(self.min, self.median, self.max, "min median max")
 
 
 @record(schema="transfer-table")

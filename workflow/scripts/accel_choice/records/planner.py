@@ -16,6 +16,7 @@ from accel_choice.records import (
     Positive,
     PositiveCount,
     Seconds,
+    ordered,
     record,
 )
 from accel_choice.records.environment import Environment
@@ -25,14 +26,6 @@ Axis = Literal["rows", "features", "hidden", "batch_size"]
 Placement = Literal["resident", "streamed"]
 Source = Literal["measured", "assumed"]
 ModelSource = Literal["fitted", "assumed"]
-
-
-def _ordered(low: float, middle: float, high: float, names: str) -> None:
-    if not low <= middle <= high:
-        low_name, middle_name, high_name = names.split()
-        raise ValueError(
-            f"{low_name} {low!r} <= {middle_name} {middle!r} <= {high_name} {high!r} does not hold: a damaged record"
-        )
 
 
 # --- tables/cost_model.json --------------------------------------------------------------------
@@ -57,7 +50,7 @@ class FitPoint:
     busy_repeats: Count  # repeats measured while other processes were busy (kept, and counted in the report)
 
     def __post_init__(self) -> None:
-        _ordered(self.epoch_s_min, self.epoch_s, self.epoch_s_max, "epoch_s_min epoch_s epoch_s_max")
+        ordered(self.epoch_s_min, self.epoch_s, self.epoch_s_max, "epoch_s_min epoch_s epoch_s_max")
         if self.busy_repeats > self.repeats:
             raise ValueError(f"busy_repeats {self.busy_repeats} > repeats {self.repeats}")
 

@@ -7,6 +7,7 @@ seconds, measured with `time.perf_counter()`; a loss that was not finite is null
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from accel_choice.records import (
@@ -18,12 +19,25 @@ from accel_choice.records import (
     PositiveCount,
     Seconds,
     Sha256,
+    ordered,
     record,
 )
 from accel_choice.records.environment import Environment
 
-# What identifies a training variant: one aggregated cell per value of these fields.
-VARIANT_KEYS = ("device", "precision", "placement", "loader", "batch_size")
+
+@record
+class VariantFields:
+    """What identifies a training variant; every record of one variant's timings starts with these."""
+
+    device: str
+    precision: str
+    placement: str
+    loader: str
+    batch_size: PositiveCount
+
+
+# One aggregated cell per value of these fields.
+VARIANT_KEYS = tuple(field.name for field in dataclasses.fields(VariantFields))
 
 
 def variant_of(row: Any) -> tuple[Any, ...]:
@@ -31,12 +45,9 @@ def variant_of(row: Any) -> tuple[Any, ...]:
     return tuple(getattr(row, key) for key in VARIANT_KEYS)
 
 
-def _ordered(low: float, middle: float, high: float, names: str) -> None:
-    if not low <= middle <= high:
-        low_name, middle_name, high_name = names.split()
-        raise ValueError(
-            f"{low_name} {low!r} <= {middle_name} {middle!r} <= {high_name} {high!r} does not hold: a damaged record"
-        )
+def variant_fields(row: Any) -> dict[str, Any]:
+    """The VARIANT_KEYS fields of a record, cell or row, to build another record of the same variant."""
+    return {key: getattr(row, key) for key in VARIANT_KEYS}
 
 
 @record
@@ -50,17 +61,12 @@ class Invariants:
 
 
 @record
-class TrainingRecord:
-    """One timed training epoch and one evaluation pass of one variant, in one timing job."""
+class EpochMeasurement(VariantFields):
+    """One timed training epoch and one evaluation pass of one variant (measure.training.measure_variant):
+    the fields a training job's records and the cost-model grid's share."""
 
-    device: str
-    precision: str
-    placement: str
-    loader: str
-    batch_size: PositiveCount
     grad_scaler: bool
     repeat: Count
-    position_in_job: Count
     samples: Count
     steps: Count
     epoch_s: Seconds
@@ -85,12 +91,19 @@ class TrainingRecord:
     context_startup_s: Seconds | None
     initial_weights_sha256: Sha256
     final_weights_sha256: Sha256
-    same_final_weights_across_variants: bool
     invariants: Invariants
 
     def __post_init__(self) -> None:
         if self.finite != (self.nonfinite_step is None):
             raise ValueError(f"finite is {self.finite} but nonfinite_step is {self.nonfinite_step!r}")
+
+
+@record
+class TrainingRecord(EpochMeasurement):
+    """One timed epoch of one variant in one timing job, where every variant of the batch size runs."""
+
+    position_in_job: Count  # the variant's place in the job's interleaved order
+    same_final_weights_across_variants: bool
 
 
 @record(schema="training-job")
@@ -112,14 +125,9 @@ class Contamination:
 
 
 @record
-class TrainingCell:
+class TrainingCell(VariantFields):
     """One variant aggregated over its finite repeats: medians with spread, flags, throughput."""
 
-    device: str
-    precision: str
-    placement: str
-    loader: str
-    batch_size: PositiveCount
     grad_scaler: bool
     repeats: PositiveCount
     samples: Count
@@ -153,9 +161,9 @@ class TrainingCell:
     epoch_s_over_fastpath: Positive | None  # this cell's epoch over the fast path's, same device/precision/placement/B
 
     def __post_init__(self) -> None:
-        _ordered(self.epoch_s_min, self.epoch_s_median, self.epoch_s_max, "epoch_s_min epoch_s_median epoch_s_max")
-        _ordered(self.eval_s_min, self.eval_s_median, self.eval_s_max, "eval_s_min eval_s_median eval_s_max")
-        _ordered(
+        ordered(self.epoch_s_min, self.epoch_s_median, self.epoch_s_max, "epoch_s_min epoch_s_median epoch_s_max")
+        ordered(self.eval_s_min, self.eval_s_median, self.eval_s_max, "eval_s_min eval_s_median eval_s_max")
+        ordered(
             self.samples_per_s_min,
             self.samples_per_s,
             self.samples_per_s_max,
@@ -166,14 +174,9 @@ class TrainingCell:
 
 
 @record
-class NonFiniteRun:
+class NonFiniteRun(VariantFields):
     """A timed run whose loss or weights went NaN/inf: left out of the medians, named in the report."""
 
-    device: str
-    precision: str
-    placement: str
-    loader: str
-    batch_size: PositiveCount
     grad_scaler: bool
     repeat: Count
     nonfinite_step: Count | None
@@ -191,7 +194,7 @@ class TrainingTable:
 
 
 @record
-class FullPathRow:
+class FullPathRow(VariantFields):
     """One epoch's full path for one file format and training variant (sums of medians).
 
     load + convert + transfer + train + eval = total; total_min/max add the spread of training,
@@ -199,11 +202,6 @@ class FullPathRow:
     """
 
     format: str
-    device: str
-    precision: str
-    placement: str
-    loader: str
-    batch_size: PositiveCount
     load_s: NonNegativeSeconds
     convert_s: NonNegativeSeconds
     transfer_s: NonNegativeSeconds
@@ -218,4 +216,4 @@ class FullPathRow:
     noisy: bool
 
     def __post_init__(self) -> None:
-        _ordered(self.total_min_s, self.total_s, self.total_max_s, "total_min_s total_s total_max_s")
+        ordered(self.total_min_s, self.total_s, self.total_max_s, "total_min_s total_s total_max_s")
