@@ -135,6 +135,10 @@ def test_closure_follows_imports_through_other_modules(tmp_path: Path) -> None:
         "accel_choice/deep/b.py",
         "accel_choice/deep/c.py",
     }
+    # Each file is parsed once per version: an edit is seen by the next call in the same process.
+    (package / "deep" / "c.py").write_text("import json\nfrom accel_choice import unused\n")
+    found = {path.relative_to(tmp_path).as_posix() for path in imports.closure(script, tmp_path)}
+    assert "accel_choice/unused.py" in found
 
 
 def test_paths_are_relative_to_the_working_directory(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ is parsed, without torch.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -32,7 +33,17 @@ def _package_of(root: Path, file: Path) -> str:
 
 
 def imported_modules(root: Path, file: Path) -> set[str]:
-    """Dotted names of the `accel_choice` modules that `file` imports (at any depth of its code)."""
+    """Dotted names of the `accel_choice` modules that `file` imports (at any depth of its code).
+
+    Each file is read once per version: the Snakefile asks for every rule's closure (twice, to
+    check the rules), and most rules share most modules.
+    """
+    stat = file.stat()
+    return set(_imported_modules(root, file, stat.st_mtime_ns, stat.st_size))
+
+
+@functools.cache
+def _imported_modules(root: Path, file: Path, mtime_ns: int, size: int) -> frozenset[str]:
     tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -53,7 +64,7 @@ def imported_modules(root: Path, file: Path) -> set[str]:
             if parts[0] == PACKAGE:
                 # Importing a.b.c runs a/__init__.py and a/b/__init__.py too.
                 found.update(".".join(parts[:depth]) for depth in range(1, len(parts) + 1))
-    return {name for name in found if _module_file(root, name) is not None}
+    return frozenset(name for name in found if _module_file(root, name) is not None)
 
 
 def closure(script: str | os.PathLike[str], root: str | os.PathLike[str]) -> list[Path]:
