@@ -1,5 +1,6 @@
-"""Builders of the planner's records, valid by default: pass a field to change it (tests/conftest.py
-re-exports them). Each builds on the one below it, so a record's fields are written here once."""
+"""Builders of the planner's records, valid by default: pass a field to change it (tests import this
+module: `import builders_planner as builders`). Each builds on the one below it, so a record's
+fields are written here once."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Builders of training records for the tests: every field from the record types, sensible defaults.
 
 A test states only what it is about (`training_record(batch_size=512, epoch_s=0.02)`); the rest are
-the values a clean CPU run would write. Re-exported by tests/conftest.py.
+the values a clean CPU run would write. Tests import it (`from builders_training import ...`).
 """
 
 from __future__ import annotations
