@@ -66,7 +66,10 @@ def timing_rules() -> set[str]:
 
 
 TIMING_RULES = timing_rules()
-RUN_TIMEOUT_S = 540
+# A guard against a hung run, not a speed test: on the 2-core CI machine the tiny run through Slurm
+# took 572.7 s for its 31 jobs on 2026-12-01, the GPU request beside it (each job parses the
+# workflow twice, in the job step and in the job, and takes 15-25 s).
+RUN_TIMEOUT_S = 900
 GPU_TARGET = "results/timing/gpu/transfer.rep0.json"
 SACCT_FIELDS = (
     "JobID",
