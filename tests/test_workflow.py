@@ -40,9 +40,14 @@ TINY_SPLIT = {"train": 0.6, "val": 0.2, "test": 0.2}  # the schema's default sel
 
 def snakemake(workdir: Path, config: dict | str, *args: str) -> subprocess.CompletedProcess[str]:
     """The CLI on `config`: a mapping, or the YAML text itself (to test what a file can hold)."""
+    return subprocess.run(_command(workdir, config, *args), capture_output=True, text=True, timeout=600)
+
+
+def _command(workdir: Path, config: dict | str, *args: str) -> list[str]:
+    """The CLI line on `config` (written to workdir/test-config.yaml), with `--cores 4` and `args`."""
     config_path = workdir / "test-config.yaml"
     config_path.write_text(config if isinstance(config, str) else yaml.safe_dump(config))
-    command = [
+    return [
         sys.executable,
         "-m",
         "snakemake",
@@ -56,7 +61,6 @@ def snakemake(workdir: Path, config: dict | str, *args: str) -> subprocess.Compl
         "4",
         *args,
     ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=600)
 
 
 def _snakefile(workdir: Path) -> Path:
@@ -135,22 +139,7 @@ def _interrupt(
 ) -> dict:
     """Start the workflow, send `sig` to it (and, for SIGKILL, its jobs) while a timing job runs
     after `after_outputs` timing records exist; say what was done and what was in flight."""
-    config_path = workdir / "test-config.yaml"
-    config_path.write_text(yaml.safe_dump(config))
-    command = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(_snakefile(workdir)),
-        "--directory",
-        str(workdir),
-        "--configfile",
-        str(config_path),
-        "--cores",
-        "4",
-        *extra,
-    ]
+    command = _command(workdir, config, *extra)
     log = open(workdir / f"interrupted-{sig.name}.log", "w")  # a file, not a pipe: a full pipe would stall the run
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.time() + 300

@@ -23,17 +23,18 @@ with job(snakemake.log[0], snakemake.threads) as log:
         raise ValueError(f"{inp.table} differs from the split prepare_northstar recorded; delete it and re-run")
     splits = northstar.load_splits(inp.table, meta)
     writer = SummaryWriter(out.events)
+    settings = northstar.RunSettings(**p.run)
     run = northstar.train_with_early_stopping(
         splits["train"],
         splits["val"],
         batch_size=batch_size,
         seed=p.seed,
-        settings=northstar.RunSettings(**p.run),
+        settings=settings,
         checkpoint=out.model,
         device=device,
         log_scalar=writer.add_scalar,
     )
-    model = northstar.restore_best(out.model, splits["train"][0].shape[1], p.run["hidden"], device)
+    model = northstar.restore_best(out.model, splits["train"][0].shape[1], settings.hidden, device)
     metrics = northstar.HeldOutTestSet(*splits["test"]).evaluate(model)
     # The no-skill reference: predict the training split's late rate for every test order.
     y_test = splits["test"][1].numpy()
