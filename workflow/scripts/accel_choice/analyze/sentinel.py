@@ -1,0 +1,62 @@
+"""The run's machine speed from its timing jobs' sentinels: which jobs ran at another speed, and the
+noise floor below which a difference in this run is not evidence."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from accel_choice.analyze.bootstrap import spread_floor
+from accel_choice.analyze.stats import NoiseRules
+from accel_choice.records.sentinel import SentinelJob, SentinelReadings, SentinelSummary
+
+
+def job_reasons(readings: SentinelReadings, run_median_s: float, rules: NoiseRules) -> list[str]:
+    """Why a job's machine was not the run's machine: its sentinel off the run's median by more than
+    the tolerance (either way), or the hypervisor taking CPU from it."""
+    reasons = []
+    ratio = readings.median_s / run_median_s
+    if ratio > 1 + rules.sentinel_tolerance or ratio < 1 / (1 + rules.sentinel_tolerance):
+        reasons.append(f"machine speed changed during this job (sentinel {ratio:.2f}x the run median)")
+    steal = readings.steal_share
+    if steal is not None and steal > rules.steal_share:
+        reasons.append(f"the hypervisor stole {steal:.2f} cores during the job (> {rules.steal_share:g})")
+    gpu_reasons = sorted({r for state in (readings.gpu_start, readings.gpu_end) if state for r in state.reasons})
+    if gpu_reasons:
+        reasons.append(f"GPU clocks held down ({', '.join(gpu_reasons)})")
+    return reasons
+
+
+def summarize_sentinels(jobs: Sequence[tuple[str, SentinelReadings]], rules: NoiseRules) -> SentinelSummary:
+    """The run's sentinel: its median over the jobs, each job's ratio and flags, the noise floor.
+
+    `jobs` are (label, readings) of the timing jobs of one device and one workload; the floor is
+    taken over the jobs that were not flagged, so one planted slowdown does not widen it for all.
+    """
+    if not jobs:
+        raise ValueError("no sentinel readings to summarise")
+    workloads = {readings.workload for _, readings in jobs}
+    if len(workloads) != 1:
+        raise ValueError(f"sentinels of different workloads cannot be compared: {sorted(workloads)}")
+    run_median = statistics.median(readings.median_s for _, readings in jobs)
+    rows = []
+    for label, readings in jobs:
+        rows.append(
+            SentinelJob(
+                job=label,
+                median_s=readings.median_s,
+                over_run_median=readings.median_s / run_median,
+                steal_share=readings.steal_share,
+                reasons=tuple(job_reasons(readings, run_median, rules)),
+            )
+        )
+    clean = [row.median_s for row in rows if not row.reasons]
+    return SentinelSummary(
+        workload=workloads.pop(),
+        run_median_s=run_median,
+        noise_floor=spread_floor(clean),
+        tolerance=rules.sentinel_tolerance,
+        flagged=sum(bool(row.reasons) for row in rows),
+        jobs=tuple(rows),
+        confidence=rules.confidence,
+    )

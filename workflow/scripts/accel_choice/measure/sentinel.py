@@ -1,0 +1,195 @@
+"""The drift sentinel: a fixed reference workload timed at the start, between rounds and at the end
+of every timing job, and the machine state that could explain a change in it.
+
+These VMs drift: the same script ran 2× apart in back-to-back runs with only ~2.5 % steal and no
+foreign process, so the foreign-CPU meter (measure.contention) cannot see it. The same fixed work,
+timed in the job itself, can: its time is the machine's speed at that minute. The work is the same
+every time on a device (never calibrated to the machine, or it would hide the drift it measures):
+- CPU: 96 × (256×256 fp32 matmul, in-place ReLU, sum), ~30–45 ms on one thread of the 2-vCPU VM,
+  a mix of arithmetic and per-op dispatch like the training step's;
+- CUDA: 20 × a 4096×4096 fp32 matmul (~50 ms on a data-centre GPU), synchronized before each clock
+  read, no host sync inside the loop.
+Beside it: the hypervisor's steal time (/proc/stat), the cores' clock and governor where the VM
+exposes them, and on a GPU its clocks, temperature, power and throttle reasons (NVML, through the
+`nvidia-ml-py` package, where the driver answers).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from accel_choice.measure.devices import synchronize
+from accel_choice.records.sentinel import GpuState, SentinelReadings
+
+WORKLOADS = {"cpu": (256, 96), "cuda": (4096, 20)}  # matrix side, iterations
+_STEAL_FIELD = 7  # user nice system idle iowait irq softirq steal
+
+# NVML's clocks-event (throttle) reason bits; GpuIdle (1) is not a slowdown and is left out.
+NVML_REASONS = {
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+
+
+def workload_name(device: torch.device) -> str:
+    side, iterations = WORKLOADS["cpu" if device.type == "cpu" else "cuda"]
+    return f"{device.type}: {iterations} x mm({side}x{side}) fp32"
+
+
+def steal_seconds(stat: str = "/proc/stat") -> float | None:
+    """All cores' steal CPU-seconds since boot; None where /proc/stat has no steal column."""
+    try:
+        fields = Path(stat).read_text(encoding="ascii").splitlines()[0].split()[1:]
+    except (OSError, IndexError):
+        return None
+    if len(fields) <= _STEAL_FIELD:
+        return None
+    return int(fields[_STEAL_FIELD]) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_mhz(root: str = "/sys/devices/system/cpu", cpuinfo: str = "/proc/cpuinfo") -> float | None:
+    """The mean current clock of the cores: cpufreq where the VM exposes it, else /proc/cpuinfo."""
+    found = []
+    for path in sorted(Path(root).glob("cpu[0-9]*/cpufreq/scaling_cur_freq")):
+        try:
+            found.append(int(path.read_text(encoding="ascii")) / 1000)
+        except (OSError, ValueError):
+            continue
+    if not found:
+        try:
+            lines = Path(cpuinfo).read_text(encoding="ascii", errors="replace").splitlines()
+        except OSError:
+            return None
+        found = []
+        for line in lines:
+            if line.startswith("cpu MHz"):
+                try:
+                    found.append(float(line.split(":", 1)[1]))
+                except (IndexError, ValueError):
+                    continue
+    found = [value for value in found if value > 0]
+    return sum(found) / len(found) if found else None
+
+
+def governor(root: str = "/sys/devices/system/cpu") -> str | None:
+    try:
+        return (Path(root) / "cpu0/cpufreq/scaling_governor").read_text(encoding="ascii").strip() or None
+    except OSError:
+        return None
+
+
+def _nvml() -> Any | None:
+    try:
+        import pynvml  # nvidia-ml-py
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # no driver, no library: NVML is optional
+        return None
+    return pynvml
+
+
+def _answer(call: Callable[[], Any]) -> Any | None:
+    try:
+        return call()
+    except Exception:  # NVML raises NVMLError_NotSupported and kin per query
+        return None
+
+
+def gpu_state(device: torch.device, nvml: Any | None = None) -> GpuState | None:
+    """The GPU's clocks, temperature, power and throttle reasons; None on a CPU or without NVML."""
+    if device.type != "cuda":
+        return None
+    nvml = nvml or _nvml()
+    if nvml is None:
+        return None
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    handle = _nvml_handle(nvml, index)
+    if handle is None:
+        return None
+    reasons = _answer(lambda: nvml.nvmlDeviceGetCurrentClocksEventReasons(handle))
+    if reasons is None:
+        reasons = _answer(lambda: nvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle))
+    power = _answer(lambda: nvml.nvmlDeviceGetPowerUsage(handle))
+    return GpuState(
+        sm_clock_mhz=_answer(lambda: int(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM))),
+        memory_clock_mhz=_answer(lambda: int(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_MEM))),
+        temperature_c=_answer(lambda: int(nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU))),
+        power_w=None if power is None else power / 1000,
+        clocks_event_reasons=None if reasons is None else int(reasons),
+        reasons=tuple(name for bit, name in NVML_REASONS.items() if reasons and int(reasons) & bit),
+    )
+
+
+def _nvml_handle(nvml: Any, index: int) -> Any | None:
+    """NVML's handle of torch's device `index`: by PCI bus id (CUDA_VISIBLE_DEVICES renumbers), else by index."""
+    props = _answer(lambda: torch.cuda.get_device_properties(index))
+    bus = getattr(props, "pci_bus_id", None)
+    if bus is not None:
+        pci = f"{getattr(props, 'pci_domain_id', 0):08X}:{bus:02X}:{getattr(props, 'pci_device_id', 0):02X}.0"
+        handle = _answer(lambda: nvml.nvmlDeviceGetHandleByPciBusId_v2(pci))
+        if handle is not None:
+            return handle
+    return _answer(lambda: nvml.nvmlDeviceGetHandleByIndex(index))
+
+
+class Sentinel:
+    """`tick()` times the fixed workload once; `readings()` returns them with the job's machine state.
+
+    Construct it at the start of the job (it reads the steal counter and clocks then), tick at the
+    start, between rounds and at the end.
+    """
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        side, self.iterations = WORKLOADS["cpu" if device.type == "cpu" else "cuda"]
+        generator = torch.Generator().manual_seed(0)
+        self.a = torch.randn(side, side, generator=generator).to(device)
+        self.b = torch.randn(side, side, generator=generator).to(device)
+        self._run(2)  # first-call costs (allocator, kernel selection) stay out of every reading
+        self.seconds: list[float] = []
+        self._steal0, self._wall0 = steal_seconds(), time.perf_counter()
+        self._mhz0 = cpu_mhz()
+        self._gpu0 = gpu_state(device)
+
+    def _run(self, iterations: int) -> None:
+        for _ in range(iterations):
+            torch.mm(self.a, self.b).relu_().sum()
+
+    def tick(self) -> float:
+        synchronize(self.device)
+        t0 = time.perf_counter()
+        self._run(self.iterations)
+        synchronize(self.device)
+        seconds = time.perf_counter() - t0
+        self.seconds.append(seconds)
+        return seconds
+
+    def readings(self) -> SentinelReadings:
+        steal1, wall = steal_seconds(), time.perf_counter() - self._wall0
+        steal = None if steal1 is None or self._steal0 is None or wall <= 0 else max(steal1 - self._steal0, 0) / wall
+        mhz = (self._mhz0, cpu_mhz())
+        return SentinelReadings(
+            workload=workload_name(self.device),
+            seconds=tuple(self.seconds),
+            median_s=statistics.median(self.seconds),
+            steal_share=steal,
+            cpu_mhz=tuple(mhz) if all(m is not None for m in mhz) else None,
+            governor=governor(),
+            gpu_start=self._gpu0,
+            gpu_end=gpu_state(self.device),
+        )
