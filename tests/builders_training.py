@@ -7,6 +7,7 @@ the values a clean CPU run would write. Tests import it (`from builders_training
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from typing import Any
 
 from accel_choice.analyze import theory
@@ -44,9 +45,11 @@ def training_record(
         samples=rows,
         steps=theory.steps_per_epoch(rows, batch_size),
         epoch_s=epoch_s,
+        epoch_s_each=(epoch_s,),
         samples_per_s=rows / epoch_s,
         epoch_cpu_s=epoch_s,
-        eval_s=0.005,
+        eval_s=overrides.get("eval_s", 0.005),
+        eval_s_each=(overrides.get("eval_s", 0.005),),
         eval_samples=rows,
         eval_loss=0.4 if finite else None,
         eval_accuracy=0.9,
@@ -73,11 +76,14 @@ def training_record(
             samples_per_s_eq_samples_over_epoch_s=True,
         ),
     )
+    if "epoch_s_each" in overrides and "epoch_s" not in overrides:
+        fields["epoch_s"] = statistics.median(overrides["epoch_s_each"])
     if "samples_per_s" not in overrides and "samples" in overrides:
         fields["samples_per_s"] = overrides["samples"] / overrides.get("epoch_s", epoch_s)
     fields.update(overrides)
-    for name in ("loadavg_before", "loadavg_after"):
+    for name in ("loadavg_before", "loadavg_after", "epoch_s_each", "eval_s_each"):
         fields[name] = tuple(fields[name])
+    fields["samples_per_s"] = overrides.get("samples_per_s", fields["samples"] / fields["epoch_s"])
     return TrainingRecord(**fields)
 
 
@@ -106,17 +112,25 @@ def training_cell(
         repeats=3,
         samples=rows,
         steps=steps,
+        epoch_s_jobs=tuple((run,) for run in runs),
         epoch_s_runs=runs,
         epoch_s_median=epoch_s,
+        epoch_s_ci_low=runs[0],
+        epoch_s_ci_high=runs[2],
         epoch_s_min=runs[0],
         epoch_s_max=runs[2],
         epoch_s_iqr=epoch_s * spread,
         epoch_s_iqr_over_median=spread,
         samples_per_s=rows / epoch_s,
+        samples_per_s_ci_low=rows / runs[2],
+        samples_per_s_ci_high=rows / runs[0],
         samples_per_s_min=rows / runs[2],
         samples_per_s_max=rows / runs[0],
         step_us_median=epoch_s / steps * 1e6,
+        eval_s_jobs=((0.0045,), (0.005,), (0.0055,)),
         eval_s_median=0.005,
+        eval_s_ci_low=0.0045,
+        eval_s_ci_high=0.0055,
         eval_s_min=0.0045,
         eval_s_max=0.0055,
         eval_s_iqr=0.0005,
@@ -133,6 +147,10 @@ def training_cell(
         contaminated=(),
         context_startup_s_median=None if device == "cpu" else 0.2,
         epoch_s_over_fastpath=None,
+        epoch_s_over_fastpath_ci_low=None,
+        epoch_s_over_fastpath_ci_high=None,
+        versus_fastpath=None,
+        confidence=0.95,
     )
     fields.update(overrides)
     if "contaminated" in overrides:

@@ -61,7 +61,7 @@ def _job(repeat: int):
     x, y = torch.from_numpy(dataset.features.copy()), torch.from_numpy(dataset.target.copy())
     return training.measure_training_job(
         x, y, 32, repeat, training.cpu_variants(["dataloader", "fastpath"]), seed=3, hidden=16, lr=1e-3, warmup_steps=5
-    )
+    )[0]
 
 
 def test_a_repeat_with_a_busy_neighbour_is_flagged(busy_neighbours):

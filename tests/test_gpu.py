@@ -23,7 +23,7 @@ pytestmark = [
 ]
 
 SEED = 20261020
-ROWS, FEATURES, HIDDEN, LR, WARMUP, BATCH = 8192, 32, 48, 1e-3, 10, 512
+ROWS, FEATURES, HIDDEN, LR, WARMUP, BATCH, EPOCHS = 8192, 32, 48, 1e-3, 10, 512, 3
 WIDTHS = (FEATURES, HIDDEN, 1)
 
 
@@ -35,8 +35,18 @@ def benchmark():
 
 def _job(x, y, variants, repeat=0):
     return training.measure_training_job(
-        x, y, BATCH, repeat, variants, seed=SEED, hidden=HIDDEN, lr=LR, warmup_steps=WARMUP, device="cuda"
-    )
+        x,
+        y,
+        BATCH,
+        repeat,
+        variants,
+        seed=SEED,
+        hidden=HIDDEN,
+        lr=LR,
+        warmup_steps=WARMUP,
+        device="cuda",
+        epochs=EPOCHS,
+    )[0]
 
 
 @pytest.fixture(scope="module")
@@ -154,8 +164,8 @@ def test_streamed_peak_does_not_include_the_resident_matrix():
             lr=LR,
             warmup_steps=WARMUP,
             device="cuda",
-        )
-        return next(r["peak_memory_bytes"] for r in records if r["placement"] == "streamed")
+        )[0]
+        return next(r.peak_memory_bytes for r in records if r.placement == "streamed")
 
     streamed_peak(["streamed"])  # first-call allocations (cuBLAS workspace) out of the way
     alone = streamed_peak(["streamed"])

@@ -34,7 +34,7 @@ def data():
 def _job(x, y, variants, repeat=0, seed=SEED):
     return training.measure_training_job(
         x, y, BATCH, repeat, variants, seed=seed, hidden=HIDDEN, lr=LR, warmup_steps=WARMUP, device="cpu"
-    )
+    )[0]
 
 
 @pytest.fixture(scope="module")

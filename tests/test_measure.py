@@ -13,7 +13,7 @@ from accel_choice import records
 from accel_choice.measure import datagen, loaders, model, steps, training
 
 SEED = 20261020
-ROWS, FEATURES, HIDDEN, LR, WARMUP = 200, 8, 8, 1e-3, 3
+ROWS, FEATURES, HIDDEN, LR, WARMUP, EPOCHS = 200, 8, 8, 1e-3, 3, 3
 
 
 # --- loaders ----------------------------------------------------------------------------
@@ -112,7 +112,8 @@ def _job(data, batch_size: int, repeat: int, loader_kinds=loaders.LOADERS):
         hidden=HIDDEN,
         lr=LR,
         warmup_steps=WARMUP,
-    )
+        epochs=EPOCHS,
+    )[0]
 
 
 @pytest.fixture(scope="module")

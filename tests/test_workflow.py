@@ -26,8 +26,8 @@ from accel_choice.records.northstar import (
     NorthstarHistory,
     NorthstarPrepare,
     SeedLimits,
-    TimeToTarget,
 )
+from accel_choice.records.time_to_target import TimeToTarget
 
 pytestmark = pytest.mark.workflow
 
@@ -209,6 +209,29 @@ def test_interrupted_runs_keep_what_finished_and_rerun_only_the_rest(timeline: d
         assert timeline["final"][in_flight] > timeline[stop]["killed_at"], f"{stop}: {in_flight} was not re-run"
     assert timeline["unlock"].returncode == 0
     assert len(timeline["final"]) == 6 + 2 * 1 * 3 + 3  # CPU training, load/convert, the planner's grid
+
+
+def started_timing_repeats(log: str) -> list[tuple[str, int]]:
+    """(rule, repeat) of every timing job in the order Snakemake's log shows them starting."""
+    started, rule = [], None
+    for line in log.splitlines():
+        if found := re.match(r"^(?:local)?rule (\w+):$", line):
+            rule = found.group(1)
+        elif rule and rule.startswith("time_") and (found := re.search(r"^\s+wildcards: .*\brepeat=(\d+)", line)):
+            started.append((rule, int(found.group(1))))
+            rule = None
+    return started
+
+
+def test_timing_jobs_run_repeat_by_repeat(timeline: dict) -> None:
+    """Repeat r of every timing cell starts before repeat r+1 of any (priority: repeat_priority), so a
+    slow minute lands on one repeat of many cells, not on every repeat of one. The resumed run had
+    jobs of every repeat left and all their inputs ready: its log shows the order the scheduler chose."""
+    started = started_timing_repeats(timeline["resume"].stdout + timeline["resume"].stderr)
+    assert {rule for rule, _ in started} >= {"time_cpu_training", "time_load_convert", "time_cost_model"}
+    repeats = [repeat for _, repeat in started]
+    assert len(set(repeats)) == 3, started
+    assert repeats == sorted(repeats), f"a later repeat started before an earlier one: {started}"
 
 
 def test_a_second_invocation_meets_the_lock(timeline: dict) -> None:

@@ -19,6 +19,15 @@ OTHER_JOB = 1
 BATCH_SIZES = config["timing"]["batch_sizes"]
 REPEATS = list(range(config["timing"]["repeats"]))
 DATASETS = ["benchmark", "northstar"]
+# Repeat r of every timing cell runs before repeat r+1 of any: the rules with a {repeat} wildcard
+# take `priority: repeat_priority`, higher for earlier repeats (never negative: the ILP scheduler
+# maximises priority x scheduled, so a negative priority would hold a job back). A slow minute of
+# the machine then lands on one repeat of many cells instead of on every repeat of one cell.
+LAST_REPEAT = max(config["timing"]["repeats"], config["planner"]["repeats"]) - 1
+
+
+def repeat_priority(wildcards):
+    return LAST_REPEAT - int(wildcards.repeat)
 
 
 def results(name, **wildcards):

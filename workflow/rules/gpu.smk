@@ -38,6 +38,7 @@ rule time_transfer:
         results(paths.benchmark("time_transfer/rep{repeat}"))
     wildcard_constraints:
         repeat=r"\d+",
+    priority: repeat_priority
     conda:
         ENV
     threads: config["timing"]["threads"]
@@ -68,6 +69,7 @@ rule time_gpu_training:
     wildcard_constraints:
         batch_size=r"\d+",
         repeat=r"\d+",
+    priority: repeat_priority
     conda:
         ENV
     threads: config["timing"]["threads"]
@@ -83,6 +85,7 @@ rule time_gpu_training:
         placements=config["gpu"]["placements"],
         grad_scaler=config["gpu"]["grad_scaler"],
         warmup_steps=config["timing"]["warmup_steps"],
+        epochs_per_job=config["timing"]["epochs_per_job"],
     script:
         "../scripts/time_gpu_training.py"
 

@@ -18,6 +18,7 @@ rule time_load_convert:
         dataset="|".join(DATASETS),
         fmt="csv|parquet",
         repeat=r"\d+",
+    priority: repeat_priority
     conda:
         ENV
     threads: config["timing"]["threads"]
@@ -44,6 +45,7 @@ rule time_cpu_training:
     wildcard_constraints:
         batch_size=r"\d+",
         repeat=r"\d+",
+    priority: repeat_priority
     conda:
         ENV
     threads: config["timing"]["threads"]
@@ -55,5 +57,6 @@ rule time_cpu_training:
         lr=config["model"]["lr"],
         loaders=config["timing"]["loaders"],
         warmup_steps=config["timing"]["warmup_steps"],
+        epochs_per_job=config["timing"]["epochs_per_job"],
     script:
         "../scripts/time_cpu_training.py"

@@ -11,13 +11,22 @@ wc, p = snakemake.wildcards, snakemake.params
 with job(snakemake.log[0], snakemake.threads) as log:
     workloads = grid_workloads(p.grid["rows"], p.grid["features"], p.grid["hidden"], p.grid["batch_sizes"])
     started = time.time()
-    records = grid.measure_grid(
-        workloads, int(wc.repeat), device=wc.device, seed=p.seed, lr=p.lr, warmup_steps=p.warmup_steps
+    records, sentinel = grid.measure_grid(
+        workloads,
+        int(wc.repeat),
+        device=wc.device,
+        seed=p.seed,
+        lr=p.lr,
+        warmup_steps=p.warmup_steps,
+        epochs=p.epochs_per_job,
     )
     atomic.write_record(
         snakemake.output[0],
         GridJob(
-            records=tuple(records), wall_interval=(started, time.time()), environment=envinfo.quick_environment(p.seed)
+            records=tuple(records),
+            wall_interval=(started, time.time()),
+            environment=envinfo.quick_environment(p.seed),
+            sentinel=sentinel,
         ),
     )
     for r in records:

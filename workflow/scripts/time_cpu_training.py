@@ -11,7 +11,7 @@ inp, wc, p = snakemake.input, snakemake.wildcards, snakemake.params
 with job(snakemake.log[0], snakemake.threads) as log:
     x, y, _ = dataio.load_benchmark_tensors(inp.data, inp.meta, inp.export)
     started = time.time()
-    records = training.measure_training_job(
+    records, sentinel = training.measure_training_job(
         x,
         y,
         int(wc.batch_size),
@@ -21,12 +21,16 @@ with job(snakemake.log[0], snakemake.threads) as log:
         hidden=p.hidden,
         lr=p.lr,
         warmup_steps=p.warmup_steps,
+        epochs=p.epochs_per_job,
     )
     # Wall-clock interval of the measurement: lets a test prove no two timing jobs overlapped.
     atomic.write_record(
         snakemake.output[0],
         TrainingJob(
-            records=tuple(records), wall_interval=(started, time.time()), environment=envinfo.quick_environment(p.seed)
+            records=tuple(records),
+            wall_interval=(started, time.time()),
+            environment=envinfo.quick_environment(p.seed),
+            sentinel=sentinel,
         ),
     )
     for r in records:

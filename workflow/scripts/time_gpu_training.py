@@ -13,7 +13,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
     device = devices.require(p.device)
     x, y, _ = dataio.load_benchmark_tensors(inp.data, inp.meta, inp.export)
     started = time.time()
-    records = training.measure_training_job(
+    records, sentinel = training.measure_training_job(
         x,
         y,
         int(wc.batch_size),
@@ -24,6 +24,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
         lr=p.lr,
         warmup_steps=p.warmup_steps,
         device=device,
+        epochs=p.epochs_per_job,
     )
     # Wall-clock interval of the measurement: lets a test prove no two timing jobs overlapped.
     probe = devices.probe()
@@ -33,6 +34,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
             records=tuple(records),
             wall_interval=(started, time.time()),
             environment=envinfo.quick_environment(p.seed),
+            sentinel=sentinel,
             probe=probe if isinstance(probe, dict) else record_files.to_json(probe),
         ),
     )

@@ -18,6 +18,10 @@ class NoiseRules:
     outlier_factor: float = 2.0  # ... or when a repeat exceeds this × the median
     foreign_cpu_share: float = 0.25  # a repeat is busy when other processes used more cores than this
     loadavg_rise: float = 0.5  # ... or when the 1-minute load average rose by more than this
+    sentinel_tolerance: float = 0.25  # ... or when its sentinel ran more than this fraction off the run's median
+    steal_share: float = 0.1  # ... or when the hypervisor stole more cores than this during its job
+    confidence: float = 0.95  # level of every bootstrap interval
+    bootstrap_resamples: int = 2000  # resamples per interval
 
 
 class Summary(TypedDict):

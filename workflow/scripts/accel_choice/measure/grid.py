@@ -1,4 +1,4 @@
-"""The planner's grid: one timed epoch per workload (rows × features × hidden × B) for the cost model."""
+"""The planner's grid: timed epochs per workload (rows × features × hidden × B) for the cost model."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ import torch
 
 from accel_choice.measure.contention import ForeignCpuMeter
 from accel_choice.measure.steps import Variant
-from accel_choice.measure.training import context_startup_seconds, measure_variant
+from accel_choice.measure.sentinel import Sentinel
+from accel_choice.measure.training import context_startup_seconds, measure_interleaved, prepare_variant
 from accel_choice.records.grid import GridRecord, Workload
+from accel_choice.records.sentinel import SentinelReadings
 from accel_choice.records.training import Invariants
 
 
@@ -24,46 +26,47 @@ def synthetic_tensors(workload: Workload, seed: int) -> tuple[torch.Tensor, torc
 
 
 def measure_grid(
-    workloads: Sequence[Workload], repeat: int, *, device: str, seed: int, lr: float, warmup_steps: int
-) -> list[GridRecord]:
-    """One timed epoch per workload (fast path, fp32; data resident on the device).
-
-    The order alternates with the repeat, as in the main timing jobs, so that no workload
-    always runs first or last.
-    """
+    workloads: Sequence[Workload],
+    repeat: int,
+    *,
+    device: str,
+    seed: int,
+    lr: float,
+    warmup_steps: int,
+    epochs: int = 1,
+) -> tuple[list[GridRecord], SentinelReadings]:
+    """`epochs` timed epochs per workload (fast path, fp32; data resident on the device), every
+    workload warmed up first, then the rounds interleaved as in the main timing jobs (the order
+    turns round from round to round and with the repeat) with the drift sentinel around them."""
     target = torch.device(device)
     startup = context_startup_seconds(target)
     placement = "host" if target.type == "cpu" else "resident"
     variant = Variant(loader="fastpath", precision="fp32", placement=placement)
-    order = list(workloads) if repeat % 2 == 0 else list(reversed(workloads))
     meter = ForeignCpuMeter().start()
-    measured = []
-    for workload in order:
+    sentinel = Sentinel(target)
+    prepared = []
+    for workload in workloads:
         x, y = synthetic_tensors(workload, seed)
-        x_device, y_device = x.to(target), y.to(target)
-        measured.append(
-            (
-                workload,
-                measure_variant(
-                    variant,
-                    x,
-                    y,
-                    workload.batch_size,
-                    seed=seed,
-                    hidden=workload.hidden,
-                    lr=lr,
-                    warmup_steps=warmup_steps,
-                    device=target,
-                    x_device=x_device,
-                    y_device=y_device,
-                ),
+        prepared.append(
+            prepare_variant(
+                variant,
+                x,
+                y,
+                workload.batch_size,
+                seed=seed,
+                hidden=workload.hidden,
+                lr=lr,
+                warmup_steps=warmup_steps,
+                device=target,
             )
         )
+    measured = measure_interleaved(prepared, epochs, repeat, sentinel)
     foreign = meter.stop()
-    return [
+    records = [
         grid_record(timed, workload, repeat=repeat, context_startup_s=startup, foreign_cpu_share=foreign.share)
-        for workload, timed in measured
+        for workload, timed in zip(workloads, measured)
     ]
+    return records, sentinel.readings()
 
 
 def _finite_or_none(value: float) -> float | None:
@@ -79,9 +82,10 @@ def grid_record(
     foreign_cpu_share: float | None,
 ) -> GridRecord:
     """The grid's record of one workload from measure_variant's result (a loss that is not finite is null)."""
+    left_out = ("final_weights_each", "position_in_job")  # what only a training job's record keeps
     return GridRecord(
         **{
-            **timed,
+            **{key: value for key, value in timed.items() if key not in left_out},
             "eval_loss": _finite_or_none(timed["eval_loss"]),
             "final_loss": _finite_or_none(timed["final_loss"]),
             "mean_train_loss": _finite_or_none(timed["mean_train_loss"]),

@@ -1,4 +1,8 @@
-"""One timing job: warm up, time one training epoch and one evaluation pass per variant.
+"""One timing job: warm every variant up, then time `epochs` training epochs and evaluation passes
+of each, in interleaved rounds (A B, B A, ...), with the drift sentinel (measure.sentinel) timed at
+the start, between rounds and at the end. Every epoch starts from the seeded initial weights and
+runs the same batches; the record keeps every epoch and its median (pyperf's processes × values:
+the jobs are the processes, these epochs the values).
 
 A variant is (loader, precision, placement): the CPU job runs every loader in fp32 on host
 data; a GPU job runs fp32/fp16/bf16 with data resident on the device (sliced there) or
@@ -8,7 +12,7 @@ applied to a whole epoch):
 - a warm-up on a throw-away copy of the model, so first-call costs (allocator, kernel
   selection, Adam's lazy state) are paid before the clock starts and the timed model
   still starts from the seeded initial weights;
-- the load average before and after, the CPU that other processes took during the job
+- the load average before the variant's first epoch and after its last, the CPU that other processes took during the job
   (`foreign_cpu_share`, from /proc/stat), the process CPU time and (CUDA) the peak
   memory, kept in every record;
 - the invariants of section 28.3.5 checked on every record;
@@ -22,8 +26,10 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -32,7 +38,9 @@ from accel_choice.analyze import theory
 from accel_choice.measure.contention import ForeignCpuMeter
 from accel_choice.measure.devices import peak_memory_bytes, reset_peak_memory, synchronize
 from accel_choice.measure.model import build_model, state_sha256
-from accel_choice.measure.steps import Trainer, Variant, batches, evaluate, train_epoch, warm_up
+from accel_choice.measure.sentinel import Sentinel
+from accel_choice.measure.steps import Trainer, Variant, WarmupResult, batches, evaluate, train_epoch, warm_up
+from accel_choice.records.sentinel import SentinelReadings
 from accel_choice.records.training import Invariants, TrainingRecord
 
 
@@ -62,6 +70,152 @@ def check_invariants(record: dict[str, Any], rows: int) -> dict[str, bool]:
     return checks
 
 
+@dataclass
+class Prepared:
+    """A variant warmed up and ready to time: every epoch starts from `initial_sha`'s weights."""
+
+    variant: Variant
+    x: torch.Tensor
+    y: torch.Tensor
+    batch_size: int
+    seed: int
+    hidden: int
+    lr: float
+    device: torch.device
+    initial_sha: str
+    warm: WarmupResult
+    resident: bool
+
+
+def prepare_variant(
+    variant: Variant,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    batch_size: int,
+    *,
+    seed: int,
+    hidden: int,
+    lr: float,
+    warmup_steps: int,
+    device: torch.device,
+) -> Prepared:
+    """Warm a variant up on a throw-away copy of its seeded model (x, y are host tensors)."""
+    resident = variant.placement == "resident"
+    x_device, y_device = (x.to(device), y.to(device)) if resident else (x, y)
+    model = build_model(x.shape[1], hidden, seed).to(device)
+    warm = warm_up(
+        model,
+        lr,
+        variant,
+        device,
+        batches(variant, x, y, batch_size, True, seed + 1, device, x_device, y_device),
+        warmup_steps,
+    )
+    return Prepared(variant, x, y, batch_size, seed, hidden, lr, device, state_sha256(model), warm, resident)
+
+
+def time_epoch(prepared: Prepared) -> dict[str, Any]:
+    """One timed epoch and evaluation pass from the seeded initial weights and the same batches.
+
+    The resident copy of the data and the model exist only during this epoch, so the peak memory
+    is this variant's own, whatever else the job holds.
+    """
+    p, device = prepared, prepared.device
+    reset_peak_memory(device)
+    x_device, y_device = (p.x.to(device), p.y.to(device)) if p.resident else (p.x, p.y)
+    model = build_model(p.x.shape[1], p.hidden, p.seed).to(device)
+    if state_sha256(model) != p.initial_sha:
+        raise InvariantError(f"{p.variant}: an epoch did not start from the seeded initial weights")
+    trainer = Trainer(model, p.lr, p.variant, device)
+    # The same loader seed for every variant and epoch: identical batches, so identical work.
+    train_batches = batches(p.variant, p.x, p.y, p.batch_size, True, p.seed, device, x_device, y_device)
+    eval_batches = batches(p.variant, p.x, p.y, p.batch_size, False, p.seed, device, x_device, y_device)
+    epoch = train_epoch(trainer, train_batches, theory.steps_per_epoch(p.x.shape[0], p.batch_size))
+    evaluation = evaluate(trainer, eval_batches)
+    return {
+        "epoch": epoch,
+        "evaluation": evaluation,
+        "peak_memory_bytes": peak_memory_bytes(device),
+        "final_weights_sha256": state_sha256(model),
+    }
+
+
+def epoch_order(variants: Sequence[Any], epochs: int, repeat: int) -> list[int]:
+    """Indices of `variants` for `epochs` interleaved rounds: A B, B A, A B, ... (balanced against a
+    linear drift inside the job), starting the other way round in odd repeats."""
+    forward = list(range(len(variants)))
+    rounds = [forward if (k + repeat) % 2 == 0 else forward[::-1] for k in range(epochs)]
+    return [index for round_ in rounds for index in round_]
+
+
+def measure_interleaved(
+    prepared: Sequence[Prepared], epochs: int, repeat: int, sentinel: Sentinel | None = None
+) -> list[dict[str, Any]]:
+    """Every variant `epochs` times, rounds interleaved; the sentinel ticks at the start, between rounds
+    and at the end. One dict per variant (measure_variant's shape), every epoch kept."""
+    timed: list[list[dict[str, Any]]] = [[] for _ in prepared]
+    first_seen: list[int] = []
+    loads: list[list[list[float]]] = [[] for _ in prepared]  # the load average before the first epoch, after the last
+    if sentinel is not None:
+        sentinel.tick()
+    for step, index in enumerate(epoch_order(prepared, epochs, repeat)):
+        if not timed[index]:
+            first_seen.append(index)
+            loads[index].append(load_average())
+        timed[index].append(time_epoch(prepared[index]))
+        if len(timed[index]) == epochs:
+            loads[index].append(load_average())
+        if sentinel is not None and (step + 1) % len(prepared) == 0:
+            sentinel.tick()
+    return [_variant_result(p, runs, first_seen.index(i), loads[i]) for i, (p, runs) in enumerate(zip(prepared, timed))]
+
+
+def _variant_result(p: Prepared, runs: list[dict[str, Any]], position: int, loads: list[list[float]]) -> dict[str, Any]:
+    epochs = [run["epoch"] for run in runs]
+    evaluations = [run["evaluation"] for run in runs]
+    last, last_eval = epochs[-1], evaluations[-1]
+    epoch_s = statistics.median(e.seconds for e in epochs)
+    peaks = [run["peak_memory_bytes"] for run in runs if run["peak_memory_bytes"] is not None]
+    finals = {run["final_weights_sha256"] for run in runs}
+    record: dict[str, Any] = {
+        "batch_size": p.batch_size,
+        "loader": p.variant.loader,
+        "device": p.device.type,
+        "precision": p.variant.precision,
+        "placement": p.variant.placement,
+        "grad_scaler": p.variant.uses_scaler,
+        "samples": last.samples,
+        "steps": last.steps,
+        "epoch_s": epoch_s,
+        "epoch_s_each": tuple(e.seconds for e in epochs),
+        "samples_per_s": last.samples / epoch_s,
+        "epoch_cpu_s": statistics.median(e.cpu_seconds for e in epochs),
+        "eval_s": statistics.median(e.seconds for e in evaluations),
+        "eval_s_each": tuple(e.seconds for e in evaluations),
+        "eval_samples": last_eval.samples,
+        "eval_loss": last_eval.loss,
+        "eval_accuracy": last_eval.accuracy,
+        "final_loss": last.last_loss,
+        "mean_train_loss": last.mean_loss,
+        "finite": all(e.finite for e in epochs),
+        "nonfinite_step": next((e.nonfinite_step for e in epochs if not e.finite), None),
+        "peak_memory_bytes": max(peaks) if peaks else None,
+        "warmup_steps": p.warm.steps,
+        "warmup_first_step_s": p.warm.first_step_s,
+        "warmup_steady_step_s": p.warm.steady_step_s,
+        "threads": torch.get_num_threads(),
+        "loadavg_before": loads[0],
+        "loadavg_after": loads[1],
+        "initial_weights_sha256": p.initial_sha,
+        # Every epoch ran the same batches from the same weights: one final state, or the work differed.
+        "final_weights_sha256": runs[-1]["final_weights_sha256"],
+        "final_weights_each": finals,
+        "position_in_job": position,
+    }
+    record["invariants"] = check_invariants(record, p.x.shape[0])
+    return record
+
+
 def measure_variant(
     variant: Variant,
     x: torch.Tensor,
@@ -73,69 +227,13 @@ def measure_variant(
     lr: float,
     warmup_steps: int,
     device: torch.device,
-    x_device: torch.Tensor | None = None,
-    y_device: torch.Tensor | None = None,
+    epochs: int = 1,
 ) -> dict[str, Any]:
-    """Warm up, then time one epoch and one evaluation pass for one variant.
-
-    `x`, `y` are host tensors; `x_device`, `y_device` the same data already on `device`
-    (used by the resident placement).
-    """
-    x_device = x if x_device is None else x_device
-    y_device = y if y_device is None else y_device
-    model = build_model(x.shape[1], hidden, seed).to(device)
-    initial_sha = state_sha256(model)
-    reset_peak_memory(device)
-    warm = warm_up(
-        model,
-        lr,
-        variant,
-        device,
-        batches(variant, x, y, batch_size, True, seed + 1, device, x_device, y_device),
-        warmup_steps,
+    """Warm up, then time `epochs` epochs and evaluation passes of one variant on its own."""
+    prepared = prepare_variant(
+        variant, x, y, batch_size, seed=seed, hidden=hidden, lr=lr, warmup_steps=warmup_steps, device=device
     )
-    trainer = Trainer(model, lr, variant, device)
-    # The same loader seed for every variant: identical batches, so identical work.
-    train_batches = batches(variant, x, y, batch_size, True, seed, device, x_device, y_device)
-    eval_batches = batches(variant, x, y, batch_size, False, seed, device, x_device, y_device)
-
-    load_before = load_average()
-    epoch = train_epoch(trainer, train_batches, theory.steps_per_epoch(x.shape[0], batch_size))
-    evaluation = evaluate(trainer, eval_batches)
-    load_after = load_average()
-
-    record: dict[str, Any] = {
-        "batch_size": batch_size,
-        "loader": variant.loader,
-        "device": device.type,
-        "precision": variant.precision,
-        "placement": variant.placement,
-        "grad_scaler": variant.uses_scaler,
-        "samples": epoch.samples,
-        "steps": epoch.steps,
-        "epoch_s": epoch.seconds,
-        "samples_per_s": epoch.samples / epoch.seconds,
-        "epoch_cpu_s": epoch.cpu_seconds,
-        "eval_s": evaluation.seconds,
-        "eval_samples": evaluation.samples,
-        "eval_loss": evaluation.loss,
-        "eval_accuracy": evaluation.accuracy,
-        "final_loss": epoch.last_loss,
-        "mean_train_loss": epoch.mean_loss,
-        "finite": epoch.finite,
-        "nonfinite_step": epoch.nonfinite_step,
-        "peak_memory_bytes": peak_memory_bytes(device),
-        "warmup_steps": warm.steps,
-        "warmup_first_step_s": warm.first_step_s,
-        "warmup_steady_step_s": warm.steady_step_s,
-        "threads": torch.get_num_threads(),
-        "loadavg_before": load_before,
-        "loadavg_after": load_after,
-        "initial_weights_sha256": initial_sha,
-        "final_weights_sha256": state_sha256(model),
-    }
-    record["invariants"] = check_invariants(record, x.shape[0])
-    return record
+    return measure_interleaved([prepared], epochs, repeat=0)[0]
 
 
 def cpu_variants(loaders: Sequence[str]) -> list[Variant]:
@@ -170,53 +268,41 @@ def measure_training_job(
     lr: float,
     warmup_steps: int,
     device: str | torch.device = "cpu",
-) -> list[TrainingRecord]:
-    """Every variant once, in an order that alternates with the repeat so none always goes first."""
+    epochs: int = 1,
+) -> tuple[list[TrainingRecord], SentinelReadings]:
+    """Every variant warmed up, then `epochs` interleaved rounds of one epoch each (epoch_order), the
+    drift sentinel ticking around them; the records and the job's sentinel readings."""
     if not 1 <= batch_size <= x.shape[0]:
         raise ValueError(f"batch size {batch_size} must be between 1 and the data's {x.shape[0]} rows")
+    if epochs < 1:
+        raise ValueError(f"epochs per job must be at least 1, got {epochs}")
     target = torch.device(device)
     startup = context_startup_seconds(target)
     y = y.reshape(-1, 1)
-    order = list(variants) if repeat % 2 == 0 else list(reversed(variants))
-    measured = []
     meter = ForeignCpuMeter().start()
-    for variant in order:
-        # A resident copy exists only while a resident variant runs, so it counts in that
-        # variant's peak memory and in no other's.
-        x_device, y_device = (x.to(target), y.to(target)) if variant.placement == "resident" else (None, None)
-        measured.append(
-            measure_variant(
-                variant,
-                x,
-                y,
-                batch_size,
-                seed=seed,
-                hidden=hidden,
-                lr=lr,
-                warmup_steps=warmup_steps,
-                device=target,
-                x_device=x_device,
-                y_device=y_device,
-            )
-        )
-        del x_device, y_device
+    sentinel = Sentinel(target)
+    prepared = [
+        prepare_variant(v, x, y, batch_size, seed=seed, hidden=hidden, lr=lr, warmup_steps=warmup_steps, device=target)
+        for v in variants
+    ]
+    measured = measure_interleaved(prepared, epochs, repeat, sentinel)
     foreign = meter.stop()
-    # Identical batches in identical order at one precision must give identical weights,
-    # whatever the loader or placement: a check that the variants really did the same work.
+    # Identical batches in identical order at one precision must give identical weights, whatever
+    # the loader, placement or epoch: a check that the variants really did the same work.
     weights: dict[str, set[str]] = {}
     for result in measured:
-        weights.setdefault(result["precision"], set()).add(result["final_weights_sha256"])
-    return [
+        weights.setdefault(result["precision"], set()).update(result.pop("final_weights_each"))
+    records = [
         training_record(
             result,
             repeat=repeat,
-            position_in_job=position,
             context_startup_s=startup,
             foreign_cpu_share=foreign.share,
             same_final_weights_across_variants=len(weights[result["precision"]]) == 1,
         )
-        for position, result in enumerate(measured)
+        for result in sorted(measured, key=lambda r: r["position_in_job"])
     ]
+    return records, sentinel.readings()
 
 
 def _finite_or_none(value: float) -> float | None:

@@ -14,6 +14,7 @@ from accel_choice.records import (
     record,
 )
 from accel_choice.records.environment import Environment
+from accel_choice.records.sentinel import SentinelReadings
 from accel_choice.records.training import EpochMeasurement
 
 
@@ -76,13 +77,15 @@ class GridRecord(EpochMeasurement):
         return Workload(rows=self.rows, features=self.features, hidden=self.hidden, batch_size=self.batch_size)
 
 
-@record(schema="planner-grid-job")
+@record(schema="planner-grid-job", version=2)
 class GridJob:
-    """timing/cost_model/{device}.rep<r>.json: one timed epoch per workload of the grid, one device, one repeat."""
+    """timing/cost_model/{device}.rep<r>.json: `planner.epochs_per_job` timed epochs per workload of the grid
+    (interleaved rounds), one device, one repeat."""
 
     records: tuple[GridRecord, ...]
     wall_interval: tuple[float, float]  # time.time() at the start and end: no two timing jobs overlap
     environment: Environment
+    sentinel: SentinelReadings  # the drift sentinel timed around the job's rounds (measure.sentinel)
 
     def __post_init__(self) -> None:
         if not self.records:

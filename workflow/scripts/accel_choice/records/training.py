@@ -8,10 +8,13 @@ seconds, measured with `time.perf_counter()`; a loss that was not finite is null
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import math
+import statistics
+from typing import Any, Literal
 
 from accel_choice.records import (
     Count,
+    Fraction,
     LoadAverage,
     NonNegative,
     NonNegativeSeconds,
@@ -23,6 +26,7 @@ from accel_choice.records import (
     record,
 )
 from accel_choice.records.environment import Environment
+from accel_choice.records.sentinel import SentinelReadings, SentinelSummary
 
 
 @record
@@ -69,10 +73,12 @@ class EpochMeasurement(VariantFields):
     repeat: Count
     samples: Count
     steps: Count
-    epoch_s: Seconds
+    epoch_s: Seconds  # the median of epoch_s_each
+    epoch_s_each: tuple[Seconds, ...]  # every timed epoch of the job, in the order run
     samples_per_s: Positive
     epoch_cpu_s: NonNegativeSeconds
-    eval_s: Seconds
+    eval_s: Seconds  # the median of eval_s_each
+    eval_s_each: tuple[Seconds, ...]
     eval_samples: Count
     eval_loss: float | None  # null: not finite
     eval_accuracy: float | None
@@ -96,6 +102,10 @@ class EpochMeasurement(VariantFields):
     def __post_init__(self) -> None:
         if self.finite != (self.nonfinite_step is None):
             raise ValueError(f"finite is {self.finite} but nonfinite_step is {self.nonfinite_step!r}")
+        for name in ("epoch_s", "eval_s"):
+            each = getattr(self, f"{name}_each")
+            if not each or not math.isclose(getattr(self, name), statistics.median(each), rel_tol=1e-12):
+                raise ValueError(f"{name} {getattr(self, name)!r} is not the median of {name}_each {each!r}")
 
 
 @record
@@ -106,13 +116,15 @@ class TrainingRecord(EpochMeasurement):
     same_final_weights_across_variants: bool
 
 
-@record(schema="training-job")
+@record(schema="training-job", version=2)
 class TrainingJob:
-    """timing/{cpu,gpu}/bs<B>.rep<r>.json: every variant of one batch size, timed in one process."""
+    """timing/{cpu,gpu}/bs<B>.rep<r>.json: every variant of one batch size, timed in one process,
+    with the job's drift sentinel."""
 
     records: tuple[TrainingRecord, ...]
     wall_interval: tuple[float, float]  # time.time() at the start and end: no two timing jobs overlap
     environment: Environment
+    sentinel: SentinelReadings
     probe: dict[str, Any] | None = None  # GPU jobs: what torch saw on the job's node
 
 
@@ -132,17 +144,25 @@ class TrainingCell(VariantFields):
     repeats: PositiveCount
     samples: Count
     steps: Count
-    epoch_s_runs: tuple[Seconds, ...]
-    epoch_s_median: Seconds
-    epoch_s_min: Seconds
+    epoch_s_jobs: tuple[tuple[Seconds, ...], ...]  # every timed epoch, one tuple per repeat (job)
+    epoch_s_runs: tuple[Seconds, ...]  # each job's median epoch
+    epoch_s_median: Seconds  # the median of every epoch of every job
+    epoch_s_ci_low: Seconds  # its interval at `confidence`: bootstrap over jobs, then epochs
+    epoch_s_ci_high: Seconds
+    epoch_s_min: Seconds  # the fastest and slowest job's median
     epoch_s_max: Seconds
     epoch_s_iqr: NonNegative
     epoch_s_iqr_over_median: NonNegative
     samples_per_s: Positive
+    samples_per_s_ci_low: Positive
+    samples_per_s_ci_high: Positive
     samples_per_s_min: Positive
     samples_per_s_max: Positive
     step_us_median: Positive
+    eval_s_jobs: tuple[tuple[Seconds, ...], ...]
     eval_s_median: Seconds
+    eval_s_ci_low: Seconds
+    eval_s_ci_high: Seconds
     eval_s_min: Seconds
     eval_s_max: Seconds
     eval_s_iqr: NonNegative
@@ -159,9 +179,37 @@ class TrainingCell(VariantFields):
     contaminated: tuple[Contamination, ...]
     context_startup_s_median: Seconds | None
     epoch_s_over_fastpath: Positive | None  # this cell's epoch over the fast path's, same device/precision/placement/B
+    epoch_s_over_fastpath_ci_low: Positive | None  # paired: both loaders ran in the same jobs
+    epoch_s_over_fastpath_ci_high: Positive | None
+    versus_fastpath: Literal["slower", "faster", "no_difference"] | None  # decided by the interval and the noise floor
+    confidence: Fraction
 
     def __post_init__(self) -> None:
         ordered(self.epoch_s_min, self.epoch_s_median, self.epoch_s_max, "epoch_s_min epoch_s_median epoch_s_max")
+        ordered(
+            self.epoch_s_ci_low,
+            self.epoch_s_median,
+            self.epoch_s_ci_high,
+            "epoch_s_ci_low epoch_s_median epoch_s_ci_high",
+        )
+        ordered(
+            self.eval_s_ci_low, self.eval_s_median, self.eval_s_ci_high, "eval_s_ci_low eval_s_median eval_s_ci_high"
+        )
+        ordered(
+            self.samples_per_s_ci_low,
+            self.samples_per_s,
+            self.samples_per_s_ci_high,
+            "samples_per_s_ci_low samples_per_s samples_per_s_ci_high",
+        )
+        if self.epoch_s_over_fastpath is not None:
+            ordered(
+                self.epoch_s_over_fastpath_ci_low or 0.0,
+                self.epoch_s_over_fastpath,
+                self.epoch_s_over_fastpath_ci_high or 0.0,
+                "epoch_s_over_fastpath_ci_low epoch_s_over_fastpath epoch_s_over_fastpath_ci_high",
+            )
+        if len(self.epoch_s_jobs) != self.repeats:
+            raise ValueError(f"{len(self.epoch_s_jobs)} epoch_s_jobs for {self.repeats} repeats")
         ordered(self.eval_s_min, self.eval_s_median, self.eval_s_max, "eval_s_min eval_s_median eval_s_max")
         ordered(
             self.samples_per_s_min,
@@ -184,12 +232,14 @@ class NonFiniteRun(VariantFields):
     mean_train_loss: float | None
 
 
-@record(schema="training-table")
+@record(schema="training-table", version=2)
 class TrainingTable:
-    """tables/{cpu,gpu}_training.json: the cells of one device, and the runs left out of them."""
+    """tables/{cpu,gpu}_training.json: the cells of one device, the runs left out of them, and the
+    run's drift sentinel (its machine speed, flagged jobs and noise floor)."""
 
     table: tuple[TrainingCell, ...]
     non_finite: tuple[NonFiniteRun, ...]
+    sentinel: SentinelSummary
     environment: Environment
 
 
