@@ -27,9 +27,9 @@ from accel_choice.records.northstar import (
     SplitSummary,
     Spread,
     StatisticalCheck,
-    TimeToTarget,
     VarianceRow,
 )
+from accel_choice.records.time_to_target import TimeToTarget
 
 SHA_A, SHA_B, SHA_C = "a" * 64, "b" * 64, "c" * 64
 

@@ -68,7 +68,7 @@ def test_synthetic_record_is_the_type_measure_writes():
     x, y = torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy())
     real = training.measure_training_job(
         x, y, 20, 0, training.cpu_variants(["fastpath"]), seed=1, hidden=2, lr=1e-3, warmup_steps=1
-    )[0]
+    )[0][0]
     assert type(record(20, "fastpath", 0, 0.01, rows=40)) is type(real)
 
 

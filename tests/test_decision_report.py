@@ -196,7 +196,7 @@ def test_sheet_with_cuda_visible_but_no_gpu_rows_does_not_claim_not_measurable(t
 
 def test_verdict_without_cuda(train_table, full_path_rows):
     v = _verdict(train_table, full_path_rows)
-    assert (v.device, v.outcome, v.gpu_measured, v.gpu.visible, v.comparison) == (
+    assert (v.device, v.reason, v.gpu_measured, v.gpu.visible, v.comparison) == (
         "CPU",
         "no_gpu_visible",
         False,
@@ -209,7 +209,14 @@ def test_verdict_without_cuda(train_table, full_path_rows):
 
 def test_verdict_with_cuda_claims_no_speedup(train_table, full_path_rows):
     v = _verdict(train_table, full_path_rows, WITH_CUDA)
-    assert (v.device, v.outcome, v.gpu_measured, v.gpu.visible) == ("CPU", "gpu_visible_not_measured", False, True)
+    assert (v.device, v.outcome, v.reason, v.gpu_measured, v.gpu.visible) == (
+        "CPU",
+        "CPU",
+        "gpu_visible_not_measured",
+        False,
+        True,
+    )
+    assert v.speedup_interval is None and v.repeats_to_settle is None
     claim = words.claim(v)
     assert "no GPU timing was taken" in claim and "no speedup is claimed" in claim and "NVIDIA H200" in claim
     assert "theoretical" not in claim
@@ -228,17 +235,21 @@ def test_verdict_reasons_carry_the_numbers(train_table, full_path_rows):
         v.scaling.samples_ratio == 16 and v.scaling.step_time_ratio == pytest.approx(4.0) and v.scaling.overhead_bound
     )
     reasons = words.reasons(v)
-    assert len(reasons) == 4
+    assert len(reasons) == 5
     assert reasons[0].startswith("Fastest CPU full path: parquet + fastpath at B=512, 20.0 ms per epoch")
     assert "~78 MFLOP in 10.0 ms: 7.79 GFLOP/s achieved" in reasons[1]
-    assert reasons[2] == (
+    # The fastest cell has a planted 30 ms repeat: paired with the DataLoader of the same jobs (30, 31, 29 ms)
+    # the ratio is 3.0, 3.1 and 0.97 — its interval holds 1, so the two are tied; B=32 is measurably slower.
+    assert [(t.loader, t.batch_size) for t in v.fastest_cpu_ties] == [("dataloader", 512)]
+    assert reasons[2].startswith("Tied with the fastest (fastpath B=512): dataloader B=512 (3.00×, 0.97–3.10)")
+    assert reasons[3] == (
         "From B=32 to B=512 (16× the samples per step) the time per optimizer step grew 4.0×: the step "
         "is bound by fixed per-step overhead (Python, dispatch), which a faster arithmetic unit does not "
         "remove."
     )
     # Adam 26,128 + 2 × 165,888 activations at B=512 + the 8,192 × 33 fp32 matrix = 1,439,248 bytes
     assert (v.memory.bound_bytes, v.memory.fits_host, v.memory.fits_device) == (1_439_248, True, None)
-    assert reasons[3] == (
+    assert reasons[4] == (
         "Memory does not decide here: the Adam fp32 state (26,128 bytes), forward and backward "
         "activations at B=512 (331,776 bytes) and the data matrix (1,081,344 bytes) need 1,439,248 "
         "bytes, within this host's 17,179,869,184 bytes."
@@ -258,11 +269,11 @@ def test_memory_sentence_names_a_machine_that_is_too_small(train_table, full_pat
     small = _verdict(train_table, full_path_rows, host_memory_bytes=1_000_000)
     assert small.memory.fits_host is False
     assert (
-        words.reasons(small)[3].startswith("Memory decides: ")
-        and "more than this host's 1,000,000 bytes" in words.reasons(small)[3]
+        words.reasons(small)[4].startswith("Memory decides: ")
+        and "more than this host's 1,000,000 bytes" in words.reasons(small)[4]
     )
     unknown = _verdict(train_table, full_path_rows, host_memory_bytes=None)
-    assert unknown.memory.fits_host is None and "is not known, so memory is not compared" in words.reasons(unknown)[3]
+    assert unknown.memory.fits_host is None and "is not known, so memory is not compared" in words.reasons(unknown)[4]
 
 
 # --- report ---------------------------------------------------------------------------
@@ -341,7 +352,7 @@ def test_report_section_headings_in_order(rendered):
     headings = re.findall(r"^## (.+)$", rendered, flags=re.M)
     assert headings == [
         "GPU decision sheet (section 28.3.5)",
-        "CPU baseline: one training epoch (ms, medians over repeats)",
+        "CPU baseline: one training epoch (ms, median of every epoch of every job)",
         "Full path per epoch on the benchmark matrix (ms, sums of medians)",
         "Load and convert (ms, medians over repeats)",
         "Theoretical estimates (computed, not measured)",
@@ -371,8 +382,8 @@ def test_report_flags_noise_and_non_finite(rendered):
 
 def test_report_cpu_and_data_tables(rendered):
     # B=32 dataloader: median 120 ms, 3.00x the fast path
-    assert re.search(r"^\| 32 \| dataloader \| 3 \| 256 \| 120 \| 119–121 \|", rendered, flags=re.M)
-    assert "| 3.00× |" in rendered
+    assert re.search(r"^\| 32 \| dataloader \| 3 \| 256 \| 120 \| 119–121 \| 119–121 \|", rendered, flags=re.M)
+    assert re.search(r"\| 3\.00× \([\d.]+–[\d.]+\), slower \|", rendered)
     assert "the final weights were bitwise identical across loaders in every job." in rendered
     assert "| benchmark | 8,192 × 32 | 0.501 | `f00df00df00df00d…` | 1,100,000 | 2,000,000 |" in rendered
     assert "0123456789abcdef (uncommitted changes)" in rendered
@@ -612,8 +623,8 @@ def test_full_path_refuses_transfers_without_a_needed_copy(train_records, load_t
 
 
 def test_compare_devices_numbers(train_records, load_table):
-    _, rows, _ = _gpu_case(train_records, load_table, "gpu_wins")
-    c = decision.compare_devices(rows, 1.5)
+    table, rows, _ = _gpu_case(train_records, load_table, "gpu_wins")
+    c = decision.compare_devices(rows, 1.5, table)
     cpu, gpu = c.cpu, c.gpu
     assert (cpu.device, cpu.format, cpu.loader, cpu.batch_size) == ("cpu", "parquet", "fastpath", 512)
     assert (gpu.device, gpu.format, gpu.placement) == ("cuda", "parquet", "resident")
@@ -621,12 +632,14 @@ def test_compare_devices_numbers(train_records, load_table):
     assert c.speedup == pytest.approx(cpu.total_s / gpu.total_with_startup_s, rel=1e-12)
     assert c.speedup == pytest.approx(0.02001 / (0.00963 + TARGET_S))
     assert c.speedup_without_startup == pytest.approx(cpu.total_s / gpu.total_s)
-    assert [c.speedup_low, c.speedup_high] == pytest.approx(
-        [CPU_BEST_MIN / (gpu.total_max_s + 0.001), CPU_BEST_MAX / (gpu.total_min_s + 0.001)]
-    )
+    # The bootstrap interval (resampled training + eval medians, loads fixed) holds the point and lies
+    # inside the extremes the repeats allow: slowest CPU over fastest GPU and the reverse.
+    assert c.speedup_low <= c.speedup <= c.speedup_high
+    assert c.speedup_low >= CPU_BEST_MIN / (gpu.total_max_s + 0.001) * (1 - 1e-9)
+    assert c.speedup_high <= CPU_BEST_MAX / (gpu.total_min_s + 0.001) * (1 + 1e-9)
+    assert c.speedup_low < c.speedup_high and c.confidence == 0.95
     assert c.break_even_epochs == pytest.approx(gpu.startup_s / (cpu.total_s - gpu.total_s), rel=1e-12)
-    assert c.spreads_overlap is False
-    assert c.gpu_wins is True
+    assert c.gpu_wins is True and c.speedup_low > 1.5
     assert c.threshold == 1.5
 
 
@@ -634,12 +647,12 @@ def test_compare_devices_break_even_with_a_large_start_up(train_records, load_ta
     """Faster per epoch, but a 50 ms start-up: one epoch loses, the start-up is repaid after 4.4 epochs."""
     transfers = _transfers(startups=(0.05, 0.05, 0.05))
     table, rows, _ = _gpu_case(train_records, load_table, "gpu_wins", transfers)
-    c = decision.compare_devices(rows, 1.5)
+    c = decision.compare_devices(rows, 1.5, table)
     assert c.speedup < 1 < c.speedup_without_startup
     assert c.break_even_epochs == pytest.approx(0.05 / (CPU_BEST_TOTAL - c.gpu.total_s))
     assert c.break_even_epochs == pytest.approx(0.05 / (0.02001 - 0.00863 - TARGET_S))
     v = _verdict(table, rows, probe=GPU_PROBE)
-    assert v.device == "CPU" and v.outcome == "below_threshold"
+    assert (v.device, v.outcome, v.reason) == ("CPU", "CPU", "below_threshold")
     assert words.reasons(v)[-1] == (
         "Per epoch (start-up excluded) the GPU path is faster; the start-up is repaid after 4.4 epochs of this size."
     )
@@ -652,22 +665,25 @@ def test_compare_devices_none_without_gpu_rows(full_path_rows):
 def test_verdict_gpu_clearly_faster(train_records, load_table):
     table, rows, _ = _gpu_case(train_records, load_table, "gpu_wins")
     v = _verdict(table, rows, probe=GPU_PROBE, threshold=1.5)
-    assert v.device == "GPU"
+    assert (v.device, v.outcome, v.reason) == ("GPU", "GPU", "gpu_pays_off")
+    assert v.speedup_interval == (v.comparison.speedup_low, v.comparison.speedup_high)
     assert v.gpu_measured is True
     assert v.gpu.visible is True
     assert v.comparison.gpu_wins is True
     assert "speedup 2.08×" in words.claim(v)
     assert "CUDA fp32 resident at B=512" in words.claim(v)
-    assert "This exceeds the 1.5× threshold and the spreads do not overlap." in words.claim(v)
+    assert "The whole interval lies above the 1.5× threshold: the GPU pays off." in words.claim(v)
     assert "does not pay off" not in words.claim(v)
-    assert len(words.reasons(v)) == 5 and "repaid after 0.1 epochs" in words.reasons(v)[-1]
+    assert len(words.reasons(v)) == 6 and "repaid after 0.1 epochs" in words.reasons(v)[-1]
 
 
 def test_verdict_threshold_is_used(train_records, load_table):
     table, rows, _ = _gpu_case(train_records, load_table, "gpu_wins")
-    v = _verdict(table, rows, probe=GPU_PROBE, threshold=3)
-    assert v.device == "CPU"
-    assert words.claim(v).endswith("The GPU does not pay off: below the 3× threshold.")
+    v = _verdict(table, rows, probe=GPU_PROBE, threshold=5)
+    assert (v.device, v.outcome) == ("CPU", "CPU")
+    assert words.claim(v).endswith("The whole interval lies at or below the 5× threshold: the GPU does not pay off.")
+    v = _verdict(table, rows, probe=GPU_PROBE, threshold=3)  # inside the interval: this run cannot say
+    assert (v.device, v.outcome) == ("CPU", "undecided")
 
 
 def test_verdict_gpu_slower(train_records, load_table):
@@ -677,21 +693,25 @@ def test_verdict_gpu_slower(train_records, load_table):
     assert v.gpu_measured is True
     assert v.comparison.speedup < 1
     assert v.comparison.break_even_epochs is None
-    assert words.claim(v).endswith("The GPU does not pay off: below the 1.5× threshold.")
-    assert len(words.reasons(v)) == 4  # no break-even: the GPU is not faster per epoch
+    assert words.claim(v).endswith("The whole interval lies at or below the 1.5× threshold: the GPU does not pay off.")
+    assert len(words.reasons(v)) == 5  # no break-even: the GPU is not faster per epoch
 
 
-def test_verdict_faster_median_but_spreads_overlap(train_records, load_table):
+def test_verdict_faster_median_but_interval_straddles_the_threshold(train_records, load_table):
+    """A 1.58× median speedup whose interval reaches below 1.5× (one GPU repeat at 15 ms): undecided,
+    with the repeats that would likely settle it; the device to use meanwhile stays the CPU."""
     table, rows, _ = _gpu_case(train_records, load_table, "overlap")
     v = _verdict(table, rows, probe=GPU_PROBE)
     c = v.comparison
     assert c.speedup == pytest.approx(0.02001 / (0.01263 + TARGET_S))
-    assert c.speedup > 1.5
-    assert c.spreads_overlap is True
-    assert c.gpu.total_max_s + c.gpu.startup_s >= c.cpu.total_min_s
-    assert v.device == "CPU"
+    assert c.speedup_low < 1.5 < c.speedup
+    assert c.gpu_wins is False
+    assert (v.device, v.outcome, v.reason) == ("CPU", "undecided", "interval_straddles_threshold")
     assert v.gpu_measured is True
-    assert words.claim(v).endswith("The GPU does not pay off: the CPU and GPU spreads overlap.")
+    assert v.repeats_to_settle is not None and v.repeats_to_settle > 3
+    claim = words.claim(v)
+    assert "Undecided: the interval straddles the 1.5× threshold" in claim
+    assert f"About {v.repeats_to_settle} timing repeats" in claim
 
 
 @pytest.mark.parametrize(
@@ -788,7 +808,7 @@ def test_sheet_without_gpu_rows_from_the_probe(train_table, load_table):
 
 
 GPU_HEADINGS = (
-    "GPU training: one epoch (ms, medians over repeats)",
+    "GPU training: one epoch (ms, median of every epoch of every job)",
     "Transfers (measured on their own, synchronize before each clock read)",
     "CPU vs GPU, full path of one epoch",
 )
@@ -810,7 +830,7 @@ def test_report_gpu_sections_in_order(rendered_gpu):
     headings = re.findall(r"^## (.+)$", rendered_gpu, flags=re.M)
     assert headings[:6] == [
         "GPU decision sheet (section 28.3.5)",
-        "CPU baseline: one training epoch (ms, medians over repeats)",
+        "CPU baseline: one training epoch (ms, median of every epoch of every job)",
         *GPU_HEADINGS,
         "Full path per epoch on the benchmark matrix (ms, sums of medians)",
     ]
@@ -819,18 +839,18 @@ def test_report_gpu_sections_in_order(rendered_gpu):
 
 def test_report_gpu_training_table_with_peak_and_bound(rendered_gpu):
     assert (
-        "| device | precision | placement | B | repeats | epoch | min–max | samples/s | eval | peak bytes | bound bytes "
+        "| device | precision | placement | B | repeats | epoch | interval | jobs min–max | samples/s | eval | peak bytes | bound bytes "
         "| peak/bound | flag |" in rendered_gpu
     )
     resident_peak, bound = GPU_PEAK + MATRIX_BYTES, decision.memory_bound_bytes(WIDTHS, 512, ROWS)
     assert bound == 1_439_248
     assert (
-        f"| cuda | fp32 | resident | 512 | 3 | 2.00 | 1.90–2.10 | 4,096,000 | 0.50 | {resident_peak:,} | {bound:,} | "
+        f"| cuda | fp32 | resident | 512 | 3 | 2.00 | 1.90–2.10 | 1.90–2.10 | 4,096,000 | 0.50 | {resident_peak:,} | {bound:,} | "
         f"{resident_peak / bound:.2f} |  |"
     ) in rendered_gpu
     streamed_bound = decision.memory_bound_bytes(WIDTHS, 512)
     assert (
-        f"| cuda | fp32 | streamed | 512 | 3 | 3.00 | 2.90–3.10 | 2,730,667 | 0.50 | {GPU_PEAK:,} | {streamed_bound:,} | "
+        f"| cuda | fp32 | streamed | 512 | 3 | 3.00 | 2.90–3.10 | 2.90–3.10 | 2,730,667 | 0.50 | {GPU_PEAK:,} | {streamed_bound:,} | "
         f"{GPU_PEAK / streamed_bound:.2f} |" in rendered_gpu
     )
 
@@ -843,7 +863,9 @@ def test_report_transfers_and_comparison(rendered_gpu):
     assert "| full path, ms | 20.0 | 8.63 |" in rendered_gpu
     assert "| fixed start-up, ms | 0 | 1.00 |" in rendered_gpu
     assert re.search(
-        r"^\| speedup CPU/GPU \|  \| 2\.08× \([\d.]+–[\d.]+×\); threshold 1\.5× \|$", rendered_gpu, flags=re.M
+        r"^\| speedup CPU/GPU \|  \| 2\.08× \(95% interval [\d.]+–[\d.]+×\); threshold 1\.5× \|$",
+        rendered_gpu,
+        flags=re.M,
     )
 
 

@@ -20,9 +20,9 @@ from accel_choice.records.northstar import (
     NumericCheck,
     SeedLimits,
     Spread,
-    TimeToTarget,
     UserTableSource,
 )
+from accel_choice.records.time_to_target import TimeToTarget
 from builders_northstar import (
     SHA_A,
     SHA_B,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -12,6 +13,7 @@ from accel_choice.measure import datagen, northstar
 from accel_choice.analyze import selection
 from accel_choice.measure.model import build_model, state_sha256
 from accel_choice.records.northstar import FittedStandardizer
+from accel_choice.render import northstar as northstar_render
 from builders_northstar import history_record, northstar_environment, prepare_record, seed_limits_record
 
 RATIOS = {"train": 0.6, "val": 0.2, "test": 0.2}
@@ -256,3 +258,43 @@ def test_a_batch_size_larger_than_the_training_split_is_refused_naming_both(rows
         "prepare.json: the training split has 120 rows, fewer than the batch size 128 "
         "(selection.batch_sizes); use batch sizes of at most 120 in selection.batch_sizes"
     )
+
+
+def _jittered(history, factors):
+    """The run with each epoch's time scaled by a factor (cumulative times follow)."""
+    rows, total = [], 0.0
+    for row, factor in zip(history.history, factors):
+        total += row.epoch_s * factor
+        rows.append(dataclasses.replace(row, epoch_s=row.epoch_s * factor, cumulative_s=total))
+    return dataclasses.replace(history, history=tuple(rows))
+
+
+def test_time_to_target_names_the_runs_it_cannot_tell_apart():
+    """Two runs reaching the target at epoch 4 with epoch times that overlap (1.0 s ± 30 %) are one
+    set; a run twice as slow per epoch is not in it. Each time carries its bootstrap interval."""
+    losses = [0.7, 0.6, 0.55, 0.5, 0.49]
+    factors = [0.7, 1.3, 1.0, 0.8, 1.2]
+    histories = [
+        _jittered(history_record(losses, batch_size=32), factors),
+        _jittered(history_record(losses, batch_size=64), factors[::-1]),
+        _jittered(history_record(losses, seconds_per_epoch=2.0, batch_size=128), factors),
+    ]
+    result = selection.time_to_target(histories, within=0.03)
+    rows = {r.run: r for r in result.rows}
+    assert result.fastest == "cpu B=32"  # 0.7 + 1.3 + 1.0 + 0.8 = 3.8 s against 1.2 + 0.8 + 1.0 + 1.3 = 4.3 s
+    assert result.fastest_set == ("cpu B=32", "cpu B=64")
+    for row in rows.values():
+        assert row.seconds_ci_low <= row.seconds <= row.seconds_ci_high
+        assert row.seconds_ci_low < row.seconds_ci_high  # the epochs' spread is in the interval
+    assert "not measurably faster than cpu B=64" in northstar_render.fastest_words(result)
+
+
+def test_time_to_target_with_steady_epochs_names_one_fastest():
+    """Identical epoch times leave no doubt: the set is the fastest run alone."""
+    histories = [
+        history_record([0.7, 0.5], seconds_per_epoch=1.0, batch_size=32),
+        history_record([0.7, 0.5], seconds_per_epoch=1.1, batch_size=64),
+    ]
+    result = selection.time_to_target(histories, within=0.03)
+    assert result.fastest_set == ("cpu B=32",)
+    assert northstar_render.fastest_words(result) == "cpu B=32"

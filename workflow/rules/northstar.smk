@@ -86,6 +86,7 @@ rule northstar_selection:
         timing_slot=OTHER_JOB,
     params:
         within=config["selection"]["target_within"],
+        noise=NOISE_RULES,
     script:
         "../scripts/northstar_selection.py"
 

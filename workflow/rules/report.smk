@@ -56,6 +56,7 @@ rule decide:
         bandwidth_gb_s=config["report"]["bandwidth_gb_s"],
         accelerator=config["accelerator"],
         speedup_threshold=config["gpu"]["speedup_threshold"],
+        noise=NOISE_RULES,
     script:
         "../scripts/decide.py"
 

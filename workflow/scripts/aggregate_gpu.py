@@ -9,8 +9,9 @@ from accel_choice.records.loads import TransferJob
 
 p, out = snakemake.params, snakemake.output
 with job(snakemake.log[0], snakemake.threads) as log:
-    measured = aggregate.read_training_records(snakemake.input.records)
-    training = aggregate.training_table(measured, p.rows, NoiseRules(**p.noise), envinfo.quick_environment())
+    jobs = aggregate.read_training_jobs(snakemake.input.records)
+    training = aggregate.training_table(jobs, p.rows, NoiseRules(**p.noise), envinfo.quick_environment())
+    measured = [r for j in jobs for r in j.records]
     atomic.write_record(out.json, training)
     tables.write_csv(out.csv, training.table)
     transfers = loads.aggregate_transfers([records.read(TransferJob, path) for path in snakemake.input.transfers])

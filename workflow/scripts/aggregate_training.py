@@ -7,10 +7,17 @@ from accel_choice.io.runtime import job
 
 p, out = snakemake.params, snakemake.output
 with job(snakemake.log[0], snakemake.threads) as log:
-    measured = aggregate.read_training_records(snakemake.input.records)
-    training = aggregate.training_table(measured, p.rows, NoiseRules(**p.noise), envinfo.quick_environment())
+    jobs = aggregate.read_training_jobs(snakemake.input.records)
+    training = aggregate.training_table(jobs, p.rows, NoiseRules(**p.noise), envinfo.quick_environment())
     atomic.write_record(out.json, training)
     tables.write_csv(out.csv, training.table)
     atomic.write_json(out.exercise2, aggregate.exercise2_json(training.table))
     cells = training.table
-    log.info("aggregated %d records into %d cells, %d noisy", len(measured), len(cells), sum(c.noisy for c in cells))
+    log.info("aggregated %d jobs into %d cells, %d noisy", len(jobs), len(cells), sum(c.noisy for c in cells))
+    floor = training.sentinel.noise_floor
+    log.info(
+        "sentinel: run median %.1f ms, %d job(s) flagged, noise floor %s",
+        training.sentinel.run_median_s * 1e3,
+        training.sentinel.flagged,
+        "n/a" if floor is None else f"±{floor:.1%}",
+    )

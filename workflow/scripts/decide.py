@@ -2,6 +2,7 @@
 
 from accel_choice import records
 from accel_choice.analyze import decision, fullpath, planner
+from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import atomic, envinfo, tables
 from accel_choice.io.runtime import job
 from accel_choice.records.data import DatasetExport, DatasetMeta
@@ -13,7 +14,8 @@ from accel_choice.records.training import TrainingTable
 inp, p, out = snakemake.input, snakemake.params, snakemake.output
 with job(snakemake.log[0], snakemake.threads) as log:
     environment = records.read(EnvironmentReport, inp.environment).quick
-    train_table = list(records.read(TrainingTable, inp.cpu_training).table)
+    cpu_table = records.read(TrainingTable, inp.cpu_training)
+    train_table = list(cpu_table.table)
     transfers = None
     if inp.get("gpu_training"):  # planned only where a GPU is measured
         train_table += records.read(TrainingTable, inp.gpu_training).table
@@ -42,6 +44,8 @@ with job(snakemake.log[0], snakemake.threads) as log:
         probe=probe,
         threshold=p.speedup_threshold,
         host_memory_bytes=planner.host_memory_bytes(),
+        rules=NoiseRules(**p.noise),
+        noise_floor=cpu_table.sentinel.noise_floor,
     )
     atomic.write_record(
         out.decision,
@@ -79,4 +83,4 @@ with job(snakemake.log[0], snakemake.threads) as log:
     )
     atomic.write_record(out.data_json, data)
     tables.write_csv(out.data_csv, data.table)
-    log.info("verdict: %s (%s)", verdict.device, verdict.outcome)
+    log.info("verdict: %s (%s, %s)", verdict.device, verdict.outcome, verdict.reason)

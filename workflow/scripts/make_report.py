@@ -9,7 +9,8 @@ from accel_choice.io.runtime import job
 from accel_choice.records.decision import DataTable, Decision, TheoryTable
 from accel_choice.records.environment import EnvironmentReport
 from accel_choice.records.loads import DeviceProbe, LoadTable, TransferTable
-from accel_choice.records.northstar import GradientVariance, SeedLimits, TimeToTarget
+from accel_choice.records.northstar import GradientVariance, SeedLimits
+from accel_choice.records.time_to_target import TimeToTarget
 from accel_choice.records.planner import BreakEvenTable, CostModelTable, FlopCheck, Scenario
 from accel_choice.records.resources import ResourceTable
 from accel_choice.records.training import TrainingTable
@@ -23,9 +24,11 @@ with job(snakemake.log[0], snakemake.threads) as log:
     cpu = records.read(TrainingTable, inp.cpu_training)
     train_table, non_finite = list(cpu.table), list(cpu.non_finite)
     transfers = None
+    sentinels = [("CPU", cpu.sentinel)]
     if inp.get("gpu_training"):  # planned only where a GPU is measured
         gpu = records.read(TrainingTable, inp.gpu_training)
         train_table, non_finite = train_table + list(gpu.table), non_finite + list(gpu.non_finite)
+        sentinels.append(("GPU", gpu.sentinel))
         transfers = records.read(TransferTable, inp.transfers[0])
     theory = records.read(TheoryTable, inp.theory)
     widths, rows = theory.widths, theory.rows
@@ -66,6 +69,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
             flop_check=records.read(FlopCheck, inp.flop_check),
             scenario=records.read(Scenario, inp.scenario),
             provenance=report_provenance,
+            sentinels=tuple(sentinels),
         )
     )
     atomic.write_text(out.md, text)

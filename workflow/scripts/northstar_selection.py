@@ -4,14 +4,15 @@ from accel_choice import records
 from accel_choice.io import atomic, tables
 from accel_choice.render import northstar
 from accel_choice.analyze import selection
+from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io.runtime import job
 from accel_choice.records.northstar import NorthstarHistory
 
 out = snakemake.output
 with job(snakemake.log[0], snakemake.threads) as log:
     runs = [records.read(NorthstarHistory, path) for path in snakemake.input.histories]
-    result = selection.time_to_target(runs, snakemake.params.within)
+    result = selection.time_to_target(runs, snakemake.params.within, NoiseRules(**snakemake.params.noise))
     atomic.write_record(out.json, result)
     tables.write_csv(out.csv, [records.to_json(row) for row in result.rows])
     northstar.learning_curves(runs, result.target_val_loss, out.png, out.svg)
-    log.info("fastest to target: %s", result.fastest)
+    log.info("fastest to target: %s (not told apart: %s)", result.fastest, ", ".join(result.fastest_set))

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import zlib
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from accel_choice import records
+from accel_choice.analyze.bootstrap import can_pair, median_interval, outcome, ratio_interval
+from accel_choice.analyze.sentinel import summarize_sentinels
 from accel_choice.analyze.stats import NoiseRules, summarize
 from accel_choice.records.environment import Environment
 from accel_choice.records.training import (
@@ -42,16 +45,39 @@ def contamination(record: Any, rules: NoiseRules = NoiseRules()) -> list[str]:
     return reasons
 
 
-def contaminated_repeats(group: Sequence[Any], rules: NoiseRules) -> tuple[Contamination, ...]:
-    """The repeats of a group that shared the machine, each with its reasons."""
-    return tuple(
-        Contamination(repeat=r.repeat, reasons=tuple(reasons)) for r in group if (reasons := contamination(r, rules))
-    )
+def contaminated_repeats(
+    group: Sequence[Any], rules: NoiseRules, job_reasons: Mapping[tuple[int, int], Sequence[str]] | None = None
+) -> tuple[Contamination, ...]:
+    """The repeats of a group that shared the machine or ran at another speed, each with its reasons
+    (`job_reasons`: the sentinel's, by batch size and repeat)."""
+    found = []
+    for r in group:
+        reasons = contamination(r, rules)
+        if job_reasons:
+            reasons += job_reasons.get((r.batch_size, r.repeat), ())
+        if reasons:
+            found.append(Contamination(repeat=r.repeat, reasons=tuple(reasons)))
+    return tuple(found)
+
+
+def read_training_jobs(paths: Sequence[str]) -> list[TrainingJob]:
+    """The timing-job files, each checked as a TrainingJob."""
+    return [records.read(TrainingJob, path) for path in paths]
 
 
 def read_training_records(paths: Sequence[str]) -> list[TrainingRecord]:
     """Every record of the given timing-job files (each file checked as a TrainingJob)."""
-    return [record for path in paths for record in records.read(TrainingJob, path).records]
+    return [record for job in read_training_jobs(paths) for record in job.records]
+
+
+def job_label(job: TrainingJob) -> str:
+    first = job.records[0]
+    return f"bs{first.batch_size}.rep{first.repeat}"
+
+
+def cell_seed(key: tuple[Any, ...], salt: str = "") -> int:
+    """A bootstrap seed fixed by the cell: the same records give the same intervals on every run."""
+    return zlib.crc32(repr((key, salt)).encode())
 
 
 def check_training_records(measured: Sequence[TrainingRecord], rows: int) -> None:
@@ -76,16 +102,25 @@ def aggregate_training(
     measured: Sequence[TrainingRecord],
     rows: int,
     rules: NoiseRules = NoiseRules(),
+    job_reasons: Mapping[tuple[int, int], Sequence[str]] | None = None,
+    noise_floor: float | None = None,
 ) -> list[TrainingCell]:
-    """One cell per variant (device, precision, placement, loader, batch size): epoch and eval
-    time summaries over the finite repeats, throughput from the median."""
+    """One cell per variant (device, precision, placement, loader, batch size): the median of every
+    epoch with its bootstrap interval (jobs, then epochs within them), the jobs' spread and flags.
+
+    `job_reasons`: what the sentinel saw in each job, by (batch size, repeat); `noise_floor`: the
+    run's, from the sentinel — a loader difference inside it is "no measurable difference"."""
     check_training_records(measured, rows)
     finite = [r for r in measured if r.finite]
     cells = {}
-    for key, group in group_by(finite, VARIANT_KEYS).items():
-        group = sorted(group, key=lambda r: r.repeat)
+    groups = {key: sorted(group, key=lambda r: r.repeat) for key, group in group_by(finite, VARIANT_KEYS).items()}
+    for key, group in groups.items():
         epoch = summarize([r.epoch_s for r in group], rules)
         evaluation = summarize([r.eval_s for r in group], rules)
+        epoch_jobs = tuple(r.epoch_s_each for r in group)
+        eval_jobs = tuple(r.eval_s_each for r in group)
+        epoch_ci = median_interval(epoch_jobs, rules.confidence, rules.bootstrap_resamples, cell_seed(key))
+        eval_ci = median_interval(eval_jobs, rules.confidence, rules.bootstrap_resamples, cell_seed(key, "eval"))
         first = group[0]
         peaks = [r.peak_memory_bytes for r in group if r.peak_memory_bytes is not None]
         startups = [r.context_startup_s for r in group if r.context_startup_s is not None]
@@ -95,17 +130,25 @@ def aggregate_training(
             repeats=len(group),
             samples=first.samples,
             steps=first.steps,
+            epoch_s_jobs=epoch_jobs,
             epoch_s_runs=tuple(r.epoch_s for r in group),
-            epoch_s_median=epoch["median"],
+            epoch_s_median=epoch_ci.value,
+            epoch_s_ci_low=epoch_ci.low,
+            epoch_s_ci_high=epoch_ci.high,
             epoch_s_min=epoch["min"],
             epoch_s_max=epoch["max"],
             epoch_s_iqr=epoch["iqr"],
             epoch_s_iqr_over_median=epoch["iqr_over_median"],
-            samples_per_s=first.samples / epoch["median"],
+            samples_per_s=first.samples / epoch_ci.value,
+            samples_per_s_ci_low=first.samples / epoch_ci.high,
+            samples_per_s_ci_high=first.samples / epoch_ci.low,
             samples_per_s_min=first.samples / epoch["max"],
             samples_per_s_max=first.samples / epoch["min"],
-            step_us_median=epoch["median"] / first.steps * 1e6,
-            eval_s_median=evaluation["median"],
+            step_us_median=epoch_ci.value / first.steps * 1e6,
+            eval_s_jobs=eval_jobs,
+            eval_s_median=eval_ci.value,
+            eval_s_ci_low=eval_ci.low,
+            eval_s_ci_high=eval_ci.high,
             eval_s_min=evaluation["min"],
             eval_s_max=evaluation["max"],
             eval_s_iqr=evaluation["iqr"],
@@ -119,28 +162,50 @@ def aggregate_training(
             eval_noisy=evaluation["noisy"],
             same_final_weights_across_variants=all(r.same_final_weights_across_variants for r in group),
             peak_memory_bytes_max=max(peaks) if peaks else None,
-            contaminated=contaminated_repeats(group, rules),
+            contaminated=contaminated_repeats(group, rules, job_reasons or {}),
             context_startup_s_median=_median(startups) if startups else None,
+            confidence=rules.confidence,
+            **versus_fastpath(key, groups, rules, noise_floor),
         )
-    # Epoch time over the fast path's for the same device, precision, placement and batch size:
-    # for the DataLoader, its per-sample Python overhead as a ratio.
-    fast = {
-        (c["device"], c["precision"], c["placement"], c["batch_size"]): c["epoch_s_median"]
-        for c in cells.values()
-        if c["loader"] == "fastpath"
-    }
-    table = [
-        TrainingCell(
-            **c,
-            epoch_s_over_fastpath=(
-                c["epoch_s_median"] / base
-                if (base := fast.get((c["device"], c["precision"], c["placement"], c["batch_size"])))
-                else None
-            ),
-        )
-        for c in cells.values()
-    ]
+    table = [TrainingCell(**c) for c in cells.values()]
     return sorted(table, key=lambda c: (c.device, c.precision, c.placement, c.batch_size, c.loader))
+
+
+def versus_fastpath(
+    key: tuple[Any, ...],
+    groups: Mapping[tuple[Any, ...], Sequence[TrainingRecord]],
+    rules: NoiseRules,
+    floor: float | None,
+) -> dict[str, Any]:
+    """This cell's epoch over the fast path's (same device, precision, placement, B): for the
+    DataLoader its per-sample Python overhead as a ratio, with a paired interval (both loaders ran
+    in the same jobs, epochs interleaved) and the outcome it supports."""
+    base = groups.get(tuple("fastpath" if name == "loader" else value for name, value in zip(VARIANT_KEYS, key)))
+    none = dict.fromkeys(("epoch_s_over_fastpath", "epoch_s_over_fastpath_ci_low", "epoch_s_over_fastpath_ci_high"))
+    if not base:
+        return {**none, "versus_fastpath": None}
+    mine = groups[key]
+    # Pair the jobs both loaders ran in (the same repeats), epoch by epoch.
+    repeats = sorted({r.repeat for r in mine} & {r.repeat for r in base})
+    a = [next(r.epoch_s_each for r in base if r.repeat == rep) for rep in repeats]
+    b = [next(r.epoch_s_each for r in mine if r.repeat == rep) for rep in repeats]
+    if not repeats:
+        a, b = [r.epoch_s_each for r in base], [r.epoch_s_each for r in mine]
+    ratio = ratio_interval(
+        a,
+        b,
+        paired=bool(repeats) and can_pair(a, b),
+        level=rules.confidence,
+        resamples=rules.bootstrap_resamples,
+        seed=cell_seed(key, "fastpath"),
+    )
+    said = outcome(ratio, floor or 0.0)
+    return {
+        "epoch_s_over_fastpath": ratio.value,
+        "epoch_s_over_fastpath_ci_low": ratio.low,
+        "epoch_s_over_fastpath_ci_high": ratio.high,
+        "versus_fastpath": {"a_faster": "slower", "b_faster": "faster", "no_difference": "no_difference"}[said],
+    }
 
 
 def _median(values: Sequence[float]) -> float:
@@ -153,12 +218,22 @@ def _median_or_none(values: Sequence[float | None]) -> float | None:
 
 
 def training_table(
-    measured: Sequence[TrainingRecord], rows: int, rules: NoiseRules, environment: Environment
+    jobs: Sequence[TrainingJob], rows: int, rules: NoiseRules, environment: Environment
 ) -> TrainingTable:
-    """tables/{cpu,gpu}_training.json: the cells of the finite runs and the runs left out of them."""
+    """tables/{cpu,gpu}_training.json: the cells of the finite runs, the runs left out of them, and
+    the run's sentinel (its jobs' flags go into the cells' `contaminated`, its floor into outcomes)."""
+    if not jobs:
+        raise ValueError("no training jobs to aggregate")
+    sentinel = summarize_sentinels([(job_label(job), job.sentinel) for job in jobs], rules)
+    reasons = {}
+    for job, row in zip(jobs, sentinel.jobs):
+        for r in job.records:
+            reasons[(r.batch_size, r.repeat)] = row.reasons
+    measured = [record for job in jobs for record in job.records]
     return TrainingTable(
-        table=tuple(aggregate_training(measured, rows, rules)),
+        table=tuple(aggregate_training(measured, rows, rules, reasons, sentinel.noise_floor)),
         non_finite=non_finite_runs(measured),
+        sentinel=sentinel,
         environment=environment,
     )
 

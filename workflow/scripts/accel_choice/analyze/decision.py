@@ -9,6 +9,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from accel_choice.analyze import theory
+from accel_choice.analyze.bootstrap import Estimate, repeats_to_settle
+from accel_choice.analyze.decision_intervals import fastest_ties, speedup_estimate
+from accel_choice.analyze.stats import NoiseRules
 from accel_choice.records.decision import (
     DataRow,
     DataTable,
@@ -19,6 +22,8 @@ from accel_choice.records.decision import (
     GpuVisibility,
     MemoryCheck,
     Missing,
+    Outcome,
+    Reason,
     SheetStep,
     StepScaling,
     TheoryRow,
@@ -179,10 +184,15 @@ def decision_sheet(
     )
 
 
-def compare_devices(full_path_rows: Sequence[FullPathRow], threshold: float) -> DeviceComparison | None:
-    """Each device's fastest one-epoch full path (GPU with its fixed start-up), the speedup
-    CPU/GPU with its spread, and whether the GPU wins: speedup above `threshold` and the
-    GPU's slowest total below the CPU's fastest."""
+def compare_devices(
+    full_path_rows: Sequence[FullPathRow],
+    threshold: float,
+    cells: Sequence[TrainingCell] = (),
+    rules: NoiseRules = NoiseRules(),
+) -> DeviceComparison | None:
+    """Each device's fastest one-epoch full path (GPU with its fixed start-up), the speedup CPU/GPU
+    with its bootstrap interval (decision_intervals.speedup_estimate, from `cells`), and whether the
+    GPU wins: the whole interval above `threshold`."""
     cpu = [r for r in full_path_rows if r.device == "cpu"]
     gpu = [r for r in full_path_rows if r.device != "cpu"]
     if not cpu or not gpu:
@@ -190,19 +200,18 @@ def compare_devices(full_path_rows: Sequence[FullPathRow], threshold: float) -> 
     best_cpu = min(cpu, key=lambda r: r.total_s)
     best_gpu = min(gpu, key=lambda r: r.total_with_startup_s)
     startup = best_gpu.startup_s
-    speedup = best_cpu.total_s / best_gpu.total_with_startup_s
-    overlap = best_gpu.total_max_s + startup >= best_cpu.total_min_s
+    speedup = speedup_estimate(best_cpu, best_gpu, cells, rules)
     per_epoch_gain = best_cpu.total_s - best_gpu.total_s
     return DeviceComparison(
         cpu=best_cpu,
         gpu=best_gpu,
-        speedup=speedup,
-        speedup_low=best_cpu.total_min_s / (best_gpu.total_max_s + startup),
-        speedup_high=best_cpu.total_max_s / (best_gpu.total_min_s + startup),
+        speedup=speedup.value,
+        speedup_low=speedup.low,
+        speedup_high=speedup.high,
+        confidence=rules.confidence,
         speedup_without_startup=best_cpu.total_s / best_gpu.total_s,
-        spreads_overlap=overlap,
         threshold=threshold,
-        gpu_wins=speedup > threshold and not overlap,
+        gpu_wins=speedup.low > threshold,
         break_even_epochs=startup / per_epoch_gain if per_epoch_gain > 0 else None,
     )
 
@@ -257,24 +266,47 @@ def verdict(
     probe: VisibleDevices | None = None,
     threshold: float = 1.5,
     host_memory_bytes: int | None = None,
+    rules: NoiseRules = NoiseRules(),
+    noise_floor: float | None = None,
 ) -> Verdict:
-    """GPU only when it was measured and beat the CPU by more than `threshold` on the full
-    path with non-overlapping spreads; otherwise CPU, with the outcome that says why. No CUDA, no claim."""
+    """GPU only when it was measured and its full-path speedup interval lies wholly above `threshold`;
+    CPU when the interval lies at or below it; undecided when it straddles it, with the repeats that
+    would likely settle it. No CUDA measurement, no GPU claim. `noise_floor`: the run's (sentinel),
+    used to call CPU configurations tied with the fastest."""
     gpu = gpu_visibility(probe, environment)
     cpu_train = [r for r in train_table if r.device == "cpu"]
     best = min((r for r in full_path_rows if r.device == "cpu"), key=lambda r: r.total_s)
     fastest = min(cpu_train, key=lambda r: r.epoch_s_median)
     flop = theory.forward_backward_flops(fastest.samples, widths)
-    comparison = compare_devices(full_path_rows, threshold)
+    comparison = compare_devices(full_path_rows, threshold, train_table, rules)
+    settle = None
     if comparison is None:
-        outcome = "gpu_visible_not_measured" if gpu.visible else "no_gpu_visible"
+        reason: Reason = "gpu_visible_not_measured" if gpu.visible else "no_gpu_visible"
+        outcome: Outcome = "CPU"
     elif comparison.gpu_wins:
-        outcome = "gpu_pays_off"
+        reason, outcome = "gpu_pays_off", "GPU"
+    elif comparison.speedup_high <= threshold:
+        reason, outcome = "below_threshold", "CPU"
     else:
-        outcome = "below_threshold" if comparison.speedup <= threshold else "spreads_overlap"
+        reason, outcome = "interval_straddles_threshold", "undecided"
+        settle = repeats_to_settle(
+            Estimate(
+                comparison.speedup,
+                comparison.speedup_low,
+                comparison.speedup_high,
+                rules.confidence,
+                min(c.repeats for c in train_table),
+            ),
+            threshold,
+        )
     return Verdict(
-        device="GPU" if outcome == "gpu_pays_off" else "CPU",
+        device="GPU" if outcome == "GPU" else "CPU",
         outcome=outcome,
+        reason=reason,
+        speedup_interval=None if comparison is None else (comparison.speedup_low, comparison.speedup_high),
+        repeats_to_settle=settle,
+        noise_floor=noise_floor,
+        confidence=rules.confidence,
         gpu_measured=comparison is not None,
         gpu=gpu,
         threshold=threshold,
@@ -286,6 +318,7 @@ def verdict(
             flop_3x=flop,
             flop_per_s_3x=flop / fastest.epoch_s_median,
         ),
+        fastest_cpu_ties=fastest_ties(cpu_train, fastest, noise_floor, rules),
         scaling=step_scaling(cpu_train),
         memory=memory_check(
             widths, max(r.batch_size for r in cpu_train), rows, host_memory_bytes, device_memory_bytes(probe)

@@ -15,6 +15,8 @@ import numpy as np
 
 from accel_choice import records
 from accel_choice.io import envinfo
+from accel_choice.analyze.bootstrap import estimate_from, outcome
+from accel_choice.analyze.stats import NoiseRules
 from accel_choice.records.environment import Environment
 from accel_choice.records.northstar import (
     EnvironmentalCheck,
@@ -23,9 +25,8 @@ from accel_choice.records.northstar import (
     SeedLimits,
     SeedTableRow,
     Spread,
-    TargetRow,
-    TimeToTarget,
 )
+from accel_choice.records.time_to_target import TargetRow, TimeToTarget
 
 SPLITS = ("train", "val", "test")
 
@@ -166,15 +167,32 @@ def check_batch_size_fits(train_rows: int, batch_size: int, source: str, key: st
         )
 
 
-def time_to_target(histories: Sequence[NorthstarHistory], within: float) -> TimeToTarget:
+def target_seconds_draws(history: NorthstarHistory, epochs: int, resamples: int, seed: int) -> np.ndarray:
+    """Bootstrap draws of the time to reach epoch `epochs`: that many of the run's epoch times,
+    drawn with replacement from all its epochs, summed. One run per batch size: the interval holds
+    the run's own epoch-to-epoch spread, not the drift between runs, and says no more."""
+    times = np.array([row.epoch_s for row in history.history])
+    rng = np.random.default_rng(seed)
+    return rng.choice(times, size=(resamples, epochs)).sum(axis=1)
+
+
+def time_to_target(
+    histories: Sequence[NorthstarHistory], within: float, rules: NoiseRules = NoiseRules()
+) -> TimeToTarget:
     """Per run, the first epoch whose validation loss is within `within` (relative) of the best
-    validation loss any run reached, with the wall time and updates it took to get there; each
-    row also carries the run's early stopping and its one test evaluation."""
+    validation loss any run reached, with the wall time (and its interval) and updates it took to
+    get there; each row also carries the run's early stopping and its one test evaluation. The
+    fastest set: the fastest run and every run whose time ratio to it has an interval holding 1."""
     best = min(row.val_loss for history in histories for row in history.history if row.val_loss is not None)
     target = best * (1 + within) if best >= 0 else best * (1 - within)
-    rows = []
-    for history in histories:
+    rows, draws = [], {}
+    for index, history in enumerate(histories):
         hit = next((row for row in history.history if row.val_loss is not None and row.val_loss <= target), None)
+        low = high = None
+        if hit:
+            draws[history.name] = target_seconds_draws(history, hit.epoch, rules.bootstrap_resamples, index)
+            estimate = estimate_from(hit.cumulative_s, draws[history.name], rules.confidence, 1)
+            low, high = estimate.low, estimate.high
         test = {f"test_{field.name}": getattr(history.test, field.name) for field in dataclasses.fields(history.test)}
         rows.append(
             TargetRow(
@@ -186,6 +204,8 @@ def time_to_target(histories: Sequence[NorthstarHistory], within: float) -> Time
                 epoch=hit.epoch if hit else None,
                 updates=hit.updates if hit else None,
                 seconds=hit.cumulative_s if hit else None,
+                seconds_ci_low=low,
+                seconds_ci_high=high,
                 best_epoch=history.best_epoch,
                 stopped_epoch=history.stopped_epoch,
                 stopped_early=history.stopped_early,
@@ -194,7 +214,22 @@ def time_to_target(histories: Sequence[NorthstarHistory], within: float) -> Time
         )
     reached = [row for row in rows if row.reached]
     fastest = min(reached, key=lambda row: row.seconds or 0.0).run if reached else None
-    return TimeToTarget(best_val_loss=best, within=within, target_val_loss=target, rows=tuple(rows), fastest=fastest)
+    tied = []
+    best_seconds = min((row.seconds for row in reached), default=None)
+    for row in reached:
+        point = row.seconds / best_seconds  # type: ignore[operator]
+        ratio = estimate_from(point, draws[row.run] / draws[fastest], rules.confidence, 1)  # type: ignore[index]
+        if row.run == fastest or outcome(ratio) == "no_difference":
+            tied.append(row.run)
+    return TimeToTarget(
+        best_val_loss=best,
+        within=within,
+        target_val_loss=target,
+        rows=tuple(rows),
+        fastest=fastest,
+        fastest_set=tuple(tied),
+        confidence=rules.confidence,
+    )
 
 
 def spread(values: Sequence[float | None], what: str) -> Spread:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from accel_choice.records import Count, NonNegative, Positive, PositiveCount, Seconds, record
+from accel_choice.records import Count, Fraction, NonNegative, Positive, PositiveCount, Seconds, ordered, record
 from accel_choice.records.environment import Environment
 from accel_choice.records.training import FullPathRow, VariantFields
 
@@ -24,8 +24,12 @@ Status = Literal[
 ]
 # Why a GPU figure is absent.
 Missing = Literal["not_measurable_here", "accelerator_off", "not_planned"]
+# The verdict: the GPU only when its speedup interval clears the threshold; undecided when it straddles it.
+Outcome = Literal["GPU", "CPU", "undecided"]
 # How the verdict came about.
-Outcome = Literal["gpu_pays_off", "below_threshold", "spreads_overlap", "gpu_visible_not_measured", "no_gpu_visible"]
+Reason = Literal[
+    "gpu_pays_off", "below_threshold", "interval_straddles_threshold", "gpu_visible_not_measured", "no_gpu_visible"
+]
 
 
 @record
@@ -113,38 +117,72 @@ class MemoryCheck:
 
 @record
 class DeviceComparison:
-    """Each device's fastest full path of one epoch, the GPU with its fixed start-up."""
+    """Each device's fastest full path of one epoch, the GPU with its fixed start-up, and the speedup
+    CPU/GPU with its bootstrap interval (training and evaluation epochs resampled by job, then epoch;
+    the load, conversion, copy and start-up medians held fixed)."""
 
     cpu: FullPathRow
     gpu: FullPathRow
     speedup: Positive
     speedup_low: Positive
     speedup_high: Positive
+    confidence: Fraction
     speedup_without_startup: Positive
-    spreads_overlap: bool
     threshold: Positive
-    gpu_wins: bool
+    gpu_wins: bool  # the whole interval above the threshold
     break_even_epochs: NonNegative | None  # epochs after which the start-up is repaid; None: never
+
+    def __post_init__(self) -> None:
+        ordered(self.speedup_low, self.speedup, self.speedup_high, "speedup_low speedup speedup_high")
+        if self.gpu_wins != (self.speedup_low > self.threshold):
+            raise ValueError(
+                f"gpu_wins {self.gpu_wins} with speedup_low {self.speedup_low} and threshold {self.threshold}"
+            )
+
+
+@record
+class TiedConfiguration:
+    """A CPU configuration not measurably slower than the fastest: its epoch over the fastest's
+    with the interval (the tie: the interval holds 1 or stays inside the run's noise floor)."""
+
+    loader: str
+    batch_size: PositiveCount
+    epoch_s: Seconds
+    over_fastest: Positive
+    over_fastest_ci_low: Positive
+    over_fastest_ci_high: Positive
 
 
 @record
 class Verdict:
     """CPU or GPU, the outcome code that says why, and the figures the report states."""
 
-    device: Literal["CPU", "GPU"]
+    device: Literal["CPU", "GPU"]  # what to use now: the CPU unless the GPU was shown to pay off
     outcome: Outcome
+    reason: Reason
+    speedup_interval: tuple[Positive, Positive] | None  # CPU/GPU full path, when a GPU was measured
+    repeats_to_settle: PositiveCount | None  # undecided: timing repeats that would likely settle it
+    noise_floor: NonNegative | None  # the run's, from the sentinel: CPU differences below it are no evidence
+    confidence: Fraction
     gpu_measured: bool
     gpu: GpuVisibility
     threshold: Positive
     fastest_cpu_path: FullPathRow
     fastest_cpu_epoch: FastestEpoch
+    fastest_cpu_ties: tuple[TiedConfiguration, ...]  # CPU configurations not measurably slower than the fastest
     scaling: StepScaling | None  # None with a single CPU batch size
     memory: MemoryCheck
     comparison: DeviceComparison | None
 
     def __post_init__(self) -> None:
-        if (self.device == "GPU") != (self.outcome == "gpu_pays_off"):
-            raise ValueError(f"device {self.device} with outcome {self.outcome}")
+        if (self.device == "GPU") != (self.outcome == "GPU") or (self.outcome == "GPU") != (
+            self.reason == "gpu_pays_off"
+        ):
+            raise ValueError(f"device {self.device} with outcome {self.outcome} and reason {self.reason}")
+        if (self.outcome == "undecided") != (self.reason == "interval_straddles_threshold"):
+            raise ValueError(f"outcome {self.outcome} with reason {self.reason}")
+        if (self.speedup_interval is None) != (self.comparison is None):
+            raise ValueError("a speedup interval exists exactly when a GPU was measured")
         if self.gpu_measured != (self.comparison is not None):
             raise ValueError("a comparison exists exactly when a GPU was measured")
 
@@ -158,7 +196,7 @@ class GpuMemory(VariantFields):
     peak_over_bound: NonNegative | None
 
 
-@record(schema="decision")
+@record(schema="decision", version=2)
 class Decision:
     """tables/decision.json: the verdict, the decision sheet and the full path it rests on."""
 

@@ -1,5 +1,5 @@
 """Northstar model selection: the prepared split, one early-stopping run per batch size (and device),
-time to target, seed limits, and the measured 1/B gradient-variance rule.
+seed limits, and the measured 1/B gradient-variance rule (time to target: records.time_to_target).
 
 Losses are log losses (natural log); times are seconds of `time.perf_counter()`. A loss that was
 not finite (a run that diverged after its best epoch) is null.
@@ -191,64 +191,6 @@ class NorthstarHistory:
     def name(self) -> str:
         """How the report, the tables and the figures call this run."""
         return f"{self.device} B={self.batch_size}"
-
-
-# --- results/tables/time_to_target.json -------------------------------------------------------
-
-
-@record
-class TargetRow:
-    """One run: when its validation loss first reached the target, and its test result once."""
-
-    device: str
-    batch_size: PositiveCount
-    run: str
-    best_val_loss: float
-    reached: bool
-    epoch: PositiveCount | None  # null: the target was not reached (so for updates and seconds)
-    updates: Count | None
-    seconds: Seconds | None  # cumulative training + validation wall time up to that epoch
-    best_epoch: PositiveCount
-    stopped_epoch: PositiveCount
-    stopped_early: bool
-    test_log_loss: NonNegative
-    test_roc_auc: Fraction | None
-    test_brier: Fraction
-    test_accuracy_at_0_5: Fraction
-    test_rows: PositiveCount
-    test_base_rate: Fraction
-    test_base_rate_log_loss: NonNegative
-
-    def __post_init__(self) -> None:
-        found = (self.epoch, self.updates, self.seconds)
-        if (None in found) if self.reached else found != (None, None, None):
-            raise ValueError(f"reached is {self.reached} but epoch, updates, seconds are {found}")
-
-
-@record(schema="time-to-target")
-class TimeToTarget:
-    """tables/time_to_target.json: the target (within `within` of the best validation loss any run
-    reached), each run's time to it, and the fastest run."""
-
-    best_val_loss: float
-    within: Positive
-    target_val_loss: float
-    rows: tuple[TargetRow, ...]
-    fastest: str | None  # null: no run reached the target
-
-    def __post_init__(self) -> None:
-        if self.target_val_loss < self.best_val_loss:
-            raise ValueError(f"target_val_loss {self.target_val_loss} is below best_val_loss {self.best_val_loss}")
-        names = [row.run for row in self.rows]
-        if len(set(names)) != len(names):
-            raise ValueError(f"runs {names} are not all different")
-        low = [row.run for row in self.rows if row.best_val_loss < self.best_val_loss]
-        if low:
-            raise ValueError(f"run(s) {low} reached below best_val_loss {self.best_val_loss}")
-        reached = [row for row in self.rows if row.reached]
-        fastest = min(reached, key=lambda row: row.seconds or 0.0).run if reached else None
-        if self.fastest != fastest:
-            raise ValueError(f"fastest is {self.fastest!r} but the rows say {fastest!r}")
 
 
 # --- results/northstar/seed_limits.json and tables/seed_limits.{csv,json} ---------------------

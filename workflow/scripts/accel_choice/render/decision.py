@@ -54,26 +54,48 @@ def gpu_line(gpu: GpuVisibility) -> str:
 
 def claim(verdict: Verdict) -> str:
     """The verdict's sentence: what was measured, and why the device it names follows."""
-    if verdict.outcome == "no_gpu_visible":
+    if verdict.reason == "no_gpu_visible":
         return "No CUDA device was visible: the GPU plan is theoretical and no speedup is claimed."
-    if verdict.outcome == "gpu_visible_not_measured":
+    if verdict.reason == "gpu_visible_not_measured":
         return f"{gpu_line(verdict.gpu)}, but no GPU timing was taken in this run: no speedup is claimed."
     c = verdict.comparison
     assert c is not None
     measured = (
         f"Measured full path of one epoch, fixed start-up included: best CPU ({describe(c.cpu)}) "
         f"{ms(c.cpu.total_s)} ms vs best GPU ({describe(c.gpu)}) {ms(c.gpu.total_with_startup_s)} ms, of which "
-        f"{ms(c.gpu.startup_s)} ms start-up: speedup {c.speedup:.2f}× (spread {c.speedup_low:.2f}–{c.speedup_high:.2f}×; "
-        f"without start-up {c.speedup_without_startup:.2f}×)."
+        f"{ms(c.gpu.startup_s)} ms start-up: speedup {c.speedup:.2f}× ({c.confidence:.0%} interval "
+        f"{c.speedup_low:.2f}–{c.speedup_high:.2f}×; without start-up {c.speedup_without_startup:.2f}×)."
     )
-    if verdict.outcome == "gpu_pays_off":
-        return f"{measured} This exceeds the {c.threshold:g}× threshold and the spreads do not overlap."
-    why = (
-        f"below the {c.threshold:g}× threshold"
-        if verdict.outcome == "below_threshold"
-        else "the CPU and GPU spreads overlap"
+    if verdict.outcome == "GPU":
+        return f"{measured} The whole interval lies above the {c.threshold:g}× threshold: the GPU pays off."
+    if verdict.outcome == "CPU":
+        return (
+            f"{measured} The whole interval lies at or below the {c.threshold:g}× threshold: the GPU does not pay off."
+        )
+    more = (
+        f" About {verdict.repeats_to_settle} timing repeats (timing.repeats) would likely settle it."
+        if verdict.repeats_to_settle
+        else ""
     )
-    return f"{measured} The GPU does not pay off: {why}."
+    return f"{measured} Undecided: the interval straddles the {c.threshold:g}× threshold, so this run cannot say.{more}"
+
+
+def ties_sentence(verdict: Verdict) -> str:
+    """Which CPU configurations this run cannot tell from the fastest, or that none can be."""
+    fastest, ties = verdict.fastest_cpu_epoch, verdict.fastest_cpu_ties
+    if not ties:
+        return (
+            f"Every other CPU configuration was measurably slower than {fastest.loader} at B={fastest.batch_size} "
+            f"({verdict.confidence:.0%} intervals beyond the noise floor)."
+        )
+    listed = ", ".join(
+        f"{t.loader} B={t.batch_size} ({t.over_fastest:.2f}×, {t.over_fastest_ci_low:.2f}–{t.over_fastest_ci_high:.2f})"
+        for t in ties
+    )
+    return (
+        f"Tied with the fastest ({fastest.loader} B={fastest.batch_size}): {listed} — no measurable difference "
+        f"in this run ({verdict.confidence:.0%} intervals of the epoch ratio include 1 or stay inside the noise floor)."
+    )
 
 
 def reasons(verdict: Verdict) -> list[str]:
@@ -85,6 +107,7 @@ def reasons(verdict: Verdict) -> list[str]:
         f"The fastest CPU epoch ({fastest.loader}, B={fastest.batch_size}) does ~{fastest.flop_3x / 1e6:.0f} MFLOP in "
         f"{ms(fastest.epoch_s)} ms: {fastest.flop_per_s_3x / 1e9:.2f} GFLOP/s achieved (3× rule; the FLOP-counter "
         "section gives the executed count).",
+        ties_sentence(verdict),
     ]
     scaling = verdict.scaling
     if scaling is not None:
@@ -206,7 +229,8 @@ def comparison_section(verdict: Verdict) -> str:
             (
                 "speedup CPU/GPU",
                 "",
-                f"{c.speedup:.2f}× ({c.speedup_low:.2f}–{c.speedup_high:.2f}×); threshold {c.threshold:g}×",
+                f"{c.speedup:.2f}× ({c.confidence:.0%} interval {c.speedup_low:.2f}–{c.speedup_high:.2f}×); "
+                f"threshold {c.threshold:g}×",
             ),
         ],
     )

@@ -13,8 +13,22 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from accel_choice.io import paths  # noqa: E402
-from accel_choice.records.northstar import GradientVariance, NorthstarHistory, SeedLimits, TimeToTarget  # noqa: E402
+from accel_choice.records.northstar import GradientVariance, NorthstarHistory, SeedLimits  # noqa: E402
+from accel_choice.records.time_to_target import TimeToTarget  # noqa: E402
 from accel_choice.render.formatting import number, save_figure, table  # noqa: E402
+
+
+def fastest_words(result: TimeToTarget) -> str:
+    """The fastest run, or the runs this measurement cannot tell apart from it."""
+    if result.fastest is None:
+        return "none reached it"
+    if len(result.fastest_set) == 1:
+        return result.fastest
+    others = [run for run in result.fastest_set if run != result.fastest]
+    return (
+        f"{result.fastest}, not measurably faster than {', '.join(others)} "
+        f"({result.confidence:.0%} intervals of the time ratio hold 1)"
+    )
 
 
 def selection_section(result: TimeToTarget | None) -> str:
@@ -27,7 +41,7 @@ def selection_section(result: TimeToTarget | None) -> str:
             r.best_epoch,
             f"{r.stopped_epoch}{' (early)' if r.stopped_early else ''}",
             f"{r.best_val_loss:.4f}",
-            f"{r.seconds:.2f}" if r.reached else "not reached",
+            f"{r.seconds:.2f} ({r.seconds_ci_low:.2f}–{r.seconds_ci_high:.2f})" if r.reached else "not reached",
             r.updates if r.reached else "",
             f"{r.test_log_loss:.4f}",
             number(r.test_roc_auc, ".3f"),
@@ -41,7 +55,7 @@ def selection_section(result: TimeToTarget | None) -> str:
     return (
         "## Northstar model selection: early stopping, test once, time to target\n\n"
         f"Target: validation log loss ≤ {result.target_val_loss:.4f} (within {result.within:.0%} of the best, "
-        f"{result.best_val_loss:.4f}). **Fastest to target: {result.fastest or 'none reached it'}.**\n\n"
+        f"{result.best_val_loss:.4f}). **Fastest to target: {fastest_words(result)}.**\n\n"
         + table(
             (
                 "device",
@@ -49,7 +63,7 @@ def selection_section(result: TimeToTarget | None) -> str:
                 "best epoch",
                 "stopped",
                 "best val loss",
-                "s to target",
+                f"s to target ({result.confidence:.0%} interval)",
                 "updates to target",
                 "test log loss",
                 "test AUC",

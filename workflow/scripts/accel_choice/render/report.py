@@ -11,11 +11,13 @@ from accel_choice.io import paths
 from accel_choice.records.decision import DataTable, Decision, TheoryTable
 from accel_choice.records.environment import EnvironmentReport
 from accel_choice.records.loads import LoadCell, TransferTable, VisibleDevices
-from accel_choice.records.northstar import GradientVariance, SeedLimits, TimeToTarget
+from accel_choice.records.northstar import GradientVariance, SeedLimits
+from accel_choice.records.time_to_target import TimeToTarget
 from accel_choice.records.planner import BreakEvenTable, CostModelTable, FlopCheck, Scenario
 from accel_choice.records.resources import ResourceTable
+from accel_choice.records.sentinel import SentinelSummary
 from accel_choice.records.training import FullPathRow, NonFiniteRun, TrainingCell
-from accel_choice.render import archive, data, northstar, planner
+from accel_choice.render import archive, data, noise, northstar, planner
 from accel_choice.render import decision as decision_words
 from accel_choice.render.formatting import cell_flags, ms, number, table
 
@@ -45,6 +47,7 @@ class ReportInputs:
     flop_check: FlopCheck | None = None  # tables/flop_check.json
     scenario: Scenario | None = None  # tables/scenario.json
     provenance: dict[str, Any] | None = None  # workflow commit and the invocation that made this report
+    sentinels: Sequence[tuple[str, SentinelSummary]] = ()  # ("CPU", the CPU table's sentinel), then the GPU's
 
 
 def _cpu_section(train_table: Sequence[TrainingCell]) -> str:
@@ -56,12 +59,12 @@ def _cpu_section(train_table: Sequence[TrainingCell]) -> str:
             r.repeats,
             r.steps,
             ms(r.epoch_s_median),
+            f"{ms(r.epoch_s_ci_low)}–{ms(r.epoch_s_ci_high)}",
             f"{ms(r.epoch_s_min)}–{ms(r.epoch_s_max)}",
-            f"{r.epoch_s_iqr_over_median:.1%}",
             f"{r.samples_per_s:,.0f}",
             f"{r.step_us_median:.0f}",
             ms(r.eval_s_median),
-            f"{r.epoch_s_over_fastpath:.2f}×" if r.epoch_s_over_fastpath else "",
+            versus_fastpath(r),
             f"{r.mean_train_loss_median:.4f}",
             ", ".join(map(str, r.threads)),
             cell_flags(r),
@@ -69,7 +72,7 @@ def _cpu_section(train_table: Sequence[TrainingCell]) -> str:
         for r in train_table
     ]
     return (
-        "## CPU baseline: one training epoch (ms, medians over repeats)\n\n"
+        "## CPU baseline: one training epoch (ms, median of every epoch of every job)\n\n"
         + table(
             (
                 "B",
@@ -77,8 +80,8 @@ def _cpu_section(train_table: Sequence[TrainingCell]) -> str:
                 "repeats",
                 "steps",
                 "epoch",
-                "min–max",
-                "IQR/median",
+                f"{train_table[0].confidence:.0%} interval" if train_table else "interval",
+                "jobs min–max",
                 "samples/s",
                 "µs/step",
                 "eval",
@@ -90,6 +93,11 @@ def _cpu_section(train_table: Sequence[TrainingCell]) -> str:
             rows,
         )
         + (
+            "\n\n`epoch` is the median of every timed epoch of every job; `interval` its "
+            f"{train_table[0].confidence if train_table else 0.95:.0%} bootstrap interval (jobs resampled, then the "
+            "epochs inside each: the machine's drift between jobs is in it); `jobs min–max` the fastest and slowest "
+            "job's median. `vs fast path` is paired (both loaders ran in the same jobs, epochs interleaved) and says "
+            "slower or faster only when its whole interval lies beyond 1 ± the run's noise floor."
             "\n\nEvery record passed the invariants samples == n (partial last batch included), steps == ⌈n/B⌉ and "
             "samples_per_s == samples / epoch_s. Both loaders see identical batches (one seeded permutation), "
             "so `vs fast path` is the DataLoader's per-sample Python overhead alone"
@@ -99,6 +107,17 @@ def _cpu_section(train_table: Sequence[TrainingCell]) -> str:
                 else "; **the final weights differed between loaders in some job** — see the records."
             )
         )
+    )
+
+
+def versus_fastpath(cell: TrainingCell) -> str:
+    """The cell's epoch over the fast path's with its paired interval and what it shows."""
+    if cell.epoch_s_over_fastpath is None or cell.loader == "fastpath":
+        return ""
+    words = {"slower": "slower", "faster": "faster", "no_difference": "no measurable difference"}
+    return (
+        f"{cell.epoch_s_over_fastpath:.2f}× ({cell.epoch_s_over_fastpath_ci_low:.2f}–"
+        f"{cell.epoch_s_over_fastpath_ci_high:.2f}), {words[cell.versus_fastpath or 'no_difference']}"
     )
 
 
@@ -171,6 +190,7 @@ def _gpu_section(inputs: ReportInputs) -> str:
                 r.batch_size,
                 r.repeats,
                 ms(r.epoch_s_median),
+                f"{ms(r.epoch_s_ci_low)}–{ms(r.epoch_s_ci_high)}",
                 f"{ms(r.epoch_s_min)}–{ms(r.epoch_s_max)}",
                 f"{r.samples_per_s:,.0f}",
                 ms(r.eval_s_median),
@@ -181,7 +201,7 @@ def _gpu_section(inputs: ReportInputs) -> str:
             )
         )
     text = (
-        "## GPU training: one epoch (ms, medians over repeats)\n\n"
+        "## GPU training: one epoch (ms, median of every epoch of every job)\n\n"
         + table(
             (
                 "device",
@@ -190,7 +210,8 @@ def _gpu_section(inputs: ReportInputs) -> str:
                 "B",
                 "repeats",
                 "epoch",
-                "min–max",
+                "interval",
+                "jobs min–max",
                 "samples/s",
                 "eval",
                 "peak bytes",
@@ -347,6 +368,7 @@ def render(inputs: ReportInputs) -> str:
         planner.scenario_section(inputs.scenario),
         planner.planner_section(inputs.cost_model, inputs.break_even),
         data.data_section(inputs.data),
+        noise.noise_floor_section(inputs.sentinels),
         _flags_section(inputs),
         data.environment_section(inputs.environment, inputs.probe, inputs.accelerator),
         archive.resources_section(inputs.resources),

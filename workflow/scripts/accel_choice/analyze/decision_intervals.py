@@ -1,0 +1,75 @@
+"""The verdict's intervals: the CPU/GPU full-path speedup and the CPU configurations tied with the
+fastest, from the same two-level bootstrap as the tables (analyze.bootstrap)."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+
+import numpy as np
+
+from accel_choice.analyze.bootstrap import Estimate, estimate_from, outcome, ratio_interval, resampled_medians
+from accel_choice.analyze.stats import NoiseRules
+from accel_choice.records.decision import TiedConfiguration
+from accel_choice.records.training import FullPathRow, TrainingCell, variant_of
+
+
+def _seed(*parts: object) -> int:
+    return zlib.crc32(repr(parts).encode())
+
+
+def _epoch_and_eval(cell: TrainingCell) -> list[list[float]]:
+    """Each job's training epoch + evaluation pass, epoch by epoch (both were timed back to back)."""
+    return [[t + e for t, e in zip(train, ev)] for train, ev in zip(cell.epoch_s_jobs, cell.eval_s_jobs)]
+
+
+def speedup_estimate(cpu: FullPathRow, gpu: FullPathRow, cells: Sequence[TrainingCell], rules: NoiseRules) -> Estimate:
+    """CPU/GPU full-path time of one epoch (the GPU with its start-up) with its interval.
+
+    The training and evaluation time of each side is resampled (jobs, then epochs); its load,
+    conversion, copies and start-up are medians of other jobs and held fixed, so the interval is
+    the one of the part that was repeated here.
+    """
+    by_variant = {variant_of(c): c for c in cells}
+    cpu_cell, gpu_cell = by_variant[variant_of(cpu)], by_variant[variant_of(gpu)]
+    cpu_fixed = cpu.load_s + cpu.convert_s + cpu.transfer_s
+    gpu_fixed = gpu.load_s + gpu.convert_s + gpu.transfer_s + gpu.startup_s
+    seed = _seed(variant_of(cpu), variant_of(gpu))
+    cpu_times = cpu_fixed + resampled_medians(_epoch_and_eval(cpu_cell), rules.bootstrap_resamples, seed)
+    gpu_times = gpu_fixed + resampled_medians(_epoch_and_eval(gpu_cell), rules.bootstrap_resamples, seed + 1)
+    point = cpu.total_s / gpu.total_with_startup_s
+    return estimate_from(
+        point, np.asarray(cpu_times / gpu_times), rules.confidence, min(cpu_cell.repeats, gpu_cell.repeats)
+    )
+
+
+def fastest_ties(
+    cpu_cells: Sequence[TrainingCell], fastest: TrainingCell, floor: float | None, rules: NoiseRules
+) -> tuple[TiedConfiguration, ...]:
+    """The CPU configurations whose epoch is not measurably slower than the fastest's: the interval of
+    their ratio to it holds 1 or stays within the noise floor (paired where both ran in one job)."""
+    ties = []
+    for cell in cpu_cells:
+        if cell is fastest:
+            continue
+        paired = cell.batch_size == fastest.batch_size and len(cell.epoch_s_jobs) == len(fastest.epoch_s_jobs)
+        ratio = ratio_interval(
+            fastest.epoch_s_jobs,
+            cell.epoch_s_jobs,
+            paired=paired and all(len(a) == len(b) for a, b in zip(cell.epoch_s_jobs, fastest.epoch_s_jobs)),
+            level=rules.confidence,
+            resamples=rules.bootstrap_resamples,
+            seed=_seed(variant_of(fastest), variant_of(cell)),
+        )
+        if outcome(ratio, floor or 0.0) == "no_difference":
+            ties.append(
+                TiedConfiguration(
+                    loader=cell.loader,
+                    batch_size=cell.batch_size,
+                    epoch_s=cell.epoch_s_median,
+                    over_fastest=ratio.value,
+                    over_fastest_ci_low=ratio.low,
+                    over_fastest_ci_high=ratio.high,
+                )
+            )
+    return tuple(sorted(ties, key=lambda t: t.over_fastest))
