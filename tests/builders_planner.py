@@ -8,9 +8,8 @@ import math
 from typing import Any
 
 from accel_choice.io import envinfo
+from accel_choice.records.breakeven import BreakEvenSummary, BreakEvenTable
 from accel_choice.records.planner import (
-    BreakEvenSummary,
-    BreakEvenTable,
     CostModelTable,
     CurveRow,
     FitPoint,
@@ -21,6 +20,7 @@ from accel_choice.records.planner import (
     Scenario,
     ScenarioModelled,
 )
+from accel_choice.records.sentinel import SentinelReadings
 from accel_choice.records.grid import GridJob, GridRecord, Workload
 from accel_choice.records.training import Invariants
 
@@ -48,9 +48,11 @@ def grid_record(**overrides: Any) -> GridRecord:
         "samples": rows,
         "steps": steps,
         "epoch_s": epoch_s,
+        "epoch_s_each": (epoch_s,),
         "samples_per_s": rows / epoch_s,
         "epoch_cpu_s": epoch_s,
-        "eval_s": 0.005,
+        "eval_s": overrides.get("eval_s", 0.005),
+        "eval_s_each": (overrides.get("eval_s", 0.005),),
         "eval_samples": rows,
         "eval_loss": 0.69,
         "eval_accuracy": 0.5,
@@ -84,8 +86,22 @@ def grid_job(**overrides: Any) -> GridJob:
         "records": (grid_record(), grid_record(rows=256, batch_size=64)),
         "wall_interval": (100.0, 101.5),
         "environment": envinfo.quick_environment(seed=7),
+        "sentinel": sentinel_readings(),
     }
     return GridJob(**{**fields, **overrides})
+
+
+def sentinel_readings(**overrides: Any) -> SentinelReadings:
+    """A quiet CPU job's sentinel: three ticks of the fixed work around 50 ms."""
+    fields: dict[str, Any] = dict(
+        workload="cpu: 96 x mm(256x256) fp32",
+        seconds=(0.049, 0.050, 0.051),
+        median_s=0.050,
+        steal_share=0.01,
+        cpu_mhz=(2400.0, 2400.0),
+        governor=None,
+    )
+    return SentinelReadings(**{**fields, **overrides})
 
 
 def fit_point(**overrides: Any) -> FitPoint:
@@ -181,13 +197,26 @@ def cost_model_table(**overrides: Any) -> CostModelTable:
 
 
 def break_even_summary(**overrides: Any) -> BreakEvenSummary:
+    """A break-even at 5,000 rows with its 95 % interval 3,000–9,000 (1,000–50,000,000 swept), every
+    one of 400 resamples with a break-even."""
     fields = {
         "axis": "rows",
         "placement": "resident",
         "break_even": 5000.0,
+        "break_even_low": 3000.0,
+        "break_even_high": 9000.0,
+        "break_even_low_where": "in_sweep",
+        "break_even_high_where": "in_sweep",
+        "break_even_share": 1.0,
+        "gpu_always_faster_share": 0.0,
+        "no_break_even_share": 0.0,
+        "confidence": 0.95,
+        "resamples": 400,
         "gpu_always_faster": False,
         "gpu_never_faster": False,
         "gpu_faster_until": None,
+        "sweep_min": 1000,
+        "sweep_max": 50_000_000,
         "base_rows": 8192,
         "base_features": 32,
         "base_hidden": 48,
@@ -209,6 +238,8 @@ def break_even_table(**overrides: Any) -> BreakEvenTable:
         "curves": (curve_row(), curve_row(value=10_000, cpu_s=2.0, gpu_s=0.5)),
         "gpu_model_source": "assumed",
         "label": "modelled",
+        "resampled_devices": ("cpu",),
+        "seed": 7,
     }
     return BreakEvenTable(**{**fields, **overrides})
 

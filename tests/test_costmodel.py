@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
 import numpy as np
 import pytest
+import builders_planner as builders
 from builders_planner import fit_point
 
 from accel_choice import records
@@ -153,6 +155,27 @@ def test_degenerate_design_is_flagged(workloads):
     assert fitted.seconds_per_step >= 0 and fitted.flop_per_s > 0 and fitted.bytes_per_s > 0
 
 
+@pytest.mark.parametrize(
+    "truth",
+    [TRUE, costmodel.assumed("cpu", 2e-4, 5e10, math.inf), costmodel.assumed("cpu", 0.0, 5e10, 2e10)],
+    ids=["three terms", "no memory term", "no overhead"],
+)
+def test_fit_coefficients_refits_a_stack_of_resamples_each_as_fit_would(truth):
+    rng = np.random.default_rng(4)
+    exact = costmodel.design(DESIGN) @ costmodel.coefficients(truth)
+    stack = exact * np.exp(rng.normal(0.0, 0.05, (6, len(DESIGN))))
+    stack[0] = exact  # a noise-free resample drops the same terms as the fit
+    refits = costmodel.fit_coefficients(costmodel.design(DESIGN), stack)
+    assert refits.shape == (6, 3)
+    for seconds, refit in zip(stack, refits):
+        alone = costmodel.fit("cpu", list(zip(DESIGN, seconds)))
+        assert refit == pytest.approx(costmodel.coefficients(alone), rel=1e-9, abs=1e-30)
+        assert costmodel.fit_coefficients(costmodel.design(DESIGN), seconds) == pytest.approx(refit, rel=1e-12)
+    assert refits[0] == pytest.approx(costmodel.coefficients(truth), rel=1e-6)
+    with pytest.raises(ValueError, match="positive finite"):
+        costmodel.fit_coefficients(costmodel.design(DESIGN), np.where(np.arange(len(DESIGN)) == 3, 0.0, exact))
+
+
 def test_fit_rejects_too_few_points_and_bad_times():
     points = _points(TRUE, DESIGN[:4])
     with pytest.raises(ValueError, match="at least 4"):
@@ -198,6 +221,24 @@ def test_break_even_none_when_gpu_never_or_always_faster():
     assert fast_gpu.break_even is None and fast_gpu.gpu_always_faster is True
 
 
+def test_crossing_is_the_rule_of_break_even_and_the_curve_keeps_its_gpu_only_seconds():
+    curve = costmodel.break_even(CPU_COMPUTE_ONLY, GPU_FREE, TEXTBOOK, "hidden", HIDDEN_GRID, gpu_extra_s=lambda w: 0.5)
+    assert curve.gpu_extra_s == (0.5,) * len(HIDDEN_GRID) and curve.gpu_s == curve.gpu_extra_s
+    found = costmodel.crossing(curve.values, curve.cpu_s, curve.gpu_s)
+    assert (found.break_even, found.break_even_grid, found.gpu_faster, found.ratio) == (
+        curve.break_even,
+        curve.break_even_grid,
+        curve.gpu_faster,
+        curve.ratio,
+    )
+    values = (1, 2, 4)
+    assert costmodel.crossing(values, (1.0, 1.0, 1.0), (0.5, 0.5, 0.5)).gpu_always_faster is True
+    never = costmodel.crossing(values, (1.0, 1.0, 1.0), (2.0, 2.0, 2.0))
+    assert never.break_even is None and never.gpu_always_faster is False
+    assert costmodel.crossing(values, (1.0, 1.0, 1.0), (2.0, 1.0, 0.5)).break_even == pytest.approx(2.0)
+    assert costmodel.break_even(TRUE, GPU_FREE, TEXTBOOK, "rows", [512, 4096]).gpu_extra_s == ()
+
+
 def test_break_even_along_rows_uses_per_step_overhead():
     cpu = costmodel.assumed("cpu", 1e-4, 5e10, 2e10)
     gpu = costmodel.assumed("cuda", 1e-4, 1e13, 3e12)
@@ -239,7 +280,36 @@ def test_break_even_figure_writes_png_and_svg(tmp_path):
     png, svg = tmp_path / "break_even.png", tmp_path / "break_even.svg"
     break_even_figure(curves, measured, png, svg, gpu_label="GPU (assumed: 10 TFLOP/s)")
     assert png.stat().st_size > 0 and svg.stat().st_size > 0
-    assert "modelled" in svg.read_text()
+    assert "modelled" in svg.read_text() and "interval" not in svg.read_text()
+    # With intervals: a band on the first panel (cut at the sweep's end), words on the second.
+    curves = [dataclasses.replace(curve, placement="resident") for curve in curves]
+    hidden = builders.break_even_summary(
+        axis="hidden",
+        break_even=curves[0].break_even,
+        break_even_low=1500.0,
+        break_even_high=None,
+        break_even_high_where="beyond_sweep",
+        break_even_share=0.9,
+        no_break_even_share=0.1,
+        sweep_min=HIDDEN_GRID[0],
+        sweep_max=HIDDEN_GRID[-1],
+    )
+    batch = builders.break_even_summary(
+        axis="batch_size",
+        break_even=None,
+        gpu_always_faster=True,
+        break_even_low=None,
+        break_even_high=None,
+        break_even_low_where="below_sweep",
+        break_even_high_where="below_sweep",
+        break_even_share=0.0,
+        gpu_always_faster_share=1.0,
+        sweep_min=32,
+        sweep_max=2048,
+    )
+    break_even_figure(curves, measured, png, svg, gpu_label="GPU", intervals=[hidden, batch])
+    text = svg.read_text()
+    assert "95 % interval 1,500–beyond the sweep" in text and "95 % interval below the sweep" in text
 
 
 def test_break_even_figure_needs_a_curve(tmp_path):

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 
+import numpy as np
 import pytest
 import torch
 import builders_planner as builders
@@ -14,14 +15,16 @@ from builders_training import training_cell
 from builders_planner import fit_point, grid_record
 
 from accel_choice import records
-from accel_choice.analyze import costmodel, planner, theory
+from accel_choice.analyze import bootstrap, breakeven_interval, costmodel, planner, theory
 from accel_choice.io import atomic, envinfo
 from accel_choice.analyze.costmodel import BreakEvenCurve
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.measure import grid
 from accel_choice.records.loads import SecondsSpread
 from accel_choice.records.grid import GridJob, Workload, grid_workloads
+from accel_choice.records.breakeven import BreakEvenSummary
 from accel_choice.records.planner import Scenario, ScenarioModelled
+from accel_choice.render import planner as render_planner
 
 GIB = 1 << 30
 SCENARIO = {"rows": 50_000_000, "features": 256, "hidden": 128, "batch_size": 512, "bandwidth_gb_s": 8}
@@ -119,11 +122,15 @@ def test_synthetic_tensors_are_seeded_and_shaped():
 
 
 def test_measure_grid_times_every_workload_alternating_the_order(one_thread):
-    by_repeat = {
-        repeat: grid.measure_grid(TINY, repeat, device="cpu", seed=3, lr=1e-3, warmup_steps=2) for repeat in (0, 1)
+    measured = {
+        repeat: grid.measure_grid(TINY, repeat, device="cpu", seed=3, lr=1e-3, warmup_steps=2, epochs=2)
+        for repeat in (0, 1)
     }
-    for repeat, timed in by_repeat.items():
+    by_repeat = {repeat: timed for repeat, (timed, _) in measured.items()}
+    for repeat, (timed, sentinel) in measured.items():
         assert len(timed) == len(TINY)
+        assert len(sentinel.seconds) == 2 + 1  # start, between the two rounds, end
+        assert all(len(r.epoch_s_each) == len(r.eval_s_each) == 2 for r in timed)
         for r in timed:
             assert (r.device, r.loader, r.precision, r.placement) == ("cpu", "fastpath", "fp32", "host")
             assert r.repeat == repeat and r.finite is True
@@ -132,10 +139,17 @@ def test_measure_grid_times_every_workload_alternating_the_order(one_thread):
             assert math.isfinite(r.epoch_s) and r.epoch_s > 0
             assert r.warmup_steps == 2 and r.context_startup_s is None
             assert r.foreign_cpu_share is None or r.foreign_cpu_share >= 0
-        job = GridJob(records=tuple(timed), wall_interval=(0.0, 1.0), environment=envinfo.quick_environment(3))
+        job = GridJob(
+            records=tuple(timed),
+            wall_interval=(0.0, 1.0),
+            environment=envinfo.quick_environment(3),
+            sentinel=sentinel,
+        )
         assert records.from_json(GridJob, json.loads(json.dumps(records.to_json(job), allow_nan=False)), "here") == job
+    # Records in workload order; the rounds ran forward and backward (training.epoch_order), turned round
+    # in odd repeats.
     order = [[r.workload for r in by_repeat[repeat]] for repeat in (0, 1)]
-    assert order[0] == TINY and order[1] == TINY[::-1]
+    assert order[0] == TINY and order[1] == TINY
     # Same seed: the same data and initial weights, so the same trained weights whatever the order.
     final = {repeat: {r.workload: r.final_weights_sha256 for r in by_repeat[repeat]} for repeat in (0, 1)}
     assert final[0] == final[1]
@@ -385,9 +399,14 @@ def test_break_even_summary_names_a_gpu_that_is_faster_only_at_the_small_end():
         gpu_always_faster=False,
         base=Workload(rows=10, features=4, hidden=8, batch_size=2),
     )
-    summary = planner.break_even_summary(curve)
+    # Every resample like the point: no break-even from which the GPU stays faster, beyond the sweep.
+    interval = breakeven_interval.interval(math.inf, np.full(10, math.inf), 0.95)
+    summary = planner.break_even_summary(curve, interval)
     assert summary.gpu_faster_until == 100 and summary.gpu_never_faster is False
-    never = planner.break_even_summary(dataclasses.replace(curve, gpu_faster=(False, False, False)))
+    assert (summary.break_even_low, summary.break_even_high) == (None, None)
+    assert summary.break_even_low_where == summary.break_even_high_where == "beyond_sweep"
+    assert (summary.sweep_min, summary.sweep_max, summary.no_break_even_share) == (10, 1000, 1.0)
+    never = planner.break_even_summary(dataclasses.replace(curve, gpu_faster=(False, False, False)), interval)
     assert never.gpu_faster_until is None and never.gpu_never_faster is True
 
 
@@ -434,6 +453,22 @@ INVARIANTS = [
     (
         lambda: builders.break_even_summary(break_even=None, gpu_always_faster=True, gpu_never_faster=True),
         "both always and never",
+    ),
+    (lambda: builders.break_even_summary(break_even_low=6000.0), "break_even_low 6000.0 <= break_even 5000.0"),
+    (lambda: builders.break_even_summary(break_even_high=4000.0), "<= break_even_high 4000.0, all within"),
+    (lambda: builders.break_even_summary(break_even_high=6e7), "within the sweep 1000..50000000"),
+    (lambda: builders.break_even_summary(break_even_low=None), "a number exactly when its"),
+    (lambda: builders.break_even_summary(break_even_low_where="below_sweep"), "a number exactly when its"),
+    (
+        lambda: builders.break_even_summary(break_even_high=None, break_even_high_where="below_sweep"),
+        "the interval in_sweep..below_sweep misses in_sweep",
+    ),
+    (lambda: builders.break_even_summary(break_even=None, gpu_never_faster=True), "misses beyond_sweep"),
+    (lambda: builders.break_even_summary(break_even_share=0.9), "shares add up to 0.9"),
+    (lambda: builders.break_even_summary(confidence=1.0), "confidence is not in"),
+    (
+        lambda: builders.break_even_table(summary=(builders.break_even_summary(resamples=100),), resampled_devices=()),
+        "same confidence and resamples, from resampled devices",
     ),
     (lambda: builders.curve_row(cpu_over_gpu=3.0), r"cpu_over_gpu 3.0 is not cpu_s / gpu_s"),
     (lambda: builders.curve_row(gpu_s=0.0, cpu_over_gpu=1.0), "null exactly when gpu_s is 0"),
@@ -518,7 +553,181 @@ def test_the_break_even_summary_file_is_a_list_of_summary_rows(tmp_path):
     from accel_choice.records.planner import BreakEvenSummary
 
     path = tmp_path / "break_even_summary.json"
-    summary = (builders.break_even_summary(), builders.break_even_summary(placement="streamed", break_even=None))
+    summary = (builders.break_even_summary(), BEYOND)
     atomic.write_json(path, list(summary))
     assert isinstance(json.loads(path.read_text()), list)
     assert records.read(tuple[BreakEvenSummary, ...], path) == summary
+
+
+# ---------------------------------------------------------------- the break-even's interval
+
+BASE = Workload(rows=8192, features=32, hidden=48, batch_size=512)
+ROWS = {"rows": (1024, 50_000_000)}
+# A CPU that never pays off for the GPU within the sweep: the interval lies wholly beyond it.
+BEYOND = builders.break_even_summary(
+    placement="streamed",
+    break_even=None,
+    gpu_never_faster=True,
+    break_even_low=None,
+    break_even_high=None,
+    break_even_low_where="beyond_sweep",
+    break_even_high_where="beyond_sweep",
+    break_even_share=0.0,
+    no_break_even_share=1.0,
+)
+
+
+def _scattered_grid(scatter, *, repeats=3, seed=0, model=CPU_TRUE, device="cpu"):
+    """`repeats` timed repeats of every DESIGN workload: the model's epoch times a log-normal factor
+    of spread `scatter` (0: every repeat the same)."""
+    rng = np.random.default_rng(seed)
+    return [
+        grid_record(
+            device=device,
+            **dataclasses.asdict(w),
+            epoch_s=costmodel.predict(model, w) * float(np.exp(rng.normal(0.0, scatter))),
+            repeat=repeat,
+        )
+        for repeat in range(repeats)
+        for w in DESIGN
+    ]
+
+
+def _models(grid):
+    models = planner.device_models(planner.grid_points(grid, NoiseRules()), GPU_ASSUMED)
+    return models, next(name for name in models if name != "cpu")
+
+
+def _intervals(grid, sweep=ROWS, *, resamples=200, seed=1):
+    """The point break-even curves of `grid` (the GPU assumed unless measured) and their intervals."""
+    models, gpu = _models(grid)
+    curves = planner.break_even_curves(models["cpu"], models[gpu], BASE, sweep, 8e9, 0.3, 10)
+    measured = breakeven_interval.measurements(grid, [], BASE.rows, BASE.features, BASE.hidden)
+    intervals = breakeven_interval.break_even_intervals(
+        curves, measured, models, gpu, confidence=0.95, resamples=resamples, seed=seed
+    )
+    return curves, intervals
+
+
+def test_the_resampled_measurements_are_the_jobs_behind_the_fit_points():
+    grid = _scattered_grid(0.2) + [_record(128, 16, 99.0, finite=False)]
+    table = [
+        _table_row("cpu", "fastpath", "fp32", "host", 32, 0.5),
+        _table_row("cpu", "dataloader", "fp32", "host", 32, 0.9),
+    ]
+    measured = breakeven_interval.measurements(grid, table, rows=8192, features=32, hidden=48)
+    points = planner.grid_points(grid, NoiseRules()) + planner.benchmark_points(table, 8192, 32, 48)
+    assert [(m.device, m.workload) for m in measured] == [(p.device, p.workload) for p in points]
+    assert [len(m.jobs) for m in measured] == [p.repeats for p in points] == [3] * (len(DESIGN) + 1)
+    assert [bootstrap.pooled_median(m.jobs) for m in measured] == pytest.approx([p.epoch_s for p in points])
+
+
+def test_the_interval_holds_the_point_narrows_when_the_repeats_agree_and_widens_when_they_scatter():
+    spans = {}
+    for scatter in (0.0, 0.02, 0.3):
+        grid = _scattered_grid(scatter)
+        curves, intervals = _intervals(grid)
+        for curve, interval in zip(curves, intervals):
+            assert curve.break_even is not None and interval.break_even_share == 1.0
+            assert interval.low <= curve.break_even <= interval.high
+            assert (interval.low_where, interval.high_where, interval.resamples) == ("in_sweep", "in_sweep", 200)
+        spans[scatter] = intervals[0].high / intervals[0].low
+        if scatter:
+            # The resampled break-evens lie on both sides of the point: the percentiles hold it
+            # without the widening that guards against a rounding step.
+            models, gpu = _models(grid)
+            fits = breakeven_interval.resampled_fits(
+                breakeven_interval.measurements(grid, [], 1, 1, 1), models, 200, seed=1
+            )
+            outcomes = breakeven_interval.curve_outcomes(curves[0], fits["cpu"], fits[gpu])
+            assert 0.1 < np.mean(outcomes < curves[0].break_even) < 0.9
+    assert spans[0.0] == pytest.approx(1.0, abs=1e-9)  # identical repeats: every refit is the point fit
+    assert 1.0 < spans[0.02] < 1.1  # 2 % scatter: the ends about 5 % apart
+    assert spans[0.3] > 1.5 and spans[0.3] - 1 > 5 * (spans[0.02] - 1)  # 30 %: about 2× apart
+
+
+def test_the_interval_is_the_same_for_the_same_seed():
+    grid = _scattered_grid(0.2)
+    assert _intervals(grid, seed=5)[1] == _intervals(grid, seed=5)[1]
+    assert _intervals(grid, seed=5)[1] != _intervals(grid, seed=6)[1]
+
+
+@pytest.mark.parametrize("side", ["beyond", "below"])
+def test_a_break_even_missing_from_some_resamples_is_outside_the_sweep_not_a_number(side):
+    grid = _scattered_grid(0.3)
+    point = _intervals(grid)[0][0].break_even
+    # The sweep ends just past the point: in some resamples the GPU never turns faster within it
+    # (beyond), or is faster from its first value on (below).
+    sweep = {"rows": (1024, round(point * 1.05))} if side == "beyond" else {"rows": (round(point / 1.05), 50_000_000)}
+    [curve, *_], [interval, *_] = _intervals(grid, sweep)
+    assert curve.break_even is not None and curve.values[0] <= curve.break_even <= curve.values[-1]
+    outside = interval.no_break_even_share if side == "beyond" else interval.gpu_always_faster_share
+    assert 0.025 < outside < 1 and interval.break_even_share == pytest.approx(1 - outside)
+    if side == "beyond":
+        assert (interval.high, interval.high_where) == (None, "beyond_sweep")
+        assert interval.low_where == "in_sweep" and interval.low <= curve.break_even
+    else:
+        assert (interval.low, interval.low_where) == (None, "below_sweep")
+        assert interval.high_where == "in_sweep" and interval.high >= curve.break_even
+    summary = planner.break_even_summary(curve, interval)
+    written = json.loads(json.dumps(records.to_json(summary), allow_nan=False))
+    assert records.from_json(BreakEvenSummary, written, "here") == summary
+    assert f"{side} the sweep" in render_planner.break_even_verdict(summary)
+    assert "**wide**: it reaches outside the sweep" in render_planner.break_even_verdict(summary)
+
+
+def test_percentile_bounds_follow_numpy_inside_the_sweep_and_are_words_outside_it():
+    outcomes = np.array([-math.inf] * 5 + list(range(100, 190)) + [math.inf] * 5, dtype=float)
+    inner = breakeven_interval.interval(140.0, outcomes, 0.8)
+    finite_stand_ins = np.clip(outcomes, -1e9, 1e9)  # numpy's quantile, where no infinity is a neighbour
+    assert [inner.low, inner.high] == pytest.approx(np.quantile(finite_stand_ins, [0.1, 0.9])) == [104.9, 184.1]
+    assert inner.low_where == inner.high_where == "in_sweep"
+    outer = breakeven_interval.interval(140.0, outcomes, 0.95)
+    assert (outer.low, outer.low_where, outer.high, outer.high_where) == (None, "below_sweep", None, "beyond_sweep")
+    assert (outer.break_even_share, outer.gpu_always_faster_share, outer.no_break_even_share) == (0.9, 0.05, 0.05)
+    # A percentile between a resample without a break-even and one with: the bound takes the wider side.
+    edge = breakeven_interval.interval(140.0, outcomes, 0.91)
+    assert (edge.low, edge.low_where, edge.high, edge.high_where) == (None, "below_sweep", None, "beyond_sweep")
+    # A point outside the resamples' interval widens it: here no break-even at the point (beyond the sweep).
+    widened = breakeven_interval.interval(math.inf, np.arange(100.0, 200.0), 0.95)
+    assert widened.low == pytest.approx(102.475) and (widened.high, widened.high_where) == (None, "beyond_sweep")
+    with pytest.raises(ValueError, match="confidence"):
+        breakeven_interval.interval(140.0, outcomes, 1.0)
+
+
+def test_with_an_assumed_gpu_only_the_cpu_measurements_are_resampled():
+    grid = _scattered_grid(0.2)
+    models, gpu = _models(grid)
+    measured = breakeven_interval.measurements(grid, [], 1, 1, 1)
+    fits = breakeven_interval.resampled_fits(measured, models, 50, seed=3)
+    assert models[gpu].source == "assumed" and breakeven_interval.resampled_devices(models) == ("cpu",)
+    assert fits["gpu"].shape == fits["cpu"].shape == (50, 3)
+    assert np.all(fits["gpu"] == costmodel.coefficients(models["gpu"]))
+    assert len({tuple(row) for row in fits["cpu"]}) > 10
+    measured_gpu = grid + _scattered_grid(0.2, seed=1, model=GPU_TRUE, device="cuda")
+    models, gpu = _models(measured_gpu)
+    fits = breakeven_interval.resampled_fits(breakeven_interval.measurements(measured_gpu, [], 1, 1, 1), models, 50, 3)
+    assert breakeven_interval.resampled_devices(models) == ("cpu", "cuda") and gpu == "cuda"
+    assert len({tuple(row) for row in fits["cuda"]}) > 10
+
+
+def test_the_report_states_each_interval_flags_the_wide_ones_and_says_an_assumed_gpu_is_not_in_them():
+    narrow = builders.break_even_summary(break_even_low=4000.0, break_even_high=6000.0)
+    wide = builders.break_even_summary(placement="streamed", break_even=5500.0)
+    curves = tuple(
+        builders.curve_row(placement=placement, value=value, cpu_s=cpu_s)
+        for placement in ("resident", "streamed")
+        for value, cpu_s in ((1000, 0.2), (10_000, 2.0))
+    )
+    table = builders.break_even_table(summary=(narrow, wide), curves=curves)
+    text = render_planner.planner_section(builders.cost_model_table(), table)
+    assert "GPU faster from about 5,000 rows (95 % interval 4,000–6,000) | 100%" in text
+    assert "GPU faster from about 5,500 rows (95 % interval 3,000–9,000; **wide**: its ends 3.0× apart)" in text
+    assert "percentile interval of 400 bootstrap refits" in text and "seed 7" in text
+    assert "reaching outside the sweep): rows (streamed):" in text
+    assert "No GPU was measured" in text and "resampling the CPU's measurements alone" in text
+    beyond = render_planner.break_even_verdict(BEYOND)
+    assert beyond == "CPU faster over the whole range (95 % interval beyond the sweep)"
+    measured = builders.break_even_table(summary=(narrow,), curves=curves[:2], gpu_model_source="fitted")
+    text = render_planner.planner_section(builders.cost_model_table(), measured)
+    assert "No interval is wide" in text and "alone" not in text

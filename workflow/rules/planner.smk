@@ -15,6 +15,7 @@ rule time_cost_model:
     wildcard_constraints:
         device="cpu|cuda|mps",
         repeat=r"\d+",
+    priority: repeat_priority
     conda:
         ENV
     threads: config["timing"]["threads"]
@@ -26,6 +27,7 @@ rule time_cost_model:
         lr=config["model"]["lr"],
         grid=sorted_keys(config["planner"]["grid"]),
         warmup_steps=config["planner"]["warmup_steps"],
+        epochs_per_job=config["planner"]["epochs_per_job"],
     script:
         "../scripts/time_cost_model.py"
 
@@ -77,6 +79,9 @@ rule planner:
         # report.bandwidth_gb_s: the host→device bandwidth of the break-even curves and the
         # scenario's modelled epochs wherever no host→device copy was measured.
         assumed_host_to_device_gb_s=config["report"]["bandwidth_gb_s"],
+        # aggregate: the noise flags of the fit points, and the break-even intervals' level
+        # (confidence) and bootstrap_resamples; the resamples are seeded by `seed`.
         noise=NOISE_RULES,
+        seed=config["seed"],
     script:
         "../scripts/plan.py"

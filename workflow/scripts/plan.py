@@ -3,14 +3,15 @@
 import dataclasses
 
 from accel_choice import records
-from accel_choice.analyze import planner
+from accel_choice.analyze import breakeven_interval, planner
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import atomic, envinfo, tables
 from accel_choice.io.runtime import job
 from accel_choice.measure import flopcheck
 from accel_choice.records.loads import DeviceProbe, TransferTable
 from accel_choice.records.grid import GridJob, Workload
-from accel_choice.records.planner import BreakEvenTable, CostModelTable, FlopCheck
+from accel_choice.records.breakeven import BreakEvenTable
+from accel_choice.records.planner import CostModelTable, FlopCheck
 from accel_choice.records.training import TrainingTable
 from accel_choice.render.planner import break_even_figure
 
@@ -24,9 +25,8 @@ with job(snakemake.log[0], snakemake.threads) as log:
         transfers = records.read(TransferTable, inp.transfers[0])
     probe = records.read(DeviceProbe, inp.probe)
 
-    points = planner.grid_points(grid, NoiseRules(**p.noise)) + planner.benchmark_points(
-        train_table, p.rows, p.features, p.hidden
-    )
+    rules = NoiseRules(**p.noise)
+    points = planner.grid_points(grid, rules) + planner.benchmark_points(train_table, p.rows, p.features, p.hidden)
     models = planner.device_models(points, p.gpu_assumed)
     gpu_name = next(name for name in models if name != "cpu")
     bandwidth, bandwidth_source = planner.host_to_device_bytes_per_s(transfers, p.assumed_host_to_device_gb_s)
@@ -34,12 +34,24 @@ with job(snakemake.log[0], snakemake.threads) as log:
 
     base = Workload(rows=p.rows, features=p.features, hidden=p.hidden, batch_size=p.curve_batch_size)
     curves = planner.break_even_curves(models["cpu"], models[gpu_name], base, p.sweep, bandwidth, startup, p.epochs)
+    # Every break-even's interval: the cost model refitted to bootstrap resamples of the timed repeats.
+    intervals = breakeven_interval.break_even_intervals(
+        curves,
+        breakeven_interval.measurements(grid, train_table, p.rows, p.features, p.hidden),
+        models,
+        gpu_name,
+        confidence=rules.confidence,
+        resamples=rules.bootstrap_resamples,
+        seed=p.seed,
+    )
+    summary = tuple(planner.break_even_summary(c, i) for c, i in zip(curves, intervals))
     break_even_figure(
         [c for c in curves if c.placement == "resident"],
         points,
         out.png,
         out.svg,
         gpu_label=f"GPU {models[gpu_name].source}, data resident, start-up and one copy spread over {p.epochs} epochs",
+        intervals=summary,
     )
 
     flop_check = FlopCheck(
@@ -71,12 +83,13 @@ with job(snakemake.log[0], snakemake.threads) as log:
         threads=p.threads,
         environment=envinfo.quick_environment(),
     )
-    summary = tuple(planner.break_even_summary(c) for c in curves)
     break_even = BreakEvenTable(
         summary=summary,
         curves=tuple(planner.curve_rows(curves)),
         gpu_model_source=models[gpu_name].source,
         label="modelled",
+        resampled_devices=breakeven_interval.resampled_devices(models),
+        seed=p.seed,
     )
 
     atomic.write_record(out.cost_model, cost_model)
@@ -90,6 +103,18 @@ with job(snakemake.log[0], snakemake.threads) as log:
     tables.write_csv(out.flop_check_csv, [records.to_json(row) for row in flop_check.table])
     atomic.write_record(out.scenario, scenario)
     tables.write_csv(out.scenario_csv, planner.scenario_rows(scenario))
+    for s in summary:
+        log.info(
+            "break-even %s (%s): %s, %.0f%% interval %s..%s, %.0f%% of %d resamples with a break-even",
+            s.axis,
+            s.placement,
+            s.break_even,
+            100 * s.confidence,
+            s.break_even_low if s.break_even_low is not None else s.break_even_low_where,
+            s.break_even_high if s.break_even_high is not None else s.break_even_high_where,
+            100 * s.break_even_share,
+            s.resamples,
+        )
     for row in model_rows:
         log.info(
             "%s (%s): %s s/step, %s GFLOP/s, %s GB/s, LOO median error %s",

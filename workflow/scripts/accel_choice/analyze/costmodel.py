@@ -80,6 +80,18 @@ class BreakEvenCurve:
     break_even_grid: int | None  # the first grid value past that crossing
     gpu_always_faster: bool
     placement: str | None = None  # the GPU's data placement, for the planner's curves (resident, streamed)
+    gpu_extra_s: tuple[float, ...] = ()  # the GPU-only seconds in gpu_s (start-up, copies); () for none
+
+
+@dataclass(frozen=True)
+class Crossing:
+    """Where a GPU curve crosses a CPU curve (see `crossing`)."""
+
+    gpu_faster: tuple[bool, ...]
+    ratio: tuple[float, ...]  # cpu / gpu; math.inf where the GPU's time is zero
+    break_even: float | None
+    break_even_grid: int | None
+    gpu_always_faster: bool
 
 
 def work(w: Workload) -> dict[str, float]:
@@ -126,8 +138,14 @@ def _rate(seconds_per_unit: float) -> float:
     return math.inf if seconds_per_unit <= 0 else 1.0 / seconds_per_unit
 
 
-def _coefficients(model: CostModel) -> np.ndarray:
+def coefficients(model: CostModel) -> np.ndarray:
+    """Seconds per step, per FLOP and per byte: `predict` is the dot product with a workload's `design` row."""
     return np.array([model.seconds_per_step, 1.0 / model.flop_per_s, 1.0 / model.bytes_per_s])
+
+
+def design(workloads: Sequence[Workload]) -> np.ndarray:
+    """Steps, FLOP and bytes of each workload's epoch, one row each: design @ coefficients(model) predicts them all."""
+    return np.array([_features(w) for w in workloads], dtype=float).reshape(len(workloads), 3)
 
 
 def terms(model: CostModel, w: Workload) -> dict[str, float]:
@@ -160,34 +178,40 @@ def assumed(device: str, seconds_per_step: float, flop_per_s: float, bytes_per_s
 
 def _weighted_design(design: np.ndarray, seconds: np.ndarray) -> np.ndarray:
     # Dividing each equation by its measured time makes the residuals relative errors,
-    # so a 10 ms epoch counts as much as a 100 s one.
-    return design / seconds[:, None]
+    # so a 10 ms epoch counts as much as a 100 s one. `seconds` may hold many resamples (rows).
+    return design / seconds[..., None]
 
 
-def _nnls(weighted: np.ndarray) -> tuple[np.ndarray, float]:
-    """Non-negative least squares of weighted · c ≈ 1 by trying every subset of terms.
+def _nnls(weighted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Non-negative least squares of weighted · c ≈ 1 by trying every subset of terms; `weighted`
+    is (points × terms), or a stack of them (one per bootstrap resample), solved together.
 
     The NNLS optimum is the unconstrained fit on its own set of positive terms, so the best
     feasible subset fit is the exact optimum; with three terms there are only seven subsets.
+    Of the subsets within a tie tolerance of the best, the one with the fewest terms wins.
     """
-    n_points, n_terms = weighted.shape
-    target = np.ones(n_points)
-    scale = np.linalg.norm(weighted, axis=0)  # unit columns: FLOP and step counts differ by 1e9
-    candidates: list[tuple[float, int, np.ndarray]] = []
+    n_points, n_terms = weighted.shape[-2:]
+    scale = np.linalg.norm(weighted, axis=-2)  # unit columns: FLOP and step counts differ by 1e9
+    fits, rsss, sizes = [], [], []
     for size in range(1, n_terms + 1):
         for subset in itertools.combinations(range(n_terms), size):
             columns = list(subset)
-            solution = np.linalg.lstsq(weighted[:, columns] / scale[columns], target, rcond=None)[0] / scale[columns]
-            if np.any(solution < 0):
-                continue
-            coefficients = np.zeros(n_terms)
-            coefficients[columns] = solution
-            rss = float(np.sum((weighted @ coefficients - target) ** 2))
-            candidates.append((rss, size, coefficients))
-    best_rss = min(rss for rss, _, _ in candidates)
-    tolerance = best_rss * 1e-9 + _TIE_RSS_PER_POINT * n_points
-    rss, _, coefficients = min((c for c in candidates if c[0] <= best_rss + tolerance), key=lambda c: (c[1], c[0]))
-    return coefficients, rss
+            unit = weighted[..., columns] / scale[..., None, columns]
+            solution = (np.linalg.pinv(unit) @ np.ones((n_points, 1)))[..., 0] / scale[..., columns]
+            coefficients = np.zeros((*weighted.shape[:-2], n_terms))
+            coefficients[..., columns] = solution
+            rss = np.sum(((weighted @ coefficients[..., None])[..., 0] - 1) ** 2, axis=-1)
+            fits.append(coefficients)
+            rsss.append(np.where(np.any(solution < 0, axis=-1), np.inf, rss))  # infeasible: never chosen
+            sizes.append(size)
+    rss = np.stack(rsss)
+    best = rss.min(axis=0)  # a single term always fits with a positive coefficient
+    near = rss <= best * (1 + 1e-9) + _TIE_RSS_PER_POINT * n_points
+    size = np.array(sizes).reshape((-1,) + (1,) * best.ndim)
+    fewest = np.where(near, size, n_terms + 1).min(axis=0)
+    chosen = np.where(near & (size == fewest), rss, np.inf).argmin(axis=0)
+    picked = np.take_along_axis(np.stack(fits), chosen[None, ..., None], axis=0)[0]
+    return picked, np.take_along_axis(rss, chosen[None], axis=0)[0]
 
 
 def _condition_number(weighted: np.ndarray) -> float:
@@ -224,6 +248,15 @@ def _validate_points(points: Sequence[tuple[Workload, float]]) -> None:
             raise ValueError(f"measured epoch time must be a positive finite number of seconds, got {seconds} for {w}")
 
 
+def fit_coefficients(rows: np.ndarray, seconds: np.ndarray) -> np.ndarray:
+    """Only the fitted coefficients (seconds per step, per FLOP, per byte) of `fit`, without its quality:
+    `rows` is `design(workloads)`, `seconds` their measured epochs, or a stack of resampled epochs
+    (resamples × workloads), each refitted on its own (resamples × 3)."""
+    if np.any(~(seconds > 0)) or not np.all(np.isfinite(seconds)):
+        raise ValueError("measured epoch times must be positive finite numbers of seconds")
+    return _nnls(_weighted_design(rows, seconds))[0]
+
+
 def fit(device: str, points: Sequence[tuple[Workload, float]]) -> CostModel:
     """Fit seconds_per_step, FLOP/s and bytes/s to measured (workload, epoch seconds) points.
 
@@ -234,11 +267,11 @@ def fit(device: str, points: Sequence[tuple[Workload, float]]) -> CostModel:
     then constant and bytes moved is a linear function of the step count).
     """
     _validate_points(points)
-    design = np.array([_features(w) for w, _ in points])
+    rows = design([w for w, _ in points])
     seconds = np.array([float(s) for _, s in points])
-    weighted = _weighted_design(design, seconds)
-    coefficients, _ = _nnls(weighted)
-    predicted = design @ coefficients
+    weighted = _weighted_design(rows, seconds)
+    fitted, _ = _nnls(weighted)
+    predicted = rows @ fitted
     relative = (predicted - seconds) / seconds
     condition = _condition_number(weighted)
     identifiable = condition <= MAX_CONDITION
@@ -247,8 +280,8 @@ def fit(device: str, points: Sequence[tuple[Workload, float]]) -> CostModel:
         r2=_r_squared(seconds, predicted),
         median_abs_rel_error=float(np.median(np.abs(relative))),
         max_abs_rel_error=float(np.max(np.abs(relative))),
-        loo_median_abs_rel_error=float(statistics.median(_leave_one_out_errors(design, seconds))),
-        terms_used=tuple(name for name, c in zip(TERMS, coefficients) if c > 0),
+        loo_median_abs_rel_error=float(statistics.median(_leave_one_out_errors(rows, seconds))),
+        terms_used=tuple(name for name, c in zip(TERMS, fitted) if c > 0),
         condition_number=condition,
         identifiable=identifiable,
         warning=None if identifiable else _collinearity_warning(condition, [w for w, _ in points]),
@@ -266,7 +299,7 @@ def fit(device: str, points: Sequence[tuple[Workload, float]]) -> CostModel:
             for (w, _), s, p, r in zip(points, seconds, predicted, relative)
         ),
     )
-    return _model_from_coefficients(device, coefficients, "fitted", quality)
+    return _model_from_coefficients(device, fitted, "fitted", quality)
 
 
 def _collinearity_warning(condition: float, workloads: Sequence[Workload]) -> str:
@@ -300,21 +333,37 @@ def break_even(
     """
     _validate_axis(axis, values)
     workloads = [replace(base, **{axis: int(v)}) for v in values]
+    extra = tuple(gpu_extra_s(w) for w in workloads) if gpu_extra_s else ()
     cpu_s = tuple(predict(cpu, w) for w in workloads)
-    gpu_s = tuple(predict(gpu, w) + (gpu_extra_s(w) if gpu_extra_s else 0.0) for w in workloads)
-    ratio = tuple(c / g if g > 0 else math.inf for c, g in zip(cpu_s, gpu_s))
-    gpu_faster = tuple(g < c for c, g in zip(cpu_s, gpu_s))
-    crossing = next((i for i in range(1, len(values)) if gpu_faster[i] and not gpu_faster[i - 1]), None)
+    gpu_s = tuple(predict(gpu, w) + (extra[i] if extra else 0.0) for i, w in enumerate(workloads))
+    found = crossing(values, cpu_s, gpu_s)
     return BreakEvenCurve(
         axis=axis,
         base=base,
         values=tuple(int(v) for v in values),
         cpu_s=cpu_s,
         gpu_s=gpu_s,
-        ratio=ratio,
+        ratio=found.ratio,
+        gpu_faster=found.gpu_faster,
+        break_even=found.break_even,
+        break_even_grid=found.break_even_grid,
+        gpu_always_faster=found.gpu_always_faster,
+        gpu_extra_s=extra,
+    )
+
+
+def crossing(values: Sequence[int], cpu_s: Sequence[float], gpu_s: Sequence[float]) -> Crossing:
+    """Where the GPU turns from slower to faster along `values` (see `break_even`): the one rule
+    for the break-even curves and for their bootstrap resamples."""
+    cpu, gpu = [float(c) for c in cpu_s], [float(g) for g in gpu_s]
+    ratio = tuple(c / g if g > 0 else math.inf for c, g in zip(cpu, gpu))
+    gpu_faster = tuple(g < c for c, g in zip(cpu, gpu))
+    index = next((i for i in range(1, len(values)) if gpu_faster[i] and not gpu_faster[i - 1]), None)
+    return Crossing(
         gpu_faster=gpu_faster,
-        break_even=None if crossing is None else _log_crossing(values, ratio, crossing),
-        break_even_grid=None if crossing is None else int(values[crossing]),
+        ratio=ratio,
+        break_even=None if index is None else _log_crossing(values, ratio, index),
+        break_even_grid=None if index is None else int(values[index]),
         gpu_always_faster=all(gpu_faster),
     )
 

@@ -11,11 +11,13 @@ from typing import Any
 from accel_choice import records
 from accel_choice.analyze import costmodel, stats, theory
 from accel_choice.analyze.aggregate import contamination
+from accel_choice.analyze.breakeven_interval import Interval, grid_groups, is_fit_cell
 from accel_choice.analyze.costmodel import BreakEvenCurve, CostModel
 from accel_choice.analyze.fullpath import pageable_copy
 from accel_choice.records.grid import GridRecord, Workload
 from accel_choice.records.loads import TransferTable, VisibleDevices
-from accel_choice.records.planner import BreakEvenSummary, CurveRow, FitPoint, ModelRow, Scenario, ScenarioModelled
+from accel_choice.records.breakeven import BreakEvenSummary, CurveRow
+from accel_choice.records.planner import FitPoint, ModelRow, Scenario, ScenarioModelled
 from accel_choice.records.training import TrainingCell
 
 GB = 1e9
@@ -96,12 +98,8 @@ def scenario_plan(
 def grid_points(grid: Sequence[GridRecord], rules: stats.NoiseRules) -> list[FitPoint]:
     """Median epoch time per (device, workload) over the grid's repeats, with its noise verdict
     and the repeats measured while other processes were busy (kept, and counted in the report)."""
-    groups: dict[tuple[str, int, int, int, int], list[GridRecord]] = {}
-    for r in grid:
-        if r.finite:
-            groups.setdefault((r.device, r.rows, r.features, r.hidden, r.batch_size), []).append(r)
     points = []
-    for (device, rows, features, hidden, batch_size), group in sorted(groups.items()):
+    for (device, rows, features, hidden, batch_size), group in grid_groups(grid).items():
         summary = stats.summarize([r.epoch_s for r in group], rules)
         busy = sum(1 for r in group if contamination(r, rules))
         points.append(
@@ -241,9 +239,10 @@ def scenario_predictions(
     )
 
 
-def break_even_summary(curve: BreakEvenCurve) -> BreakEvenSummary:
+def break_even_summary(curve: BreakEvenCurve, interval: Interval) -> BreakEvenSummary:
     """Where along the axis the GPU is faster, in the three shapes a curve can take: never,
-    from a break-even on (or over the whole range), or only up to some value."""
+    from a break-even on (or over the whole range), or only up to some value; with the
+    break-even's bootstrap interval (analyze.breakeven_interval)."""
     faster = curve.gpu_faster
     faster_until = None
     if faster[0] and not all(faster):
@@ -253,9 +252,20 @@ def break_even_summary(curve: BreakEvenCurve) -> BreakEvenSummary:
         axis=curve.axis,
         placement=curve.placement,
         break_even=curve.break_even,
+        break_even_low=interval.low,
+        break_even_high=interval.high,
+        break_even_low_where=interval.low_where,
+        break_even_high_where=interval.high_where,
+        break_even_share=interval.break_even_share,
+        gpu_always_faster_share=interval.gpu_always_faster_share,
+        no_break_even_share=interval.no_break_even_share,
+        confidence=interval.confidence,
+        resamples=interval.resamples,
         gpu_always_faster=curve.gpu_always_faster,
         gpu_never_faster=not any(faster),
         gpu_faster_until=faster_until,
+        sweep_min=curve.values[0],
+        sweep_max=curve.values[-1],
         base_rows=base.rows,
         base_features=base.features,
         base_hidden=base.hidden,
@@ -294,7 +304,7 @@ def benchmark_points(train_table: Sequence[TrainingCell], rows: int, features: i
             busy_repeats=len(r.contaminated),
         )
         for r in train_table
-        if r.loader == "fastpath" and r.precision == "fp32" and r.placement in ("host", "resident")
+        if is_fit_cell(r)
     ]
 
 

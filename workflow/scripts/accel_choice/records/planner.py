@@ -1,5 +1,6 @@
-"""The planner's tables: the cost model, the break-even curves, the FLOP check and exercise 4's
-scenario (the workloads and timing jobs of the grid they are fitted to are in records.grid).
+"""The planner's tables: the cost model, the FLOP check and exercise 4's scenario (the break-even
+curves are in records.breakeven, the workloads and timing jobs of the grid the cost model is fitted
+to in records.grid).
 
 Times are seconds; a rate the cost model dropped (an infinite rate, which JSON cannot hold) is null.
 """
@@ -19,13 +20,16 @@ from accel_choice.records import (
     ordered,
     record,
 )
+
+# The break-even tables live in records.breakeven; imported here too, where they were first defined.
+from accel_choice.records.breakeven import BreakEvenSummary as BreakEvenSummary
+from accel_choice.records.breakeven import BreakEvenTable as BreakEvenTable
+from accel_choice.records.breakeven import CurveRow as CurveRow
+from accel_choice.records.breakeven import ModelSource
 from accel_choice.records.environment import Environment
 from accel_choice.records.grid import Workload, steps_per_epoch
 
-Axis = Literal["rows", "features", "hidden", "batch_size"]
-Placement = Literal["resident", "streamed"]
 Source = Literal["measured", "assumed"]
-ModelSource = Literal["fitted", "assumed"]
 
 
 # --- tables/cost_model.json --------------------------------------------------------------------
@@ -174,78 +178,6 @@ class CostModelTable:
                     f"{model.device}: the model counts {model.points} points, the table holds {points} "
                     f"points and {residuals} residuals"
                 )
-
-
-# --- tables/break_even.json and break_even_summary.json -----------------------------------------
-
-
-@record
-class BreakEvenSummary:
-    """Where along one axis the GPU is faster, for one GPU placement: never, from a break-even on
-    (or over the whole range), or only up to some value; base_* is the workload the axis grows from."""
-
-    axis: Axis
-    placement: Placement
-    break_even: Positive | None  # the modelled crossing from slower to faster, if there is one
-    gpu_always_faster: bool
-    gpu_never_faster: bool
-    gpu_faster_until: PositiveCount | None  # the last grid value of a GPU faster only at the small end
-    base_rows: PositiveCount
-    base_features: PositiveCount
-    base_hidden: PositiveCount
-    base_batch_size: PositiveCount
-
-    def __post_init__(self) -> None:
-        if self.gpu_always_faster and self.gpu_never_faster:
-            raise ValueError("the GPU cannot be both always and never faster")
-        if (self.gpu_always_faster or self.gpu_never_faster) and (
-            self.break_even is not None or self.gpu_faster_until is not None
-        ):
-            raise ValueError("a GPU always or never faster has no break_even and no gpu_faster_until")
-
-
-@record
-class CurveRow:
-    """One value of one break-even curve: the modelled CPU and GPU epoch seconds."""
-
-    axis: Axis
-    placement: Placement
-    value: PositiveCount
-    cpu_s: NonNegativeSeconds
-    gpu_s: NonNegativeSeconds  # the GPU's epoch with its share of start-up and copies
-    cpu_over_gpu: NonNegative | None  # null: the GPU's modelled time is zero (an infinite ratio)
-
-    def __post_init__(self) -> None:
-        if (self.cpu_over_gpu is None) != (self.gpu_s == 0):
-            raise ValueError(
-                f"cpu_over_gpu is null exactly when gpu_s is 0 (gpu_s {self.gpu_s!r}, "
-                f"cpu_over_gpu {self.cpu_over_gpu!r})"
-            )
-        if self.cpu_over_gpu is not None and not math.isclose(self.cpu_over_gpu, self.cpu_s / self.gpu_s, rel_tol=1e-9):
-            raise ValueError(f"cpu_over_gpu {self.cpu_over_gpu!r} is not cpu_s / gpu_s = {self.cpu_s / self.gpu_s!r}")
-
-
-@record(schema="break-even")
-class BreakEvenTable:
-    """tables/break_even.json: every break-even curve, value by value, and its summary (all modelled)."""
-
-    summary: tuple[BreakEvenSummary, ...]
-    curves: tuple[CurveRow, ...]
-    gpu_model_source: ModelSource
-    label: Literal["modelled"]
-
-    def __post_init__(self) -> None:
-        summarised = [(s.axis, s.placement) for s in self.summary]
-        if len(set(summarised)) != len(summarised):
-            raise ValueError(f"one summary per axis and placement, found {summarised}")
-        curves: dict[tuple[str, str], list[int]] = {}
-        for row in self.curves:
-            curves.setdefault((row.axis, row.placement), []).append(row.value)
-        if set(curves) != set(summarised):
-            raise ValueError(f"the curves {sorted(curves)} and the summary {sorted(summarised)} differ")
-        for (axis, placement), values in curves.items():
-            if any(b <= a for a, b in zip(values, values[1:])):
-                raise ValueError(f"{axis} ({placement}): the values of a curve increase, found {values}")
 
 
 # --- tables/flop_check.json --------------------------------------------------------------------

@@ -13,8 +13,55 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from accel_choice.analyze.costmodel import BreakEvenCurve  # noqa: E402
 from accel_choice.io import paths  # noqa: E402
-from accel_choice.records.planner import BreakEvenTable, CostModelTable, FitPoint, FlopCheck, Scenario  # noqa: E402
+from accel_choice.records.breakeven import BreakEvenSummary, BreakEvenTable  # noqa: E402
+from accel_choice.records.planner import CostModelTable, FitPoint, FlopCheck, Scenario  # noqa: E402
 from accel_choice.render.formatting import ms, number, save_figure, table  # noqa: E402
+
+
+# An interval is wide when its ends are more than this factor apart, or it reaches outside the sweep.
+WIDE_FACTOR = 2.0
+_NOUNS = {"rows": "rows", "features": "features", "hidden": "hidden units", "batch_size": "rows per batch"}
+_OUTSIDE = {"below_sweep": "below the sweep", "beyond_sweep": "beyond the sweep"}
+
+
+def _bound(value: float | None, where: str) -> str:
+    return f"{value:,.0f}" if value is not None else _OUTSIDE[where]
+
+
+def interval_text(s: BreakEvenSummary) -> str:
+    """The interval in words, as "95 % interval L–H"; a bound outside the sweep as "below/beyond the sweep"."""
+    low, high = _bound(s.break_even_low, s.break_even_low_where), _bound(s.break_even_high, s.break_even_high_where)
+    return f"{100 * s.confidence:g} % interval {low if low == high else f'{low}–{high}'}"
+
+
+def is_wide(s: BreakEvenSummary) -> bool:
+    """The break-even is known only roughly: its interval's ends are more than WIDE_FACTOR apart, or one
+    lies in the sweep and the other outside it (or they lie on either side). An interval wholly
+    below or beyond the sweep is not wide: the GPU is then faster, or not, over the whole sweep."""
+    if s.break_even_low is None or s.break_even_high is None:
+        return s.break_even_low_where != s.break_even_high_where
+    return s.break_even_high > WIDE_FACTOR * s.break_even_low
+
+
+def break_even_verdict(s: BreakEvenSummary) -> str:
+    """The break-even in words with its interval: "GPU faster from about N rows (95 % interval L–H)"."""
+    if s.break_even is not None:
+        where = f"GPU faster from about {s.break_even:,.0f} {_NOUNS[s.axis]}"
+    elif s.gpu_always_faster:
+        where = "GPU faster over the whole range"
+    elif s.gpu_faster_until is not None:
+        where = f"GPU faster only up to {s.axis} = {s.gpu_faster_until:,} (grid value)"
+    else:
+        where = "CPU faster over the whole range"
+    wide = ""
+    if is_wide(s):
+        spread = (
+            f"its ends {s.break_even_high / s.break_even_low:.1f}× apart"  # type: ignore[operator]
+            if s.break_even_low is not None and s.break_even_high is not None
+            else "it reaches outside the sweep"
+        )
+        wide = f"; **wide**: {spread}"
+    return f"{where} ({interval_text(s)}{wide})"
 
 
 def flop_section(result: FlopCheck | None) -> str:
@@ -143,17 +190,7 @@ def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTabl
         for m in cost_model.models
     ]
     warnings = [f"- {m.device}: {m.warning}" for m in cost_model.models if m.warning]
-    verdicts = []
-    for s in break_even.summary:
-        if s.break_even is not None:
-            where = f"GPU faster from {s.axis} ≈ {s.break_even:,.0f}"
-        elif s.gpu_always_faster:
-            where = "GPU faster over the whole range"
-        elif s.gpu_faster_until is not None:
-            where = f"GPU faster only up to {s.axis} = {s.gpu_faster_until:,} (grid value)"
-        else:
-            where = "CPU faster over the whole range"
-        verdicts.append((s.axis, s.placement, where))
+    verdicts = [(s.axis, s.placement, break_even_verdict(s), f"{s.break_even_share:.0%}") for s in break_even.summary]
     points = cost_model.points
     noisy = sum(1 for p in points if p.noisy)
     busy = sum(1 for p in points if p.busy_repeats)
@@ -190,12 +227,42 @@ def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTabl
         f"host→device copies at {cost_model.host_to_device_gb_s:.1f} GB/s ({cost_model.host_to_device_source}"
         f"{', `report.bandwidth_gb_s`' if cost_model.host_to_device_source == 'assumed' else ''}) "
         "once for resident data or every epoch when streamed:\n\n"
-        + table(("axis", "GPU placement", "break-even (modelled)"), verdicts)
+        + table(("axis", "GPU placement", "break-even (modelled)", "resamples with a break-even"), verdicts)
+        + "\n\n"
+        + interval_paragraph(break_even)
         + (
             "\n\n**No GPU was measured: the GPU side is the configured assumption (`planner.gpu_assumed`), not a "
-            "measurement, and so is every break-even above.**"
+            "measurement, and so is every break-even above.** Its intervals therefore come from resampling the "
+            "CPU's measurements alone (the grid and the benchmark cells): they hold the CPU's timing noise, "
+            "none of the assumption's own uncertainty."
             if assumed
             else ""
+        )
+    )
+
+
+def interval_paragraph(break_even: BreakEvenTable) -> str:
+    """How the intervals were made, and which of them are wide."""
+    if not break_even.summary:
+        return ""
+    first = break_even.summary[0]
+    wide = [f"{s.axis} ({s.placement})" for s in break_even.summary if is_wide(s)]
+    return (
+        f"Each interval is the {100 * first.confidence:g} % percentile interval of {first.resamples:,} bootstrap "
+        f"refits (`aggregate.confidence`, `aggregate.bootstrap_resamples`; seed {break_even.seed}): in each, every "
+        f"fit point's timed repeats (measured on {', '.join(break_even.resampled_devices)}) are drawn with replacement, "
+        "the cost model is refitted to their medians and the break-even found again. It holds the spread between "
+        "this run's repeats, not the difference between runs (another day, another machine state) nor the cost "
+        "model's own misfit (the leave-one-out error above): a second run can land outside it. A bound that falls "
+        "among resamples where the GPU is faster over the whole sweep, or never turns faster within it, is written "
+        '"below the sweep" or "beyond the sweep": '
+        "the sweep shows no number for it. The last column is the share of resamples with a break-even inside the "
+        "sweep. "
+        + (
+            f"Wide (ends more than {WIDE_FACTOR:g}× apart, or reaching outside the sweep): {', '.join(wide)}: the "
+            "timings pin these break-evens down only roughly; more grid repeats (`planner.repeats`) narrow them."
+            if wide
+            else f"No interval is wide (ends more than {WIDE_FACTOR:g}× apart, or reaching outside the sweep)."
         )
     )
 
@@ -207,8 +274,10 @@ def break_even_figure(
     svg_path: str | os.PathLike[str],
     *,
     gpu_label: str,
+    intervals: Sequence[BreakEvenSummary] = (),
 ) -> None:
-    """One panel per costmodel.break_even() result: modelled CPU and GPU epoch seconds.
+    """One panel per costmodel.break_even() result: modelled CPU and GPU epoch seconds, and the
+    break-even's interval as a band where `intervals` holds the curve's (axis, placement).
 
     A measured epoch (a fit point; device "cpu", or anything else for the GPU) is drawn on a
     panel only when its workload lies on that panel's line, i.e. every field except the panel's
@@ -218,8 +287,12 @@ def break_even_figure(
     if not curves:
         raise ValueError("break_even_figure needs at least one break_even() curve")
     figure, panels = plt.subplots(1, len(curves), figsize=(5.5 * len(curves), 5.6), squeeze=False)
+    by_curve = {(s.axis, s.placement): s for s in intervals}
     for axes, curve in zip(panels[0], curves):
         _break_even_panel(axes, curve, _points_on_line(curve, measured), gpu_label)
+        interval = by_curve.get((curve.axis, curve.placement))
+        if interval is not None:
+            _interval_band(axes, curve, interval)
     figure.tight_layout()
     save_figure(figure, png_path, svg_path)
 
@@ -265,4 +338,17 @@ def _break_even_panel(axes: Any, curve: BreakEvenCurve, points: Sequence[FitPoin
     axes.set_title(f"modelled epoch time vs {axis}\n({base})", fontsize=9)
     axes.grid(True, which="both", alpha=0.3)
     # Below the panel: inside it, the legend hid measured points.
+    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
+
+
+def _interval_band(axes: Any, curve: BreakEvenCurve, s: BreakEvenSummary) -> None:
+    """The interval as a shaded band, cut at the sweep's ends where a bound lies outside it; an
+    interval wholly outside the sweep is said in words."""
+    ends = {"below_sweep": curve.values[0], "beyond_sweep": curve.values[-1]}
+    low = s.break_even_low if s.break_even_low is not None else ends[s.break_even_low_where]
+    high = s.break_even_high if s.break_even_high is not None else ends[s.break_even_high_where]
+    if s.break_even_low_where == s.break_even_high_where != "in_sweep":
+        axes.text(0.02, 0.94, f"{interval_text(s)} (modelled)", transform=axes.transAxes, fontsize=8)
+    else:
+        axes.axvspan(low, high, color="grey", alpha=0.2, linewidth=0, label=f"{interval_text(s)} (modelled)")
     axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)

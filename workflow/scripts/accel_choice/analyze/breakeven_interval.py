@@ -1,0 +1,220 @@
+"""The break-even's bootstrap interval: the cost model refitted to resamples of the timed repeats.
+
+Every fit point rests on jobs - the grid's repeats of one workload on one device, or a benchmark
+cell's repeats - each holding the epochs timed inside it. One resample draws, for every point on its
+own, the point's jobs with replacement and each drawn job's epochs with replacement, and takes the
+median (`bootstrap.resampled_medians`, the two-level bootstrap; the grid times one epoch per job, so
+there it draws the repeats with replacement and takes their median). The cost model of every measured
+device is refitted to the resampled medians (`costmodel.fit_coefficients`: the point fit's
+non-negative least squares) and every break-even curve recomputed with the refitted models
+(`costmodel.crossing`: the point curves' rule). An assumed model (planner.gpu_assumed) has nothing
+to resample and stays as it is, so with an assumed GPU the interval holds the CPU's timing noise
+only; the GPU's start-up and host→device copy stay at their point values too.
+
+A resample need not have a break-even: the GPU may be faster over the whole sweep (a break-even, if
+any, lies below it) or never turn faster within it (beyond it). The interval is the percentile
+interval of the resampled break-evens on the line extended by those two ends: a bound that falls
+among such resamples is "below_sweep" or "beyond_sweep", without a number, rather than a number the
+sweep never showed; the share of each outcome is reported with it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import numpy as np
+
+from accel_choice.analyze import bootstrap, costmodel
+from accel_choice.analyze.costmodel import BreakEvenCurve, CostModel, Crossing
+from accel_choice.records.grid import GridRecord, Workload
+from accel_choice.records.training import TrainingCell
+
+Where = Literal["below_sweep", "in_sweep", "beyond_sweep"]
+GridKey = tuple[str, int, int, int, int]  # device, rows, features, hidden, batch size
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The timed jobs behind one fit point: each job's epochs, in seconds."""
+
+    device: str
+    workload: Workload
+    jobs: tuple[tuple[float, ...], ...]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A break-even's percentile interval at `confidence` over `resamples` refits.
+
+    low/high are None exactly when their `*_where` is not "in_sweep"; the three shares (of the
+    resamples with a break-even inside the sweep, with the GPU faster over the whole sweep, and with
+    no break-even within it) add up to 1.
+    """
+
+    low: float | None
+    high: float | None
+    low_where: Where
+    high_where: Where
+    break_even_share: float
+    gpu_always_faster_share: float
+    no_break_even_share: float
+    confidence: float
+    resamples: int
+
+
+# --- the measurements behind the fit points ------------------------------------------------------
+
+
+def grid_groups(grid: Sequence[GridRecord]) -> dict[GridKey, list[GridRecord]]:
+    """The finite repeats of every (device, workload) of the grid, in sorted order: one fit point each."""
+    groups: dict[GridKey, list[GridRecord]] = {}
+    for r in grid:
+        if r.finite:
+            groups.setdefault((r.device, r.rows, r.features, r.hidden, r.batch_size), []).append(r)
+    return dict(sorted(groups.items()))
+
+
+def is_fit_cell(cell: TrainingCell) -> bool:
+    """A benchmark cell the cost model is fitted to: fast path, fp32, CPU on the host or GPU resident."""
+    return cell.loader == "fastpath" and cell.precision == "fp32" and cell.placement in ("host", "resident")
+
+
+def measurements(
+    grid: Sequence[GridRecord], train_table: Sequence[TrainingCell], rows: int, features: int, hidden: int
+) -> list[Measured]:
+    """The jobs behind every fit point (analyze.planner's grid_points and benchmark_points)."""
+    measured = [
+        Measured(
+            device=device,
+            workload=Workload(rows=n, features=d, hidden=h, batch_size=b),
+            jobs=tuple(tuple(r.epoch_s_each) for r in group),
+        )
+        for (device, n, d, h, b), group in grid_groups(grid).items()
+    ]
+    measured += [
+        Measured(
+            device=cell.device,
+            workload=Workload(rows=rows, features=features, hidden=hidden, batch_size=cell.batch_size),
+            jobs=tuple(tuple(job) for job in cell.epoch_s_jobs),
+        )
+        for cell in train_table
+        if is_fit_cell(cell)
+    ]
+    return measured
+
+
+# --- resampling and refitting ----------------------------------------------------------------------
+
+
+def resampled_fits(
+    measured: Sequence[Measured], models: Mapping[str, CostModel], resamples: int, seed: int
+) -> dict[str, np.ndarray]:
+    """Every model's coefficients (costmodel.coefficients) in each resample, a (resamples × 3) array:
+    refitted to the resampled medians for a fitted model, its own in every row for an assumed one.
+
+    Each point is resampled with its own generator, seeded from `seed` (numpy's SeedSequence), so the
+    same measurements and seed give the same resamples.
+    """
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples}")
+    seeds = np.random.SeedSequence(seed).generate_state(max(len(measured), 1))
+    medians = [bootstrap.resampled_medians(m.jobs, resamples, int(s)) for m, s in zip(measured, seeds)]
+    fits = {}
+    for device, model in models.items():
+        if model.source != "fitted":
+            fits[device] = np.tile(costmodel.coefficients(model), (resamples, 1))
+            continue
+        mine = [i for i, m in enumerate(measured) if m.device == device]
+        if not mine:
+            raise ValueError(f"the fitted model of {device} has no measurements to resample")
+        rows = costmodel.design([measured[i].workload for i in mine])
+        seconds = np.column_stack([medians[i] for i in mine])  # resamples × points
+        fits[device] = costmodel.fit_coefficients(rows, seconds)
+    return fits
+
+
+def resampled_devices(models: Mapping[str, CostModel]) -> tuple[str, ...]:
+    """The devices whose measurements the interval resamples: those with a fitted model."""
+    return tuple(device for device, model in models.items() if model.source == "fitted")
+
+
+def position(found: Crossing | BreakEvenCurve) -> float:
+    """A curve's break-even on the extended line: -inf when the GPU is faster over the whole sweep,
+    +inf when it never turns from slower to faster within it (never faster, or only at the small end)."""
+    if found.break_even is not None:
+        return found.break_even
+    return -math.inf if found.gpu_always_faster else math.inf
+
+
+def curve_outcomes(curve: BreakEvenCurve, cpu: np.ndarray, gpu: np.ndarray) -> np.ndarray:
+    """`curve`'s break-even (as `position`) under each row of resampled CPU and GPU coefficients;
+    the GPU keeps the curve's extra seconds (start-up, copies)."""
+    rows = costmodel.design([replace(curve.base, **{curve.axis: v}) for v in curve.values])
+    extra = np.asarray(curve.gpu_extra_s, dtype=float) if curve.gpu_extra_s else np.zeros(len(curve.values))
+    cpu_s, gpu_s = cpu @ rows.T, gpu @ rows.T + extra
+    return np.array([position(costmodel.crossing(curve.values, c, g)) for c, g in zip(cpu_s, gpu_s)])
+
+
+# --- the interval -----------------------------------------------------------------------------------
+
+
+def _quantile(ordered: np.ndarray, q: float, *, lower: bool) -> float:
+    """numpy's default (linear) quantile of sorted values; next to an infinite end, the neighbour
+    that widens the interval (the smaller for a lower bound, the larger for an upper one)."""
+    h = (len(ordered) - 1) * q
+    below, above = float(ordered[math.floor(h)]), float(ordered[math.ceil(h)])
+    if below == above:
+        return below
+    if math.isfinite(below) and math.isfinite(above):
+        return below + (h - math.floor(h)) * (above - below)
+    return below if lower else above
+
+
+def _bound(x: float) -> tuple[float | None, Where]:
+    if math.isfinite(x):
+        return x, "in_sweep"
+    return None, "below_sweep" if x < 0 else "beyond_sweep"
+
+
+def interval(point: float, outcomes: np.ndarray, confidence: float) -> Interval:
+    """The percentile interval of `outcomes` (break-evens as `position`), widened where needed to
+    hold `point` (with few distinct resamples a percentile can miss it, as in bootstrap._interval)."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    if len(outcomes) == 0 or np.isnan(outcomes).any():
+        raise ValueError("interval needs at least one resampled break-even and no NaN")
+    ordered = np.sort(np.asarray(outcomes, dtype=float))
+    tail = (1 - confidence) / 2
+    low = min(_quantile(ordered, tail, lower=True), point)
+    high = max(_quantile(ordered, 1 - tail, lower=False), point)
+    (low_value, low_where), (high_value, high_where) = _bound(low), _bound(high)
+    n = len(ordered)
+    return Interval(
+        low=low_value,
+        high=high_value,
+        low_where=low_where,
+        high_where=high_where,
+        break_even_share=int(np.isfinite(ordered).sum()) / n,
+        gpu_always_faster_share=int((ordered == -math.inf).sum()) / n,
+        no_break_even_share=int((ordered == math.inf).sum()) / n,
+        confidence=confidence,
+        resamples=n,
+    )
+
+
+def break_even_intervals(
+    curves: Sequence[BreakEvenCurve],
+    measured: Sequence[Measured],
+    models: Mapping[str, CostModel],
+    gpu: str,
+    *,
+    confidence: float,
+    resamples: int,
+    seed: int,
+) -> list[Interval]:
+    """The interval of every curve's break-even (the curves of models["cpu"] against models[gpu])."""
+    fits = resampled_fits(measured, models, resamples, seed)
+    return [interval(position(c), curve_outcomes(c, fits["cpu"], fits[gpu]), confidence) for c in curves]
