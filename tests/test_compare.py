@@ -13,25 +13,41 @@ import errno
 import json
 import math
 import os
+import re
+import statistics
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
 import compare_results
-from accel_choice.analyze import aggregate, compare, compare_match, compare_warnings, decision, fullpath, loads
+from accel_choice import records
+from accel_choice.analyze import (
+    aggregate,
+    bootstrap,
+    compare,
+    compare_match,
+    compare_warnings,
+    decision,
+    fullpath,
+    loads,
+)
+from accel_choice.analyze.sentinel import summarize_sentinels
+from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import atomic, folder_checks, manifest, paths, results_folder
 from accel_choice.records.decision import Decision, FullPathTable
 from accel_choice.records.environment import Environment, Workflow
 from accel_choice.records.loads import LoadCell, TransferTable
-from accel_choice.records.training import VARIANT_KEYS, TrainingRecord, TrainingTable
-from accel_choice.render import comparison
+from accel_choice.records.sentinel import SentinelReadings, SentinelSummary
+from accel_choice.records.training import VARIANT_KEYS, TrainingCell, TrainingRecord, TrainingTable
+from accel_choice.render import comparison, comparison_figure
 from builders_data import copy_timing, load_record, transfer_job
-from builders_training import environment, environment_report, training_record
+from builders_training import environment, environment_report, replaced, training_cell, training_record
 
 ROWS = 2048
 CONFIG: dict[str, Any] = {
@@ -101,7 +117,7 @@ def _record(
     batch_size: int,
     loader: str,
     repeat: int,
-    epoch_s: float,
+    epochs: tuple[float, ...],
     *,
     device: str = "cpu",
     precision: str = "fp32",
@@ -110,18 +126,19 @@ def _record(
     foreign: float = 0.01,
     threads: int = 1,
 ) -> TrainingRecord:
-    """One timed epoch with the values the comparison's tests need."""
+    """One timing job's epochs of one variant with the values the comparison's tests need."""
     return training_record(
         batch_size=batch_size,
         loader=loader,
         repeat=repeat,
-        epoch_s=epoch_s,
+        epoch_s_each=epochs,
         rows=ROWS,
         device=device,
         precision=precision,
         placement=placement,
         finite=finite,
-        eval_s=epoch_s / 3,
+        eval_s=statistics.median(epochs) / 3,
+        eval_s_each=tuple(epoch / 3 for epoch in epochs),  # one evaluation after each timed epoch
         foreign_cpu_share=foreign,
         threads=threads,
         loadavg_before=(0.5, 0.2, 0.1),
@@ -131,20 +148,42 @@ def _record(
     )
 
 
-def _cpu_records(batch_sizes, scale: float, noisy: bool, busy: bool, threads: int) -> list[TrainingRecord]:
+@dataclasses.dataclass(frozen=True)
+class Draws:
+    """How a folder's epochs are made: `epochs` per job; with a `seed`, every job drawn at random around its
+    median (the job's drift, sd `job_sd`, and each epoch's, sd `epoch_sd`) instead of the fixed jitter; `slower`:
+    a factor on the CPU rows of some (loader, batch size)."""
+
+    epochs: int = 1
+    seed: int | None = None
+    job_sd: float = 0.006  # the machine's drift between jobs, as the sentinel sees it (SENTINEL_DRIFT: ±1 %)
+    epoch_sd: float = 0.02
+    slower: tuple[tuple[tuple[str, int], float], ...] = ()
+
+    def epochs_of(self, median: float, jitter: float, rng: np.random.Generator | None) -> tuple[float, ...]:
+        if rng is None:
+            return (median * jitter,) * self.epochs
+        job = median * (1 + rng.normal(0, self.job_sd))
+        return tuple(float(job * (1 + e)) for e in rng.normal(0, self.epoch_sd, self.epochs))
+
+
+def _cpu_records(batch_sizes, scale: float, noisy: bool, busy: bool, threads: int, draws: Draws) -> list:
     found = []
+    rng = None if draws.seed is None else np.random.default_rng(draws.seed)
+    slower = dict(draws.slower)
     for size in batch_sizes:
         for loader, factor in (("dataloader", 1.5), ("fastpath", 1.0)):
             for repeat, jitter in enumerate((1.0, 1.01, 0.99)):
                 # A third repeat at 3× the median is the outlier rule's noise flag.
                 if noisy and loader == "fastpath" and size == batch_sizes[0] and repeat == 2:
                     jitter = 3.0
+                median = FAST_EPOCH_S[size] * factor * scale * slower.get((loader, size), 1.0)
                 found.append(
                     _record(
                         size,
                         loader,
                         repeat,
-                        FAST_EPOCH_S[size] * factor * scale * jitter,
+                        draws.epochs_of(median, jitter, rng),
                         threads=threads,
                         foreign=0.9 if busy and repeat == 0 else 0.01,
                     )
@@ -152,8 +191,9 @@ def _cpu_records(batch_sizes, scale: float, noisy: bool, busy: bool, threads: in
     return found
 
 
-def _gpu_records(batch_sizes, non_finite: bool) -> list[TrainingRecord]:
+def _gpu_records(batch_sizes, non_finite: bool, draws: Draws) -> list[TrainingRecord]:
     found = []
+    rng = None if draws.seed is None else np.random.default_rng(draws.seed + 1)
     for size in batch_sizes:
         for precision, placement in GPU_VARIANTS:
             for repeat in range(3):
@@ -163,7 +203,7 @@ def _gpu_records(batch_sizes, non_finite: bool) -> list[TrainingRecord]:
                         size,
                         "fastpath",
                         repeat,
-                        FAST_EPOCH_S[size] / 8 * (1 + repeat / 100),
+                        draws.epochs_of(FAST_EPOCH_S[size] / 8, 1 + repeat / 100, rng),
                         device="cuda",
                         precision=precision,
                         placement=placement,
@@ -217,10 +257,41 @@ def _transfers() -> TransferTable:
     )
 
 
-def _table(measured: list[TrainingRecord], quick: Environment) -> TrainingTable:
+# The sentinel's job medians over its reference time: a run whose machine drifted by about ±1 %.
+SENTINEL_DRIFT = (1.0, 1.012, 0.99, 1.005, 0.995, 1.008, 0.992, 1.003)
+MEASURED = "measured"  # make_results' noise_floor: the one summarize_sentinels finds in the readings
+
+
+def _sentinel(measured: list[TrainingRecord], device: str, noise_floor: float | str | None) -> SentinelSummary:
+    """The table's sentinel as the workflow summarises it, one reading per timing job (batch size, repeat);
+    `noise_floor` other than MEASURED replaces the floor found (None: a run without one)."""
+    jobs = sorted({(r.batch_size, r.repeat) for r in measured})
+    workload = "cpu: 64 x mm(256x256) fp32" if device == "cpu" else "cuda: 64 x mm(1024x1024) fp32"
+    readings = []
+    for number, (size, repeat) in enumerate(jobs):
+        seconds = (0.01 * SENTINEL_DRIFT[number % len(SENTINEL_DRIFT)],) * 3
+        readings.append(
+            (
+                f"bs{size}.rep{repeat}",
+                SentinelReadings(
+                    workload=workload,
+                    seconds=seconds,
+                    median_s=seconds[0],
+                    steal_share=0.0,
+                    cpu_mhz=None,
+                    governor=None,
+                ),
+            )
+        )
+    summary = summarize_sentinels(readings, NoiseRules())
+    return summary if noise_floor == MEASURED else dataclasses.replace(summary, noise_floor=noise_floor)
+
+
+def _table(measured: list[TrainingRecord], quick: Environment, noise_floor: float | str | None) -> TrainingTable:
     return TrainingTable(
         table=tuple(aggregate.aggregate_training(measured, ROWS)),
         non_finite=aggregate.non_finite_runs(measured),
+        sentinel=_sentinel(measured, measured[0].device, noise_floor),
         environment=quick,
     )
 
@@ -242,15 +313,17 @@ def make_results(
     manifest: bool = True,
     full_path_in_decision: bool = True,
     noisy_csv_load: bool = False,
+    draws: Draws = Draws(),
+    noise_floor: float | str | None = MEASURED,
 ) -> Path:
     """A results folder with the records the comparison reads, made as the workflow makes them."""
     folder = root / name
     quick = quick or QUICK
-    cpu = _table(_cpu_records(batch_sizes, scale, noisy, busy, threads), quick)
+    cpu = _table(_cpu_records(batch_sizes, scale, noisy, busy, threads, draws), quick, noise_floor)
     atomic.write_record(folder / paths.CPU_TABLE, cpu)
     train_table, transfers = list(cpu.table), None
     if gpu:
-        gpu_table = _table(_gpu_records(batch_sizes, non_finite), quick)
+        gpu_table = _table(_gpu_records(batch_sizes, non_finite, draws), quick, noise_floor)
         atomic.write_record(folder / paths.GPU_TABLE, gpu_table)
         train_table, transfers = train_table + list(gpu_table.table), _transfers()
     full_path = fullpath.full_path(train_table, _load_table(noisy_csv_load), transfers)
@@ -317,8 +390,13 @@ def test_a_folder_against_itself_gives_ratio_one_and_no_config_warning(tmp_path)
         assert row["present"] == "both"
         for name in ("epoch_s", "samples_per_s", "full_path_s"):
             assert row[f"{name}_ratio_b_over_a"] == 1.0
-            assert row[f"{name}_spreads_overlap"] is True
+        for name in ("epoch_s", "eval_s"):
+            assert row[f"{name}_ratio_ci_low"] <= 1.0 <= row[f"{name}_ratio_ci_high"]
+            assert row[f"{name}_outcome"] == "no measurable difference"
+        assert row["samples_per_s_ratio_ci_low"] <= 1.0 <= row["samples_per_s_ratio_ci_high"]
+        assert row["full_path_s_outcome"] == "no interval" and row["full_path_s_ratio_ci_low"] is None
         assert row["epoch_comparison"] == "same median"
+        assert not any(key.endswith("spreads_overlap") for key in row)
     assert result.config_differences == [] and result.environment_differences == []
     assert result.warnings == []
     assert result.full_path_format == "parquet"
@@ -344,7 +422,11 @@ def test_ratios_are_b_over_a_and_the_wording_names_the_faster_side(tmp_path):
     assert row["epoch_s_ratio_b_over_a"] == pytest.approx(0.5)
     assert row["samples_per_s_ratio_b_over_a"] == pytest.approx(2.0)
     assert row["epoch_comparison"] == "server 2× faster than laptop"
-    assert row["epoch_s_spreads_overlap"] is False
+    assert row["epoch_s_ratio_ci_low"] <= 0.5 <= row["epoch_s_ratio_ci_high"] < 1
+    assert row["epoch_s_outcome"] == row["eval_s_outcome"] == "B faster"
+    # samples/s is samples over the median epoch: its interval is the epoch interval's, inverted.
+    assert row["samples_per_s_ratio_ci_low"] == pytest.approx(1 / row["epoch_s_ratio_ci_high"])
+    assert row["samples_per_s_ratio_ci_high"] == pytest.approx(1 / row["epoch_s_ratio_ci_low"])
     assert row["full_path_s_ratio_b_over_a"] < 1
     reverse = next(
         r
@@ -353,6 +435,7 @@ def test_ratios_are_b_over_a_and_the_wording_names_the_faster_side(tmp_path):
     )
     assert reverse["epoch_s_ratio_b_over_a"] == pytest.approx(2.0)
     assert reverse["epoch_comparison"] == "server 2× faster than laptop"
+    assert reverse["epoch_s_outcome"] == "A faster"
 
 
 def test_time_wording_for_missing_sides():
@@ -369,6 +452,238 @@ def test_fastest_full_path_compares_across_devices(tmp_path):
     assert result.fastest["b"]["variant"].startswith("cuda ")
     assert result.fastest["ratio_b_over_a"] < 1
     assert result.fastest["comparison"].startswith("server ")
+
+
+# ---------------------------------------------------------------- intervals, outcomes and the gate
+# Each row's B/A ratio of epoch and eval time carries a bootstrap interval (ratio_interval over the two cells'
+# jobs, unpaired) and an outcome decided against the larger of the two runs' noise floors.
+
+TIGHT = Draws(epochs=5, seed=11, job_sd=0.002, epoch_sd=0.004)  # a quiet machine: intervals of about ±0.5 %
+
+
+def _row(result: compare.Comparison, loader: str = "fastpath", batch_size: int = 32, device: str = "cpu"):
+    return next(r for r in result.rows if (r["loader"], r["batch_size"], r["device"]) == (loader, batch_size, device))
+
+
+def _cell(jobs: tuple[tuple[float, ...], ...], **variant: Any) -> TrainingCell:
+    """A training cell whose median, interval, job medians and rates are those of `jobs`, as aggregation makes them."""
+    estimate = bootstrap.median_interval(jobs)
+    runs = tuple(statistics.median(job) for job in jobs)
+    return training_cell(
+        **variant,
+        epoch_s=estimate.value,
+        epoch_s_jobs=jobs,
+        epoch_s_runs=runs,
+        epoch_s_ci_low=estimate.low,
+        epoch_s_ci_high=estimate.high,
+        epoch_s_min=min(runs),
+        epoch_s_max=max(runs),
+        samples_per_s_ci_low=ROWS / estimate.high,
+        samples_per_s_ci_high=ROWS / estimate.low,
+        samples_per_s_min=ROWS / max(runs),
+        samples_per_s_max=ROWS / min(runs),
+    )
+
+
+def _jobs(median: float, seed: int, jobs: int = 3, epochs: int = 5, sd: float = 0.003) -> tuple[tuple[float, ...], ...]:
+    rng = np.random.default_rng(seed)
+    return tuple(tuple(float(median * (1 + e)) for e in rng.normal(0, sd, epochs)) for _ in range(jobs))
+
+
+def test_the_cell_builder_keeps_median_and_interval_consistent():
+    cell = _cell(_jobs(0.01, 1))
+    assert cell.epoch_s_median == statistics.median(t for job in cell.epoch_s_jobs for t in job)
+    assert cell.epoch_s_ci_low <= cell.epoch_s_median <= cell.epoch_s_ci_high
+
+
+def test_a_row_3_percent_slower_inside_a_5_percent_noise_floor_is_no_measurable_difference():
+    a, b = _cell(_jobs(0.0100, 1)), _cell(_jobs(0.0103, 2))
+    estimate, words = compare_match.time_ratio("epoch_s", a, b, floor=0.05)
+    assert estimate.value == pytest.approx(1.03, abs=0.005)
+    assert 1.0 < estimate.low and estimate.high < 1.05  # the interval alone says slower ...
+    assert words == "no measurable difference"  # ... but not beyond the run's own drift
+    assert compare_match.time_ratio("epoch_s", a, b, floor=0.0)[1] == "A faster"
+    assert compare_match.time_ratio("epoch_s", b, a, floor=0.0)[1] == "B faster"
+
+
+def test_the_ratio_interval_is_unpaired_at_the_cells_level_and_seeded_by_the_row():
+    a, b = _cell(_jobs(0.0100, 1)), _cell(_jobs(0.0103, 2))
+    estimate, _ = compare_match.time_ratio("epoch_s", a, b, floor=0.0)
+    expected = bootstrap.ratio_interval(
+        a.epoch_s_jobs,
+        b.epoch_s_jobs,
+        paired=False,
+        level=0.95,
+        seed=aggregate.cell_seed(compare_match.variant_key(a), "compare epoch_s"),
+    )
+    assert estimate == expected
+    wider = compare_match.time_ratio("epoch_s", a, replaced(b, confidence=0.99), floor=0.0)[0]
+    assert wider.level == 0.99 and wider.low <= estimate.low and wider.high >= estimate.high
+
+
+def test_the_row_floor_is_the_larger_of_the_two_sides_and_zero_without_one(tmp_path):
+    none = results_folder.load_results(make_results(tmp_path, "none", noise_floor=None), "a")
+    low = results_folder.load_results(make_results(tmp_path, "low", noise_floor=0.01), "b")
+    high = results_folder.load_results(make_results(tmp_path, "high", noise_floor=0.04), "c")
+    assert compare_match.row_floor(none, none, "cpu") == 0.0
+    assert compare_match.row_floor(none, low, "cpu") == 0.01
+    assert compare_match.row_floor(high, low, "cpu") == compare_match.row_floor(low, high, "cpu") == 0.04
+    result = compare.compare(none, low)
+    assert {row["noise_floor"] for row in result.rows} == {0.01}
+    assert _mentioning(result, "a: its CPU jobs have no noise floor")
+
+
+def test_an_a_a_pair_shows_no_measurable_difference_on_every_row_and_passes_the_gate(tmp_path, capsys):
+    """Two runs of one distribution, different draws: nothing to see, and the gate stays open."""
+    first = make_results(tmp_path, "first", gpu=True, draws=Draws(epochs=5, seed=1))
+    second = make_results(tmp_path, "second", gpu=True, draws=Draws(epochs=5, seed=2))
+    result = _compare(first, second)
+    assert len(result.rows) == 8 and all(r["present"] == "both" for r in result.rows)
+    assert {r["epoch_s_ratio_b_over_a"] for r in result.rows} != {1.0}  # different draws
+    for row in result.rows:
+        for name in ("epoch_s", "eval_s"):
+            assert row[f"{name}_outcome"] == "no measurable difference", (row, name)
+            assert row[f"{name}_ratio_ci_low"] <= row[f"{name}_ratio_b_over_a"] <= row[f"{name}_ratio_ci_high"]
+        assert row["noise_floor"] > 0 and row["confidence"] == 0.95
+    assert result.tally["epoch_s"] == {"B faster": 0, "A faster": 0, "no measurable difference": 8}
+    assert compare.regressions(result, 5) == []
+    out = tmp_path / "cmp"
+    assert compare_results.main([str(first), str(second), "--out", str(out), "--fail-if-slower", "5"]) == 0
+    assert "no row of B slower than A by more than 5 %" in capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir()) == sorted(comparison.OUTPUT_NAMES)
+
+
+def test_the_same_folders_give_the_same_intervals(tmp_path):
+    first = make_results(tmp_path, "first", draws=Draws(epochs=5, seed=1))
+    second = make_results(tmp_path, "second", draws=Draws(epochs=5, seed=2))
+    assert _compare(first, second).rows == _compare(first, second).rows
+
+
+def _slower_pair(tmp_path: Path, factor: float, **b_options: Any) -> tuple[Path, Path]:
+    base = make_results(tmp_path, "base", draws=TIGHT)
+    slow = make_results(
+        tmp_path, "slow", draws=dataclasses.replace(TIGHT, seed=12, slower=((("fastpath", 32), factor),)), **b_options
+    )
+    return base, slow
+
+
+def test_a_row_30_percent_slower_is_a_faster_and_fails_a_5_percent_gate_naming_it(tmp_path, capsys):
+    base, slow = _slower_pair(tmp_path, 1.3)
+    result = _compare(base, slow, "base", "slow")
+    row = _row(result)
+    assert row["epoch_s_ratio_b_over_a"] == pytest.approx(1.3, rel=0.02)
+    assert row["epoch_s_ratio_ci_low"] > 1.25 and row["epoch_s_outcome"] == row["eval_s_outcome"] == "A faster"
+    others = [r for r in result.rows if r is not row]
+    assert {r["epoch_s_outcome"] for r in others} == {"no measurable difference"}
+    assert result.tally["epoch_s"] == {"B faster": 0, "A faster": 1, "no measurable difference": 3}
+    out = tmp_path / "cmp"
+    args = [str(base), str(slow), "--out", str(out), "--label-a", "base", "--label-b", "slow"]
+    assert compare_results.main([*args, "--fail-if-slower", "5"]) == compare_results.REGRESSION == 1
+    err = capsys.readouterr().err
+    regressions = [line for line in err.splitlines() if line.startswith("regression: ")]
+    assert [line.split(":")[1].strip() for line in regressions] == ["cpu fastpath B=32"] * 2
+    assert "epoch time slow/base 1.30" in regressions[0] and "eval time slow/base" in regressions[1]
+    assert "slow slower by more than 5 %" in regressions[0]
+    assert "error: 1 row(s) of slow slower than base by more than 5 % (--fail-if-slower)" in err
+    # The comparison is written before the gate decides.
+    assert sorted(p.name for p in out.iterdir()) == sorted(comparison.OUTPUT_NAMES)
+    assert compare_results.main([*args, "--fail-if-slower", "50"]) == 0
+    assert "regression" not in capsys.readouterr().err
+
+
+def test_the_gate_needs_the_whole_interval_beyond_the_threshold(tmp_path):
+    base, slow = _slower_pair(tmp_path, 1.3)
+    result = _compare(base, slow)
+    low = _row(result)["epoch_s_ratio_ci_low"]
+    percent = (low - 1) * 100
+    assert [(r.row["loader"], r.metric) for r in compare.regressions(result, percent - 0.5)][:1] == [
+        ("fastpath", "epoch_s")
+    ]
+    assert "epoch_s" not in {r.metric for r in compare.regressions(result, percent + 0.5)}
+
+
+def test_a_slower_row_inside_the_noise_floor_does_not_fail_the_gate(tmp_path):
+    base, slow = _slower_pair(tmp_path, 1.03, noise_floor=0.05)
+    result = _compare(base, slow)
+    row = _row(result)
+    assert row["noise_floor"] == 0.05 and 1.0 < row["epoch_s_ratio_ci_low"] < 1.05
+    assert row["epoch_s_outcome"] == "no measurable difference"
+    assert compare.regressions(result, 0) == []
+    quiet_base, quiet_slow = _slower_pair(tmp_path / "quiet", 1.03, noise_floor=0.0)
+    quiet = _compare(quiet_base, quiet_slow)
+    assert _row(quiet)["epoch_s_outcome"] == "A faster"
+    assert {(r.row["loader"], r.row["batch_size"]) for r in compare.regressions(quiet, 0)} == {("fastpath", 32)}
+
+
+def test_intervals_at_different_levels_use_the_higher_and_say_so(tmp_path):
+    laptop, server = make_results(tmp_path, "laptop"), make_results(tmp_path, "server")
+    _edit_json(server, paths.CPU_TABLE, lambda d: [cell.__setitem__("confidence", 0.9) for cell in d["table"]])
+    result = _compare(laptop, server)
+    assert {row["confidence"] for row in result.rows} == {0.95}
+    assert _mentioning(result, "intervals are at different levels (laptop: [0.95], server: [0.9])")
+
+
+@pytest.mark.parametrize("value", ["-5", "-0.1", "abc", "nan", "inf"])
+def test_a_gate_percent_that_is_not_a_non_negative_number_is_refused(tmp_path, capsys, value):
+    laptop, server = make_results(tmp_path, "laptop"), make_results(tmp_path, "server")
+    with pytest.raises(SystemExit) as exited:
+        compare_results.main([str(laptop), str(server), "--out", str(tmp_path / "cmp"), "--fail-if-slower", value])
+    assert exited.value.code == 2
+    assert "argument --fail-if-slower" in capsys.readouterr().err
+    assert not (tmp_path / "cmp").exists()
+    with pytest.raises(ValueError):
+        compare.regressions(_compare(laptop, server), float(value) if value != "abc" else -1.0)
+
+
+def test_full_path_rows_have_a_ratio_but_no_interval(tmp_path):
+    result = _compare(make_results(tmp_path, "laptop"), make_results(tmp_path, "server", scale=0.5))
+    for row in result.rows:
+        assert row["full_path_s_ratio_b_over_a"] < 1 and row["full_path_s_outcome"] == "no interval"
+        assert row["full_path_s_ratio_ci_low"] is None and row["full_path_s_ratio_ci_high"] is None
+        assert row["full_path_s_a_min"] <= row["full_path_s_a"] <= row["full_path_s_a_max"]
+    text = comparison.markdown(result)
+    assert "(no interval)" in text
+
+
+def test_the_outputs_show_intervals_outcomes_floors_and_the_tally(tmp_path):
+    base, slow = _slower_pair(tmp_path, 1.3, noise_floor=0.02)
+    result = _compare(base, slow, "base", "slow")
+    out = tmp_path / "cmp"
+    comparison.write_comparison(result, out)
+    text = (out / "comparison.md").read_text()
+    assert "differences below ±2.0 % on slow's machine that day are not evidence" in text
+    floor_a = result.sides[0]["sentinels"]["cpu"]["noise_floor"]
+    assert f"differences below ±{floor_a:.1%}".replace("%", " %") + " on base's machine that day" in text
+    assert (
+        "**Epoch time:** 0 rows B faster (slow), 1 row A faster (base), 3 rows no measurable difference; "
+        "0 rows on one side only." in text
+    )
+    row = _row(result)
+    shown = (
+        f"{row['epoch_s_ratio_b_over_a']:.3f} ({row['epoch_s_ratio_ci_low']:.3f}–{row['epoch_s_ratio_ci_high']:.3f})"
+    )
+    assert shown in text and "**A faster** (base 1.3× faster than slow)" in text
+    assert "epoch slow/base (95 % CI)" in text and "**no measurable difference** (medians: " in text
+    document = json.loads((out / "comparison.json").read_text())
+    assert document["tally"]["epoch_s"] == result.tally["epoch_s"] and document["tally"]["one_sided"] == 0
+    assert document["sides"]["b"]["sentinels"]["cpu"]["noise_floor"] == 0.02
+    with open(out / "comparison.csv", newline="") as handle:
+        csv_row = next(r for r in csv.DictReader(handle) if (r["loader"], r["batch_size"]) == ("fastpath", "32"))
+    assert csv_row["epoch_s_outcome"] == "A faster" and float(csv_row["epoch_s_ratio_ci_low"]) > 1.25
+    assert csv_row["full_path_s_outcome"] == "no interval" and csv_row["full_path_s_ratio_ci_low"] == ""
+
+
+def test_the_figure_draws_each_interval_and_hollow_markers_for_no_measurable_difference(tmp_path):
+    base, slow = _slower_pair(tmp_path, 1.3, noise_floor=0.02)
+    result = _compare(base, slow)
+    figure = comparison.comparison_figure(result, tmp_path / "cmp.png", tmp_path / "cmp.svg")
+    time_ratio = figure.axes[2]
+    # One interval bar per row measured on both sides, for the epoch time (the full path has none).
+    bars = [c for c in time_ratio.containers if c.has_yerr]
+    assert sum(len(c.lines[2][0].get_segments()) for c in bars) == len(result.rows)
+    hollow = [line for line in time_ratio.get_lines() if line.get_markerfacecolor() == "white"]
+    assert sum(len(line.get_xdata()) for line in hollow) == 3  # every row but the slower one
+    assert any(patch.get_label() == "largest noise floor ±2.0%" for patch in time_ratio.get_legend().get_patches())
 
 
 # ---------------------------------------------------------------- one-sided rows and GPU rows
@@ -639,7 +954,8 @@ def test_a_folder_without_decision_or_full_path_table_is_refused_naming_both(tmp
 
 def test_an_empty_cpu_table_is_refused(tmp_path):
     folder = make_results(tmp_path, "run")
-    atomic.write_record(folder / paths.CPU_TABLE, TrainingTable(table=(), non_finite=(), environment=QUICK))
+    written = records.read(TrainingTable, folder / paths.CPU_TABLE)
+    atomic.write_record(folder / paths.CPU_TABLE, dataclasses.replace(written, table=(), non_finite=()))
     with pytest.raises(folder_checks.NotAResultsFolder, match="cpu_training.json: has no rows"):
         results_folder.load_results(folder, "a")
 
@@ -722,6 +1038,33 @@ def test_a_bad_epoch_time_exits_2_naming_file_row_and_field_and_leaves_out_as_it
     assert compare_results.main([str(good), str(bad), "--out", str(out)]) == 2
     assert capsys.readouterr().err == f"error: {bad / paths.CPU_TABLE}: {shown}\n"
     _assert_as_it_was(out, before)
+
+
+def _median_moved_to_its_interval(document: dict[str, Any]) -> None:
+    cell = document["table"][1]
+    cell["epoch_s_median"] = cell["epoch_s_ci_low"]
+
+
+def _empty_job(document: dict[str, Any]) -> None:
+    document["table"][1]["eval_s_jobs"][0] = []
+
+
+@pytest.mark.parametrize(
+    "edit, shown",
+    [
+        (_median_moved_to_its_interval, r"table\[1\]\.epoch_s_median [0-9.e-]+ is not the median of epoch_s_jobs"),
+        (_empty_job, r"table\[1\]\.eval_s_jobs: a job without a time"),
+    ],
+    ids=["median", "empty job"],
+)
+def test_a_median_apart_from_its_jobs_is_refused_naming_the_field(tmp_path, capsys, edit, shown):
+    """The ratio intervals resample the per-job times: a median edited apart from them is a damaged record."""
+    good, bad = make_results(tmp_path, "laptop", draws=TIGHT), make_results(tmp_path, "server", draws=TIGHT)
+    _edit_json(bad, paths.CPU_TABLE, edit)
+    assert compare_results.main([str(good), str(bad), "--out", str(tmp_path / "cmp")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {bad / paths.CPU_TABLE}: ") and re.search(shown, err), err
+    assert not (tmp_path / "cmp").exists()
 
 
 @pytest.mark.parametrize("in_decision", [True, False], ids=["decision.json", "full_path.json"])
@@ -1051,12 +1394,15 @@ def _png_then_fail(result, png_path, svg_path) -> None:
 
 
 @pytest.mark.parametrize("earlier", [True, False], ids=["earlier outputs", "no folder yet"])
-@pytest.mark.parametrize("name, failing", [("_style_ratios", _draw_then_fail), ("comparison_figure", _png_then_fail)])
-def test_a_failure_while_drawing_the_figure_leaves_out_as_it_was(tmp_path, monkeypatch, earlier, name, failing):
+@pytest.mark.parametrize(
+    "module, name, failing",
+    [(comparison_figure, "_style_ratios", _draw_then_fail), (comparison, "comparison_figure", _png_then_fail)],
+)
+def test_a_failure_while_drawing_the_figure_leaves_out_as_it_was(tmp_path, monkeypatch, earlier, module, name, failing):
     laptop, server = make_results(tmp_path, "laptop"), make_results(tmp_path, "server", scale=0.5)
     out = tmp_path / "cmp"
     before = _old_outputs(out) if earlier else None
-    monkeypatch.setattr(comparison, name, failing)
+    monkeypatch.setattr(module, name, failing)
     with pytest.raises(RuntimeError, match="drawing failed"):
         compare_results.main([str(laptop), str(server), "--out", str(out)])
     _assert_as_it_was(out, before)
@@ -1075,7 +1421,7 @@ def test_a_failure_while_moving_the_set_into_out_puts_back_what_was_moved(tmp_pa
         replace(source, target)
 
     monkeypatch.setattr(os, "replace", disk_full_at_the_json)
-    assert compare_results.main([str(laptop), str(server), "--out", str(out)]) == 1
+    assert compare_results.main([str(laptop), str(server), "--out", str(out)]) == compare_results.NOT_WRITTEN == 3
     assert capsys.readouterr().err == (
         f"error: cannot write the comparison into {out} ({out / 'comparison.json'}: "
         f"No space left on device); {out} is left as it was\n"
@@ -1090,7 +1436,7 @@ def test_a_comparison_name_in_out_that_is_not_a_file_is_not_replaced(tmp_path, c
     (out / "comparison.json").mkdir()
     (out / "comparison.json" / "kept.txt").write_text("the user's\n")
     before = _snapshot(out)
-    assert compare_results.main([str(laptop), str(server), "--out", str(out)]) == 1
+    assert compare_results.main([str(laptop), str(server), "--out", str(out)]) == 3
     assert capsys.readouterr().err == (
         f"error: cannot write the comparison into {out} ({out / 'comparison.json'} exists "
         f"and is not a plain file; not replaced); {out} is left as it was\n"

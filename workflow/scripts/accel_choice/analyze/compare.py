@@ -1,28 +1,36 @@
-"""Two archived results/ folders side by side: matched rows with ratios, differences and warnings.
+"""Two archived results/ folders side by side: matched rows with ratios, differences and warnings,
+and the regression gate (`regressions`).
 
 Load → match → warn → render: io/results_folder.py loads each folder's own tables as records;
 compare_match.py matches rows on the training variant (`VARIANT_KEYS`) with ratios always B/A
-(for a time below 1 means B is faster, for a throughput above 1), each said in words too;
-compare_warnings.py says what makes the comparison unsafe; this module puts them together;
-render/comparison.py writes the outputs. Nothing here runs a measurement.
+(for a time below 1 means B is faster, for a throughput above 1), each with its bootstrap interval
+and an outcome in words; compare_warnings.py says what makes the comparison unsafe; this module puts
+them together; render/comparison.py writes the outputs. Nothing here runs a measurement.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from accel_choice import records
-from accel_choice.analyze import compare_warnings
+from accel_choice.analyze import bootstrap, compare_warnings
 from accel_choice.analyze.compare_match import (
+    METRIC_NAMES,
+    OUTCOME_WORDS,
+    TIME_METRICS,
     choose_full_path_format,
     comparison_rows,
     config_differences,
     environment_differences,
     fastest_full_path,
 )
+from accel_choice.io.folder_checks import variant_name
 from accel_choice.io import paths
 from accel_choice.io.results_folder import ManifestCheck, ResultsFolder
+from accel_choice.records.sentinel import SentinelSummary
 
 
 @dataclass(frozen=True)
@@ -35,10 +43,26 @@ class Comparison:
     config_differences: list[dict[str, Any]]
     warnings: list[str]
 
+    @property
+    def tally(self) -> dict[str, Any]:
+        """Rows per outcome for each time with an interval, and the rows one side lacks."""
+        counts: dict[str, Any] = {name: tally(self.rows, name) for name in TIME_METRICS}
+        counts["one_sided"] = sum(row["present"] != "both" for row in self.rows)
+        return counts
+
     def as_json(self) -> dict[str, Any]:
         return {
             "sides": {"a": self.sides[0], "b": self.sides[1]},
             "ratio": "B/A: for times below 1 means B is faster; for samples/s above 1 means B is faster",
+            "interval": (
+                "*_ratio_ci_low..*_ratio_ci_high: percentile bootstrap interval of the ratio at the row's "
+                "`confidence`, over jobs then epochs of each side, the two sides resampled independently"
+            ),
+            "outcome": (
+                "B faster / A faster when the whole interval lies beyond 1 ± the row's noise_floor (the larger of "
+                "the two runs' sentinel floors), else no measurable difference; 'no interval' for the full path"
+            ),
+            "tally": self.tally,
             "full_path_format": self.full_path_format,
             "fastest_full_path": self.fastest,
             "rows": self.rows,
@@ -70,6 +94,17 @@ def side_summary(side: ResultsFolder) -> dict[str, Any]:
         "cpu_rows": len(side.training) - len(side.gpu_rows),
         "gpu_rows": len(side.gpu_rows),
         "manifest": _manifest_status(side.manifest),
+        "sentinels": {table: _sentinel_summary(sentinel) for table, sentinel in side.sentinels.items()},
+    }
+
+
+def _sentinel_summary(sentinel: SentinelSummary) -> dict[str, Any]:
+    return {
+        "workload": sentinel.workload,
+        "noise_floor": sentinel.noise_floor,
+        "jobs": len(sentinel.jobs),
+        "flagged": sentinel.flagged,
+        "confidence": sentinel.confidence,
     }
 
 
@@ -95,9 +130,14 @@ def _manifest_status(check: ManifestCheck) -> str:
     return f"verified ({check.result.listed} files)" if check.verified else "does not verify"
 
 
-def compare(a: ResultsFolder, b: ResultsFolder, full_path_format: str | None = None) -> Comparison:
+def compare(
+    a: ResultsFolder,
+    b: ResultsFolder,
+    full_path_format: str | None = None,
+    resamples: int = bootstrap.RESAMPLES,
+) -> Comparison:
     fmt = full_path_format or choose_full_path_format(a, b)
-    rows = comparison_rows(a, b, fmt)
+    rows = comparison_rows(a, b, fmt, resamples)
     configs = config_differences(a, b)
     warnings = compare_warnings.warnings(a, b, rows, configs, fmt)
     return Comparison(
@@ -109,3 +149,51 @@ def compare(a: ResultsFolder, b: ResultsFolder, full_path_format: str | None = N
         config_differences=configs,
         warnings=warnings,
     )
+
+
+def tally(rows: Sequence[dict[str, Any]], metric: str = "epoch_s") -> dict[str, int]:
+    """How many rows measured on both sides have each outcome for `metric` (a time with an interval)."""
+    counts = dict.fromkeys(OUTCOME_WORDS.values(), 0)
+    for row in rows:
+        if row[f"{metric}_outcome"] in counts:
+            counts[row[f"{metric}_outcome"]] += 1
+    return counts
+
+
+# ---------------------------------------------------------------- the regression gate
+
+
+@dataclass(frozen=True)
+class Regression:
+    """A row where B is slower than A by more than the gate allows, the whole interval beyond it."""
+
+    row: dict[str, Any]
+    metric: str  # a name in TIME_METRICS
+
+    def line(self, label_a: str, label_b: str, percent: float) -> str:
+        row, name = self.row, self.metric
+        floor = row["noise_floor"] or 0.0
+        return (
+            f"{variant_name(row)} B={row['batch_size']}: {METRIC_NAMES[name]} {label_b}/{label_a} "
+            f"{row[f'{name}_ratio_b_over_a']:.3f} ({row['confidence'] * 100:g} % interval "
+            f"{row[f'{name}_ratio_ci_low']:.3f}–{row[f'{name}_ratio_ci_high']:.3f}): {label_b} slower by more than "
+            f"{percent:g} % (noise floor ±{floor * 100:.1f} %)"
+        )
+
+
+def regressions(result: Comparison, percent: float) -> list[Regression]:
+    """The rows and times (epoch, eval) where B is slower than A by more than `percent` %, the whole
+    interval beyond it: ratio_ci_low > 1 + percent/100, and beyond the row's noise floor too (the outcome
+    "A faster"), so a difference the runs' own drift explains never fails the gate. One-sided rows and the
+    full path (no interval) are never gated."""
+    if not (percent >= 0 and math.isfinite(percent)):
+        raise ValueError(f"the gate's percent must be a non-negative finite number, got {percent!r}")
+    limit = 1 + percent / 100
+    return [
+        Regression(row, name)
+        for row in result.rows
+        for name in TIME_METRICS
+        if row[f"{name}_ratio_ci_low"] is not None
+        and row[f"{name}_ratio_ci_low"] > limit
+        and row[f"{name}_outcome"] == OUTCOME_WORDS["a_faster"]
+    ]

@@ -1,5 +1,6 @@
-"""Matching two results folders' rows: the training variant as the key, ratios B/A with each
-side's spread, which side is faster in words, and the keys where environments and configs differ.
+"""Matching two results folders' rows: the training variant as the key, ratios B/A with their bootstrap
+intervals and an outcome (B faster, A faster, no measurable difference) decided against the two runs'
+noise floors, which side is faster in words, and the keys where environments and configs differ.
 """
 
 from __future__ import annotations
@@ -9,12 +10,22 @@ from collections.abc import Sequence
 from typing import Any
 
 from accel_choice import records
+from accel_choice.analyze import bootstrap
+from accel_choice.analyze.aggregate import cell_seed
+from accel_choice.analyze.bootstrap import Estimate
 from accel_choice.io import envinfo
-from accel_choice.io.folder_checks import FULL_PATH_METRIC, TRAINING_METRICS, variant_name
+from accel_choice.io.folder_checks import variant_name
 from accel_choice.io.results_folder import ResultsFolder
-from accel_choice.records.training import VARIANT_KEYS
+from accel_choice.records.training import VARIANT_KEYS, FullPathRow, TrainingCell
 
 PREFERRED_FORMAT = "parquet"
+# Times with per-job data in both cells: each gets a bootstrap interval of its ratio and an outcome.
+TIME_METRICS = ("epoch_s", "eval_s")
+METRIC_NAMES = {"epoch_s": "epoch time", "eval_s": "eval time"}
+OUTCOME_WORDS = {"b_faster": "B faster", "a_faster": "A faster", "no_difference": "no measurable difference"}
+NO_INTERVAL = "no interval"  # the full path: sums of medians, nothing to resample
+CI = ("ci_low", "ci_high")  # a side's own interval, from its table
+MIN_MAX = ("min", "max")
 # collect_env fields worth a row of their own; the quick record covers the rest.
 COLLECT_ENV_KEYS = (
     "torch_version",
@@ -66,23 +77,66 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return b / a
 
 
-def _overlap(low_a: float, high_a: float, low_b: float, high_b: float) -> bool:
-    return low_a <= high_b and low_b <= high_a
+def _side_columns(name: str, side: str, values: tuple[Any, Any, Any] | None, bounds: tuple[str, str]) -> dict[str, Any]:
+    """A side's median and its bounds: the interval of a training cell, or the min–max of a full-path row."""
+    median, low, high = values if values else (None, None, None)
+    return {f"{name}_{side}": median, f"{name}_{side}_{bounds[0]}": low, f"{name}_{side}_{bounds[1]}": high}
 
 
-def _metric_columns(name: str, a: Sequence[float] | None, b: Sequence[float] | None) -> dict[str, Any]:
-    """median/min/max of each side, the ratio B/A of the medians, and whether the min–max spreads overlap."""
-    columns: dict[str, Any] = {}
-    for side, values in (("a", a), ("b", b)):
-        median, low, high = values if values else (None, None, None)
-        columns.update({f"{name}_{side}": median, f"{name}_{side}_min": low, f"{name}_{side}_max": high})
-    columns[f"{name}_ratio_b_over_a"] = _ratio(a[0] if a else None, b[0] if b else None)
-    columns[f"{name}_spreads_overlap"] = _overlap(a[1], a[2], b[1], b[2]) if a and b else None
-    return columns
+def _cell_values(cell: Any, fields: Sequence[str]) -> tuple[Any, Any, Any] | None:
+    return None if cell is None else tuple(getattr(cell, f) for f in fields)
 
 
-def _values(row: Any | None, keys: Sequence[str]) -> tuple[float, float, float] | None:
-    return None if row is None else (getattr(row, keys[0]), getattr(row, keys[1]), getattr(row, keys[2]))
+def _ratio_columns(name: str, estimate: Estimate | None, words: str | None) -> dict[str, Any]:
+    return {
+        f"{name}_ratio_b_over_a": estimate.value if estimate else None,
+        f"{name}_ratio_ci_low": estimate.low if estimate else None,
+        f"{name}_ratio_ci_high": estimate.high if estimate else None,
+        f"{name}_outcome": words,
+    }
+
+
+def row_level(ta: TrainingCell, tb: TrainingCell) -> float:
+    """The level of a row's ratio intervals: the tables' `confidence` (the higher one where the sides differ)."""
+    return max(ta.confidence, tb.confidence)
+
+
+def row_floor(a: ResultsFolder, b: ResultsFolder, device: str) -> float:
+    """The larger of the two sides' sentinel noise floors for a row of `device` (0 when neither has one)."""
+    return max((floor for floor in (a.noise_floor(device), b.noise_floor(device)) if floor is not None), default=0.0)
+
+
+def time_ratio(
+    name: str,
+    ta: TrainingCell,
+    tb: TrainingCell,
+    floor: float,
+    resamples: int = bootstrap.RESAMPLES,
+) -> tuple[Estimate, str]:
+    """B/A of the pooled medians of `{name}_jobs` with its bootstrap interval, unpaired (two runs, no job
+    shared), at the row's level and with a seed fixed by the row's key and the metric; and the outcome in words."""
+    estimate = bootstrap.ratio_interval(
+        getattr(ta, f"{name}_jobs"),
+        getattr(tb, f"{name}_jobs"),
+        paired=False,
+        level=row_level(ta, tb),
+        resamples=resamples,
+        seed=cell_seed(variant_key(ta), f"compare {name}"),
+    )
+    return estimate, OUTCOME_WORDS[bootstrap.outcome(estimate, floor)]
+
+
+def _rate_ratio(epoch: Estimate, ta: TrainingCell, tb: TrainingCell) -> Estimate:
+    """samples/s B/A from the epoch-time ratio: samples/s is samples over the median epoch, so its ratio is the
+    ratio of the samples over the epoch ratio, and the interval's ends swap."""
+    samples = tb.samples / ta.samples
+    return Estimate(
+        value=samples / epoch.value,
+        low=samples / epoch.high,
+        high=samples / epoch.low,
+        level=epoch.level,
+        jobs=epoch.jobs,
+    )
 
 
 def time_wording(a: float | None, b: float | None, label_a: str, label_b: str) -> str:
@@ -97,44 +151,83 @@ def time_wording(a: float | None, b: float | None, label_a: str, label_b: str) -
     return f"{faster} {shown}× faster than {slower}"
 
 
-def comparison_rows(a: ResultsFolder, b: ResultsFolder, fmt: str | None) -> list[dict[str, Any]]:
+def comparison_rows(
+    a: ResultsFolder, b: ResultsFolder, fmt: str | None, resamples: int = bootstrap.RESAMPLES
+) -> list[dict[str, Any]]:
     train_a = {variant_key(r): r for r in a.training}
     train_b = {variant_key(r): r for r in b.training}
     path_a = {variant_key(r): r for r in a.full_path if r.format == fmt}
     path_b = {variant_key(r): r for r in b.full_path if r.format == fmt}
     keys = sorted(set(train_a) | set(train_b), key=_sort_key)
-    return [
-        _row(key, train_a.get(key), train_b.get(key), path_a.get(key), path_b.get(key), fmt, a.label, b.label)
-        for key in keys
-    ]
+    rows = []
+    for key in keys:
+        ta, tb = train_a.get(key), train_b.get(key)
+        floor = row_floor(a, b, dict(zip(VARIANT_KEYS, key))["device"]) if ta and tb else None
+        row = _row(key, ta, tb, floor, resamples, a.label, b.label)
+        row.update(_full_path_columns(path_a.get(key), path_b.get(key), fmt, a.label, b.label))
+        rows.append(row)
+    return rows
 
 
 def _row(
     key: tuple[Any, ...],
-    ta: dict[str, Any] | None,
-    tb: dict[str, Any] | None,
-    pa: dict[str, Any] | None,
-    pb: dict[str, Any] | None,
-    fmt: str | None,
+    ta: TrainingCell | None,
+    tb: TrainingCell | None,
+    floor: float | None,
+    resamples: int,
     label_a: str,
     label_b: str,
 ) -> dict[str, Any]:
+    both = ta is not None and tb is not None
     row: dict[str, Any] = {
         **dict(zip(VARIANT_KEYS, key)),
-        "present": "both" if ta and tb else "a_only" if ta else "b_only",
+        "present": "both" if both else "a_only" if ta else "b_only",
+        "confidence": row_level(ta, tb) if both else None,
+        "noise_floor": floor,
     }
-    for name, *keys in TRAINING_METRICS:
-        row.update(_metric_columns(name, _values(ta, keys), _values(tb, keys)))
-    name, *keys = FULL_PATH_METRIC
-    row["full_path_format"] = fmt
-    row.update(_metric_columns(name, _values(pa, keys), _values(pb, keys)))
-    row["startup_s_a"] = pa.startup_s if pa else None
-    row["startup_s_b"] = pb.startup_s if pb else None
+    epoch = None
+    for name in TIME_METRICS:
+        fields = (f"{name}_median", f"{name}_ci_low", f"{name}_ci_high")
+        row.update(_side_columns(name, "a", _cell_values(ta, fields), CI))
+        row.update(_side_columns(name, "b", _cell_values(tb, fields), CI))
+        estimate, words = time_ratio(name, ta, tb, floor or 0.0, resamples) if both else (None, None)
+        row.update(_ratio_columns(name, estimate, words))
+        epoch = estimate if name == "epoch_s" else epoch
+    rate = ("samples_per_s", "samples_per_s_ci_low", "samples_per_s_ci_high")
+    row.update(_side_columns("samples_per_s", "a", _cell_values(ta, rate), CI))
+    row.update(_side_columns("samples_per_s", "b", _cell_values(tb, rate), CI))
+    rate_ratio = _rate_ratio(epoch, ta, tb) if both and epoch else None
+    row.update({k: v for k, v in _ratio_columns("samples_per_s", rate_ratio, None).items() if "outcome" not in k})
     row["epoch_comparison"] = time_wording(row["epoch_s_a"], row["epoch_s_b"], label_a, label_b)
-    row["full_path_comparison"] = time_wording(row["full_path_s_a"], row["full_path_s_b"], label_a, label_b)
     row["noisy_a"] = ta.noisy if ta else None
     row["noisy_b"] = tb.noisy if tb else None
     return row
+
+
+def _full_path_columns(
+    pa: FullPathRow | None, pb: FullPathRow | None, fmt: str | None, label_a: str, label_b: str
+) -> dict[str, Any]:
+    """The full path per epoch: sums of medians with the sums of the parts' min–max, no per-job data, so its
+    ratio has no interval and its outcome says so ("no interval") rather than deciding."""
+    fields = ("total_s", "total_min_s", "total_max_s")
+    columns: dict[str, Any] = {"full_path_format": fmt}
+    columns.update(_side_columns("full_path_s", "a", _cell_values(pa, fields), MIN_MAX))
+    columns.update(_side_columns("full_path_s", "b", _cell_values(pb, fields), MIN_MAX))
+    ratio = _ratio(pa.total_s if pa else None, pb.total_s if pb else None)
+    columns.update(
+        {
+            "full_path_s_ratio_b_over_a": ratio,
+            "full_path_s_ratio_ci_low": None,
+            "full_path_s_ratio_ci_high": None,
+            "full_path_s_outcome": NO_INTERVAL if ratio is not None else None,
+            "startup_s_a": pa.startup_s if pa else None,
+            "startup_s_b": pb.startup_s if pb else None,
+            "full_path_comparison": time_wording(
+                pa.total_s if pa else None, pb.total_s if pb else None, label_a, label_b
+            ),
+        }
+    )
+    return columns
 
 
 def fastest_full_path(a: ResultsFolder, b: ResultsFolder) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """What makes a comparison of two results folders unsafe to read at face value, as sentences:
 an unverified manifest, mixed provenance, config or environment differences that affect timing,
-missing GPU rows or batch sizes, one-sided rows, noisy or busy cells.
+missing GPU rows or batch sizes, one-sided rows, noisy or busy cells, a run without a noise floor,
+intervals at different levels.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ FAIRNESS_CONFIG = {
     "data.parquet_compression": "the Parquet files differ, so load times differ",
     "model.hidden": "the model differs",
     "model.lr": "the model's training differs",
-    "timing.repeats": "the medians and spreads rest on different numbers of repeats",
+    "timing.repeats": "the medians and intervals rest on different numbers of repeats (jobs)",
+    "timing.epochs_per_job": "the medians and intervals rest on different numbers of epochs per job",
     "timing.warmup_steps": "the timed epochs follow different warm-ups",
     "timing.threads": "the CPU jobs ran with different thread counts",
     "timing.loaders": "different loaders were measured",
@@ -35,6 +37,9 @@ FAIRNESS_CONFIG = {
     "aggregate.outlier_factor": "cells were flagged noisy by different outlier thresholds",
     "aggregate.foreign_cpu_share": "repeats were flagged busy by different foreign-CPU thresholds",
     "aggregate.loadavg_rise": "repeats were flagged busy by different load-average thresholds",
+    "aggregate.sentinel_tolerance": "jobs were flagged for a changed machine speed by different thresholds",
+    "aggregate.steal_share": "jobs were flagged for hypervisor steal by different thresholds",
+    "aggregate.confidence": "the two sides' intervals are at different levels",
 }
 
 
@@ -59,7 +64,8 @@ def noise_warnings(side: ResultsFolder) -> list[str]:
         repeats = sum(len(r.contaminated) for r in busy)
         warnings.append(
             f"{side.label}: {repeats} repeat(s) in {len(busy)} training cell(s) ran on a busy machine "
-            f"(other processes' CPU or a rising load average): {_cells(busy)}."
+            f"(other processes' CPU, a rising load average, or a sentinel that saw the machine's speed change, "
+            f"the hypervisor steal or GPU clocks held down): {_cells(busy)}."
         )
     if side.non_finite:
         warnings.append(
@@ -189,6 +195,30 @@ def distinct_record_commits(value: Any) -> list[str]:
     return []
 
 
+def sentinel_warnings(side: ResultsFolder) -> list[str]:
+    """A table whose run has no noise floor (fewer than three unflagged sentinel jobs): its rows are decided
+    by their intervals alone, against the other side's floor where that has one."""
+    return [
+        f"{side.label}: its {table.upper()} jobs have no noise floor ({len(sentinel.jobs)} sentinel job(s), "
+        f"{sentinel.flagged} flagged; three unflagged are needed): the run's own drift is not known, so its rows "
+        "are decided by their intervals and the other side's floor alone."
+        for table, sentinel in side.sentinels.items()
+        if sentinel.noise_floor is None
+    ]
+
+
+def level_warnings(rows: Sequence[dict[str, Any]], a: ResultsFolder, b: ResultsFolder) -> list[str]:
+    levels = [sorted({cell.confidence for cell in side.training}) for side in (a, b)]
+    if levels[0] == levels[1]:
+        return []
+    mixed = sorted({r["confidence"] for r in rows if r["confidence"] is not None})
+    return [
+        f"The two sides' intervals are at different levels ({a.label}: {shown(levels[0])}, "
+        f"{b.label}: {shown(levels[1])}): each row's ratio interval is at the higher of its two cells' "
+        f"levels ({shown(mixed)})."
+    ]
+
+
 def format_warnings(fmt: str | None) -> list[str]:
     if fmt is None:
         return ["The two sides share no file format in their full-path tables: full-path times are not compared."]
@@ -214,6 +244,9 @@ def warnings(
         *batch_size_warnings(a, b),
         *one_sided_warnings(rows, a, b),
         *format_warnings(fmt),
+        *level_warnings(rows, a, b),
         *noise_warnings(a),
         *noise_warnings(b),
+        *sentinel_warnings(a),
+        *sentinel_warnings(b),
     ]

@@ -5,7 +5,9 @@ damaged value stops the command with the file and the field named, before anythi
 
 from __future__ import annotations
 
+import math
 import os
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,6 +19,7 @@ from accel_choice.io import atomic, manifest, paths
 from accel_choice.io.folder_checks import DamagedRecord, NotAResultsFolder, incomplete, object_document
 from accel_choice.records.decision import Decision, FullPathTable, Verdict
 from accel_choice.records.environment import Environment, EnvironmentReport
+from accel_choice.records.sentinel import SentinelSummary
 from accel_choice.records.training import FullPathRow, NonFiniteRun, TrainingCell, TrainingTable
 
 R = TypeVar("R")
@@ -49,10 +52,21 @@ class ResultsFolder:
     provenance: dict[str, Any] | None
     has_gpu_table: bool
     manifest: ManifestCheck
+    # Each training table's drift sentinel: "cpu" always, "gpu" when the folder has a GPU table.
+    sentinels: dict[str, SentinelSummary]
 
     @property
     def gpu_rows(self) -> list[TrainingCell]:
         return [row for row in self.training if row.device != "cpu"]
+
+    def sentinel_of(self, device: str) -> SentinelSummary | None:
+        """The sentinel of the table a cell of `device` comes from (CPU cells: the CPU table's)."""
+        return self.sentinels.get("cpu" if device == "cpu" else "gpu")
+
+    def noise_floor(self, device: str) -> float | None:
+        """The run's own drift for cells of `device`: differences below ± this fraction are not evidence."""
+        sentinel = self.sentinel_of(device)
+        return sentinel.noise_floor if sentinel else None
 
 
 # ---------------------------------------------------------------- loading
@@ -64,11 +78,11 @@ def load_results(path: str | os.PathLike[str], label: str) -> ResultsFolder:
     folder = Path(path)
     if not folder.is_dir():
         raise NotAResultsFolder(f"{folder}: no such folder (expected an accel-choice {paths.RESULTS}/ folder)")
-    cpu = _record(folder, paths.CPU_TABLE, TrainingTable)
+    cpu = _training_table(folder, paths.CPU_TABLE)
     if not cpu.table:
         raise incomplete(folder, paths.CPU_TABLE, "has no rows")
     has_gpu_table = (folder / paths.GPU_TABLE).exists()
-    gpu = _record(folder, paths.GPU_TABLE, TrainingTable) if has_gpu_table else None
+    gpu = _training_table(folder, paths.GPU_TABLE) if has_gpu_table else None
     decision = _record(folder, paths.DECISION, Decision) if (folder / paths.DECISION).exists() else None
     if decision is not None:
         full_path = list(decision.full_path)
@@ -89,6 +103,7 @@ def load_results(path: str | os.PathLike[str], label: str) -> ResultsFolder:
         provenance=_provenance(folder),
         has_gpu_table=has_gpu_table,
         manifest=verify_manifest(folder),
+        sentinels={"cpu": cpu.sentinel, **({"gpu": gpu.sentinel} if gpu else {})},
     )
 
 
@@ -101,6 +116,25 @@ def _record(folder: Path, name: str, cls: type[R]) -> R:
         # An archived folder is compared as it is: the workflow's advice to delete and re-run does not apply.
         message = str(err).removesuffix(f"; {records.RERUN}").removesuffix(f": {records.RERUN}")
         raise DamagedRecord(message) from None
+
+
+def _training_table(folder: Path, name: str) -> TrainingTable:
+    """A training table whose cells' medians are those of their per-job times: the comparison resamples the jobs,
+    so a median edited apart from them (or a job without a time) would give an interval of other numbers."""
+    table = _record(folder, name, TrainingTable)
+    for number, cell in enumerate(table.table):
+        for metric in ("epoch_s", "eval_s"):
+            jobs = getattr(cell, f"{metric}_jobs")
+            median = getattr(cell, f"{metric}_median")
+            if not all(jobs):
+                raise DamagedRecord(f"{folder / name}: table[{number}].{metric}_jobs: a job without a time")
+            pooled = statistics.median(value for job in jobs for value in job)
+            if not math.isclose(median, pooled, rel_tol=1e-12):
+                raise DamagedRecord(
+                    f"{folder / name}: table[{number}].{metric}_median {median!r} is not the median of "
+                    f"{metric}_jobs ({pooled!r}): a damaged record"
+                )
+    return table
 
 
 def _provenance(folder: Path) -> dict[str, Any] | None:
