@@ -7,7 +7,7 @@ from snakemake.io import strip_wildcard_constraints
 
 from accel_choice.io import paths
 from accel_choice.io.imports import closure, relative_paths
-from accel_choice.measure.devices import planned_device
+from accel_choice.measure.device_plan import planned_device
 
 LIBRARY = Path(workflow.basedir) / "workflow" / "scripts"
 
@@ -69,6 +69,7 @@ def code(script):
 # Decided when the workflow is parsed: GPU_DEVICE is "cuda" or "mps" when GPU jobs are
 # planned, else None. DEVICE_FINGERPRINT names the visible devices; it is a param of the
 # probe rule, so a machine that gains or swaps a GPU re-runs what depends on the probe.
+# measure.device_plan caches torch's answer per machine state: a no-op run does not import torch.
 GPU_DEVICE, DEVICE_FINGERPRINT = planned_device(config["accelerator"])
 GPU_JOB_GPUS = 1 if GPU_DEVICE else 0
 GPU_TRAINING_RECORDS = expand(results(paths.GPU_RECORD), batch_size=BATCH_SIZES, repeat=REPEATS) if GPU_DEVICE else []
