@@ -166,6 +166,8 @@ def load_cell(**overrides: Any) -> LoadCell:
         "to_numpy_s_median": 0.001,
         "to_torch_s_median": 0.00001,
         "total_s_median": 0.00601,
+        "total_s_ci_low": 0.006,
+        "total_s_ci_high": 0.0062,
         "total_s_min": 0.006,
         "total_s_max": 0.0062,
         "total_s_iqr": 0.0001,

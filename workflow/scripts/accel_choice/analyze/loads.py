@@ -5,7 +5,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from accel_choice.analyze.aggregate import contaminated_repeats, group_by
+from accel_choice.analyze.aggregate import cell_seed, contaminated_repeats, group_by
+from accel_choice.analyze.bootstrap import estimate_from, resampled_medians
 from accel_choice.analyze.stats import NoiseRules, summarize
 from accel_choice.records.loads import (
     CopyCell,
@@ -28,6 +29,12 @@ def aggregate_load_convert(
     table = []
     for (dataset, fmt), group in group_by(records, ("dataset", "format")).items():
         total = summarize([r.total_s for r in group], rules)
+        # The interval of the pooled median of every pass of every job (jobs, then passes, resampled),
+        # widened where needed to hold the cell's median of the jobs' medians.
+        resampled = resampled_medians(
+            [[p.total_s for p in r.pass_stages] for r in group], rules.bootstrap_resamples, cell_seed((dataset, fmt))
+        )
+        interval = estimate_from(total["median"], resampled, rules.confidence, len(group))
         first = group[0]
         table.append(
             LoadCell(
@@ -42,6 +49,8 @@ def aggregate_load_convert(
                 to_numpy_s_median=statistics.median(r.to_numpy_s for r in group),
                 to_torch_s_median=statistics.median(r.to_torch_s for r in group),
                 total_s_median=total["median"],
+                total_s_ci_low=interval.low,
+                total_s_ci_high=interval.high,
                 total_s_min=total["min"],
                 total_s_max=total["max"],
                 total_s_iqr=total["iqr"],

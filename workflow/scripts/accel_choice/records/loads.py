@@ -111,6 +111,8 @@ class LoadCell:
     to_numpy_s_median: NonNegativeSeconds
     to_torch_s_median: NonNegativeSeconds
     total_s_median: Seconds
+    total_s_ci_low: Seconds  # bootstrap interval at aggregate.confidence: jobs, then their passes
+    total_s_ci_high: Seconds
     total_s_min: Seconds
     total_s_max: Seconds
     total_s_iqr: NonNegative
@@ -121,11 +123,17 @@ class LoadCell:
 
     def __post_init__(self) -> None:
         ordered(self.total_s_min, self.total_s_median, self.total_s_max, "total_s_min total_s_median total_s_max")
+        ordered(
+            self.total_s_ci_low,
+            self.total_s_median,
+            self.total_s_ci_high,
+            "total_s_ci_low total_s_median total_s_ci_high",
+        )
         if self.noisy != bool(self.noise_reasons):
             raise ValueError(f"noisy is {self.noisy} but noise_reasons is {list(self.noise_reasons)}")
 
 
-@record(schema="load-convert-table")
+@record(schema="load-convert-table", version=2)
 class LoadTable:
     """tables/load_convert.json: one cell per (dataset, format)."""
 

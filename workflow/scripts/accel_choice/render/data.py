@@ -72,6 +72,7 @@ def load_section(load_table: Sequence[LoadCell]) -> str:
             ms(c.to_numpy_s_median),
             ms(c.to_torch_s_median),
             ms(c.total_s_median),
+            f"{ms(c.total_s_ci_low)}–{ms(c.total_s_ci_high)}",
             f"{ms(c.total_s_min)}–{ms(c.total_s_max)}",
             f"{c.mb_per_s:.0f}",
             cell_flags(c),
@@ -90,7 +91,8 @@ def load_section(load_table: Sequence[LoadCell]) -> str:
                 "to numpy fp32",
                 "to torch",
                 "total",
-                "total min–max",
+                "interval",
+                "jobs min–max",
                 "MB/s",
                 "flag",
             ),
@@ -99,6 +101,7 @@ def load_section(load_table: Sequence[LoadCell]) -> str:
         + (
             "\n\n`to torch` is `torch.from_numpy`, which shares the numpy buffer: the copy is in `to numpy fp32`. "
             "Each stage is the median over repeats of the per-job median over passes; `total` is the median of the "
-            "per-pass totals, so it need not equal the sum of the stage columns (the full-path table adds the stages)."
+            "per-pass totals, so it need not equal the sum of the stage columns (the full-path table adds the stages). "
+            "`interval`: the total's bootstrap interval (jobs, then their passes, resampled; see docs/statistics.md)."
         )
     )
