@@ -222,7 +222,7 @@ def _check_at_most(key: str, sizes: list[int], limit: int, what: str) -> None:
 
 # torch.manual_seed and torch.Generator().manual_seed take 0 .. 2**64 - 1 (2**64 raises "Overflow when
 # unpacking long long"); numpy's default_rng takes any non-negative integer. The workflow adds to `seed`:
-# seed_limits trains with seed + i for i < selection.seeds, measure.measure_variant warms up with seed + 1.
+# seed_limits trains with seed + i for i < selection.seeds, measure.training.prepare_variant warms up with seed + 1.
 TORCH_SEED_MAX = 2**64 - 1
 WARM_UP_SEED_OFFSET = 1
 

@@ -81,7 +81,7 @@ def grid_record(
     context_startup_s: float | None,
     foreign_cpu_share: float | None,
 ) -> GridRecord:
-    """The grid's record of one workload from measure_variant's result (a loss that is not finite is null)."""
+    """The grid's record of one workload from measure_interleaved's result (a loss that is not finite is null)."""
     left_out = ("final_weights_each", "position_in_job")  # what only a training job's record keeps
     return GridRecord(
         **{

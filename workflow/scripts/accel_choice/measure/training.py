@@ -152,7 +152,7 @@ def measure_interleaved(
     prepared: Sequence[Prepared], epochs: int, repeat: int, sentinel: Sentinel | None = None
 ) -> list[dict[str, Any]]:
     """Every variant `epochs` times, rounds interleaved; the sentinel ticks at the start, between rounds
-    and at the end. One dict per variant (measure_variant's shape), every epoch kept."""
+    and at the end. One dict per variant (a record's fields), every epoch kept."""
     timed: list[list[dict[str, Any]]] = [[] for _ in prepared]
     first_seen: list[int] = []
     loads: list[list[list[float]]] = [[] for _ in prepared]  # the load average before the first epoch, after the last
@@ -214,26 +214,6 @@ def _variant_result(p: Prepared, runs: list[dict[str, Any]], position: int, load
     }
     record["invariants"] = check_invariants(record, p.x.shape[0])
     return record
-
-
-def measure_variant(
-    variant: Variant,
-    x: torch.Tensor,
-    y: torch.Tensor,
-    batch_size: int,
-    *,
-    seed: int,
-    hidden: int,
-    lr: float,
-    warmup_steps: int,
-    device: torch.device,
-    epochs: int = 1,
-) -> dict[str, Any]:
-    """Warm up, then time `epochs` epochs and evaluation passes of one variant on its own."""
-    prepared = prepare_variant(
-        variant, x, y, batch_size, seed=seed, hidden=hidden, lr=lr, warmup_steps=warmup_steps, device=device
-    )
-    return measure_interleaved([prepared], epochs, repeat=0)[0]
 
 
 def cpu_variants(loaders: Sequence[str]) -> list[Variant]:
@@ -310,7 +290,7 @@ def _finite_or_none(value: float) -> float | None:
 
 
 def training_record(measured: dict[str, Any], **job: Any) -> TrainingRecord:
-    """The record of one measured variant (`measure_variant`) with what only its job knows
+    """The record of one measured variant (`measure_interleaved`) with what only its job knows
     (repeat, position, start-up, foreign CPU, whether all variants ended on the same weights).
     Losses that are not finite become null: JSON has no NaN, and `finite` says why."""
     losses = ("eval_loss", "eval_accuracy", "final_loss", "mean_train_loss")

@@ -54,7 +54,7 @@ def grid_workloads(
 @record
 class GridRecord(EpochMeasurement):
     """One timed epoch and evaluation pass of one workload (fast path, fp32, data on the device):
-    an EpochMeasurement (the same measure_variant times it) with the workload's rows, features, hidden."""
+    an EpochMeasurement (the same measure.training.measure_interleaved times it) with the workload's rows, features, hidden."""
 
     rows: PositiveCount
     features: PositiveCount

@@ -66,7 +66,7 @@ class Invariants:
 
 @record
 class EpochMeasurement(VariantFields):
-    """One timed training epoch and one evaluation pass of one variant (measure.training.measure_variant):
+    """One timed training epoch and one evaluation pass of one variant (measure.training.measure_interleaved):
     the fields a training job's records and the cost-model grid's share."""
 
     grad_scaler: bool
