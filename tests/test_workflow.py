@@ -134,6 +134,21 @@ def _timing_job_in_flight(workdir: Path) -> str | None:
     return None
 
 
+def _stopping(process: subprocess.Popen, log: Path, seconds: float = 3.0) -> bool:
+    """Whether Snakemake took the Ctrl-C: it says "Terminating processes on user request" (or exits).
+
+    Snakemake's log handler swallows a KeyboardInterrupt that lands while it writes a line
+    (snakemake/logging.py: `except (KeyboardInterrupt, SystemExit): pass`), and a job starting is
+    when it writes most: a user presses Ctrl-C again, and so does the test.
+    """
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if "Terminating processes on user request" in log.read_text(errors="replace") or process.poll() is not None:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def _interrupt(
     workdir: Path, config: dict, sig: signal.Signals, after_outputs: int, extra: tuple[str, ...] = ()
 ) -> dict:
@@ -158,6 +173,8 @@ def _interrupt(
                         os.killpg(process.pid, signal.SIGKILL)  # a crash: the scheduler and its jobs die at once
                     else:
                         process.send_signal(sig)
+                        if not _stopping(process, workdir / f"interrupted-{sig.name}.log"):
+                            continue  # the interrupt was lost: press Ctrl-C again, on the job in flight then
                     process.wait(timeout=120)
                     return {"done": done, "in_flight": in_flight, "killed_at": time.time_ns(), "second": second}
             time.sleep(0.05)
