@@ -231,6 +231,8 @@ def copy_cell(
         "bytes": 1 << 20,
         "repeats": 3,
         "seconds_median": 1e-4,
+        "seconds_ci_low": 0.9e-4,
+        "seconds_ci_high": 1.2e-4,
         "seconds_min": 0.9e-4,
         "seconds_max": 1.2e-4,
         "noisy": False,

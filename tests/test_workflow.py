@@ -267,7 +267,7 @@ def test_resumed_report_has_the_structure_of_a_clean_run(finished: Path) -> None
     headings = [line for line in report.splitlines() if line.startswith("## ")]
     assert headings == [
         "## GPU decision sheet (section 28.3.5)",
-        "## CPU baseline: one training epoch (ms, medians over repeats)",
+        "## CPU baseline: one training epoch (ms, median of every epoch of every job)",
         "## Full path per epoch on the benchmark matrix (ms, sums of medians)",
         "## Northstar model selection: early stopping, test once, time to target",
         "## Seed limits (measured)",
@@ -278,6 +278,7 @@ def test_resumed_report_has_the_structure_of_a_clean_run(finished: Path) -> None
         "## Planner: the scale scenario (exercise 4; computed, not measured)",
         "## Planner: cost model and break-even (modelled)",
         "## Data",
+        "## The run's noise floor (drift sentinel)",
         "## Measurement conditions and flags",
         "## Environment",
         "## Resources per rule (Snakemake `benchmark:` beside the in-script timings)",

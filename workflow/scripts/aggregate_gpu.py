@@ -14,7 +14,9 @@ with job(snakemake.log[0], snakemake.threads) as log:
     measured = [r for j in jobs for r in j.records]
     atomic.write_record(out.json, training)
     tables.write_csv(out.csv, training.table)
-    transfers = loads.aggregate_transfers([records.read(TransferJob, path) for path in snakemake.input.transfers])
+    transfers = loads.aggregate_transfers(
+        [records.read(TransferJob, path) for path in snakemake.input.transfers], NoiseRules(**p.noise)
+    )
     atomic.write_record(out.transfers, transfers)
     tables.write_csv(out.transfers_csv, transfers.copies)
     log.info(

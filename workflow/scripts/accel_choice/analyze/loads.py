@@ -63,9 +63,10 @@ def aggregate_load_convert(
     return tuple(table)
 
 
-def aggregate_transfers(jobs: Sequence[TransferJob]) -> TransferTable:
-    """Per copy (what, direction, memory): median seconds over repeats, min, max, GB/s from
-    the median; and the fixed costs, context start-up and pinning, with their spread."""
+def aggregate_transfers(jobs: Sequence[TransferJob], rules: NoiseRules = NoiseRules()) -> TransferTable:
+    """Per copy (what, direction, memory): median seconds over repeats with its bootstrap interval
+    (jobs, then their passes), min, max, GB/s from the median; and the fixed costs, context start-up
+    and pinning, with their spread."""
     if not jobs:
         raise ValueError("no transfer records to aggregate")
     devices = sorted({job.device for job in jobs})
@@ -83,6 +84,10 @@ def aggregate_transfers(jobs: Sequence[TransferJob]) -> TransferTable:
     table = []
     for (what, direction, memory), group in group_by(copies, ("what", "direction", "memory")).items():
         seconds = summarize([c.seconds for c in group])
+        resampled = resampled_medians(
+            [c.passes for c in group], rules.bootstrap_resamples, cell_seed((what, direction, memory))
+        )
+        interval = estimate_from(seconds["median"], resampled, rules.confidence, len(group))
         table.append(
             CopyCell(
                 what=what,
@@ -91,6 +96,8 @@ def aggregate_transfers(jobs: Sequence[TransferJob]) -> TransferTable:
                 bytes=group[0].bytes,
                 repeats=len(group),
                 seconds_median=seconds["median"],
+                seconds_ci_low=interval.low,
+                seconds_ci_high=interval.high,
                 seconds_min=seconds["min"],
                 seconds_max=seconds["max"],
                 gb_per_s=group[0].bytes / seconds["median"] / 1e9,

@@ -198,6 +198,8 @@ class CopyCell:
     bytes: Count
     repeats: PositiveCount
     seconds_median: NonNegativeSeconds
+    seconds_ci_low: NonNegativeSeconds  # bootstrap interval at aggregate.confidence: jobs, then their passes
+    seconds_ci_high: NonNegativeSeconds
     seconds_min: NonNegativeSeconds
     seconds_max: NonNegativeSeconds
     gb_per_s: NonNegative
@@ -205,6 +207,12 @@ class CopyCell:
 
     def __post_init__(self) -> None:
         ordered(self.seconds_min, self.seconds_median, self.seconds_max, "seconds_min seconds_median seconds_max")
+        ordered(
+            self.seconds_ci_low,
+            self.seconds_median,
+            self.seconds_ci_high,
+            "seconds_ci_low seconds_median seconds_ci_high",
+        )
 
 
 @record
@@ -219,7 +227,7 @@ class SecondsSpread:
         ordered(self.min, self.median, self.max, "min median max")
 
 
-@record(schema="transfer-table")
+@record(schema="transfer-table", version=2)
 class TransferTable:
     """tables/transfers.json: the copies of every transfer job aggregated, and the fixed costs."""
 

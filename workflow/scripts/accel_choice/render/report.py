@@ -236,6 +236,7 @@ def _gpu_section(inputs: ReportInputs) -> str:
                 c.memory,
                 f"{c.bytes:,}",
                 f"{c.seconds_median * 1e6:.1f}",
+                f"{c.seconds_ci_low * 1e6:.1f}–{c.seconds_ci_high * 1e6:.1f}",
                 f"{c.seconds_min * 1e6:.1f}–{c.seconds_max * 1e6:.1f}",
                 number(c.gb_per_s, ".2f"),
             )
@@ -248,7 +249,10 @@ def _gpu_section(inputs: ReportInputs) -> str:
             f"({t.context_startup_s.min * 1e3:.1f}–{t.context_startup_s.max * 1e3:.1f} ms)"
             + (f"; pinning the matrix: {pin * 1e3:.2f} ms" if pin is not None else "")
             + ".\n\n"
-            + table(("what", "direction", "memory", "bytes", "µs (median)", "µs min–max", "GB/s"), copies)
+            + table(
+                ("what", "direction", "memory", "bytes", "µs (median)", "µs interval", "µs jobs min–max", "GB/s"),
+                copies,
+            )
         )
     comparison = decision_words.comparison_section(inputs.decision.verdict)
     if comparison:
