@@ -857,7 +857,9 @@ def test_report_gpu_training_table_with_peak_and_bound(rendered_gpu):
 
 def test_report_transfers_and_comparison(rendered_gpu):
     assert "Context start-up (fixed cost): 1.0 ms median (0.9–1.2 ms); pinning the matrix: 2.00 ms." in rendered_gpu
-    assert "| matrix | host to device | pageable | 1,048,576 | 100.0 | 90.0–120.0 | 90.0–120.0 | 10.49 |" in rendered_gpu
+    assert (
+        "| matrix | host to device | pageable | 1,048,576 | 100.0 | 90.0–120.0 | 90.0–120.0 | 10.49 |" in rendered_gpu
+    )
     assert "| predictions | device to host | pageable | 32,768 | 20.0 | 18.0–25.0 | 18.0–25.0 | 1.64 |" in rendered_gpu
     assert "| best variant | CPU parquet + fastpath at B=512 | CUDA fp32 resident at B=512 |" in rendered_gpu
     assert "| full path, ms | 20.0 | 8.63 |" in rendered_gpu
