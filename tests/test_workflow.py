@@ -156,7 +156,15 @@ def _interrupt(
     after `after_outputs` timing records exist; say what was done and what was in flight."""
     command = _command(workdir, config, *extra)
     log = open(workdir / f"interrupted-{sig.name}.log", "w")  # a file, not a pipe: a full pipe would stall the run
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    # Ctrl-C as a user's terminal delivers it: a shell that started pytest in the background (`cmd &`)
+    # leaves SIGINT ignored, and an ignored signal stays ignored across exec; restore the default.
+    process = subprocess.Popen(
+        command,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.time() + 300
     second = None
     try:
