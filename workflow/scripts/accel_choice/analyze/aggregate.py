@@ -65,11 +65,6 @@ def read_training_jobs(paths: Sequence[str]) -> list[TrainingJob]:
     return [records.read(TrainingJob, path) for path in paths]
 
 
-def read_training_records(paths: Sequence[str]) -> list[TrainingRecord]:
-    """Every record of the given timing-job files (each file checked as a TrainingJob)."""
-    return [record for job in read_training_jobs(paths) for record in job.records]
-
-
 def job_label(job: TrainingJob) -> str:
     first = job.records[0]
     return f"bs{first.batch_size}.rep{first.repeat}"
@@ -162,7 +157,7 @@ def aggregate_training(
             eval_noisy=evaluation["noisy"],
             same_final_weights_across_variants=all(r.same_final_weights_across_variants for r in group),
             peak_memory_bytes_max=max(peaks) if peaks else None,
-            contaminated=contaminated_repeats(group, rules, job_reasons or {}),
+            contaminated=contaminated_repeats(group, rules, job_reasons),
             context_startup_s_median=_median(startups) if startups else None,
             confidence=rules.confidence,
             **versus_fastpath(key, groups, rules, noise_floor),

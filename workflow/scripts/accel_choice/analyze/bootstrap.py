@@ -78,13 +78,21 @@ def _draw(matrix: np.ndarray, counts: np.ndarray, jobs: np.ndarray, positions: n
     return values.reshape(values.shape[0], -1)
 
 
+def _indices(jobs: int, width: int, resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The drawn jobs (resamples × jobs) and the epoch positions within them, as fractions of each
+    drawn job's count (resamples × jobs × width): one seed, one set of draws."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, jobs, size=(resamples, jobs)), rng.random(size=(resamples, jobs, width))
+
+
+def _medians(matrix: np.ndarray, counts: np.ndarray, draws: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    return np.nanmedian(_draw(matrix, counts, *draws), axis=1)
+
+
 def resampled_medians(groups: Groups, resamples: int = RESAMPLES, seed: int = 0) -> np.ndarray:
     """`resamples` medians of two-level bootstrap resamples (jobs, then epochs within each)."""
     matrix, counts = _matrix(groups)
-    rng = np.random.default_rng(seed)
-    jobs = rng.integers(0, len(counts), size=(resamples, len(counts)))
-    positions = rng.random(size=(resamples, len(counts), matrix.shape[1]))
-    return np.nanmedian(_draw(matrix, counts, jobs, positions), axis=1)
+    return _medians(matrix, counts, _indices(len(counts), matrix.shape[1], resamples, seed))
 
 
 def estimate_from(value: float, distribution: np.ndarray, level: float, jobs: int) -> Estimate:
@@ -133,12 +141,8 @@ def ratio_interval(
             raise ValueError("paired resampling needs the same jobs and epoch counts on both sides")
         ma, counts = _matrix(a)
         mb, _ = _matrix(b)
-        rng = np.random.default_rng(seed)
-        jobs = rng.integers(0, len(counts), size=(resamples, len(counts)))
-        positions = rng.random(size=(resamples, len(counts), ma.shape[1]))
-        distribution = np.nanmedian(_draw(mb, counts, jobs, positions), axis=1) / np.nanmedian(
-            _draw(ma, counts, jobs, positions), axis=1
-        )
+        draws = _indices(len(counts), ma.shape[1], resamples, seed)  # the same jobs and epochs on both sides
+        distribution = _medians(mb, counts, draws) / _medians(ma, counts, draws)
         return estimate_from(value, distribution, level, len(counts))
     # Independent sides: different seeds, so the two resamples do not share their draws.
     distribution = resampled_medians(b, resamples, seed + 1) / resampled_medians(a, resamples, seed)

@@ -3,8 +3,8 @@
 Every fit point rests on jobs - the grid's repeats of one workload on one device, or a benchmark
 cell's repeats - each holding the epochs timed inside it. One resample draws, for every point on its
 own, the point's jobs with replacement and each drawn job's epochs with replacement, and takes the
-median (`bootstrap.resampled_medians`, the two-level bootstrap; the grid times one epoch per job, so
-there it draws the repeats with replacement and takes their median). The cost model of every measured
+median (`bootstrap.resampled_medians`, the two-level bootstrap; the grid times `planner.epochs_per_job`
+epochs per workload in each job, a benchmark cell `timing.epochs_per_job`). The cost model of every measured
 device is refitted to the resampled medians (`costmodel.fit_coefficients`: the point fit's
 non-negative least squares) and every break-even curve recomputed with the refitted models
 (`costmodel.crossing`: the point curves' rule). An assumed model (planner.gpu_assumed) has nothing
@@ -181,7 +181,7 @@ def _bound(x: float) -> tuple[float | None, Where]:
 
 def interval(point: float, outcomes: np.ndarray, confidence: float) -> Interval:
     """The percentile interval of `outcomes` (break-evens as `position`), widened where needed to
-    hold `point` (with few distinct resamples a percentile can miss it, as in bootstrap._interval)."""
+    hold `point` (with few distinct resamples a percentile can miss it, as in bootstrap.estimate_from)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
     if len(outcomes) == 0 or np.isnan(outcomes).any():

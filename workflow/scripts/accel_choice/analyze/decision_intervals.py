@@ -3,19 +3,15 @@ fastest, from the same two-level bootstrap as the tables (analyze.bootstrap)."""
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
 
 import numpy as np
 
-from accel_choice.analyze.bootstrap import Estimate, estimate_from, outcome, ratio_interval, resampled_medians
+from accel_choice.analyze.aggregate import cell_seed
+from accel_choice.analyze.bootstrap import Estimate, can_pair, estimate_from, outcome, ratio_interval, resampled_medians
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.records.decision import TiedConfiguration
 from accel_choice.records.training import FullPathRow, TrainingCell, variant_of
-
-
-def _seed(*parts: object) -> int:
-    return zlib.crc32(repr(parts).encode())
 
 
 def _epoch_and_eval(cell: TrainingCell) -> list[list[float]]:
@@ -34,7 +30,7 @@ def speedup_estimate(cpu: FullPathRow, gpu: FullPathRow, cells: Sequence[Trainin
     cpu_cell, gpu_cell = by_variant[variant_of(cpu)], by_variant[variant_of(gpu)]
     cpu_fixed = cpu.load_s + cpu.convert_s + cpu.transfer_s
     gpu_fixed = gpu.load_s + gpu.convert_s + gpu.transfer_s + gpu.startup_s
-    seed = _seed(variant_of(cpu), variant_of(gpu))
+    seed = cell_seed((variant_of(cpu), variant_of(gpu)))
     cpu_times = cpu_fixed + resampled_medians(_epoch_and_eval(cpu_cell), rules.bootstrap_resamples, seed)
     gpu_times = gpu_fixed + resampled_medians(_epoch_and_eval(gpu_cell), rules.bootstrap_resamples, seed + 1)
     point = cpu.total_s / gpu.total_with_startup_s
@@ -52,14 +48,15 @@ def fastest_ties(
     for cell in cpu_cells:
         if cell is fastest:
             continue
-        paired = cell.batch_size == fastest.batch_size and len(cell.epoch_s_jobs) == len(fastest.epoch_s_jobs)
+        # Same batch size: the same jobs timed both loaders, epochs interleaved.
+        paired = cell.batch_size == fastest.batch_size and can_pair(fastest.epoch_s_jobs, cell.epoch_s_jobs)
         ratio = ratio_interval(
             fastest.epoch_s_jobs,
             cell.epoch_s_jobs,
-            paired=paired and all(len(a) == len(b) for a, b in zip(cell.epoch_s_jobs, fastest.epoch_s_jobs)),
+            paired=paired,
             level=rules.confidence,
             resamples=rules.bootstrap_resamples,
-            seed=_seed(variant_of(fastest), variant_of(cell)),
+            seed=cell_seed((variant_of(fastest), variant_of(cell))),
         )
         if outcome(ratio, floor or 0.0) == "no_difference":
             ties.append(

@@ -14,13 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-# (name in the outputs, median field, min field, max field) of a training cell; the full path is added separately.
-TRAINING_METRICS = (
-    ("epoch_s", "epoch_s_median", "epoch_s_min", "epoch_s_max"),
-    ("samples_per_s", "samples_per_s", "samples_per_s_min", "samples_per_s_max"),
-)
-FULL_PATH_METRIC = ("full_path_s", "total_s", "total_min_s", "total_max_s")
-
 
 class NotAResultsFolder(ValueError):
     """A folder that cannot be compared; the message names the file and fits on one line."""

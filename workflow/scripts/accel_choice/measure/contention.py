@@ -15,15 +15,22 @@ from dataclasses import dataclass
 _BUSY_FIELDS = (0, 1, 2, 5, 6, 7)  # user nice system irq softirq steal (idle and iowait are not busy)
 
 
+def cpu_ticks(stat: str = "/proc/stat") -> list[int] | None:
+    """The all-cores line of /proc/stat, column by column, in clock ticks since boot (`SC_CLK_TCK`
+    per second); None where the file cannot be read (not Linux)."""
+    try:
+        with open(stat, encoding="ascii") as handle:
+            return [int(field) for field in handle.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+
+
 def machine_busy_seconds() -> float | None:
     """All cores' busy CPU-seconds since boot; None where /proc/stat is missing (not Linux)."""
-    try:
-        with open("/proc/stat", encoding="ascii") as handle:
-            fields = handle.readline().split()[1:]
-    except OSError:
+    ticks = cpu_ticks()
+    if ticks is None:
         return None
-    ticks = os.sysconf("SC_CLK_TCK")
-    return sum(int(fields[i]) for i in _BUSY_FIELDS if i < len(fields)) / ticks
+    return sum(ticks[i] for i in _BUSY_FIELDS if i < len(ticks)) / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass

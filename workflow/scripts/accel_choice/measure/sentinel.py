@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from accel_choice.measure.contention import cpu_ticks
 from accel_choice.measure.devices import synchronize
 from accel_choice.records.sentinel import GpuState, SentinelReadings
 
@@ -51,13 +52,10 @@ def workload_name(device: torch.device) -> str:
 
 def steal_seconds(stat: str = "/proc/stat") -> float | None:
     """All cores' steal CPU-seconds since boot; None where /proc/stat has no steal column."""
-    try:
-        fields = Path(stat).read_text(encoding="ascii").splitlines()[0].split()[1:]
-    except (OSError, IndexError):
+    ticks = cpu_ticks(stat)
+    if ticks is None or len(ticks) <= _STEAL_FIELD:
         return None
-    if len(fields) <= _STEAL_FIELD:
-        return None
-    return int(fields[_STEAL_FIELD]) / os.sysconf("SC_CLK_TCK")
+    return ticks[_STEAL_FIELD] / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_mhz(root: str = "/sys/devices/system/cpu", cpuinfo: str = "/proc/cpuinfo") -> float | None:

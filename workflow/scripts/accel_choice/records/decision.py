@@ -127,6 +127,7 @@ class DeviceComparison:
     speedup_low: Positive
     speedup_high: Positive
     confidence: Fraction
+    jobs: PositiveCount  # the timing repeats the interval rests on (the side with fewer)
     speedup_without_startup: Positive
     threshold: Positive
     gpu_wins: bool  # the whole interval above the threshold

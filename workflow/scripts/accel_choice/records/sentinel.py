@@ -6,6 +6,8 @@ measure.sentinel takes the readings; analyze.sentinel compares each job with its
 
 from __future__ import annotations
 
+import statistics
+
 from accel_choice.records import Count, Fraction, NonNegative, Positive, Seconds, record
 
 
@@ -41,9 +43,7 @@ class SentinelReadings:
     def __post_init__(self) -> None:
         if not self.seconds:
             raise ValueError("a sentinel holds at least one timing")
-        ordered = sorted(self.seconds)
-        middle = len(ordered) // 2
-        median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+        median = statistics.median(self.seconds)
         if abs(median - self.median_s) > 1e-12 * max(1.0, median):
             raise ValueError(f"median_s {self.median_s} is not the median of seconds ({median})")
 

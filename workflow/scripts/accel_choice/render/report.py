@@ -52,6 +52,7 @@ class ReportInputs:
 
 def _cpu_section(train_table: Sequence[TrainingCell]) -> str:
     train_table = [r for r in train_table if r.device == "cpu"]
+    level = f"{train_table[0].confidence:.0%}" if train_table else ""  # the tables' aggregate.confidence
     rows = [
         (
             r.batch_size,
@@ -80,7 +81,7 @@ def _cpu_section(train_table: Sequence[TrainingCell]) -> str:
                 "repeats",
                 "steps",
                 "epoch",
-                f"{train_table[0].confidence:.0%} interval" if train_table else "interval",
+                f"{level} interval".lstrip(),
                 "jobs min–max",
                 "samples/s",
                 "µs/step",
@@ -94,7 +95,7 @@ def _cpu_section(train_table: Sequence[TrainingCell]) -> str:
         )
         + (
             "\n\n`epoch` is the median of every timed epoch of every job; `interval` its "
-            f"{train_table[0].confidence if train_table else 0.95:.0%} bootstrap interval (jobs resampled, then the "
+            f"{level} bootstrap interval (jobs resampled, then the "
             "epochs inside each: the machine's drift between jobs is in it); `jobs min–max` the fastest and slowest "
             "job's median. `vs fast path` is paired (both loaders ran in the same jobs, epochs interleaved) and says "
             "slower or faster only when its whole interval lies beyond 1 ± the run's noise floor."
