@@ -23,7 +23,8 @@ from accel_choice.records.loads import (
     CudaDevice,
     DeviceProbe,
     LoadCell,
-    LoadConvertRecord,
+    FileLoad,
+    LoadConvertJob,
     LoadTable,
     PassStages,
     SecondsSpread,
@@ -120,15 +121,17 @@ def dataset_export(**overrides: Any) -> DatasetExport:
 # --- load and convert ----------------------------------------------------------------------------
 
 
-def load_record(**overrides: Any) -> LoadConvertRecord:
-    """One repeat of one file; without `pass_stages`, one pass equal to the record's stages (total: their sum)."""
+def file_load(**overrides: Any) -> FileLoad:
+    """One file of a load/convert job; without `pass_stages`, one pass equal to the stages (total: their sum)."""
     stages: dict[str, Any] = {"read_s": 0.004, "to_pandas_s": 0.001, "to_numpy_s": 0.001, "to_torch_s": 0.00001}
     stages = {name: overrides.get(name, value) for name, value in stages.items()}
     stages["total_s"] = overrides.get("total_s", sum(stages.values()))
     fmt = overrides.get("format", "parquet")
+    dataset = overrides.get("dataset", "benchmark")
     fields: dict[str, Any] = {
+        "dataset": dataset,
         "format": fmt,
-        "file": f"benchmark.{fmt}",
+        "file": f"{dataset}.{fmt}",
         "file_bytes": 1_000_000,
         "rows": 8192,
         "features": 32,
@@ -137,20 +140,30 @@ def load_record(**overrides: Any) -> LoadConvertRecord:
         "torch_shares_numpy_buffer": True,
         **stages,
         "matches_generated_data": True,
-        "threads": 1,
-        "loadavg_before": (0.3, 0.3, 0.3),
-        "loadavg_after": (0.3, 0.3, 0.3),
-        "foreign_cpu_share": 0.0,
-        "dataset": "benchmark",
-        "repeat": 0,
-        "wall_interval": (1000.0, 1001.0),
-        "environment": data_environment(),
     }
     fields = fields | overrides
     if "pass_stages" not in fields:
         fields["pass_stages"] = (PassStages(**stages),)
     fields.setdefault("passes", len(fields["pass_stages"]))
-    return LoadConvertRecord(**fields)
+    return FileLoad(**fields)
+
+
+def load_job(**overrides: Any) -> LoadConvertJob:
+    """One repeat of the load/convert job: the overrides naming FileLoad fields build its one file
+    (see file_load), the rest the job; `loads` replaces the file outright."""
+    file_fields = {name for name in FileLoad.__dataclass_fields__}
+    fields: dict[str, Any] = {
+        "threads": 1,
+        "loadavg_before": (0.3, 0.3, 0.3),
+        "loadavg_after": (0.3, 0.3, 0.3),
+        "foreign_cpu_share": 0.0,
+        "repeat": 0,
+        "wall_interval": (1000.0, 1001.0),
+        "environment": data_environment(),
+    }
+    fields |= {name: value for name, value in overrides.items() if name not in file_fields}
+    fields.setdefault("loads", (file_load(**{k: v for k, v in overrides.items() if k in file_fields}),))
+    return LoadConvertJob(**fields)
 
 
 def load_cell(**overrides: Any) -> LoadCell:

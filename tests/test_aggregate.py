@@ -16,7 +16,7 @@ from accel_choice.records import read as read_record
 from accel_choice.records.loads import LoadTable, SecondsSpread, TransferJob, TransferTable
 from builders_data import copy_cell, copy_timing, data_environment, load_cell, transfer_job, transfer_table
 from builders_data import load_table as build_load_table
-from builders_data import load_record as build_load_record
+from builders_data import file_load, load_job
 from accel_choice.measure import datagen, training
 from builders_training import replaced, training_record
 
@@ -260,7 +260,7 @@ def test_exercise2_textbook_example_numbers():
 
 def load_record(dataset, fmt, repeat, read, to_pandas, to_numpy, to_torch, file_bytes=1_000_000, **extra):
     total = read + to_pandas + to_numpy + to_torch
-    return build_load_record(
+    return load_job(
         **{
             "dataset": dataset,
             "format": fmt,
@@ -355,6 +355,31 @@ def test_aggregate_load_convert_flags_a_busy_repeat():
     assert "1-min load average rose by 1.00" in cell.contaminated[1].reasons[0]
     (lenient,) = loads.aggregate_load_convert(recs, NoiseRules(foreign_cpu_share=1.0, loadavg_rise=2.0))
     assert lenient.contaminated == ()
+
+
+def test_a_job_loads_every_file_and_its_readings_count_against_each():
+    def job(repeat, share):
+        files = tuple(
+            file_load(dataset=dataset, format=fmt, read_s=0.004 + repeat * 0.001)
+            for dataset in ("benchmark", "northstar")
+            for fmt in ("csv", "parquet")
+        )
+        return load_job(loads=files, repeat=repeat, foreign_cpu_share=share)
+
+    cells = loads.aggregate_load_convert([job(0, 0.0), job(1, 0.9), job(2, 0.0)])
+    assert [(c.dataset, c.format, c.repeats) for c in cells] == [
+        ("benchmark", "csv", 3),
+        ("benchmark", "parquet", 3),
+        ("northstar", "csv", 3),
+        ("northstar", "parquet", 3),
+    ]
+    assert all([c.repeat for c in cell.contaminated] == [1] for cell in cells)
+    assert all(cell.read_s_median == pytest.approx(0.005) for cell in cells)
+
+
+def test_a_file_loaded_twice_in_one_repeat_is_refused():
+    with pytest.raises(ValueError, match="loaded more than once in one repeat"):
+        loads.aggregate_load_convert([load_job(repeat=0), load_job(repeat=0)])
 
 
 def test_the_load_table_round_trips_and_refuses_a_damaged_cell(tmp_path, load_cells):

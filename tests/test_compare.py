@@ -46,7 +46,7 @@ from accel_choice.records.loads import LoadCell, TransferTable
 from accel_choice.records.sentinel import SentinelReadings, SentinelSummary
 from accel_choice.records.training import VARIANT_KEYS, TrainingCell, TrainingRecord, TrainingTable
 from accel_choice.render import comparison, comparison_figure
-from builders_data import copy_timing, load_record, transfer_job
+from builders_data import copy_timing, load_job, transfer_job
 from builders_training import environment, environment_report, replaced, training_cell, training_record
 
 ROWS = 2048
@@ -220,7 +220,7 @@ def _load_table(noisy_csv: bool = False) -> tuple[LoadCell, ...]:
         return (seconds + 0.00071) * 3.0 - 0.00071 if noisy_csv and fmt == "csv" and repeat == 2 else seconds
 
     found = [
-        load_record(
+        load_job(
             dataset="benchmark",
             format=fmt,
             repeat=repeat,

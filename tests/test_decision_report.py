@@ -20,7 +20,7 @@ from builders_data import (
     dataset_export,
     dataset_meta,
     exported_file,
-    load_record,
+    load_job,
     transfer_job,
     visible_devices,
 )
@@ -93,7 +93,7 @@ EPOCHS = {
 
 
 def _load_record(fmt, repeat, read, to_numpy):
-    return load_record(
+    return load_job(
         dataset="benchmark",
         format=fmt,
         repeat=repeat,

@@ -29,12 +29,7 @@ rule aggregate_training:
 
 rule aggregate_load_convert:
     input:
-        records=expand(
-            results(paths.LOAD_CONVERT_RECORD),
-            dataset=DATASETS,
-            fmt=config["timing"]["formats"],
-            repeat=REPEATS,
-        ),
+        records=expand(results(paths.LOAD_CONVERT_JOB), repeat=REPEATS),
         code=code("aggregate_load_convert.py"),
     output:
         json=results(paths.LOAD_CONVERT_TABLE),

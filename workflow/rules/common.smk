@@ -114,7 +114,7 @@ JOBS = {
     "generate_benchmark": jobs(),
     "generate_northstar": jobs(),
     "export_data": jobs(dataset=DATASETS),
-    "time_load_convert": jobs(dataset=DATASETS, fmt=config["timing"]["formats"], repeat=REPEATS),
+    "time_load_convert": jobs(repeat=REPEATS),
     "time_cpu_training": jobs(batch_size=BATCH_SIZES, repeat=REPEATS),
     "aggregate_training": jobs(),
     "aggregate_load_convert": jobs(),

@@ -4,19 +4,17 @@
 
 rule time_load_convert:
     input:
-        data=results(paths.DATASET_FILE),
-        meta=results(paths.DATASET_META),
-        export=results(paths.DATASET_EXPORT),
+        data=expand(results(paths.DATASET_FILE), dataset=DATASETS, fmt=config["timing"]["formats"]),
+        meta=expand(results(paths.DATASET_META), dataset=DATASETS),
+        export=expand(results(paths.DATASET_EXPORT), dataset=DATASETS),
         code=code("time_load_convert.py"),
     output:
-        results(paths.LOAD_CONVERT_RECORD),
+        results(paths.LOAD_CONVERT_JOB),
     log:
-        results(paths.log("time_load_convert/{dataset}.{fmt}.rep{repeat}")),
+        results(paths.log("time_load_convert/rep{repeat}")),
     benchmark:
-        results(paths.benchmark("time_load_convert/{dataset}.{fmt}.rep{repeat}"))
+        results(paths.benchmark("time_load_convert/rep{repeat}"))
     wildcard_constraints:
-        dataset="|".join(DATASETS),
-        fmt="csv|parquet",
         repeat=r"\d+",
     priority: repeat_priority
     conda:

@@ -5,12 +5,12 @@ from accel_choice.analyze import loads
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import atomic, envinfo, tables
 from accel_choice.io.runtime import job
-from accel_choice.records.loads import LoadConvertRecord, LoadTable
+from accel_choice.records.loads import LoadConvertJob, LoadTable
 
 p, out = snakemake.params, snakemake.output
 with job(snakemake.log[0], snakemake.threads) as log:
-    timed = [records.read(LoadConvertRecord, path) for path in snakemake.input.records]
+    timed = [records.read(LoadConvertJob, path) for path in snakemake.input.records]
     cells = loads.aggregate_load_convert(timed, NoiseRules(**p.noise))
     atomic.write_record(out.json, LoadTable(table=cells, environment=envinfo.quick_environment()))
     tables.write_csv(out.csv, [records.to_json(cell) for cell in cells])
-    log.info("aggregated %d load/convert records into %d cells", len(timed), len(cells))
+    log.info("aggregated %d load/convert jobs into %d cells", len(timed), len(cells))

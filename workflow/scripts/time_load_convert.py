@@ -1,27 +1,35 @@
-"""Rule time_load_convert: one repeat of read + convert for one dataset and format."""
+"""Rule time_load_convert: one repeat of read + convert for every dataset and format, interleaved."""
+
+from pathlib import Path
 
 from accel_choice import records
 from accel_choice.io import atomic, dataio, envinfo
-from accel_choice.measure import loadconv
 from accel_choice.io.runtime import job
+from accel_choice.measure import loadconv
 from accel_choice.records.data import DatasetExport, DatasetMeta
 
-inp, wc = snakemake.input, snakemake.wildcards
+inp = snakemake.input
 with job(snakemake.log[0], snakemake.threads) as log:
-    meta = records.read(DatasetMeta, inp.meta)
-    export = records.read(DatasetExport, inp.export)
-    dataio.verify_file(inp.data, export.files[wc.fmt].sha256, regenerate_hint="the export_data rule")
+    datasets = [(records.read(DatasetMeta, m), records.read(DatasetExport, e)) for m, e in zip(inp.meta, inp.export)]
+    by_name = {
+        Path(exported.file).name: (meta, export, fmt)
+        for meta, export in datasets
+        for fmt, exported in export.files.items()
+    }
+    files = []
+    for path in map(Path, inp.data):
+        meta, export, fmt = by_name[path.name]
+        dataio.verify_file(path, export.files[fmt].sha256, regenerate_hint="the export_data rule")
+        files.append(
+            loadconv.FileToLoad(path, meta.name, fmt, meta.feature_columns, meta.target_column, meta.matrix_sha256)
+        )
     # The record's wall-clock interval lets a test prove no two timing jobs overlapped.
     record = loadconv.measure_load_convert(
-        inp.data,
-        wc.fmt,
-        meta.feature_columns,
-        meta.target_column,
-        meta.matrix_sha256,
+        files,
         passes=snakemake.params.passes,
-        dataset=wc.dataset,
-        repeat=int(wc.repeat),
-        environment=envinfo.quick_environment(meta.generator.seed),
+        repeat=int(snakemake.wildcards.repeat),
+        environment=envinfo.quick_environment(datasets[0][0].generator.seed),
     )
     atomic.write_record(snakemake.output[0], record)
-    log.info("%s %s: total %.3f ms", wc.dataset, wc.fmt, record.total_s * 1e3)
+    for load in record.loads:
+        log.info("%s %s: total %.3f ms", load.dataset, load.format, load.total_s * 1e3)

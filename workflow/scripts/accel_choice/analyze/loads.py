@@ -11,8 +11,9 @@ from accel_choice.analyze.stats import NoiseRules, summarize
 from accel_choice.records.loads import (
     CopyCell,
     CopyTiming,
+    FileLoad,
     LoadCell,
-    LoadConvertRecord,
+    LoadConvertJob,
     SecondsSpread,
     TransferJob,
     TransferTable,
@@ -20,14 +21,25 @@ from accel_choice.records.loads import (
 
 
 def aggregate_load_convert(
-    records: Sequence[LoadConvertRecord],
+    jobs: Sequence[LoadConvertJob],
     rules: NoiseRules = NoiseRules(),
 ) -> tuple[LoadCell, ...]:
-    """One cell per (dataset, format): each stage's median over repeats, with spread of the total."""
-    if not records:
+    """One cell per (dataset, format): each stage's median over repeats, with spread of the total.
+
+    A file's repeats are the jobs that loaded it; a job's contamination readings (it loaded every
+    file) count against each of its files."""
+    if not jobs:
         raise ValueError("no load/convert records to aggregate")
+    seen = [(load.dataset, load.format, job.repeat) for job in jobs for load in job.loads]
+    if len(set(seen)) != len(seen):
+        raise ValueError(f"a file loaded more than once in one repeat: {sorted(seen)}")
+    files: dict[tuple[str, str], list[tuple[LoadConvertJob, FileLoad]]] = {}
+    for job in jobs:
+        for load in job.loads:
+            files.setdefault((load.dataset, load.format), []).append((job, load))
     table = []
-    for (dataset, fmt), group in group_by(records, ("dataset", "format")).items():
+    for (dataset, fmt), pairs in sorted(files.items()):
+        group = [load for _, load in pairs]
         total = summarize([r.total_s for r in group], rules)
         # The interval of the pooled median of every pass of every job (jobs, then passes, resampled),
         # widened where needed to hold the cell's median of the jobs' medians.
@@ -57,7 +69,7 @@ def aggregate_load_convert(
                 noisy=total["noisy"],
                 noise_reasons=tuple(total["noise_reasons"]),
                 mb_per_s=first.file_bytes / total["median"] / 1e6,
-                contaminated=contaminated_repeats(group, rules),
+                contaminated=contaminated_repeats([job for job, _ in pairs], rules),
             )
         )
     return tuple(table)

@@ -30,7 +30,7 @@ DATASET_FILE = f"{DATA}/{{dataset}}.{{fmt}}"  # an exported file: {fmt} is parqu
 DATASET_EXPORT = f"{DATA}/{{dataset}}.export.json"
 
 # ---- timing records: one file per timing job
-LOAD_CONVERT_RECORD = f"{TIMING}/load_convert/{{dataset}}.{{fmt}}.rep{{repeat}}.json"
+LOAD_CONVERT_JOB = f"{TIMING}/load_convert/rep{{repeat}}.json"  # every (dataset, format), interleaved
 CPU_RECORD = f"{TIMING}/cpu/bs{{batch_size}}.rep{{repeat}}.json"
 GPU_RECORD = f"{TIMING}/gpu/bs{{batch_size}}.rep{{repeat}}.json"
 TRANSFER_RECORD = f"{TIMING}/gpu/transfer.rep{{repeat}}.json"

@@ -1,11 +1,15 @@
-"""Time the load and conversion path, stage by stage, for one file.
+"""Time the load and conversion path, stage by stage, for every exported file in one process.
 
 CSV:     pandas.read_csv                      -> DataFrame -> numpy float32 -> torch.float32
 Parquet: pyarrow.parquet.read_table -> to_pandas -> DataFrame -> numpy float32 -> torch.float32
 
-One untimed pass first (page cache, lazy imports, first allocations), then `passes` timed
-passes; a stage's time in the record (a LoadConvertRecord) is its median over those passes (each pass is kept),
-because a millisecond-long read is at the mercy of a single scheduler hiccup.
+One untimed pass over every file first (page cache, lazy imports, first allocations), then
+`passes` timed rounds; each round loads every file once, in the opposite order from the round
+before (A B, B A, ...; odd repeats start reversed), so a slow minute falls on every file alike.
+A stage's time in the record (a FileLoad) is its median over the passes (each pass is kept),
+because a millisecond-long read is at the mercy of a single scheduler hiccup. One job per repeat
+instead of one per file and repeat: the job's start-up (Python, pandas, pyarrow, torch: seconds)
+is paid once for all files.
 The numpy stage makes one owned, writable float32 copy; `torch.from_numpy` then shares
 that buffer, so the torch stage costs no copy. The record says so rather than hiding a
 copy in another stage.
@@ -13,10 +17,10 @@ copy in another stage.
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +32,7 @@ from accel_choice.measure.contention import ForeignCpuMeter
 from accel_choice.io.dataio import matrix_sha256
 from accel_choice.measure.training import load_average
 from accel_choice.records.environment import Environment
-from accel_choice.records.loads import LOAD_STAGES, LoadConvertRecord, PassStages
+from accel_choice.records.loads import LOAD_STAGES, FileLoad, LoadConvertJob, PassStages
 
 FORMATS = ("csv", "parquet")
 
@@ -70,58 +74,89 @@ def _one_pass(
     return PassStages(**stages), x, y
 
 
-def measure_load_convert(
-    path: str | os.PathLike[str],
-    fmt: str,
-    feature_columns: Sequence[str],
-    target_column: str,
-    expected_matrix_sha256: str,
-    passes: int = 5,
-    *,
-    dataset: str,
-    repeat: int,
-    environment: Environment,
-) -> LoadConvertRecord:
-    """One warm-up pass, then `passes` timed ones; the loaded tensors must equal the generated data.
+@dataclass(frozen=True)
+class FileToLoad:
+    """One exported file and what its loaded matrix must be."""
 
-    The record's wall interval spans the whole measurement, warm-up included.
-    """
-    if fmt not in READERS:
-        raise ValueError(f"unknown format {fmt!r}; allowed: {', '.join(FORMATS)}")
-    if passes < 1:
-        raise ValueError(f"passes must be >= 1, got {passes}")
-    path = Path(path)
-    started = time.time()
-    _one_pass(path, fmt, feature_columns, target_column)
-    load_before = load_average()
-    meter = ForeignCpuMeter().start()
-    timed = [_one_pass(path, fmt, feature_columns, target_column) for _ in range(passes)]
-    foreign = meter.stop()
-    load_after = load_average()
-    runs = [stages for stages, _, _ in timed]
-    _, x, y = timed[-1]
+    path: Path
+    dataset: str
+    format: str
+    feature_columns: Sequence[str]
+    target_column: str
+    expected_matrix_sha256: str
+
+    def __post_init__(self) -> None:
+        if self.format not in READERS:
+            raise ValueError(f"unknown format {self.format!r}; allowed: {', '.join(FORMATS)}")
+
+
+def round_order(files: Sequence[FileToLoad], round_index: int, repeat: int) -> list[FileToLoad]:
+    """The files of one timed round: A B ..., then reversed, alternating; odd repeats start reversed."""
+    return list(files) if (round_index + repeat) % 2 == 0 else list(reversed(files))
+
+
+def _file_load(spec: FileToLoad, runs: Sequence[PassStages], x: torch.Tensor, y: torch.Tensor) -> FileLoad:
     loaded = np.column_stack([x.numpy(), y.numpy()])
-    matches = matrix_sha256(loaded) == expected_matrix_sha256
+    matches = matrix_sha256(loaded) == spec.expected_matrix_sha256
     if not matches:
-        raise ValueError(f"{path}: the loaded matrix differs from the generated one; delete the export and re-run")
-    return LoadConvertRecord(
-        format=fmt,
-        file=path.name,
-        file_bytes=path.stat().st_size,
+        raise ValueError(f"{spec.path}: the loaded matrix differs from the generated one; delete the export and re-run")
+    return FileLoad(
+        dataset=spec.dataset,
+        format=spec.format,
+        file=spec.path.name,
+        file_bytes=spec.path.stat().st_size,
         rows=int(x.shape[0]),
         features=int(x.shape[1]),
         tensor_bytes=int(x.element_size() * x.nelement() + y.element_size() * y.nelement()),
         tensor_dtype=str(x.dtype),
         torch_shares_numpy_buffer=True,
         **{stage: statistics.median(getattr(run, stage) for run in runs) for stage in LOAD_STAGES},
-        passes=passes,
+        passes=len(runs),
         pass_stages=tuple(runs),
         matches_generated_data=matches,
+    )
+
+
+def measure_load_convert(
+    files: Sequence[FileToLoad],
+    passes: int = 5,
+    *,
+    repeat: int,
+    environment: Environment,
+) -> LoadConvertJob:
+    """One warm-up pass per file, then `passes` interleaved rounds; every loaded matrix must equal
+    the generated data (checked on the last pass of each file, outside the clock).
+
+    The record's wall interval spans the whole measurement, warm-up included.
+    """
+    if not files:
+        raise ValueError("no file to load")
+    if passes < 1:
+        raise ValueError(f"passes must be >= 1, got {passes}")
+    keys = [(spec.dataset, spec.format) for spec in files]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"a (dataset, format) listed twice: {keys}")
+    started = time.time()
+    for spec in files:
+        _one_pass(spec.path, spec.format, spec.feature_columns, spec.target_column)
+    load_before = load_average()
+    meter = ForeignCpuMeter().start()
+    runs: dict[tuple[str, str], list[PassStages]] = {key: [] for key in keys}
+    last: dict[tuple[str, str], tuple[torch.Tensor, torch.Tensor]] = {}
+    for round_index in range(passes):
+        for spec in round_order(files, round_index, repeat):
+            stages, x, y = _one_pass(spec.path, spec.format, spec.feature_columns, spec.target_column)
+            runs[(spec.dataset, spec.format)].append(stages)
+            last[(spec.dataset, spec.format)] = (x, y)
+    foreign = meter.stop()
+    load_after = load_average()
+    loads = tuple(_file_load(spec, runs[key], *last[key]) for spec, key in zip(files, keys))
+    return LoadConvertJob(
+        loads=loads,
         threads=torch.get_num_threads(),
         loadavg_before=tuple(load_before),
         loadavg_after=tuple(load_after),
         foreign_cpu_share=foreign.share,
-        dataset=dataset,
         repeat=repeat,
         wall_interval=(started, time.time()),
         environment=environment,

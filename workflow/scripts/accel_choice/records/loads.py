@@ -52,14 +52,15 @@ class PassStages:
             raise ValueError(f"total_s {self.total_s!r} is not the sum of the stages ({stages!r})")
 
 
-@record(schema="load-convert-record")
-class LoadConvertRecord:
-    """timing/load_convert/{dataset}.{fmt}.rep<r>.json: one repeat of loading one file, stage by stage.
+@record
+class FileLoad:
+    """One file loaded in one timing job, stage by stage.
 
     Each stage is its median over the timed passes (`pass_stages`, kept); `total_s` is the median
     of the per-pass totals, so it need not equal the sum of the stage medians.
     """
 
+    dataset: str
     format: str
     file: str
     file_bytes: Count
@@ -76,14 +77,6 @@ class LoadConvertRecord:
     passes: PositiveCount
     pass_stages: tuple[PassStages, ...]
     matches_generated_data: bool
-    threads: PositiveCount
-    loadavg_before: LoadAverage
-    loadavg_after: LoadAverage
-    foreign_cpu_share: NonNegative | None  # null: /proc/stat not readable (not Linux)
-    dataset: str
-    repeat: Count
-    wall_interval: tuple[float, float]
-    environment: Environment
 
     def __post_init__(self) -> None:
         if len(self.pass_stages) != self.passes:
@@ -93,6 +86,28 @@ class LoadConvertRecord:
             ordered(
                 min(runs), getattr(self, stage), max(runs), f"min(pass_stages.{stage}) {stage} max(pass_stages.{stage})"
             )
+
+
+@record(schema="load-convert-job")
+class LoadConvertJob:
+    """timing/load_convert/rep<r>.json: one repeat of loading every file (dataset x format), the files'
+    passes interleaved in one process; the contamination readings cover the whole job."""
+
+    loads: tuple[FileLoad, ...]
+    threads: PositiveCount
+    loadavg_before: LoadAverage
+    loadavg_after: LoadAverage
+    foreign_cpu_share: NonNegative | None  # null: /proc/stat not readable (not Linux)
+    repeat: Count
+    wall_interval: tuple[float, float]
+    environment: Environment
+
+    def __post_init__(self) -> None:
+        if not self.loads:
+            raise ValueError("a load/convert job that loaded no file")
+        keys = [(load.dataset, load.format) for load in self.loads]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"a file loaded twice in one job: {keys}")
         _check_interval(self.wall_interval)
 
 
