@@ -622,6 +622,66 @@ def test_the_resampled_measurements_are_the_jobs_behind_the_fit_points():
     assert [bootstrap.pooled_median(m.jobs) for m in measured] == pytest.approx([p.epoch_s for p in points])
 
 
+def test_the_workloads_of_one_grid_job_are_drawn_together_and_a_benchmark_cell_on_its_own():
+    grid = _scattered_grid(0.2)
+    table = [
+        _table_row("cpu", "fastpath", "fp32", "host", 32, 0.5),
+        _table_row("cpu", "fastpath", "fp32", "host", 64, 0.4),
+    ]
+    measured = breakeven_interval.measurements(grid, table, rows=8192, features=32, hidden=48)
+    on_grid = [m for m in measured if m.block is not None]
+    assert len(on_grid) == len(DESIGN) and {(m.block, m.repeats) for m in on_grid} == {("grid cpu", (0, 1, 2))}
+    seeds = breakeven_interval.shared_seeds(measured, list(range(100, 100 + len(measured))))
+    assert seeds[: len(DESIGN)] == [100] * len(DESIGN)  # one set of draws for the whole grid job
+    assert seeds[len(DESIGN) :] == [100 + len(DESIGN), 101 + len(DESIGN)]  # each cell its own
+    # A workload that lost a repeat (a non-finite epoch) cannot be paired job by job: its own draws.
+    lost = [
+        r
+        for r in grid
+        if not (
+            r.repeat == 2
+            and r.rows == DESIGN[0].rows
+            and r.features == DESIGN[0].features
+            and r.hidden == DESIGN[0].hidden
+            and r.batch_size == DESIGN[0].batch_size
+        )
+    ]
+    measured = breakeven_interval.measurements(lost, [], 1, 1, 1)
+    assert breakeven_interval.shared_seeds(measured, list(range(len(measured)))) == [0, 1] + [1] * (len(DESIGN) - 2)
+
+
+def test_a_slow_grid_job_moves_every_workload_and_the_interval_holds_each_jobs_own_break_even():
+    """Each grid job runs at its own speed (a drift shared by all its workloads, 1 % noise apart):
+    the interval must hold the break-even each job alone gives: a resample drawing one job three
+    times is that job's fit."""
+    rng = np.random.default_rng(3)
+    speed = {0: 1.0, 1: 1.25, 2: 0.85}
+    grid = [
+        grid_record(
+            **dataclasses.asdict(w),
+            epoch_s=costmodel.predict(CPU_TRUE, w) * speed[repeat] * float(np.exp(rng.normal(0.0, 0.01))),
+            repeat=repeat,
+        )
+        for repeat in speed
+        for w in DESIGN
+    ]
+    curves, intervals = _intervals(grid, resamples=2000)
+    alone = [_intervals([r for r in grid if r.repeat == repeat])[0][0].break_even for repeat in speed]
+    assert intervals[0].low <= min(alone) and max(alone) <= intervals[0].high
+
+    models, gpu = _models(grid)
+    measured = [
+        dataclasses.replace(m, block=None)
+        for m in breakeven_interval.measurements(grid, [], BASE.rows, BASE.features, BASE.hidden)
+    ]
+    apart = breakeven_interval.break_even_intervals(
+        curves, measured, models, gpu, confidence=0.95, resamples=2000, seed=1
+    )[0]
+    # Drawn point by point, a resample mixes the jobs' speeds across workloads, and the interval
+    # misses the fast job's break-even (here by 1 %).
+    assert not (apart.low <= min(alone) and max(alone) <= apart.high)
+
+
 def test_the_interval_holds_the_point_narrows_when_the_repeats_agree_and_widens_when_they_scatter():
     spans = {}
     for scatter in (0.0, 0.02, 0.3):
@@ -647,7 +707,7 @@ def test_the_interval_holds_the_point_narrows_when_the_repeats_agree_and_widens_
 
 
 def test_the_interval_is_the_same_for_the_same_seed():
-    grid = _scattered_grid(0.2)
+    grid = _scattered_grid(0.2, repeats=6)  # 3 jobs of one epoch, drawn together, give 10 distinct resamples
     assert _intervals(grid, seed=5)[1] == _intervals(grid, seed=5)[1]
     assert _intervals(grid, seed=5)[1] != _intervals(grid, seed=6)[1]
 
@@ -696,7 +756,7 @@ def test_percentile_bounds_follow_numpy_inside_the_sweep_and_are_words_outside_i
 
 
 def test_with_an_assumed_gpu_only_the_cpu_measurements_are_resampled():
-    grid = _scattered_grid(0.2)
+    grid = _scattered_grid(0.2, repeats=6)
     models, gpu = _models(grid)
     measured = breakeven_interval.measurements(grid, [], 1, 1, 1)
     fits = breakeven_interval.resampled_fits(measured, models, 50, seed=3)
@@ -704,7 +764,7 @@ def test_with_an_assumed_gpu_only_the_cpu_measurements_are_resampled():
     assert fits["gpu"].shape == fits["cpu"].shape == (50, 3)
     assert np.all(fits["gpu"] == costmodel.coefficients(models["gpu"]))
     assert len({tuple(row) for row in fits["cpu"]}) > 10
-    measured_gpu = grid + _scattered_grid(0.2, seed=1, model=GPU_TRUE, device="cuda")
+    measured_gpu = grid + _scattered_grid(0.2, repeats=6, seed=1, model=GPU_TRUE, device="cuda")
     models, gpu = _models(measured_gpu)
     fits = breakeven_interval.resampled_fits(breakeven_interval.measurements(measured_gpu, [], 1, 1, 1), models, 50, 3)
     assert breakeven_interval.resampled_devices(models) == ("cpu", "cuda") and gpu == "cuda"

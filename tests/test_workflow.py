@@ -233,7 +233,7 @@ def test_interrupted_runs_keep_what_finished_and_rerun_only_the_rest(timeline: d
         assert in_flight not in timeline[after], f"{stop}: {in_flight} counted as finished"
         assert timeline["final"][in_flight] > timeline[stop]["killed_at"], f"{stop}: {in_flight} was not re-run"
     assert timeline["unlock"].returncode == 0
-    assert len(timeline["final"]) == 6 + 2 * 1 * 3 + 3  # CPU training, load/convert, the planner's grid
+    assert len(timeline["final"]) == 6 + 3 + 3  # CPU training, load/convert (one job per repeat), the grid
 
 
 def started_timing_repeats(log: str) -> list[tuple[str, int]]:
@@ -382,7 +382,7 @@ def test_every_training_record_holds_the_invariants(finished: Path) -> None:
 
 def test_no_two_timing_jobs_overlapped(finished: Path) -> None:
     intervals = sorted(read(path)["wall_interval"] for path in (finished / "results/timing").rglob("*.json"))
-    assert len(intervals) == 6 + 2 * 1 * 3 + 3
+    assert len(intervals) == 6 + 3 + 3  # CPU training, load/convert (one job per repeat), the grid
     for (_, end), (start, _) in zip(intervals, intervals[1:]):
         assert start >= end, "two timing jobs measured at the same time"
 
@@ -1012,7 +1012,7 @@ def test_every_table_is_written_as_csv_and_json(finished: Path) -> None:
 def test_resource_table_pairs_each_benchmarked_job_with_its_own_timing(finished: Path) -> None:
     results = finished / "results"
     resources = read(results / "tables/resources.json")
-    assert len(resources["jobs"]) == len(list((results / "benchmarks").rglob("*.tsv"))) == 24
+    assert len(resources["jobs"]) == len(list((results / "benchmarks").rglob("*.tsv"))) == 21
     for job in resources["jobs"]:
         # The directive times the whole process; the body is inside it, imports are not.
         assert job["body_wall_s"] is not None and 0 < job["body_wall_s"] < job["process_wall_s"], job

@@ -1,10 +1,19 @@
 """The break-even's bootstrap interval: the cost model refitted to resamples of the timed repeats.
 
 Every fit point rests on jobs - the grid's repeats of one workload on one device, or a benchmark
-cell's repeats - each holding the epochs timed inside it. One resample draws, for every point on its
-own, the point's jobs with replacement and each drawn job's epochs with replacement, and takes the
-median (`bootstrap.resampled_medians`, the two-level bootstrap; the grid times `planner.epochs_per_job`
-epochs per workload in each job, a benchmark cell `timing.epochs_per_job`). The cost model of every measured
+cell's repeats - each holding the epochs timed inside it. One resample draws the point's jobs with
+replacement and each drawn job's epochs with replacement, and takes the median
+(`bootstrap.resampled_medians`, the two-level bootstrap; the grid times `planner.epochs_per_job`
+epochs per workload in each job, a benchmark cell `timing.epochs_per_job`).
+
+The unit that is independent is the job, not the point: one grid job times every workload of its
+device in one process, so a slow minute slows all of them together. The points of one grid job
+are therefore drawn together (`Measured.block`: the same repeats and epoch positions for every
+workload of the device's grid, as a paired ratio is), and a resample keeps a whole job's drift
+instead of averaging it away over workloads that never varied independently. Resampled apart,
+the workloads' shared drift cancelled in the refit and the intervals of two clean runs on one
+machine missed each other (docs/statistics.md). A benchmark cell's jobs are processes of their
+own and are drawn on their own. The cost model of every measured
 device is refitted to the resampled medians (`costmodel.fit_coefficients`: the point fit's
 non-negative least squares) and every break-even curve recomputed with the refitted models
 (`costmodel.crossing`: the point curves' rule). An assumed model (planner.gpu_assumed) has nothing
@@ -43,6 +52,10 @@ class Measured:
     device: str
     workload: Workload
     jobs: tuple[tuple[float, ...], ...]
+    # Points of one block with the same repeats (`repeats`, in the order of `jobs`) and epoch counts
+    # are resampled with the same draws; None: drawn on its own.
+    block: str | None = None
+    repeats: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -86,14 +99,18 @@ def measurements(
     grid: Sequence[GridRecord], train_table: Sequence[TrainingCell], rows: int, features: int, hidden: int
 ) -> list[Measured]:
     """The jobs behind every fit point (analyze.planner's grid_points and benchmark_points)."""
-    measured = [
-        Measured(
-            device=device,
-            workload=Workload(rows=n, features=d, hidden=h, batch_size=b),
-            jobs=tuple(tuple(r.epoch_s_each) for r in group),
+    measured = []
+    for (device, n, d, h, b), group in grid_groups(grid).items():
+        ordered = sorted(group, key=lambda r: r.repeat)
+        measured.append(
+            Measured(
+                device=device,
+                workload=Workload(rows=n, features=d, hidden=h, batch_size=b),
+                jobs=tuple(tuple(r.epoch_s_each) for r in ordered),
+                block=f"grid {device}",
+                repeats=tuple(r.repeat for r in ordered),
+            )
         )
-        for (device, n, d, h, b), group in grid_groups(grid).items()
-    ]
     measured += [
         Measured(
             device=cell.device,
@@ -120,8 +137,8 @@ def resampled_fits(
     """
     if resamples < 1:
         raise ValueError(f"resamples must be at least 1, got {resamples}")
-    seeds = np.random.SeedSequence(seed).generate_state(max(len(measured), 1))
-    medians = [bootstrap.resampled_medians(m.jobs, resamples, int(s)) for m, s in zip(measured, seeds)]
+    seeds = [int(s) for s in np.random.SeedSequence(seed).generate_state(max(len(measured), 1))]
+    medians = [bootstrap.resampled_medians(m.jobs, resamples, s) for m, s in zip(measured, shared_seeds(measured, seeds))]
     fits = {}
     for device, model in models.items():
         if model.source != "fitted":
@@ -134,6 +151,21 @@ def resampled_fits(
         seconds = np.column_stack([medians[i] for i in mine])  # resamples × points
         fits[device] = costmodel.fit_coefficients(rows, seconds)
     return fits
+
+
+def shared_seeds(measured: Sequence[Measured], seeds: Sequence[int]) -> list[int]:
+    """Each point's resampling seed: its own, or the first seed of the points it is drawn with (one
+    block, the same repeats and epoch counts). bootstrap.resampled_medians draws its jobs and epoch
+    positions from the seed and the shape alone, so one seed is one set of draws."""
+    first: dict[tuple[object, ...], int] = {}
+    chosen = []
+    for m, own in zip(measured, seeds):
+        if m.block is None:
+            chosen.append(own)
+            continue
+        key = (m.block, m.repeats, tuple(len(job) for job in m.jobs))
+        chosen.append(first.setdefault(key, own))
+    return chosen
 
 
 def resampled_devices(models: Mapping[str, CostModel]) -> tuple[str, ...]:
