@@ -138,7 +138,9 @@ def resampled_fits(
     if resamples < 1:
         raise ValueError(f"resamples must be at least 1, got {resamples}")
     seeds = [int(s) for s in np.random.SeedSequence(seed).generate_state(max(len(measured), 1))]
-    medians = [bootstrap.resampled_medians(m.jobs, resamples, s) for m, s in zip(measured, shared_seeds(measured, seeds))]
+    medians = [
+        bootstrap.resampled_medians(m.jobs, resamples, s) for m, s in zip(measured, shared_seeds(measured, seeds))
+    ]
     fits = {}
     for device, model in models.items():
         if model.source != "fitted":

@@ -229,7 +229,7 @@ def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTabl
         "once for resident data or every epoch when streamed:\n\n"
         + table(("axis", "GPU placement", "break-even (modelled)", "resamples with a break-even"), verdicts)
         + "\n\n"
-        + interval_paragraph(break_even)
+        + interval_paragraph(break_even, grid_jobs(cost_model))
         + (
             "\n\n**No GPU was measured: the GPU side is the configured assumption (`planner.gpu_assumed`), not a "
             "measurement, and so is every break-even above.** Its intervals therefore come from resampling the "
@@ -241,17 +241,27 @@ def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTabl
     )
 
 
-def interval_paragraph(break_even: BreakEvenTable) -> str:
-    """How the intervals were made, and which of them are wide."""
+def grid_jobs(cost_model: CostModelTable) -> int | None:
+    """The fewest grid jobs behind a grid fit point (None: no grid point)."""
+    return min((p.repeats for p in cost_model.points if p.source == "grid"), default=None)
+
+
+# Simulated coverage of the nominal 95 % break-even interval by grid jobs (docs/planner.md).
+GRID_COVERAGE = {3: 0.80, 4: 0.88, 5: 0.93}
+
+
+def interval_paragraph(break_even: BreakEvenTable, jobs: int | None = None) -> str:
+    """How the intervals were made, which of them are wide, and how few grid jobs they rest on."""
     if not break_even.summary:
         return ""
     first = break_even.summary[0]
     wide = [f"{s.axis} ({s.placement})" for s in break_even.summary if is_wide(s)]
     return (
         f"Each interval is the {100 * first.confidence:g} % percentile interval of {first.resamples:,} bootstrap "
-        f"refits (`aggregate.confidence`, `aggregate.bootstrap_resamples`; seed {break_even.seed}): in each, every "
-        f"fit point's timed repeats (measured on {', '.join(break_even.resampled_devices)}) are drawn with replacement, "
-        "the cost model is refitted to their medians and the break-even found again. It holds the spread between "
+        f"refits (`aggregate.confidence`, `aggregate.bootstrap_resamples`; seed {break_even.seed}): in each, the "
+        f"timed repeats (measured on {', '.join(break_even.resampled_devices)}) are drawn with replacement - a grid "
+        "job with every workload it timed, a benchmark cell's jobs on their own - the cost model is refitted to "
+        "their medians and the break-even found again. It holds the spread between "
         "this run's repeats, not the difference between runs (another day, another machine state) nor the cost "
         "model's own misfit (the leave-one-out error above): a second run can land outside it. A bound that falls "
         "among resamples where the GPU is faster over the whole sweep, or never turns faster within it, is written "
@@ -264,6 +274,23 @@ def interval_paragraph(break_even: BreakEvenTable) -> str:
             if wide
             else f"No interval is wide (ends more than {WIDE_FACTOR:g}× apart, or reaching outside the sweep)."
         )
+        + _few_jobs(jobs, first.confidence)
+    )
+
+
+def _few_jobs(jobs: int | None, confidence: float) -> str:
+    if jobs is None or jobs > max(GRID_COVERAGE):
+        return ""
+    simulated = GRID_COVERAGE.get(jobs)
+    coverage = (
+        f"in a simulation a {100 * confidence:g} % interval from {jobs} grid jobs held the true break-even "
+        f"{100 * simulated:.0f} % of the time"
+        if simulated is not None and confidence == 0.95
+        else "the percentile interval is narrower than its level says"
+    )
+    return (
+        f" It rests on {jobs} grid job{'s' if jobs != 1 else ''} (`planner.repeats`): {coverage} "
+        f"(docs/planner.md); {max(GRID_COVERAGE)} grid jobs bring it to about {100 * GRID_COVERAGE[max(GRID_COVERAGE)]:.0f} %."
     )
 
 
