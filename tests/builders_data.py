@@ -276,6 +276,7 @@ def cuda_device(**overrides: Any) -> CudaDevice:
         "capability": "9.0",
         "total_memory_bytes": 150_020_390_912,
         "multiprocessors": 132,
+        "uuid": "GPU-5a7a0c2d-91d4-4b1e-8f7b-2c9d3e4f5a6b",
     }
     return CudaDevice(**(fields | overrides))
 

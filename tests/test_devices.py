@@ -103,7 +103,10 @@ def test_a_damaged_probe_file_is_refused_naming_the_field(tmp_path):
 
 
 def test_fingerprint_of_one_h200():
-    assert devices.fingerprint(ONE_GPU) == "cuda12.8:NVIDIA H200:9.0:150020390912;driver570.86.15"
+    assert (
+        devices.fingerprint(ONE_GPU)
+        == "cuda12.8:GPU-5a7a0c2d-91d4-4b1e-8f7b-2c9d3e4f5a6b:NVIDIA H200:9.0:150020390912;driver570.86.15"
+    )
 
 
 def test_fingerprint_of_no_device_and_of_mps():
@@ -129,9 +132,10 @@ def _changed(**device_fields):
 @pytest.mark.parametrize(
     "other",
     [
-        pytest.param(_two_gpus(), id="second device added"),
         pytest.param(NO_DEVICE, id="device removed"),
         pytest.param(_changed(name="NVIDIA H100 80GB HBM3"), id="device swapped"),
+        pytest.param(_changed(uuid="GPU-0b1c2d3e-4f5a-6b7c-8d9e-0f1a2b3c4d5e"), id="identical-looking device swapped"),
+        pytest.param(_changed(uuid=None), id="UUID no longer told"),
         pytest.param(_changed(capability="8.0"), id="capability"),
         pytest.param(_changed(total_memory_bytes=H200.total_memory_bytes // 7), id="memory (e.g. a MIG slice)"),
         pytest.param(visible_devices(nvidia_driver="580.65.06"), id="driver updated"),
@@ -143,10 +147,41 @@ def test_fingerprint_changes_with_the_devices(other):
     assert devices.fingerprint(other) != devices.fingerprint(ONE_GPU)
 
 
-def test_fingerprint_of_two_devices_names_both():
-    two = devices.fingerprint(_two_gpus())
-    assert two.count("NVIDIA H200") == 2
-    assert two.endswith(";driver570.86.15")
+def test_a_second_device_the_jobs_never_use_changes_nothing():
+    # The jobs run on torch.device("cuda"), the first visible device: a second one exposed beside
+    # it (or hidden again) must not re-run every GPU job.
+    assert devices.fingerprint(_two_gpus()) == devices.fingerprint(ONE_GPU)
+    assert devices.fingerprint(_two_gpus()).count("NVIDIA H200") == 1
+
+
+def test_the_driver_is_read_through_nvml_not_a_subprocess(monkeypatch):
+    class FakeNvml:
+        @staticmethod
+        def nvmlInit():
+            return None
+
+        @staticmethod
+        def nvmlSystemGetDriverVersion():
+            return b"570.86.15"
+
+    monkeypatch.setattr(devices, "nvml_library", lambda: FakeNvml)
+    assert devices._nvidia_driver() == "570.86.15"
+
+    class Broken(FakeNvml):
+        @staticmethod
+        def nvmlSystemGetDriverVersion():
+            raise RuntimeError("NVML_ERROR_UNKNOWN")
+
+    monkeypatch.setattr(devices, "nvml_library", lambda: Broken)
+    assert devices._nvidia_driver() is None
+    monkeypatch.setattr(devices, "nvml_library", lambda: None)
+    assert devices._nvidia_driver() is None
+
+
+def test_asking_for_cuda_does_not_initialise_the_driver():
+    import os
+
+    assert os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] == "1"  # set when accel_choice.measure.devices is imported
 
 
 # --- which device is measured, and the plan at parse time --------------------------------------
@@ -178,8 +213,11 @@ def test_planned_device_here():
     [
         (
             ONE_GPU,
-            ("cuda", "cuda12.8:NVIDIA H200:9.0:150020390912;driver570.86.15"),
-            ("cuda", "require;cuda12.8:NVIDIA H200:9.0:150020390912;driver570.86.15"),
+            ("cuda", "cuda12.8:GPU-5a7a0c2d-91d4-4b1e-8f7b-2c9d3e4f5a6b:NVIDIA H200:9.0:150020390912;driver570.86.15"),
+            (
+                "cuda",
+                "require;cuda12.8:GPU-5a7a0c2d-91d4-4b1e-8f7b-2c9d3e4f5a6b:NVIDIA H200:9.0:150020390912;driver570.86.15",
+            ),
         ),
         (MPS, ("mps", "mps"), ("cuda", "require;mps")),
         (NO_DEVICE, (None, "none"), ("cuda", "require;none")),

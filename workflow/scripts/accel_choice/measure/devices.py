@@ -2,18 +2,29 @@
 
 `probe()` is what torch sees (a VisibleDevices record); the probe rule records it with its
 fingerprint (`probe_record`, a DeviceProbe). `fingerprint()` is the part of it that identifies
-the visible devices; it becomes a `params:` value of the probe rule, so when a machine
-gains (or loses, or swaps) a GPU, Snakemake re-runs the probe and everything that depends
-on it without the user deleting anything.
+the device the GPU jobs run on; it becomes a `params:` value of the probe rule, so when that
+device is swapped (even for an identical-looking one: its UUID), or the CUDA build or driver
+changes, Snakemake re-runs the probe and everything that depends on it without the user deleting
+anything. A second GPU the jobs never use changes nothing.
+
+The driver's version comes from NVML (nvidia-ml-py, an in-process library call), not from a
+`nvidia-smi` subprocess that can time out; CUDA availability is asked the NVML way
+(PYTORCH_NVML_BASED_CUDA_CHECK) so that asking does not initialise the CUDA driver, whose cost
+belongs to the GPU's start-up, timed in the job.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import shutil
-import subprocess
+import os
+from collections.abc import Callable
+from typing import Any
 
-import torch
+# Before torch asks: torch.cuda.is_available() then counts devices through NVML and leaves the
+# CUDA driver uninitialised (torch/cuda/__init__.py, _nvml_based_avail).
+os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+
+import torch  # noqa: E402
 
 from accel_choice.records.environment import Environment
 from accel_choice.records.loads import CudaDevice, DeviceProbe, VisibleDevices
@@ -25,20 +36,33 @@ class DeviceUnavailable(RuntimeError):
     """A GPU job started where no GPU is visible."""
 
 
-def _nvidia_driver() -> str | None:
-    if shutil.which("nvidia-smi") is None:
+def nvml_library() -> Any | None:
+    """pynvml, initialised; None where the package, the library or the driver is missing."""
+    try:
+        import pynvml  # nvidia-ml-py
+    except ImportError:
         return None
     try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
+        pynvml.nvmlInit()
+    except Exception:  # no driver, no library: NVML is optional
         return None
-    return out.strip().splitlines()[0] if out.strip() else None
+    return pynvml
+
+
+def nvml_answer(call: Callable[[], Any]) -> Any | None:
+    """One NVML query's answer; None where the device does not support it (NVMLError_NotSupported and kin)."""
+    try:
+        return call()
+    except Exception:
+        return None
+
+
+def _nvidia_driver() -> str | None:
+    nvml = nvml_library()
+    if nvml is None:
+        return None
+    version = nvml_answer(nvml.nvmlSystemGetDriverVersion)
+    return version.decode() if isinstance(version, bytes) else version
 
 
 def _cuda_devices() -> tuple[CudaDevice, ...]:
@@ -52,9 +76,16 @@ def _cuda_devices() -> tuple[CudaDevice, ...]:
                 capability=f"{props.major}.{props.minor}",
                 total_memory_bytes=int(props.total_memory),
                 multiprocessors=int(props.multi_processor_count),
+                uuid=_uuid(props),
             )
         )
     return tuple(devices)
+
+
+def _uuid(props: Any) -> str | None:
+    """The device's UUID as nvidia-smi writes it (GPU-<uuid>); None where torch does not say."""
+    uuid = getattr(props, "uuid", None)
+    return f"GPU-{uuid}" if uuid is not None and str(uuid) else None
 
 
 def _other_accelerator() -> str | None:
@@ -79,8 +110,13 @@ def probe() -> VisibleDevices:
 
 
 def fingerprint(probed: VisibleDevices) -> str:
-    """A stable one-line identity of the visible accelerators ("none" without any)."""
-    parts = [f"cuda{probed.cuda_version}:{d.name}:{d.capability}:{d.total_memory_bytes}" for d in probed.cuda_devices]
+    """A stable one-line identity of the device the GPU jobs run on ("none" without any): the first
+    CUDA device (the one `torch.device("cuda")` means; CUDA_VISIBLE_DEVICES chooses it) by UUID,
+    model, capability and memory, the CUDA build, and the driver where NVML tells it."""
+    parts = []
+    if probed.cuda_devices:
+        d = probed.cuda_devices[0]
+        parts.append(f"cuda{probed.cuda_version}:{d.uuid or 'no-uuid'}:{d.name}:{d.capability}:{d.total_memory_bytes}")
     if probed.cuda_devices and probed.nvidia_driver:
         parts.append(f"driver{probed.nvidia_driver}")
     if probed.mps_available:
@@ -155,6 +191,13 @@ def synchronize(device: torch.device) -> None:
 def reset_peak_memory(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
+
+
+def allocated_memory_bytes(device: torch.device) -> int | None:
+    """torch.cuda.memory_allocated now: what live tensors hold (a baseline for a peak); None off CUDA."""
+    if device.type == "cuda":
+        return int(torch.cuda.memory_allocated(device))
+    return None
 
 
 def peak_memory_bytes(device: torch.device) -> int | None:

@@ -19,13 +19,14 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from accel_choice.measure.contention import cpu_ticks
+from accel_choice.measure.devices import nvml_answer as _answer
+from accel_choice.measure.devices import nvml_library as _nvml
 from accel_choice.measure.devices import synchronize
 from accel_choice.records.sentinel import GpuState, SentinelReadings
 
@@ -86,25 +87,6 @@ def governor(root: str = "/sys/devices/system/cpu") -> str | None:
     try:
         return (Path(root) / "cpu0/cpufreq/scaling_governor").read_text(encoding="ascii").strip() or None
     except OSError:
-        return None
-
-
-def _nvml() -> Any | None:
-    try:
-        import pynvml  # nvidia-ml-py
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-    except Exception:  # no driver, no library: NVML is optional
-        return None
-    return pynvml
-
-
-def _answer(call: Callable[[], Any]) -> Any | None:
-    try:
-        return call()
-    except Exception:  # NVML raises NVMLError_NotSupported and kin per query
         return None
 
 

@@ -264,6 +264,7 @@ class CudaDevice:
     capability: str  # "<major>.<minor>"
     total_memory_bytes: Count
     multiprocessors: Count
+    uuid: str | None = None  # GPU-<uuid> (torch's device properties); null: torch did not say
 
 
 @record
@@ -286,7 +287,7 @@ class VisibleDevices:
             raise ValueError(f"cuda_devices have the indexes {indexes}, not 0..{len(indexes) - 1}")
 
 
-@record(schema="device-probe")
+@record(schema="device-probe", version=2)
 class DeviceProbe(VisibleDevices):
     """env/devices.json: the probe rule's record of the visible devices, with the fingerprint it ran for."""
 
