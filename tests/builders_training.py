@@ -58,6 +58,7 @@ def training_record(
         finite=finite,
         nonfinite_step=None if finite else 3,
         peak_memory_bytes=None if device == "cpu" else 1_000_000,
+        epoch_memory_bytes=None if device == "cpu" else 400_000,
         warmup_steps=50,
         warmup_first_step_s=0.002,
         warmup_steady_step_s=0.0002,
@@ -69,6 +70,7 @@ def training_record(
         initial_weights_sha256=SHA_INITIAL,
         final_weights_sha256=SHA_FINAL,
         same_final_weights_across_variants=True,
+        startup_s=None,
         invariants=Invariants(
             samples_eq_rows=True,
             eval_samples_eq_rows=True,
@@ -81,6 +83,11 @@ def training_record(
     if "samples_per_s" not in overrides and "samples" in overrides:
         fields["samples_per_s"] = overrides["samples"] / overrides.get("epoch_s", epoch_s)
     fields.update(overrides)
+    if "startup_s" not in overrides:  # the context alone: no first-step excess by default
+        fields["startup_s"] = fields["context_startup_s"] or 0.0
+    if "epoch_memory_bytes" not in overrides:  # the epoch's own memory: 40 % of its peak by default
+        peak = fields["peak_memory_bytes"]
+        fields["epoch_memory_bytes"] = None if peak is None else peak * 2 // 5
     for name in ("loadavg_before", "loadavg_after", "epoch_s_each", "eval_s_each"):
         fields[name] = tuple(fields[name])
     fields["samples_per_s"] = overrides.get("samples_per_s", fields["samples"] / fields["epoch_s"])
@@ -144,8 +151,10 @@ def training_cell(
         eval_noisy=False,
         same_final_weights_across_variants=True,
         peak_memory_bytes_max=None if device == "cpu" else 1_000_000,
+        epoch_memory_bytes_max=None if device == "cpu" else 400_000,
         contaminated=(),
         context_startup_s_median=None if device == "cpu" else 0.2,
+        startup_s_median=0.0 if device == "cpu" else 0.2,
         epoch_s_over_fastpath=None,
         epoch_s_over_fastpath_ci_low=None,
         epoch_s_over_fastpath_ci_high=None,
@@ -188,6 +197,11 @@ def full_path_row(**overrides: Any) -> FullPathRow:
         noisy=False,
     )
     fields.update(overrides)
+    # The sums follow their parts unless a test sets them.
+    fields.setdefault("per_epoch_s", fields["train_s"] + fields["eval_s"])
+    fields.setdefault("one_off_s", fields["load_s"] + fields["convert_s"] + fields["transfer_s"] + fields["startup_s"])
+    if "total_with_startup_s" not in overrides:
+        fields["total_with_startup_s"] = fields["total_s"] + fields["startup_s"]
     return FullPathRow(**fields)
 
 

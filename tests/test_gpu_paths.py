@@ -22,7 +22,7 @@ from builders_data import data_environment
 SEED = 20261020
 ROWS, FEATURES, HIDDEN, LR, WARMUP, BATCH = 100, 4, 6, 1e-2, 3, 32  # 4 steps: 3 full batches and one of 4
 PRECISIONS = ["fp32", "fp16", "bf16"]
-PLACEMENTS = ["resident", "streamed"]
+PLACEMENTS = ["resident", "streamed", "prefetched"]
 
 
 @pytest.fixture(scope="module")
@@ -53,14 +53,9 @@ def _by(records, precision, placement):
 def test_gpu_variants_cover_every_precision_and_placement():
     variants = training.gpu_variants(PRECISIONS, PLACEMENTS, True)
     assert [(v.loader, v.precision, v.placement) for v in variants] == [
-        ("fastpath", "fp32", "resident"),
-        ("fastpath", "fp32", "streamed"),
-        ("fastpath", "fp16", "resident"),
-        ("fastpath", "fp16", "streamed"),
-        ("fastpath", "bf16", "resident"),
-        ("fastpath", "bf16", "streamed"),
+        ("fastpath", precision, placement) for precision in PRECISIONS for placement in PLACEMENTS
     ]
-    assert [v.uses_scaler for v in variants] == [False, False, True, True, False, False]
+    assert [v.uses_scaler for v in variants] == [False] * 3 + [True] * 3 + [False] * 3
     assert not any(v.uses_scaler for v in training.gpu_variants(PRECISIONS, PLACEMENTS, False))
 
 
@@ -92,11 +87,11 @@ def test_variant_validation(fields, message):
 
 
 def test_one_record_per_variant(gpu_job):
-    assert len(gpu_job) == 6
+    assert len(gpu_job) == 9
     assert [(r.precision, r.placement) for r in gpu_job] == [
         (v.precision, v.placement) for v in training.gpu_variants(PRECISIONS, PLACEMENTS, True)
     ]
-    assert [r.position_in_job for r in gpu_job] == list(range(6))
+    assert [r.position_in_job for r in gpu_job] == list(range(9))
     assert {r.device for r in gpu_job} == {"cpu"}
     assert {r.loader for r in gpu_job} == {"fastpath"}
     assert {r.repeat for r in gpu_job} == {0}
@@ -118,13 +113,15 @@ def test_records_finite_and_invariants_hold(gpu_job):
 
 def test_same_start_and_same_work_per_precision(gpu_job):
     assert len({r.initial_weights_sha256 for r in gpu_job}) == 1
-    # resident and streamed feed identical batches: bitwise identical weights at one precision
+    # every placement feeds identical batches: bitwise identical weights at one precision
     for precision in PRECISIONS:
-        resident, streamed = _by(gpu_job, precision, "resident"), _by(gpu_job, precision, "streamed")
-        assert resident.final_weights_sha256 == streamed.final_weights_sha256, precision
+        resident = _by(gpu_job, precision, "resident")
+        for placement in ("streamed", "prefetched"):
+            other = _by(gpu_job, precision, placement)
+            assert resident.final_weights_sha256 == other.final_weights_sha256, (precision, placement)
+            assert other.same_final_weights_across_variants is True
+            assert resident.final_loss == other.final_loss
         assert resident.same_final_weights_across_variants is True
-        assert streamed.same_final_weights_across_variants is True
-        assert resident.final_loss == streamed.final_loss
     # ... and the precision really changed the arithmetic
     assert len({_by(gpu_job, p, "resident").final_weights_sha256 for p in PRECISIONS}) == 3
 
@@ -141,7 +138,7 @@ def test_grad_scaler_recorded(data, gpu_job):
     assert _by(gpu_job, "fp16", "streamed").grad_scaler is True
     assert all(not r.grad_scaler for r in gpu_job if r.precision != "fp16")
     without = _job(*data, training.gpu_variants(["fp16"], PLACEMENTS, False))
-    assert [r.grad_scaler for r in without] == [False, False]
+    assert [r.grad_scaler for r in without] == [False, False, False]
     assert all(r.finite for r in without)
     # the scaler really ran: scaled fp16 gradients round differently, so the weights differ
     assert without[0].final_weights_sha256 != _by(gpu_job, "fp16", "resident").final_weights_sha256
@@ -151,6 +148,30 @@ def test_no_peak_memory_nor_context_startup_on_cpu(gpu_job):
     for r in gpu_job:
         assert r.peak_memory_bytes is None
         assert r.context_startup_s is None
+
+
+def test_prefetched_batches_are_the_loaders_batches_copied_one_ahead(data):
+    x, y = data
+    loader = steps.make_loader("fastpath", x, y.reshape(-1, 1), BATCH, True, SEED)
+    direct = list(loader)
+    fetched = list(
+        steps.Prefetched(steps.make_loader("fastpath", x, y.reshape(-1, 1), BATCH, True, SEED), torch.device("cpu"))
+    )
+    assert len(fetched) == len(direct) == 4
+    assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(direct, fetched))
+    assert list(steps.Prefetched([], torch.device("cpu"))) == []
+
+    handed_out, copied = [], []
+
+    class Spy(steps.Prefetched):
+        def _copy(self, batch):
+            copied.append(batch)
+            return super()._copy(batch)
+
+    for _ in Spy(direct, torch.device("cpu")):
+        handed_out.append(len(copied))
+    # batch k is handed out only after batch k+1's copy was queued (the last has none after it)
+    assert handed_out == [2, 3, 4, 4]
 
 
 def test_odd_repeat_reverses_the_order(data):
@@ -224,9 +245,10 @@ def test_aggregate_excludes_the_planted_run_and_lists_its_step(data, planted):
     variants = training.gpu_variants(["fp32"], PLACEMENTS, True)
     clean = _job(x, y, variants, repeat=0) + _job(x, y, variants, repeat=1)
     bad = _job(planted[0], y, variants, repeat=2)
-    assert [r.finite for r in bad] == [False, False]
+    assert [r.finite for r in bad] == [False] * len(PLACEMENTS)
     table = aggregate.aggregate_training(clean + bad, ROWS)
     assert [(r.device, r.precision, r.placement) for r in table] == [
+        ("cpu", "fp32", "prefetched"),
         ("cpu", "fp32", "resident"),
         ("cpu", "fp32", "streamed"),
     ]

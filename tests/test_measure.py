@@ -219,6 +219,66 @@ def test_warm_up_runs_on_a_copy():
     assert model.state_sha256(net) == before
 
 
+def test_warm_up_also_runs_the_evaluation_on_at_most_its_steps_batches(monkeypatch):
+    x, y = _tiny(40, 4)
+    x = x / 100
+    y = (y > 20).float()
+    seen = []
+    real = steps.evaluate
+
+    def spy(trainer, batches):
+        batches = list(batches)
+        seen.append(len(batches))
+        return real(trainer, batches)
+
+    monkeypatch.setattr(steps, "evaluate", spy)
+    net = model.build_model(4, 5, 0)
+    loader = loaders.make_loader("fastpath", x, y, 8, False, 0)  # 5 batches
+    steps.warm_up(net, LR, steps.Variant(), torch.device("cpu"), loader, 3, eval_batches=loader)
+    assert seen == [3]
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_priming_creates_the_optimizer_state_and_changes_no_result(precision):
+    x, y = _tiny(40, 4)
+    x = x / 100
+    y = ((y > 20).float()).reshape(-1, 1)
+    variant = steps.Variant(precision=precision)
+
+    def epoch(primed):
+        net = model.build_model(4, 5, 0)
+        trainer = steps.Trainer(net, LR, variant, torch.device("cpu"))
+        if primed:
+            before = model.state_sha256(net)
+            trainer.prime()
+            assert model.state_sha256(net) == before  # one Adam step on zero gradients moves nothing
+            assert len(trainer.optimizer.state) == len(list(net.parameters()))
+            assert all(float(s["step"]) == 0 for s in trainer.optimizer.state.values())
+            assert all(p.grad is None for p in net.parameters())
+            if variant.uses_scaler:
+                assert trainer.scaler._scale is not None  # created before the clock, not in step 1
+        result = steps.train_epoch(trainer, loaders.make_loader("fastpath", x, y, 16, True, 0), 3)
+        return model.state_sha256(net), result.last_loss
+
+    assert epoch(primed=True) == epoch(primed=False)  # the same trajectory, bit for bit
+
+
+def test_adam_is_fused_on_cuda_and_plain_on_the_cpu():
+    net = model.build_model(4, 5, 0)
+    assert model.make_optimizer(net, LR).defaults["fused"] is None
+    assert model.make_optimizer(net, LR, torch.device("cpu")).defaults["fused"] is None
+    assert model.make_optimizer(net, LR, torch.device("cuda")).defaults["fused"] is True
+
+
+def test_every_record_of_a_job_carries_the_jobs_one_off_start_up(job_b64_r0):
+    """The first warm-up step of the job's first variant (loaders.LOADERS order: the DataLoader) pays
+    the process's first-call costs; its excess over a steady step is the job's start-up (no context
+    on the CPU)."""
+    first = next(r for r in job_b64_r0 if r.loader == loaders.LOADERS[0])
+    assert {r.startup_s for r in job_b64_r0} == {max(first.warmup_first_step_s - first.warmup_steady_step_s, 0.0)}
+    assert all(r.context_startup_s is None for r in job_b64_r0)
+
+
 def test_threads_and_loadavg_recorded(job_b64_r0):
     for r in job_b64_r0:
         assert r.threads == torch.get_num_threads()

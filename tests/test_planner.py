@@ -337,26 +337,38 @@ TRANSFERS = transfer_table(
 )
 
 
-def test_measured_transfers_win_over_assumptions():
-    assert planner.gpu_startup_seconds(TRANSFERS, 0.3) == (0.2, "measured")
-    rate, source = planner.host_to_device_bytes_per_s(TRANSFERS, 8)
-    assert (rate, source) == (pytest.approx(12e9), "measured")
+def test_measured_transfers_and_start_up_win_over_assumptions():
+    cells = [
+        _table_row("cpu", "fastpath", "fp32", "host", 32, 0.5),
+        training_cell(device="cuda", placement="resident", startup_s_median=2.5),
+        training_cell(device="cuda", placement="streamed", startup_s_median=2.7),
+    ]
+    cells[0] = dataclasses.replace(cells[0], startup_s_median=1.6)
+    # the GPU's one-off beyond the CPU's (both jobs pay the process's first-step imports)
+    assert planner.gpu_startup_seconds(cells, 0.3) == (pytest.approx(1.0), "measured")
+    assert planner.gpu_startup_seconds(cells[:1], 0.3) == (0.3, "assumed")
+    # the faster of the pageable (12 GB/s) and pinned (25 GB/s) matrix copies, and which it was
+    assert planner.host_to_device_bytes_per_s(TRANSFERS, 8) == (pytest.approx(25e9), "measured", "pinned")
 
 
 @pytest.mark.parametrize("transfers", [None, transfer_table(copies=())], ids=["no GPU", "no matrix copy"])
 def test_assumptions_fill_in_without_transfer_measurements(transfers):
-    if transfers is None:
-        assert planner.gpu_startup_seconds(transfers, 0.3) == (0.3, "assumed")
-    assert planner.host_to_device_bytes_per_s(transfers, 8) == (8e9, "assumed")
+    assert planner.host_to_device_bytes_per_s(transfers, 8) == (8e9, "assumed", None)
 
 
-def test_only_the_pageable_host_to_device_matrix_copy_counts():
-    copies = tuple(
-        row
-        for row in TRANSFERS.copies
-        if (row.memory, row.what, row.direction) != ("pageable", "matrix", "host_to_device")
+def test_only_a_host_to_device_matrix_copy_counts():
+    pageable_only = tuple(row for row in TRANSFERS.copies if row.memory == "pageable")
+    assert planner.host_to_device_bytes_per_s(dataclasses.replace(TRANSFERS, copies=pageable_only), 8) == (
+        pytest.approx(12e9),
+        "measured",
+        "pageable",
     )
-    assert planner.host_to_device_bytes_per_s(dataclasses.replace(TRANSFERS, copies=copies), 8) == (8e9, "assumed")
+    others = tuple(row for row in TRANSFERS.copies if (row.what, row.direction) != ("matrix", "host_to_device"))
+    assert planner.host_to_device_bytes_per_s(dataclasses.replace(TRANSFERS, copies=others), 8) == (
+        8e9,
+        "assumed",
+        None,
+    )
 
 
 # ---------------------------------------------------------------- the scenario, modelled
@@ -419,7 +431,11 @@ def test_a_grid_record_has_the_fields_of_a_training_record_but_the_job_compariso
 
     training = {f.name: f.type for f in dataclasses.fields(TrainingRecord)}
     grid_fields = {f.name: f.type for f in dataclasses.fields(GridRecord)}
-    assert set(grid_fields) == set(training) - {"position_in_job", "same_final_weights_across_variants"} | {
+    assert set(grid_fields) == set(training) - {
+        "position_in_job",
+        "same_final_weights_across_variants",
+        "startup_s",
+    } | {
         "rows",
         "features",
         "hidden",

@@ -29,8 +29,10 @@ with job(snakemake.log[0], snakemake.threads) as log:
     points = planner.grid_points(grid, rules) + planner.benchmark_points(train_table, p.rows, p.features, p.hidden)
     models = planner.device_models(points, p.gpu_assumed)
     gpu_name = next(name for name in models if name != "cpu")
-    bandwidth, bandwidth_source = planner.host_to_device_bytes_per_s(transfers, p.assumed_host_to_device_gb_s)
-    startup, startup_source = planner.gpu_startup_seconds(transfers, p.gpu_assumed["startup_s"])
+    bandwidth, bandwidth_source, bandwidth_memory = planner.host_to_device_bytes_per_s(
+        transfers, p.assumed_host_to_device_gb_s
+    )
+    startup, startup_source = planner.gpu_startup_seconds(train_table, p.gpu_assumed["startup_s"])
 
     base = Workload(rows=p.rows, features=p.features, hidden=p.hidden, batch_size=p.curve_batch_size)
     curves = planner.break_even_curves(models["cpu"], models[gpu_name], base, p.sweep, bandwidth, startup, p.epochs)
@@ -77,6 +79,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
         residuals=residuals,
         host_to_device_gb_s=bandwidth / 1e9,
         host_to_device_source=bandwidth_source,
+        host_to_device_memory=bandwidth_memory,
         gpu_startup_s=startup,
         gpu_startup_source=startup_source,
         epochs=p.epochs,

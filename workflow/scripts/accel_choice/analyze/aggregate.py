@@ -118,6 +118,7 @@ def aggregate_training(
         eval_ci = median_interval(eval_jobs, rules.confidence, rules.bootstrap_resamples, cell_seed(key, "eval"))
         first = group[0]
         peaks = [r.peak_memory_bytes for r in group if r.peak_memory_bytes is not None]
+        own = [r.epoch_memory_bytes for r in group if r.epoch_memory_bytes is not None]
         startups = [r.context_startup_s for r in group if r.context_startup_s is not None]
         cells[key] = dict(
             **dict(zip(VARIANT_KEYS, key)),
@@ -157,8 +158,10 @@ def aggregate_training(
             eval_noisy=evaluation["noisy"],
             same_final_weights_across_variants=all(r.same_final_weights_across_variants for r in group),
             peak_memory_bytes_max=max(peaks) if peaks else None,
+            epoch_memory_bytes_max=max(own) if own else None,
             contaminated=contaminated_repeats(group, rules, job_reasons),
             context_startup_s_median=_median(startups) if startups else None,
+            startup_s_median=_median([r.startup_s for r in group]),
             confidence=rules.confidence,
             **versus_fastpath(key, groups, rules, noise_floor),
         )

@@ -73,27 +73,36 @@ def gpu_visibility(probe: VisibleDevices | None, environment: Environment) -> Gp
     )
 
 
-def memory_bound_bytes(widths: Sequence[int], batch_size: int, resident_rows: int = 0) -> int:
-    """Adam fp32 (4·P·4) + forward and backward activations (2× forward) + resident data."""
+def memory_bound_bytes(widths: Sequence[int], batch_size: int, rows: int, resident: bool) -> int:
+    """What one timed epoch must hold on the device, from the formulas: Adam fp32 (4·P·4), the
+    forward and backward activations (2× forward, the batch's input included), the next batch
+    already copied or gathered while the last is alive, the per-step loss buffer (one fp32 per
+    step); with the data resident, the matrix and target and the shuffled index (int64 per row)."""
+    features = widths[0] + 1  # the features and the target column
+    on_device = theory.input_bytes(rows, features) + rows * 8 if resident else 0
     return (
         theory.adam_fp32_bytes(widths)
         + 2 * theory.activation_bytes(batch_size, widths)
-        + theory.input_bytes(resident_rows, widths[0] + 1)
+        + theory.input_bytes(batch_size, features)
+        + theory.steps_per_epoch(rows, batch_size) * theory.FP32_BYTES
+        + on_device
     )
 
 
 def gpu_memory(train_table: Sequence[TrainingCell], widths: Sequence[int], rows: int) -> tuple[GpuMemory, ...]:
-    """Each GPU cell's peak memory beside its bound (the matrix counts where the data are resident)."""
+    """Each GPU cell's own epoch memory (peak less its baseline) and absolute peak beside its bound
+    (the matrix counts where the data are resident)."""
     found = []
     for cell in (c for c in train_table if c.device != "cpu"):
-        bound = memory_bound_bytes(widths, cell.batch_size, rows if cell.placement == "resident" else 0)
-        peak = cell.peak_memory_bytes_max
+        bound = memory_bound_bytes(widths, cell.batch_size, rows, cell.placement == "resident")
+        own = cell.epoch_memory_bytes_max
         found.append(
             GpuMemory(
                 **variant_fields(cell),
-                peak_bytes=peak,
+                peak_bytes=cell.peak_memory_bytes_max,
+                epoch_bytes=own,
                 bound_bytes=bound,
-                peak_over_bound=peak / bound if peak else None,
+                epoch_over_bound=own / bound if own is not None else None,
             )
         )
     return tuple(found)
@@ -190,18 +199,19 @@ def compare_devices(
     cells: Sequence[TrainingCell] = (),
     rules: NoiseRules = NoiseRules(),
 ) -> DeviceComparison | None:
-    """Each device's fastest one-epoch full path (GPU with its fixed start-up), the speedup CPU/GPU
-    with its bootstrap interval (decision_intervals.speedup_estimate, from `cells`), and whether the
-    GPU wins: the whole interval above `threshold`."""
+    """Each device's fastest one-epoch full path with its start-up, the speedup CPU/GPU with its
+    bootstrap interval (decision_intervals.speedup_estimate, from `cells`), whether the GPU wins (the
+    whole interval above `threshold`), and after how many epochs the GPU's per-epoch gain repays
+    its larger one-off costs (start-up, resident copy, load)."""
     cpu = [r for r in full_path_rows if r.device == "cpu"]
     gpu = [r for r in full_path_rows if r.device != "cpu"]
     if not cpu or not gpu:
         return None
-    best_cpu = min(cpu, key=lambda r: r.total_s)
+    best_cpu = min(cpu, key=lambda r: r.total_with_startup_s)
     best_gpu = min(gpu, key=lambda r: r.total_with_startup_s)
-    startup = best_gpu.startup_s
     speedup = speedup_estimate(best_cpu, best_gpu, cells, rules)
-    per_epoch_gain = best_cpu.total_s - best_gpu.total_s
+    per_epoch_gain = best_cpu.per_epoch_s - best_gpu.per_epoch_s
+    extra_once = best_gpu.one_off_s - best_cpu.one_off_s
     return DeviceComparison(
         cpu=best_cpu,
         gpu=best_gpu,
@@ -213,7 +223,7 @@ def compare_devices(
         speedup_without_startup=best_cpu.total_s / best_gpu.total_s,
         threshold=threshold,
         gpu_wins=speedup.low > threshold,
-        break_even_epochs=startup / per_epoch_gain if per_epoch_gain > 0 else None,
+        break_even_epochs=max(extra_once, 0.0) / per_epoch_gain if per_epoch_gain > 0 else None,
     )
 
 

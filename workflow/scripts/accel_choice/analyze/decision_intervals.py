@@ -20,7 +20,7 @@ def _epoch_and_eval(cell: TrainingCell) -> list[list[float]]:
 
 
 def speedup_estimate(cpu: FullPathRow, gpu: FullPathRow, cells: Sequence[TrainingCell], rules: NoiseRules) -> Estimate:
-    """CPU/GPU full-path time of one epoch (the GPU with its start-up) with its interval.
+    """CPU/GPU full-path time of one epoch, each side with its start-up, with its interval.
 
     The training and evaluation time of each side is resampled (jobs, then epochs); its load,
     conversion, copies and start-up are medians of other jobs and held fixed, so the interval is
@@ -28,12 +28,11 @@ def speedup_estimate(cpu: FullPathRow, gpu: FullPathRow, cells: Sequence[Trainin
     """
     by_variant = {variant_of(c): c for c in cells}
     cpu_cell, gpu_cell = by_variant[variant_of(cpu)], by_variant[variant_of(gpu)]
-    cpu_fixed = cpu.load_s + cpu.convert_s + cpu.transfer_s
-    gpu_fixed = gpu.load_s + gpu.convert_s + gpu.transfer_s + gpu.startup_s
+    cpu_fixed, gpu_fixed = cpu.one_off_s, gpu.one_off_s
     seed = cell_seed((variant_of(cpu), variant_of(gpu)))
     cpu_times = cpu_fixed + resampled_medians(_epoch_and_eval(cpu_cell), rules.bootstrap_resamples, seed)
     gpu_times = gpu_fixed + resampled_medians(_epoch_and_eval(gpu_cell), rules.bootstrap_resamples, seed + 1)
-    point = cpu.total_s / gpu.total_with_startup_s
+    point = cpu.total_with_startup_s / gpu.total_with_startup_s
     return estimate_from(
         point, np.asarray(cpu_times / gpu_times), rules.confidence, min(cpu_cell.repeats, gpu_cell.repeats)
     )

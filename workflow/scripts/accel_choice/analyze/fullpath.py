@@ -34,10 +34,13 @@ def full_path(
     """Load + convert + transfer + train epoch + eval for every format × training variant.
 
     Medians add up to `total_s`; `total_min_s`..`total_max_s` add the training and eval
-    min/max (and the transfers' min/max) to the load medians. Device rows also carry the
-    fixed start-up (CUDA context), separately and in `total_with_startup_s`. Transfer:
-    resident data pay one pageable host→device copy of the matrix and the target; every device row pays
-    the device→host copy of the predictions; streamed rows pay their copies inside the epoch.
+    min/max (and the transfers' min/max) to the load medians. Every row also carries its timing
+    jobs' one-off start-up (the training cell's `startup_s_median`: on a GPU the context and the
+    first step's costs), separately and in `total_with_startup_s`, and splits the total into
+    what recurs every epoch (`per_epoch_s`) and what is paid once (`one_off_s`). Transfer:
+    resident data pay one pageable host→device copy of the matrix and the target, prefetched data the
+    pinning of the matrix; every device row pays the device→host copy of the predictions; streamed
+    and prefetched rows pay their batch copies inside the epoch.
     """
     rows = []
     for load in (r for r in load_table if r.dataset == dataset):
@@ -53,8 +56,11 @@ def full_path(
                 features = _copy_seconds(device_transfers, "matrix", "host_to_device")
                 target = _copy_seconds(device_transfers, "target", "host_to_device")
                 matrix = tuple(a + b for a, b in zip(features, target))
+            elif train.placement == "prefetched" and device_transfers and device_transfers.pin_memory_s_median:
+                pin = device_transfers.pin_memory_s_median  # the matrix pinned once, before the first epoch
+                matrix = (pin, pin, pin)
             predictions = _copy_seconds(device_transfers, "predictions", "device_to_host")
-            startup = device_transfers.context_startup_s.median if device_transfers else 0.0
+            startup = train.startup_s_median
             fixed = load_s + convert_s
             total = fixed + matrix[0] + predictions[0] + train.epoch_s_median + train.eval_s_median
             rows.append(
@@ -71,6 +77,8 @@ def full_path(
                     total_max_s=fixed + matrix[2] + predictions[2] + train.epoch_s_max + train.eval_s_max,
                     startup_s=startup,
                     total_with_startup_s=total + startup,
+                    per_epoch_s=train.epoch_s_median + train.eval_s_median,
+                    one_off_s=fixed + matrix[0] + predictions[0] + startup,
                     train_share=train.epoch_s_median / total,
                     noisy=bool(load.noisy or train.noisy),
                 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,7 +14,6 @@ from accel_choice.analyze import costmodel, stats, theory
 from accel_choice.analyze.aggregate import contamination
 from accel_choice.analyze.breakeven_interval import Interval, grid_groups, is_fit_cell
 from accel_choice.analyze.costmodel import BreakEvenCurve, CostModel
-from accel_choice.analyze.fullpath import pageable_copy
 from accel_choice.records.grid import GridRecord, Workload
 from accel_choice.records.loads import TransferTable, VisibleDevices
 from accel_choice.records.breakeven import BreakEvenSummary, CurveRow
@@ -313,19 +313,30 @@ def fastpath_cpu_seconds(train_table: Sequence[TrainingCell]) -> dict[int, float
     return {r.batch_size: r.epoch_s_median for r in train_table if r.device == "cpu" and r.loader == "fastpath"}
 
 
-def gpu_startup_seconds(transfers: TransferTable | None, assumed_s: float) -> tuple[float, str]:
-    """The measured CUDA context start-up (median over the transfer jobs), else the configured assumption."""
-    if transfers:
-        return transfers.context_startup_s.median, "measured"
-    return assumed_s, "assumed"
+def gpu_startup_seconds(train_table: Sequence[TrainingCell], assumed_s: float) -> tuple[float, str]:
+    """The GPU's one-off start-up beyond the CPU's, measured by the timing jobs (the median GPU
+    cell's `startup_s_median` - context and first-step costs - less the median CPU cell's, which a
+    CPU job pays as well), else the configured assumption."""
+    gpu = [c.startup_s_median for c in train_table if c.device != "cpu"]
+    if not gpu:
+        return assumed_s, "assumed"
+    cpu = [c.startup_s_median for c in train_table if c.device == "cpu"]
+    return max(statistics.median(gpu) - (statistics.median(cpu) if cpu else 0.0), 0.0), "measured"
 
 
-def host_to_device_bytes_per_s(transfers: TransferTable | None, assumed_gb_s: float) -> tuple[float, str]:
-    """The measured pageable host→device bandwidth of the benchmark matrix, else the configured assumption."""
-    row = pageable_copy(transfers, "matrix", "host_to_device")
-    if row is not None and row.gb_per_s is not None:
-        return row.gb_per_s * 1e9, "measured"
-    return assumed_gb_s * 1e9, "assumed"
+def host_to_device_bytes_per_s(transfers: TransferTable | None, assumed_gb_s: float) -> tuple[float, str, str | None]:
+    """The measured host→device bandwidth of the benchmark matrix - the faster of its pageable and
+    pinned copies, the one a tuned input pipeline would use, and which it is - else the configured
+    assumption: (bytes/s, "measured" or "assumed", "pageable", "pinned" or None)."""
+    rows = [
+        c
+        for c in (transfers.copies if transfers else ())
+        if (c.what, c.direction) == ("matrix", "host_to_device") and c.gb_per_s is not None
+    ]
+    if rows:
+        best = max(rows, key=lambda c: c.gb_per_s)
+        return best.gb_per_s * 1e9, "measured", best.memory
+    return assumed_gb_s * 1e9, "assumed", None
 
 
 def gpu_memory_bytes(probe: VisibleDevices, assumed_gb: float) -> tuple[int, str]:

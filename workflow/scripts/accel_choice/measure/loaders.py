@@ -21,40 +21,62 @@ LOADERS = ("dataloader", "fastpath")
 Batch = tuple[torch.Tensor, torch.Tensor]
 
 
-def _sliced(x: torch.Tensor, y: torch.Tensor, batch_size: int, order: torch.Tensor | None) -> Iterator[Batch]:
+def _gathered(t: torch.Tensor, index: torch.Tensor, pin: bool) -> torch.Tensor:
+    """t[index]; with `pin`, gathered straight into pinned memory (a gather out of a pinned tensor
+    is otherwise pageable)."""
+    if not pin:
+        return t[index]
+    out = torch.empty((len(index), *t.shape[1:]), dtype=t.dtype, pin_memory=True)
+    return torch.index_select(t, 0, index, out=out)
+
+
+def _sliced(
+    x: torch.Tensor, y: torch.Tensor, batch_size: int, order: torch.Tensor | None, pin: bool = False
+) -> Iterator[Batch]:
     rows = x.shape[0]
     for start in range(0, rows, batch_size):
-        if order is None:
+        if order is None:  # a slice of a pinned tensor is pinned
             yield x[start : start + batch_size], y[start : start + batch_size]
         else:
             index = order[start : start + batch_size]
-            yield x[index], y[index]
+            yield _gathered(x, index, pin), _gathered(y, index, pin)
 
 
 class FastPathLoader:
     """Shuffled-index slicing; a fresh permutation from `generator` at every epoch."""
 
-    def __init__(self, x: torch.Tensor, y: torch.Tensor, batch_size: int, shuffle: bool, generator: torch.Generator):
+    def __init__(
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        batch_size: int,
+        shuffle: bool,
+        generator: torch.Generator,
+        pin: bool = False,
+    ):
         self.x, self.y, self.batch_size, self.shuffle, self.generator = x, y, batch_size, shuffle, generator
+        self.pin = pin  # gather shuffled batches into pinned host memory
 
     def __iter__(self) -> Iterator[Batch]:
         order = torch.randperm(self.x.shape[0], generator=self.generator).to(self.x.device) if self.shuffle else None
-        return _sliced(self.x, self.y, self.batch_size, order)
+        return _sliced(self.x, self.y, self.batch_size, order, self.pin)
 
     def __len__(self) -> int:
         return -(-self.x.shape[0] // self.batch_size)
 
 
 def make_loader(
-    kind: str, x: torch.Tensor, y: torch.Tensor, batch_size: int, shuffle: bool, seed: int
+    kind: str, x: torch.Tensor, y: torch.Tensor, batch_size: int, shuffle: bool, seed: int, pin: bool = False
 ) -> Iterable[Batch]:
+    """`pin`: hand out batches in pinned host memory (DataLoader's pin_memory; the fast path gathers
+    into pinned buffers), for non-blocking copies to a GPU."""
     generator = torch.Generator().manual_seed(seed)
     if kind == "dataloader":
         dataset = TensorDataset(x, y)
         # What shuffle=True builds, but with the generator on the sampler alone: DataLoader
         # would otherwise draw its worker base seed from it first and shift the permutation.
         sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
-        return DataLoader(dataset, batch_size=batch_size, sampler=sampler)
+        return DataLoader(dataset, batch_size=batch_size, sampler=sampler, pin_memory=pin)
     if kind == "fastpath":
-        return FastPathLoader(x, y, batch_size, shuffle, generator)
+        return FastPathLoader(x, y, batch_size, shuffle, generator, pin)
     raise ValueError(f"unknown loader {kind!r}; allowed: {', '.join(LOADERS)}")

@@ -110,7 +110,7 @@ def train_with_early_stopping(
     x_val, y_val = (t.to(device) for t in val)
     y_train, y_val = y_train.reshape(-1, 1), y_val.reshape(-1, 1)
     model = build_model(x_train.shape[1], settings.hidden, seed).to(device)
-    optimizer = make_optimizer(model, settings.lr)
+    optimizer = make_optimizer(model, settings.lr, device)
     loss_fn = nn.BCEWithLogitsLoss()
     batches = make_loader("fastpath", x_train, y_train, batch_size, True, seed)
     stopper = EarlyStopping(settings.patience, settings.min_delta)

@@ -36,7 +36,7 @@ import torch
 
 from accel_choice.analyze import theory
 from accel_choice.measure.contention import ForeignCpuMeter
-from accel_choice.measure.devices import peak_memory_bytes, reset_peak_memory, synchronize
+from accel_choice.measure.devices import allocated_memory_bytes, peak_memory_bytes, reset_peak_memory, synchronize
 from accel_choice.measure.model import build_model, state_sha256
 from accel_choice.measure.sentinel import Sentinel
 from accel_choice.measure.steps import Trainer, Variant, WarmupResult, batches, evaluate, train_epoch, warm_up
@@ -84,7 +84,6 @@ class Prepared:
     device: torch.device
     initial_sha: str
     warm: WarmupResult
-    resident: bool
 
 
 def prepare_variant(
@@ -100,8 +99,7 @@ def prepare_variant(
     device: torch.device,
 ) -> Prepared:
     """Warm a variant up on a throw-away copy of its seeded model (x, y are host tensors)."""
-    resident = variant.placement == "resident"
-    x_device, y_device = (x.to(device), y.to(device)) if resident else (x, y)
+    x_device, y_device = placed(variant, x, y, device)
     model = build_model(x.shape[1], hidden, seed).to(device)
     warm = warm_up(
         model,
@@ -110,32 +108,53 @@ def prepare_variant(
         device,
         batches(variant, x, y, batch_size, True, seed + 1, device, x_device, y_device),
         warmup_steps,
+        eval_batches=batches(variant, x, y, batch_size, False, seed, device, x_device, y_device),
     )
-    return Prepared(variant, x, y, batch_size, seed, hidden, lr, device, state_sha256(model), warm, resident)
+    return Prepared(variant, x, y, batch_size, seed, hidden, lr, device, state_sha256(model), warm)
+
+
+def placed(
+    variant: Variant, x: torch.Tensor, y: torch.Tensor, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The data a variant's batches come from, made before its clock starts: on the device
+    (resident), pinned on the host (prefetched, on CUDA), else the host tensors themselves."""
+    if variant.placement == "resident":
+        return x.to(device), y.to(device)
+    if variant.placement == "prefetched" and device.type == "cuda":
+        return x.pin_memory(), y.pin_memory()
+    return x, y
 
 
 def time_epoch(prepared: Prepared) -> dict[str, Any]:
     """One timed epoch and evaluation pass from the seeded initial weights and the same batches.
 
-    The resident copy of the data and the model exist only during this epoch, so the peak memory
-    is this variant's own, whatever else the job holds.
+    The resident copy of the data and the model exist only during this epoch. The peak counts
+    everything allocated, the cuBLAS workspace and whatever else the job holds included; what was
+    allocated when the epoch began (the baseline) taken from it is the epoch's own memory, which
+    the report compares with the formulas' bound.
     """
     p, device = prepared, prepared.device
     reset_peak_memory(device)
-    x_device, y_device = (p.x.to(device), p.y.to(device)) if p.resident else (p.x, p.y)
+    baseline = allocated_memory_bytes(device)
+    x_device, y_device = placed(p.variant, p.x, p.y, device)
     model = build_model(p.x.shape[1], p.hidden, p.seed).to(device)
     if state_sha256(model) != p.initial_sha:
         raise InvariantError(f"{p.variant}: an epoch did not start from the seeded initial weights")
     trainer = Trainer(model, p.lr, p.variant, device)
+    trainer.prime()  # Adam's state and the scaler's exist before the clock starts
+    if state_sha256(model) != p.initial_sha:
+        raise InvariantError(f"{p.variant}: priming the optimizer changed the initial weights")
     # The same loader seed for every variant and epoch: identical batches, so identical work.
     train_batches = batches(p.variant, p.x, p.y, p.batch_size, True, p.seed, device, x_device, y_device)
     eval_batches = batches(p.variant, p.x, p.y, p.batch_size, False, p.seed, device, x_device, y_device)
     epoch = train_epoch(trainer, train_batches, theory.steps_per_epoch(p.x.shape[0], p.batch_size))
     evaluation = evaluate(trainer, eval_batches)
+    peak = peak_memory_bytes(device)
     return {
         "epoch": epoch,
         "evaluation": evaluation,
-        "peak_memory_bytes": peak_memory_bytes(device),
+        "peak_memory_bytes": peak,
+        "epoch_memory_bytes": None if peak is None or baseline is None else peak - baseline,
         "final_weights_sha256": state_sha256(model),
     }
 
@@ -176,6 +195,7 @@ def _variant_result(p: Prepared, runs: list[dict[str, Any]], position: int, load
     last, last_eval = epochs[-1], evaluations[-1]
     epoch_s = statistics.median(e.seconds for e in epochs)
     peaks = [run["peak_memory_bytes"] for run in runs if run["peak_memory_bytes"] is not None]
+    own = [run["epoch_memory_bytes"] for run in runs if run["epoch_memory_bytes"] is not None]
     finals = {run["final_weights_sha256"] for run in runs}
     record: dict[str, Any] = {
         "batch_size": p.batch_size,
@@ -200,6 +220,7 @@ def _variant_result(p: Prepared, runs: list[dict[str, Any]], position: int, load
         "finite": all(e.finite for e in epochs),
         "nonfinite_step": next((e.nonfinite_step for e in epochs if not e.finite), None),
         "peak_memory_bytes": max(peaks) if peaks else None,
+        "epoch_memory_bytes": max(own) if own else None,
         "warmup_steps": p.warm.steps,
         "warmup_first_step_s": p.warm.first_step_s,
         "warmup_steady_step_s": p.warm.steady_step_s,
@@ -227,7 +248,8 @@ def gpu_variants(precisions: Sequence[str], placements: Sequence[str], grad_scal
 
 
 def context_startup_seconds(device: torch.device) -> float | None:
-    """The device runtime's one-off start-up (CUDA context), a fixed cost kept out of the epoch."""
+    """The device runtime's first call (CUDA: driver initialisation and context creation; the
+    availability check before it asks NVML, measure.devices), a fixed cost kept out of the epoch."""
     if device.type == "cpu":
         return None
     t0 = time.perf_counter()
@@ -257,14 +279,20 @@ def measure_training_job(
     if epochs < 1:
         raise ValueError(f"epochs per job must be at least 1, got {epochs}")
     target = torch.device(device)
-    startup = context_startup_seconds(target)
+    context = context_startup_seconds(target)
     y = y.reshape(-1, 1)
     meter = ForeignCpuMeter().start()
-    sentinel = Sentinel(target)
     prepared = [
         prepare_variant(v, x, y, batch_size, seed=seed, hidden=hidden, lr=lr, warmup_steps=warmup_steps, device=target)
         for v in variants
     ]
+    # The job's one-off start-up: the runtime's context, then what the first warm-up step of the
+    # first variant paid beyond a steady step (cuBLAS handles and workspace, lazy kernel loading,
+    # the optimizer's first-call imports, first allocations). The sentinel's own first matmuls
+    # come after it, so they do not take that cost away from the first step.
+    first = prepared[0].warm
+    startup = (context or 0.0) + max(first.first_step_s - first.steady_step_s, 0.0)
+    sentinel = Sentinel(target)
     measured = measure_interleaved(prepared, epochs, repeat, sentinel)
     foreign = meter.stop()
     # Identical batches in identical order at one precision must give identical weights, whatever
@@ -276,7 +304,8 @@ def measure_training_job(
         training_record(
             result,
             repeat=repeat,
-            context_startup_s=startup,
+            context_startup_s=context,
+            startup_s=startup,
             foreign_cpu_share=foreign.share,
             same_final_weights_across_variants=len(weights[result["precision"]]) == 1,
         )

@@ -131,7 +131,9 @@ class DeviceComparison:
     speedup_without_startup: Positive
     threshold: Positive
     gpu_wins: bool  # the whole interval above the threshold
-    break_even_epochs: NonNegative | None  # epochs after which the start-up is repaid; None: never
+    # Epochs after which the GPU's per-epoch gain (train + eval) repays its extra one-off costs
+    # (start-up, resident copy, load and convert, against the CPU's); 0: none to repay; None: never.
+    break_even_epochs: NonNegative | None
 
     def __post_init__(self) -> None:
         ordered(self.speedup_low, self.speedup, self.speedup_high, "speedup_low speedup speedup_high")
@@ -190,14 +192,16 @@ class Verdict:
 
 @record
 class GpuMemory(VariantFields):
-    """A GPU cell's measured peak memory against the bound the formulas give for it."""
+    """A GPU cell's measured memory against the bound the formulas give for it: the epoch's own
+    (its peak less what was allocated when it began), beside the absolute peak."""
 
-    peak_bytes: Count | None
-    bound_bytes: Count  # Adam fp32 + forward and backward activations + the resident matrix where data live there
-    peak_over_bound: NonNegative | None
+    peak_bytes: Count | None  # max_memory_allocated: the cuBLAS workspace and everything else alive included
+    epoch_bytes: Count | None  # the epoch's own memory: what the bound is compared with
+    bound_bytes: Count  # Adam fp32 + activations (2 x forward) + the loader's index and batch + resident data
+    epoch_over_bound: NonNegative | None
 
 
-@record(schema="decision", version=2)
+@record(schema="decision", version=3)
 class Decision:
     """tables/decision.json: the verdict, the decision sheet and the full path it rests on."""
 

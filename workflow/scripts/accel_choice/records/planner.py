@@ -30,6 +30,7 @@ from accel_choice.records.environment import Environment
 from accel_choice.records.grid import Workload, steps_per_epoch
 
 Source = Literal["measured", "assumed"]
+CopyMemory = Literal["pageable", "pinned"]
 
 
 # --- tables/cost_model.json --------------------------------------------------------------------
@@ -158,6 +159,7 @@ class CostModelTable:
     residuals: tuple[Residual, ...]
     host_to_device_gb_s: Positive
     host_to_device_source: Source  # assumed: report.bandwidth_gb_s
+    host_to_device_memory: CopyMemory | None  # measured: the faster of the pageable and pinned matrix copies
     gpu_startup_s: NonNegativeSeconds
     gpu_startup_source: Source  # assumed: planner.gpu_assumed.startup_s
     epochs: PositiveCount

@@ -86,7 +86,8 @@ class EpochMeasurement(VariantFields):
     mean_train_loss: float | None
     finite: bool
     nonfinite_step: Count | None
-    peak_memory_bytes: Count | None
+    peak_memory_bytes: Count | None  # torch.cuda.max_memory_allocated over the epochs; null: not CUDA
+    epoch_memory_bytes: Count | None  # the epoch's own: its peak less what was allocated when it began
     warmup_steps: Count
     warmup_first_step_s: Seconds
     warmup_steady_step_s: Seconds
@@ -102,6 +103,13 @@ class EpochMeasurement(VariantFields):
     def __post_init__(self) -> None:
         if self.finite != (self.nonfinite_step is None):
             raise ValueError(f"finite is {self.finite} but nonfinite_step is {self.nonfinite_step!r}")
+        if (self.peak_memory_bytes is None) != (self.epoch_memory_bytes is None) or (
+            self.epoch_memory_bytes is not None and self.epoch_memory_bytes > self.peak_memory_bytes
+        ):
+            raise ValueError(
+                f"epoch_memory_bytes {self.epoch_memory_bytes!r} must be null with peak_memory_bytes "
+                f"{self.peak_memory_bytes!r}, and at most it"
+            )
         for name in ("epoch_s", "eval_s"):
             each = getattr(self, f"{name}_each")
             if not each or not math.isclose(getattr(self, name), statistics.median(each), rel_tol=1e-12):
@@ -114,9 +122,12 @@ class TrainingRecord(EpochMeasurement):
 
     position_in_job: Count  # the variant's place in the job's interleaved order
     same_final_weights_across_variants: bool
+    # The job's one-off start-up, the same in each of its records: context_startup_s (GPU) plus the
+    # excess of the first warm-up step of the job's first variant over a steady step.
+    startup_s: NonNegativeSeconds
 
 
-@record(schema="training-job", version=2)
+@record(schema="training-job", version=3)
 class TrainingJob:
     """timing/{cpu,gpu}/bs<B>.rep<r>.json: every variant of one batch size, timed in one process,
     with the job's drift sentinel."""
@@ -176,8 +187,10 @@ class TrainingCell(VariantFields):
     eval_noisy: bool
     same_final_weights_across_variants: bool
     peak_memory_bytes_max: Count | None
+    epoch_memory_bytes_max: Count | None  # the largest epoch's own memory (peak less its baseline)
     contaminated: tuple[Contamination, ...]
     context_startup_s_median: Seconds | None
+    startup_s_median: NonNegativeSeconds  # the jobs' one-off start-up (TrainingRecord.startup_s)
     epoch_s_over_fastpath: Positive | None  # this cell's epoch over the fast path's, same device/precision/placement/B
     epoch_s_over_fastpath_ci_low: Positive | None  # paired: both loaders ran in the same jobs
     epoch_s_over_fastpath_ci_high: Positive | None
@@ -232,7 +245,7 @@ class NonFiniteRun(VariantFields):
     mean_train_loss: float | None
 
 
-@record(schema="training-table", version=2)
+@record(schema="training-table", version=3)
 class TrainingTable:
     """tables/{cpu,gpu}_training.json: the cells of one device, the runs left out of them, and the
     run's drift sentinel (its machine speed, flagged jobs and noise floor)."""
@@ -248,7 +261,10 @@ class FullPathRow(VariantFields):
     """One epoch's full path for one file format and training variant (sums of medians).
 
     load + convert + transfer + train + eval = total; total_min/max add the spread of training,
-    evaluation and the copies to the load medians; a device row also carries the fixed start-up.
+    evaluation and the copies to the load medians; startup_s is the process's one-off start-up (on
+    a GPU the context and first-step costs). What a longer job repeats every epoch is per_epoch_s
+    (train + eval, streamed copies inside train); what it pays once is one_off_s (load, convert,
+    the resident and prediction copies, start-up).
     """
 
     format: str
@@ -262,8 +278,18 @@ class FullPathRow(VariantFields):
     total_max_s: Seconds
     startup_s: NonNegativeSeconds
     total_with_startup_s: Seconds
+    per_epoch_s: Seconds
+    one_off_s: NonNegativeSeconds
     train_share: Positive
     noisy: bool
 
     def __post_init__(self) -> None:
         ordered(self.total_min_s, self.total_s, self.total_max_s, "total_min_s total_s total_max_s")
+        parts = {
+            "total_with_startup_s": (self.total_with_startup_s, self.total_s + self.startup_s),
+            "per_epoch_s": (self.per_epoch_s, self.train_s + self.eval_s),
+            "one_off_s": (self.one_off_s, self.load_s + self.convert_s + self.transfer_s + self.startup_s),
+        }
+        for name, (value, expected) in parts.items():
+            if not math.isclose(value, expected, rel_tol=1e-9, abs_tol=1e-12):
+                raise ValueError(f"{name} {value!r} is not the sum of its parts ({expected!r})")

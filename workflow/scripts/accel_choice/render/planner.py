@@ -225,6 +225,7 @@ def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTabl
         f"markers measured). A training job of {cost_model.epochs} epochs (`planner.epochs`) is compared: the GPU "
         f"pays its start-up ({cost_model.gpu_startup_s:.2f} s, {cost_model.gpu_startup_source}) once, and "
         f"host→device copies at {cost_model.host_to_device_gb_s:.1f} GB/s ({cost_model.host_to_device_source}"
+        f"{f', from {cost_model.host_to_device_memory} memory, the faster measured' if cost_model.host_to_device_memory else ''}"
         f"{', `report.bandwidth_gb_s`' if cost_model.host_to_device_source == 'assumed' else ''}) "
         "once for resident data or every epoch when streamed:\n\n"
         + table(("axis", "GPU placement", "break-even (modelled)", "resamples with a break-even"), verdicts)

@@ -169,7 +169,8 @@ def _full_path_section(rows: Sequence[FullPathRow]) -> str:
         )
         + (
             "\n\n`total min–max` adds the training and evaluation (and transfer) minima and maxima to the load medians. "
-            "`fixed start-up` is the device runtime's one-off start (CUDA context), paid once per process, not per epoch."
+            "`fixed start-up` is the timing jobs' one-off start, paid once per process, not per epoch: the first "
+            "training step's excess over a steady one, and on a GPU the runtime's context before it."
         )
     )
 
@@ -196,8 +197,9 @@ def _gpu_section(inputs: ReportInputs) -> str:
                 f"{r.samples_per_s:,.0f}",
                 ms(r.eval_s_median),
                 f"{m.peak_bytes:,}" if m.peak_bytes is not None else "n/a",
+                f"{m.epoch_bytes:,}" if m.epoch_bytes is not None else "n/a",
                 f"{m.bound_bytes:,}",
-                f"{m.peak_over_bound:.2f}" if m.peak_over_bound is not None else "",
+                f"{m.epoch_over_bound:.2f}" if m.epoch_over_bound is not None else "",
                 cell_flags(r),
             )
         )
@@ -216,17 +218,22 @@ def _gpu_section(inputs: ReportInputs) -> str:
                 "samples/s",
                 "eval",
                 "peak bytes",
+                "epoch bytes",
                 "bound bytes",
-                "peak/bound",
+                "epoch/bound",
                 "flag",
             ),
             body,
         )
         + (
-            "\n\nBound: Adam fp32 4·P·4 + forward and backward activations (2 × forward) + the resident matrix where the data "
-            "live on the device. Peak: `torch.cuda.max_memory_allocated()` after `reset_peak_memory_stats()`, which also counts "
-            "the allocator's workspace (e.g. cuBLAS), so a peak above this bound is expected and says what the bound leaves out."
+            "\n\nPeak: `torch.cuda.max_memory_allocated()` after `reset_peak_memory_stats()`: everything allocated, the "
+            "cuBLAS workspace and whatever else the process holds included. Epoch: that peak less `memory_allocated()` "
+            "when the epoch began, the epoch's own memory. Bound: Adam fp32 4·P·4 + forward and backward activations "
+            "(2 × forward) + the next batch + the per-step loss buffer, and where the data live on the device the matrix "
+            "and target and the shuffled index; epoch/bound well above 1 means the epoch holds something the formulas do "
+            "not (the caching allocator rounds each block up to 512 bytes)."
         )
+        + decision_words.startup_line(list(cells.values()))
     )
     if inputs.transfers:
         t = inputs.transfers
