@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from accel_choice.analyze import aggregate, decision, fullpath, loads
+from accel_choice.analyze import aggregate, decision, fullpath, loads, theory
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import tables
 from accel_choice.records.decision import Decision
@@ -651,7 +651,12 @@ def test_compare_devices_numbers(train_records, load_table):
     # once: GPU load + convert + copies + start-up against the CPU's load + convert; per epoch: train + eval
     assert gpu.one_off_s - cpu.one_off_s == pytest.approx(120e-6 + TARGET_S + 0.001)
     assert cpu.per_epoch_s - gpu.per_epoch_s == pytest.approx(0.02001 - PARQUET_FIXED - 0.0025)
-    assert c.break_even_epochs == pytest.approx((gpu.one_off_s - cpu.one_off_s) / (cpu.per_epoch_s - gpu.per_epoch_s))
+    resident_repaid = (gpu.one_off_s - cpu.one_off_s) / (cpu.per_epoch_s - gpu.per_epoch_s)
+    # ... but the streamed path, slower per epoch, has no matrix copy to repay: it is repaid sooner
+    streamed = _one(rows, device="cuda", format="parquet", placement="streamed")
+    streamed_repaid = (streamed.one_off_s - cpu.one_off_s) / (cpu.per_epoch_s - streamed.per_epoch_s)
+    assert streamed_repaid < resident_repaid
+    assert (c.break_even_epochs, c.break_even_gpu) == (pytest.approx(streamed_repaid), streamed)
     assert c.gpu_wins is True and c.speedup_low > 1.5
     assert c.threshold == 1.5
 
@@ -668,8 +673,9 @@ def test_compare_devices_break_even_with_a_large_start_up(train_records, load_ta
     v = _verdict(table, rows, probe=GPU_PROBE)
     assert (v.device, v.outcome, v.reason) == ("CPU", "CPU", "below_threshold")
     assert words.reasons(v)[-1] == (
-        "Per epoch (training and evaluation) the GPU path is faster by 11.5 ms; its extra one-off costs (start-up, "
-        "copies, load: 50.1 ms beyond the CPU's) are repaid after 4.4 epochs of this size."
+        "Per epoch (training and evaluation) the GPU path (CUDA fp32 resident at B=512) is faster by 11.5 ms; its "
+        "extra one-off costs (start-up, copies, load: 50.1 ms beyond the CPU's) are repaid after 4.4 epochs of this "
+        "size."
     )
 
 
@@ -770,11 +776,12 @@ def test_verdict_without_gpu_rows_from_the_probe(train_table, full_path_rows, pr
 
 
 def test_memory_bound_bytes():
-    # Adam 26,128 + 2 x 165,888 forward activations at B=512 + the next batch (512 x 33 fp32) + the loss
-    # buffer (16 steps) (+ the resident 8,192 x 33 fp32 matrix and its int64 shuffled index)
-    streamed = 26_128 + 331_776 + 67_584 + 64
-    assert decision.memory_bound_bytes(WIDTHS, 512, ROWS, resident=False) == streamed
-    assert decision.memory_bound_bytes(WIDTHS, 512, ROWS, resident=True) == streamed + 1_081_344 + 65_536
+    # Adam 26,128 + 2 x 165,888 forward activations at B=512 + backward's third 512 x 48 buffer + the
+    # batch in use and the next (2 x 512 x 33 fp32) + the loss buffer (16 steps) (+ the resident
+    # 8,192 x 33 fp32 matrix and its int64 shuffled index)
+    streamed = 26_128 + 331_776 + 98_304 + 2 * 67_584 + 64
+    assert theory.memory_bound_bytes(WIDTHS, 512, ROWS, resident=False) == streamed
+    assert theory.memory_bound_bytes(WIDTHS, 512, ROWS, resident=True) == streamed + 1_081_344 + 65_536
 
 
 def test_sheet_with_gpu_measured(train_records, load_table):
@@ -860,14 +867,14 @@ def test_report_gpu_training_table_with_peak_epoch_memory_and_bound(rendered_gpu
         "| epoch bytes | bound bytes | epoch/bound | flag |" in rendered_gpu
     )
     # the builder's epoch memory: 40 % of the peak (peak less what was allocated when the epoch began)
-    resident_peak, bound = GPU_PEAK + MATRIX_BYTES, decision.memory_bound_bytes(WIDTHS, 512, ROWS, resident=True)
+    resident_peak, bound = GPU_PEAK + MATRIX_BYTES, theory.memory_bound_bytes(WIDTHS, 512, ROWS, resident=True)
     resident_own = resident_peak * 2 // 5
-    assert bound == 1_572_432
+    assert bound == 1_738_320
     assert (
         f"| cuda | fp32 | resident | 512 | 3 | 2.00 | 1.90–2.10 | 1.90–2.10 | 4,096,000 | 0.50 | {resident_peak:,} | "
         f"{resident_own:,} | {bound:,} | {resident_own / bound:.2f} |  |"
     ) in rendered_gpu
-    streamed_bound, streamed_own = decision.memory_bound_bytes(WIDTHS, 512, ROWS, resident=False), GPU_PEAK * 2 // 5
+    streamed_bound, streamed_own = theory.memory_bound_bytes(WIDTHS, 512, ROWS, resident=False), GPU_PEAK * 2 // 5
     assert (
         f"| cuda | fp32 | streamed | 512 | 3 | 3.00 | 2.90–3.10 | 2.90–3.10 | 2,730,667 | 0.50 | {GPU_PEAK:,} | "
         f"{streamed_own:,} | {streamed_bound:,} | {streamed_own / streamed_bound:.2f} |" in rendered_gpu

@@ -178,10 +178,24 @@ def test_the_driver_is_read_through_nvml_not_a_subprocess(monkeypatch):
     assert devices._nvidia_driver() is None
 
 
-def test_asking_for_cuda_does_not_initialise_the_driver():
+def test_cuda_is_asked_the_nvml_way_and_only_for_the_question(monkeypatch):
+    """Inside the question torch counts devices through NVML (the driver stays cold for the timed
+    start-up); outside it the variable is as it was, so a CPU job's every Adam step (which asks
+    torch.cuda.is_available()) does not pay an NVML device count."""
     import os
 
-    assert os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] == "1"  # set when accel_choice.measure.devices is imported
+    monkeypatch.delenv(devices.NVML_CHECK, raising=False)
+    seen = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: seen.append(os.environ.get(devices.NVML_CHECK)) or False)
+    assert devices.cuda_available() is False
+    assert devices.probe().cuda_available is False
+    with pytest.raises(devices.DeviceUnavailable):
+        devices.require("cuda")
+    assert seen == ["1", "1", "1"]
+    assert devices.NVML_CHECK not in os.environ
+    monkeypatch.setenv(devices.NVML_CHECK, "0")  # a user's own setting survives the question
+    devices.cuda_available()
+    assert os.environ[devices.NVML_CHECK] == "0"
 
 
 # --- which device is measured, and the plan at parse time --------------------------------------

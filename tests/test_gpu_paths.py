@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 
 import pytest
 import torch
@@ -289,6 +290,22 @@ def test_transfer_copies_and_bytes(transfers):
     assert transfers.matrix_bytes == 1024 * 8 * 4
     assert transfers.device == "cpu"
     assert transfers.repeat == 1 and transfers.wall_interval[0] <= transfers.wall_interval[1]
+
+
+def test_the_transfer_environment_is_described_after_the_copies():
+    """Describing the environment asks torch about the GPU, which would start CUDA before the context
+    start-up is timed: a function given for it is called only once the copies are done."""
+    calls = []
+
+    def described():
+        calls.append(time.time())
+        return data_environment()
+
+    job = transfer.measure_transfers(
+        torch.ones(64, 4), [8], "cpu", passes=1, pin=False, repeat=0, environment=described
+    )
+    assert job.environment == data_environment() and len(calls) == 1
+    assert calls[0] >= job.wall_interval[1]  # after the last copy
 
 
 def test_transfer_seconds_and_bandwidth(transfers):

@@ -326,12 +326,26 @@ def test_one_epoch_makes_resident_and_streamed_equal():
 # ---------------------------------------------------------------- measured or assumed
 
 
+def _at(gb_per_s, *args, **kwargs):
+    """A copy of 1 MiB at `gb_per_s` (its median seconds to match)."""
+    seconds = (1 << 20) / (gb_per_s * 1e9)
+    return copy_cell(
+        *args,
+        **kwargs,
+        seconds_median=seconds,
+        seconds_ci_low=seconds,
+        seconds_ci_high=seconds,
+        seconds_min=seconds,
+        seconds_max=seconds,
+    )
+
+
 TRANSFERS = transfer_table(
     copies=(
-        copy_cell("batch B=512", gb_per_s=3.0),
-        copy_cell("matrix", memory="pinned", gb_per_s=25.0),
-        copy_cell("matrix", "device_to_host", gb_per_s=9.0),
-        copy_cell("matrix", gb_per_s=12.0),
+        _at(3.0, "batch B=512"),
+        _at(25.0, "matrix", memory="pinned"),
+        _at(9.0, "matrix", "device_to_host"),
+        _at(12.0, "matrix"),
     ),
     context_startup_s=SecondsSpread(median=0.2, min=0.18, max=0.25),
 )
@@ -349,6 +363,9 @@ def test_measured_transfers_and_start_up_win_over_assumptions():
     assert planner.gpu_startup_seconds(cells[:1], 0.3) == (0.3, "assumed")
     # the faster of the pageable (12 GB/s) and pinned (25 GB/s) matrix copies, and which it was
     assert planner.host_to_device_bytes_per_s(TRANSFERS, 8) == (pytest.approx(25e9), "measured", "pinned")
+    # ... the pinned copy charged its pinning: 100 µs to pin 1 MiB leaves it 7.4 GB/s, so pageable wins
+    pinning = dataclasses.replace(TRANSFERS, pin_memory_s_median=1e-4)
+    assert planner.host_to_device_bytes_per_s(pinning, 8) == (pytest.approx(12e9), "measured", "pageable")
 
 
 @pytest.mark.parametrize("transfers", [None, transfer_table(copies=())], ids=["no GPU", "no matrix copy"])

@@ -128,10 +128,15 @@ class FakeNvml:
     def __init__(self, reasons: int = 0x20 | 0x4 | 0x1, new_reasons_api: bool = True):
         self.reasons = reasons
         self.new_reasons_api = new_reasons_api
+        self.asked_uuid: list[str] = []
         self.asked_bus: list[str] = []
         self.asked_index: list[int] = []
 
-    def nvmlDeviceGetHandleByPciBusId_v2(self, bus: str) -> str:
+    def nvmlDeviceGetHandleByUUID(self, uuid: str) -> str:
+        self.asked_uuid.append(uuid)
+        return "handle"
+
+    def nvmlDeviceGetHandleByPciBusId(self, bus: str) -> str:
         self.asked_bus.append(bus)
         return "handle"
 
@@ -158,6 +163,26 @@ class FakeNvml:
 
     def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle: str) -> int:
         return self.reasons
+
+
+def test_the_fake_speaks_pynvml():
+    """Every NVML call the fake answers exists in the pinned nvidia-ml-py under that name: a
+    misspelt call would be swallowed as "not supported" on a real GPU."""
+    import pynvml
+
+    called = [name for name in vars(FakeNvml) if name.startswith("nvml")]
+    assert called and [name for name in called if not hasattr(pynvml, name)] == []
+
+
+def test_gpu_state_finds_the_device_by_its_uuid(monkeypatch):
+    monkeypatch.setattr(
+        torch.cuda,
+        "get_device_properties",
+        lambda index: SimpleNamespace(uuid="5a7a0c2d-91d4-4b1e-8f7b-2c9d3e4f5a6b", pci_bus_id=0x3B),
+    )
+    nvml = FakeNvml()
+    assert sentinel.gpu_state(torch.device("cuda", 0), nvml) is not None
+    assert nvml.asked_uuid == ["GPU-5a7a0c2d-91d4-4b1e-8f7b-2c9d3e4f5a6b"] and nvml.asked_bus == []
 
 
 def test_gpu_state_reads_what_nvml_answers(monkeypatch):

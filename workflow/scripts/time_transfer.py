@@ -16,7 +16,9 @@ with job(snakemake.log[0], snakemake.threads) as log:
         passes=p.passes,
         y=y,
         repeat=int(snakemake.wildcards.repeat),
-        environment=envinfo.quick_environment(meta.generator.seed),
+        # Described after the copies: asking torch about the GPU first would start CUDA before the
+        # context start-up is timed.
+        environment=lambda: envinfo.quick_environment(meta.generator.seed),
     )
     atomic.write_record(snakemake.output[0], record)
     log.info("context start-up %.1f ms", record.context_startup_s * 1e3)

@@ -73,28 +73,12 @@ def gpu_visibility(probe: VisibleDevices | None, environment: Environment) -> Gp
     )
 
 
-def memory_bound_bytes(widths: Sequence[int], batch_size: int, rows: int, resident: bool) -> int:
-    """What one timed epoch must hold on the device, from the formulas: Adam fp32 (4·P·4), the
-    forward and backward activations (2× forward, the batch's input included), the next batch
-    already copied or gathered while the last is alive, the per-step loss buffer (one fp32 per
-    step); with the data resident, the matrix and target and the shuffled index (int64 per row)."""
-    features = widths[0] + 1  # the features and the target column
-    on_device = theory.input_bytes(rows, features) + rows * 8 if resident else 0
-    return (
-        theory.adam_fp32_bytes(widths)
-        + 2 * theory.activation_bytes(batch_size, widths)
-        + theory.input_bytes(batch_size, features)
-        + theory.steps_per_epoch(rows, batch_size) * theory.FP32_BYTES
-        + on_device
-    )
-
-
 def gpu_memory(train_table: Sequence[TrainingCell], widths: Sequence[int], rows: int) -> tuple[GpuMemory, ...]:
     """Each GPU cell's own epoch memory (peak less its baseline) and absolute peak beside its bound
     (the matrix counts where the data are resident)."""
     found = []
     for cell in (c for c in train_table if c.device != "cpu"):
-        bound = memory_bound_bytes(widths, cell.batch_size, rows, cell.placement == "resident")
+        bound = theory.memory_bound_bytes(widths, cell.batch_size, rows, cell.placement == "resident")
         own = cell.epoch_memory_bytes_max
         found.append(
             GpuMemory(
@@ -210,8 +194,14 @@ def compare_devices(
     best_cpu = min(cpu, key=lambda r: r.total_with_startup_s)
     best_gpu = min(gpu, key=lambda r: r.total_with_startup_s)
     speedup = speedup_estimate(best_cpu, best_gpu, cells, rules)
-    per_epoch_gain = best_cpu.per_epoch_s - best_gpu.per_epoch_s
-    extra_once = best_gpu.one_off_s - best_cpu.one_off_s
+    # The GPU row that repays its extra one-off costs soonest: not always the fastest one-epoch
+    # path (a resident copy costs once what a streamed path pays every epoch).
+    repaid = [
+        (max(g.one_off_s - best_cpu.one_off_s, 0.0) / (best_cpu.per_epoch_s - g.per_epoch_s), g)
+        for g in gpu
+        if best_cpu.per_epoch_s > g.per_epoch_s
+    ]
+    soonest = min(repaid, key=lambda pair: (pair[0], pair[1].total_with_startup_s), default=None)
     return DeviceComparison(
         cpu=best_cpu,
         gpu=best_gpu,
@@ -223,7 +213,8 @@ def compare_devices(
         speedup_without_startup=best_cpu.total_s / best_gpu.total_s,
         threshold=threshold,
         gpu_wins=speedup.low > threshold,
-        break_even_epochs=max(extra_once, 0.0) / per_epoch_gain if per_epoch_gain > 0 else None,
+        break_even_epochs=soonest[0] if soonest else None,
+        break_even_gpu=soonest[1] if soonest else None,
     )
 
 

@@ -327,15 +327,18 @@ def gpu_startup_seconds(train_table: Sequence[TrainingCell], assumed_s: float) -
 def host_to_device_bytes_per_s(transfers: TransferTable | None, assumed_gb_s: float) -> tuple[float, str, str | None]:
     """The measured host→device bandwidth of the benchmark matrix - the faster of its pageable and
     pinned copies, the one a tuned input pipeline would use, and which it is - else the configured
-    assumption: (bytes/s, "measured" or "assumed", "pageable", "pinned" or None)."""
-    rows = [
-        c
-        for c in (transfers.copies if transfers else ())
-        if (c.what, c.direction) == ("matrix", "host_to_device") and c.gb_per_s is not None
-    ]
-    if rows:
-        best = max(rows, key=lambda c: c.gb_per_s)
-        return best.gb_per_s * 1e9, "measured", best.memory
+    assumption: (bytes/s, "measured" or "assumed", "pageable", "pinned" or None). The pinned copy
+    is charged its pinning too (`pin_memory_s_median`: the matrix must be pinned before it can be
+    copied that way), so pinned wins only where pinning and copying beat a pageable copy."""
+    rates = {}
+    for c in transfers.copies if transfers else ():
+        if (c.what, c.direction) != ("matrix", "host_to_device") or c.seconds_median <= 0:
+            continue
+        pin = (transfers.pin_memory_s_median or 0.0) if c.memory == "pinned" else 0.0
+        rates[c.memory] = c.bytes / (c.seconds_median + pin)
+    if rates:
+        memory = max(rates, key=rates.__getitem__)
+        return rates[memory], "measured", memory
     return assumed_gb_s * 1e9, "assumed", None
 
 

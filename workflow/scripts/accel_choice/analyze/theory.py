@@ -77,3 +77,23 @@ def steps_per_epoch(rows: int, batch_size: int) -> int:
 def gradient_variance_ratio(batch_a: int, batch_b: int) -> float:
     """Var(g_b) / Var(g_a) under the 1/B rule for i.i.d. per-sample gradients."""
     return batch_a / batch_b
+
+
+def memory_bound_bytes(widths: Sequence[int], batch_size: int, rows: int, resident: bool) -> int:
+    """What one timed epoch must hold on the device, from the formulas: Adam fp32 (4·P·4), the
+    forward and backward activations (2× forward, the batch's input included) and the third
+    hidden-size buffer backward holds at once (the ReLU's output, its gradient and the
+    pre-activation's), the batch in use and the next one (copied or gathered while the last is
+    alive: two batches beside the one counted in the activations), the per-step loss buffer (one
+    fp32 per step); with the data resident, the matrix and target and the shuffled index (int64
+    per row)."""
+    features = widths[0] + 1  # the features and the target column
+    on_device = input_bytes(rows, features) + rows * 8 if resident else 0
+    return (
+        adam_fp32_bytes(widths)
+        + 2 * activation_bytes(batch_size, widths)
+        + batch_size * max(widths[1:-1], default=0) * FP32_BYTES
+        + 2 * input_bytes(batch_size, features)
+        + steps_per_epoch(rows, batch_size) * FP32_BYTES
+        + on_device
+    )

@@ -9,27 +9,49 @@ anything. A second GPU the jobs never use changes nothing.
 
 The driver's version comes from NVML (nvidia-ml-py, an in-process library call), not from a
 `nvidia-smi` subprocess that can time out; CUDA availability is asked the NVML way
-(PYTORCH_NVML_BASED_CUDA_CHECK) so that asking does not initialise the CUDA driver, whose cost
-belongs to the GPU's start-up, timed in the job.
+(PYTORCH_NVML_BASED_CUDA_CHECK, set only around the question: `cuda_available`) so that asking
+does not initialise the CUDA driver, whose cost belongs to the GPU's start-up, timed in the job.
+Set for the whole process it would cost every CPU Adam step an NVML device count (the optimizer's
+graph-capture health check asks `torch.cuda.is_available()`, and torch caches that count only once
+CUDA is initialised, which a CPU job never does).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-# Before torch asks: torch.cuda.is_available() then counts devices through NVML and leaves the
-# CUDA driver uninitialised (torch/cuda/__init__.py, _nvml_based_avail).
-os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
-
-import torch  # noqa: E402
+import torch
 
 from accel_choice.records.environment import Environment
 from accel_choice.records.loads import CudaDevice, DeviceProbe, VisibleDevices
 
 MODES = ("auto", "require", "off")
+NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
+
+
+@contextlib.contextmanager
+def _nvml_based_check() -> Iterator[None]:
+    """torch.cuda.is_available() inside counts devices through NVML and leaves the CUDA driver
+    uninitialised (torch/cuda/__init__.py, _nvml_based_avail); the variable is restored after."""
+    before = os.environ.get(NVML_CHECK)
+    os.environ[NVML_CHECK] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[NVML_CHECK]
+        else:
+            os.environ[NVML_CHECK] = before
+
+
+def cuda_available() -> bool:
+    """Whether torch sees a CUDA device, asked without initialising the CUDA driver."""
+    with _nvml_based_check():
+        return torch.cuda.is_available()
 
 
 class DeviceUnavailable(RuntimeError):
@@ -76,13 +98,13 @@ def _cuda_devices() -> tuple[CudaDevice, ...]:
                 capability=f"{props.major}.{props.minor}",
                 total_memory_bytes=int(props.total_memory),
                 multiprocessors=int(props.multi_processor_count),
-                uuid=_uuid(props),
+                uuid=device_uuid(props),
             )
         )
     return tuple(devices)
 
 
-def _uuid(props: Any) -> str | None:
+def device_uuid(props: Any) -> str | None:
     """The device's UUID as nvidia-smi writes it (GPU-<uuid>); None where torch does not say."""
     uuid = getattr(props, "uuid", None)
     return f"GPU-{uuid}" if uuid is not None and str(uuid) else None
@@ -97,7 +119,7 @@ def _other_accelerator() -> str | None:
 
 
 def probe() -> VisibleDevices:
-    cuda = torch.cuda.is_available()
+    cuda = cuda_available()
     return VisibleDevices(
         torch_version=str(torch.__version__),
         cuda_available=cuda,
@@ -163,7 +185,7 @@ def planned_device(mode: str) -> tuple[str | None, str]:
 
 def require(device_type: str) -> torch.device:
     """The device a GPU job runs on; a clear error if this machine has none of that type."""
-    available = {"cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available()}.get(device_type, False)
+    available = {"cuda": cuda_available, "mps": torch.backends.mps.is_available}.get(device_type, lambda: False)()
     if not available:
         raise DeviceUnavailable(
             f"this job needs a {device_type.upper()} device, but none is visible on {_hostname()} "

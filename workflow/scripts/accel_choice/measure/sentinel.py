@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from accel_choice.measure.contention import cpu_ticks
+from accel_choice.measure.devices import device_uuid
 from accel_choice.measure.devices import nvml_answer as _answer
 from accel_choice.measure.devices import nvml_library as _nvml
 from accel_choice.measure.devices import synchronize
@@ -116,12 +117,19 @@ def gpu_state(device: torch.device, nvml: Any | None = None) -> GpuState | None:
 
 
 def _nvml_handle(nvml: Any, index: int) -> Any | None:
-    """NVML's handle of torch's device `index`: by PCI bus id (CUDA_VISIBLE_DEVICES renumbers), else by index."""
+    """NVML's handle of torch's device `index`. NVML numbers every GPU of the machine and ignores
+    CUDA_VISIBLE_DEVICES, which renumbers torch's: so by the device's UUID, else its PCI bus id,
+    and by index only when torch tells neither."""
     props = _answer(lambda: torch.cuda.get_device_properties(index))
+    uuid = device_uuid(props)
+    if uuid is not None:
+        handle = _answer(lambda: nvml.nvmlDeviceGetHandleByUUID(uuid))
+        if handle is not None:
+            return handle
     bus = getattr(props, "pci_bus_id", None)
     if bus is not None:
         pci = f"{getattr(props, 'pci_domain_id', 0):08X}:{bus:02X}:{getattr(props, 'pci_device_id', 0):02X}.0"
-        handle = _answer(lambda: nvml.nvmlDeviceGetHandleByPciBusId_v2(pci))
+        handle = _answer(lambda: nvml.nvmlDeviceGetHandleByPciBusId(pci))
         if handle is not None:
             return handle
     return _answer(lambda: nvml.nvmlDeviceGetHandleByIndex(index))

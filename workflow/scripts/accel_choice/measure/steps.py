@@ -65,16 +65,30 @@ class Streamed:
 
 
 class Prefetched:
-    """Pinned host batches copied non-blocking, one batch ahead: the copy of batch k+1 is queued
-    before batch k is handed out, so on CUDA it runs while batch k trains. The pinned buffers come
-    from torch's caching host allocator, which reuses a block only after the copy that read it has
-    finished."""
+    """Pinned host batches copied non-blocking, one batch ahead, on a copy stream of their own: the
+    copy of batch k+1 is queued on that stream before batch k is handed out, so on CUDA it runs
+    while batch k trains on the compute stream (copies queued on the compute stream itself would
+    run strictly before the step's kernels). Before batch k is used the compute stream waits for
+    the copy stream (`wait_stream`, an event on the device: no host sync), and the batch's memory
+    is marked as used by the compute stream (`record_stream`) so the caching allocator does not
+    reuse it early. The pinned host buffers come from torch's caching host allocator, which reuses
+    a block only after the copy that read it has finished. Off CUDA: the same order, no streams."""
 
     def __init__(self, inner: Iterable[Batch], device: torch.device):
         self.inner, self.device = inner, device
+        self.stream = torch.cuda.Stream(device) if device.type == "cuda" else None
 
     def _copy(self, batch: Batch) -> Batch:
-        return batch[0].to(self.device, non_blocking=True), batch[1].to(self.device, non_blocking=True)
+        with torch.cuda.stream(self.stream) if self.stream is not None else contextlib.nullcontext():
+            return batch[0].to(self.device, non_blocking=True), batch[1].to(self.device, non_blocking=True)
+
+    def _ready(self, batch: Batch) -> Batch:
+        if self.stream is not None:
+            compute = torch.cuda.current_stream(self.device)
+            compute.wait_stream(self.stream)
+            for tensor in batch:
+                tensor.record_stream(compute)
+        return batch
 
     def __iter__(self) -> Iterator[Batch]:
         host = iter(self.inner)
@@ -83,9 +97,10 @@ class Prefetched:
             return
         ahead = self._copy(ahead)
         for batch in host:
-            current, ahead = ahead, self._copy(batch)
+            current = self._ready(ahead)  # wait for its copy before the next one is queued behind it
+            ahead = self._copy(batch)
             yield current
-        yield ahead
+        yield self._ready(ahead)
 
 
 def batches(
@@ -232,6 +247,7 @@ class WarmupResult:
     steps: int
     first_step_s: float
     steady_step_s: float
+    first_step_end: float  # time.perf_counter() when the first step had finished (device synchronised)
 
 
 def warm_up(
@@ -253,15 +269,19 @@ def warm_up(
     """
     trainer = Trainer(copy.deepcopy(model), lr, variant, device)
     times: list[float] = []
+    first_end = math.nan
     while len(times) < steps:
         for xb, yb in batches:
             synchronize(device)
             t0 = time.perf_counter()
             trainer.step(xb, yb)
             synchronize(device)
-            times.append(time.perf_counter() - t0)
+            t1 = time.perf_counter()
+            times.append(t1 - t0)
+            if len(times) == 1:
+                first_end = t1
             if len(times) >= steps:
                 break
     if eval_batches is not None:
         evaluate(trainer, itertools.islice(eval_batches, steps))
-    return WarmupResult(len(times), times[0], statistics.median(times[len(times) // 2 :]))
+    return WarmupResult(len(times), times[0], statistics.median(times[len(times) // 2 :]), first_end)

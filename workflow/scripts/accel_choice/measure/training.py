@@ -279,6 +279,7 @@ def measure_training_job(
     if epochs < 1:
         raise ValueError(f"epochs per job must be at least 1, got {epochs}")
     target = torch.device(device)
+    started = time.perf_counter()
     context = context_startup_seconds(target)
     y = y.reshape(-1, 1)
     meter = ForeignCpuMeter().start()
@@ -286,14 +287,19 @@ def measure_training_job(
         prepare_variant(v, x, y, batch_size, seed=seed, hidden=hidden, lr=lr, warmup_steps=warmup_steps, device=target)
         for v in variants
     ]
-    # The job's one-off start-up: the runtime's context, then what the first warm-up step of the
-    # first variant paid beyond a steady step (cuBLAS handles and workspace, lazy kernel loading,
-    # the optimizer's first-call imports, first allocations). The sentinel's own first matmuls
-    # come after it, so they do not take that cost away from the first step.
+    # The one-off start-up: everything from before the first device call (the runtime's context,
+    # cuBLAS handles and workspace, lazy kernel loading, the first variant's model, data placement
+    # and first allocations, the optimizer's first-call imports) to the synchronised end of the
+    # first variant's first warm-up step, less one steady step; each later variant adds what its
+    # own first step paid beyond a steady one (its precision's kernels, the scaler's, pinning).
+    # The sentinel's own first matmuls come after, so they take none of it away.
     first = prepared[0].warm
-    startup = (context or 0.0) + max(first.first_step_s - first.steady_step_s, 0.0)
+    process = max(first.first_step_end - started - first.steady_step_s, 0.0)
+    startups = [process] + [process + max(p.warm.first_step_s - p.warm.steady_step_s, 0.0) for p in prepared[1:]]
     sentinel = Sentinel(target)
     measured = measure_interleaved(prepared, epochs, repeat, sentinel)
+    for result, startup in zip(measured, startups):
+        result["startup_s"] = startup
     foreign = meter.stop()
     # Identical batches in identical order at one precision must give identical weights, whatever
     # the loader, placement or epoch: a check that the variants really did the same work.
@@ -305,7 +311,6 @@ def measure_training_job(
             result,
             repeat=repeat,
             context_startup_s=context,
-            startup_s=startup,
             foreign_cpu_share=foreign.share,
             same_final_weights_across_variants=len(weights[result["precision"]]) == 1,
         )

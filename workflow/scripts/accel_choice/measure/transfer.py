@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -65,12 +65,14 @@ def measure_transfers(
     y: torch.Tensor | None = None,
     *,
     repeat: int,
-    environment: Environment,
+    environment: Environment | Callable[[], Environment],
 ) -> TransferJob:
     """Context start-up, then H2D of the matrix and of one batch per batch size (pageable and
     pinned), H2D of the target column, and D2H of one prediction per row.
 
     The record's wall interval spans the whole measurement, the context start-up included.
+    `environment` may be a function, called after the measurement: describing the environment asks
+    torch about the GPU, which would initialise CUDA before the context start-up is timed.
     """
     started = time.time()
     target = torch.device(device)
@@ -105,5 +107,5 @@ def measure_transfers(
         loadavg_after=tuple(load_average()),
         repeat=repeat,
         wall_interval=(started, time.time()),
-        environment=environment,
+        environment=environment() if callable(environment) else environment,
     )

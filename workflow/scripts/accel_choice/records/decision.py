@@ -131,9 +131,11 @@ class DeviceComparison:
     speedup_without_startup: Positive
     threshold: Positive
     gpu_wins: bool  # the whole interval above the threshold
-    # Epochs after which the GPU's per-epoch gain (train + eval) repays its extra one-off costs
-    # (start-up, resident copy, load and convert, against the CPU's); 0: none to repay; None: never.
+    # Epochs after which a GPU path's per-epoch gain (train + eval) over the best CPU path repays its
+    # extra one-off costs (start-up, copies, load and convert, against the CPU's), for the GPU path
+    # that repays soonest (break_even_gpu); 0: none to repay; None: no GPU path is faster per epoch.
     break_even_epochs: NonNegative | None
+    break_even_gpu: FullPathRow | None
 
     def __post_init__(self) -> None:
         ordered(self.speedup_low, self.speedup, self.speedup_high, "speedup_low speedup speedup_high")
@@ -141,6 +143,8 @@ class DeviceComparison:
             raise ValueError(
                 f"gpu_wins {self.gpu_wins} with speedup_low {self.speedup_low} and threshold {self.threshold}"
             )
+        if (self.break_even_epochs is None) != (self.break_even_gpu is None):
+            raise ValueError("break_even_epochs and break_even_gpu are both set or both null")
 
 
 @record

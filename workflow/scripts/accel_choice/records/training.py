@@ -122,8 +122,9 @@ class TrainingRecord(EpochMeasurement):
 
     position_in_job: Count  # the variant's place in the job's interleaved order
     same_final_weights_across_variants: bool
-    # The job's one-off start-up, the same in each of its records: context_startup_s (GPU) plus the
-    # excess of the first warm-up step of the job's first variant over a steady step.
+    # The one-off start-up: from before the job's first device call to the end of its first
+    # variant's first warm-up step, less a steady step (context_startup_s on a GPU is part of it),
+    # plus, for a later variant, its own first step's excess over a steady one.
     startup_s: NonNegativeSeconds
 
 

@@ -128,11 +128,12 @@ def reasons(verdict: Verdict) -> list[str]:
         )
     said.append(_memory_sentence(verdict))
     comparison = verdict.comparison
-    if comparison is not None and comparison.break_even_epochs is not None:
+    if comparison is not None and comparison.break_even_gpu is not None:
+        cpu, gpu = comparison.cpu, comparison.break_even_gpu
         said.append(
-            f"Per epoch (training and evaluation) the GPU path is faster by "
-            f"{ms(comparison.cpu.per_epoch_s - comparison.gpu.per_epoch_s)} ms; its extra one-off costs (start-up, "
-            f"copies, load: {ms(max(comparison.gpu.one_off_s - comparison.cpu.one_off_s, 0.0))} ms beyond the CPU's) "
+            f"Per epoch (training and evaluation) the GPU path ({describe(gpu)}) is faster by "
+            f"{ms(cpu.per_epoch_s - gpu.per_epoch_s)} ms; its extra one-off costs (start-up, "
+            f"copies, load: {ms(max(gpu.one_off_s - cpu.one_off_s, 0.0))} ms beyond the CPU's) "
             f"are repaid after {comparison.break_even_epochs:.1f} epochs of this size."
         )
     return said
