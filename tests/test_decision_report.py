@@ -885,7 +885,8 @@ def test_report_states_the_gpu_start_up_and_its_parts(rendered_gpu):
     # the fixture's GPU jobs: a 1 ms context and no first-step excess
     assert (
         "One-off start-up per GPU job (median): 1.0 ms: the CUDA context 1.0 ms (the first CUDA call, the driver "
-        "left cold by an NVML availability check), then the first training step's excess over a steady one 0.0 ms"
+        "left cold by an NVML availability check), then up to the end of the first training step, less a steady "
+        "step, 0.0 ms"
     ) in rendered_gpu
 
 

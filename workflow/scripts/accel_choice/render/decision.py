@@ -346,6 +346,7 @@ def startup_line(cells: Sequence[TrainingCell]) -> str:
     part = statistics.median(context) if context else 0.0
     return (
         f"\n\nOne-off start-up per GPU job (median): {total * 1e3:.1f} ms: the CUDA context {part * 1e3:.1f} ms (the "
-        f"first CUDA call, the driver left cold by an NVML availability check), then the first training step's excess "
-        f"over a steady one {(total - part) * 1e3:.1f} ms (cuBLAS, lazy kernel loading, first-call imports)."
+        f"first CUDA call, the driver left cold by an NVML availability check), then up to the end of the first "
+        f"training step, less a steady step, {(total - part) * 1e3:.1f} ms (the model and data placed, cuBLAS, lazy "
+        f"kernel loading, first-call imports)."
     )

@@ -169,8 +169,9 @@ def _full_path_section(rows: Sequence[FullPathRow]) -> str:
         )
         + (
             "\n\n`total min–max` adds the training and evaluation (and transfer) minima and maxima to the load medians. "
-            "`fixed start-up` is the timing jobs' one-off start, paid once per process, not per epoch: the first "
-            "training step's excess over a steady one, and on a GPU the runtime's context before it."
+            "`fixed start-up` is the timing jobs' one-off start, paid once per process, not per epoch: from before "
+            "the first device call (on a GPU the runtime's context) to the end of the first training step, less a "
+            "steady step."
         )
     )
 
