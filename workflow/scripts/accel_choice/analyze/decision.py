@@ -10,7 +10,7 @@ from typing import Any
 
 from accel_choice.analyze import theory
 from accel_choice.analyze.bootstrap import Estimate, repeats_to_settle
-from accel_choice.analyze.decision_intervals import fastest_ties, speedup_estimate
+from accel_choice.analyze.decision_intervals import fastest_ties, speedup_estimate, step_scaling
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.records.decision import (
     DataRow,
@@ -25,7 +25,6 @@ from accel_choice.records.decision import (
     Outcome,
     Reason,
     SheetStep,
-    StepScaling,
     TheoryRow,
     TheoryTable,
     Verdict,
@@ -34,9 +33,6 @@ from accel_choice.records.data import DatasetExport, DatasetMeta
 from accel_choice.records.environment import Environment
 from accel_choice.records.loads import LoadCell, TransferTable, VisibleDevices
 from accel_choice.records.training import FullPathRow, TrainingCell, variant_fields
-
-# The step time grew less than half as much as the samples per step: fixed per-step cost dominates.
-OVERHEAD_BOUND_GROWTH = 0.5
 
 
 def gpu_visibility(probe: VisibleDevices | None, environment: Environment) -> GpuVisibility:
@@ -218,22 +214,6 @@ def compare_devices(
     )
 
 
-def step_scaling(cpu_train: Sequence[TrainingCell]) -> StepScaling | None:
-    """How the per-step time grew from the smallest to the largest batch size (fast path where measured)."""
-    smallest = min(cpu_train, key=lambda r: (r.batch_size, r.loader != "fastpath"))
-    largest = max(cpu_train, key=lambda r: (r.batch_size, r.loader == "fastpath"))
-    if smallest.batch_size == largest.batch_size:
-        return None
-    samples, steps = largest.batch_size / smallest.batch_size, largest.step_us_median / smallest.step_us_median
-    return StepScaling(
-        smallest_batch=smallest.batch_size,
-        largest_batch=largest.batch_size,
-        samples_ratio=samples,
-        step_time_ratio=steps,
-        overhead_bound=steps < OVERHEAD_BOUND_GROWTH * samples,
-    )
-
-
 def memory_check(
     widths: Sequence[int], batch_size: int, rows: int, host_memory_bytes: int | None, device_memory_bytes: int | None
 ) -> MemoryCheck:
@@ -321,7 +301,7 @@ def verdict(
             flop_per_s_3x=flop / fastest.epoch_s_median,
         ),
         fastest_cpu_ties=fastest_ties(cpu_train, fastest, noise_floor, rules),
-        scaling=step_scaling(cpu_train),
+        scaling=step_scaling(cpu_train, rules),
         memory=memory_check(
             widths, max(r.batch_size for r in cpu_train), rows, host_memory_bytes, device_memory_bytes(probe)
         ),

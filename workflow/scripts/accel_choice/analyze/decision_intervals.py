@@ -10,7 +10,7 @@ import numpy as np
 from accel_choice.analyze.aggregate import cell_seed
 from accel_choice.analyze.bootstrap import Estimate, can_pair, estimate_from, outcome, ratio_interval, resampled_medians
 from accel_choice.analyze.stats import NoiseRules
-from accel_choice.records.decision import TiedConfiguration
+from accel_choice.records.decision import StepScaling, TiedConfiguration
 from accel_choice.records.training import FullPathRow, TrainingCell, variant_of
 
 
@@ -69,3 +69,40 @@ def fastest_ties(
                 )
             )
     return tuple(sorted(ties, key=lambda t: t.over_fastest))
+
+
+# The step time grew less than half as much as the samples per step: fixed per-step cost dominates.
+OVERHEAD_BOUND_GROWTH = 0.5
+
+
+def step_scaling(cpu_train: Sequence[TrainingCell], rules: NoiseRules = NoiseRules()) -> StepScaling | None:
+    """How the per-step time grew from the smallest to the largest batch size (fast path where
+    measured), with its interval: the epoch ratio's (bootstrap.ratio_interval, the two cells from
+    different jobs) times the ratio of their step counts. Overhead or work is called only when the
+    whole interval lies on one side of half the growth of the samples per step."""
+    smallest = min(cpu_train, key=lambda r: (r.batch_size, r.loader != "fastpath"))
+    largest = max(cpu_train, key=lambda r: (r.batch_size, r.loader == "fastpath"))
+    if smallest.batch_size == largest.batch_size:
+        return None
+    epochs = ratio_interval(
+        smallest.epoch_s_jobs,
+        largest.epoch_s_jobs,
+        level=rules.confidence,
+        resamples=rules.bootstrap_resamples,
+        seed=cell_seed((variant_of(smallest), variant_of(largest)), "step scaling"),
+    )
+    per_step = smallest.steps / largest.steps
+    samples = largest.batch_size / smallest.batch_size
+    low, value, high = epochs.low * per_step, epochs.value * per_step, epochs.high * per_step
+    half = OVERHEAD_BOUND_GROWTH * samples
+    growth = "overhead" if high < half else "work" if low >= half else "undecided"
+    return StepScaling(
+        smallest_batch=smallest.batch_size,
+        largest_batch=largest.batch_size,
+        samples_ratio=samples,
+        step_time_ratio=value,
+        step_time_ratio_ci_low=low,
+        step_time_ratio_ci_high=high,
+        growth=growth,
+        overhead_bound=growth == "overhead",
+    )

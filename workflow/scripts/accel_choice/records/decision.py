@@ -83,17 +83,32 @@ class FastestEpoch:
 
 @record
 class StepScaling:
-    """How the time per optimizer step grew from the smallest to the largest CPU batch size.
+    """How the time per optimizer step grew from the smallest to the largest CPU batch size, with
+    the ratio's bootstrap interval (the two cells' jobs, then epochs, resampled independently).
 
-    `overhead_bound`: the step time grew by less than half the growth of the samples per step,
-    so a fixed per-step cost (Python, dispatch) dominates at small batches.
+    `growth`: "overhead" when the whole interval lies below half the growth of the samples per step
+    (a fixed per-step cost, Python and dispatch, dominates at small batches), "work" when it lies at
+    or above it, "undecided" when it straddles it. `overhead_bound` is growth == "overhead".
     """
 
     smallest_batch: PositiveCount
     largest_batch: PositiveCount
     samples_ratio: Positive
     step_time_ratio: Positive
+    step_time_ratio_ci_low: Positive
+    step_time_ratio_ci_high: Positive
+    growth: Literal["overhead", "work", "undecided"]
     overhead_bound: bool
+
+    def __post_init__(self) -> None:
+        ordered(
+            self.step_time_ratio_ci_low,
+            self.step_time_ratio,
+            self.step_time_ratio_ci_high,
+            "step_time_ratio_ci_low step_time_ratio step_time_ratio_ci_high",
+        )
+        if self.overhead_bound != (self.growth == "overhead"):
+            raise ValueError(f"overhead_bound {self.overhead_bound} with growth {self.growth!r}")
 
 
 @record

@@ -115,17 +115,11 @@ def reasons(verdict: Verdict) -> list[str]:
     if scaling is not None:
         grew = (
             f"From B={scaling.smallest_batch} to B={scaling.largest_batch} ({scaling.samples_ratio:.0f}× the samples "
-            f"per step) the time per optimizer step grew {scaling.step_time_ratio:.1f}×"
+            f"per step) the time per optimizer step grew {scaling.step_time_ratio:.1f}× ("
+            f"{verdict.confidence:.0%} interval {scaling.step_time_ratio_ci_low:.1f}–"
+            f"{scaling.step_time_ratio_ci_high:.1f}×)"
         )
-        said.append(
-            grew
-            + (
-                ": the step is bound by fixed per-step overhead (Python, dispatch), which a faster arithmetic "
-                "unit does not remove."
-                if scaling.overhead_bound
-                else ": the work per step grows with the batch, so arithmetic throughput matters at these sizes."
-            )
-        )
+        said.append(grew + _GROWTH[scaling.growth].format(half=scaling.samples_ratio / 2))
     said.append(_memory_sentence(verdict))
     comparison = verdict.comparison
     if comparison is not None and comparison.break_even_gpu is not None:
@@ -137,6 +131,16 @@ def reasons(verdict: Verdict) -> list[str]:
             f"are repaid after {comparison.break_even_epochs:.1f} epochs of this size."
         )
     return said
+
+
+_GROWTH = {
+    "overhead": ": the whole interval lies below half the samples' growth ({half:.0f}×): the step is bound by fixed "
+    "per-step overhead (Python, dispatch), which a faster arithmetic unit does not remove.",
+    "work": ": the whole interval lies at or above half the samples' growth ({half:.0f}×): the work per step grows "
+    "with the batch, so arithmetic throughput matters at these sizes.",
+    "undecided": ": the interval straddles half the samples' growth ({half:.0f}×), so this run cannot tell a "
+    "per-step overhead from work that grows with the batch.",
+}
 
 
 def _memory_sentence(verdict: Verdict) -> str:
