@@ -134,10 +134,10 @@ def reasons(verdict: Verdict) -> list[str]:
 
 
 _GROWTH = {
-    "overhead": ": the whole interval lies below half the samples' growth ({half:.0f}×): the step is bound by fixed "
-    "per-step overhead (Python, dispatch), which a faster arithmetic unit does not remove.",
-    "work": ": the whole interval lies at or above half the samples' growth ({half:.0f}×): the work per step grows "
-    "with the batch, so arithmetic throughput matters at these sizes.",
+    "overhead": ": the whole interval lies below half the samples' growth ({half:.0f}×), so the step is bound by "
+    "fixed per-step overhead (Python, dispatch), which a faster arithmetic unit does not remove.",
+    "work": ": the whole interval lies at or above half the samples' growth ({half:.0f}×), so the work per step "
+    "grows with the batch and arithmetic throughput matters at these sizes.",
     "undecided": ": the interval straddles half the samples' growth ({half:.0f}×), so this run cannot tell a "
     "per-step overhead from work that grows with the batch.",
 }
