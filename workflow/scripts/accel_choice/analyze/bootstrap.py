@@ -105,10 +105,14 @@ def estimate_from(value: float, distribution: np.ndarray, level: float, jobs: in
     return Estimate(value=value, low=min(float(low), value), high=max(float(high), value), level=level, jobs=jobs)
 
 
-def median_interval(groups: Groups, level: float = 0.95, resamples: int = RESAMPLES, seed: int = 0) -> Estimate:
-    """The pooled median of `groups` with its two-level bootstrap percentile interval."""
+def median_interval(
+    groups: Groups, level: float = 0.95, resamples: int = RESAMPLES, seed: int = 0, value: float | None = None
+) -> Estimate:
+    """The pooled median of `groups` with its two-level bootstrap percentile interval; given
+    `value` (another median of the same measurements, e.g. the median of the jobs' medians), that
+    value with the same interval, widened where needed to hold it."""
     distribution = resampled_medians(groups, resamples, seed)
-    return estimate_from(pooled_median(groups), distribution, level, _jobs(groups))
+    return estimate_from(pooled_median(groups) if value is None else value, distribution, level, _jobs(groups))
 
 
 def _jobs(groups: Groups) -> int:

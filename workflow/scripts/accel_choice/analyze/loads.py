@@ -6,7 +6,7 @@ import statistics
 from collections.abc import Sequence
 
 from accel_choice.analyze.aggregate import cell_seed, contaminated_repeats, group_by
-from accel_choice.analyze.bootstrap import estimate_from, resampled_medians
+from accel_choice.analyze.bootstrap import median_interval
 from accel_choice.analyze.stats import NoiseRules, summarize
 from accel_choice.records.loads import (
     CopyCell,
@@ -43,10 +43,13 @@ def aggregate_load_convert(
         total = summarize([r.total_s for r in group], rules)
         # The interval of the pooled median of every pass of every job (jobs, then passes, resampled),
         # widened where needed to hold the cell's median of the jobs' medians.
-        resampled = resampled_medians(
-            [[p.total_s for p in r.pass_stages] for r in group], rules.bootstrap_resamples, cell_seed((dataset, fmt))
+        interval = median_interval(
+            [[p.total_s for p in r.pass_stages] for r in group],
+            rules.confidence,
+            rules.bootstrap_resamples,
+            cell_seed((dataset, fmt)),
+            value=total["median"],
         )
-        interval = estimate_from(total["median"], resampled, rules.confidence, len(group))
         first = group[0]
         table.append(
             LoadCell(
@@ -96,10 +99,13 @@ def aggregate_transfers(jobs: Sequence[TransferJob], rules: NoiseRules = NoiseRu
     table = []
     for (what, direction, memory), group in group_by(copies, ("what", "direction", "memory")).items():
         seconds = summarize([c.seconds for c in group])
-        resampled = resampled_medians(
-            [c.passes for c in group], rules.bootstrap_resamples, cell_seed((what, direction, memory))
+        interval = median_interval(
+            [c.passes for c in group],
+            rules.confidence,
+            rules.bootstrap_resamples,
+            cell_seed((what, direction, memory)),
+            value=seconds["median"],
         )
-        interval = estimate_from(seconds["median"], resampled, rules.confidence, len(group))
         table.append(
             CopyCell(
                 what=what,
