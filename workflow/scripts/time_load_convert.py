@@ -12,7 +12,7 @@ inp = snakemake.input
 with job(snakemake.log[0], snakemake.threads) as log:
     datasets = [(records.read(DatasetMeta, m), records.read(DatasetExport, e)) for m, e in zip(inp.meta, inp.export)]
     by_name = {
-        Path(exported.file).name: (meta, export, fmt)
+        exported.file: (meta, export, fmt)  # the file's name, as export_data wrote it
         for meta, export in datasets
         for fmt, exported in export.files.items()
     }

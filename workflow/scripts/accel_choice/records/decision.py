@@ -216,7 +216,7 @@ class GpuMemory(VariantFields):
 
     peak_bytes: Count | None  # max_memory_allocated: the cuBLAS workspace and everything else alive included
     epoch_bytes: Count | None  # the epoch's own memory: what the bound is compared with
-    bound_bytes: Count  # Adam fp32 + activations (2 x forward) + the loader's index and batch + resident data
+    bound_bytes: Count  # analyze.theory.memory_bound_bytes: what the formulas say one epoch holds
     epoch_over_bound: NonNegative | None
 
 

@@ -282,17 +282,16 @@ def interval_paragraph(break_even: BreakEvenTable, jobs: int | None = None) -> s
 def _few_jobs(jobs: int | None, confidence: float) -> str:
     if jobs is None or jobs > max(GRID_COVERAGE):
         return ""
+    most = max(GRID_COVERAGE)
     simulated = GRID_COVERAGE.get(jobs)
+    # The simulated coverages are of the 95 % interval: at another level only the direction holds.
     coverage = (
-        f"in a simulation a {100 * confidence:g} % interval from {jobs} grid jobs held the true break-even "
-        f"{100 * simulated:.0f} % of the time"
+        f"in a simulation a 95 % interval from {jobs} grid jobs held the true break-even {100 * simulated:.0f} % of "
+        f"the time (docs/planner.md); {most} grid jobs bring it to about {100 * GRID_COVERAGE[most]:.0f} %"
         if simulated is not None and confidence == 0.95
-        else "the percentile interval is narrower than its level says"
+        else "the percentile interval is narrower than its level says (docs/planner.md); more grid jobs bring it closer"
     )
-    return (
-        f" It rests on {jobs} grid job{'s' if jobs != 1 else ''} (`planner.repeats`): {coverage} "
-        f"(docs/planner.md); {max(GRID_COVERAGE)} grid jobs bring it to about {100 * GRID_COVERAGE[max(GRID_COVERAGE)]:.0f} %."
-    )
+    return f" It rests on {jobs} grid job{'s' if jobs != 1 else ''} (`planner.repeats`): {coverage}."
 
 
 def break_even_figure(

@@ -230,8 +230,8 @@ def _gpu_section(inputs: ReportInputs) -> str:
             "\n\nPeak: `torch.cuda.max_memory_allocated()` after `reset_peak_memory_stats()`: everything allocated, the "
             "cuBLAS workspace and whatever else the process holds included. Epoch: that peak less `memory_allocated()` "
             "when the epoch began, the epoch's own memory. Bound: Adam fp32 4·P·4 + forward and backward activations "
-            "(2 × forward) + the next batch + the per-step loss buffer, and where the data live on the device the matrix "
-            "and target and the shuffled index; epoch/bound well above 1 means the epoch holds something the formulas do "
+            "(2 × forward) and backward's third hidden-size buffer + the batch in use and the next + the per-step loss "
+            "buffer, and where the data live on the device the matrix and target and the shuffled index; epoch/bound well above 1 means the epoch holds something the formulas do "
             "not (the caching allocator rounds each block up to 512 bytes)."
         )
         + decision_words.startup_line(list(cells.values()))
