@@ -239,6 +239,9 @@ def test_verdict_reasons_carry_the_numbers(train_table, full_path_rows):
     reasons = words.reasons(v)
     assert len(reasons) == 5
     assert reasons[0].startswith("Fastest CPU full path: parquet + fastpath at B=512, 20.0 ms per epoch")
+    assert reasons[0].endswith(
+        "with no interval: not a measured difference; the fastest epoch and its ties below are decided by intervals)."
+    )
     assert "~78 MFLOP in 10.0 ms: 7.79 GFLOP/s achieved" in reasons[1]
     # The fastest cell has a planted 30 ms repeat: paired with the DataLoader of the same jobs (30, 31, 29 ms)
     # the ratio is 3.0, 3.1 and 0.97 — its interval holds 1, so the two are tied; B=32 is measurably slower.

@@ -105,7 +105,8 @@ def reasons(verdict: Verdict) -> list[str]:
     best, fastest = verdict.fastest_cpu_path, verdict.fastest_cpu_epoch
     said = [
         f"Fastest CPU full path: {best.format} + {best.loader} at B={best.batch_size}, {ms(best.total_s)} ms per epoch, "
-        f"of which training is {best.train_share:.0%}.",
+        f"of which training is {best.train_share:.0%} (a sum of medians from different jobs, with no interval: "
+        "not a measured difference; the fastest epoch and its ties below are decided by intervals).",
         f"The fastest CPU epoch ({fastest.loader}, B={fastest.batch_size}) does ~{fastest.flop_3x / 1e6:.0f} MFLOP in "
         f"{ms(fastest.epoch_s)} ms: {fastest.flop_per_s_3x / 1e9:.2f} GFLOP/s achieved (3× rule; the FLOP-counter "
         "section gives the executed count).",
