@@ -34,10 +34,17 @@ check_schema(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.s
 
 validate(config, schema="workflow/schemas/config.schema.yaml")
 check_config(config)
+if config["model"]["factory"]:
+    # Your own model, built and run on a tiny batch now, before any job: a factory that does not
+    # import, raises or does not fit the data and loss stops here (this runs the model's code).
+    from accel_choice.measure.model_checks import check_model
+
+    check_model(config)
 
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/model.smk"
 include: "workflow/rules/timing.smk"
 include: "workflow/rules/gpu.smk"
 include: "workflow/rules/aggregate.smk"

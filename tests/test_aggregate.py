@@ -18,6 +18,7 @@ from builders_data import copy_cell, copy_timing, data_environment, load_cell, t
 from builders_data import load_table as build_load_table
 from builders_data import file_load, load_job
 from accel_choice.measure import datagen, training
+from accel_choice.records.model import ModelSpec
 from builders_training import replaced, training_record
 
 ROWS = 8192
@@ -67,7 +68,7 @@ def test_synthetic_record_is_the_type_measure_writes():
     d = datagen.make_benchmark(40, 3, 0.2, 1)
     x, y = torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy())
     real = training.measure_training_job(
-        x, y, 20, 0, training.cpu_variants(["fastpath"]), seed=1, hidden=2, lr=1e-3, warmup_steps=1
+        x, y, 20, 0, training.cpu_variants(["fastpath"]), seed=1, spec=ModelSpec(hidden=2, lr=1e-3), warmup_steps=1
     )[0][0]
     assert type(record(20, "fastpath", 0, 0.01, rows=40)) is type(real)
 

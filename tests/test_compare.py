@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 import compare_results
+from accel_choice.analyze.figures import Figures
 from accel_choice import records
 from accel_choice.analyze import (
     aggregate,
@@ -331,12 +332,14 @@ def make_results(
         atomic.write_record(
             folder / paths.DECISION,
             Decision(
-                verdict=decision.verdict(train_table, full_path, quick, WIDTHS, rows=ROWS, host_memory_bytes=2**34),
+                verdict=decision.verdict(
+                    train_table, full_path, quick, Figures(WIDTHS), rows=ROWS, host_memory_bytes=2**34
+                ),
                 sheet=decision.decision_sheet(
-                    train_table, _load_table(), quick, WIDTHS, batch_sizes, transfers=transfers
+                    train_table, _load_table(), quick, Figures(WIDTHS), batch_sizes, transfers=transfers
                 ),
                 full_path=tuple(full_path),
-                gpu_memory=decision.gpu_memory(train_table, WIDTHS, ROWS),
+                gpu_memory=decision.gpu_memory(train_table, Figures(WIDTHS), ROWS),
                 environment=quick,
             ),
         )

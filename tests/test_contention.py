@@ -15,6 +15,7 @@ from accel_choice.analyze import aggregate
 from accel_choice.analyze.stats import NoiseRules
 from builders_training import training_record
 from accel_choice.measure import contention, datagen, training
+from accel_choice.records.model import ModelSpec
 
 BUSY = "import time\nend = time.time() + 30\nwhile time.time() < end: pass\n"
 
@@ -60,7 +61,14 @@ def _job(repeat: int):
     dataset = datagen.make_benchmark(2048, 16, 0.2, 3)
     x, y = torch.from_numpy(dataset.features.copy()), torch.from_numpy(dataset.target.copy())
     return training.measure_training_job(
-        x, y, 32, repeat, training.cpu_variants(["dataloader", "fastpath"]), seed=3, hidden=16, lr=1e-3, warmup_steps=5
+        x,
+        y,
+        32,
+        repeat,
+        training.cpu_variants(["dataloader", "fastpath"]),
+        seed=3,
+        spec=ModelSpec(hidden=16, lr=1e-3),
+        warmup_steps=5,
     )[0]
 
 

@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from accel_choice.analyze.figures import Figures
 from accel_choice.analyze import aggregate, decision, fullpath, loads, theory
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import tables
@@ -136,7 +137,7 @@ def full_path_rows(train_table, load_table):
 
 
 def _sheet(train_table, load_table, env, **options):
-    return decision.decision_sheet(train_table, load_table, env, WIDTHS, BATCH_SIZES, **options)
+    return decision.decision_sheet(train_table, load_table, env, Figures(WIDTHS), BATCH_SIZES, **options)
 
 
 def _said(sheet, env, probe=None):
@@ -147,7 +148,7 @@ def _said(sheet, env, probe=None):
 
 def _verdict(train_table, full_path_rows, env=NO_CUDA, **options):
     options.setdefault("host_memory_bytes", HOST_MEMORY)
-    return decision.verdict(train_table, full_path_rows, env, WIDTHS, rows=ROWS, **options)
+    return decision.verdict(train_table, full_path_rows, env, Figures(WIDTHS), rows=ROWS, **options)
 
 
 # --- decision sheet -----------------------------------------------------------------------
@@ -318,17 +319,24 @@ def _inputs(train_records, load_table, *, env, probe=None, transfers=None, accel
     decided = Decision(
         verdict=_verdict(table, rows, env, probe=probe),
         sheet=decision.decision_sheet(
-            table, load_table, env, WIDTHS, BATCH_SIZES, probe=probe, transfers=transfers, accelerator=accelerator
+            table,
+            load_table,
+            env,
+            Figures(WIDTHS),
+            BATCH_SIZES,
+            probe=probe,
+            transfers=transfers,
+            accelerator=accelerator,
         ),
         full_path=tuple(rows),
-        gpu_memory=decision.gpu_memory(table, WIDTHS, ROWS),
+        gpu_memory=decision.gpu_memory(table, Figures(WIDTHS), ROWS),
         environment=env,
     )
     return report.ReportInputs(
         decision=decided,
         environment=environment_report(env, os="Ubuntu 24.04 (x86_64)"),
         data=_datasets(),
-        theory=decision.theory_table(table, WIDTHS, ROWS, BATCH_SIZES, 8),
+        theory=decision.theory_table(table, Figures(WIDTHS), ROWS, BATCH_SIZES, 8),
         train_table=table,
         non_finite=aggregate.non_finite_runs(train_records),
         load_table=load_table,

@@ -19,8 +19,10 @@ import pytest
 import torch
 
 from accel_choice.analyze import aggregate, decision, fullpath, loads, theory
+from accel_choice.analyze.figures import Figures
 from accel_choice.io import dataio, envinfo
 from accel_choice.measure import datagen, devices, loadconv, loaders, steps, training, transfer
+from accel_choice.records.model import ModelSpec
 
 pytestmark = [
     pytest.mark.gpu,
@@ -31,6 +33,7 @@ pytestmark = [
 
 SEED = 20261020
 ROWS, FEATURES, HIDDEN, LR, WARMUP, EPOCHS = 8192, 32, 48, 1e-3, 10, 2
+SPEC = ModelSpec(hidden=HIDDEN, lr=LR)
 SMALL, LARGE = 32, 512
 WIDTHS = (FEATURES, HIDDEN, 1)
 REPO = Path(__file__).resolve().parents[1]
@@ -54,8 +57,7 @@ def _job(x, y, batch_size, variants, repeat=0, device="cuda"):
         repeat,
         variants,
         seed=SEED,
-        hidden=HIDDEN,
-        lr=LR,
+        spec=ModelSpec(hidden=HIDDEN, lr=LR),
         warmup_steps=WARMUP,
         device=device,
         epochs=EPOCHS,
@@ -126,7 +128,7 @@ def _resident_trainer(benchmark, precision, batch_size):
     variant = steps.Variant("fastpath", precision, "resident", True)
     x_device, y_device = x.to(device), y.reshape(-1, 1).to(device)
     model = training.build_model(FEATURES, HIDDEN, SEED).to(device)
-    trainer = steps.Trainer(model, LR, variant, device)
+    trainer = steps.Trainer(model, SPEC, variant, device)
     batches = list(steps.batches(variant, x, y, batch_size, True, SEED, device, x_device, y_device))
     for xb, yb in batches[:3]:  # Adam's state, the scaler's, first kernels: before the check
         trainer.step(xb, yb)
@@ -221,7 +223,7 @@ assert torch.cuda._device_count_nvml() >= 1, "NVML did not count the devices"
 d = datagen.make_benchmark(4096, 32, 0.2, 1)
 records, _ = training.measure_training_job(
     torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy()), 512, 0,
-    training.gpu_variants(["fp32"], ["resident"], True), seed=1, hidden=48, lr=1e-3, warmup_steps=5,
+    training.gpu_variants(["fp32"], ["resident"], True), seed=1, spec=ModelSpec(hidden=48, lr=1e-3), warmup_steps=5,
     device=device)
 r = records[0]
 print(json.dumps({{"context": r.context_startup_s, "startup": r.startup_s, "first": r.warmup_first_step_s,
@@ -322,6 +324,6 @@ def test_a_verdict_is_computed_from_real_cpu_and_gpu_records(benchmark, tmp_path
     assert comparison is not None
     assert comparison.speedup_low <= comparison.speedup <= comparison.speedup_high
     outcome = decision.verdict(
-        cells, rows, envinfo.quick_environment(SEED), WIDTHS, rows=ROWS, probe=devices.probe(), threshold=1.5
+        cells, rows, envinfo.quick_environment(SEED), Figures(WIDTHS), rows=ROWS, probe=devices.probe(), threshold=1.5
     )
     assert outcome.outcome in ("GPU", "CPU", "undecided") and outcome.reason

@@ -18,6 +18,7 @@ from accel_choice.analyze import aggregate, theory
 from accel_choice.io import atomic
 from accel_choice.measure import datagen, steps, training, transfer
 from accel_choice.records.loads import TransferJob
+from accel_choice.records.model import ModelSpec
 from builders_data import data_environment
 
 SEED = 20261020
@@ -34,7 +35,15 @@ def data():
 
 def _job(x, y, variants, repeat=0, seed=SEED):
     return training.measure_training_job(
-        x, y, BATCH, repeat, variants, seed=seed, hidden=HIDDEN, lr=LR, warmup_steps=WARMUP, device="cpu"
+        x,
+        y,
+        BATCH,
+        repeat,
+        variants,
+        seed=seed,
+        spec=ModelSpec(hidden=HIDDEN, lr=LR),
+        warmup_steps=WARMUP,
+        device="cpu",
     )[0]
 
 

@@ -11,9 +11,11 @@ from torch import nn
 
 from accel_choice import records
 from accel_choice.measure import datagen, loaders, model, steps, training
+from accel_choice.records.model import ModelSpec
 
 SEED = 20261020
 ROWS, FEATURES, HIDDEN, LR, WARMUP, EPOCHS = 200, 8, 8, 1e-3, 3, 3
+SPEC = ModelSpec(hidden=HIDDEN, lr=LR)
 
 
 # --- loaders ----------------------------------------------------------------------------
@@ -109,8 +111,7 @@ def _job(data, batch_size: int, repeat: int, loader_kinds=loaders.LOADERS):
         repeat,
         training.cpu_variants(loader_kinds),
         seed=SEED,
-        hidden=HIDDEN,
-        lr=LR,
+        spec=ModelSpec(hidden=HIDDEN, lr=LR),
         warmup_steps=WARMUP,
         epochs=EPOCHS,
     )[0]
@@ -212,7 +213,7 @@ def test_warm_up_runs_on_a_copy():
     net = model.build_model(4, 5, 0)
     before = model.state_sha256(net)
     result = steps.warm_up(
-        net, LR, steps.Variant(), torch.device("cpu"), loaders.make_loader("fastpath", x, y, 16, True, 0), 7
+        net, SPEC, steps.Variant(), torch.device("cpu"), loaders.make_loader("fastpath", x, y, 16, True, 0), 7
     )
     assert result.steps == 7  # cycles past the 3 batches of one epoch
     assert result.first_step_s > 0 and result.steady_step_s > 0
@@ -234,7 +235,7 @@ def test_warm_up_also_runs_the_evaluation_on_at_most_its_steps_batches(monkeypat
     monkeypatch.setattr(steps, "evaluate", spy)
     net = model.build_model(4, 5, 0)
     loader = loaders.make_loader("fastpath", x, y, 8, False, 0)  # 5 batches
-    steps.warm_up(net, LR, steps.Variant(), torch.device("cpu"), loader, 3, eval_batches=loader)
+    steps.warm_up(net, SPEC, steps.Variant(), torch.device("cpu"), loader, 3, eval_batches=loader)
     assert seen == [3]
 
 
@@ -247,7 +248,7 @@ def test_priming_creates_the_optimizer_state_and_changes_no_result(precision):
 
     def epoch(primed):
         net = model.build_model(4, 5, 0)
-        trainer = steps.Trainer(net, LR, variant, torch.device("cpu"))
+        trainer = steps.Trainer(net, SPEC, variant, torch.device("cpu"))
         if primed:
             before = model.state_sha256(net)
             trainer.prime()

@@ -19,6 +19,7 @@ from accel_choice.analyze.stats import NoiseRules
 from accel_choice.measure import sentinel, training
 from accel_choice.records.sentinel import GpuState, SentinelReadings
 from accel_choice.records.training import TrainingJob
+from accel_choice.records.model import ModelSpec
 
 CPU_WORKLOAD = sentinel.workload_name(torch.device("cpu"))
 
@@ -378,8 +379,7 @@ def jobs(one_thread):
             repeat,
             training.cpu_variants(["dataloader", "fastpath"]),
             seed=1,
-            hidden=4,
-            lr=1e-3,
+            spec=ModelSpec(hidden=4, lr=1e-3),
             warmup_steps=2,
             epochs=EPOCHS,
         )

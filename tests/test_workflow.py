@@ -1126,3 +1126,93 @@ def test_no_config_value_is_evaluated_as_code() -> None:
     for source in sources:
         text = source.read_text()
         assert not re.search(r"(?<![\w.])(eval|exec)\(", text), f"{source} evaluates text as code"
+
+
+# --- your own model (model.factory) -----------------------------------------------------------------
+
+BAD_FACTORIES = {
+    "not module:function": ("", "broken.net", "is not of the form 'package.module:function'"),
+    "does not import": ("import not_a_module_anywhere\n", "broken.net:build", "does not import from model.path"),
+    "raises": ("def build(shape):\n    raise ValueError('no such width')\n", "broken.net:build", "raised ValueError"),
+    "not a Module": ("def build(shape):\n    return [1, 2]\n", "broken.net:build", "returned a builtins.list"),
+    "output shape": (
+        "from torch import nn\ndef build(shape):\n    return nn.Linear(shape[0], 2)\n",
+        "broken.net:build",
+        "needs floating-point outputs of shape (2,) or (2, 1)",
+    ),
+    "rejects the data": (
+        "from torch import nn\ndef build(shape):\n    return nn.Linear(3, 1)\n",
+        "broken.net:build",
+        "rejected a batch of shape (2, 8) (data.benchmark: 8 features per sample)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_FACTORIES))
+def test_a_bad_factory_stops_the_run_naming_the_key_and_leaves_results_untouched(
+    finished: Path, tmp_path: Path, case: str
+) -> None:
+    source, factory, words = BAD_FACTORIES[case]
+    package = tmp_path / "broken"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "net.py").write_text(source)
+    before = {p: p.stat().st_mtime_ns for p in (finished / "results").rglob("*") if p.is_file()}
+    result = snakemake(finished, changed(model={"factory": factory, "path": str(tmp_path)}))
+    assert result.returncode != 0
+    assert "config key model.factory" in result.stderr and words in result.stderr, result.stderr[-3000:]
+    assert "Job stats" not in result.stdout + result.stderr
+    assert {p: p.stat().st_mtime_ns for p in (finished / "results").rglob("*") if p.is_file()} == before
+
+
+OWN_MODEL = {
+    "factory": "models.residual_mlp:build",
+    "path": "examples",
+    "kwargs": {"width": 16, "blocks": 1, "dropout": 0.1},
+    "optimizer": "adamw",
+}
+
+
+@pytest.fixture(scope="module")
+def own_model(finished: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The finished run with the residual MLP example in place of the textbook MLP, then its source edited."""
+    workdir = _copy_of(finished, tmp_path_factory.mktemp("own") / "run")
+    config = changed(model=OWN_MODEL)
+    events = {"workdir": workdir, "plan": planned_jobs(snakemake(workdir, config, "-n"))}
+    events["run"] = snakemake(workdir, config)
+    events["noop"] = planned_jobs(snakemake(workdir, config, "-n"))
+    source = workdir / "examples/models/residual_mlp.py"
+    source.write_text(source.read_text() + "\n# edited\n")
+    events["edited"] = planned_jobs(snakemake(workdir, config, "-n"))
+    return events
+
+
+def test_own_model_reruns_what_trains_it_and_nothing_of_the_textbook(own_model: dict) -> None:
+    plan = own_model["plan"]
+    assert plan["time_cpu_training"] == 6 and plan["profile_model"] == 1
+    for textbook_only in ("time_cost_model", "train_northstar", "gradient_variance", "time_load_convert"):
+        assert textbook_only not in plan
+    assert own_model["run"].returncode == 0, own_model["run"].stderr[-3000:]
+    assert own_model["noop"] == {}
+    # Editing the model's source re-times it: the module is an input of the rules that build it.
+    edited = own_model["edited"]
+    assert edited["time_cpu_training"] == 6 and edited["profile_model"] == 1
+
+
+def test_own_model_report_shows_counted_figures_and_where_the_planner_stops(own_model: dict) -> None:
+    results = own_model["workdir"] / "results"
+    profile = read(results / "tables/model_profile.json")
+    assert profile["model"] == "models.residual_mlp:build" and profile["widths"] is None
+    assert profile["optimizer"] == "adamw" and profile["params"] > 0
+    theory = read(results / "tables/theory.json")
+    assert theory["figures"] == "counted" and theory["params"] == profile["params"]
+    assert [r["forward_backward_flop_per_batch_counted"] for r in theory["table"]] == [
+        r["step_flop"] for r in profile["table"]
+    ]
+    report = (results / "REPORT.md").read_text()
+    assert "## Model figures (counted)" in report and "Model `models.residual_mlp:build`" in report
+    assert "The planner models the textbook MLP d → h → 1 of its grid, not the model timed above" in report
+    assert "## FLOP formula against torch's FLOP counter" not in report
+    assert "the final weights were bitwise identical across loaders in every job" in report
+    table = read(results / "tables/cpu_training.json")
+    assert not table["non_finite"] and all(cell["same_final_weights_across_variants"] for cell in table["table"])

@@ -6,7 +6,8 @@ from pathlib import Path
 from snakemake.io import strip_wildcard_constraints
 
 from accel_choice.io import paths
-from accel_choice.io.imports import closure, relative_paths
+from accel_choice.io.imports import closure, module_file, relative_paths
+from accel_choice.records.model import split_factory
 from accel_choice.measure.device_plan import planned_device
 
 LIBRARY = Path(workflow.basedir) / "workflow" / "scripts"
@@ -66,6 +67,24 @@ def code(script):
     return relative_paths(closure(LIBRARY / script, LIBRARY), os.getcwd())
 
 
+# The model the timing jobs train (records.model.ModelSpec): a param of each rule that builds it. A
+# user's model (model.factory) is also an input through its source: its module and every module it
+# imports from model.path, so editing the model re-runs what timed it.
+MODEL = sorted_keys(config["model"])
+
+
+def model_code():
+    factory = config["model"]["factory"]
+    if not factory:
+        return []
+    root = config["model"]["path"]
+    found = module_file(root, split_factory(factory)[0])
+    return relative_paths(closure(found, root, packages=None) + [found], os.getcwd()) if found else []
+
+
+MODEL_CODE = sorted(set(model_code()))
+
+
 # Decided when the workflow is parsed: GPU_DEVICE is "cuda" or "mps" when GPU jobs are
 # planned, else None. DEVICE_FINGERPRINT names the visible devices; it is a param of the
 # probe rule, so a machine that gains or swaps a GPU re-runs what depends on the probe.
@@ -114,6 +133,7 @@ JOBS = {
     "generate_benchmark": jobs(),
     "generate_northstar": jobs(),
     "export_data": jobs(dataset=DATASETS),
+    "profile_model": jobs(),
     "time_load_convert": jobs(repeat=REPEATS),
     "time_cpu_training": jobs(batch_size=BATCH_SIZES, repeat=REPEATS),
     "aggregate_training": jobs(),

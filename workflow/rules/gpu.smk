@@ -60,6 +60,7 @@ rule time_gpu_training:
         export=results(paths.DATASET_EXPORT, dataset="benchmark"),
         probe=results(paths.DEVICE_PROBE),
         code=code("time_gpu_training.py"),
+        model_code=MODEL_CODE,
     output:
         results(paths.GPU_RECORD),
     log:
@@ -79,8 +80,7 @@ rule time_gpu_training:
     params:
         device=GPU_DEVICE,
         seed=config["seed"],
-        hidden=config["model"]["hidden"],
-        lr=config["model"]["lr"],
+        model=MODEL,
         precisions=config["gpu"]["precisions"],
         placements=config["gpu"]["placements"],
         grad_scaler=config["gpu"]["grad_scaler"],

@@ -69,6 +69,7 @@ rule planner:
         rows=config["data"]["benchmark"]["rows"],
         features=config["data"]["benchmark"]["features"],
         hidden=config["model"]["hidden"],
+        textbook=config["model"]["factory"] is None,  # the benchmark's cells are MLP fit points only then
         batch_sizes=config["timing"]["batch_sizes"],  # the FLOP check's batch sizes
         threads=config["timing"]["threads"],  # the threads the CPU rates hold for
         curve_batch_size=config["planner"]["batch_size"],

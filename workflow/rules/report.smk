@@ -30,6 +30,7 @@ rule decide:
         transfers=TRANSFER_TABLE,
         load_convert=results(paths.LOAD_CONVERT_TABLE),
         probe=results(paths.DEVICE_PROBE),
+        profile=results(paths.MODEL_PROFILE),
         code=code("decide.py"),
     output:
         decision=results(paths.DECISION),
@@ -50,8 +51,6 @@ rule decide:
         timing_slot=OTHER_JOB,
     params:
         rows=config["data"]["benchmark"]["rows"],
-        features=config["data"]["benchmark"]["features"],
-        hidden=config["model"]["hidden"],
         batch_sizes=config["timing"]["batch_sizes"],
         bandwidth_gb_s=config["report"]["bandwidth_gb_s"],
         accelerator=config["accelerator"],

@@ -34,6 +34,7 @@ rule time_cpu_training:
         meta=results(paths.DATASET_META, dataset="benchmark"),
         export=results(paths.DATASET_EXPORT, dataset="benchmark"),
         code=code("time_cpu_training.py"),
+        model_code=MODEL_CODE,
     output:
         results(paths.CPU_RECORD),
     log:
@@ -51,8 +52,7 @@ rule time_cpu_training:
         timing_slot=TIMING_JOB,
     params:
         seed=config["seed"],
-        hidden=config["model"]["hidden"],
-        lr=config["model"]["lr"],
+        model=MODEL,
         loaders=config["timing"]["loaders"],
         warmup_steps=config["timing"]["warmup_steps"],
         epochs_per_job=config["timing"]["epochs_per_job"],

@@ -2,12 +2,14 @@
 
 from accel_choice import records
 from accel_choice.analyze import decision, fullpath, planner
+from accel_choice.analyze.figures import Figures
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import atomic, envinfo, tables
 from accel_choice.io.runtime import job
 from accel_choice.records.data import DatasetExport, DatasetMeta
 from accel_choice.records.decision import Decision, DecisionSheet, FullPathTable
 from accel_choice.records.environment import EnvironmentReport
+from accel_choice.records.model import ModelProfile
 from accel_choice.records.loads import DeviceProbe, LoadTable, TransferTable
 from accel_choice.records.training import TrainingTable
 
@@ -22,14 +24,15 @@ with job(snakemake.log[0], snakemake.threads) as log:
         transfers = records.read(TransferTable, inp.transfers[0])
     load_table = records.read(LoadTable, inp.load_convert).table
     probe = records.read(DeviceProbe, inp.probe)
-    widths = (p.features, p.hidden, 1)
+    # The textbook MLP's formulas, or what profile_model counted on a user's model.
+    figures = Figures.of(records.read(ModelProfile, inp.profile))
 
     full_path = fullpath.full_path(train_table, load_table, transfers)
     sheet = decision.decision_sheet(
         train_table,
         load_table,
         environment,
-        widths,
+        figures,
         p.batch_sizes,
         probe=probe,
         transfers=transfers,
@@ -39,7 +42,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
         train_table,
         full_path,
         environment,
-        widths,
+        figures,
         rows=p.rows,
         probe=probe,
         threshold=p.speedup_threshold,
@@ -53,7 +56,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
             verdict=verdict,
             sheet=sheet,
             full_path=tuple(full_path),
-            gpu_memory=decision.gpu_memory(train_table, widths, p.rows),
+            gpu_memory=decision.gpu_memory(train_table, figures, p.rows),
             environment=envinfo.quick_environment(),
         ),
     )
@@ -72,7 +75,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
             for s in sheet
         ],
     )
-    theory = decision.theory_table(train_table, widths, p.rows, p.batch_sizes, p.bandwidth_gb_s)
+    theory = decision.theory_table(train_table, figures, p.rows, p.batch_sizes, p.bandwidth_gb_s)
     atomic.write_record(out.theory_json, theory)
     tables.write_csv(out.theory_csv, theory.table)
     data = decision.data_table(

@@ -31,7 +31,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
         sentinels.append(("GPU", gpu.sentinel))
         transfers = records.read(TransferTable, inp.transfers[0])
     theory = records.read(TheoryTable, inp.theory)
-    widths, rows = theory.widths, theory.rows
+    rows = theory.rows
     decision_words.decision_figure(
         train_table,
         decided.full_path,
@@ -39,7 +39,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
         out.svg,
         title=f"{environment.quick.cpu_model}, {train_table[0].threads[0]} torch thread(s)"
         f"{'; GPU: ' + ', '.join(decided.verdict.gpu.names) if transfers else '; no GPU measured'}; "
-        f"n={rows:,}, model {widths[0]}→{widths[1]}→1, repeats {train_table[0].repeats}",
+        f"n={rows:,}, model {theory.model_label}, repeats {train_table[0].repeats}",
     )
     # The records so far: everything but this report and the archive job's own files.
     results = Path(out.md).parent

@@ -5,6 +5,7 @@ import time
 from accel_choice.io import atomic, dataio, envinfo
 from accel_choice.io.runtime import job
 from accel_choice.measure import training
+from accel_choice.records.model import ModelSpec
 from accel_choice.records.training import TrainingJob
 
 inp, wc, p = snakemake.input, snakemake.wildcards, snakemake.params
@@ -18,8 +19,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
         int(wc.repeat),
         training.cpu_variants(p.loaders),
         seed=p.seed,
-        hidden=p.hidden,
-        lr=p.lr,
+        spec=ModelSpec(**p.model),
         warmup_steps=p.warmup_steps,
         epochs=p.epochs_per_job,
     )

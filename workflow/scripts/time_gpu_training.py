@@ -6,6 +6,7 @@ from accel_choice import records as record_files
 from accel_choice.io import atomic, dataio, envinfo
 from accel_choice.io.runtime import job
 from accel_choice.measure import devices, training
+from accel_choice.records.model import ModelSpec
 from accel_choice.records.training import TrainingJob
 
 inp, wc, p = snakemake.input, snakemake.wildcards, snakemake.params
@@ -20,8 +21,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
         int(wc.repeat),
         training.gpu_variants(p.precisions, p.placements, p.grad_scaler),
         seed=p.seed,
-        hidden=p.hidden,
-        lr=p.lr,
+        spec=ModelSpec(**p.model),
         warmup_steps=p.warmup_steps,
         device=device,
         epochs=p.epochs_per_job,

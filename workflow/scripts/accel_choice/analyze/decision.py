@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from accel_choice.analyze.figures import Figures
 from accel_choice.analyze import theory
 from accel_choice.analyze.bootstrap import Estimate, repeats_to_settle
 from accel_choice.analyze.decision_intervals import fastest_ties, speedup_estimate, step_scaling
@@ -69,12 +70,12 @@ def gpu_visibility(probe: VisibleDevices | None, environment: Environment) -> Gp
     )
 
 
-def gpu_memory(train_table: Sequence[TrainingCell], widths: Sequence[int], rows: int) -> tuple[GpuMemory, ...]:
+def gpu_memory(train_table: Sequence[TrainingCell], figures: Figures, rows: int) -> tuple[GpuMemory, ...]:
     """Each GPU cell's own epoch memory (peak less its baseline) and absolute peak beside its bound
     (the matrix counts where the data are resident)."""
     found = []
     for cell in (c for c in train_table if c.device != "cpu"):
-        bound = theory.memory_bound_bytes(widths, cell.batch_size, rows, cell.placement == "resident")
+        bound = figures.memory_bound_bytes(cell.batch_size, rows, cell.placement == "resident")
         own = cell.epoch_memory_bytes_max
         found.append(
             GpuMemory(
@@ -103,7 +104,7 @@ def decision_sheet(
     train_table: Sequence[TrainingCell],
     load_table: Sequence[LoadCell],
     environment: Environment,
-    widths: Sequence[int],
+    figures: Figures,
     batch_sizes: Sequence[int],
     *,
     probe: VisibleDevices | None = None,
@@ -164,8 +165,8 @@ def decision_sheet(
             step=6,
             status="computed_and_measured" if peak else "computed",
             evidence=_evidence(
-                adam_bytes=theory.adam_fp32_bytes(widths),
-                activation_bytes=theory.activation_bytes(largest, widths),
+                adam_bytes=figures.state_bytes,
+                activation_bytes=figures.activation_bytes(largest),
                 batch_size=largest,
                 peak_memory_bytes=peak or None,
             ),
@@ -215,10 +216,10 @@ def compare_devices(
 
 
 def memory_check(
-    widths: Sequence[int], batch_size: int, rows: int, host_memory_bytes: int | None, device_memory_bytes: int | None
+    figures: Figures, batch_size: int, rows: int, host_memory_bytes: int | None, device_memory_bytes: int | None
 ) -> MemoryCheck:
-    adam, activations = theory.adam_fp32_bytes(widths), 2 * theory.activation_bytes(batch_size, widths)
-    data = theory.input_bytes(rows, widths[0] + 1)
+    adam, activations = figures.state_bytes, 2 * figures.activation_bytes(batch_size)
+    data = figures.data_bytes(rows)
     bound = adam + activations + data
     return MemoryCheck(
         adam_bytes=adam,
@@ -242,7 +243,7 @@ def verdict(
     train_table: Sequence[TrainingCell],
     full_path_rows: Sequence[FullPathRow],
     environment: Environment,
-    widths: Sequence[int],
+    figures: Figures,
     *,
     rows: int,
     probe: VisibleDevices | None = None,
@@ -259,7 +260,7 @@ def verdict(
     cpu_train = [r for r in train_table if r.device == "cpu"]
     best = min((r for r in full_path_rows if r.device == "cpu"), key=lambda r: r.total_s)
     fastest = min(cpu_train, key=lambda r: r.epoch_s_median)
-    flop = theory.forward_backward_flops(fastest.samples, widths)
+    flop = figures.epoch_flops_3x(fastest.samples, fastest.batch_size)
     comparison = compare_devices(full_path_rows, threshold, train_table, rules)
     settle = None
     if comparison is None:
@@ -303,7 +304,7 @@ def verdict(
         fastest_cpu_ties=fastest_ties(cpu_train, fastest, noise_floor, rules),
         scaling=step_scaling(cpu_train, rules),
         memory=memory_check(
-            widths, max(r.batch_size for r in cpu_train), rows, host_memory_bytes, device_memory_bytes(probe)
+            figures, max(r.batch_size for r in cpu_train), rows, host_memory_bytes, device_memory_bytes(probe)
         ),
         comparison=comparison,
     )
@@ -311,12 +312,13 @@ def verdict(
 
 def theory_table(
     train_table: Sequence[TrainingCell],
-    widths: Sequence[int],
+    figures: Figures,
     rows: int,
     batch_sizes: Sequence[int],
     bandwidth_gb_s: float,
 ) -> TheoryTable:
-    """The theoretical estimates per batch size, with the achieved rate of the measured fast-path epoch."""
+    """The estimates per batch size (the textbook's formulas, or counts for a user's model), with the
+    achieved rate of the measured fast-path epoch."""
     measured = {(r.batch_size, r.loader): r for r in train_table if r.device == "cpu"}
     table = []
     for b in batch_sizes:
@@ -325,22 +327,22 @@ def theory_table(
             TheoryRow(
                 batch_size=b,
                 steps_per_epoch=theory.steps_per_epoch(rows, b),
-                forward_flop_per_batch=theory.forward_flops(b, widths),
-                forward_backward_flop_per_batch_3x=theory.forward_backward_flops(b, widths),
-                forward_backward_flop_per_batch_counted=theory.forward_backward_flops_counted(b, widths),
-                forward_backward_flop_per_epoch_3x=theory.forward_backward_flops(rows, widths),
-                forward_activation_bytes_per_batch=theory.activation_bytes(b, widths),
-                batch_transfer_s_assumed=theory.transfer_seconds(theory.input_bytes(b, widths[0]), bandwidth_gb_s),
-                achieved_gflop_per_s_3x=theory.forward_backward_flops(rows, widths) / fast.epoch_s_median / 1e9
-                if fast
-                else None,
+                forward_flop_per_batch=figures.forward_flops(b),
+                forward_backward_flop_per_batch_3x=figures.step_flops_3x(b),
+                forward_backward_flop_per_batch_counted=figures.step_flops_counted(b),
+                forward_backward_flop_per_epoch_3x=figures.epoch_flops_3x(rows, b),
+                forward_activation_bytes_per_batch=figures.activation_bytes(b),
+                batch_transfer_s_assumed=theory.transfer_seconds(b * figures.sample_bytes, bandwidth_gb_s),
+                achieved_gflop_per_s_3x=figures.epoch_flops_3x(rows, b) / fast.epoch_s_median / 1e9 if fast else None,
             )
         )
-    matrix_bytes = theory.input_bytes(rows, widths[0])
+    matrix_bytes = rows * figures.sample_bytes
     return TheoryTable(
-        widths=tuple(widths),
-        params=theory.param_count(widths),
-        adam_fp32_bytes=theory.adam_fp32_bytes(widths),
+        model=figures.model,
+        figures=figures.source,
+        widths=figures.widths,
+        params=figures.params,
+        adam_fp32_bytes=figures.state_bytes,
         input_bytes=matrix_bytes,
         rows=rows,
         bandwidth_gb_s=bandwidth_gb_s,

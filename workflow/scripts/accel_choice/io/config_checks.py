@@ -19,6 +19,7 @@ import jsonschema
 import yaml
 
 from accel_choice.records.grid import grid_workloads
+from accel_choice.records.model import spec_problem
 
 
 class ConfigError(ValueError):
@@ -48,7 +49,8 @@ def _allowed(schema: dict[str, Any]) -> str:
         "object": "a mapping",
         "boolean": "true or false",
     }
-    words = kinds.get(schema.get("type", ""), "a value")
+    types = schema.get("type", "")
+    words = " or ".join(kinds.get(t, t) for t in types) if isinstance(types, list) else kinds.get(types, "a value")
     bounds = []
     for key, sign in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<")):
         if key in schema:
@@ -260,6 +262,10 @@ def check_config(config: dict[str, Any]) -> None:
             f"config key selection.split: train + val + test = {total:g}; allowed: ratios that add up to 1"
         )
     _check_planner(config["planner"])
+    model = config["model"]
+    problem = spec_problem(model["factory"], model["loss"], model["classes"])
+    if problem:
+        raise ConfigError(problem)
     table = config["data"]["northstar"]["table"]
     if table is not None:
         _check_table_path(table["path"])

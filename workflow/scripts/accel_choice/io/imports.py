@@ -27,23 +27,31 @@ def _module_file(root: Path, dotted: str) -> Path | None:
     return None
 
 
+def module_file(root: str | os.PathLike[str], dotted: str) -> Path | None:
+    """The file that importing `dotted` from `root` runs (module or package `__init__.py`), or None."""
+    return _module_file(Path(root).resolve(), dotted)
+
+
 def _package_of(root: Path, file: Path) -> str:
     """The package a relative import in `file` starts from: a/b for a/b/c.py and for a/b/__init__.py."""
     return ".".join(file.relative_to(root).with_suffix("").parts[:-1])
 
 
-def imported_modules(root: Path, file: Path) -> set[str]:
-    """Dotted names of the `accel_choice` modules that `file` imports (at any depth of its code).
+def imported_modules(root: Path, file: Path, packages: tuple[str, ...] | None = (PACKAGE,)) -> set[str]:
+    """Dotted names of the modules under `root` that `file` imports (at any depth of its code), of
+    the top-level `packages` only (None: any module found under `root`, for a user's own code).
 
     Each file is read once per version: the Snakefile asks for every rule's closure (twice, to
     check the rules), and most rules share most modules.
     """
     stat = file.stat()
-    return set(_imported_modules(root, file, stat.st_mtime_ns, stat.st_size))
+    return set(_imported_modules(root, file, stat.st_mtime_ns, stat.st_size, packages))
 
 
 @functools.cache
-def _imported_modules(root: Path, file: Path, mtime_ns: int, size: int) -> frozenset[str]:
+def _imported_modules(
+    root: Path, file: Path, mtime_ns: int, size: int, packages: tuple[str, ...] | None
+) -> frozenset[str]:
     tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -61,22 +69,25 @@ def _imported_modules(root: Path, file: Path, mtime_ns: int, size: int) -> froze
             continue
         for name in names:
             parts = name.split(".")
-            if parts[0] == PACKAGE:
+            if packages is None or parts[0] in packages:
                 # Importing a.b.c runs a/__init__.py and a/b/__init__.py too.
                 found.update(".".join(parts[:depth]) for depth in range(1, len(parts) + 1))
     return frozenset(name for name in found if _module_file(root, name) is not None)
 
 
-def closure(script: str | os.PathLike[str], root: str | os.PathLike[str]) -> list[Path]:
-    """Every `accel_choice` file that running `script` imports, directly or not, sorted.
+def closure(
+    script: str | os.PathLike[str], root: str | os.PathLike[str], packages: tuple[str, ...] | None = (PACKAGE,)
+) -> list[Path]:
+    """Every file of `packages` under `root` that running `script` imports, directly or not, sorted.
 
-    `root` is the folder holding the `accel_choice` package (workflow/scripts).
+    `root` is the folder holding the `accel_choice` package (workflow/scripts); for a user's model,
+    the folder it is imported from (`model.path`), with `packages` None: whatever it imports from there.
     """
     root = Path(root).resolve()
     seen: dict[str, Path] = {}
     queue = [Path(script).resolve()]
     while queue:
-        for name in imported_modules(root, queue.pop()):
+        for name in imported_modules(root, queue.pop(), packages):
             if name not in seen:
                 seen[name] = _module_file(root, name)
                 queue.append(seen[name])

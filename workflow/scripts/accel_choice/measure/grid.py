@@ -9,9 +9,11 @@ from typing import Any
 import torch
 
 from accel_choice.measure.contention import ForeignCpuMeter
+from accel_choice.measure.model import targets
 from accel_choice.measure.steps import Variant
 from accel_choice.measure.sentinel import Sentinel
 from accel_choice.measure.training import context_startup_seconds, measure_interleaved, prepare_variant
+from accel_choice.records.model import ModelSpec
 from accel_choice.records.grid import GridRecord, Workload
 from accel_choice.records.sentinel import SentinelReadings
 from accel_choice.records.training import Invariants
@@ -47,15 +49,15 @@ def measure_grid(
     prepared = []
     for workload in workloads:
         x, y = synthetic_tensors(workload, seed)
+        spec = ModelSpec(hidden=workload.hidden, lr=lr)  # the textbook MLP at the workload's width
         prepared.append(
             prepare_variant(
                 variant,
                 x,
-                y,
+                targets(spec, y),
                 workload.batch_size,
                 seed=seed,
-                hidden=workload.hidden,
-                lr=lr,
+                spec=spec,
                 warmup_steps=warmup_steps,
                 device=target,
             )

@@ -74,9 +74,12 @@ def make_loader(
     if kind == "dataloader":
         dataset = TensorDataset(x, y)
         # What shuffle=True builds, but with the generator on the sampler alone: DataLoader
-        # would otherwise draw its worker base seed from it first and shift the permutation.
+        # would otherwise draw its worker base seed from it first and shift the permutation. The
+        # base seed comes from a generator of its own: drawn from torch's global one, it would move
+        # the global random state (a model's dropout masks) in this loader's epochs only.
         sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
-        return DataLoader(dataset, batch_size=batch_size, sampler=sampler, pin_memory=pin)
+        own = torch.Generator().manual_seed(seed)
+        return DataLoader(dataset, batch_size=batch_size, sampler=sampler, pin_memory=pin, generator=own)
     if kind == "fastpath":
         return FastPathLoader(x, y, batch_size, shuffle, generator, pin)
     raise ValueError(f"unknown loader {kind!r}; allowed: {', '.join(LOADERS)}")

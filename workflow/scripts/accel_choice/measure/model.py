@@ -1,11 +1,27 @@
-"""The specification's model: d -> hidden -> 1 with ReLU, trained with Adam on BCEWithLogitsLoss."""
+"""The model a timing job trains, its loss and its optimizer.
+
+The default is the specification's d -> hidden -> 1 MLP with ReLU, trained with Adam on
+BCEWithLogitsLoss. `model.factory` replaces it with the user's own module: importing the factory
+runs the user's code, as a Snakefile does (docs/own-model.md); nothing here loads code or pickles
+from a data file or checkpoint.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import torch
 from torch import nn
+
+from accel_choice.records.model import ModelSpec, split_factory
+
+
+class ModelError(ValueError):
+    """The configured model cannot be built or trained as configured; the message names the key."""
 
 
 def build_model(features: int, hidden: int, seed: int) -> nn.Sequential:
@@ -14,13 +30,121 @@ def build_model(features: int, hidden: int, seed: int) -> nn.Sequential:
     return nn.Sequential(nn.Linear(features, hidden), nn.ReLU(), nn.Linear(hidden, 1))
 
 
-def make_optimizer(model: nn.Module, lr: float, device: torch.device | None = None) -> torch.optim.Optimizer:
-    """Adam. On CUDA the fused implementation, for every precision: the plain one makes
-    GradScaler.step read the found-inf flag on the host (`.item()`, a device sync every step),
-    which would time fp16 with a sync that fp32 and bf16 do not pay; the fused step takes the
-    scaler's flag and scale on the device. On the CPU the textbook's plain Adam."""
-    fused = device is not None and device.type == "cuda"
-    return torch.optim.Adam(model.parameters(), lr=lr, fused=True if fused else None)
+def load_factory(spec: ModelSpec) -> Callable[..., nn.Module]:
+    """The user's factory function, imported from `spec.path` (this runs the module's code)."""
+    assert spec.factory is not None
+    module_name, function = split_factory(spec.factory)
+    root = str(Path(spec.path).resolve())
+    if not Path(root).is_dir():
+        raise ModelError(f"config key model.path: {spec.path} is not a folder (model.factory is imported from it)")
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:  # the user's module: any exception it raises while importing
+        raise ModelError(
+            f"config key model.factory: module {module_name!r} does not import from model.path {spec.path} "
+            f"({type(error).__name__}: {error})"
+        ) from error
+    where = Path(getattr(module, "__file__", None) or "").resolve()
+    if not where.is_relative_to(root):
+        raise ModelError(
+            f"config key model.factory: module {module_name!r} was imported from {where.parent}, not from "
+            f"model.path {spec.path}: another module of that name comes first; rename your package"
+        )
+    made = getattr(module, function, None)
+    if not callable(made):
+        found = "no such name" if made is None else f"a {type(made).__name__}, not a function"
+        raise ModelError(f"config key model.factory: {module_name} has {found} {function!r}")
+    return made
+
+
+def build(spec: ModelSpec, input_shape: Sequence[int], seed: int) -> nn.Module:
+    """The configured model, seeded: the textbook MLP for (features,) inputs, or the factory's."""
+    if spec.factory is None:
+        if len(input_shape) != 1:
+            raise ModelError(
+                f"config key model.factory: the textbook MLP takes samples of one dimension, the data have "
+                f"shape {tuple(input_shape)}; set model.factory to a model for this data"
+            )
+        return build_model(input_shape[0], spec.hidden, seed)
+    factory = load_factory(spec)
+    torch.manual_seed(seed)
+    try:
+        made = factory(tuple(input_shape), **(spec.kwargs or {}))
+    except Exception as error:  # the user's code
+        raise ModelError(
+            f"config key model.factory: {spec.factory}{(tuple(input_shape),)} with model.kwargs {spec.kwargs or {}} "
+            f"raised {type(error).__name__}: {error}"
+        ) from error
+    if not isinstance(made, nn.Module):
+        raise ModelError(
+            f"config key model.factory: {spec.factory} returned a {type(made).__module__}.{type(made).__name__}, "
+            "not a torch.nn.Module"
+        )
+    return made
+
+
+def make_loss(spec: ModelSpec) -> nn.Module:
+    return {"bce": nn.BCEWithLogitsLoss, "ce": nn.CrossEntropyLoss, "mse": nn.MSELoss}[spec.loss]()
+
+
+def check_targets(spec: ModelSpec, y: torch.Tensor, where: str = "the benchmark data's target") -> None:
+    """Refuse a target the loss cannot take, naming the key: bce needs values in [0, 1], ce class
+    indices 0 .. model.classes − 1, mse finite values."""
+    values = y.reshape(-1).double()
+    if not bool(torch.isfinite(values).all()):
+        raise ModelError(f"config key model.loss: {where} holds values that are not finite")
+    low, high = float(values.min()), float(values.max())
+    if spec.loss == "bce" and (low < 0 or high > 1):
+        raise ModelError(
+            f"config key model.loss: bce needs targets in [0, 1]; {where} ranges from {low:g} to {high:g} "
+            "(ce for classes, mse for values)"
+        )
+    if spec.loss == "ce":
+        whole = bool((values == values.round()).all())
+        if not whole or low < 0 or high >= (spec.classes or 0):
+            raise ModelError(
+                f"config key model.classes: ce needs class indices 0 .. {(spec.classes or 0) - 1}; {where} "
+                + (f"ranges from {low:g} to {high:g}" if whole else "holds values that are not whole numbers")
+            )
+
+
+def targets(spec: ModelSpec, y: torch.Tensor) -> torch.Tensor:
+    """The target as the loss takes it: class indices (int64, one per sample) for ce, else one
+    float column."""
+    if spec.loss == "ce":
+        return y.reshape(-1).to(torch.int64)
+    return y.reshape(-1, 1).to(torch.float32)
+
+
+def outputs(spec: ModelSpec, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The model's outputs shaped as the loss compares them with `y` (a view: (B,) and (B, 1) alike)."""
+    return logits if spec.loss == "ce" else logits.reshape(y.shape)
+
+
+def correct(spec: ModelSpec, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
+    """How many predictions are right (a device tensor): the logit's sign for bce, the argmax for
+    ce; None for mse, which has no accuracy."""
+    if spec.loss == "bce":
+        return ((logits.reshape(y.shape) > 0).to(y.dtype) == y).sum()
+    if spec.loss == "ce":
+        return (logits.argmax(dim=1) == y).sum()
+    return None
+
+
+def make_optimizer(
+    model: nn.Module, lr: float, device: torch.device | None = None, kind: str = "adam"
+) -> torch.optim.Optimizer:
+    """Adam (the textbook's), AdamW or plain SGD. On CUDA the fused implementation, for every
+    precision: the plain one makes GradScaler.step read the found-inf flag on the host (`.item()`, a
+    device sync every step), which would time fp16 with a sync that fp32 and bf16 do not pay; the
+    fused step takes the scaler's flag and scale on the device. On the CPU the plain ones."""
+    fused = True if device is not None and device.type == "cuda" else None
+    optimizers = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "sgd": torch.optim.SGD}
+    if kind not in optimizers:
+        raise ModelError(f"config key model.optimizer: {kind!r}; allowed: {', '.join(optimizers)}")
+    return optimizers[kind](model.parameters(), lr=lr, fused=fused)
 
 
 def state_sha256(model: nn.Module) -> str:

@@ -25,7 +25,8 @@ from torch import nn
 
 from accel_choice.measure.devices import synchronize
 from accel_choice.measure.loaders import Batch, make_loader
-from accel_choice.measure.model import make_optimizer
+from accel_choice.measure.model import correct, make_loss, make_optimizer, outputs
+from accel_choice.records.model import ModelSpec
 
 PRECISIONS = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
 # host: a CPU job's data. resident: on the device, sliced there. streamed: every batch copied from
@@ -127,10 +128,10 @@ def batches(
 class Trainer:
     """Model, optimizer, loss, autocast and scaler for one variant; `step` is one update."""
 
-    def __init__(self, model: nn.Module, lr: float, variant: Variant, device: torch.device):
-        self.model, self.device = model, device
-        self.optimizer = make_optimizer(model, lr, device)
-        self.loss_fn = nn.BCEWithLogitsLoss()
+    def __init__(self, model: nn.Module, spec: ModelSpec, variant: Variant, device: torch.device):
+        self.model, self.spec, self.device = model, spec, device
+        self.optimizer = make_optimizer(model, spec.lr, device, spec.optimizer)
+        self.loss_fn = make_loss(spec)
         self.dtype = PRECISIONS[variant.precision]
         self.scaler = torch.amp.GradScaler(device.type, enabled=variant.uses_scaler)
 
@@ -139,10 +140,16 @@ class Trainer:
         GradScaler's scale and growth tracker - before the clock starts, without changing a weight:
         one Adam step on zero gradients moves nothing (its moments stay zero, so the update is
         exactly zero), and its step counts are set back to zero, so the first timed step is Adam's
-        first step, as without priming."""
+        first step, as without priming. Weight decay (AdamW's, decoupled) would shrink the weights
+        even on zero gradients: it is off for this one step. SGD without momentum keeps no state."""
         for p in self.model.parameters():
-            p.grad = torch.zeros_like(p)
+            p.grad = torch.zeros_like(p) if p.requires_grad else None
+        decay = [group.get("weight_decay", 0) for group in self.optimizer.param_groups]
+        for group in self.optimizer.param_groups:
+            group["weight_decay"] = 0
         self.optimizer.step()
+        for group, value in zip(self.optimizer.param_groups, decay):
+            group["weight_decay"] = value
         self.optimizer.zero_grad(set_to_none=True)
         for state in self.optimizer.state.values():
             step = state.get("step")
@@ -161,7 +168,7 @@ class Trainer:
     def step(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
         self.optimizer.zero_grad(set_to_none=True)
         with self.autocast():
-            loss = self.loss_fn(self.model(xb), yb)
+            loss = self.loss_fn(outputs(self.spec, self.model(xb), yb), yb)
         # A disabled GradScaler passes straight through to backward() and optimizer.step().
         self.scaler.scale(loss).backward()
         self.scaler.step(self.optimizer)
@@ -223,23 +230,27 @@ class EvalResult:
 
 
 def evaluate(trainer: Trainer, batches: Iterable[Batch]) -> EvalResult:
-    """One pass under `torch.no_grad()`; loss and accuracy at threshold 0.5 over all samples."""
+    """One pass under `torch.no_grad()`; loss and accuracy (bce: at probability 0.5, ce: the argmax;
+    mse: none, NaN) over all samples."""
     model, device = trainer.model, trainer.device
     model.eval()
     samples = 0
     loss_sum = torch.zeros((), device=device)
-    correct = torch.zeros((), device=device, dtype=torch.int64)
+    hits = torch.zeros((), device=device, dtype=torch.int64)
     synchronize(device)
     t0 = time.perf_counter()
     with torch.no_grad(), trainer.autocast():
         for xb, yb in batches:
             logits = model(xb)
-            loss_sum += trainer.loss_fn(logits, yb).float() * xb.shape[0]
-            correct += ((logits > 0).to(yb.dtype) == yb).sum()
+            loss_sum += trainer.loss_fn(outputs(trainer.spec, logits, yb), yb).float() * xb.shape[0]
+            right = correct(trainer.spec, logits, yb)
+            if right is not None:
+                hits += right
             samples += xb.shape[0]
     synchronize(device)
     seconds = time.perf_counter() - t0
-    return EvalResult(samples, seconds, float(loss_sum) / max(samples, 1), int(correct) / max(samples, 1))
+    accuracy = int(hits) / max(samples, 1) if trainer.spec.loss != "mse" else math.nan
+    return EvalResult(samples, seconds, float(loss_sum) / max(samples, 1), accuracy)
 
 
 @dataclass
@@ -252,7 +263,7 @@ class WarmupResult:
 
 def warm_up(
     model: nn.Module,
-    lr: float,
+    spec: ModelSpec,
     variant: Variant,
     device: torch.device,
     batches: Iterable[Batch],
@@ -267,7 +278,7 @@ def warm_up(
     Returns the first step's time and the median of the last half, so the report can show
     how large the first-call cost was that the warm-up kept out of the timed epoch.
     """
-    trainer = Trainer(copy.deepcopy(model), lr, variant, device)
+    trainer = Trainer(copy.deepcopy(model), spec, variant, device)
     times: list[float] = []
     first_end = math.nan
     while len(times) < steps:

@@ -37,9 +37,10 @@ import torch
 from accel_choice.analyze import theory
 from accel_choice.measure.contention import ForeignCpuMeter
 from accel_choice.measure.devices import allocated_memory_bytes, peak_memory_bytes, reset_peak_memory, synchronize
-from accel_choice.measure.model import build_model, state_sha256
+from accel_choice.measure.model import build, check_targets, state_sha256, targets
 from accel_choice.measure.sentinel import Sentinel
 from accel_choice.measure.steps import Trainer, Variant, WarmupResult, batches, evaluate, train_epoch, warm_up
+from accel_choice.records.model import ModelSpec
 from accel_choice.records.sentinel import SentinelReadings
 from accel_choice.records.training import Invariants, TrainingRecord
 
@@ -79,8 +80,7 @@ class Prepared:
     y: torch.Tensor
     batch_size: int
     seed: int
-    hidden: int
-    lr: float
+    spec: ModelSpec
     device: torch.device
     initial_sha: str
     warm: WarmupResult
@@ -93,24 +93,24 @@ def prepare_variant(
     batch_size: int,
     *,
     seed: int,
-    hidden: int,
-    lr: float,
+    spec: ModelSpec,
     warmup_steps: int,
     device: torch.device,
 ) -> Prepared:
-    """Warm a variant up on a throw-away copy of its seeded model (x, y are host tensors)."""
+    """Warm a variant up on a throw-away copy of its seeded model (x, y are host tensors, y as
+    measure.model.targets shapes it)."""
     x_device, y_device = placed(variant, x, y, device)
-    model = build_model(x.shape[1], hidden, seed).to(device)
+    model = build(spec, x.shape[1:], seed).to(device)
     warm = warm_up(
         model,
-        lr,
+        spec,
         variant,
         device,
         batches(variant, x, y, batch_size, True, seed + 1, device, x_device, y_device),
         warmup_steps,
         eval_batches=batches(variant, x, y, batch_size, False, seed, device, x_device, y_device),
     )
-    return Prepared(variant, x, y, batch_size, seed, hidden, lr, device, state_sha256(model), warm)
+    return Prepared(variant, x, y, batch_size, seed, spec, device, state_sha256(model), warm)
 
 
 def placed(
@@ -137,10 +137,10 @@ def time_epoch(prepared: Prepared) -> dict[str, Any]:
     reset_peak_memory(device)
     baseline = allocated_memory_bytes(device)
     x_device, y_device = placed(p.variant, p.x, p.y, device)
-    model = build_model(p.x.shape[1], p.hidden, p.seed).to(device)
+    model = build(p.spec, p.x.shape[1:], p.seed).to(device)
     if state_sha256(model) != p.initial_sha:
         raise InvariantError(f"{p.variant}: an epoch did not start from the seeded initial weights")
-    trainer = Trainer(model, p.lr, p.variant, device)
+    trainer = Trainer(model, p.spec, p.variant, device)
     trainer.prime()  # Adam's state and the scaler's exist before the clock starts
     if state_sha256(model) != p.initial_sha:
         raise InvariantError(f"{p.variant}: priming the optimizer changed the initial weights")
@@ -266,8 +266,7 @@ def measure_training_job(
     variants: Sequence[Variant],
     *,
     seed: int,
-    hidden: int,
-    lr: float,
+    spec: ModelSpec,
     warmup_steps: int,
     device: str | torch.device = "cpu",
     epochs: int = 1,
@@ -281,10 +280,11 @@ def measure_training_job(
     target = torch.device(device)
     started = time.perf_counter()
     context = context_startup_seconds(target)
-    y = y.reshape(-1, 1)
+    check_targets(spec, y)
+    y = targets(spec, y)
     meter = ForeignCpuMeter().start()
     prepared = [
-        prepare_variant(v, x, y, batch_size, seed=seed, hidden=hidden, lr=lr, warmup_steps=warmup_steps, device=target)
+        prepare_variant(v, x, y, batch_size, seed=seed, spec=spec, warmup_steps=warmup_steps, device=target)
         for v in variants
     ]
     # The one-off start-up: everything from before the first device call (the runtime's context,

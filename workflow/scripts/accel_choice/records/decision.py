@@ -253,18 +253,27 @@ class TheoryRow:
     achieved_gflop_per_s_3x: Positive | None
 
 
-@record(schema="theory")
+@record(schema="theory", version=2)
 class TheoryTable:
-    """tables/theory.json: parameters, Adam state and per-batch estimates of the benchmark model."""
+    """tables/theory.json: parameters, training state and per-batch estimates of the timed model: the
+    textbook's formulas for its MLP (`figures` "formula"), the counts of tables/model_profile.json for a
+    user's model ("counted", `widths` null)."""
 
-    widths: tuple[PositiveCount, ...]
+    model: str  # records.model.TEXTBOOK or the factory
+    figures: Literal["formula", "counted"]
+    widths: tuple[PositiveCount, ...] | None
     params: Count
-    adam_fp32_bytes: Count
+    adam_fp32_bytes: Count  # parameters, gradients and optimizer state: 4·P·4 by the formula (Adam fp32)
     input_bytes: Count
     rows: PositiveCount
     bandwidth_gb_s: Positive
     input_transfer_s_assumed: NonNegative
     table: tuple[TheoryRow, ...]
+
+    @property
+    def model_label(self) -> str:
+        """ "32 → 48 → 1" for the textbook MLP, the factory for a user's model."""
+        return " → ".join(map(str, self.widths)) if self.widths else self.model
 
 
 @record

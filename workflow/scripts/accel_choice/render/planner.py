@@ -171,7 +171,8 @@ def scenario_section(plan: Scenario | None) -> str:
     )
 
 
-def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTable | None) -> str:
+def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTable | None, own: bool = False) -> str:
+    """`own`: the timing measured a user's model, which the planner's grid (textbook MLPs) does not hold."""
     if not cost_model or not break_even:
         return ""
     models = [
@@ -197,7 +198,14 @@ def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTabl
     assumed = break_even.gpu_model_source == "assumed"
     return (
         "## Planner: cost model and break-even (modelled)\n\n"
-        "Epoch time ≈ steps · (per-step overhead) + FLOP / (sustained FLOP/s) + bytes moved / (bandwidth), with the "
+        + (
+            "**The planner models the textbook MLP d → h → 1 of its grid, not the model timed above**: its "
+            "curves start from the benchmark's d and `model.hidden`, and your model's cells are not among its "
+            "fit points (its counted FLOP are in the model figures).\n\n"
+            if own
+            else ""
+        )
+        + "Epoch time ≈ steps · (per-step overhead) + FLOP / (sustained FLOP/s) + bytes moved / (bandwidth), with the "
         "FLOP the matrix products execute (the counter's count, see above) and the bytes of `costmodel.work`, fitted per "
         "device by non-negative least squares on relative errors, to the planner's timed grid and the benchmark's "
         f"fast-path cells (`{paths.COST_MODEL}` holds every point and residual). A term the fit dropped is "

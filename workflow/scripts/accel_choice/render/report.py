@@ -17,7 +17,7 @@ from accel_choice.records.planner import BreakEvenTable, CostModelTable, FlopChe
 from accel_choice.records.resources import ResourceTable
 from accel_choice.records.sentinel import SentinelSummary
 from accel_choice.records.training import FullPathRow, NonFiniteRun, TrainingCell
-from accel_choice.render import archive, data, noise, northstar, planner
+from accel_choice.render import archive, data, noise, northstar, planner, theory
 from accel_choice.render import decision as decision_words
 from accel_choice.render.formatting import cell_flags, ms, number, table
 
@@ -269,47 +269,6 @@ def _gpu_section(inputs: ReportInputs) -> str:
     return text
 
 
-def _theory_section(theory_table: TheoryTable) -> str:
-    t = theory_table
-    rows = [
-        (
-            r.batch_size,
-            r.steps_per_epoch,
-            f"{r.forward_flop_per_batch:,}",
-            f"{r.forward_backward_flop_per_batch_3x:,}",
-            f"{r.forward_backward_flop_per_batch_counted:,}",
-            f"{r.forward_backward_flop_per_epoch_3x / 1e6:.1f}",
-            f"{r.forward_activation_bytes_per_batch:,}",
-            f"{r.batch_transfer_s_assumed * 1e6:.2f}",
-            number(r.achieved_gflop_per_s_3x, ".2f", ""),
-        )
-        for r in t.table
-    ]
-    return (
-        "## Theoretical estimates (computed, not measured)\n\n"
-        f"Model {' → '.join(map(str, t.widths))}: P = {t.params:,} parameters; Adam fp32 bound 4·P·4 = "
-        f"{t.adam_fp32_bytes:,} bytes. Benchmark matrix {t.rows:,} × {t.widths[0]} fp32 = {t.input_bytes:,} bytes: "
-        f"{t.input_transfer_s_assumed * 1e3:.3f} ms to transfer at "
-        f"{t.bandwidth_gb_s:g} GB/s (assumed effective bandwidth, `report.bandwidth_gb_s`).\n\n"
-        + table(
-            (
-                "B",
-                "steps/epoch",
-                "fwd FLOP/batch",
-                "fwd+bwd FLOP/batch (3×)",
-                "fwd+bwd counted*",
-                "fwd+bwd MFLOP/epoch",
-                "fwd activation bytes/batch",
-                "batch transfer µs",
-                "achieved GFLOP/s by the 3× rule (CPU fast path, measured epoch)",
-            ),
-            rows,
-        )
-        + "\n\n*What a FLOP counter sees: the first layer computes no input gradient, so backward is below 2× forward. "
-        "Backward activations are of a similar size to the forward ones (about 2× in total)."
-    )
-
-
 def _scaler_words(row: NonFiniteRun) -> str:
     if row.precision != "fp16":
         return ""
@@ -376,10 +335,10 @@ def render(inputs: ReportInputs) -> str:
         northstar.seed_section(inputs.seed_limits),
         northstar.gradient_variance_section(inputs.gradient_variance),
         data.load_section(inputs.load_table),
-        _theory_section(inputs.theory),
-        planner.flop_section(inputs.flop_check),
+        theory.theory_section(inputs.theory),
+        planner.flop_section(inputs.flop_check) if inputs.theory.figures == "formula" else "",  # the MLP's check
         planner.scenario_section(inputs.scenario),
-        planner.planner_section(inputs.cost_model, inputs.break_even),
+        planner.planner_section(inputs.cost_model, inputs.break_even, own=inputs.theory.figures == "counted"),
         data.data_section(inputs.data),
         noise.noise_floor_section(inputs.sentinels),
         _flags_section(inputs),

@@ -1,0 +1,1 @@
+"""Example models for accel-choice's `model.factory` (docs/own-model.md)."""

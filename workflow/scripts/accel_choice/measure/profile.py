@@ -1,0 +1,126 @@
+"""Count what a model is, instead of assuming it: parameters from the module, FLOP per training step
+from torch's FlopCounterMode, forward activations from hooks on its leaf modules, the optimizer's
+state from the optimizer itself. For the textbook MLP the formulas of analyze.theory stand beside
+every count (records.model.ModelProfile refuses a disagreement).
+
+The counter counts matrix-multiply-like operations (matmul, convolution, attention); elementwise
+work (activations, normalisation, the loss, the optimizer update) adds nothing to it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+from accel_choice.analyze import theory
+from accel_choice.measure.model import build, make_loss, make_optimizer, outputs, targets
+from accel_choice.records.model import ModelProfile, ModelSpec, ProfileRow
+
+
+def _tensor_bytes(value: object) -> int:
+    if torch.is_tensor(value):
+        return value.numel() * value.element_size()
+    if isinstance(value, (tuple, list)):
+        return sum(_tensor_bytes(v) for v in value)
+    return 0
+
+
+def step_counts(
+    model: nn.Module, spec: ModelSpec, input_shape: Sequence[int], batch_size: int, seed: int
+) -> dict[str, int]:
+    """Forward and backward FLOP of one training step on a seeded batch, and the forward
+    activations: the batch's input plus the output of every leaf module (what backward may keep)."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch_size, *input_shape, generator=generator)
+    y = targets(spec, torch.arange(batch_size) % (spec.classes or 2))
+    seen = [x.numel() * x.element_size()]
+    leaves = [m for m in model.modules() if not list(m.children())]
+    hooks = [m.register_forward_hook(lambda _m, _i, out: seen.append(_tensor_bytes(out))) for m in leaves]
+    model.zero_grad(set_to_none=True)
+    try:
+        with FlopCounterMode(display=False) as forward_counter:
+            loss = make_loss(spec)(outputs(spec, model(x), y), y)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    with FlopCounterMode(display=False) as backward_counter:
+        loss.backward()
+    model.zero_grad(set_to_none=True)
+    forward, backward = forward_counter.get_total_flops(), backward_counter.get_total_flops()
+    return {"forward": forward, "backward": backward, "activation_bytes": sum(seen)}
+
+
+def optimizer_state_bytes(model: nn.Module, spec: ModelSpec) -> int:
+    """The bytes the optimizer keeps once it has stepped (Adam's two moments and step counts, none
+    for plain SGD), from one step on zero gradients with weight decay off: no weight moves."""
+    optimizer = make_optimizer(model, spec.lr, None, spec.optimizer)
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p) if p.requires_grad else None
+    for group in optimizer.param_groups:
+        group["weight_decay"] = 0
+    optimizer.step()
+    model.zero_grad(set_to_none=True)
+    return sum(_tensor_bytes(v) for state in optimizer.state.values() for v in state.values())
+
+
+def profile(
+    spec: ModelSpec, input_shape: Sequence[int], rows: int, batch_sizes: Sequence[int], seed: int
+) -> ModelProfile:
+    """The model of `spec` on samples of `input_shape`, counted at every batch size of the timing."""
+    model = build(spec, input_shape, seed)
+    with torch.no_grad():
+        out = model(torch.zeros(1, *input_shape))
+    params = list(model.parameters())
+    trainable = [p for p in params if p.requires_grad]
+    widths = (input_shape[0], spec.hidden, 1) if spec.textbook else None
+    counts: dict[int, dict[str, int]] = {}
+
+    def count(b: int) -> dict[str, int]:
+        if b not in counts:
+            counts[b] = step_counts(model, spec, input_shape, b, seed)
+        return counts[b]
+
+    table = []
+    for b in sorted(batch_sizes):
+        full, last = divmod(rows, b)
+        step = count(b)
+        last_step = count(last) if last else step
+        step_flop = step["forward"] + step["backward"]
+        last_flop = last_step["forward"] + last_step["backward"]
+        table.append(
+            ProfileRow(
+                batch_size=b,
+                forward_flop=step["forward"],
+                backward_flop=step["backward"],
+                step_flop=step_flop,
+                activation_bytes=step["activation_bytes"],
+                last_batch_rows=last or b,
+                last_batch_step_flop=last_flop,
+                epoch_flop=full * step_flop + (last_flop if last else 0),
+                formula_step_flop=theory.forward_backward_flops_counted(b, widths) if widths else None,
+                formula_activation_bytes=theory.activation_bytes(b, widths) if widths else None,
+            )
+        )
+    return ModelProfile(
+        model=spec.label,
+        widths=widths,
+        kwargs=None if spec.textbook else dict(spec.kwargs or {}),
+        input_shape=tuple(int(n) for n in input_shape),
+        output_shape=tuple(int(n) for n in out.shape[1:]) or (1,),
+        loss=spec.loss,
+        classes=spec.classes,
+        optimizer=spec.optimizer,
+        rows=rows,
+        params=sum(p.numel() for p in params),
+        trainable_params=sum(p.numel() for p in trainable),
+        param_bytes=sum(_tensor_bytes(p) for p in params),
+        grad_bytes=sum(_tensor_bytes(p) for p in trainable),
+        optimizer_state_bytes=optimizer_state_bytes(model, spec),
+        input_bytes_per_sample=math.prod(input_shape) * theory.FP32_BYTES,
+        formula_params=theory.param_count(widths) if widths else None,
+        table=tuple(table),
+    )
