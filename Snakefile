@@ -11,6 +11,7 @@ min_version("9.0")
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from accel_choice.io.provenance import INVOCATION_VARIABLE, invocation_record  # noqa: E402
 from accel_choice.io.config_checks import check_config, check_config_files, check_schema, normalize_config
+from accel_choice.io import benchmark_data
 
 # Provenance, not a parameter: the command the user typed reaches every job through the
 # environment (setdefault: a cluster job re-parsing this file keeps its submitter's record),
@@ -33,13 +34,15 @@ check_schema(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.s
 
 
 validate(config, schema="workflow/schemas/config.schema.yaml")
+# Your own benchmark data (data.benchmark.table or .arrays): its rows and features set from the files.
+SAMPLE_SHAPE = benchmark_data.resolve(config)
 check_config(config)
-if config["model"]["factory"]:
-    # Your own model, built and run on a tiny batch now, before any job: a factory that does not
-    # import, raises or does not fit the data and loss stops here (this runs the model's code).
+if config["model"]["factory"] or benchmark_data.source(config):
+    # Your own model or data, checked now, before any job: a factory that does not import, raises or
+    # does not fit the data and loss, or a target the loss cannot take, stops here (this runs the model's code).
     from accel_choice.measure.model_checks import check_model
 
-    check_model(config)
+    check_model(config, SAMPLE_SHAPE)
 
 
 include: "workflow/rules/common.smk"

@@ -81,6 +81,7 @@ def dataset_meta(**overrides: Any) -> DatasetMeta:
         "rows": rows,
         "feature_columns": columns,
         "target_column": "y",
+        "sample_shape": (len(columns),),
         "dtype": "float32",
         "positive_rate": 0.5,
         "matrix_sha256": SHA_A,

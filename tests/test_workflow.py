@@ -462,6 +462,7 @@ def test_changing_one_batch_size_reruns_only_its_jobs(finished: Path) -> None:
     # config_snapshot (results/config.yaml) re-runs on any change; decide reads the CPU table.
     assert plan == {
         "time_cpu_training": 3,
+        "profile_model": 1,  # counted at every timing batch size
         "aggregate_training": 1,
         "resource_table": 1,
         "planner": 1,
@@ -670,6 +671,7 @@ def test_changing_the_seed_reruns_everything(finished: Path) -> None:
         "export_data": 2,
         "time_load_convert": 3,
         "time_cpu_training": 6,
+        "profile_model": 1,  # the model's initial weights follow the seed
         "aggregate_load_convert": 1,
         "aggregate_training": 1,
         "prepare_northstar": 1,
@@ -1165,54 +1167,144 @@ def test_a_bad_factory_stops_the_run_naming_the_key_and_leaves_results_untouched
     assert {p: p.stat().st_mtime_ns for p in (finished / "results").rglob("*") if p.is_file()} == before
 
 
-OWN_MODEL = {
-    "factory": "models.residual_mlp:build",
-    "path": "examples",
-    "kwargs": {"width": 16, "blocks": 1, "dropout": 0.1},
-    "optimizer": "adamw",
-}
+def _example(name: str, data: Path) -> dict:
+    """examples/<name>.yaml over the tiny config, its data files replaced by tiny ones made by the same script."""
+    example = yaml.safe_load((REPO / "examples" / f"{name}.yaml").read_text())
+    bench = example["data"]["benchmark"]
+    if "table" in bench:
+        bench["table"]["path"] = str(data / "orders.parquet")
+    else:
+        bench["arrays"] = {"x": str(data / "sequences_x.npy"), "y": str(data / "sequences_y.npy")}
+    config = changed(model=example["model"])
+    config["data"] = {**config["data"], "benchmark": bench}
+    return config
 
 
 @pytest.fixture(scope="module")
-def own_model(finished: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """The finished run with the residual MLP example in place of the textbook MLP, then its source edited."""
-    workdir = _copy_of(finished, tmp_path_factory.mktemp("own") / "run")
-    config = changed(model=OWN_MODEL)
+def example_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    sys.path.insert(0, str(REPO / "examples"))
+    import make_data
+
+    out = tmp_path_factory.mktemp("example-data")
+    make_data.write(out, order_rows=300, sequence_rows=256, seed=5)
+    return out
+
+
+def _run_example(finished: Path, destination: Path, config: dict, edit: str | None = None) -> dict:
+    workdir = _copy_of(finished, destination)
     events = {"workdir": workdir, "plan": planned_jobs(snakemake(workdir, config, "-n"))}
     events["run"] = snakemake(workdir, config)
     events["noop"] = planned_jobs(snakemake(workdir, config, "-n"))
-    source = workdir / "examples/models/residual_mlp.py"
-    source.write_text(source.read_text() + "\n# edited\n")
-    events["edited"] = planned_jobs(snakemake(workdir, config, "-n"))
+    if edit:
+        source = workdir / edit
+        source.write_text(source.read_text() + "\n# edited\n")
+        events["edited"] = planned_jobs(snakemake(workdir, config, "-n"))
     return events
 
 
-def test_own_model_reruns_what_trains_it_and_nothing_of_the_textbook(own_model: dict) -> None:
-    plan = own_model["plan"]
+@pytest.fixture(scope="module")
+def residual_mlp(finished: Path, example_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The finished run with worked example 1: the residual MLP on the (tiny) delivery table."""
+    config = _example("residual_mlp", example_data)
+    return _run_example(
+        finished, tmp_path_factory.mktemp("resmlp") / "run", config, edit="examples/models/residual_mlp.py"
+    )
+
+
+@pytest.fixture(scope="module")
+def conv1d(finished: Path, example_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The finished run with worked example 2: the 1-D conv net on (tiny) sequences, three classes."""
+    return _run_example(finished, tmp_path_factory.mktemp("conv1d") / "run", _example("conv1d", example_data))
+
+
+def test_an_example_reruns_what_its_data_and_model_change_and_nothing_of_the_case_study(residual_mlp: dict) -> None:
+    plan = residual_mlp["plan"]
+    assert plan["import_benchmark"] == 1 and plan["export_data"] == 1 and plan["time_load_convert"] == 3
     assert plan["time_cpu_training"] == 6 and plan["profile_model"] == 1
-    for textbook_only in ("time_cost_model", "train_northstar", "gradient_variance", "time_load_convert"):
-        assert textbook_only not in plan
-    assert own_model["run"].returncode == 0, own_model["run"].stderr[-3000:]
-    assert own_model["noop"] == {}
+    for case_study in ("generate_benchmark", "time_cost_model", "train_northstar", "gradient_variance"):
+        assert case_study not in plan
+    assert residual_mlp["run"].returncode == 0, residual_mlp["run"].stderr[-3000:]
+    assert residual_mlp["noop"] == {}
     # Editing the model's source re-times it: the module is an input of the rules that build it.
-    edited = own_model["edited"]
-    assert edited["time_cpu_training"] == 6 and edited["profile_model"] == 1
+    edited = residual_mlp["edited"]
+    assert edited["time_cpu_training"] == 6 and edited["profile_model"] == 1 and "import_benchmark" not in edited
 
 
-def test_own_model_report_shows_counted_figures_and_where_the_planner_stops(own_model: dict) -> None:
-    results = own_model["workdir"] / "results"
+def test_the_residual_mlp_example_reports_counted_figures_matching_a_count_by_hand(residual_mlp: dict) -> None:
+    results = residual_mlp["workdir"] / "results"
     profile = read(results / "tables/model_profile.json")
     assert profile["model"] == "models.residual_mlp:build" and profile["widths"] is None
-    assert profile["optimizer"] == "adamw" and profile["params"] > 0
+    assert profile["input_shape"] == [19] and profile["optimizer"] == "adamw"
+    w, d, blocks = 64, 19, 2  # examples/residual_mlp.yaml: width 64, 2 blocks; 19 encoded features
+    per_block = (2 * w) + (w * 2 * w + 2 * w) + (2 * w * w + w)  # LayerNorm, up, down
+    assert profile["params"] == d * w + w + blocks * per_block + 2 * w + w + 1
+    for row in profile["table"]:
+        b = row["batch_size"]
+        assert row["forward_flop"] == 2 * b * (d * w + blocks * 4 * w * w + w)
+        # the embedding's weight gradient only (its input is the data); every later layer's weight and input
+        assert row["backward_flop"] == 2 * b * d * w + 2 * 2 * b * (blocks * 4 * w * w + w)
     theory = read(results / "tables/theory.json")
     assert theory["figures"] == "counted" and theory["params"] == profile["params"]
-    assert [r["forward_backward_flop_per_batch_counted"] for r in theory["table"]] == [
-        r["step_flop"] for r in profile["table"]
-    ]
+    meta = read(results / "data/benchmark.meta.json")
+    assert meta["generator"]["kind"] == "table" and meta["rows"] == 300 and meta["sample_shape"] == [19]
     report = (results / "REPORT.md").read_text()
     assert "## Model figures (counted)" in report and "Model `models.residual_mlp:build`" in report
+    assert "| benchmark | 300 × 19 |" in report
     assert "The planner models the textbook MLP d → h → 1 of its grid, not the model timed above" in report
     assert "## FLOP formula against torch's FLOP counter" not in report
+    assert "the parameters, gradients and optimizer state, counted," in report
+    # dropout draws the same masks in every epoch and loader: the check of identical work still holds
     assert "the final weights were bitwise identical across loaders in every job" in report
-    table = read(results / "tables/cpu_training.json")
-    assert not table["non_finite"] and all(cell["same_final_weights_across_variants"] for cell in table["table"])
+
+
+def test_the_conv1d_example_trains_three_classes_on_sequences(conv1d: dict) -> None:
+    assert conv1d["run"].returncode == 0, conv1d["run"].stderr[-3000:]
+    results = conv1d["workdir"] / "results"
+    profile = read(results / "tables/model_profile.json")
+    assert profile["input_shape"] == [1, 128] and profile["output_shape"] == [3] and profile["loss"] == "ce"
+    c, k, length = 32, 5, 128  # examples/conv1d.yaml: 32 channels, kernel 5 (length kept by padding)
+    assert profile["params"] == (1 * c * k + c) + (c * c * k + c) + (c * 3 + 3)
+    for row in profile["table"]:
+        b = row["batch_size"]
+        first, second, head = 2 * b * c * length * k, 2 * b * c * length * c * k, 2 * b * c * 3
+        assert row["forward_flop"] == first + second + head
+        assert row["backward_flop"] == first + 2 * second + 2 * head
+    cells = read(results / "tables/cpu_training.json")["table"]
+    assert all(cell["eval_accuracy_median"] is not None for cell in cells)
+    report = (results / "REPORT.md").read_text()
+    assert "| benchmark | 256 × 128 | — |" in report  # flattened samples; a class target has no positive rate
+    assert "## Gradient variance" not in report
+
+
+def test_prices_add_a_cost_section_and_rerun_no_measurement(finished: Path, tmp_path: Path) -> None:
+    workdir = _copy_of(finished, tmp_path / "run")
+    config = changed(cost={"per_hour": {"cpu": 0.17, "cuda": 3.2}, "currency": "EUR"})
+    plan = planned_jobs(snakemake(workdir, config, "-n"))
+    assert set(plan) == {"cost_table", "report", "config_snapshot", "archive", "all"}, plan
+    result = snakemake(workdir, config)
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = read(workdir / "results/tables/cost.json")
+    assert table["currency"] == "EUR" and [line["device"] for line in table["lines"]] == ["cpu"]
+    report = (workdir / "results/REPORT.md").read_text()
+    assert "## Cost at your prices" in report
+    assert "No GPU was measured in this run: the CPU's costs alone, no comparison." in report
+    # A new price re-runs the cost table and what renders it, nothing measured.
+    cheaper = changed(cost={"per_hour": {"cpu": 0.1, "cuda": 3.2}, "currency": "EUR"})
+    assert set(planned_jobs(snakemake(workdir, cheaper, "-n"))) == {
+        "cost_table",
+        "report",
+        "config_snapshot",
+        "archive",
+        "all",
+    }
+
+
+@pytest.mark.parametrize("name", ["residual_mlp", "conv1d"])
+def test_each_example_plans_at_full_size_with_its_one_command(finished: Path, tmp_path: Path, name: str) -> None:
+    """`snakemake --cores 4 --configfile examples/<name>.yaml` from a checkout: its shipped data and model parse
+    and check, and the whole workflow is planned on them."""
+    workdir = _checkout(tmp_path / "checkout")
+    command = [sys.executable, "-m", "snakemake", "--cores", "4", "--configfile", f"examples/{name}.yaml", "-n"]
+    result = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=300)
+    plan = planned_jobs(result)
+    assert plan["import_benchmark"] == 1 and plan["time_cpu_training"] == 15 and plan["profile_model"] == 1

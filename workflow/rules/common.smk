@@ -5,7 +5,7 @@ from pathlib import Path
 
 from snakemake.io import strip_wildcard_constraints
 
-from accel_choice.io import paths
+from accel_choice.io import benchmark_data, paths
 from accel_choice.io.imports import closure, module_file, relative_paths
 from accel_choice.records.model import split_factory
 from accel_choice.measure.device_plan import planned_device
@@ -71,6 +71,10 @@ def code(script):
 # user's model (model.factory) is also an input through its source: its module and every module it
 # imports from model.path, so editing the model re-runs what timed it.
 MODEL = sorted_keys(config["model"])
+# Your own benchmark data ({"kind": "table" | "arrays", ...}) or None for the generated matrix; one
+# sample's shape is a param of the rules that build the model (the Snakefile resolved it).
+USER_BENCHMARK = benchmark_data.source(config)
+GRADIENT_VARIANCE = [] if USER_BENCHMARK else [results(paths.GRADIENT_VARIANCE)]
 
 
 def model_code():
@@ -83,6 +87,10 @@ def model_code():
 
 
 MODEL_CODE = sorted(set(model_code()))
+
+
+# The cost section, where prices are given (cost.per_hour).
+COST_TABLE = [results(paths.COST)] if config["cost"]["per_hour"] else []
 
 
 # Decided when the workflow is parsed: GPU_DEVICE is "cuda" or "mps" when GPU jobs are
@@ -130,7 +138,8 @@ def jobs(**axes):
 # from results/ is made again by the next run, and the archive tells this configuration's files
 # from those an earlier configuration left behind.
 JOBS = {
-    "generate_benchmark": jobs(),
+    "generate_benchmark": [] if USER_BENCHMARK else jobs(),
+    "import_benchmark": jobs() if USER_BENCHMARK else [],
     "generate_northstar": jobs(),
     "export_data": jobs(dataset=DATASETS),
     "profile_model": jobs(),
@@ -146,11 +155,13 @@ JOBS = {
     "train_northstar": jobs(device=NORTHSTAR_DEVICES, batch_size=config["selection"]["batch_sizes"]),
     "northstar_selection": jobs(),
     "seed_limits": jobs(),
-    "gradient_variance": jobs(),
+    # The textbook's study of its generated 0/1 matrix: not planned on your own data.
+    "gradient_variance": [] if USER_BENCHMARK else jobs(),
     "time_cost_model": jobs(device=DEVICES, repeat=PLANNER_REPEATS),
     "planner": jobs(),
     "collect_environment": jobs(),
     "decide": jobs(),
+    "cost_table": jobs() if COST_TABLE else [],
     "report": jobs(),
     "config_snapshot": jobs(),
     "resource_table": jobs(),
@@ -159,6 +170,8 @@ JOBS = {
 
 def job_files(name, kinds=("output", "log", "benchmark")):
     """Outputs, logs and benchmark files of every job that JOBS lists for the rule called `name`."""
+    if not JOBS[name]:  # e.g. import_benchmark where the benchmark matrix is generated: not even defined
+        return []
     writer = workflow.get_rule(name)
     patterns = [
         *(writer.output if "output" in kinds else []),

@@ -1,28 +1,56 @@
 # Seeded data generation and export to Parquet and CSV.
 
 
-rule generate_benchmark:
-    input:
-        code=code("generate_benchmark.py"),
-    output:
-        npy=results(paths.DATASET_MATRIX, dataset="benchmark"),
-        meta=results(paths.DATASET_META, dataset="benchmark"),
-    log:
-        results(paths.log("generate_benchmark")),
-    benchmark:
-        results(paths.benchmark("generate_benchmark"))
-    conda:
-        ENV
-    threads: 1
-    resources:
-        timing_slot=OTHER_JOB,
-    params:
-        rows=config["data"]["benchmark"]["rows"],
-        features=config["data"]["benchmark"]["features"],
-        noise=config["data"]["benchmark"]["noise"],
-        seed=config["seed"],
-    script:
-        "../scripts/generate_benchmark.py"
+if USER_BENCHMARK:
+
+    # Your own benchmark data (data.benchmark.table or .arrays) in place of the generated matrix:
+    # checked value by value and written as the same canonical .npy and metadata, with its files' sha256.
+    rule import_benchmark:
+        input:
+            data=benchmark_data.files(USER_BENCHMARK),
+            code=code("import_benchmark.py"),
+        output:
+            npy=results(paths.DATASET_MATRIX, dataset="benchmark"),
+            meta=results(paths.DATASET_META, dataset="benchmark"),
+        log:
+            results(paths.log("import_benchmark")),
+        benchmark:
+            results(paths.benchmark("import_benchmark"))
+        conda:
+            ENV
+        threads: 1
+        resources:
+            timing_slot=OTHER_JOB,
+        params:
+            source=sorted_keys(USER_BENCHMARK),
+            seed=config["seed"],
+        script:
+            "../scripts/import_benchmark.py"
+
+else:
+
+    rule generate_benchmark:
+        input:
+            code=code("generate_benchmark.py"),
+        output:
+            npy=results(paths.DATASET_MATRIX, dataset="benchmark"),
+            meta=results(paths.DATASET_META, dataset="benchmark"),
+        log:
+            results(paths.log("generate_benchmark")),
+        benchmark:
+            results(paths.benchmark("generate_benchmark"))
+        conda:
+            ENV
+        threads: 1
+        resources:
+            timing_slot=OTHER_JOB,
+        params:
+            rows=config["data"]["benchmark"]["rows"],
+            features=config["data"]["benchmark"]["features"],
+            noise=config["data"]["benchmark"]["noise"],
+            seed=config["seed"],
+        script:
+            "../scripts/generate_benchmark.py"
 
 
 rule generate_northstar:

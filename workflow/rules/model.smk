@@ -18,7 +18,7 @@ rule profile_model:
         timing_slot=OTHER_JOB,
     params:
         model=MODEL,
-        features=config["data"]["benchmark"]["features"],
+        sample_shape=list(SAMPLE_SHAPE),  # one sample's: (features,), or your arrays' sample shape
         rows=config["data"]["benchmark"]["rows"],
         batch_sizes=config["timing"]["batch_sizes"],
         seed=config["seed"],

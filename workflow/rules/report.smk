@@ -60,6 +60,27 @@ rule decide:
         "../scripts/decide.py"
 
 
+rule cost_table:
+    input:
+        decision=results(paths.DECISION),
+        selection=results(paths.TIME_TO_TARGET),
+        code=code("cost_table.py"),
+    output:
+        json=results(paths.COST),
+        csv=report(results(paths.COST_CSV), caption="../report/cost.rst", category="Decision"),
+    log:
+        results(paths.log("cost_table")),
+    conda:
+        ENV
+    threads: 1
+    resources:
+        timing_slot=OTHER_JOB,
+    params:
+        cost=sorted_keys(config["cost"]),
+    script:
+        "../scripts/cost_table.py"
+
+
 rule report:
     input:
         environment=results(paths.ENVIRONMENT),
@@ -73,12 +94,13 @@ rule report:
         probe=results(paths.DEVICE_PROBE),
         selection=results(paths.TIME_TO_TARGET),
         seed_limits=results(paths.SEED_LIMITS),
-        gradient_variance=results(paths.GRADIENT_VARIANCE),
+        gradient_variance=GRADIENT_VARIANCE,
         resources=results(paths.RESOURCES),
         cost_model=results(paths.COST_MODEL),
         break_even=results(paths.BREAK_EVEN),
         flop_check=results(paths.FLOP_CHECK),
         scenario=results(paths.SCENARIO),
+        cost=COST_TABLE,
         code=code("make_report.py"),
     output:
         md=report(results(paths.REPORT), caption="../report/report_md.rst", category="Decision"),

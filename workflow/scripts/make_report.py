@@ -6,6 +6,7 @@ from accel_choice import records
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import atomic, envinfo, provenance
 from accel_choice.io.runtime import job
+from accel_choice.records.cost import CostTable
 from accel_choice.records.decision import DataTable, Decision, TheoryTable
 from accel_choice.records.environment import EnvironmentReport
 from accel_choice.records.loads import DeviceProbe, LoadTable, TransferTable
@@ -62,12 +63,15 @@ with job(snakemake.log[0], snakemake.threads) as log:
             transfers=transfers,
             selection=records.read(TimeToTarget, inp.selection),
             seed_limits=records.read(SeedLimits, inp.seed_limits),
-            gradient_variance=records.read(GradientVariance, inp.gradient_variance),
+            gradient_variance=records.read(GradientVariance, inp.gradient_variance[0])
+            if inp.get("gradient_variance")
+            else None,
             resources=records.read(ResourceTable, inp.resources),
             cost_model=records.read(CostModelTable, inp.cost_model),
             break_even=records.read(BreakEvenTable, inp.break_even),
             flop_check=records.read(FlopCheck, inp.flop_check),
             scenario=records.read(Scenario, inp.scenario),
+            cost=records.read(CostTable, inp.cost[0]) if inp.get("cost") else None,
             provenance=report_provenance,
             sentinels=tuple(sentinels),
         )

@@ -8,7 +8,7 @@ from accel_choice.records.model import ModelSpec
 
 p, out = snakemake.params, snakemake.output
 with job(snakemake.log[0], snakemake.threads) as log:
-    counted = profile.profile(ModelSpec(**p.model), (p.features,), p.rows, p.batch_sizes, p.seed)
+    counted = profile.profile(ModelSpec(**p.model), tuple(p.sample_shape), p.rows, p.batch_sizes, p.seed)
     atomic.write_record(out.json, counted)
     tables.write_csv(out.csv, [records.to_json(row) for row in counted.table])
     log.info(

@@ -222,6 +222,7 @@ def memory_check(
     data = figures.data_bytes(rows)
     bound = adam + activations + data
     return MemoryCheck(
+        figures=figures.source,
         adam_bytes=adam,
         activation_bytes=activations,
         data_bytes=data,
@@ -300,6 +301,7 @@ def verdict(
             epoch_s=fastest.epoch_s_median,
             flop_3x=flop,
             flop_per_s_3x=flop / fastest.epoch_s_median,
+            figures=figures.source,
         ),
         fastest_cpu_ties=fastest_ties(cpu_train, fastest, noise_floor, rules),
         scaling=step_scaling(cpu_train, rules),

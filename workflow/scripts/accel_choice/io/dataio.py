@@ -29,6 +29,7 @@ from accel_choice.records.data import (
     DatasetMeta,
     ExportedFile,
     NorthstarGenerator,
+    UserBenchmarkSource,
 )
 from accel_choice.records.environment import Environment
 
@@ -39,14 +40,21 @@ def matrix_sha256(matrix: np.ndarray) -> str:
     return atomic.sha256_bytes(np.ascontiguousarray(matrix, dtype=np.float32).tobytes())
 
 
+def positive_rate(target: np.ndarray) -> float | None:
+    """The share of 1s of a 0/1 target; None for a target that is not 0/1 (class indices, values)."""
+    return float(target.mean()) if bool(np.isin(target, (0.0, 1.0)).all()) else None
+
+
 def save_dataset(
     dataset: Dataset,
     npy_path: str | os.PathLike[str],
     meta_path: str | os.PathLike[str],
-    generator: BenchmarkGenerator | NorthstarGenerator,
+    generator: BenchmarkGenerator | NorthstarGenerator | UserBenchmarkSource,
     environment: Environment,
+    sample_shape: Sequence[int] | None = None,
 ) -> DatasetMeta:
-    """Write the canonical `.npy` file and its metadata record; return the record."""
+    """Write the canonical `.npy` file and its metadata record; return the record. `sample_shape`:
+    one sample's shape for the model (default: its feature columns, one dimension)."""
     buffer = io.BytesIO()
     np.save(buffer, dataset.matrix, allow_pickle=False)
     atomic.write_bytes(npy_path, buffer.getvalue())
@@ -55,8 +63,9 @@ def save_dataset(
         rows=int(dataset.matrix.shape[0]),
         feature_columns=tuple(dataset.feature_columns),
         target_column=dataset.target_column,
+        sample_shape=tuple(sample_shape or (len(dataset.feature_columns),)),
         dtype="float32",
-        positive_rate=float(dataset.target.mean()),
+        positive_rate=positive_rate(dataset.target),
         matrix_sha256=matrix_sha256(dataset.matrix),
         file_sha256=atomic.sha256_file(npy_path),
         file_bytes=Path(npy_path).stat().st_size,
@@ -89,16 +98,24 @@ def verify_file(path: str | os.PathLike[str], expected_sha256: str, regenerate_h
         )
 
 
+def target_type(dataset: Dataset) -> pa.DataType:
+    """int8 for a 0/1 target or class indices up to 127 (the textbook's), float32 for values."""
+    target = dataset.target
+    whole = bool((target == np.round(target)).all()) and target.size > 0
+    return TARGET_TYPE if whole and target.min() >= -128 and target.max() <= 127 else pa.float32()
+
+
 def arrow_schema(dataset: Dataset) -> pa.Schema:
     fields = [pa.field(name, pa.float32(), nullable=False) for name in dataset.feature_columns]
-    fields.append(pa.field(dataset.target_column, TARGET_TYPE, nullable=False))
+    fields.append(pa.field(dataset.target_column, target_type(dataset), nullable=False))
     return pa.schema(fields)
 
 
 def to_arrow(dataset: Dataset) -> pa.Table:
     schema = arrow_schema(dataset)
     arrays = [pa.array(dataset.matrix[:, i], type=pa.float32()) for i in range(len(dataset.feature_columns))]
-    arrays.append(pa.array(dataset.target.astype(np.int8), type=TARGET_TYPE))
+    kind = schema.field(dataset.target_column).type
+    arrays.append(pa.array(dataset.target.astype(np.int8 if kind == TARGET_TYPE else np.float32), type=kind))
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
@@ -169,10 +186,11 @@ def load_exported_parquet(path: str | os.PathLike[str], meta: DatasetMeta, expor
 def load_benchmark_tensors(
     data_path: str | os.PathLike[str], meta_path: str | os.PathLike[str], export_path: str | os.PathLike[str]
 ) -> tuple[Any, Any, DatasetMeta]:
-    """The exported benchmark Parquet as owned float32 torch tensors (features, target) and its
-    metadata, refused unless the file is the one export recorded."""
+    """The exported benchmark Parquet as owned float32 torch tensors (features in the samples' shape,
+    target) and its metadata, refused unless the file is the one export recorded."""
     import torch
 
     meta, export = records.read(DatasetMeta, meta_path), records.read(DatasetExport, export_path)
     dataset = load_exported_parquet(data_path, meta, export)
-    return torch.from_numpy(dataset.features.copy()), torch.from_numpy(dataset.target.copy()), meta
+    features = dataset.features.reshape(-1, *meta.sample_shape).copy()
+    return torch.from_numpy(features), torch.from_numpy(dataset.target.copy()), meta

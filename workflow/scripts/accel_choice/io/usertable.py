@@ -20,36 +20,39 @@ class TableError(ValueError):
     """The user's table cannot be used as it is; the message says what to change."""
 
 
-def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+def read_table(path: str | os.PathLike[str], key: str = "data.northstar.table") -> pd.DataFrame:
     path = Path(path)
     if path.is_dir():
-        raise TableError(
-            f"data.northstar.table.path: {path} is a directory, not a file; give the Parquet or CSV file itself"
-        )
+        raise TableError(f"{key}.path: {path} is a directory, not a file; give the Parquet or CSV file itself")
     if not path.is_file():
-        raise TableError(f"data.northstar.table.path: {path} does not exist (or is not a file)")
+        raise TableError(f"{key}.path: {path} does not exist (or is not a file)")
     suffix = path.suffix.lower()
     if suffix not in (".parquet", ".csv"):
-        raise TableError(
-            f"data.northstar.table.path: {path} must end in .parquet or .csv, not {suffix or '(no suffix)'}"
-        )
+        raise TableError(f"{key}.path: {path} must end in .parquet or .csv, not {suffix or '(no suffix)'}")
     if path.stat().st_size == 0:
-        raise TableError(f"data.northstar.table.path: {path} is empty (0 bytes)")
+        raise TableError(f"{key}.path: {path} is empty (0 bytes)")
     if suffix == ".parquet":
         frame = pq.read_table(path).to_pandas()
     else:
         try:
             frame = pd.read_csv(path)
         except pd.errors.EmptyDataError:
-            raise TableError(f"data.northstar.table.path: {path} is empty (no header, no rows)") from None
+            raise TableError(f"{key}.path: {path} is empty (no header, no rows)") from None
     if len(frame) == 0:
-        raise TableError(
-            f"data.northstar.table.path: {path} has no rows (columns {', '.join(map(str, frame.columns))})"
-        )
+        raise TableError(f"{key}.path: {path} has no rows (columns {', '.join(map(str, frame.columns))})")
     return frame
 
 
-def check_table(frame: pd.DataFrame, path: str, target: str, features: Sequence[str]) -> None:
+def check_table(
+    frame: pd.DataFrame,
+    path: str,
+    target: str,
+    features: Sequence[str],
+    key: str = "data.northstar.table",
+    binary: bool = True,
+) -> None:
+    """Columns present, numeric, complete and finite; the target not among the features nor copied
+    into one; with `binary`, a 0/1 target with both classes (the loss checks any other target)."""
     missing = [column for column in (*features, target) if column not in frame.columns]
     if missing:
         raise TableError(
@@ -57,7 +60,7 @@ def check_table(frame: pd.DataFrame, path: str, target: str, features: Sequence[
         )
     if target in features:
         raise TableError(
-            f"{path}: the target column {target!r} is also listed in data.northstar.table.features: the model "
+            f"{path}: the target column {target!r} is also listed in {key}.features: the model "
             "would be given the label it has to predict (test AUC 1.000); remove it from the features"
         )
     non_numeric = [
@@ -71,12 +74,13 @@ def check_table(frame: pd.DataFrame, path: str, target: str, features: Sequence[
         raise TableError(
             f"{path}: column(s) {', '.join(missing_values)} have missing values; fill or drop those rows first"
         )
-    values = set(pd.unique(frame[target]).tolist())
-    if not values <= {0, 1, True, False} or len(values) < 2:
-        shown = ", ".join(map(str, sorted(values, key=str)[:6]))
-        raise TableError(
-            f"{path}: target column {target!r} must be binary 0/1 with both classes present; it holds {shown}"
-        )
+    if binary:
+        values = set(pd.unique(frame[target]).tolist())
+        if not values <= {0, 1, True, False} or len(values) < 2:
+            shown = ", ".join(map(str, sorted(values, key=str)[:6]))
+            raise TableError(
+                f"{path}: target column {target!r} must be binary 0/1 with both classes present; it holds {shown}"
+            )
     labels = frame[target].to_numpy(dtype=np.float64)
     copies = [c for c in features if np.array_equal(frame[c].to_numpy(dtype=np.float64), labels)]
     if copies:

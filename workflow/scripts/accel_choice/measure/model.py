@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from accel_choice.io.benchmark_data import DataError, check_target_values
 from accel_choice.records.model import ModelSpec, split_factory
 
 
@@ -90,24 +91,11 @@ def make_loss(spec: ModelSpec) -> nn.Module:
 
 
 def check_targets(spec: ModelSpec, y: torch.Tensor, where: str = "the benchmark data's target") -> None:
-    """Refuse a target the loss cannot take, naming the key: bce needs values in [0, 1], ce class
-    indices 0 .. model.classes − 1, mse finite values."""
-    values = y.reshape(-1).double()
-    if not bool(torch.isfinite(values).all()):
-        raise ModelError(f"config key model.loss: {where} holds values that are not finite")
-    low, high = float(values.min()), float(values.max())
-    if spec.loss == "bce" and (low < 0 or high > 1):
-        raise ModelError(
-            f"config key model.loss: bce needs targets in [0, 1]; {where} ranges from {low:g} to {high:g} "
-            "(ce for classes, mse for values)"
-        )
-    if spec.loss == "ce":
-        whole = bool((values == values.round()).all())
-        if not whole or low < 0 or high >= (spec.classes or 0):
-            raise ModelError(
-                f"config key model.classes: ce needs class indices 0 .. {(spec.classes or 0) - 1}; {where} "
-                + (f"ranges from {low:g} to {high:g}" if whole else "holds values that are not whole numbers")
-            )
+    """Refuse a target the loss cannot take, naming the key (io.benchmark_data.check_target_values)."""
+    try:
+        check_target_values(y.detach().cpu().numpy(), spec.loss, spec.classes, where)
+    except DataError as error:
+        raise ModelError(str(error)) from None
 
 
 def targets(spec: ModelSpec, y: torch.Tensor) -> torch.Tensor:

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from accel_choice.io import benchmark_data
 from accel_choice.measure.model import ModelError, build, make_loss, outputs, targets
 from accel_choice.records.model import ModelSpec
 
@@ -68,8 +69,18 @@ def check_spec(spec: ModelSpec, input_shape: Sequence[int], seed: int, where: st
     return model
 
 
-def check_model(config: dict[str, Any]) -> None:
-    """The parse-time check of the configured model on the benchmark data's sample shape."""
+def check_model(config: dict[str, Any], sample_shape: Sequence[int]) -> None:
+    """The parse-time check of the configured model on the benchmark data's sample shape, and of
+    your own data's target against the loss."""
     spec = ModelSpec(**config["model"])
-    features = config["data"]["benchmark"]["features"]
-    check_spec(spec, (features,), config["seed"], f"data.benchmark: {features} features per sample")
+    found = benchmark_data.source(config)
+    where = (
+        f"data.benchmark: {config['data']['benchmark']['features']} features per sample"
+        if found is None
+        else f"data.benchmark.{found['kind']}: samples of shape {tuple(sample_shape)}"
+    )
+    check_spec(spec, tuple(sample_shape), config["seed"], where)
+    if found is not None:
+        benchmark_data.check_target_values(
+            benchmark_data.targets(found), spec.loss, spec.classes, f"the target of data.benchmark.{found['kind']}"
+        )

@@ -5,6 +5,7 @@ canonical file (`data/{dataset}.meta.json`) and the record of its Parquet and CS
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -62,26 +63,50 @@ class NorthstarGenerator:
     seed: Count
 
 
-@record(schema="dataset-meta")
+@record
+class UserBenchmarkSource:
+    """Your own benchmark data (data.benchmark.table or .arrays): the files it was read from, with
+    their sha256, and the shape of one sample (the flattened columns are reshaped to it for the model)."""
+
+    kind: Literal["table", "arrays"]
+    files: tuple[str, ...]  # the table; or x.npy, y.npy
+    sha256: tuple[Sha256, ...]  # of each file, in that order
+    rows: PositiveCount
+    sample_shape: tuple[PositiveCount, ...]
+    seed: Count  # the run's seed (shuffling, initial weights), as a generator's
+
+    def __post_init__(self) -> None:
+        if len(self.files) != len(self.sha256):
+            raise ValueError(f"{len(self.files)} files but {len(self.sha256)} hashes")
+
+
+@record(schema="dataset-meta", version=2)
 class DatasetMeta:
-    """data/{dataset}.meta.json: the canonical `.npy` file of a generated data set, its columns and hashes."""
+    """data/{dataset}.meta.json: the canonical `.npy` file of a data set (generated, or imported from
+    your own files), its columns and hashes. The matrix holds one flattened sample per row and the
+    target last; `sample_shape` is a sample's shape for the model (the features' count for a table)."""
 
     name: str
     rows: Count
     feature_columns: tuple[str, ...]
     target_column: str
+    sample_shape: tuple[PositiveCount, ...]
     dtype: Literal["float32"]
-    positive_rate: Fraction
+    positive_rate: Fraction | None  # null: the target is not 0/1 (a class index or a value)
     matrix_sha256: Sha256  # of the float32 matrix's bytes, C order: the same for every file holding the data
     file_sha256: Sha256  # of the .npy file
     file_bytes: Count
-    generator: BenchmarkGenerator | NorthstarGenerator
+    generator: BenchmarkGenerator | NorthstarGenerator | UserBenchmarkSource
     environment: Environment
 
     def __post_init__(self) -> None:
         _check_columns(self.feature_columns, self.target_column)
         if self.generator.rows != self.rows:
             raise ValueError(f"rows {self.rows} but the generator made {self.generator.rows}")
+        if math.prod(self.sample_shape) != len(self.feature_columns):
+            raise ValueError(
+                f"sample_shape {self.sample_shape} does not hold the {len(self.feature_columns)} feature columns"
+            )
 
     @property
     def columns(self) -> tuple[str, ...]:

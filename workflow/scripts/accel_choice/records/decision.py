@@ -79,6 +79,7 @@ class FastestEpoch:
     epoch_s: Seconds
     flop_3x: Count
     flop_per_s_3x: Positive
+    figures: Literal["formula", "counted"]  # the 3× rule on the textbook's formula, or on the counted forward
 
 
 @record
@@ -116,9 +117,12 @@ class MemoryCheck:
     """The memory a training job of this model needs against what the machines have.
 
     `bound_bytes` = Adam fp32 state + forward and backward activations at the largest batch size
-    + the data matrix held in memory. `fits_*` is None where the capacity is unknown.
+    + the data matrix held in memory. `fits_*` is None where the capacity is unknown. `figures`:
+    "formula" (the textbook MLP: Adam fp32 4·P·4), or "counted" (a user's model: `adam_bytes` holds its
+    parameters, gradients and optimizer state, counted by profile_model).
     """
 
+    figures: Literal["formula", "counted"]
     adam_bytes: Count
     activation_bytes: Count
     data_bytes: Count
@@ -220,7 +224,7 @@ class GpuMemory(VariantFields):
     epoch_over_bound: NonNegative | None
 
 
-@record(schema="decision", version=3)
+@record(schema="decision", version=4)
 class Decision:
     """tables/decision.json: the verdict, the decision sheet and the full path it rests on."""
 
@@ -283,7 +287,7 @@ class DataRow:
     dataset: str
     rows: PositiveCount
     features: PositiveCount
-    positive_rate: NonNegative
+    positive_rate: NonNegative | None  # null: the target is not 0/1
     matrix_sha256: str
     parquet_bytes: Count
     parquet_sha256: str
@@ -291,7 +295,7 @@ class DataRow:
     csv_sha256: str
 
 
-@record(schema="data-table")
+@record(schema="data-table", version=2)
 class DataTable:
     """tables/data.json: the datasets of this run."""
 

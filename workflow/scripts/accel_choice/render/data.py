@@ -49,7 +49,7 @@ def data_section(data: DataTable) -> str:
         (
             r.dataset,
             f"{r.rows:,} × {r.features}",
-            f"{r.positive_rate:.3f}",
+            f"{r.positive_rate:.3f}" if r.positive_rate is not None else "—",
             f"`{r.matrix_sha256[:16]}…`",
             f"{r.parquet_bytes:,}",
             f"{r.csv_bytes:,}",

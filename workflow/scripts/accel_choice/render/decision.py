@@ -108,8 +108,12 @@ def reasons(verdict: Verdict) -> list[str]:
         f"of which training is {best.train_share:.0%} (a sum of medians from different jobs, with no interval: "
         "not a measured difference; the fastest epoch and its ties below are decided by intervals).",
         f"The fastest CPU epoch ({fastest.loader}, B={fastest.batch_size}) does ~{fastest.flop_3x / 1e6:.0f} MFLOP in "
-        f"{ms(fastest.epoch_s)} ms: {fastest.flop_per_s_3x / 1e9:.2f} GFLOP/s achieved (3× rule; the FLOP-counter "
-        "section gives the executed count).",
+        f"{ms(fastest.epoch_s)} ms: {fastest.flop_per_s_3x / 1e9:.2f} GFLOP/s achieved "
+        + (
+            "(3× rule; the FLOP-counter section gives the executed count)."
+            if fastest.figures == "formula"
+            else "(3× rule on the counted forward; the model figures give the counted total)."
+        ),
         ties_sentence(verdict),
     ]
     scaling = verdict.scaling
@@ -147,7 +151,8 @@ _GROWTH = {
 def _memory_sentence(verdict: Verdict) -> str:
     m = verdict.memory
     need = (
-        f"the Adam fp32 state ({m.adam_bytes:,} bytes), forward and backward activations at B={m.batch_size} "
+        ("the Adam fp32 state" if m.figures == "formula" else "the parameters, gradients and optimizer state, counted,")
+        + f" ({m.adam_bytes:,} bytes), forward and backward activations at B={m.batch_size} "
         f"({m.activation_bytes:,} bytes) and the data matrix ({m.data_bytes:,} bytes) need {m.bound_bytes:,} bytes"
     )
     capacities = [
@@ -195,7 +200,7 @@ def evidence_words(step: SheetStep, gpu: GpuVisibility) -> str:
         return gpu_line(gpu)
     if step.step == 3:
         if step.status != "measured":
-            return "estimated only, from the configured bandwidth (see Theoretical estimates)"
+            return "estimated only, from the configured bandwidth (see the theoretical estimates or model figures)"
         return (
             f"matrix host→device {step.value('matrix_gb_per_s'):.2f} GB/s pageable; context start-up "
             f"{step.value('context_startup_s') * 1e3:.0f} ms (fixed cost)"

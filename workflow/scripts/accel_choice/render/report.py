@@ -8,6 +8,7 @@ from typing import Any
 
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import paths
+from accel_choice.records.cost import CostTable
 from accel_choice.records.decision import DataTable, Decision, TheoryTable
 from accel_choice.records.environment import EnvironmentReport
 from accel_choice.records.loads import LoadCell, TransferTable, VisibleDevices
@@ -17,7 +18,7 @@ from accel_choice.records.planner import BreakEvenTable, CostModelTable, FlopChe
 from accel_choice.records.resources import ResourceTable
 from accel_choice.records.sentinel import SentinelSummary
 from accel_choice.records.training import FullPathRow, NonFiniteRun, TrainingCell
-from accel_choice.render import archive, data, noise, northstar, planner, theory
+from accel_choice.render import archive, cost, data, noise, northstar, planner, theory
 from accel_choice.render import decision as decision_words
 from accel_choice.render.formatting import cell_flags, ms, number, table
 
@@ -46,6 +47,7 @@ class ReportInputs:
     break_even: BreakEvenTable | None = None  # tables/break_even.json
     flop_check: FlopCheck | None = None  # tables/flop_check.json
     scenario: Scenario | None = None  # tables/scenario.json
+    cost: CostTable | None = None  # tables/cost.json, where cost.per_hour is set
     provenance: dict[str, Any] | None = None  # workflow commit and the invocation that made this report
     sentinels: Sequence[tuple[str, SentinelSummary]] = ()  # ("CPU", the CPU table's sentinel), then the GPU's
 
@@ -331,6 +333,7 @@ def render(inputs: ReportInputs) -> str:
         _cpu_section(inputs.train_table),
         _gpu_section(inputs),
         _full_path_section(inputs.decision.full_path),
+        cost.cost_section(inputs.cost),
         northstar.selection_section(inputs.selection),
         northstar.seed_section(inputs.seed_limits),
         northstar.gradient_variance_section(inputs.gradient_variance),
