@@ -149,7 +149,7 @@ def test_epoch_s_over_fastpath_none_without_fastpath():
 
 def test_other_summaries(table):
     r = _row(table, 32, "fastpath")
-    assert r.threads == (1,)
+    assert r.threads == 1
     assert r.loadavg_max == pytest.approx(0.7)
     assert r.warmup_first_over_steady_median == pytest.approx(10.0)
     assert r.mean_train_loss_median == pytest.approx(0.45)
@@ -179,8 +179,8 @@ def test_refuses_duplicate_repeat():
     recs = records() + [record(512, "dataloader", 1, 0.07)]
     with pytest.raises(
         ValueError,
-        match=r"duplicate records for \(device, precision, placement, loader, batch_size, repeat\) "
-        r"\('cpu', 'fp32', 'host', 'dataloader', 512, 1\)",
+        match=r"duplicate records for \(device, precision, placement, loader, batch_size, threads, repeat\) "
+        r"\('cpu', 'fp32', 'host', 'dataloader', 512, 1, 1\)",
     ):
         aggregate.aggregate_training(recs, ROWS)
 
@@ -552,12 +552,12 @@ def test_one_row_per_variant():
     table = aggregate.aggregate_training(records() + gpu_records(), ROWS)
     keys = [variant_of(r) for r in table]
     assert keys == [
-        ("cpu", "fp32", "host", "dataloader", 32),
-        ("cpu", "fp32", "host", "fastpath", 32),
-        ("cpu", "fp32", "host", "dataloader", 512),
-        ("cpu", "fp32", "host", "fastpath", 512),
-        ("cuda", "fp16", "resident", "fastpath", 32),
-        ("cuda", "fp32", "resident", "fastpath", 32),
+        ("cpu", "fp32", "host", "dataloader", 32, 1),
+        ("cpu", "fp32", "host", "fastpath", 32, 1),
+        ("cpu", "fp32", "host", "dataloader", 512, 1),
+        ("cpu", "fp32", "host", "fastpath", 512, 1),
+        ("cuda", "fp16", "resident", "fastpath", 32, 1),
+        ("cuda", "fp32", "resident", "fastpath", 32, 1),
     ]
     fp16 = table[4]
     assert fp16.grad_scaler is True and table[5].grad_scaler is False
@@ -599,7 +599,9 @@ def test_same_repeat_of_different_variants_is_no_duplicate():
     ]
     table = aggregate.aggregate_training(recs, ROWS)
     assert len(table) == 6
-    with pytest.raises(ValueError, match=r"duplicate records for .*\('cuda', 'fp32', 'streamed', 'fastpath', 32, 0\)"):
+    with pytest.raises(
+        ValueError, match=r"duplicate records for .*\('cuda', 'fp32', 'streamed', 'fastpath', 32, 1, 0\)"
+    ):
         aggregate.aggregate_training(recs + [record(32, "fastpath", 0, 0.2, device="cuda", placement="streamed")], ROWS)
 
 

@@ -1160,8 +1160,8 @@ ORDER = "does not hold: a damaged record"
             "table",
             1,
             "threads",
-            ["1"],
-            "table[1].threads[0]: Input should be a valid integer (found '1')",
+            "1",
+            "table[1].threads: Input should be a valid integer (found '1')",
         ),
         (
             paths.CPU_TABLE,

@@ -239,7 +239,7 @@ def test_verdict_reasons_carry_the_numbers(train_table, full_path_rows):
     assert (s.growth, s.overhead_bound) == ("undecided", False)
     reasons = words.reasons(v)
     assert len(reasons) == 5
-    assert reasons[0].startswith("Fastest CPU full path: parquet + fastpath at B=512, 20.0 ms per epoch")
+    assert reasons[0].startswith("Fastest CPU full path: parquet + fastpath at B=512, 1 thread, 20.0 ms per epoch")
     assert reasons[0].endswith(
         "with no interval: not a measured difference; the fastest epoch and its ties below are decided by intervals)."
     )
@@ -247,9 +247,11 @@ def test_verdict_reasons_carry_the_numbers(train_table, full_path_rows):
     # The fastest cell has a planted 30 ms repeat: paired with the DataLoader of the same jobs (30, 31, 29 ms)
     # the ratio is 3.0, 3.1 and 0.97 — its interval holds 1, so the two are tied; B=32 is measurably slower.
     assert [(t.loader, t.batch_size) for t in v.fastest_cpu_ties] == [("dataloader", 512)]
-    assert reasons[2].startswith("Tied with the fastest (fastpath B=512): dataloader B=512 (3.00×, 0.97–3.10)")
+    assert reasons[2].startswith(
+        "Tied with the fastest (fastpath B=512 on 1 thread): dataloader B=512 on 1 thread (3.00×, 0.97–3.10)"
+    )
     assert reasons[3] == (
-        f"From B=32 to B=512 (16× the samples per step) the time per optimizer step grew 4.0× (95% interval "
+        f"From B=32 to B=512 (16× the samples per step, 1 thread) the time per optimizer step grew 4.0× (95% interval "
         f"{s.step_time_ratio_ci_low:.1f}–{s.step_time_ratio_ci_high:.1f}×): the interval straddles half the samples' "
         "growth (8×), so this run cannot tell a per-step overhead from work that grows with the batch."
     )
@@ -917,7 +919,7 @@ def test_report_transfers_and_comparison(rendered_gpu):
         "| matrix | host to device | pageable | 1,048,576 | 100.0 | 90.0–120.0 | 90.0–120.0 | 10.49 |" in rendered_gpu
     )
     assert "| predictions | device to host | pageable | 32,768 | 20.0 | 18.0–25.0 | 18.0–25.0 | 1.64 |" in rendered_gpu
-    assert "| best variant | CPU parquet + fastpath at B=512 | CUDA fp32 resident at B=512 |" in rendered_gpu
+    assert "| best variant | CPU parquet + fastpath at B=512, 1 thread | CUDA fp32 resident at B=512 |" in rendered_gpu
     assert "| full path, ms | 20.0 | 8.63 |" in rendered_gpu
     assert "| start-up (once), ms | 0 | 1.00 |" in rendered_gpu
     assert "| per epoch (train + eval), ms | 14.0 | 2.50 |" in rendered_gpu

@@ -431,6 +431,6 @@ def test_the_aggregate_of_real_jobs_has_intervals_and_the_run_sentinel(jobs):
     assert dataloader.epoch_s_over_fastpath_ci_low <= dataloader.epoch_s_over_fastpath
     assert dataloader.epoch_s_over_fastpath <= dataloader.epoch_s_over_fastpath_ci_high
     assert table.sentinel.workload == CPU_WORKLOAD
-    assert [row.job for row in table.sentinel.jobs] == ["bs16.rep0", "bs16.rep1", "bs16.rep2"]
+    assert [row.job for row in table.sentinel.jobs] == ["bs16.t1.rep0", "bs16.t1.rep1", "bs16.t1.rep2"]
     assert table.sentinel.run_median_s == statistics.median(job.sentinel.median_s for job in jobs)
     assert table.non_finite == ()

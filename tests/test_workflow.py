@@ -877,10 +877,10 @@ def test_manifest_lists_every_file_and_sha256sum_finds_an_edit(finished: Path, t
         "config.yaml",
         "env/collect_env.json",
         "tables/cost_model.json",
-        "benchmarks/time_cpu_training/bs16.rep0.tsv",
+        "benchmarks/time_cpu_training/bs16.t1.rep0.tsv",
         "logs/report.log",
         "data/benchmark.parquet",
-        "timing/cpu/bs64.rep2.json",
+        "timing/cpu/bs64.t1.rep2.json",
     } <= listed
     assert any(name.endswith("/.snakemake_timestamp") for name in listed)
     assert provenance["files"]["made_by_this_configuration"] == len(listed) - 1  # provenance.json itself
@@ -914,7 +914,7 @@ def lost_and_stale(finished: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     """A finished run that loses a record and is run again, then is run with one batch size fewer."""
     workdir = _copy_of(finished, tmp_path_factory.mktemp("lost") / "run")
     results = workdir / "results"
-    lost = results / "timing/cpu/bs64.rep1.json"
+    lost = results / "timing/cpu/bs64.t1.rep1.json"
     before = read(lost)
     lost.unlink()
     events = {"workdir": workdir, "before": before, "plan": planned_jobs(snakemake(workdir, TINY, "-n"))}
@@ -969,7 +969,7 @@ def test_files_of_an_earlier_configuration_are_listed_not_vouched_for(lost_and_s
         if not entry["path"].endswith(".tmp")
     }
     assert stale == {
-        f"{folder}/bs64.rep{r}.{ext}"
+        f"{folder}/bs64.t1.rep{r}.{ext}"
         for r in range(3)
         for folder, ext in (
             ("timing/cpu", "json"),
@@ -977,15 +977,15 @@ def test_files_of_an_earlier_configuration_are_listed_not_vouched_for(lost_and_s
             ("benchmarks/time_cpu_training", "tsv"),
         )
     }
-    assert not stale & listed and (results / "timing/cpu/bs64.rep0.json").exists()  # listed, not deleted
+    assert not stale & listed and (results / "timing/cpu/bs64.t1.rep0.json").exists()  # listed, not deleted
     assert [row["batch_size"] for row in read(results / "tables/cpu_training.json")["table"]] == [16, 16]
     verify = lost_and_stale["verify_fewer"]
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert "not made by this configuration, listed in provenance.json, unchanged" in verify.stdout
     # The leftovers are checked too: an edit to one of them is a difference.
-    (results / "timing/cpu/bs64.rep0.json").write_text("{}\n")
+    (results / "timing/cpu/bs64.t1.rep0.json").write_text("{}\n")
     verify = _verify_results(results)
-    assert verify.returncode == 1 and "timing/cpu/bs64.rep0.json" in verify.stdout
+    assert verify.returncode == 1 and "timing/cpu/bs64.t1.rep0.json" in verify.stdout
 
 
 def test_provenance_names_the_commit_snakemake_version_and_command(finished: Path) -> None:
@@ -1308,3 +1308,31 @@ def test_each_example_plans_at_full_size_with_its_one_command(finished: Path, tm
     result = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=300)
     plan = planned_jobs(result)
     assert plan["import_benchmark"] == 1 and plan["time_cpu_training"] == 15 and plan["profile_model"] == 1
+
+
+def test_a_second_thread_count_adds_its_own_cells_and_the_verdict_names_the_best(
+    finished: Path, tmp_path: Path
+) -> None:
+    workdir = _copy_of(finished, tmp_path / "run")
+    config = changed(timing={"threads": [1, 2]})
+    plan = planned_jobs(snakemake(workdir, config, "-n"))
+    # Only the new cells' jobs are timed; the 1-thread cells, load/convert and the grid stay.
+    assert plan["time_cpu_training"] == 6 and "time_load_convert" not in plan and "time_cost_model" not in plan
+    result = snakemake(workdir, config)
+    assert result.returncode == 0, result.stderr[-3000:]
+    cells = read(workdir / "results/tables/cpu_training.json")["table"]
+    assert sorted({(c["batch_size"], c["threads"]) for c in cells}) == [(16, 1), (16, 2), (64, 1), (64, 2)]
+    fastest = read(workdir / "results/tables/decision.json")["verdict"]["fastest_cpu_epoch"]
+    report = (workdir / "results/REPORT.md").read_text()
+    words = "thread" if fastest["threads"] == 1 else "threads"
+    assert (
+        f"The fastest CPU epoch ({fastest['loader']}, B={fastest['batch_size']}, {fastest['threads']} {words})"
+        in report
+    )
+    # With fewer cores than a cell's threads, its job refuses to time another configuration.
+    refused = snakemake(workdir, changed(timing={"threads": [1, 2], "repeats": 4}), "--cores", "1")
+    assert refused.returncode != 0
+    logs = "".join(p.read_text() for p in (workdir / "results/logs/time_cpu_training").glob("*.t2.rep3.log"))
+    assert "config key timing.threads: this cell is timed at 2 torch threads, but the job was given 1" in (
+        refused.stderr + logs
+    )

@@ -18,6 +18,10 @@ ENV = "../../envs/accel-choice.yaml"
 TIMING_JOB = 2
 OTHER_JOB = 1
 BATCH_SIZES = config["timing"]["batch_sizes"]
+# timing.threads: each CPU training cell at each of these torch thread counts (a measured dimension
+# of the best CPU configuration); every other timing job runs at the first of them.
+CPU_THREADS = config["timing"]["threads"]
+TIMING_THREADS = CPU_THREADS[0]
 REPEATS = list(range(config["timing"]["repeats"]))
 DATASETS = ["benchmark", "northstar"]
 # Repeat r of every timing cell runs before repeat r+1 of any: the rules with a {repeat} wildcard
@@ -144,7 +148,7 @@ JOBS = {
     "export_data": jobs(dataset=DATASETS),
     "profile_model": jobs(),
     "time_load_convert": jobs(repeat=REPEATS),
-    "time_cpu_training": jobs(batch_size=BATCH_SIZES, repeat=REPEATS),
+    "time_cpu_training": jobs(batch_size=BATCH_SIZES, threads=CPU_THREADS, repeat=REPEATS),
     "aggregate_training": jobs(),
     "aggregate_load_convert": jobs(),
     "probe_devices": jobs(),

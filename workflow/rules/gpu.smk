@@ -41,7 +41,7 @@ rule time_transfer:
     priority: repeat_priority
     conda:
         ENV
-    threads: config["timing"]["threads"]
+    threads: TIMING_THREADS
     resources:
         timing_slot=TIMING_JOB,
         gpu=1,
@@ -73,7 +73,7 @@ rule time_gpu_training:
     priority: repeat_priority
     conda:
         ENV
-    threads: config["timing"]["threads"]
+    threads: TIMING_THREADS
     resources:
         timing_slot=TIMING_JOB,
         gpu=1,

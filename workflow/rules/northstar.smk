@@ -53,7 +53,7 @@ rule train_northstar:
         batch_size=r"\d+",
     conda:
         ENV
-    threads: config["timing"]["threads"]
+    threads: TIMING_THREADS
     resources:
         timing_slot=TIMING_JOB,
         gpu=gpus_for_device,
@@ -111,7 +111,7 @@ rule seed_limits:
         results(paths.benchmark("seed_limits"))
     conda:
         ENV
-    threads: config["timing"]["threads"]
+    threads: TIMING_THREADS
     resources:
         timing_slot=OTHER_JOB,
     params:
@@ -140,7 +140,7 @@ rule gradient_variance:
         results(paths.benchmark("gradient_variance"))
     conda:
         ENV
-    threads: config["timing"]["threads"]
+    threads: TIMING_THREADS
     resources:
         timing_slot=OTHER_JOB,
     params:

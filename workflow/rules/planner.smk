@@ -18,7 +18,7 @@ rule time_cost_model:
     priority: repeat_priority
     conda:
         ENV
-    threads: config["timing"]["threads"]
+    threads: TIMING_THREADS
     resources:
         timing_slot=TIMING_JOB,
         gpu=gpus_for_device,
@@ -71,7 +71,7 @@ rule planner:
         hidden=config["model"]["hidden"],
         textbook=config["model"]["factory"] is None,  # the benchmark's cells are MLP fit points only then
         batch_sizes=config["timing"]["batch_sizes"],  # the FLOP check's batch sizes
-        threads=config["timing"]["threads"],  # the threads the CPU rates hold for
+        threads=TIMING_THREADS,  # the threads the CPU rates hold for (the grid's; its benchmark cells')
         curve_batch_size=config["planner"]["batch_size"],
         epochs=config["planner"]["epochs"],
         sweep=sorted_keys(config["planner"]["sweep"]),

@@ -19,7 +19,7 @@ rule time_load_convert:
     priority: repeat_priority
     conda:
         ENV
-    threads: config["timing"]["threads"]
+    threads: TIMING_THREADS
     resources:
         timing_slot=TIMING_JOB,
     params:
@@ -38,16 +38,18 @@ rule time_cpu_training:
     output:
         results(paths.CPU_RECORD),
     log:
-        results(paths.log("time_cpu_training/bs{batch_size}.rep{repeat}")),
+        results(paths.log("time_cpu_training/bs{batch_size}.t{threads}.rep{repeat}")),
     benchmark:
-        results(paths.benchmark("time_cpu_training/bs{batch_size}.rep{repeat}"))
+        results(paths.benchmark("time_cpu_training/bs{batch_size}.t{threads}.rep{repeat}"))
     wildcard_constraints:
         batch_size=r"\d+",
+        threads=r"\d+",
         repeat=r"\d+",
     priority: repeat_priority
     conda:
         ENV
-    threads: config["timing"]["threads"]
+    # Each cell's own thread count (timing.threads): the job refuses to run with fewer (--cores below it).
+    threads: lambda wildcards: int(wildcards.threads)
     resources:
         timing_slot=TIMING_JOB,
     params:

@@ -38,7 +38,8 @@ with job(snakemake.log[0], snakemake.threads) as log:
         decided.full_path,
         out.png,
         out.svg,
-        title=f"{environment.quick.cpu_model}, {train_table[0].threads[0]} torch thread(s)"
+        title=f"{environment.quick.cpu_model}, "
+        f"{'/'.join(map(str, sorted({c.threads for c in train_table if c.device == 'cpu'})))} torch thread(s)"
         f"{'; GPU: ' + ', '.join(decided.verdict.gpu.names) if transfers else '; no GPU measured'}; "
         f"n={rows:,}, model {theory.model_label}, repeats {train_table[0].repeats}",
     )

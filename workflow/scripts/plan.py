@@ -28,7 +28,8 @@ with job(snakemake.log[0], snakemake.threads) as log:
     rules = NoiseRules(**p.noise)
     # The benchmark's cells are fit points of the textbook MLP d → hidden → 1 only: a user's model
     # (model.factory) is not that workload, so the planner then rests on its grid alone.
-    benchmark_cells = train_table if p.textbook else []
+    # Of those, the cells at the grid's thread count (the first of timing.threads): the CPU rates hold for it.
+    benchmark_cells = [c for c in train_table if c.threads == p.threads] if p.textbook else []
     points = planner.grid_points(grid, rules) + planner.benchmark_points(benchmark_cells, p.rows, p.features, p.hidden)
     models = planner.device_models(points, p.gpu_assumed)
     gpu_name = next(name for name in models if name != "cpu")
@@ -67,7 +68,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
                 p.batch_sizes,
                 p.rows,
                 # The measured epochs are the textbook MLP's only when it was timed.
-                planner.fastpath_cpu_seconds(train_table) if p.textbook else None,
+                planner.fastpath_cpu_seconds(benchmark_cells) if p.textbook else None,
             )
         )
     )

@@ -9,6 +9,13 @@ from accel_choice.records.model import ModelSpec
 from accel_choice.records.training import TrainingJob
 
 inp, wc, p = snakemake.input, snakemake.wildcards, snakemake.params
+if snakemake.threads != int(wc.threads):
+    # Snakemake lowers a job's threads to --cores: the cell would be timed at another thread count.
+    raise SystemExit(
+        f"config key timing.threads: this cell is timed at {wc.threads} torch threads, but the job was given "
+        f"{snakemake.threads} (--cores {snakemake.threads}?): run with --cores {wc.threads} or more, or remove "
+        f"{wc.threads} from timing.threads"
+    )
 with job(snakemake.log[0], snakemake.threads) as log:
     x, y, _ = dataio.load_benchmark_tensors(inp.data, inp.meta, inp.export)
     started = time.time()
@@ -35,9 +42,10 @@ with job(snakemake.log[0], snakemake.threads) as log:
     )
     for r in records:
         log.info(
-            "B=%s %s: epoch %.2f ms, %.0f samples/s, eval %.2f ms",
+            "B=%s %s threads=%s: epoch %.2f ms, %.0f samples/s, eval %.2f ms",
             r.batch_size,
             r.loader,
+            r.threads,
             r.epoch_s * 1e3,
             r.samples_per_s,
             r.eval_s * 1e3,

@@ -46,15 +46,15 @@ def contamination(record: Any, rules: NoiseRules = NoiseRules()) -> list[str]:
 
 
 def contaminated_repeats(
-    group: Sequence[Any], rules: NoiseRules, job_reasons: Mapping[tuple[int, int], Sequence[str]] | None = None
+    group: Sequence[Any], rules: NoiseRules, job_reasons: Mapping[tuple[int, int, int], Sequence[str]] | None = None
 ) -> tuple[Contamination, ...]:
     """The repeats of a group that shared the machine or ran at another speed, each with its reasons
-    (`job_reasons`: the sentinel's, by batch size and repeat)."""
+    (`job_reasons`: the sentinel's, by batch size, threads and repeat: one timing job)."""
     found = []
     for r in group:
         reasons = contamination(r, rules)
         if job_reasons:
-            reasons += job_reasons.get((r.batch_size, r.repeat), ())
+            reasons += job_reasons.get((r.batch_size, r.threads, r.repeat), ())
         if reasons:
             found.append(Contamination(repeat=r.repeat, reasons=tuple(reasons)))
     return tuple(found)
@@ -67,7 +67,7 @@ def read_training_jobs(paths: Sequence[str]) -> list[TrainingJob]:
 
 def job_label(job: TrainingJob) -> str:
     first = job.records[0]
-    return f"bs{first.batch_size}.rep{first.repeat}"
+    return f"bs{first.batch_size}.t{first.threads}.rep{first.repeat}"
 
 
 def cell_seed(key: tuple[Any, ...], salt: str = "") -> int:
@@ -97,13 +97,13 @@ def aggregate_training(
     measured: Sequence[TrainingRecord],
     rows: int,
     rules: NoiseRules = NoiseRules(),
-    job_reasons: Mapping[tuple[int, int], Sequence[str]] | None = None,
+    job_reasons: Mapping[tuple[int, int, int], Sequence[str]] | None = None,
     noise_floor: float | None = None,
 ) -> list[TrainingCell]:
-    """One cell per variant (device, precision, placement, loader, batch size): the median of every
+    """One cell per variant (device, precision, placement, loader, batch size, threads): the median of every
     epoch with its bootstrap interval (jobs, then epochs within them), the jobs' spread and flags.
 
-    `job_reasons`: what the sentinel saw in each job, by (batch size, repeat); `noise_floor`: the
+    `job_reasons`: what the sentinel saw in each job, by (batch size, threads, repeat); `noise_floor`: the
     run's, from the sentinel — a loader difference inside it is "no measurable difference"."""
     check_training_records(measured, rows)
     finite = [r for r in measured if r.finite]
@@ -151,7 +151,6 @@ def aggregate_training(
             mean_train_loss_median=_median_or_none([r.mean_train_loss for r in group]),
             eval_accuracy_median=_median_or_none([r.eval_accuracy for r in group]),
             warmup_first_over_steady_median=_median([r.warmup_first_step_s / r.warmup_steady_step_s for r in group]),
-            threads=tuple(sorted({r.threads for r in group})),
             loadavg_max=max(max(r.loadavg_before[0], r.loadavg_after[0]) for r in group),
             noisy=epoch["noisy"],
             noise_reasons=tuple(epoch["noise_reasons"]),
@@ -166,7 +165,7 @@ def aggregate_training(
             **versus_fastpath(key, groups, rules, noise_floor),
         )
     table = [TrainingCell(**c) for c in cells.values()]
-    return sorted(table, key=lambda c: (c.device, c.precision, c.placement, c.batch_size, c.loader))
+    return sorted(table, key=lambda c: (c.device, c.precision, c.placement, c.batch_size, c.threads, c.loader))
 
 
 def versus_fastpath(
@@ -226,7 +225,7 @@ def training_table(
     reasons = {}
     for job, row in zip(jobs, sentinel.jobs):
         for r in job.records:
-            reasons[(r.batch_size, r.repeat)] = row.reasons
+            reasons[(r.batch_size, r.threads, r.repeat)] = row.reasons
     measured = [record for job in jobs for record in job.records]
     return TrainingTable(
         table=tuple(aggregate_training(measured, rows, rules, reasons, sentinel.noise_floor)),
@@ -253,7 +252,9 @@ def non_finite_runs(measured: Sequence[TrainingRecord]) -> tuple[NonFiniteRun, .
 
 
 def exercise2_json(table: Sequence[TrainingCell], loader: str = "dataloader") -> list[dict[str, Any]]:
-    """The specification's exercise-2 record shape, for the DataLoader path (the textbook's format, unversioned)."""
+    """The specification's exercise-2 record shape, for the DataLoader path (the textbook's format,
+    unversioned), at the first thread count of `timing.threads` (the textbook's single configuration)."""
+    threads = next((cell.threads for cell in table if cell.loader == loader), None)
     return [
         {
             "batch_size": cell.batch_size,
@@ -263,5 +264,5 @@ def exercise2_json(table: Sequence[TrainingCell], loader: str = "dataloader") ->
             "samples_per_s": cell.samples / cell.epoch_s_median,
         }
         for cell in table
-        if cell.loader == loader
+        if cell.loader == loader and cell.threads == threads
     ]

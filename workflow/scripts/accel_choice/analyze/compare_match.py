@@ -259,7 +259,7 @@ def environment_record(folder: ResultsFolder) -> dict[str, Any]:
     return {
         "quick": {k: v for k, v in records.to_json(folder.environment.quick).items() if k not in records.HEADER},
         "collect_env": {key: collected.get(key) for key in COLLECT_ENV_KEYS} | {"cpu_model": _lscpu_model(collected)},
-        "training_threads": sorted({t for row in folder.training for t in row.threads}),
+        "training_threads": sorted({row.threads for row in folder.training}),
     }
 
 

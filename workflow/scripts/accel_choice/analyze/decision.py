@@ -298,6 +298,7 @@ def verdict(
         fastest_cpu_epoch=FastestEpoch(
             loader=fastest.loader,
             batch_size=fastest.batch_size,
+            threads=fastest.threads,
             epoch_s=fastest.epoch_s_median,
             flop_3x=flop,
             flop_per_s_3x=flop / fastest.epoch_s_median,
@@ -321,7 +322,10 @@ def theory_table(
 ) -> TheoryTable:
     """The estimates per batch size (the textbook's formulas, or counts for a user's model), with the
     achieved rate of the measured fast-path epoch."""
-    measured = {(r.batch_size, r.loader): r for r in train_table if r.device == "cpu"}
+    # Per batch size the fastest thread count's fast-path cell (timing.threads may hold several).
+    measured: dict[tuple[int, str], TrainingCell] = {}
+    for r in sorted((r for r in train_table if r.device == "cpu"), key=lambda r: -r.epoch_s_median):
+        measured[(r.batch_size, r.loader)] = r
     table = []
     for b in batch_sizes:
         fast = measured.get((b, "fastpath"))

@@ -62,6 +62,7 @@ def fastest_ties(
                 TiedConfiguration(
                     loader=cell.loader,
                     batch_size=cell.batch_size,
+                    threads=cell.threads,
                     epoch_s=cell.epoch_s_median,
                     over_fastest=ratio.value,
                     over_fastest_ci_low=ratio.low,
@@ -79,7 +80,10 @@ def step_scaling(cpu_train: Sequence[TrainingCell], rules: NoiseRules = NoiseRul
     """How the per-step time grew from the smallest to the largest batch size (fast path where
     measured), with its interval: the epoch ratio's (bootstrap.ratio_interval, the two cells from
     different jobs) times the ratio of their step counts. Overhead or work is called only when the
-    whole interval lies on one side of half the growth of the samples per step."""
+    whole interval lies on one side of half the growth of the samples per step. Cells at the thread
+    count of the fastest CPU cell (timing.threads), so the growth is the batch size's alone."""
+    threads = min(cpu_train, key=lambda r: r.epoch_s_median).threads
+    cpu_train = [r for r in cpu_train if r.threads == threads]
     smallest = min(cpu_train, key=lambda r: (r.batch_size, r.loader != "fastpath"))
     largest = max(cpu_train, key=lambda r: (r.batch_size, r.loader == "fastpath"))
     if smallest.batch_size == largest.batch_size:
@@ -97,6 +101,7 @@ def step_scaling(cpu_train: Sequence[TrainingCell], rules: NoiseRules = NoiseRul
     half = OVERHEAD_BOUND_GROWTH * samples
     growth = "overhead" if high < half else "work" if low >= half else "undecided"
     return StepScaling(
+        threads=threads,
         smallest_batch=smallest.batch_size,
         largest_batch=largest.batch_size,
         samples_ratio=samples,

@@ -212,6 +212,9 @@ def normalize_config(config: dict[str, Any]) -> None:
     """YAML 1.1 reads an unquoted `off` as false (and `on` as true): take them as meant."""
     if config.get("accelerator") is False:
         config["accelerator"] = "off"
+    threads = config.get("timing", {}).get("threads")
+    if isinstance(threads, int) and not isinstance(threads, bool):
+        config["timing"]["threads"] = [threads]  # one thread count: a list of one
 
 
 def _check_at_most(key: str, sizes: list[int], limit: int, what: str) -> None:

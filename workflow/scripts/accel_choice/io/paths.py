@@ -31,7 +31,7 @@ DATASET_EXPORT = f"{DATA}/{{dataset}}.export.json"
 
 # ---- timing records: one file per timing job
 LOAD_CONVERT_JOB = f"{TIMING}/load_convert/rep{{repeat}}.json"  # every (dataset, format), interleaved
-CPU_RECORD = f"{TIMING}/cpu/bs{{batch_size}}.rep{{repeat}}.json"
+CPU_RECORD = f"{TIMING}/cpu/bs{{batch_size}}.t{{threads}}.rep{{repeat}}.json"  # {threads}: torch threads
 GPU_RECORD = f"{TIMING}/gpu/bs{{batch_size}}.rep{{repeat}}.json"
 TRANSFER_RECORD = f"{TIMING}/gpu/transfer.rep{{repeat}}.json"
 COST_MODEL_RECORD = f"{TIMING}/cost_model/{{device}}.rep{{repeat}}.json"

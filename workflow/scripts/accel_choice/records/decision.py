@@ -76,6 +76,7 @@ class FastestEpoch:
 
     loader: str
     batch_size: PositiveCount
+    threads: PositiveCount
     epoch_s: Seconds
     flop_3x: Count
     flop_per_s_3x: Positive
@@ -92,6 +93,7 @@ class StepScaling:
     or above it, "undecided" when it straddles it. `overhead_bound` is growth == "overhead".
     """
 
+    threads: PositiveCount  # the fastest CPU cell's: both cells ran at it
     smallest_batch: PositiveCount
     largest_batch: PositiveCount
     samples_ratio: Positive
@@ -173,6 +175,7 @@ class TiedConfiguration:
 
     loader: str
     batch_size: PositiveCount
+    threads: PositiveCount
     epoch_s: Seconds
     over_fastest: Positive
     over_fastest_ci_low: Positive
@@ -235,7 +238,7 @@ class Decision:
     environment: Environment
 
 
-@record(schema="full-path")
+@record(schema="full-path", version=2)
 class FullPathTable:
     """tables/full_path.json: load + convert + transfer + train + eval per format and variant."""
 

@@ -38,6 +38,7 @@ class VariantFields:
     placement: str
     loader: str
     batch_size: PositiveCount
+    threads: PositiveCount  # torch's intra-op threads (timing.threads): a CPU configuration's own dimension
 
 
 # One aggregated cell per value of these fields.
@@ -91,7 +92,6 @@ class EpochMeasurement(VariantFields):
     warmup_steps: Count
     warmup_first_step_s: Seconds
     warmup_steady_step_s: Seconds
-    threads: PositiveCount
     loadavg_before: LoadAverage
     loadavg_after: LoadAverage
     foreign_cpu_share: NonNegative | None
@@ -128,7 +128,7 @@ class TrainingRecord(EpochMeasurement):
     startup_s: NonNegativeSeconds
 
 
-@record(schema="training-job", version=3)
+@record(schema="training-job", version=4)
 class TrainingJob:
     """timing/{cpu,gpu}/bs<B>.rep<r>.json: every variant of one batch size, timed in one process,
     with the job's drift sentinel."""
@@ -181,7 +181,6 @@ class TrainingCell(VariantFields):
     mean_train_loss_median: float | None
     eval_accuracy_median: float | None
     warmup_first_over_steady_median: Positive
-    threads: tuple[PositiveCount, ...]
     loadavg_max: NonNegative
     noisy: bool
     noise_reasons: tuple[str, ...]
@@ -246,7 +245,7 @@ class NonFiniteRun(VariantFields):
     mean_train_loss: float | None
 
 
-@record(schema="training-table", version=3)
+@record(schema="training-table", version=4)
 class TrainingTable:
     """tables/{cpu,gpu}_training.json: the cells of one device, the runs left out of them, and the
     run's drift sentinel (its machine speed, flagged jobs and noise floor)."""

@@ -34,9 +34,13 @@ MISSING_WORDS = {
 }
 
 
+def thread_words(threads: int) -> str:
+    return f"{threads} thread" + ("s" if threads != 1 else "")
+
+
 def describe(row: FullPathRow) -> str:
     if row.device == "cpu":
-        return f"CPU {row.format} + {row.loader} at B={row.batch_size}"
+        return f"CPU {row.format} + {row.loader} at B={row.batch_size}, {thread_words(row.threads)}"
     return f"{row.device.upper()} {row.precision} {row.placement} at B={row.batch_size}"
 
 
@@ -88,14 +92,16 @@ def ties_sentence(verdict: Verdict) -> str:
     if not ties:
         return (
             f"Every other CPU configuration was measurably slower than {fastest.loader} at B={fastest.batch_size} "
-            f"({verdict.confidence:.0%} intervals beyond the noise floor)."
+            f"with {thread_words(fastest.threads)} ({verdict.confidence:.0%} intervals beyond the noise floor)."
         )
     listed = ", ".join(
-        f"{t.loader} B={t.batch_size} ({t.over_fastest:.2f}×, {t.over_fastest_ci_low:.2f}–{t.over_fastest_ci_high:.2f})"
+        f"{t.loader} B={t.batch_size} on {thread_words(t.threads)} ({t.over_fastest:.2f}×, "
+        f"{t.over_fastest_ci_low:.2f}–{t.over_fastest_ci_high:.2f})"
         for t in ties
     )
     return (
-        f"Tied with the fastest ({fastest.loader} B={fastest.batch_size}): {listed} — no measurable difference "
+        f"Tied with the fastest ({fastest.loader} B={fastest.batch_size} on {thread_words(fastest.threads)}): {listed} — "
+        "no measurable difference "
         f"in this run ({verdict.confidence:.0%} intervals of the epoch ratio include 1 or stay inside the noise floor)."
     )
 
@@ -104,10 +110,12 @@ def reasons(verdict: Verdict) -> list[str]:
     """The figures behind the verdict, each sentence only where its numbers show it."""
     best, fastest = verdict.fastest_cpu_path, verdict.fastest_cpu_epoch
     said = [
-        f"Fastest CPU full path: {best.format} + {best.loader} at B={best.batch_size}, {ms(best.total_s)} ms per epoch, "
+        f"Fastest CPU full path: {best.format} + {best.loader} at B={best.batch_size}, {thread_words(best.threads)}, "
+        f"{ms(best.total_s)} ms per epoch, "
         f"of which training is {best.train_share:.0%} (a sum of medians from different jobs, with no interval: "
         "not a measured difference; the fastest epoch and its ties below are decided by intervals).",
-        f"The fastest CPU epoch ({fastest.loader}, B={fastest.batch_size}) does ~{fastest.flop_3x / 1e6:.0f} MFLOP in "
+        f"The fastest CPU epoch ({fastest.loader}, B={fastest.batch_size}, {thread_words(fastest.threads)}) does "
+        f"~{fastest.flop_3x / 1e6:.0f} MFLOP in "
         f"{ms(fastest.epoch_s)} ms: {fastest.flop_per_s_3x / 1e9:.2f} GFLOP/s achieved "
         + (
             "(3× rule; the FLOP-counter section gives the executed count)."
@@ -120,7 +128,7 @@ def reasons(verdict: Verdict) -> list[str]:
     if scaling is not None:
         grew = (
             f"From B={scaling.smallest_batch} to B={scaling.largest_batch} ({scaling.samples_ratio:.0f}× the samples "
-            f"per step) the time per optimizer step grew {scaling.step_time_ratio:.1f}× ("
+            f"per step, {thread_words(scaling.threads)}) the time per optimizer step grew {scaling.step_time_ratio:.1f}× ("
             f"{verdict.confidence:.0%} interval {scaling.step_time_ratio_ci_low:.1f}–"
             f"{scaling.step_time_ratio_ci_high:.1f}×)"
         )
@@ -288,7 +296,7 @@ def decision_figure(
 
 def _series(row: TrainingCell) -> str:
     if row.device == "cpu":
-        return f"CPU {row.loader}"
+        return f"CPU {row.loader}, {thread_words(row.threads)}"
     return f"{row.device.upper()} {row.precision} {row.placement}"
 
 
@@ -319,15 +327,18 @@ def _throughput_panel(axes: Any, train_table: Sequence[TrainingCell]) -> None:
 
 def _full_path_panel(axes: Any, full_path_rows: Sequence[FullPathRow]) -> None:
     sizes = sorted({r.batch_size for r in full_path_rows})
+    # The CPU's paths at the thread count of its fastest full path (timing.threads may hold several).
+    threads = min((r for r in full_path_rows if r.device == "cpu"), key=lambda r: r.total_s).threads
     paths = []
     for device, fmt, precision, placement, loader, label, hatch in PATHS:
         cells = {
             r.batch_size: r
             for r in full_path_rows
             if (r.device, r.format, r.precision, r.placement, r.loader) == (device, fmt, precision, placement, loader)
+            and (device != "cpu" or r.threads == threads)
         }
         if cells:
-            paths.append((cells, label, hatch))
+            paths.append((cells, label + (f", {thread_words(threads)}" if device == "cpu" else ""), hatch))
     width = 0.8 / max(len(paths), 1)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     handles = [Patch(facecolor=color, edgecolor="black", label=stage) for (_, stage), color in zip(STAGES, colors)]

@@ -69,7 +69,7 @@ def _cpu_section(train_table: Sequence[TrainingCell]) -> str:
             ms(r.eval_s_median),
             versus_fastpath(r),
             f"{r.mean_train_loss_median:.4f}",
-            ", ".join(map(str, r.threads)),
+            r.threads,
             cell_flags(r),
         )
         for r in train_table

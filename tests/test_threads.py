@@ -1,0 +1,78 @@
+"""timing.threads as a measured dimension: cells per thread count, the fastest CPU configuration and its
+ties across thread counts, the step-time growth at one thread count, the textbook's exercise-2 shape."""
+
+from __future__ import annotations
+
+from builders_training import training_record
+
+from accel_choice.analyze import aggregate, decision_intervals
+from accel_choice.analyze.stats import NoiseRules
+from accel_choice.io.config_checks import normalize_config
+
+ROWS = 8192
+# epoch_s per (batch_size, threads) of the fast path, three jobs each: 2 threads is faster at B=512 only.
+EPOCHS = {
+    (32, 1): [0.100, 0.101, 0.099],
+    (32, 2): [0.104, 0.103, 0.105],
+    (512, 1): [0.030, 0.031, 0.029],
+    (512, 2): [0.020, 0.021, 0.019],
+}
+
+
+def records():
+    return [
+        training_record(
+            batch_size=b,
+            loader="fastpath",
+            threads=t,
+            repeat=r,
+            epoch_s=s,
+            epoch_s_each=(s, s * 1.01, s * 0.99),
+            rows=ROWS,
+        )
+        for (b, t), runs in EPOCHS.items()
+        for r, s in enumerate(runs)
+    ]
+
+
+def test_each_thread_count_is_a_cell_of_its_own() -> None:
+    table = aggregate.aggregate_training(records(), ROWS)
+    assert [(c.batch_size, c.threads) for c in table] == [(32, 1), (32, 2), (512, 1), (512, 2)]
+    assert all(c.repeats == 3 for c in table)
+
+
+def test_the_sentinel_flags_of_a_job_reach_its_own_thread_count_only() -> None:
+    reasons = {(512, 2, 1): ("the sentinel ran 40 % slow",)}
+    table = aggregate.aggregate_training(records(), ROWS, job_reasons=reasons)
+    flagged = {(c.batch_size, c.threads) for c in table if c.contaminated}
+    assert flagged == {(512, 2)}
+
+
+def test_the_fastest_configuration_and_its_ties_name_their_thread_counts() -> None:
+    table = aggregate.aggregate_training(records(), ROWS)
+    fastest = min(table, key=lambda c: c.epoch_s_median)
+    assert (fastest.batch_size, fastest.threads) == (512, 2)
+    ties = decision_intervals.fastest_ties(table, fastest, 0.6, NoiseRules())
+    assert {(t.batch_size, t.threads) for t in ties} == {(512, 1)}  # 1.5× inside a ±60 % floor
+    none = decision_intervals.fastest_ties(table, fastest, 0.01, NoiseRules())
+    assert none == ()  # 1.5× with an interval far from 1: measurably slower
+
+
+def test_the_step_growth_is_measured_at_the_fastest_cells_thread_count() -> None:
+    table = aggregate.aggregate_training(records(), ROWS)
+    scaling = decision_intervals.step_scaling(table)
+    assert scaling is not None and scaling.threads == 2
+    # B=32 at 2 threads: 0.104 s over 256 steps; B=512 at 2 threads: 0.020 s over 16 steps
+    assert abs(scaling.step_time_ratio - (0.020 / 16) / (0.104 / 256)) < 1e-9
+
+
+def test_exercise2_keeps_the_textbook_shape_at_the_first_thread_count() -> None:
+    rows = aggregate.exercise2_json(aggregate.aggregate_training(records(), ROWS), loader="fastpath")
+    assert [row["batch_size"] for row in rows] == [32, 512]
+    assert rows[1]["epoch_s_median"] == 0.030
+
+
+def test_one_thread_count_is_a_list_of_one() -> None:
+    config = {"timing": {"threads": 2}}
+    normalize_config(config)
+    assert config["timing"]["threads"] == [2]
