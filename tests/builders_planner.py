@@ -66,6 +66,7 @@ def grid_record(**overrides: Any) -> GridRecord:
         "warmup_first_step_s": 0.003,
         "warmup_steady_step_s": 0.001,
         "threads": 1,
+        "compiled": False,
         "loadavg_before": (0.1, 0.1, 0.1),
         "loadavg_after": (0.1, 0.1, 0.1),
         "foreign_cpu_share": 0.0,

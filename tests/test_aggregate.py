@@ -179,8 +179,8 @@ def test_refuses_duplicate_repeat():
     recs = records() + [record(512, "dataloader", 1, 0.07)]
     with pytest.raises(
         ValueError,
-        match=r"duplicate records for \(device, precision, placement, loader, batch_size, threads, repeat\) "
-        r"\('cpu', 'fp32', 'host', 'dataloader', 512, 1, 1\)",
+        match=r"duplicate records for \(device, precision, placement, loader, batch_size, threads, compiled, repeat\) "
+        r"\('cpu', 'fp32', 'host', 'dataloader', 512, 1, False, 1\)",
     ):
         aggregate.aggregate_training(recs, ROWS)
 
@@ -552,12 +552,12 @@ def test_one_row_per_variant():
     table = aggregate.aggregate_training(records() + gpu_records(), ROWS)
     keys = [variant_of(r) for r in table]
     assert keys == [
-        ("cpu", "fp32", "host", "dataloader", 32, 1),
-        ("cpu", "fp32", "host", "fastpath", 32, 1),
-        ("cpu", "fp32", "host", "dataloader", 512, 1),
-        ("cpu", "fp32", "host", "fastpath", 512, 1),
-        ("cuda", "fp16", "resident", "fastpath", 32, 1),
-        ("cuda", "fp32", "resident", "fastpath", 32, 1),
+        ("cpu", "fp32", "host", "dataloader", 32, 1, False),
+        ("cpu", "fp32", "host", "fastpath", 32, 1, False),
+        ("cpu", "fp32", "host", "dataloader", 512, 1, False),
+        ("cpu", "fp32", "host", "fastpath", 512, 1, False),
+        ("cuda", "fp16", "resident", "fastpath", 32, 1, False),
+        ("cuda", "fp32", "resident", "fastpath", 32, 1, False),
     ]
     fp16 = table[4]
     assert fp16.grad_scaler is True and table[5].grad_scaler is False
@@ -600,7 +600,7 @@ def test_same_repeat_of_different_variants_is_no_duplicate():
     table = aggregate.aggregate_training(recs, ROWS)
     assert len(table) == 6
     with pytest.raises(
-        ValueError, match=r"duplicate records for .*\('cuda', 'fp32', 'streamed', 'fastpath', 32, 1, 0\)"
+        ValueError, match=r"duplicate records for .*\('cuda', 'fp32', 'streamed', 'fastpath', 32, 1, False, 0\)"
     ):
         aggregate.aggregate_training(recs + [record(32, "fastpath", 0, 0.2, device="cuda", placement="streamed")], ROWS)
 

@@ -86,6 +86,7 @@ rule time_gpu_training:
         grad_scaler=config["gpu"]["grad_scaler"],
         warmup_steps=config["timing"]["warmup_steps"],
         epochs_per_job=config["timing"]["epochs_per_job"],
+        compile=config["timing"]["compile"],
     script:
         "../scripts/time_gpu_training.py"
 

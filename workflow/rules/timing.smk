@@ -58,5 +58,6 @@ rule time_cpu_training:
         loaders=config["timing"]["loaders"],
         warmup_steps=config["timing"]["warmup_steps"],
         epochs_per_job=config["timing"]["epochs_per_job"],
+        compile=config["timing"]["compile"],
     script:
         "../scripts/time_cpu_training.py"

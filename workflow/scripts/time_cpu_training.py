@@ -24,7 +24,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
         y,
         int(wc.batch_size),
         int(wc.repeat),
-        training.cpu_variants(p.loaders),
+        training.cpu_variants(p.loaders, p.compile),
         seed=p.seed,
         spec=ModelSpec(**p.model),
         warmup_steps=p.warmup_steps,

@@ -19,7 +19,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
         y,
         int(wc.batch_size),
         int(wc.repeat),
-        training.gpu_variants(p.precisions, p.placements, p.grad_scaler),
+        training.gpu_variants(p.precisions, p.placements, p.grad_scaler, p.compile),
         seed=p.seed,
         spec=ModelSpec(**p.model),
         warmup_steps=p.warmup_steps,

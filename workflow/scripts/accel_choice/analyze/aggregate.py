@@ -165,7 +165,9 @@ def aggregate_training(
             **versus_fastpath(key, groups, rules, noise_floor),
         )
     table = [TrainingCell(**c) for c in cells.values()]
-    return sorted(table, key=lambda c: (c.device, c.precision, c.placement, c.batch_size, c.threads, c.loader))
+    return sorted(
+        table, key=lambda c: (c.device, c.precision, c.placement, c.batch_size, c.threads, c.compiled, c.loader)
+    )
 
 
 def versus_fastpath(
@@ -254,7 +256,7 @@ def non_finite_runs(measured: Sequence[TrainingRecord]) -> tuple[NonFiniteRun, .
 def exercise2_json(table: Sequence[TrainingCell], loader: str = "dataloader") -> list[dict[str, Any]]:
     """The specification's exercise-2 record shape, for the DataLoader path (the textbook's format,
     unversioned), at the first thread count of `timing.threads` (the textbook's single configuration)."""
-    threads = next((cell.threads for cell in table if cell.loader == loader), None)
+    threads = next((cell.threads for cell in table if cell.loader == loader), None)  # eager cells only
     return [
         {
             "batch_size": cell.batch_size,
@@ -264,5 +266,5 @@ def exercise2_json(table: Sequence[TrainingCell], loader: str = "dataloader") ->
             "samples_per_s": cell.samples / cell.epoch_s_median,
         }
         for cell in table
-        if cell.loader == loader and cell.threads == threads
+        if cell.loader == loader and cell.threads == threads and not cell.compiled
     ]

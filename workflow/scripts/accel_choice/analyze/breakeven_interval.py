@@ -92,7 +92,12 @@ def grid_groups(grid: Sequence[GridRecord]) -> dict[GridKey, list[GridRecord]]:
 
 def is_fit_cell(cell: TrainingCell) -> bool:
     """A benchmark cell the cost model is fitted to: fast path, fp32, CPU on the host or GPU resident."""
-    return cell.loader == "fastpath" and cell.precision == "fp32" and cell.placement in ("host", "resident")
+    return (
+        cell.loader == "fastpath"
+        and cell.precision == "fp32"
+        and cell.placement in ("host", "resident")
+        and not cell.compiled  # the grid is eager
+    )
 
 
 def measurements(

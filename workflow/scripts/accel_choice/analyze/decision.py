@@ -299,6 +299,7 @@ def verdict(
             loader=fastest.loader,
             batch_size=fastest.batch_size,
             threads=fastest.threads,
+            compiled=fastest.compiled,
             epoch_s=fastest.epoch_s_median,
             flop_3x=flop,
             flop_per_s_3x=flop / fastest.epoch_s_median,

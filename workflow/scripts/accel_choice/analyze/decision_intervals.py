@@ -63,6 +63,7 @@ def fastest_ties(
                     loader=cell.loader,
                     batch_size=cell.batch_size,
                     threads=cell.threads,
+                    compiled=cell.compiled,
                     epoch_s=cell.epoch_s_median,
                     over_fastest=ratio.value,
                     over_fastest_ci_low=ratio.low,
@@ -82,8 +83,9 @@ def step_scaling(cpu_train: Sequence[TrainingCell], rules: NoiseRules = NoiseRul
     different jobs) times the ratio of their step counts. Overhead or work is called only when the
     whole interval lies on one side of half the growth of the samples per step. Cells at the thread
     count of the fastest CPU cell (timing.threads), so the growth is the batch size's alone."""
-    threads = min(cpu_train, key=lambda r: r.epoch_s_median).threads
-    cpu_train = [r for r in cpu_train if r.threads == threads]
+    best = min(cpu_train, key=lambda r: r.epoch_s_median)
+    threads = best.threads
+    cpu_train = [r for r in cpu_train if (r.threads, r.compiled) == (threads, best.compiled)]
     smallest = min(cpu_train, key=lambda r: (r.batch_size, r.loader != "fastpath"))
     largest = max(cpu_train, key=lambda r: (r.batch_size, r.loader == "fastpath"))
     if smallest.batch_size == largest.batch_size:

@@ -34,6 +34,8 @@ PRECISIONS = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
 # and slowest feed. prefetched: batches gathered into pinned host memory and copied non-blocking
 # one batch ahead, so the copy of the next batch overlaps this one's step (a tuned input pipeline).
 PLACEMENTS = ("host", "resident", "streamed", "prefetched")
+# torch.compile's backend for compiled variants: inductor (the default, generated C++/Triton kernels).
+COMPILE_BACKEND = "inductor"
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class Variant:
     precision: str = "fp32"
     placement: str = "host"  # host: CPU job; resident: data on the device; streamed: batches copied per step
     grad_scaler: bool = True  # used by fp16 only
+    compiled: bool = False  # the model's forward through torch.compile (timing.compile)
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -130,6 +133,9 @@ class Trainer:
 
     def __init__(self, model: nn.Module, spec: ModelSpec, variant: Variant, device: torch.device):
         self.model, self.spec, self.device = model, spec, device
+        # torch.compile wraps the module (its weights stay the model's); the compiled code is cached by
+        # torch per process, so a fresh model of the same class reuses what the warm-up compiled.
+        self.forward = torch.compile(model, backend=COMPILE_BACKEND) if variant.compiled else model
         self.optimizer = make_optimizer(model, spec.lr, device, spec.optimizer)
         self.loss_fn = make_loss(spec)
         self.dtype = PRECISIONS[variant.precision]
@@ -168,7 +174,7 @@ class Trainer:
     def step(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
         self.optimizer.zero_grad(set_to_none=True)
         with self.autocast():
-            loss = self.loss_fn(outputs(self.spec, self.model(xb), yb), yb)
+            loss = self.loss_fn(outputs(self.spec, self.forward(xb), yb), yb)
         # A disabled GradScaler passes straight through to backward() and optimizer.step().
         self.scaler.scale(loss).backward()
         self.scaler.step(self.optimizer)
@@ -241,7 +247,7 @@ def evaluate(trainer: Trainer, batches: Iterable[Batch]) -> EvalResult:
     t0 = time.perf_counter()
     with torch.no_grad(), trainer.autocast():
         for xb, yb in batches:
-            logits = model(xb)
+            logits = trainer.forward(xb)
             loss_sum += trainer.loss_fn(outputs(trainer.spec, logits, yb), yb).float() * xb.shape[0]
             right = correct(trainer.spec, logits, yb)
             if right is not None:
@@ -275,13 +281,18 @@ def warm_up(
     first-call costs (lazy kernel loading, no-grad and autocast paths, its allocations) are paid
     here too, not inside the first variant's timed pass.
 
+    A compiled variant warms up over at least one whole epoch and evaluation pass: every batch shape
+    (the partial last batch's too) is compiled here, so no compilation happens inside a timed epoch;
+    the first step carries the compilation, a one-off cost the record keeps.
+
     Returns the first step's time and the median of the last half, so the report can show
     how large the first-call cost was that the warm-up kept out of the timed epoch.
     """
     trainer = Trainer(copy.deepcopy(model), spec, variant, device)
     times: list[float] = []
     first_end = math.nan
-    while len(times) < steps:
+    whole_epoch = not variant.compiled  # only a compiled variant needs every batch shape seen
+    while len(times) < steps or not whole_epoch:
         for xb, yb in batches:
             synchronize(device)
             t0 = time.perf_counter()
@@ -291,8 +302,10 @@ def warm_up(
             times.append(t1 - t0)
             if len(times) == 1:
                 first_end = t1
-            if len(times) >= steps:
+            if len(times) >= steps and whole_epoch:
                 break
+        else:
+            whole_epoch = True
     if eval_batches is not None:
-        evaluate(trainer, itertools.islice(eval_batches, steps))
+        evaluate(trainer, eval_batches if variant.compiled else itertools.islice(eval_batches, steps))
     return WarmupResult(len(times), times[0], statistics.median(times[len(times) // 2 :]), first_end)

@@ -204,6 +204,7 @@ def _variant_result(p: Prepared, runs: list[dict[str, Any]], position: int, load
         "precision": p.variant.precision,
         "placement": p.variant.placement,
         "grad_scaler": p.variant.uses_scaler,
+        "compiled": p.variant.compiled,
         "samples": last.samples,
         "steps": last.steps,
         "epoch_s": epoch_s,
@@ -237,13 +238,22 @@ def _variant_result(p: Prepared, runs: list[dict[str, Any]], position: int, load
     return record
 
 
-def cpu_variants(loaders: Sequence[str]) -> list[Variant]:
-    return [Variant(loader=loader, precision="fp32", placement="host") for loader in loaders]
-
-
-def gpu_variants(precisions: Sequence[str], placements: Sequence[str], grad_scaler: bool) -> list[Variant]:
+def cpu_variants(loaders: Sequence[str], compile_options: Sequence[bool] = (False,)) -> list[Variant]:
     return [
-        Variant("fastpath", precision, placement, grad_scaler) for precision in precisions for placement in placements
+        Variant(loader=loader, precision="fp32", placement="host", compiled=compiled)
+        for compiled in compile_options
+        for loader in loaders
+    ]
+
+
+def gpu_variants(
+    precisions: Sequence[str], placements: Sequence[str], grad_scaler: bool, compile_options: Sequence[bool] = (False,)
+) -> list[Variant]:
+    return [
+        Variant("fastpath", precision, placement, grad_scaler, compiled)
+        for compiled in compile_options
+        for precision in precisions
+        for placement in placements
     ]
 
 
@@ -302,17 +312,18 @@ def measure_training_job(
         result["startup_s"] = startup
     foreign = meter.stop()
     # Identical batches in identical order at one precision must give identical weights, whatever
-    # the loader, placement or epoch: a check that the variants really did the same work.
-    weights: dict[str, set[str]] = {}
+    # the loader, placement or epoch: a check that the variants really did the same work. Compiled
+    # kernels may round differently from eager ones: they are compared among themselves.
+    weights: dict[tuple[str, bool], set[str]] = {}
     for result in measured:
-        weights.setdefault(result["precision"], set()).update(result.pop("final_weights_each"))
+        weights.setdefault((result["precision"], result["compiled"]), set()).update(result.pop("final_weights_each"))
     records = [
         training_record(
             result,
             repeat=repeat,
             context_startup_s=context,
             foreign_cpu_share=foreign.share,
-            same_final_weights_across_variants=len(weights[result["precision"]]) == 1,
+            same_final_weights_across_variants=len(weights[(result["precision"], result["compiled"])]) == 1,
         )
         for result in sorted(measured, key=lambda r: r["position_in_job"])
     ]

@@ -77,6 +77,7 @@ class FastestEpoch:
     loader: str
     batch_size: PositiveCount
     threads: PositiveCount
+    compiled: bool
     epoch_s: Seconds
     flop_3x: Count
     flop_per_s_3x: Positive
@@ -93,7 +94,7 @@ class StepScaling:
     or above it, "undecided" when it straddles it. `overhead_bound` is growth == "overhead".
     """
 
-    threads: PositiveCount  # the fastest CPU cell's: both cells ran at it
+    threads: PositiveCount  # the fastest CPU cell's: both cells ran at it (and compiled as it was)
     smallest_batch: PositiveCount
     largest_batch: PositiveCount
     samples_ratio: Positive
@@ -176,6 +177,7 @@ class TiedConfiguration:
     loader: str
     batch_size: PositiveCount
     threads: PositiveCount
+    compiled: bool
     epoch_s: Seconds
     over_fastest: Positive
     over_fastest_ci_low: Positive

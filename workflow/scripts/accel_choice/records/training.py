@@ -39,6 +39,7 @@ class VariantFields:
     loader: str
     batch_size: PositiveCount
     threads: PositiveCount  # torch's intra-op threads (timing.threads): a CPU configuration's own dimension
+    compiled: bool  # the forward through torch.compile (timing.compile); its compilation is a one-off cost
 
 
 # One aggregated cell per value of these fields.

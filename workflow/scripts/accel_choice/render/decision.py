@@ -39,9 +39,10 @@ def thread_words(threads: int) -> str:
 
 
 def describe(row: FullPathRow) -> str:
+    compiled = ", compiled" if row.compiled else ""
     if row.device == "cpu":
-        return f"CPU {row.format} + {row.loader} at B={row.batch_size}, {thread_words(row.threads)}"
-    return f"{row.device.upper()} {row.precision} {row.placement} at B={row.batch_size}"
+        return f"CPU {row.format} + {row.loader} at B={row.batch_size}, {thread_words(row.threads)}{compiled}"
+    return f"{row.device.upper()} {row.precision} {row.placement} at B={row.batch_size}{compiled}"
 
 
 def gpu_line(gpu: GpuVisibility) -> str:
@@ -95,12 +96,14 @@ def ties_sentence(verdict: Verdict) -> str:
             f"with {thread_words(fastest.threads)} ({verdict.confidence:.0%} intervals beyond the noise floor)."
         )
     listed = ", ".join(
-        f"{t.loader} B={t.batch_size} on {thread_words(t.threads)} ({t.over_fastest:.2f}×, "
+        f"{t.loader}{' compiled' if t.compiled else ''} B={t.batch_size} on {thread_words(t.threads)} "
+        f"({t.over_fastest:.2f}×, "
         f"{t.over_fastest_ci_low:.2f}–{t.over_fastest_ci_high:.2f})"
         for t in ties
     )
     return (
-        f"Tied with the fastest ({fastest.loader} B={fastest.batch_size} on {thread_words(fastest.threads)}): {listed} — "
+        f"Tied with the fastest ({fastest.loader}{' compiled' if fastest.compiled else ''} B={fastest.batch_size} on "
+        f"{thread_words(fastest.threads)}): {listed} — "
         "no measurable difference "
         f"in this run ({verdict.confidence:.0%} intervals of the epoch ratio include 1 or stay inside the noise floor)."
     )
@@ -114,7 +117,8 @@ def reasons(verdict: Verdict) -> list[str]:
         f"{ms(best.total_s)} ms per epoch, "
         f"of which training is {best.train_share:.0%} (a sum of medians from different jobs, with no interval: "
         "not a measured difference; the fastest epoch and its ties below are decided by intervals).",
-        f"The fastest CPU epoch ({fastest.loader}, B={fastest.batch_size}, {thread_words(fastest.threads)}) does "
+        f"The fastest CPU epoch ({fastest.loader}{', compiled' if fastest.compiled else ''}, B={fastest.batch_size}, "
+        f"{thread_words(fastest.threads)}) does "
         f"~{fastest.flop_3x / 1e6:.0f} MFLOP in "
         f"{ms(fastest.epoch_s)} ms: {fastest.flop_per_s_3x / 1e9:.2f} GFLOP/s achieved "
         + (
@@ -296,8 +300,8 @@ def decision_figure(
 
 def _series(row: TrainingCell) -> str:
     if row.device == "cpu":
-        return f"CPU {row.loader}, {thread_words(row.threads)}"
-    return f"{row.device.upper()} {row.precision} {row.placement}"
+        return f"CPU {row.loader}, {thread_words(row.threads)}" + (", compiled" if row.compiled else "")
+    return f"{row.device.upper()} {row.precision} {row.placement}" + (" compiled" if row.compiled else "")
 
 
 def _throughput_panel(axes: Any, train_table: Sequence[TrainingCell]) -> None:
@@ -336,6 +340,7 @@ def _full_path_panel(axes: Any, full_path_rows: Sequence[FullPathRow]) -> None:
             for r in full_path_rows
             if (r.device, r.format, r.precision, r.placement, r.loader) == (device, fmt, precision, placement, loader)
             and (device != "cpu" or r.threads == threads)
+            and not r.compiled
         }
         if cells:
             paths.append((cells, label + (f", {thread_words(threads)}" if device == "cpu" else ""), hatch))

@@ -17,7 +17,7 @@ from accel_choice.records.time_to_target import TimeToTarget
 from accel_choice.records.planner import BreakEvenTable, CostModelTable, FlopCheck, Scenario
 from accel_choice.records.resources import ResourceTable
 from accel_choice.records.sentinel import SentinelSummary
-from accel_choice.records.training import FullPathRow, NonFiniteRun, TrainingCell
+from accel_choice.records.training import FullPathRow, NonFiniteRun, TrainingCell, variant_of
 from accel_choice.render import archive, cost, data, noise, northstar, planner, theory
 from accel_choice.render import decision as decision_words
 from accel_choice.render.formatting import cell_flags, ms, number, table
@@ -58,7 +58,7 @@ def _cpu_section(train_table: Sequence[TrainingCell]) -> str:
     rows = [
         (
             r.batch_size,
-            r.loader,
+            r.loader + (" (compiled)" if r.compiled else ""),
             r.repeats,
             r.steps,
             ms(r.epoch_s_median),
@@ -131,7 +131,7 @@ def _full_path_section(rows: Sequence[FullPathRow]) -> str:
             r.format,
             r.precision,
             r.placement,
-            r.loader,
+            r.loader + (" (compiled)" if r.compiled else ""),
             r.batch_size,
             ms(r.load_s),
             ms(r.convert_s),
@@ -179,18 +179,16 @@ def _full_path_section(rows: Sequence[FullPathRow]) -> str:
 
 
 def _gpu_section(inputs: ReportInputs) -> str:
-    cells = {
-        (r.device, r.precision, r.placement, r.loader, r.batch_size): r for r in inputs.train_table if r.device != "cpu"
-    }
+    cells = {variant_of(r): r for r in inputs.train_table if r.device != "cpu"}
     if not cells:
         return ""
     body = []
     for m in inputs.decision.gpu_memory:
-        r = cells[(m.device, m.precision, m.placement, m.loader, m.batch_size)]
+        r = cells[variant_of(m)]
         body.append(
             (
                 r.device,
-                r.precision + (" + GradScaler" if r.grad_scaler else ""),
+                r.precision + (" + GradScaler" if r.grad_scaler else "") + (", compiled" if r.compiled else ""),
                 r.placement,
                 r.batch_size,
                 r.repeats,
