@@ -151,3 +151,21 @@ def test_a_table_keeps_its_column_names_and_its_0_1_target(tmp_path: Path) -> No
     assert dataset.feature_columns == ("b", "a") and dataset.target_column == "late" and sample == (2,)
     assert np.array_equal(dataset.features[:, 0], [1, 2, 3, 4]) and source.kind == "table"
     assert dataio.positive_rate(dataset.target) == 0.5
+
+
+def test_a_target_column_that_is_not_numbers_or_has_gaps_is_named(tmp_path: Path) -> None:
+    text = table_file(tmp_path, a=[0.5, 1.0, 2.0], late=["no", "yes", "no"])
+    found = {"kind": "table", "path": text, "target": "late", "features": ["a"]}
+    with pytest.raises(DataError, match="config key model.loss: the target is not numeric"):
+        benchmark_data.check_target_values(benchmark_data.targets(found), "bce", None, "the target")
+    gaps = table_file(tmp_path, ".csv", a=[0.5, 1.0, 2.0], late=[0, None, 1])
+    with pytest.raises(DataError, match="config key data.benchmark.table.target: column 'late' of .* 1 missing value"):
+        benchmark_data.targets({"kind": "table", "path": gaps, "target": "late", "features": ["a"]})
+
+
+def test_a_damaged_parquet_file_is_named(tmp_path: Path) -> None:
+    broken = tmp_path / "t.parquet"
+    broken.write_bytes(b"PAR1 not really parquet")
+    found = config(table={"path": str(broken), "target": "late", "features": ["a"]})
+    with pytest.raises(DataError, match="config key data.benchmark.table.path: .* cannot be read as Parquet"):
+        benchmark_data.resolve(found)

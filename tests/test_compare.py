@@ -451,7 +451,7 @@ def test_time_wording_for_missing_sides():
 
 def test_fastest_full_path_compares_across_devices(tmp_path):
     result = _compare(make_results(tmp_path, "laptop"), make_results(tmp_path, "server", gpu=True))
-    assert result.fastest["a"]["variant"] == "cpu fastpath"
+    assert result.fastest["a"]["variant"] == "cpu fastpath 1 thread"
     assert result.fastest["b"]["variant"].startswith("cuda ")
     assert result.fastest["ratio_b_over_a"] < 1
     assert result.fastest["comparison"].startswith("server ")
@@ -584,7 +584,7 @@ def test_a_row_30_percent_slower_is_a_faster_and_fails_a_5_percent_gate_naming_i
     assert compare_results.main([*args, "--fail-if-slower", "5"]) == compare_results.REGRESSION == 1
     err = capsys.readouterr().err
     regressions = [line for line in err.splitlines() if line.startswith("regression: ")]
-    assert [line.split(":")[1].strip() for line in regressions] == ["cpu fastpath B=32"] * 2
+    assert [line.split(":")[1].strip() for line in regressions] == ["cpu fastpath 1 thread B=32"] * 2
     assert "epoch time slow/base 1.30" in regressions[0] and "eval time slow/base" in regressions[1]
     assert "slow slower by more than 5 %" in regressions[0]
     assert "error: 1 row(s) of slow slower than base by more than 5 % (--fail-if-slower)" in err
@@ -784,7 +784,7 @@ def test_noisy_busy_and_non_finite_sides_are_named(tmp_path):
     flagged = make_results(tmp_path, "server", gpu=True, noisy=True, busy=True, non_finite=True)
     result = _compare(clean, flagged)
     assert _mentioning(result, "server: 1 of 8 training cells are flagged noisy")
-    assert _mentioning(result, "cpu fastpath B=32")
+    assert _mentioning(result, "cpu fastpath 1 thread B=32")
     assert _mentioning(result, "ran on a busy machine")
     assert _mentioning(result, "server: 2 training run(s) went NaN/inf")
     assert not _mentioning(result, "laptop:")
@@ -809,7 +809,7 @@ def test_noisy_full_path_rows_of_clean_training_cells_are_warned(tmp_path):
     result = _compare(make_results(tmp_path, "laptop"), make_results(tmp_path, "server", noisy_csv_load=True))
     warned = _full_path_warnings(result)
     assert len(warned) == 1 and warned[0].startswith("server: 4 full-path row(s)")
-    assert "cpu dataloader B=32 (csv)" in warned[0]
+    assert "cpu dataloader 1 thread B=32 (csv)" in warned[0]
 
 
 def test_only_the_full_path_rows_of_the_flagged_training_cell_are_hidden(tmp_path):
@@ -820,10 +820,14 @@ def test_only_the_full_path_rows_of_the_flagged_training_cell_are_hidden(tmp_pat
     warned = _full_path_warnings(result)
     # 4 noisy CSV rows less the one of cpu fastpath B=32, whose training row is flagged.
     assert len(warned) == 1 and warned[0].startswith("server: 3 full-path row(s)")
-    assert "cpu fastpath B=32 (csv)" not in warned[0]
+    assert "cpu fastpath 1 thread B=32 (csv)" not in warned[0]
     assert all(
         cell in warned[0]
-        for cell in ("cpu dataloader B=32 (csv)", "cpu dataloader B=512 (csv)", "cpu fastpath B=512 (csv)")
+        for cell in (
+            "cpu dataloader 1 thread B=32 (csv)",
+            "cpu dataloader 1 thread B=512 (csv)",
+            "cpu fastpath 1 thread B=512 (csv)",
+        )
     )
 
 
@@ -1302,10 +1306,10 @@ def test_figure_has_time_and_full_path_panels_and_a_ratio_for_every_metric(tmp_p
     assert epoch.has_data() and path.has_data()
     assert time_ratio.get_ylabel() == "time server/laptop (below 1: server faster)"
     assert rate_ratio.get_ylabel() == "samples/s server/laptop (above 1: server faster)"
-    variants = ("cpu dataloader", "cpu fastpath")
+    variants = ("cpu dataloader 1 thread", "cpu fastpath 1 thread")
     assert _ratio_labels(time_ratio) == {f"{v} · {m}" for v in variants for m in ("epoch_s", "full_path_s")}
     assert _ratio_labels(rate_ratio) == {f"{v} · samples_per_s" for v in variants}
-    epoch_line = next(line for line in time_ratio.get_lines() if line.get_label() == "cpu fastpath · epoch_s")
+    epoch_line = next(line for line in time_ratio.get_lines() if line.get_label() == "cpu fastpath 1 thread · epoch_s")
     assert list(epoch_line.get_ydata()) == pytest.approx([0.5, 0.5])
 
 
@@ -1321,7 +1325,7 @@ def test_figure_with_rows_on_one_side_only_and_no_common_format(tmp_path):
     no_format = compare.compare(laptop, server, full_path_format="feather")
     figure = comparison.comparison_figure(no_format, tmp_path / "none.png", tmp_path / "none.svg")
     assert not any(line.get_label().endswith("full_path_s") for line in figure.axes[2].get_lines())
-    assert _ratio_labels(figure.axes[2]) == {"cpu dataloader · epoch_s", "cpu fastpath · epoch_s"}
+    assert _ratio_labels(figure.axes[2]) == {"cpu dataloader 1 thread · epoch_s", "cpu fastpath 1 thread · epoch_s"}
 
 
 def test_cli_exits_2_with_one_line_naming_the_missing_file(tmp_path, capsys):

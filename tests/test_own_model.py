@@ -300,3 +300,18 @@ def test_a_user_model_is_seeded() -> None:
 def test_the_textbook_mlp_refuses_samples_of_more_than_one_dimension() -> None:
     with pytest.raises(model.ModelError, match=r"the data have shape \(2, 16\); set model.factory"):
         model.build(spec(), (2, 16), 0)
+
+
+def test_the_formulas_hold_for_the_textbook_mlp_with_adam_on_bce_only() -> None:
+    adam = Figures.of(profile.profile(spec(hidden=6), (8,), 64, [16], seed=0))
+    assert adam.source == "formula" and adam.state_bytes == theory.adam_fp32_bytes((8, 6, 1))
+    sgd_profile = profile.profile(spec(hidden=6, optimizer="sgd"), (8,), 64, [16], seed=0)
+    sgd = Figures.of(sgd_profile)
+    # plain SGD keeps no state: parameters and gradients only, counted; not Adam's 4·P·4
+    assert sgd.source == "counted" and sgd.state_bytes == 2 * 4 * sgd_profile.params
+
+
+def test_class_targets_are_counted_as_int64_in_the_memory_bound(tmp_path: Path) -> None:
+    path = user_module(tmp_path, "from torch import nn\ndef build(shape):\n    return nn.Linear(shape[0], 3)\n", "ceb")
+    counted = Figures.of(profile.profile(spec("ceb.net:build", path, loss="ce", classes=3), (4,), 10, [5], seed=0))
+    assert counted.data_bytes(10) == 10 * (4 * 4 + 8)

@@ -19,9 +19,12 @@ TIMING_JOB = 2
 OTHER_JOB = 1
 BATCH_SIZES = config["timing"]["batch_sizes"]
 # timing.threads: each CPU training cell at each of these torch thread counts (a measured dimension
-# of the best CPU configuration); every other timing job runs at the first of them.
+# of the best CPU configuration); every other timing job runs at the first of them. A CPU training
+# job given fewer threads than its cell (--cores below it) refuses to run (time_cpu_training.py): the
+# check cannot be made when the workflow is parsed, where a dry run without --cores also reads 1 core.
 CPU_THREADS = config["timing"]["threads"]
 TIMING_THREADS = CPU_THREADS[0]
+
 REPEATS = list(range(config["timing"]["repeats"]))
 DATASETS = ["benchmark", "northstar"]
 # Repeat r of every timing cell runs before repeat r+1 of any: the rules with a {repeat} wildcard

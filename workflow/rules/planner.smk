@@ -69,7 +69,11 @@ rule planner:
         rows=config["data"]["benchmark"]["rows"],
         features=config["data"]["benchmark"]["features"],
         hidden=config["model"]["hidden"],
-        textbook=config["model"]["factory"] is None,  # the benchmark's cells are MLP fit points only then
+        # The benchmark's cells are fit points of the grid's workload only for the textbook MLP trained as
+        # the grid trains it (Adam on BCE).
+        textbook=config["model"]["factory"] is None
+        and config["model"]["optimizer"] == "adam"
+        and config["model"]["loss"] == "bce",
         batch_sizes=config["timing"]["batch_sizes"],  # the FLOP check's batch sizes
         threads=TIMING_THREADS,  # the threads the CPU rates hold for (the grid's; its benchmark cells')
         curve_batch_size=config["planner"]["batch_size"],

@@ -255,8 +255,8 @@ def non_finite_runs(measured: Sequence[TrainingRecord]) -> tuple[NonFiniteRun, .
 
 def exercise2_json(table: Sequence[TrainingCell], loader: str = "dataloader") -> list[dict[str, Any]]:
     """The specification's exercise-2 record shape, for the DataLoader path (the textbook's format,
-    unversioned), at the first thread count of `timing.threads` (the textbook's single configuration)."""
-    threads = next((cell.threads for cell in table if cell.loader == loader), None)  # eager cells only
+    unversioned), eager, at the smallest thread count measured (the textbook's single configuration)."""
+    threads = next((cell.threads for cell in table if cell.loader == loader), None)  # the table is sorted by threads
     return [
         {
             "batch_size": cell.batch_size,

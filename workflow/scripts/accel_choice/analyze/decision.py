@@ -325,7 +325,7 @@ def theory_table(
     achieved rate of the measured fast-path epoch."""
     # Per batch size the fastest thread count's fast-path cell (timing.threads may hold several).
     measured: dict[tuple[int, str], TrainingCell] = {}
-    for r in sorted((r for r in train_table if r.device == "cpu"), key=lambda r: -r.epoch_s_median):
+    for r in sorted((r for r in train_table if r.device == "cpu" and not r.compiled), key=lambda r: -r.epoch_s_median):
         measured[(r.batch_size, r.loader)] = r
     table = []
     for b in batch_sizes:

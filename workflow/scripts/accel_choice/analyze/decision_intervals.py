@@ -47,8 +47,9 @@ def fastest_ties(
     for cell in cpu_cells:
         if cell is fastest:
             continue
-        # Same batch size: the same jobs timed both loaders, epochs interleaved.
-        paired = cell.batch_size == fastest.batch_size and can_pair(fastest.epoch_s_jobs, cell.epoch_s_jobs)
+        # Same batch size and threads: the same jobs timed both (loaders, eager and compiled), epochs interleaved.
+        same_jobs = (cell.batch_size, cell.threads) == (fastest.batch_size, fastest.threads)
+        paired = same_jobs and can_pair(fastest.epoch_s_jobs, cell.epoch_s_jobs)
         ratio = ratio_interval(
             fastest.epoch_s_jobs,
             cell.epoch_s_jobs,

@@ -26,7 +26,10 @@ class Figures:
 
     @classmethod
     def of(cls, profile: ModelProfile) -> Figures:
-        return cls(profile.widths, profile)
+        """The formulas describe the textbook MLP trained with Adam on BCE (4·P·4 is Adam's state); any
+        other model, optimizer or loss takes the counted figures."""
+        formula = profile.widths is not None and profile.optimizer == "adam" and profile.loss == "bce"
+        return cls(profile.widths if formula else None, profile)
 
     @property
     def counted(self) -> ModelProfile:
@@ -81,22 +84,28 @@ class Figures:
             return theory.activation_bytes(batch_size, self.widths)
         return self.counted.row(batch_size).activation_bytes
 
+    @property
+    def target_bytes(self) -> int:
+        """One target on the device: an int64 class index for ce, else fp32."""
+        return 8 if self.profile is not None and self.profile.loss == "ce" else theory.FP32_BYTES
+
     def data_bytes(self, rows: int) -> int:
-        """The data matrix and its target column in fp32."""
-        return rows * (self.sample_bytes + theory.FP32_BYTES)
+        """The data matrix and its target column (fp32; int64 class indices for ce)."""
+        return rows * (self.sample_bytes + self.target_bytes)
 
     def memory_bound_bytes(self, batch_size: int, rows: int, resident: bool) -> int:
         """What one timed epoch holds on the device: theory.memory_bound_bytes for the textbook MLP;
         for a user's model the same terms counted - parameters, gradients and optimizer state, twice
-        the hooks' forward activations (every leaf module's output, so the buffers backward keeps
-        are in them), the batch in use and the next, the per-step loss buffer, and the data and the
-        shuffled index where resident."""
+        the hooks' forward activations (every leaf module's output), the batch in use and the next,
+        the per-step loss buffer, and the data and the shuffled index where resident. An estimate, not
+        a guarantee: what backward saves from functional code (a residual add outside any module) is
+        not in the hooks' count, and an in-place module's output is counted once more than stored."""
         if self.widths:
             return theory.memory_bound_bytes(self.widths, batch_size, rows, resident)
         return (
             self.state_bytes
             + 2 * self.activation_bytes(batch_size)
-            + 2 * batch_size * (self.sample_bytes + theory.FP32_BYTES)
+            + 2 * batch_size * (self.sample_bytes + self.target_bytes)
             + theory.steps_per_epoch(rows, batch_size) * theory.FP32_BYTES
             + (self.data_bytes(rows) + rows * 8 if resident else 0)
         )

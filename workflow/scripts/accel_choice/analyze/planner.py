@@ -310,17 +310,22 @@ def benchmark_points(train_table: Sequence[TrainingCell], rows: int, features: i
 
 def fastpath_cpu_seconds(train_table: Sequence[TrainingCell]) -> dict[int, float]:
     """The median CPU fast-path epoch per batch size (the FLOP check's achieved rate)."""
-    return {r.batch_size: r.epoch_s_median for r in train_table if r.device == "cpu" and r.loader == "fastpath"}
+    return {
+        r.batch_size: r.epoch_s_median
+        for r in train_table
+        if r.device == "cpu" and r.loader == "fastpath" and not r.compiled
+    }
 
 
 def gpu_startup_seconds(train_table: Sequence[TrainingCell], assumed_s: float) -> tuple[float, str]:
     """The GPU's one-off start-up beyond the CPU's, measured by the timing jobs (the median GPU
     cell's `startup_s_median` - context and first-step costs - less the median CPU cell's, which a
     CPU job pays as well), else the configured assumption."""
-    gpu = [c.startup_s_median for c in train_table if c.device != "cpu"]
+    eager = [c for c in train_table if not c.compiled]  # a compiled cell's start-up holds its compilation
+    gpu = [c.startup_s_median for c in eager if c.device != "cpu"]
     if not gpu:
         return assumed_s, "assumed"
-    cpu = [c.startup_s_median for c in train_table if c.device == "cpu"]
+    cpu = [c.startup_s_median for c in eager if c.device == "cpu"]
     return max(statistics.median(gpu) - (statistics.median(cpu) if cpu else 0.0), 0.0), "measured"
 
 

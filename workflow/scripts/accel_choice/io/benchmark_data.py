@@ -78,7 +78,10 @@ def shape(found: dict[str, Any]) -> tuple[int, tuple[int, ...]]:
     if found["kind"] == "table":
         path = _file(found["path"], f"{TABLE}.path", (".parquet", ".csv"))
         if path.suffix.lower() == ".parquet":
-            rows = pq.read_metadata(path).num_rows
+            try:
+                rows = pq.read_metadata(path).num_rows
+            except Exception as error:  # pyarrow's errors for a damaged or foreign file
+                raise DataError(f"config key {TABLE}.path: {path} cannot be read as Parquet ({error})") from None
         else:
             rows = len(read_table(path, TABLE))
         if len(found["features"]) != len(set(found["features"])):
@@ -117,7 +120,10 @@ def check_target_values(
 ) -> None:
     """Refuse a target the loss cannot take, naming the key: bce needs values in [0, 1], ce class
     indices 0 .. model.classes − 1, mse finite values."""
-    values = np.asarray(y, dtype=np.float64).reshape(-1)
+    try:
+        values = np.asarray(y, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise DataError(f"config key model.loss: {where} is not numeric ({np.asarray(y).dtype} values)") from None
     if not np.isfinite(values).all():
         raise DataError(f"config key model.loss: {where} holds values that are not finite")
     low, high = float(values.min()), float(values.max())
@@ -173,18 +179,24 @@ def load(found: dict[str, Any], seed: int) -> tuple[Dataset, tuple[int, ...], Us
 
 
 def targets(found: dict[str, Any]) -> np.ndarray:
-    """The target column alone (for the parse-time check against the loss)."""
+    """The target column alone (for the parse-time check against the loss): numeric, no missing value."""
     if found["kind"] == "arrays":
         return np.load(found["y"], allow_pickle=False).reshape(-1)
-    path = Path(found["path"])
+    path, name, key = Path(found["path"]), found["target"], f"{TABLE}.target"
     if path.suffix.lower() == ".parquet":
-        table = (
-            pq.read_table(path, columns=[found["target"]]) if found["target"] in pq.read_schema(path).names else None
-        )
-        if table is None:
-            raise DataError(f"config key {TABLE}.target: column {found['target']!r} not found in {path}")
-        return table.column(0).to_numpy(zero_copy_only=False)
-    frame = read_table(path, TABLE)
-    if found["target"] not in frame.columns:
-        raise DataError(f"config key {TABLE}.target: column {found['target']!r} not found in {path}")
-    return frame[found["target"]].to_numpy()
+        try:
+            names = pq.read_schema(path).names
+            column = pq.read_table(path, columns=[name]).column(0) if name in names else None
+        except Exception as error:  # pyarrow's errors for a damaged or foreign file
+            raise DataError(f"config key {TABLE}.path: {path} cannot be read as Parquet ({error})") from None
+        if column is None:
+            raise DataError(f"config key {key}: column {name!r} not found in {path}; it has {', '.join(names)}")
+        series = column.to_pandas()
+    else:
+        frame = read_table(path, TABLE)
+        if name not in frame.columns:
+            raise DataError(f"config key {key}: column {name!r} not found in {path}")
+        series = frame[name]
+    if series.isna().any():
+        raise DataError(f"config key {key}: column {name!r} of {path} has {int(series.isna().sum())} missing value(s)")
+    return series.to_numpy()

@@ -253,11 +253,14 @@ def check_config(config: dict[str, Any]) -> None:
             f"config key seed: {seed} is too large: the workflow seeds torch with seed + {offset} "
             f"({source}), and torch accepts at most 2**64 − 1; allowed: an integer between 0 and {largest}"
         )
-    rows = config["data"]["benchmark"]["rows"]
-    _check_at_most("timing.batch_sizes", config["timing"]["batch_sizes"], rows, "data.benchmark.rows")
-    _check_at_most(
-        "gradient_variance.batch_sizes", config["gradient_variance"]["batch_sizes"], rows, "data.benchmark.rows"
-    )
+    rows, bench = config["data"]["benchmark"]["rows"], config["data"]["benchmark"]
+    own = next((kind for kind in ("table", "arrays") if bench.get(kind)), None)
+    # With your own data the rows are its file's (io.benchmark_data.resolve), and the gradient-variance
+    # study of the generated matrix is not planned.
+    source = f"the rows of data.benchmark.{own}" if own else "data.benchmark.rows"
+    _check_at_most("timing.batch_sizes", config["timing"]["batch_sizes"], rows, source)
+    if own is None:
+        _check_at_most("gradient_variance.batch_sizes", config["gradient_variance"]["batch_sizes"], rows, source)
     split = config["selection"]["split"]
     total = split["train"] + split["val"] + split["test"]
     if abs(total - 1) > 1e-9:

@@ -28,14 +28,17 @@ def incomplete(folder: Path, name: str, why: str = "missing") -> NotAResultsFold
 
 
 def variant_name(row: Any) -> str:
-    """'cpu fastpath' or 'cuda fp16 streamed fastpath' (a training cell, a full-path row or a comparison row)."""
+    """'cpu fastpath 1 thread' or 'cuda fp16 streamed fastpath' (+ ' compiled'; a training cell, a full-path
+    row or a comparison row)."""
 
     def get(key: str) -> Any:
         return row[key] if isinstance(row, dict) else getattr(row, key)
 
+    compiled = " compiled" if get("compiled") else ""
     if get("device") == "cpu":
-        return f"cpu {get('loader')}"
-    return f"{get('device')} {get('precision')} {get('placement')} {get('loader')}"
+        threads = get("threads")
+        return f"cpu {get('loader')} {threads} thread{'s' if threads != 1 else ''}{compiled}"
+    return f"{get('device')} {get('precision')} {get('placement')} {get('loader')}{compiled}"
 
 
 def object_document(document: Any, folder: Path, name: str) -> None:

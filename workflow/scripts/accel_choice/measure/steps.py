@@ -36,6 +36,23 @@ PRECISIONS = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
 PLACEMENTS = ("host", "resident", "streamed", "prefetched")
 # torch.compile's backend for compiled variants: inductor (the default, generated C++/Triton kernels).
 COMPILE_BACKEND = "inductor"
+# Cache entries a compiled frame may gather in the warm-up (every batch shape, train and eval, each
+# precision); past it the warm-up fails instead of dynamo falling back to eager code unannounced.
+RECOMPILE_LIMIT = 64
+
+
+def compiling(variant: Variant) -> contextlib.AbstractContextManager[Any]:
+    """The warm-up of a compiled variant: compile what it needs, and fail loudly past the limit."""
+    if not variant.compiled:
+        return contextlib.nullcontext()
+    return torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT, fail_on_recompile_limit_hit=True)
+
+
+def compiled_already(variant: Variant) -> contextlib.AbstractContextManager[Any]:
+    """A timed pass of a compiled variant: a recompilation here would be timed, so it is an error."""
+    if not variant.compiled:
+        return contextlib.nullcontext()
+    return torch._dynamo.config.patch(error_on_recompile=True)
 
 
 @dataclass(frozen=True)
@@ -288,6 +305,19 @@ def warm_up(
     Returns the first step's time and the median of the last half, so the report can show
     how large the first-call cost was that the warm-up kept out of the timed epoch.
     """
+    with compiling(variant):
+        return _warm_up(model, spec, variant, device, batches, steps, eval_batches)
+
+
+def _warm_up(
+    model: nn.Module,
+    spec: ModelSpec,
+    variant: Variant,
+    device: torch.device,
+    batches: Iterable[Batch],
+    steps: int,
+    eval_batches: Iterable[Batch] | None,
+) -> WarmupResult:
     trainer = Trainer(copy.deepcopy(model), spec, variant, device)
     times: list[float] = []
     first_end = math.nan

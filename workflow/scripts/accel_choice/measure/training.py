@@ -39,7 +39,16 @@ from accel_choice.measure.contention import ForeignCpuMeter
 from accel_choice.measure.devices import allocated_memory_bytes, peak_memory_bytes, reset_peak_memory, synchronize
 from accel_choice.measure.model import build, check_targets, state_sha256, targets
 from accel_choice.measure.sentinel import Sentinel
-from accel_choice.measure.steps import Trainer, Variant, WarmupResult, batches, evaluate, train_epoch, warm_up
+from accel_choice.measure.steps import (
+    Trainer,
+    Variant,
+    WarmupResult,
+    batches,
+    compiled_already,
+    evaluate,
+    train_epoch,
+    warm_up,
+)
 from accel_choice.records.model import ModelSpec
 from accel_choice.records.sentinel import SentinelReadings
 from accel_choice.records.training import Invariants, TrainingRecord
@@ -147,8 +156,9 @@ def time_epoch(prepared: Prepared) -> dict[str, Any]:
     # The same loader seed for every variant and epoch: identical batches, so identical work.
     train_batches = batches(p.variant, p.x, p.y, p.batch_size, True, p.seed, device, x_device, y_device)
     eval_batches = batches(p.variant, p.x, p.y, p.batch_size, False, p.seed, device, x_device, y_device)
-    epoch = train_epoch(trainer, train_batches, theory.steps_per_epoch(p.x.shape[0], p.batch_size))
-    evaluation = evaluate(trainer, eval_batches)
+    with compiled_already(p.variant):  # a compiled variant compiled everything in its warm-up
+        epoch = train_epoch(trainer, train_batches, theory.steps_per_epoch(p.x.shape[0], p.batch_size))
+        evaluation = evaluate(trainer, eval_batches)
     peak = peak_memory_bytes(device)
     return {
         "epoch": epoch,

@@ -366,7 +366,9 @@ def _full_path_panel(axes: Any, full_path_rows: Sequence[FullPathRow]) -> None:
 
 
 def startup_line(cells: Sequence[TrainingCell]) -> str:
-    """The GPU jobs' one-off start-up and its parts (medians over the cells)."""
+    """The GPU jobs' one-off start-up and its parts (medians over the eager cells: a compiled cell's
+    start-up holds its compilation too)."""
+    cells = [c for c in cells if not c.compiled] or list(cells)
     total = statistics.median(c.startup_s_median for c in cells)
     context = [c.context_startup_s_median for c in cells if c.context_startup_s_median is not None]
     part = statistics.median(context) if context else 0.0
