@@ -76,3 +76,31 @@ def test_one_thread_count_is_a_list_of_one() -> None:
     config = {"timing": {"threads": 2}}
     normalize_config(config)
     assert config["timing"]["threads"] == [2]
+
+
+def test_a_jobs_own_threads_do_not_count_as_a_rising_load() -> None:
+    one = training_record(
+        batch_size=32, loader="fastpath", threads=1, loadavg_before=(0.5, 0.4, 0.3), loadavg_after=(1.7, 0.4, 0.3)
+    )
+    two = training_record(
+        batch_size=32, loader="fastpath", threads=2, loadavg_before=(0.5, 0.4, 0.3), loadavg_after=(1.7, 0.4, 0.3)
+    )
+    assert aggregate.contamination(one, NoiseRules()) == ["1-min load average rose by 1.20 (> 0.5)"]
+    assert aggregate.contamination(two, NoiseRules()) == []  # up to 0.5 + 1 for its second thread
+
+
+def test_the_cpu_sentinel_runs_on_one_thread_whatever_the_jobs_count(monkeypatch) -> None:
+    import torch
+
+    from accel_choice.measure.sentinel import Sentinel
+
+    seen: list[int] = []
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        sentinel = Sentinel(torch.device("cpu"))
+        monkeypatch.setattr(sentinel, "_run", lambda iterations: seen.append(torch.get_num_threads()))
+        sentinel.tick()
+        assert seen == [1] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

@@ -39,9 +39,11 @@ def contamination(record: Any, rules: NoiseRules = NoiseRules()) -> list[str]:
     share = record.foreign_cpu_share
     if share is not None and share > rules.foreign_cpu_share:
         reasons.append(f"other processes used {share:.2f} cores during the job (> {rules.foreign_cpu_share:g})")
+    # A job of T threads raises the load average by up to T − 1 more than a one-thread job: its own.
+    allowed = rules.loadavg_rise + getattr(record, "threads", 1) - 1
     rise = record.loadavg_after[0] - record.loadavg_before[0]
-    if rise > rules.loadavg_rise:
-        reasons.append(f"1-min load average rose by {rise:.2f} (> {rules.loadavg_rise:g})")
+    if rise > allowed:
+        reasons.append(f"1-min load average rose by {rise:.2f} (> {allowed:g})")
     return reasons
 
 

@@ -159,11 +159,20 @@ class Sentinel:
             torch.mm(self.a, self.b).relu_().sum()
 
     def tick(self) -> float:
-        synchronize(self.device)
-        t0 = time.perf_counter()
-        self._run(self.iterations)
-        synchronize(self.device)
-        seconds = time.perf_counter() - t0
+        """One timing of the fixed work. On the CPU on one thread, whatever the job's own thread count
+        (timing.threads): the same work on the same threads in every job, so jobs of different thread
+        counts compare."""
+        threads = torch.get_num_threads()
+        if self.device.type == "cpu":
+            torch.set_num_threads(1)
+        try:
+            synchronize(self.device)
+            t0 = time.perf_counter()
+            self._run(self.iterations)
+            synchronize(self.device)
+            seconds = time.perf_counter() - t0
+        finally:
+            torch.set_num_threads(threads)
         self.seconds.append(seconds)
         return seconds
 

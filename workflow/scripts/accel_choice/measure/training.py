@@ -302,11 +302,13 @@ def measure_training_job(
     context = context_startup_seconds(target)
     check_targets(spec, y)
     y = targets(spec, y)
-    meter = ForeignCpuMeter().start()
     prepared = [
         prepare_variant(v, x, y, batch_size, seed=seed, spec=spec, warmup_steps=warmup_steps, device=target)
         for v in variants
     ]
+    # Other processes' CPU while the epochs are timed (after the warm-up: torch.compile's worker
+    # processes, which compile a compiled variant's kernels there, are not a contamination of them).
+    meter = ForeignCpuMeter().start()
     # The one-off start-up: everything from before the first device call (the runtime's context,
     # cuBLAS handles and workspace, lazy kernel loading, the first variant's model, data placement
     # and first allocations, the optimizer's first-call imports) to the synchronised end of the
