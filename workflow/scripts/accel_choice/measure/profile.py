@@ -17,7 +17,8 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from accel_choice.analyze import theory
-from accel_choice.measure.model import build, make_loss, make_optimizer, outputs, targets
+from accel_choice.measure.model import build, make_loss, outputs, targets
+from accel_choice.measure.steps import Trainer, Variant
 from accel_choice.records.model import ModelProfile, ModelSpec, ProfileRow
 
 
@@ -56,15 +57,10 @@ def step_counts(
 
 def optimizer_state_bytes(model: nn.Module, spec: ModelSpec) -> int:
     """The bytes the optimizer keeps once it has stepped (Adam's two moments and step counts, none
-    for plain SGD), from one step on zero gradients with weight decay off: no weight moves."""
-    optimizer = make_optimizer(model, spec.lr, None, spec.optimizer)
-    for p in model.parameters():
-        p.grad = torch.zeros_like(p) if p.requires_grad else None
-    for group in optimizer.param_groups:
-        group["weight_decay"] = 0
-    optimizer.step()
-    model.zero_grad(set_to_none=True)
-    return sum(_tensor_bytes(v) for state in optimizer.state.values() for v in state.values())
+    for plain SGD): the timing's own priming step (steps.Trainer.prime), which moves no weight."""
+    trainer = Trainer(model, spec, Variant(), torch.device("cpu"))
+    trainer.prime()
+    return sum(_tensor_bytes(v) for state in trainer.optimizer.state.values() for v in state.values())
 
 
 def profile(

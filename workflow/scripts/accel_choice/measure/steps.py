@@ -306,36 +306,24 @@ def warm_up(
     how large the first-call cost was that the warm-up kept out of the timed epoch.
     """
     with compiling(variant):
-        return _warm_up(model, spec, variant, device, batches, steps, eval_batches)
-
-
-def _warm_up(
-    model: nn.Module,
-    spec: ModelSpec,
-    variant: Variant,
-    device: torch.device,
-    batches: Iterable[Batch],
-    steps: int,
-    eval_batches: Iterable[Batch] | None,
-) -> WarmupResult:
-    trainer = Trainer(copy.deepcopy(model), spec, variant, device)
-    times: list[float] = []
-    first_end = math.nan
-    whole_epoch = not variant.compiled  # only a compiled variant needs every batch shape seen
-    while len(times) < steps or not whole_epoch:
-        for xb, yb in batches:
-            synchronize(device)
-            t0 = time.perf_counter()
-            trainer.step(xb, yb)
-            synchronize(device)
-            t1 = time.perf_counter()
-            times.append(t1 - t0)
-            if len(times) == 1:
-                first_end = t1
-            if len(times) >= steps and whole_epoch:
-                break
-        else:
-            whole_epoch = True
-    if eval_batches is not None:
-        evaluate(trainer, eval_batches if variant.compiled else itertools.islice(eval_batches, steps))
-    return WarmupResult(len(times), times[0], statistics.median(times[len(times) // 2 :]), first_end)
+        trainer = Trainer(copy.deepcopy(model), spec, variant, device)
+        times: list[float] = []
+        first_end = math.nan
+        whole_epoch = not variant.compiled  # only a compiled variant needs every batch shape seen
+        while len(times) < steps or not whole_epoch:
+            for xb, yb in batches:
+                synchronize(device)
+                t0 = time.perf_counter()
+                trainer.step(xb, yb)
+                synchronize(device)
+                t1 = time.perf_counter()
+                times.append(t1 - t0)
+                if len(times) == 1:
+                    first_end = t1
+                if len(times) >= steps and whole_epoch:
+                    break
+            else:
+                whole_epoch = True
+        if eval_batches is not None:
+            evaluate(trainer, eval_batches if variant.compiled else itertools.islice(eval_batches, steps))
+        return WarmupResult(len(times), times[0], statistics.median(times[len(times) // 2 :]), first_end)
