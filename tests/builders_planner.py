@@ -5,6 +5,7 @@ fields are written here once."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from accel_choice.io import envinfo
@@ -29,6 +30,11 @@ SHA = "0" * 64
 
 def workload(**overrides: Any) -> Workload:
     return Workload(**{"rows": 128, "features": 4, "hidden": 8, "batch_size": 16, **overrides})
+
+
+def mlp(rows: int, features: int, hidden: int) -> Callable[[int], Workload]:
+    """A benchmark cell's workload by batch size: the textbook MLP features → hidden → 1 over `rows`."""
+    return lambda batch_size: Workload(rows=rows, features=features, hidden=hidden, batch_size=batch_size)
 
 
 def grid_record(**overrides: Any) -> GridRecord:

@@ -13,7 +13,7 @@ from builders_planner import fit_point
 
 from accel_choice import records
 from accel_choice.analyze import costmodel, theory
-from accel_choice.render.planner import break_even_figure
+from accel_choice.render.break_even_figure import break_even_figure
 from accel_choice.records.grid import Workload
 
 TRUE = costmodel.assumed("cpu", seconds_per_step=2e-4, flop_per_s=5e10, bytes_per_s=2e10)

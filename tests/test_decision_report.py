@@ -992,3 +992,18 @@ def test_decision_figure_without_gpu_rows_has_no_gpu_series(tmp_path, train_tabl
     text = svg.read_text()
     assert "CPU: Parquet + fast path" in text
     assert "GPU:" not in text and "CUDA" not in text
+
+
+def test_a_counted_model_has_its_own_step_6_and_gpu_bound_words(train_records, load_table):
+    """A model the formulas do not describe: step 6 and the GPU bound name the counted state, not 4·P·4."""
+    recs = train_records + _gpu_records(*SCENARIOS["gpu_wins"], non_finite=True)
+    inputs = _inputs(recs, load_table, env=NO_CUDA, probe=GPU_PROBE, transfers=_transfers())
+    formula = report.render(inputs)
+    counted = report.render(dataclasses.replace(inputs, theory=dataclasses.replace(inputs.theory, figures="counted")))
+    assert f"| 6 | {STEP_TITLES[5]} |" in formula and words.COUNTED_STEP_6 not in formula
+    assert f"| 6 | {words.COUNTED_STEP_6} |" in counted and STEP_TITLES[5] not in counted
+    assert "Bound: Adam fp32 4·P·4 + forward and backward activations" in formula
+    assert "Bound: Adam fp32 4·P·4" not in counted
+    assert "Bound: your model's parameters, gradients and optimizer state as counted (`tables/model_profile.json`)" in (
+        counted
+    )

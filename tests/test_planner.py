@@ -12,7 +12,7 @@ import torch
 import builders_planner as builders
 from builders_data import copy_cell, transfer_table
 from builders_training import training_cell
-from builders_planner import fit_point, grid_record
+from builders_planner import fit_point, grid_record, mlp
 
 from accel_choice import records
 from accel_choice.analyze import bootstrap, breakeven_interval, costmodel, planner, theory
@@ -208,7 +208,7 @@ def test_benchmark_points_keep_only_fastpath_fp32_host_or_resident_rows():
         _table_row("cuda", "fastpath", "bf16", "resident", 512, 0.008),
         _table_row("cuda", "fastpath", "fp16", "resident", 32, 0.02),
     ]
-    points = planner.benchmark_points(table, rows=8192, features=32, hidden=48)
+    points = planner.benchmark_points(table, mlp(8192, 32, 48))
     assert [(p.device, p.batch_size, p.epoch_s) for p in points] == [("cpu", 32, 0.5), ("cuda", 512, 0.01)]
     assert points[0] == fit_point(
         device="cpu",
@@ -635,7 +635,7 @@ def _intervals(grid, sweep=ROWS, *, resamples=200, seed=1):
     """The point break-even curves of `grid` (the GPU assumed unless measured) and their intervals."""
     models, gpu = _models(grid)
     curves = planner.break_even_curves(models["cpu"], models[gpu], BASE, sweep, 8e9, 0.3, 10)
-    measured = breakeven_interval.measurements(grid, [], BASE.rows, BASE.features, BASE.hidden)
+    measured = breakeven_interval.measurements(grid, [], mlp(BASE.rows, BASE.features, BASE.hidden))
     intervals = breakeven_interval.break_even_intervals(
         curves, measured, models, gpu, confidence=0.95, resamples=resamples, seed=seed
     )
@@ -648,8 +648,8 @@ def test_the_resampled_measurements_are_the_jobs_behind_the_fit_points():
         _table_row("cpu", "fastpath", "fp32", "host", 32, 0.5),
         _table_row("cpu", "dataloader", "fp32", "host", 32, 0.9),
     ]
-    measured = breakeven_interval.measurements(grid, table, rows=8192, features=32, hidden=48)
-    points = planner.grid_points(grid, NoiseRules()) + planner.benchmark_points(table, 8192, 32, 48)
+    measured = breakeven_interval.measurements(grid, table, mlp(8192, 32, 48))
+    points = planner.grid_points(grid, NoiseRules()) + planner.benchmark_points(table, mlp(8192, 32, 48))
     assert [(m.device, m.workload) for m in measured] == [(p.device, p.workload) for p in points]
     assert [len(m.jobs) for m in measured] == [p.repeats for p in points] == [3] * (len(DESIGN) + 1)
     assert [bootstrap.pooled_median(m.jobs) for m in measured] == pytest.approx([p.epoch_s for p in points])
@@ -661,7 +661,7 @@ def test_the_workloads_of_one_grid_job_are_drawn_together_and_a_benchmark_cell_o
         _table_row("cpu", "fastpath", "fp32", "host", 32, 0.5),
         _table_row("cpu", "fastpath", "fp32", "host", 64, 0.4),
     ]
-    measured = breakeven_interval.measurements(grid, table, rows=8192, features=32, hidden=48)
+    measured = breakeven_interval.measurements(grid, table, mlp(8192, 32, 48))
     on_grid = [m for m in measured if m.block is not None]
     assert len(on_grid) == len(DESIGN) and {(m.block, m.repeats) for m in on_grid} == {("grid cpu", (0, 1, 2))}
     seeds = breakeven_interval.shared_seeds(measured, list(range(100, 100 + len(measured))))
@@ -679,7 +679,7 @@ def test_the_workloads_of_one_grid_job_are_drawn_together_and_a_benchmark_cell_o
             and r.batch_size == DESIGN[0].batch_size
         )
     ]
-    measured = breakeven_interval.measurements(lost, [], 1, 1, 1)
+    measured = breakeven_interval.measurements(lost, [], mlp(1, 1, 1))
     assert breakeven_interval.shared_seeds(measured, list(range(len(measured)))) == [0, 1] + [1] * (len(DESIGN) - 2)
 
 
@@ -705,7 +705,7 @@ def test_a_slow_grid_job_moves_every_workload_and_the_interval_holds_each_jobs_o
     models, gpu = _models(grid)
     measured = [
         dataclasses.replace(m, block=None)
-        for m in breakeven_interval.measurements(grid, [], BASE.rows, BASE.features, BASE.hidden)
+        for m in breakeven_interval.measurements(grid, [], mlp(BASE.rows, BASE.features, BASE.hidden))
     ]
     apart = breakeven_interval.break_even_intervals(
         curves, measured, models, gpu, confidence=0.95, resamples=2000, seed=1
@@ -730,7 +730,7 @@ def test_the_interval_holds_the_point_narrows_when_the_repeats_agree_and_widens_
             # without the widening that guards against a rounding step.
             models, gpu = _models(grid)
             fits = breakeven_interval.resampled_fits(
-                breakeven_interval.measurements(grid, [], 1, 1, 1), models, 200, seed=1
+                breakeven_interval.measurements(grid, [], mlp(1, 1, 1)), models, 200, seed=1
             )
             outcomes = breakeven_interval.curve_outcomes(curves[0], fits["cpu"], fits[gpu])
             assert 0.1 < np.mean(outcomes < curves[0].break_even) < 0.9
@@ -791,7 +791,7 @@ def test_percentile_bounds_follow_numpy_inside_the_sweep_and_are_words_outside_i
 def test_with_an_assumed_gpu_only_the_cpu_measurements_are_resampled():
     grid = _scattered_grid(0.2, repeats=6)
     models, gpu = _models(grid)
-    measured = breakeven_interval.measurements(grid, [], 1, 1, 1)
+    measured = breakeven_interval.measurements(grid, [], mlp(1, 1, 1))
     fits = breakeven_interval.resampled_fits(measured, models, 50, seed=3)
     assert models[gpu].source == "assumed" and breakeven_interval.resampled_devices(models) == ("cpu",)
     assert fits["gpu"].shape == fits["cpu"].shape == (50, 3)
@@ -799,7 +799,9 @@ def test_with_an_assumed_gpu_only_the_cpu_measurements_are_resampled():
     assert len({tuple(row) for row in fits["cpu"]}) > 10
     measured_gpu = grid + _scattered_grid(0.2, repeats=6, seed=1, model=GPU_TRUE, device="cuda")
     models, gpu = _models(measured_gpu)
-    fits = breakeven_interval.resampled_fits(breakeven_interval.measurements(measured_gpu, [], 1, 1, 1), models, 50, 3)
+    fits = breakeven_interval.resampled_fits(
+        breakeven_interval.measurements(measured_gpu, [], mlp(1, 1, 1)), models, 50, 3
+    )
     assert breakeven_interval.resampled_devices(models) == ("cpu", "cuda") and gpu == "cuda"
     assert len({tuple(row) for row in fits["cuda"]}) > 10
 

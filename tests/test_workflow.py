@@ -1228,6 +1228,7 @@ def test_an_example_reruns_what_its_data_and_model_change_and_nothing_of_the_cas
     # Editing the model's source re-times it: the module is an input of the rules that build it.
     edited = residual_mlp["edited"]
     assert edited["time_cpu_training"] == 6 and edited["profile_model"] == 1 and "import_benchmark" not in edited
+    assert edited["planner"] == 1  # the planner reads the model's profile and its timed cells
 
 
 def test_the_residual_mlp_example_reports_counted_figures_matching_a_count_by_hand(residual_mlp: dict) -> None:
@@ -1250,7 +1251,15 @@ def test_the_residual_mlp_example_reports_counted_figures_matching_a_count_by_ha
     report = (results / "REPORT.md").read_text()
     assert "## Model figures (counted)" in report and "Model `models.residual_mlp:build`" in report
     assert "| benchmark | 300 × 19 |" in report
-    assert "The planner models the textbook MLP d → h → 1 of its grid, not the model timed above" in report
+    assert "**The planner models `models.residual_mlp:build` from its counted profile**" in report
+    assert "| 6 | Memory upper bound: parameters, gradients and optimizer state (counted) + activations |" in report
+    # The planner fits the example's fast-path cells with its counted FLOP and bytes, and grows it along rows.
+    cost_model = read(results / "tables/cost_model.json")
+    mine = [p for p in cost_model["points"] if p["source"] == "benchmark"]
+    assert mine and all(p["model"] == "models.residual_mlp:build" and p["features"] is None for p in mine)
+    assert {p["model"] for p in cost_model["points"] if p["source"] == "grid"} == {"textbook MLP"}
+    summary = read(results / "tables/break_even.json")["summary"]
+    assert {s["axis"] for s in summary} == {"rows"} and {s["base_model"] for s in summary} == {profile["model"]}
     assert "## FLOP formula against torch's FLOP counter" not in report
     assert "the parameters, gradients and optimizer state, counted," in report
     # dropout draws the same masks in every epoch and loader: the check of identical work still holds

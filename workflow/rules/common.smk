@@ -78,6 +78,11 @@ def code(script):
 # user's model (model.factory) is also an input through its source: its module and every module it
 # imports from model.path, so editing the model re-runs what timed it.
 MODEL = sorted_keys(config["model"])
+# The workload of the planner's grid: the textbook MLP trained with Adam on BCE. Any other model is
+# planned from its counted profile (analyze.model_work).
+GRID_MODEL = (
+    config["model"]["factory"] is None and config["model"]["optimizer"] == "adam" and config["model"]["loss"] == "bce"
+)
 # Your own benchmark data ({"kind": "table" | "arrays", ...}) or None for the generated matrix; one
 # sample's shape is a param of the rules that build the model (the Snakefile resolved it).
 USER_BENCHMARK = benchmark_data.source(config)

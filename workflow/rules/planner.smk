@@ -39,6 +39,8 @@ rule planner:
         gpu_training=GPU_TRAINING_TABLE,
         transfers=TRANSFER_TABLE,
         probe=results(paths.DEVICE_PROBE),
+        # Any model but the grid's is planned from its counted profile.
+        profile=[] if GRID_MODEL else results(paths.MODEL_PROFILE),
         code=code("plan.py"),
     output:
         cost_model=results(paths.COST_MODEL),
@@ -69,11 +71,9 @@ rule planner:
         rows=config["data"]["benchmark"]["rows"],
         features=config["data"]["benchmark"]["features"],
         hidden=config["model"]["hidden"],
-        # The benchmark's cells are fit points of the grid's workload only for the textbook MLP trained as
-        # the grid trains it (Adam on BCE).
-        textbook=config["model"]["factory"] is None
-        and config["model"]["optimizer"] == "adam"
-        and config["model"]["loss"] == "bce",
+        # The benchmark's cells are the grid's workload only for the textbook MLP trained as the grid
+        # trains it (Adam on BCE); any other model enters the fit and the curves as its profile counts it.
+        textbook=GRID_MODEL,
         batch_sizes=config["timing"]["batch_sizes"],  # the FLOP check's batch sizes
         threads=TIMING_THREADS,  # the threads the CPU rates hold for (the grid's; its benchmark cells')
         curve_batch_size=config["planner"]["batch_size"],

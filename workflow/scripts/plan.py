@@ -3,7 +3,7 @@
 import dataclasses
 
 from accel_choice import records
-from accel_choice.analyze import breakeven_interval, planner
+from accel_choice.analyze import breakeven_interval, model_work, planner
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import atomic, envinfo, tables
 from accel_choice.io.runtime import job
@@ -11,9 +11,10 @@ from accel_choice.measure import flopcheck
 from accel_choice.records.loads import DeviceProbe, TransferTable
 from accel_choice.records.grid import GridJob, Workload
 from accel_choice.records.breakeven import BreakEvenTable
+from accel_choice.records.model import ModelProfile
 from accel_choice.records.planner import CostModelTable, FlopCheck
 from accel_choice.records.training import TrainingTable
-from accel_choice.render.planner import break_even_figure
+from accel_choice.render.break_even_figure import break_even_figure
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output
 with job(snakemake.log[0], snakemake.threads) as log:
@@ -26,24 +27,31 @@ with job(snakemake.log[0], snakemake.threads) as log:
     probe = records.read(DeviceProbe, inp.probe)
 
     rules = NoiseRules(**p.noise)
-    # The benchmark's cells are fit points of the textbook MLP d → hidden → 1 only: a user's model
-    # (model.factory) is not that workload, so the planner then rests on its grid alone.
-    # Of those, the cells at the grid's thread count (the first of timing.threads): the CPU rates hold for it.
-    benchmark_cells = [c for c in train_table if c.threads == p.threads] if p.textbook else []
-    points = planner.grid_points(grid, rules) + planner.benchmark_points(benchmark_cells, p.rows, p.features, p.hidden)
-    models = planner.device_models(points, p.gpu_assumed)
+    # The benchmark's cells at the grid's thread count (the first of timing.threads): the CPU rates hold for it.
+    benchmark_cells = [c for c in train_table if c.threads == p.threads]
+    # The grid times the textbook MLP d → hidden → 1 on Adam and BCE. Any other model (your own, or the
+    # textbook MLP trained otherwise) enters the fit, and the curves, as its counted profile describes it.
+    per_sample = None if p.textbook else model_work.PerSample.of(records.read(ModelProfile, inp.profile))
+
+    def workload(batch_size):
+        if per_sample is None:
+            return Workload(rows=p.rows, features=p.features, hidden=p.hidden, batch_size=batch_size)
+        return model_work.CountedWorkload(rows=p.rows, batch_size=batch_size, per_sample=per_sample)
+
+    points = planner.grid_points(grid, rules) + planner.benchmark_points(benchmark_cells, workload)
+    models = planner.device_models(points, p.gpu_assumed, per_sample)
     gpu_name = next(name for name in models if name != "cpu")
     bandwidth, bandwidth_source, bandwidth_memory = planner.host_to_device_bytes_per_s(
         transfers, p.assumed_host_to_device_gb_s
     )
     startup, startup_source = planner.gpu_startup_seconds(train_table, p.gpu_assumed["startup_s"])
 
-    base = Workload(rows=p.rows, features=p.features, hidden=p.hidden, batch_size=p.curve_batch_size)
+    base = workload(p.curve_batch_size)
     curves = planner.break_even_curves(models["cpu"], models[gpu_name], base, p.sweep, bandwidth, startup, p.epochs)
     # Every break-even's interval: the cost model refitted to bootstrap resamples of the timed repeats.
     intervals = breakeven_interval.break_even_intervals(
         curves,
-        breakeven_interval.measurements(grid, benchmark_cells, p.rows, p.features, p.hidden),
+        breakeven_interval.measurements(grid, benchmark_cells, workload),
         models,
         gpu_name,
         confidence=rules.confidence,

@@ -30,14 +30,14 @@ sweep never showed; the share of each outcome is reported with it.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 
 from accel_choice.analyze import bootstrap, costmodel
-from accel_choice.analyze.costmodel import BreakEvenCurve, CostModel, Crossing
+from accel_choice.analyze.costmodel import AnyWorkload, BreakEvenCurve, CostModel, Crossing
 from accel_choice.records.grid import GridRecord, Workload
 from accel_choice.records.training import TrainingCell
 
@@ -50,7 +50,7 @@ class Measured:
     """The timed jobs behind one fit point: each job's epochs, in seconds."""
 
     device: str
-    workload: Workload
+    workload: AnyWorkload
     jobs: tuple[tuple[float, ...], ...]
     # Points of one block with the same repeats (`repeats`, in the order of `jobs`) and epoch counts
     # are resampled with the same draws; None: drawn on its own.
@@ -101,9 +101,10 @@ def is_fit_cell(cell: TrainingCell) -> bool:
 
 
 def measurements(
-    grid: Sequence[GridRecord], train_table: Sequence[TrainingCell], rows: int, features: int, hidden: int
+    grid: Sequence[GridRecord], train_table: Sequence[TrainingCell], workload: Callable[[int], AnyWorkload]
 ) -> list[Measured]:
-    """The jobs behind every fit point (analyze.planner's grid_points and benchmark_points)."""
+    """The jobs behind every fit point (analyze.planner's grid_points and benchmark_points); a
+    benchmark cell's epoch is `workload(batch_size)`, the textbook MLP's or a counted model's."""
     measured = []
     for (device, n, d, h, b), group in grid_groups(grid).items():
         ordered = sorted(group, key=lambda r: r.repeat)
@@ -119,7 +120,7 @@ def measurements(
     measured += [
         Measured(
             device=cell.device,
-            workload=Workload(rows=rows, features=features, hidden=hidden, batch_size=cell.batch_size),
+            workload=workload(cell.batch_size),
             jobs=tuple(tuple(job) for job in cell.epoch_s_jobs),
         )
         for cell in train_table

@@ -19,7 +19,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from accel_choice.analyze import theory
+from accel_choice.analyze import model_work, theory
+from accel_choice.analyze.model_work import CountedWorkload
 from accel_choice.records.grid import Workload
 from accel_choice.records.planner import TERMS, Residual
 
@@ -31,6 +32,8 @@ MAX_CONDITION = 1e3
 # this (absolute, per point): it stops a noise-free fit keeping a 1e-20 coefficient.
 _TIE_RSS_PER_POINT = 1e-12
 _MIN_POINTS = 4
+# An epoch the model describes: the textbook MLP of the grid, or a counted model (analyze.model_work).
+AnyWorkload = Workload | CountedWorkload
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,7 @@ class BreakEvenCurve:
     """Modelled CPU and GPU epoch seconds along one axis grown from `base` (break_even's result)."""
 
     axis: str
-    base: Workload
+    base: AnyWorkload
     values: tuple[int, ...]
     cpu_s: tuple[float, ...]
     gpu_s: tuple[float, ...]
@@ -94,8 +97,8 @@ class Crossing:
     gpu_always_faster: bool
 
 
-def work(w: Workload) -> dict[str, float]:
-    """Steps, training FLOP and bytes moved in one epoch.
+def work(w: AnyWorkload) -> dict[str, float]:
+    """Steps, training FLOP and bytes moved in one epoch (a counted model's: CountedWorkload.work).
 
     FLOP are those the matrix products execute (theory.forward_backward_flops_counted, which
     FlopCounterMode confirms): the 3× rule also counts the first layer's input gradient, which
@@ -110,6 +113,8 @@ def work(w: Workload) -> dict[str, float]:
         parameters, gradients and both moments and writes them back (the gradients by backward).
     Caches are ignored, so for small models this over-counts the traffic that reaches DRAM.
     """
+    if isinstance(w, CountedWorkload):
+        return w.work()
     widths = w.widths
     steps = theory.steps_per_epoch(w.rows, w.batch_size)
     data = w.rows * (w.features + 1) * theory.FP32_BYTES
@@ -122,7 +127,7 @@ def work(w: Workload) -> dict[str, float]:
     }
 
 
-def _features(w: Workload) -> np.ndarray:
+def _features(w: AnyWorkload) -> np.ndarray:
     counts = work(w)
     return np.array([counts["steps"], counts["flop"], counts["bytes"]], dtype=float)
 
@@ -143,12 +148,12 @@ def coefficients(model: CostModel) -> np.ndarray:
     return np.array([model.seconds_per_step, 1.0 / model.flop_per_s, 1.0 / model.bytes_per_s])
 
 
-def design(workloads: Sequence[Workload]) -> np.ndarray:
+def design(workloads: Sequence[AnyWorkload]) -> np.ndarray:
     """Steps, FLOP and bytes of each workload's epoch, one row each: design @ coefficients(model) predicts them all."""
     return np.array([_features(w) for w in workloads], dtype=float).reshape(len(workloads), 3)
 
 
-def terms(model: CostModel, w: Workload) -> dict[str, float]:
+def terms(model: CostModel, w: AnyWorkload) -> dict[str, float]:
     """Modelled seconds of each term: overhead_s, compute_s, memory_s."""
     counts = work(w)
     return {
@@ -158,7 +163,7 @@ def terms(model: CostModel, w: Workload) -> dict[str, float]:
     }
 
 
-def predict(model: CostModel, w: Workload) -> float:
+def predict(model: CostModel, w: AnyWorkload) -> float:
     """Modelled seconds of one epoch of `w` on `model.device`."""
     return sum(terms(model, w).values())
 
@@ -240,7 +245,7 @@ def _r_squared(measured: np.ndarray, predicted: np.ndarray) -> float | None:
     return 1.0 - float(np.sum((measured - predicted) ** 2)) / total
 
 
-def _validate_points(points: Sequence[tuple[Workload, float]]) -> None:
+def _validate_points(points: Sequence[tuple[AnyWorkload, float]]) -> None:
     if len(points) < _MIN_POINTS:
         raise ValueError(f"fit needs at least {_MIN_POINTS} measured (workload, seconds) points, got {len(points)}")
     for w, seconds in points:
@@ -257,7 +262,7 @@ def fit_coefficients(rows: np.ndarray, seconds: np.ndarray) -> np.ndarray:
     return _nnls(_weighted_design(rows, seconds))[0]
 
 
-def fit(device: str, points: Sequence[tuple[Workload, float]]) -> CostModel:
+def fit(device: str, points: Sequence[tuple[AnyWorkload, float]]) -> CostModel:
     """Fit seconds_per_step, FLOP/s and bytes/s to measured (workload, epoch seconds) points.
 
     Non-negative least squares on relative residuals; a term the fit drops gets rate
@@ -287,10 +292,7 @@ def fit(device: str, points: Sequence[tuple[Workload, float]]) -> CostModel:
         warning=None if identifiable else _collinearity_warning(condition, [w for w, _ in points]),
         residuals=tuple(
             Residual(
-                rows=w.rows,
-                features=w.features,
-                hidden=w.hidden,
-                batch_size=w.batch_size,
+                **model_work.identity(w),
                 measured_s=float(s),
                 predicted_s=float(p),
                 rel_error=float(r),
@@ -302,8 +304,8 @@ def fit(device: str, points: Sequence[tuple[Workload, float]]) -> CostModel:
     return _model_from_coefficients(device, fitted, "fitted", quality)
 
 
-def _collinearity_warning(condition: float, workloads: Sequence[Workload]) -> str:
-    varied = [axis for axis in AXES if len({getattr(w, axis) for w in workloads}) > 1]
+def _collinearity_warning(condition: float, workloads: Sequence[AnyWorkload]) -> str:
+    varied = [axis for axis in AXES if len({getattr(w, axis, None) for w in workloads}) > 1]
     return (
         f"overhead, compute and memory terms are not separately identifiable from these points "
         f"(condition number {condition:.3g} > {MAX_CONDITION:g}; varied: {', '.join(varied) or 'nothing'}): "
@@ -318,10 +320,10 @@ def _collinearity_warning(condition: float, workloads: Sequence[Workload]) -> st
 def break_even(
     cpu: CostModel,
     gpu: CostModel,
-    base: Workload,
+    base: AnyWorkload,
     axis: str,
     values: Sequence[int],
-    gpu_extra_s: Callable[[Workload], float] | None = None,
+    gpu_extra_s: Callable[[AnyWorkload], float] | None = None,
 ) -> BreakEvenCurve:
     """Modelled CPU and GPU epoch seconds along one axis, and where the GPU starts to win.
 
@@ -331,7 +333,7 @@ def break_even(
     is never faster, or is faster from the first value (then `gpu_always_faster` is True
     if it stays faster). gpu_extra_s adds GPU-only seconds per epoch, e.g. host→device copy.
     """
-    _validate_axis(axis, values)
+    _validate_axis(axis, values, model_work.AXES if isinstance(base, CountedWorkload) else AXES)
     workloads = [replace(base, **{axis: int(v)}) for v in values]
     extra = tuple(gpu_extra_s(w) for w in workloads) if gpu_extra_s else ()
     cpu_s = tuple(predict(cpu, w) for w in workloads)
@@ -368,9 +370,9 @@ def crossing(values: Sequence[int], cpu_s: Sequence[float], gpu_s: Sequence[floa
     )
 
 
-def _validate_axis(axis: str, values: Sequence[int]) -> None:
-    if axis not in AXES:
-        raise ValueError(f"axis must be one of {', '.join(AXES)}, got {axis!r}")
+def _validate_axis(axis: str, values: Sequence[int], axes: Sequence[str]) -> None:
+    if axis not in axes:
+        raise ValueError(f"axis must be one of {', '.join(axes)}, got {axis!r}")
     if not values or any(v <= 0 for v in values) or any(b <= a for a, b in zip(values, values[1:])):
         raise ValueError(f"values must be positive and strictly increasing, got {list(values)}")
 

@@ -6,15 +6,16 @@ import dataclasses
 import math
 import os
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from accel_choice import records
-from accel_choice.analyze import costmodel, stats, theory
+from accel_choice.analyze import costmodel, model_work, stats, theory
 from accel_choice.analyze.aggregate import contamination
 from accel_choice.analyze.breakeven_interval import Interval, grid_groups, is_fit_cell
-from accel_choice.analyze.costmodel import BreakEvenCurve, CostModel
-from accel_choice.records.grid import GridRecord, Workload
+from accel_choice.analyze.costmodel import AnyWorkload, BreakEvenCurve, CostModel
+from accel_choice.analyze.model_work import CountedWorkload, PerSample
+from accel_choice.records.grid import GridRecord
 from accel_choice.records.loads import TransferTable, VisibleDevices
 from accel_choice.records.breakeven import BreakEvenSummary, CurveRow
 from accel_choice.records.planner import FitPoint, ModelRow, Scenario, ScenarioModelled
@@ -121,11 +122,23 @@ def grid_points(grid: Sequence[GridRecord], rules: stats.NoiseRules) -> list[Fit
     return points
 
 
-def device_models(points: Sequence[FitPoint], gpu_assumed: Mapping[str, float]) -> dict[str, CostModel]:
-    """A fitted model for every measured device; an assumed GPU model where no GPU was measured."""
+def point_workload(point: FitPoint, per_sample: PerSample | None) -> AnyWorkload:
+    """The workload a fit point measured: the textbook MLP's, or the counted model's (`per_sample`)."""
+    if point.features is not None:
+        return point.workload
+    if per_sample is None or per_sample.model != point.model:
+        raise ValueError(f"the fit point of {point.model!r} needs that model's counted profile")
+    return CountedWorkload(rows=point.rows, batch_size=point.batch_size, per_sample=per_sample)
+
+
+def device_models(
+    points: Sequence[FitPoint], gpu_assumed: Mapping[str, float], per_sample: PerSample | None = None
+) -> dict[str, CostModel]:
+    """A fitted model for every measured device; an assumed GPU model where no GPU was measured.
+    `per_sample`: the counted model of the benchmark's points where it is not the grid's MLP."""
     models = {}
     for device in dict.fromkeys(p.device for p in points):
-        mine = [(p.workload, p.epoch_s) for p in points if p.device == device]
+        mine = [(point_workload(p, per_sample), p.epoch_s) for p in points if p.device == device]
         models[device] = costmodel.fit(device, mine)
     if set(models) == {"cpu"}:
         models["gpu"] = costmodel.assumed(
@@ -176,7 +189,7 @@ def sweep_values(low: int, high: int, count: int = 25) -> list[int]:
 def break_even_curves(
     cpu: CostModel,
     gpu: CostModel,
-    base: Workload,
+    base: AnyWorkload,
     sweep: Mapping[str, Sequence[int]],
     host_to_device_bytes_per_s: float,
     startup_s: float,
@@ -186,24 +199,37 @@ def break_even_curves(
 
     A training job of `epochs` epochs pays the GPU's fixed costs once - the runtime's start-up,
     and for resident data one copy of the input - so each GPU epoch carries 1/epochs of them.
+    A counted model (analyze.model_work) is grown along rows and batch size only: the sweep's
+    features and hidden are the textbook MLP's and are skipped for it.
     """
 
-    def copy_s(w: Workload) -> float:
-        return theory.input_bytes(w.rows, w.features) / host_to_device_bytes_per_s
+    def copy_s(w: AnyWorkload) -> float:
+        return copy_bytes(w) / host_to_device_bytes_per_s
 
-    def resident_extra(w: Workload) -> float:
+    def resident_extra(w: AnyWorkload) -> float:
         return (startup_s + copy_s(w)) / epochs
 
-    def streamed_extra(w: Workload) -> float:
+    def streamed_extra(w: AnyWorkload) -> float:
         return startup_s / epochs + copy_s(w)
 
     curves = []
+    axes = model_work.AXES if isinstance(base, CountedWorkload) else costmodel.AXES
     for axis, (low, high) in sweep.items():
+        if axis not in axes:
+            continue
         values = sweep_values(low, high)
         for placement, extra in (("resident", resident_extra), ("streamed", streamed_extra)):
             curve = costmodel.break_even(cpu, gpu, base, axis, values, gpu_extra_s=extra)
             curves.append(dataclasses.replace(curve, placement=placement))
     return curves
+
+
+def copy_bytes(w: AnyWorkload) -> int:
+    """The input the GPU receives for one epoch: the fp32 matrix (the textbook's), or every row's
+    features and target (a counted model's)."""
+    if isinstance(w, CountedWorkload):
+        return w.rows * w.per_sample.row_bytes
+    return theory.input_bytes(w.rows, w.features)
 
 
 def curve_rows(curves: Sequence[BreakEvenCurve]) -> list[CurveRow]:
@@ -266,10 +292,7 @@ def break_even_summary(curve: BreakEvenCurve, interval: Interval) -> BreakEvenSu
         gpu_faster_until=faster_until,
         sweep_min=curve.values[0],
         sweep_max=curve.values[-1],
-        base_rows=base.rows,
-        base_features=base.features,
-        base_hidden=base.hidden,
-        base_batch_size=base.batch_size,
+        **{f"base_{name}": value for name, value in model_work.identity(base).items()},
     )
 
 
@@ -286,16 +309,14 @@ def scenario_rows(plan: Scenario) -> list[dict[str, Any]]:
 # copies and start-up) and env/devices.json (the device probe).
 
 
-def benchmark_points(train_table: Sequence[TrainingCell], rows: int, features: int, hidden: int) -> list[FitPoint]:
-    """The main benchmark's fast-path fp32 cells (CPU on the host, GPU resident) as extra fit points."""
+def benchmark_points(train_table: Sequence[TrainingCell], workload: Callable[[int], AnyWorkload]) -> list[FitPoint]:
+    """The main benchmark's fast-path fp32 cells (CPU on the host, GPU resident) as extra fit points;
+    `workload(batch_size)` is what one such cell's epoch is (the textbook MLP's, or a counted model's)."""
     return [
         FitPoint(
             device=r.device,
             source="benchmark",
-            rows=rows,
-            features=features,
-            hidden=hidden,
-            batch_size=r.batch_size,
+            **model_work.identity(workload(r.batch_size)),
             epoch_s=r.epoch_s_median,
             epoch_s_min=r.epoch_s_min,
             epoch_s_max=r.epoch_s_max,

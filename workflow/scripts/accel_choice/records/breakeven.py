@@ -11,6 +11,7 @@ import math
 from typing import Literal
 
 from accel_choice.records import Count, Fraction, NonNegative, NonNegativeSeconds, Positive, PositiveCount, record
+from accel_choice.records.model import TEXTBOOK
 
 Axis = Literal["rows", "features", "hidden", "batch_size"]
 Placement = Literal["resident", "streamed"]
@@ -48,11 +49,19 @@ class BreakEvenSummary:
     sweep_min: PositiveCount
     sweep_max: PositiveCount
     base_rows: PositiveCount
-    base_features: PositiveCount
-    base_hidden: PositiveCount
+    base_features: PositiveCount | None  # null: a counted model (base_model), which has no features or hidden
+    base_hidden: PositiveCount | None
     base_batch_size: PositiveCount
+    base_model: str = TEXTBOOK
 
     def __post_init__(self) -> None:
+        if (self.base_model == TEXTBOOK) != (self.base_features is not None) or (self.base_features is None) != (
+            self.base_hidden is None
+        ):
+            raise ValueError(
+                f"base_model {self.base_model!r}: the textbook MLP has base_features and base_hidden, "
+                "a counted model neither"
+            )
         if self.gpu_always_faster and self.gpu_never_faster:
             raise ValueError("the GPU cannot be both always and never faster")
         if (self.gpu_always_faster or self.gpu_never_faster) and (
@@ -105,7 +114,7 @@ class CurveRow:
             raise ValueError(f"cpu_over_gpu {self.cpu_over_gpu!r} is not cpu_s / gpu_s = {self.cpu_s / self.gpu_s!r}")
 
 
-@record(schema="break-even", version=2)
+@record(schema="break-even", version=3)
 class BreakEvenTable:
     """tables/break_even.json: every break-even curve, value by value, and its summary (all modelled);
     the intervals resample the measurements of `resampled_devices` only, seeded by `seed` (config)."""

@@ -28,6 +28,7 @@ from accel_choice.records.breakeven import CurveRow as CurveRow
 from accel_choice.records.breakeven import ModelSource
 from accel_choice.records.environment import Environment
 from accel_choice.records.grid import Workload, steps_per_epoch
+from accel_choice.records.model import TEXTBOOK
 
 Source = Literal["measured", "assumed"]
 CopyMemory = Literal["pageable", "pinned"]
@@ -36,16 +37,27 @@ CopyMemory = Literal["pageable", "pinned"]
 # --- tables/cost_model.json --------------------------------------------------------------------
 
 
+def _check_model(model: str, features: int | None, hidden: int | None) -> None:
+    """The textbook MLP has features and hidden; a counted model (analyze.model_work) has neither."""
+    if (model == TEXTBOOK) != (features is not None) or (features is None) != (hidden is None):
+        raise ValueError(
+            f"model {model!r} with features {features} and hidden {hidden}: the textbook MLP has both, "
+            "a counted model neither"
+        )
+
+
 @record
 class FitPoint:
     """A measured epoch the cost model is fitted to: a grid workload's median over its repeats, or a
-    benchmark cell (fast path, fp32; CPU on the host, GPU resident)."""
+    benchmark cell (fast path, fp32; CPU on the host, GPU resident). A benchmark cell of a model other
+    than the grid's (your own, or the textbook MLP trained otherwise) is fitted with its counted steps,
+    FLOP and bytes (analyze.model_work): `model` names it, and it has no features or hidden."""
 
     device: str
     source: Literal["grid", "benchmark"]
     rows: PositiveCount
-    features: PositiveCount
-    hidden: PositiveCount
+    features: PositiveCount | None  # null: a counted model
+    hidden: PositiveCount | None
     batch_size: PositiveCount
     epoch_s: Seconds  # the median over the repeats
     epoch_s_min: Seconds
@@ -53,31 +65,40 @@ class FitPoint:
     repeats: PositiveCount
     noisy: bool
     busy_repeats: Count  # repeats measured while other processes were busy (kept, and counted in the report)
+    model: str = TEXTBOOK
 
     def __post_init__(self) -> None:
         ordered(self.epoch_s_min, self.epoch_s, self.epoch_s_max, "epoch_s_min epoch_s epoch_s_max")
         if self.busy_repeats > self.repeats:
             raise ValueError(f"busy_repeats {self.busy_repeats} > repeats {self.repeats}")
+        _check_model(self.model, self.features, self.hidden)
+        if self.source == "grid" and self.model != TEXTBOOK:
+            raise ValueError(f"a grid point is the textbook MLP's, not {self.model!r}")
 
     @property
     def workload(self) -> Workload:
+        """The textbook MLP's workload; a counted model's is analyze.model_work.CountedWorkload."""
+        if self.features is None or self.hidden is None:
+            raise ValueError(f"{self.model}: a counted model's workload comes from its profile")
         return Workload(rows=self.rows, features=self.features, hidden=self.hidden, batch_size=self.batch_size)
 
 
 @record
 class Residual:
-    """One fit point against the fitted model of its device."""
+    """One fit point against the fitted model of its device (a counted model's: no features, hidden)."""
 
     rows: PositiveCount
-    features: PositiveCount
-    hidden: PositiveCount
+    features: PositiveCount | None
+    hidden: PositiveCount | None
     batch_size: PositiveCount
     measured_s: Seconds
     predicted_s: NonNegativeSeconds
     rel_error: float  # (predicted - measured) / measured
     device: str
+    model: str = TEXTBOOK
 
     def __post_init__(self) -> None:
+        _check_model(self.model, self.features, self.hidden)
         expected = (self.predicted_s - self.measured_s) / self.measured_s
         if not math.isclose(self.rel_error, expected, rel_tol=1e-9, abs_tol=1e-12):
             raise ValueError(
@@ -149,7 +170,7 @@ class ModelRow:
             raise ValueError("a fit that is not identifiable carries a warning, and only such a fit")
 
 
-@record(schema="cost-model")
+@record(schema="cost-model", version=2)
 class CostModelTable:
     """tables/cost_model.json: the cost model of each device, the points it was fitted to and their
     residuals, and the host→device copy and GPU start-up the break-even curves add."""

@@ -27,6 +27,8 @@ STEP_TITLES = {
     5: "Compare the full path, not only the matrix multiply",
     6: "Memory upper bound: Adam fp32 4·P·4 bytes + activations",
 }
+# A model the formulas do not describe (analyze.figures): its state is counted, not 4·P·4.
+COUNTED_STEP_6 = "Memory upper bound: parameters, gradients and optimizer state (counted) + activations"
 MISSING_WORDS = {
     "not_measurable_here": "not measurable here",
     "accelerator_off": "not measured (accelerator: off)",
@@ -231,10 +233,12 @@ def evidence_words(step: SheetStep, gpu: GpuVisibility) -> str:
     )
 
 
-def sheet_section(sheet: Sequence[SheetStep], gpu: GpuVisibility) -> str:
+def sheet_section(sheet: Sequence[SheetStep], gpu: GpuVisibility, counted: bool = False) -> str:
+    """`counted`: the model figures are counted (analyze.figures), so step 6 is not the 4·P·4 formula."""
+    titles = {**STEP_TITLES, 6: COUNTED_STEP_6} if counted else STEP_TITLES
     return "## GPU decision sheet (section 28.3.5)\n\n" + table(
         ("step", "what", "status", "evidence"),
-        [(s.step, STEP_TITLES[s.step], status_words(s), evidence_words(s, gpu)) for s in sheet],
+        [(s.step, titles[s.step], status_words(s), evidence_words(s, gpu)) for s in sheet],
     )
 
 

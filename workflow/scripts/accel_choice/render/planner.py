@@ -1,21 +1,14 @@
-"""The planner in the report: the FLOP check, exercise 4's scenario, the cost model and break-even, and its figure."""
+"""The planner in the report: the FLOP check, exercise 4's scenario, the cost model and break-even
+(its figure: render.break_even_figure)."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
-from typing import Any
+import statistics
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from accel_choice.analyze.costmodel import BreakEvenCurve  # noqa: E402
-from accel_choice.io import paths  # noqa: E402
-from accel_choice.records.breakeven import BreakEvenSummary, BreakEvenTable  # noqa: E402
-from accel_choice.records.planner import CostModelTable, FitPoint, FlopCheck, Scenario  # noqa: E402
-from accel_choice.render.formatting import ms, number, save_figure, table  # noqa: E402
+from accel_choice.io import paths
+from accel_choice.records.breakeven import BreakEvenSummary, BreakEvenTable
+from accel_choice.records.planner import CostModelTable, FlopCheck, Scenario
+from accel_choice.render.formatting import ms, number, table
 
 
 # An interval is wide when its ends are more than this factor apart, or it reaches outside the sweep.
@@ -171,8 +164,41 @@ def scenario_section(plan: Scenario | None) -> str:
     )
 
 
-def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTable | None, own: bool = False) -> str:
-    """`own`: the timing measured a user's model, which the planner's grid (textbook MLPs) does not hold."""
+def counted_paragraph(cost_model: CostModelTable, break_even: BreakEvenTable) -> str:
+    """What the planner models when the timed model is not the grid's MLP, and how well the fitted
+    rates describe that model's own measured cells."""
+    models = sorted({p.model for p in cost_model.points if p.features is None})
+    if not models:
+        return ""
+    fits = []
+    for device in dict.fromkeys(r.device for r in cost_model.residuals):
+        errors = [abs(r.rel_error) for r in cost_model.residuals if r.device == device and r.features is None]
+        if errors:
+            fits.append(
+                f"{device} {len(errors)} cell{'s' if len(errors) != 1 else ''}, median |error| "
+                f"{statistics.median(errors):.1%}, largest {max(errors):.1%}"
+            )
+    skipped = [s for s in ("features", "hidden") if s not in {x.axis for x in break_even.summary}]
+    return (
+        f"**The planner models {', '.join(f'`{m}`' for m in models)} from its counted profile** "
+        f"(`{paths.MODEL_PROFILE}`): the rates are fitted to the grid's textbook MLPs together with this model's "
+        "fast-path cells, each cell entered with the steps, FLOP and bytes its profile counts (`analyze.model_work`: "
+        "FLOP and activations per sample, optimizer state per step), and the break-even curves grow this model "
+        "along rows"
+        + (" and batch size" if "batch_size" in {x.axis for x in break_even.summary} else "")
+        + (
+            f" ({' and '.join(f'`planner.sweep.{a}`' for a in skipped)}: the textbook MLP's widths, not drawn for it)"
+            if skipped
+            else ""
+        )
+        + ". The rates are one line through MLP and your model alike; how well they describe your model's own cells: "
+        + ("; ".join(fits) if fits else "no cell measured")
+        + ". An error well above the grid's says your model runs at other rates than the MLPs (convolutions, "
+        "normalisation), and its break-evens shift by as much.\n\n"
+    )
+
+
+def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTable | None) -> str:
     if not cost_model or not break_even:
         return ""
     models = [
@@ -198,13 +224,7 @@ def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTabl
     assumed = break_even.gpu_model_source == "assumed"
     return (
         "## Planner: cost model and break-even (modelled)\n\n"
-        + (
-            "**The planner models the textbook MLP d → h → 1 of its grid, not the model timed above**: its "
-            "curves start from the benchmark's d and `model.hidden`, and your model's cells are not among its "
-            "fit points (its counted FLOP are in the model figures).\n\n"
-            if own
-            else ""
-        )
+        + counted_paragraph(cost_model, break_even)
         + "Epoch time ≈ steps · (per-step overhead) + FLOP / (sustained FLOP/s) + bytes moved / (bandwidth), with the "
         "FLOP the matrix products execute (the counter's count, see above) and the bytes of `costmodel.work`, fitted per "
         "device by non-negative least squares on relative errors, to the planner's timed grid and the benchmark's "
@@ -300,90 +320,3 @@ def _few_jobs(jobs: int | None, confidence: float) -> str:
         else "the percentile interval is narrower than its level says (docs/planner.md); more grid jobs bring it closer"
     )
     return f" It rests on {jobs} grid job{'s' if jobs != 1 else ''} (`planner.repeats`): {coverage}."
-
-
-def break_even_figure(
-    curves: Sequence[BreakEvenCurve],
-    measured: Sequence[FitPoint],
-    png_path: str | os.PathLike[str],
-    svg_path: str | os.PathLike[str],
-    *,
-    gpu_label: str,
-    intervals: Sequence[BreakEvenSummary] = (),
-) -> None:
-    """One panel per costmodel.break_even() result: modelled CPU and GPU epoch seconds, and the
-    break-even's interval as a band where `intervals` holds the curve's (axis, placement).
-
-    A measured epoch (a fit point; device "cpu", or anything else for the GPU) is drawn on a
-    panel only when its workload lies on that panel's line, i.e. every field except the panel's
-    axis equals the curve's base workload: a point measured elsewhere would be compared with a
-    prediction for a different workload.
-    """
-    if not curves:
-        raise ValueError("break_even_figure needs at least one break_even() curve")
-    figure, panels = plt.subplots(1, len(curves), figsize=(5.5 * len(curves), 5.6), squeeze=False)
-    by_curve = {(s.axis, s.placement): s for s in intervals}
-    for axes, curve in zip(panels[0], curves):
-        _break_even_panel(axes, curve, _points_on_line(curve, measured), gpu_label)
-        interval = by_curve.get((curve.axis, curve.placement))
-        if interval is not None:
-            _interval_band(axes, curve, interval)
-    figure.tight_layout()
-    save_figure(figure, png_path, svg_path)
-
-
-_WORKLOAD_FIELDS = ("rows", "features", "hidden", "batch_size")
-
-
-def _points_on_line(curve: BreakEvenCurve, measured: Sequence[FitPoint]) -> list[FitPoint]:
-    fixed = [f for f in _WORKLOAD_FIELDS if f != curve.axis]
-    return [m for m in measured if all(getattr(m, f) == getattr(curve.base, f) for f in fixed)]
-
-
-def _break_even_panel(axes: Any, curve: BreakEvenCurve, points: Sequence[FitPoint], gpu_label: str) -> None:
-    axis, values = curve.axis, curve.values
-    cpu_line = axes.plot(values, curve.cpu_s, label="CPU (modelled)")[0]
-    gpu_line = axes.plot(values, curve.gpu_s, label=f"{gpu_label} (modelled)")[0]
-    for is_cpu, line, marker in ((True, cpu_line, "o"), (False, gpu_line, "s")):
-        mine = sorted((p for p in points if (p.device == "cpu") == is_cpu), key=lambda p: getattr(p, axis))
-        if mine:
-            axes.scatter(
-                [getattr(p, axis) for p in mine],
-                [p.epoch_s for p in mine],
-                marker=marker,
-                color=line.get_color(),
-                zorder=3,
-                label=f"{'CPU' if is_cpu else 'GPU'} measured",
-            )
-    if curve.break_even is not None:
-        axes.axvline(
-            curve.break_even,
-            color="black",
-            linestyle="--",
-            linewidth=1,
-            label=f"break-even ≈ {curve.break_even:,.0f} (modelled)",
-        )
-    elif curve.gpu_always_faster:
-        axes.text(0.02, 0.02, "GPU faster over the whole range", transform=axes.transAxes, fontsize=8)
-    base = ", ".join(f"{f}={getattr(curve.base, f):,}" for f in _WORKLOAD_FIELDS if f != axis)
-    axes.set_xscale("log")
-    axes.set_yscale("log")
-    axes.set_xlabel(axis)
-    axes.set_ylabel("seconds per epoch")
-    axes.set_title(f"modelled epoch time vs {axis}\n({base})", fontsize=9)
-    axes.grid(True, which="both", alpha=0.3)
-    # Below the panel: inside it, the legend hid measured points.
-    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
-
-
-def _interval_band(axes: Any, curve: BreakEvenCurve, s: BreakEvenSummary) -> None:
-    """The interval as a shaded band, cut at the sweep's ends where a bound lies outside it; an
-    interval wholly outside the sweep is said in words."""
-    ends = {"below_sweep": curve.values[0], "beyond_sweep": curve.values[-1]}
-    low = s.break_even_low if s.break_even_low is not None else ends[s.break_even_low_where]
-    high = s.break_even_high if s.break_even_high is not None else ends[s.break_even_high_where]
-    if s.break_even_low_where == s.break_even_high_where != "in_sweep":
-        axes.text(0.02, 0.94, f"{interval_text(s)} (modelled)", transform=axes.transAxes, fontsize=8)
-    else:
-        axes.axvspan(low, high, color="grey", alpha=0.2, linewidth=0, label=f"{interval_text(s)} (modelled)")
-    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)

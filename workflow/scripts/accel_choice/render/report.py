@@ -229,10 +229,19 @@ def _gpu_section(inputs: ReportInputs) -> str:
         + (
             "\n\nPeak: `torch.cuda.max_memory_allocated()` after `reset_peak_memory_stats()`: everything allocated, the "
             "cuBLAS workspace and whatever else the process holds included. Epoch: that peak less `memory_allocated()` "
-            "when the epoch began, the epoch's own memory. Bound: Adam fp32 4·P·4 + forward and backward activations "
-            "(2 × forward) and backward's third hidden-size buffer + the batch in use and the next + the per-step loss "
-            "buffer, and where the data live on the device the matrix and target and the shuffled index; epoch/bound well above 1 means the epoch holds something the formulas do "
-            "not (the caching allocator rounds each block up to 512 bytes)."
+            "when the epoch began, the epoch's own memory. "
+            + (
+                f"Bound: your model's parameters, gradients and optimizer state as counted (`{paths.MODEL_PROFILE}`) "
+                "+ twice the forward hooks' activations (every leaf module's output) + the batch in use and the next "
+                "+ the per-step loss buffer, and where the data live on the device the data, target and the shuffled "
+                "index; epoch/bound well above 1 means the epoch holds something the counts do not (what backward "
+                "saves from functional code outside any module; the caching allocator rounds each block up to 512 bytes)."
+                if inputs.theory.figures == "counted"
+                else "Bound: Adam fp32 4·P·4 + forward and backward activations "
+                "(2 × forward) and backward's third hidden-size buffer + the batch in use and the next + the per-step loss "
+                "buffer, and where the data live on the device the matrix and target and the shuffled index; epoch/bound well above 1 means the epoch holds something the formulas do "
+                "not (the caching allocator rounds each block up to 512 bytes)."
+            )
         )
         + decision_words.startup_line(list(cells.values()))
     )
@@ -327,7 +336,7 @@ def render(inputs: ReportInputs) -> str:
     sections = [
         "# accel-choice: is a CPU enough for this training job?",
         decision_words.headline(verdict),
-        decision_words.sheet_section(inputs.decision.sheet, verdict.gpu),
+        decision_words.sheet_section(inputs.decision.sheet, verdict.gpu, counted=inputs.theory.figures == "counted"),
         _cpu_section(inputs.train_table),
         _gpu_section(inputs),
         _full_path_section(inputs.decision.full_path),
@@ -339,7 +348,7 @@ def render(inputs: ReportInputs) -> str:
         theory.theory_section(inputs.theory),
         planner.flop_section(inputs.flop_check) if inputs.theory.figures == "formula" else "",  # the MLP's check
         planner.scenario_section(inputs.scenario),
-        planner.planner_section(inputs.cost_model, inputs.break_even, own=inputs.theory.figures == "counted"),
+        planner.planner_section(inputs.cost_model, inputs.break_even),
         data.data_section(inputs.data),
         noise.noise_floor_section(inputs.sentinels),
         _flags_section(inputs),
