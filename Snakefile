@@ -53,6 +53,7 @@ include: "workflow/rules/gpu.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/northstar.smk"
 include: "workflow/rules/planner.smk"
+include: "workflow/rules/scale.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/archive.smk"
 

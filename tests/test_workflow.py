@@ -1285,6 +1285,58 @@ def test_the_conv1d_example_trains_three_classes_on_sequences(conv1d: dict) -> N
     assert "## Gradient variance" not in report
 
 
+TINY_SCALE = {
+    "enabled": True,
+    "sizes_gb": [0.002, 0.004],
+    "features": 15,
+    "hidden": 8,
+    "batch_size": 128,
+    "row_group_rows": 512,
+    "part_gb": 0.002,
+    "workers": [0, 1],
+    "step_blocks": 2,
+    "step_steps": 5,
+}
+
+
+def test_the_streaming_study_measures_every_stage_and_leaves_no_data_behind(finished: Path, tmp_path: Path) -> None:
+    workdir = _copy_of(finished, tmp_path / "run")
+    config = changed(scale=TINY_SCALE)
+    plan = planned_jobs(snakemake(workdir, config, "-n"))
+    # The study's own jobs, and what reads them: the planner (the storage line) and the report.
+    assert plan["time_scale"] == 2 and plan["time_scale_step"] == 1 and plan["scale_table"] == 1
+    assert plan["planner"] == 1 and "time_cpu_training" not in plan and "time_cost_model" not in plan
+    result = snakemake(workdir, config)
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = workdir / "results"
+    for fmt in ("parquet", "npy"):
+        job = read(results / f"timing/scale/{fmt}.json")
+        assert [s["target_gb"] for s in job["sizes"]] == [0.002, 0.004]
+        # none, 1 worker process, 1 thread; cold and warm (the tiny files fit in the page cache)
+        assert all(len(s["readers"]) == 6 and s["decode"] is not None for s in job["sizes"])
+    table = read(results / "tables/scale.json")
+    assert [s["device"] for s in table["scenario"]] == ["cpu", "gpu"] and table["bottlenecks"]
+    report = (results / "REPORT.md").read_text()
+    assert (
+        "## Streaming data beyond memory (measured)" in report and "The scale scenario with measured storage" in report
+    )
+    assert (results / "figures/scale.png").stat().st_size > 0
+    # The datasets are scratch: deleted once timed.
+    assert not list((workdir / "scratch/scale").rglob("part-*"))
+    assert planned_jobs(snakemake(workdir, config, "-n")) == {}
+
+
+def test_a_streaming_study_larger_than_the_free_disk_is_refused_before_writing(finished: Path) -> None:
+    before = {p: p.stat().st_mtime_ns for p in (finished / "results").rglob("*") if p.is_file()}
+    result = snakemake(finished, changed(scale={**TINY_SCALE, "sizes_gb": [0.002, 10**6]}), "-n")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "config key scale.sizes_gb: the largest dataset (1,000,000 GB) needs about" in output
+    assert "GB free; lower scale.sizes_gb or set scale.scratch" in output
+    assert {p: p.stat().st_mtime_ns for p in (finished / "results").rglob("*") if p.is_file()} == before
+    assert not (finished / "scratch").exists()
+
+
 def test_prices_add_a_cost_section_and_rerun_no_measurement(finished: Path, tmp_path: Path) -> None:
     workdir = _copy_of(finished, tmp_path / "run")
     config = changed(cost={"per_hour": {"cpu": 0.17, "cuda": 3.2}, "currency": "EUR"})

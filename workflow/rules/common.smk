@@ -101,6 +101,12 @@ def model_code():
 MODEL_CODE = sorted(set(model_code()))
 
 
+# The streaming study (scale.enabled, docs/scale.md): its jobs and what reads them.
+SCALE_ON = config["scale"]["enabled"]
+SCALE_JOBS = expand(results(paths.SCALE_JOB), format=config["scale"]["formats"]) if SCALE_ON else []
+SCALE_TABLE = [results(paths.SCALE)] if SCALE_ON else []
+
+
 # The cost section, where prices are given (cost.per_hour).
 COST_TABLE = [results(paths.COST)] if config["cost"]["per_hour"] else []
 
@@ -174,6 +180,9 @@ JOBS = {
     "collect_environment": jobs(),
     "decide": jobs(),
     "cost_table": jobs() if COST_TABLE else [],
+    "time_scale": jobs(format=config["scale"]["formats"]) if SCALE_ON else [],
+    "time_scale_step": jobs(device=DEVICES) if SCALE_ON else [],
+    "scale_table": jobs() if SCALE_ON else [],
     "report": jobs(),
     "config_snapshot": jobs(),
     "resource_table": jobs(),

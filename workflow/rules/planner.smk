@@ -41,6 +41,8 @@ rule planner:
         probe=results(paths.DEVICE_PROBE),
         # Any model but the grid's is planned from its counted profile.
         profile=[] if GRID_MODEL else results(paths.MODEL_PROFILE),
+        # The streaming study's reader (scale.enabled): the break-even figure's storage line.
+        scale_jobs=SCALE_JOBS,
         code=code("plan.py"),
     output:
         cost_model=results(paths.COST_MODEL),

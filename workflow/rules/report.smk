@@ -101,6 +101,10 @@ rule report:
         flop_check=results(paths.FLOP_CHECK),
         scenario=results(paths.SCENARIO),
         cost=COST_TABLE,
+        # The streaming study (scale.enabled): its summary and the jobs' stages it tabulates.
+        scale=SCALE_TABLE,
+        scale_jobs=SCALE_JOBS,
+        scale_steps=expand(results(paths.SCALE_STEP), device=DEVICES) if SCALE_ON else [],
         code=code("make_report.py"),
     output:
         md=report(results(paths.REPORT), caption="../report/report_md.rst", category="Decision"),

@@ -14,6 +14,7 @@ from accel_choice.records.northstar import GradientVariance, SeedLimits
 from accel_choice.records.time_to_target import TimeToTarget
 from accel_choice.records.planner import BreakEvenTable, CostModelTable, FlopCheck, Scenario
 from accel_choice.records.resources import ResourceTable
+from accel_choice.records.scale import ScaleJob, ScaleTable, StepRate
 from accel_choice.records.training import TrainingTable
 from accel_choice.render import decision as decision_words
 from accel_choice.render import report
@@ -73,6 +74,9 @@ with job(snakemake.log[0], snakemake.threads) as log:
             flop_check=records.read(FlopCheck, inp.flop_check),
             scenario=records.read(Scenario, inp.scenario),
             cost=records.read(CostTable, inp.cost[0]) if inp.get("cost") else None,
+            scale=records.read(ScaleTable, inp.scale[0]) if inp.get("scale") else None,
+            scale_jobs=[records.read(ScaleJob, path) for path in inp.scale_jobs],
+            scale_steps=[records.read(StepRate, path) for path in inp.scale_steps],
             provenance=report_provenance,
             sentinels=tuple(sentinels),
         )

@@ -3,7 +3,7 @@
 import dataclasses
 
 from accel_choice import records
-from accel_choice.analyze import breakeven_interval, model_work, planner
+from accel_choice.analyze import breakeven_interval, model_work, planner, scale
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import atomic, envinfo, tables
 from accel_choice.io.runtime import job
@@ -12,8 +12,10 @@ from accel_choice.records.loads import DeviceProbe, TransferTable
 from accel_choice.records.grid import GridJob, Workload
 from accel_choice.records.breakeven import BreakEvenTable
 from accel_choice.records.model import ModelProfile
+from accel_choice.records.scale import ScaleJob
 from accel_choice.records.planner import CostModelTable, FlopCheck
 from accel_choice.records.training import TrainingTable
+from accel_choice.render import scale as scale_words
 from accel_choice.render.break_even_figure import break_even_figure
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output
@@ -59,6 +61,9 @@ with job(snakemake.log[0], snakemake.threads) as log:
         seed=p.seed,
     )
     summary = tuple(planner.break_even_summary(c, i) for c, i in zip(curves, intervals))
+    # The streaming study's best sustained reader (scale.enabled): reading each epoch's input from disk.
+    scale_jobs = [records.read(ScaleJob, path) for path in inp.scale_jobs]
+    storage = scale.best_reader(scale_jobs) if scale_jobs else None
     break_even_figure(
         [c for c in curves if c.placement == "resident"],
         points,
@@ -66,6 +71,12 @@ with job(snakemake.log[0], snakemake.threads) as log:
         out.svg,
         gpu_label=f"GPU {models[gpu_name].source}, data resident, start-up and one copy spread over {p.epochs} epochs",
         intervals=summary,
+        storage=None
+        if storage is None
+        else (
+            storage[3].per_s,
+            f"reading from disk ({storage[0].format}, {scale_words.reader_label(storage[2])}, measured)",
+        ),
     )
 
     flop_check = FlopCheck(

@@ -18,6 +18,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from accel_choice.io import streaming_data
 from accel_choice.records.grid import grid_workloads
 from accel_choice.records.model import spec_problem
 
@@ -268,6 +269,7 @@ def check_config(config: dict[str, Any]) -> None:
             f"config key selection.split: train + val + test = {total:g}; allowed: ratios that add up to 1"
         )
     _check_planner(config["planner"])
+    _check_scale(config["scale"])
     model = config["model"]
     problem = spec_problem(model["factory"], model["loss"], model["classes"])
     if problem:
@@ -300,6 +302,25 @@ def _check_table_path(path: str) -> None:
         raise ConfigError(f"{key}: {path} does not exist; {allowed}")
     if os.path.getsize(path) == 0:
         raise ConfigError(f"{key}: {path} is empty (0 bytes); {allowed} with a header and rows")
+
+
+def _check_scale(scale: dict[str, Any]) -> None:
+    """The streaming study's sizes grow, its row groups are whole batches, and (when it is on) the
+    largest dataset fits on the scratch folder's disk: refused before anything is written."""
+    sizes = scale["sizes_gb"]
+    if sizes != sorted(sizes):
+        raise ConfigError(f"config key scale.sizes_gb: {sizes} does not grow; allowed: increasing sizes in GB")
+    if scale["row_group_rows"] % scale["batch_size"]:
+        raise ConfigError(
+            f"config key scale.row_group_rows: {scale['row_group_rows']} is not a multiple of scale.batch_size "
+            f"{scale['batch_size']}; allowed: whole batches per row group"
+        )
+    if scale["enabled"]:
+        problem = streaming_data.free_space_problem(
+            scale["scratch"], sizes[-1], scale["features"], scale["row_group_rows"]
+        )
+        if problem:
+            raise ConfigError(problem)
 
 
 def _check_planner(planner: dict[str, Any]) -> None:

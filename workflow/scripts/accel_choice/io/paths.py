@@ -89,6 +89,14 @@ FLOP_CHECK_CSV = f"{TABLES}/flop_check.csv"
 SCENARIO = f"{TABLES}/scenario.json"
 SCENARIO_CSV = f"{TABLES}/scenario.csv"
 
+# ---- the streaming study (scale.enabled; docs/scale.md)
+SCALE_JOB = f"{TIMING}/scale/{{format}}.json"  # one format's stages at every dataset size
+SCALE_STEP = f"{TIMING}/scale/step.{{device}}.json"  # the training step's own rate at the scale width
+SCALE = f"{TABLES}/scale.json"
+SCALE_CSV = f"{TABLES}/scale.csv"
+SCALE_PNG = f"{FIGURES}/scale.png"
+SCALE_SVG = f"{FIGURES}/scale.svg"
+
 # ---- decision and report
 DECISION = f"{TABLES}/decision.json"
 FULL_PATH = f"{TABLES}/full_path.json"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import matplotlib
@@ -13,6 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from accel_choice.analyze import model_work  # noqa: E402
+from accel_choice.analyze.planner import copy_bytes  # noqa: E402
 from accel_choice.analyze.costmodel import BreakEvenCurve  # noqa: E402
 from accel_choice.records.breakeven import BreakEvenSummary  # noqa: E402
 from accel_choice.records.model import TEXTBOOK  # noqa: E402
@@ -29,6 +31,7 @@ def break_even_figure(
     *,
     gpu_label: str,
     intervals: Sequence[BreakEvenSummary] = (),
+    storage: tuple[float, str] | None = None,
 ) -> None:
     """One panel per costmodel.break_even() result: modelled CPU and GPU epoch seconds, and the
     break-even's interval as a band where `intervals` holds the curve's (axis, placement).
@@ -43,6 +46,9 @@ def break_even_figure(
     figure, panels = plt.subplots(1, len(curves), figsize=(5.5 * len(curves), 5.6), squeeze=False)
     by_curve = {(s.axis, s.placement): s for s in intervals}
     for axes, curve in zip(panels[0], curves):
+        if storage is not None:  # (bytes per second, label): each epoch's input read from disk at that rate
+            seconds = [copy_bytes(replace(curve.base, **{curve.axis: v})) / storage[0] for v in curve.values]
+            axes.plot(curve.values, seconds, color="grey", linestyle=":", label=storage[1])
         _break_even_panel(axes, curve, _points_on_line(curve, measured), gpu_label)
         interval = by_curve.get((curve.axis, curve.placement))
         if interval is not None:

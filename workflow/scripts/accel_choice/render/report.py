@@ -16,9 +16,10 @@ from accel_choice.records.northstar import GradientVariance, SeedLimits
 from accel_choice.records.time_to_target import TimeToTarget
 from accel_choice.records.planner import BreakEvenTable, CostModelTable, FlopCheck, Scenario
 from accel_choice.records.resources import ResourceTable
+from accel_choice.records.scale import ScaleJob, ScaleTable, StepRate
 from accel_choice.records.sentinel import SentinelSummary
 from accel_choice.records.training import FullPathRow, NonFiniteRun, TrainingCell, variant_of
-from accel_choice.render import archive, cost, data, noise, northstar, planner, theory
+from accel_choice.render import archive, cost, data, noise, northstar, planner, scale, theory
 from accel_choice.render import decision as decision_words
 from accel_choice.render.formatting import cell_flags, ms, number, table
 
@@ -48,6 +49,9 @@ class ReportInputs:
     flop_check: FlopCheck | None = None  # tables/flop_check.json
     scenario: Scenario | None = None  # tables/scenario.json
     cost: CostTable | None = None  # tables/cost.json, where cost.per_hour is set
+    scale: ScaleTable | None = None  # tables/scale.json, where scale.enabled
+    scale_jobs: Sequence[ScaleJob] = ()  # timing/scale/{format}.json
+    scale_steps: Sequence[StepRate] = ()  # timing/scale/step.{device}.json
     provenance: dict[str, Any] | None = None  # workflow commit and the invocation that made this report
     sentinels: Sequence[tuple[str, SentinelSummary]] = ()  # ("CPU", the CPU table's sentinel), then the GPU's
 
@@ -349,6 +353,7 @@ def render(inputs: ReportInputs) -> str:
         planner.flop_section(inputs.flop_check) if inputs.theory.figures == "formula" else "",  # the MLP's check
         planner.scenario_section(inputs.scenario),
         planner.planner_section(inputs.cost_model, inputs.break_even),
+        scale.scale_section(inputs.scale, inputs.scale_jobs, inputs.scale_steps),
         data.data_section(inputs.data),
         noise.noise_floor_section(inputs.sentinels),
         _flags_section(inputs),

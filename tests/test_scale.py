@@ -1,0 +1,239 @@
+"""The streaming study's analysis and report (analyze.scale, render.scale) on records built here, and
+one measured size of a tiny dataset (measure.scale) - in seconds."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import builders_planner
+import numpy as np
+import pytest
+
+from accel_choice.analyze import scale
+from accel_choice.io import envinfo
+from accel_choice.io import streaming_data as sd
+from accel_choice.measure import scale as measure
+from accel_choice.measure import scale_step
+from accel_choice.records.planner import ScenarioModelled
+from accel_choice.records.scale import Rate, ReaderPass, ScaleJob, SizeMeasurement, StepRate
+from accel_choice.render import scale as words
+
+GB = 1e9
+ENV = envinfo.quick_environment(seed=7)
+
+
+def rate(per_s: float, spread: float = 0.05) -> Rate:
+    return Rate(
+        amount=per_s * 10, seconds=10.0, per_s=per_s, low=per_s * (1 - spread), high=per_s * (1 + spread), chunks=20
+    )
+
+
+def size(target_gb: float, reader: float, *, warm_storage: float = 0.0, fits: bool = True) -> SizeMeasurement:
+    """A size whose file holds 1,000 bytes per row; the reader's cold rate `reader` samples/s at 2 workers,
+    half of it without workers."""
+    rows = int(target_gb * GB / 1000)
+    readers = tuple(
+        ReaderPass(
+            workers=w,
+            cache=cache,
+            kind="processes",
+            samples=rate(reader * (0.5 if w == 0 else 1.0) * (4 if cache == "warm" else 1)),
+            storage_bytes=0,
+        )
+        for cache in ("cold", "warm")
+        for w in (0, 2)
+    )
+    return SizeMeasurement(
+        target_gb=target_gb,
+        rows=rows,
+        file_bytes=rows * 1000,
+        parts=1,
+        generate_s=1.0,
+        fits_page_cache=fits,
+        cold_read=rate(0.6 * GB),
+        cold_storage_bytes=rows * 1000,
+        warm_read=rate(5 * GB if not warm_storage else 0.6 * GB),
+        warm_storage_bytes=int(warm_storage * rows * 1000),
+        decode=rate(1 * GB) if fits else None,
+        convert=rate(3 * GB) if fits else None,
+        readers=readers,
+        peak_rss_bytes=400 * 2**20,
+        workers_peak_rss_bytes=300 * 2**20,
+    )
+
+
+def job(fmt: str, sizes: tuple[SizeMeasurement, ...]) -> ScaleJob:
+    return ScaleJob(
+        format=fmt,
+        features=255,
+        batch_size=512,
+        row_group_rows=65536,
+        compression="snappy" if fmt == "parquet" else "none",
+        cache_drop="drop_caches",
+        host_memory_bytes=24 * 10**9,
+        sizes=sizes,
+        environment=ENV,
+    )
+
+
+def step(device: str, per_s: float) -> StepRate:
+    return StepRate(
+        device=device,
+        features=255,
+        hidden=128,
+        batch_size=512,
+        threads=1,
+        train=rate(per_s),
+        copy=None,
+        environment=ENV,
+    )
+
+
+def scenario():
+    plan = builders_planner.scenario()
+    modelled = ScenarioModelled(
+        cpu_epoch_s=138.0,
+        gpu_epoch_s_resident=16.0,
+        gpu_epoch_s_streamed=22.4,
+        gpu_model_source="assumed",
+        host_to_device_copy_s=6.4,
+    )
+    return dataclasses.replace(plan, modelled=modelled)
+
+
+def test_a_rate_is_the_pass_sustained_with_its_chunks_interval() -> None:
+    r = scale.rate([100.0] * 9 + [100.0], [1.0] * 9 + [3.0])
+    assert r.per_s == pytest.approx(1000 / 12) and r.chunks == 10 and r.low < r.per_s < r.high
+    assert scale.rate([5.0], [2.0]) == Rate(amount=5.0, seconds=2.0, per_s=2.5, low=2.5, high=2.5, chunks=1)
+    steady = scale.rate([10.0] * 5, [1.0] * 5)
+    assert steady.low == steady.per_s == steady.high == 10.0
+    with pytest.raises(ValueError, match="positive amount and seconds"):
+        scale.rate([1.0, 0.0], [1.0, 1.0])
+
+
+def test_the_slower_stage_is_named_only_where_the_intervals_decide_it() -> None:
+    jobs = [job("parquet", (size(0.1, 50_000.0), size(1.0, 9_000.0)))]
+    found = scale.bottlenecks(jobs, [step("cpu", 20_000.0)])
+    by = {(b.target_gb, b.workers): b for b in found}
+    slow = by[(1.0, 2)]
+    assert slow.stage == "reader" and slow.decided and slow.slower_by == pytest.approx(20_000 / 9_000)
+    assert slow.slower_low == pytest.approx(19_000 / 9_450) and slow.slower_high == pytest.approx(21_000 / 8_550)
+    assert by[(0.1, 2)].stage == "train" and by[(0.1, 2)].slower_by == pytest.approx(2.5)
+    close = scale.bottlenecks([job("npy", (size(0.1, 21_000.0),))], [step("cpu", 20_000.0)])
+    assert [(b.workers, b.decided) for b in close] == [(0, True), (2, False)]  # 1.05× apart: no measurable difference
+
+
+def test_the_bend_is_where_a_warm_pass_reads_from_storage_again() -> None:
+    grown = job("npy", (size(0.1, 1e5), size(10, 1e5), size(40, 1e5, warm_storage=0.9, fits=False)))
+    assert scale.bend(grown) == 40
+    assert scale.bend(job("npy", (size(0.1, 1e5), size(10, 1e5)))) is None
+    # Without storage counts, a warm read no faster than the cold one (by the intervals) marks it.
+    unknown = dataclasses.replace(size(40, 1e5), cold_storage_bytes=0, warm_read=rate(0.62 * GB))
+    assert (
+        scale.bend(job("npy", (size(0.1, 1e5), dataclasses.replace(size(1, 1e5), cold_storage_bytes=0), unknown))) == 40
+    )
+
+
+def test_the_scenario_takes_the_best_cold_reader_and_names_each_devices_bound() -> None:
+    jobs = [
+        job("parquet", (size(0.1, 50_000.0), size(40, 30_000.0, fits=False))),
+        job("npy", (size(0.1, 90_000.0), size(40, 60_000.0, fits=False))),
+    ]
+    table = scale.scale_table(jobs, [step("cpu", 40_000.0)], scenario())
+    assert (table.best_format, table.best_workers, table.largest_gb, table.beyond_page_cache) == ("npy", 2, 40, True)
+    assert table.sustained_gb_per_s == pytest.approx(60_000 * 1000 / GB)  # 1,000 file bytes per row
+    assert table.scenario_bytes == 50_000_000 * 1000 and table.workers_gain == pytest.approx(2.0)
+    cpu, gpu = table.scenario
+    storage = 50_000_000 / 60_000
+    assert (
+        cpu.storage_s == pytest.approx(storage)
+        and cpu.bound == "storage-bound"
+        and cpu.epoch_s == pytest.approx(storage)
+    )
+    assert gpu.compute_s == 16.0 and gpu.copy_s == 6.4 and gpu.bound == "storage-bound" and gpu.source == "assumed"
+    assert table.fp16_storage_s == pytest.approx(storage / 2) and table.peak_rss_growth == pytest.approx(1.0)
+    fast = [job("npy", (size(0.1, 9e6), size(40, 9e6, fits=False)))]
+    quick = scale.scale_table(fast, [step("cpu", 40_000.0)], scenario())
+    assert [s.bound for s in quick.scenario] == ["compute-bound", "compute-bound"]
+
+
+def test_the_report_names_the_bottleneck_the_bend_and_what_would_move_it(tmp_path) -> None:
+    jobs = [job("npy", (size(0.1, 90_000.0), size(40, 60_000.0, warm_storage=0.9, fits=False)))]
+    steps = [step("cpu", 40_000.0)]
+    table = scale.scale_table(jobs, steps, scenario())
+    text = words.scale_section(table, jobs, steps)
+    assert text.startswith("## Streaming data beyond memory (measured)\n")
+    assert "the page cache dropped first (/proc/sys/vm/drop_caches, as root)" in text
+    assert "- npy, 2 worker processes, cpu: **the training step bounds the epoch**, 1.50× slower" in text
+    assert (
+        "The page cache ran out at 40 GB" in text and "Peak RSS of the largest size over the smallest's: 1.00×" in text
+    )
+    assert "| gpu | 16.0 (assumed) | 6.4 | 833.3 (" in text and "| **storage-bound** |" in text
+    assert "To move the bottleneck: a reader sustaining 3.12 GB/s (52.1× the measured" in text
+    assert "more readers: 2 worker processes read 2.00× as fast as none" in text
+    assert words.scale_section(None, jobs, steps) == ""
+    words.scale_figure(jobs, steps, tmp_path / "s.png", tmp_path / "s.svg")
+    assert (tmp_path / "s.png").stat().st_size > 0
+
+
+def test_one_size_of_a_tiny_dataset_is_measured_stage_by_stage(tmp_path: Path) -> None:
+    rows = 8 * 512
+    sd.grow(tmp_path, "npy", rows, features=31, row_group_rows=512, part_rows=4 * 512, seed=1)
+    m = measure.measure_size(
+        tmp_path,
+        target_gb=0.0005,
+        rows=rows,
+        generate_s=0.1,
+        batch_size=128,
+        workers=[0, 1],
+        method="fadvise",
+        available_bytes=measure.available_memory_bytes(),
+        seed=1,
+    )
+    assert m.rows == rows and m.parts == 2 and m.fits_page_cache and m.decode is not None and m.convert is not None
+    assert m.decode.amount == rows * 32 * 4 and m.decode.chunks == 8
+    assert [(r.kind, r.workers, r.cache) for r in m.readers] == [
+        (kind, workers, cache)
+        for cache in ("cold", "warm")
+        for kind, workers in (("processes", 0), ("processes", 1), ("threads", 1))
+    ]
+    assert all(r.samples.amount == rows for r in m.readers)
+    assert m.cold_read.amount == m.file_bytes == sum(p.stat().st_size for p in tmp_path.glob("part-*"))
+    assert m.peak_rss_bytes > 0 and m.workers_peak_rss_bytes > 0  # a worker has run and ended
+    if measure.storage_bytes_read() is not None:  # Linux: the evicted files were read from storage again
+        assert m.cold_storage_bytes >= 0.9 * m.file_bytes
+
+
+def test_the_training_step_rate_is_measured_in_blocks() -> None:
+    import torch
+
+    r = scale_step.step_rate(torch.device("cpu"), 16, 8, 64, steps=5, blocks=3, seed=0)
+    assert r.chunks == 3 and r.amount == 3 * 5 * 64 and r.low <= r.per_s <= r.high
+    assert np.isfinite(r.per_s)
+
+
+def test_on_a_gpu_the_slower_of_step_and_copy_is_what_the_reader_must_feed() -> None:
+    jobs = [job("npy", (size(0.1, 90_000.0),))]
+    gpu = dataclasses.replace(step("cuda", 5e6), copy=rate(256 * 4 * 1e6))  # 1e6 rows/s of 255 features and a target
+    found = {(b.workers, b.device): b for b in scale.bottlenecks(jobs, [gpu])}
+    assert found[(2, "cuda")].stage == "reader" and found[(2, "cuda")].train_samples_per_s == pytest.approx(1e6)
+    fast = [job("npy", (size(0.1, 9e6),))]
+    copy_bound = {b.workers: b for b in scale.bottlenecks(fast, [gpu])}[2]
+    assert copy_bound.stage == "copy" and copy_bound.slower_by == pytest.approx(9.0)
+
+
+def test_the_break_even_figure_gains_the_measured_storage_line(tmp_path) -> None:
+    from accel_choice.analyze import costmodel, planner
+    from accel_choice.records.grid import Workload
+    from accel_choice.render.break_even_figure import break_even_figure
+
+    cpu, gpu = costmodel.assumed("cpu", 1e-5, 5e10, 2e10), costmodel.assumed("gpu", 1.5e-4, 1e13, 1e12)
+    base = Workload(rows=8192, features=32, hidden=48, batch_size=512)
+    curves = planner.break_even_curves(cpu, gpu, base, {"rows": (1000, 10**8)}, 8e9, 0.3, 10)
+    resident = [c for c in curves if c.placement == "resident"]
+    plain, with_storage = tmp_path / "a.svg", tmp_path / "b.svg"
+    break_even_figure(resident, [], tmp_path / "a.png", plain, gpu_label="GPU")
+    label = "reading from disk (npy, 2 worker processes, measured)"
+    break_even_figure(resident, [], tmp_path / "b.png", with_storage, gpu_label="GPU", storage=(6e8, label))
+    assert label not in plain.read_text() and label in with_storage.read_text()

@@ -1,0 +1,223 @@
+"""The streaming study analysed (docs/scale.md): rates with intervals, which stage bounds the epoch,
+where the page cache runs out, and the scale scenario with the measured reader.
+
+A pass is timed in chunks (row groups, 64 MiB of raw reads, blocks of steps). Its rate is total
+amount over total seconds, the sustained rate; its interval is the percentile interval of that
+ratio with the chunks resampled in pairs (scipy.stats.bootstrap). Chunks of one pass are not
+independent - a slow minute slows neighbours - so the interval says how steady the pass was, not how
+a second run would land.
+
+A comparison of two rates is decided only where the interval of their ratio, bounded by the two
+intervals (the slower's high end against the faster's low end), lies wholly above 1; otherwise the
+stages are "no measurable difference" apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import stats
+
+from accel_choice.records.planner import Scenario
+from accel_choice.records.scale import (
+    Bottleneck,
+    Rate,
+    ReaderPass,
+    ScaleJob,
+    ScaleTable,
+    SizeMeasurement,
+    StepRate,
+    StorageScenario,
+)
+
+CONFIDENCE = 0.95
+RESAMPLES = 2000
+# A warm pass that still fetched this share of the files from storage found the page cache full.
+CACHE_MISS_SHARE = 0.5
+
+
+def rate(amounts: Sequence[float], seconds: Sequence[float], *, seed: int = 0) -> Rate:
+    """Sum of amounts over sum of seconds, with the chunks' paired-bootstrap percentile interval."""
+    a, s = np.asarray(amounts, dtype=float), np.asarray(seconds, dtype=float)
+    if len(a) == 0 or len(a) != len(s) or np.any(a <= 0) or np.any(s <= 0):
+        raise ValueError("a rate needs at least one chunk, each with a positive amount and seconds")
+    per_s = float(a.sum() / s.sum())
+    low = high = per_s
+    if len(a) > 1 and np.ptp(a / s) > 0:
+        result = stats.bootstrap(
+            (a, s),
+            lambda x, t, axis=-1: np.sum(x, axis=axis) / np.sum(t, axis=axis),
+            paired=True,
+            vectorized=True,
+            confidence_level=CONFIDENCE,
+            n_resamples=RESAMPLES,
+            method="percentile",
+            rng=np.random.default_rng(seed),
+        )
+        low = min(float(result.confidence_interval.low), per_s)
+        high = max(float(result.confidence_interval.high), per_s)
+    return Rate(amount=float(a.sum()), seconds=float(s.sum()), per_s=per_s, low=low, high=high, chunks=len(a))
+
+
+def slower_by(slow: Rate, fast: Rate) -> tuple[float, float, float]:
+    """How many times `fast` outpaces `slow`, with the bound from both intervals."""
+    return fast.per_s / slow.per_s, fast.low / slow.high, fast.high / slow.low
+
+
+def intake(step: StepRate) -> tuple[Rate, str]:
+    """What a device takes in, in samples per second: its training step's rate, or on a GPU its
+    host→device copy's (a batch's features and target) where that is slower."""
+    if step.copy is None:
+        return step.train, "train"
+    per_row = (step.features + 1) * 4
+    copy = Rate(
+        amount=step.copy.amount / per_row,
+        seconds=step.copy.seconds,
+        per_s=step.copy.per_s / per_row,
+        low=step.copy.low / per_row,
+        high=step.copy.high / per_row,
+        chunks=step.copy.chunks,
+    )
+    return (copy, "copy") if copy.per_s < step.train.per_s else (step.train, "train")
+
+
+def bottlenecks(jobs: Sequence[ScaleJob], steps: Sequence[StepRate]) -> list[Bottleneck]:
+    """For every format, size and reader (cold reads) and every device: the reader, the training step
+    or (GPU) the host→device copy."""
+    found = []
+    for job in jobs:
+        for size in job.sizes:
+            for reader in (r for r in size.readers if r.cache == "cold"):
+                for step in steps:
+                    read, (train, device_stage) = reader.samples, intake(step)
+                    slow, fast = (read, train) if read.per_s < train.per_s else (train, read)
+                    by, low, high = slower_by(slow, fast)
+                    found.append(
+                        Bottleneck(
+                            format=job.format,
+                            target_gb=size.target_gb,
+                            file_bytes=size.file_bytes,
+                            workers=reader.workers,
+                            kind=reader.kind,
+                            device=step.device,
+                            reader_samples_per_s=read.per_s,
+                            reader_low=read.low,
+                            reader_high=read.high,
+                            train_samples_per_s=train.per_s,
+                            stage="reader" if slow is read else device_stage,  # type: ignore[arg-type]
+                            slower_by=by,
+                            slower_low=low,
+                            slower_high=high,
+                            decided=low > 1,
+                        )
+                    )
+    return found
+
+
+def bend(job: ScaleJob) -> float | None:
+    """The first size whose warm read had to fetch most of its files from storage again (the page cache
+    no longer held them), or, where storage reads are unknown, whose warm read was no faster than its
+    cold read by the intervals; None if every size stayed in the page cache."""
+    for size in job.sizes:
+        if size.warm_storage_bytes or size.cold_storage_bytes:
+            if size.warm_storage_bytes >= CACHE_MISS_SHARE * size.file_bytes:
+                return size.target_gb
+        elif size.warm_read.low <= size.cold_read.high:
+            return size.target_gb
+    return None
+
+
+def best_reader(jobs: Sequence[ScaleJob]) -> tuple[ScaleJob, SizeMeasurement, ReaderPass, Rate]:
+    """The fastest cold reader at the largest size: its job, size, pass and rate in file bytes/s."""
+    largest = max(size.target_gb for job in jobs for size in job.sizes)
+    best = None
+    for job in jobs:
+        for size in (s for s in job.sizes if s.target_gb == largest):
+            for reader in (r for r in size.readers if r.cache == "cold"):
+                if best is None or reader.samples.per_s > best[2].samples.per_s:
+                    best = (job, size, reader)
+    if best is None:
+        raise ValueError("no cold reader pass at the largest size")
+    job, size, reader = best
+    per_row = size.file_bytes / size.rows
+    r = reader.samples
+    in_bytes = Rate(
+        amount=r.amount * per_row,
+        seconds=r.seconds,
+        per_s=r.per_s * per_row,
+        low=r.low * per_row,
+        high=r.high * per_row,
+        chunks=r.chunks,
+    )
+    return job, size, reader, in_bytes
+
+
+def zero_worker_gain(size: SizeMeasurement, reader: ReaderPass) -> float | None:
+    """A cold reader's rate over the cold rate without workers (None: it is that one, or that was not measured)."""
+    alone = [r.samples.per_s for r in size.readers if r.cache == "cold" and r.workers == 0]
+    return reader.samples.per_s / alone[0] if alone and reader.workers else None
+
+
+def storage_scenario(
+    plan: Scenario, file_bytes_per_row: float, reader_bytes: Rate
+) -> tuple[int, list[StorageScenario]]:
+    """Each device's streamed epoch of the scenario: its modelled compute (and, on a GPU, the copy of
+    every row), and reading the scenario's rows at the measured reader rate. A reader with workers
+    overlaps reading with the step, so the epoch takes the slowest of the three, and that one bounds it."""
+    modelled = plan.modelled
+    if modelled is None:
+        raise ValueError("the scenario has no modelled epochs (the planner adds them)")
+    scenario_bytes = round(plan.rows * file_bytes_per_row)
+    storage = scenario_bytes / reader_bytes.per_s
+    low, high = scenario_bytes / reader_bytes.high, scenario_bytes / reader_bytes.low
+    rows = []
+    for device, compute, copy in (
+        ("cpu", modelled.cpu_epoch_s, 0.0),
+        ("gpu", modelled.gpu_epoch_s_resident, modelled.host_to_device_copy_s),
+    ):
+        parts = {"compute-bound": compute, "copy-bound": copy, "storage-bound": storage}
+        bound = max(parts, key=parts.__getitem__)
+        rows.append(
+            StorageScenario(
+                device=device,
+                compute_s=compute,
+                copy_s=copy,
+                storage_s=storage,
+                storage_low_s=low,
+                storage_high_s=high,
+                epoch_s=parts[bound],
+                bound=bound,  # type: ignore[arg-type]
+                source="fitted" if device == "cpu" else modelled.gpu_model_source,
+            )
+        )
+    return scenario_bytes, rows
+
+
+def scale_table(jobs: Sequence[ScaleJob], steps: Sequence[StepRate], plan: Scenario) -> ScaleTable:
+    """The study summarised (records.scale.ScaleTable)."""
+    job, size, reader, reader_bytes = best_reader(jobs)
+    scenario_bytes, scenario = storage_scenario(plan, size.file_bytes / size.rows, reader_bytes)
+    smallest = min((s for j in jobs for s in j.sizes), key=lambda s: s.target_gb)
+    largest = max((s for j in jobs for s in j.sizes), key=lambda s: s.target_gb)
+    bends = [b for b in (bend(j) for j in jobs) if b is not None]
+    return ScaleTable(
+        bottlenecks=tuple(bottlenecks(jobs, steps)),
+        best_format=job.format,
+        best_workers=reader.workers,
+        best_kind=reader.kind,
+        sustained_gb_per_s=reader_bytes.per_s / 1e9,
+        sustained_low=reader_bytes.low / 1e9,
+        sustained_high=reader_bytes.high / 1e9,
+        largest_gb=largest.target_gb,
+        beyond_page_cache=not size.fits_page_cache,
+        cache_drop=job.cache_drop,
+        bend_gb=min(bends) if bends else None,
+        host_memory_bytes=job.host_memory_bytes,
+        peak_rss_growth=max(s.peak_rss_bytes for j in jobs for s in j.sizes if s.target_gb == largest.target_gb)
+        / max(s.peak_rss_bytes for j in jobs for s in j.sizes if s.target_gb == smallest.target_gb),
+        scenario_bytes=scenario_bytes,
+        scenario=tuple(scenario),
+        fp16_storage_s=scenario_bytes / 2 / reader_bytes.per_s,
+        workers_gain=zero_worker_gain(size, reader),
+    )

@@ -1,0 +1,266 @@
+"""The streaming study's timing (docs/scale.md): every stage of reading a dataset larger than memory.
+
+At each size, after the dataset has grown to it (io.streaming_data.grow), one job times:
+
+- **storage**: the files' raw bytes read in 8 MiB chunks with the page cache dropped first (cold),
+  then again straight after (warm: what the page cache gives back, while the files fit in it);
+- **decode**: each unit (row group, .npy window) from file bytes to numpy, the files warm - only
+  where they fit in the page cache, else decode would time the disk again;
+- **convert**: numpy to torch batches (shuffled within the unit, cut to the batch size);
+- **reader**: the streaming reader (measure.streaming) over a whole epoch at each worker count -
+  DataLoader worker processes, and a thread pool of as many threads - cold, and warm where the
+  files fit in the page cache: the samples per second it sustains, what a training loop could be fed.
+
+Each stage is one pass over the whole dataset, timed in chunks with `time.perf_counter`; its rate's
+interval comes from the chunks (analyze.scale.rate). /proc/vmstat's pgpgin says how many bytes a pass
+really read from storage (a cold pass ≈ the files, a warm one ≈ 0), and the job's peak resident set
+is reset before each size (/proc/self/clear_refs) and read after it: memory must stay flat as the
+data grow.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from accel_choice.analyze.scale import rate
+from accel_choice.io.streaming_data import open_parts, unit_ranges
+from accel_choice.measure.streaming import StreamedBatches, loader, read_unit, threaded, to_batches
+from accel_choice.records.scale import CacheDrop, ReaderPass, SizeMeasurement
+
+CHUNK = 8 * 1024 * 1024
+READ_CHUNKS_PER_SAMPLE = 8  # one raw-read chunk of the interval: 64 MiB
+
+
+def cache_drop_method() -> CacheDrop:
+    """How this process can make a read cold: drop the whole page cache (root), evict the files'
+    pages (posix_fadvise), or not at all."""
+    if os.geteuid() == 0 and os.access("/proc/sys/vm/drop_caches", os.W_OK):
+        return "drop_caches"
+    return "fadvise" if hasattr(os, "posix_fadvise") else "none"
+
+
+def drop_cache(paths: Sequence[Path], method: CacheDrop) -> None:
+    """Make the next read of `paths` come from storage (as far as `method` can)."""
+    if method == "none":
+        return
+    os.sync()
+    if method == "drop_caches":
+        with open("/proc/sys/vm/drop_caches", "w") as handle:
+            handle.write("1\n")
+        return
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def storage_bytes_read() -> int | None:
+    """Bytes paged in from storage since boot, machine-wide (/proc/vmstat pgpgin, KiB); None where unknown."""
+    try:
+        with open("/proc/vmstat") as handle:
+            for line in handle:
+                if line.startswith("pgpgin "):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def reset_peak_rss() -> None:
+    """Start a new peak resident set for this process (Linux: /proc/self/clear_refs 5); a no-op elsewhere."""
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5\n")
+    except OSError:
+        pass
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident set since the last reset (VmHWM), else since it started."""
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def workers_peak_rss_bytes() -> int:
+    """The largest peak resident set of any child process that has ended (the reader's workers)."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+
+
+def _delta(before: int | None) -> int:
+    after = storage_bytes_read()
+    return max(after - before, 0) if before is not None and after is not None else 0
+
+
+def raw_read(paths: Sequence[Path]) -> tuple[list[float], list[float]]:
+    """Every file's bytes read in order; (bytes, seconds) per 64 MiB sample."""
+    buffer = bytearray(CHUNK)
+    view = memoryview(buffer)
+    amounts, seconds = [], []
+    done, start = 0, time.perf_counter()
+    for path in paths:
+        with open(path, "rb", buffering=0) as handle:
+            while True:
+                n = handle.readinto(view)
+                if not n:
+                    break
+                done += n
+                if done >= CHUNK * READ_CHUNKS_PER_SAMPLE:
+                    now = time.perf_counter()
+                    amounts.append(float(done))
+                    seconds.append(now - start)
+                    done, start = 0, now
+    if done:
+        amounts.append(float(done))
+        seconds.append(time.perf_counter() - start)
+    return amounts, seconds
+
+
+def decode_and_convert(folder: Path, rows: int, batch_size: int, seed: int) -> tuple[list[float], ...]:
+    """Each unit decoded (file bytes → numpy) and converted (numpy → torch batches), timed apart:
+    (row bytes, decode seconds, convert seconds) per unit."""
+    dataset, parts = open_parts(folder, rows)
+    amounts, decode, convert = [], [], []
+    for index, (path, start, count) in enumerate(unit_ranges(dataset, parts)):
+        t0 = time.perf_counter()
+        x, y = read_unit(dataset.format, path, start, count, dataset.features)
+        t1 = time.perf_counter()
+        for _ in to_batches(x, y, batch_size, torch.Generator().manual_seed(seed + index)):
+            pass
+        t2 = time.perf_counter()
+        amounts.append(float(count * (dataset.features + 1) * 4))
+        decode.append(t1 - t0)
+        convert.append(t2 - t1)
+    return amounts, decode, convert
+
+
+def reader_pass(
+    folder: Path, rows: int, batch_size: int, workers: int, seed: int, kind: str = "processes"
+) -> tuple[list[float], list[float]]:
+    """One epoch of the streaming reader: (samples, seconds) per chunk of a row group's worth of batches.
+    The clock starts before the DataLoader's workers (or the thread pool) do: starting them is part
+    of what a reader costs."""
+    dataset = StreamedBatches(folder, batch_size, seed=seed, rows=rows)
+    per_chunk = max(1, dataset.dataset.row_group_rows // batch_size)
+    amounts, seconds = [], []
+    start = time.perf_counter()
+    samples = batches = 0
+    source = threaded(dataset, workers) if kind == "threads" else loader(dataset, workers)
+    for x, _ in source:
+        samples += len(x)
+        batches += 1
+        if batches % per_chunk == 0:
+            now = time.perf_counter()
+            amounts.append(float(samples))
+            seconds.append(now - start)
+            samples, start = 0, now
+    if samples:
+        amounts.append(float(samples))
+        seconds.append(time.perf_counter() - start)
+    return amounts, seconds
+
+
+def measure_size(
+    folder: Path,
+    *,
+    target_gb: float,
+    rows: int,
+    generate_s: float,
+    batch_size: int,
+    workers: Sequence[int],
+    method: CacheDrop,
+    available_bytes: int,
+    seed: int,
+    log: Any = None,
+) -> SizeMeasurement:
+    """Every stage at one size (see the module's text), the peak resident set reset first."""
+    make_rate = rate
+    reset_peak_rss()
+    dataset, parts = open_parts(folder, rows)
+    file_bytes = sum(p.stat().st_size for p in parts)
+    fits = file_bytes < available_bytes
+
+    def storage_pass(cold: bool) -> tuple[Any, int]:
+        if cold:
+            drop_cache(parts, method)
+        before = storage_bytes_read()
+        amounts, seconds = raw_read(parts)
+        return make_rate(amounts, seconds), _delta(before)
+
+    cold, cold_bytes = storage_pass(True)
+    warm, warm_bytes = storage_pass(False)
+    decode = convert = None
+    if fits:
+        amounts, decode_s, convert_s = decode_and_convert(folder, rows, batch_size, seed)
+        decode, convert = make_rate(amounts, decode_s), make_rate(amounts, convert_s)
+    readers = []
+    # DataLoader worker processes at each count (0: in this process), and a thread pool of each count.
+    kinds = [("processes", count) for count in workers] + [("threads", count) for count in workers if count]
+    # Warm passes only where the files fit in the page cache: beyond it a "warm" pass times the disk again
+    # (the raw warm read above shows that it does).
+    for cache in ("cold", "warm") if fits else ("cold",):
+        for kind, count in kinds:
+            if cache == "cold":
+                drop_cache(parts, method)
+            before = storage_bytes_read()
+            amounts, seconds = reader_pass(folder, rows, batch_size, count, seed, kind)
+            readers.append(
+                ReaderPass(
+                    workers=count,
+                    cache=cache,
+                    kind=kind,
+                    samples=make_rate(amounts, seconds),
+                    storage_bytes=_delta(before),
+                )
+            )
+            if log:
+                log.info("%.3g GB, %d %s, %s: %.0f samples/s", target_gb, count, kind, cache, readers[-1].samples.per_s)
+    return SizeMeasurement(
+        target_gb=target_gb,
+        rows=rows,
+        file_bytes=file_bytes,
+        parts=len(parts),
+        generate_s=generate_s,
+        fits_page_cache=fits,
+        cold_read=cold,
+        cold_storage_bytes=cold_bytes,
+        warm_read=warm,
+        warm_storage_bytes=warm_bytes,
+        decode=decode,
+        convert=convert,
+        readers=tuple(readers),
+        peak_rss_bytes=peak_rss_bytes(),
+        workers_peak_rss_bytes=workers_peak_rss_bytes(),
+    )
+
+
+def host_memory_bytes() -> int:
+    """MemTotal."""
+    return _meminfo("MemTotal:")
+
+
+def available_memory_bytes() -> int:
+    """MemAvailable: roughly what the page cache can hold for a file read now."""
+    return _meminfo("MemAvailable:")
+
+
+def _meminfo(key: str) -> int:
+    with open("/proc/meminfo") as handle:
+        for line in handle:
+            if line.startswith(key):
+                return int(line.split()[1]) * 1024
+    raise OSError(f"no {key} in /proc/meminfo")

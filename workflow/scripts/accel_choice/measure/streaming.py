@@ -1,0 +1,182 @@
+"""A streaming reader: a dataset on disk (io.streaming_data) as torch batches, with bounded memory.
+
+The dataset is read unit by unit - a Parquet row group, or a window of the same rows of the .npy
+file mapped with numpy.memmap and unmapped after it is copied - and each unit is cut into batches
+of `batch_size` rows (row groups are whole batches, so only the last batch is short). An epoch
+visits the units in a seeded permutation and shuffles the rows inside each unit: the usual
+trade-off of a streaming loader, which cannot draw rows from the whole file at random.
+
+`loader(..., workers=k)` wraps the dataset in a DataLoader: with k > 0 each worker process reads
+every k-th unit of the epoch's order and the DataLoader hands their batches out in turn, so an
+epoch holds the same batches for any k, in an order fixed for each k (a test checks both). At most
+`prefetch_factor` × k batches wait in memory, and the main process holds one unit at a time: memory
+stays bounded however large the file. `threaded(..., threads=k)` is the alternative the study
+measures beside it: a pool of k threads reading and decoding units ahead, in the order without
+workers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import mmap
+import os
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import torch
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+from accel_choice.io.streaming_data import open_parts, unit_ranges
+
+Batch = tuple[torch.Tensor, torch.Tensor]
+Unit = tuple[Path, int, int]
+
+
+_OPEN: dict[tuple[int, Path, int, int], pq.ParquetFile] = {}
+
+
+def _parquet(path: Path) -> pq.ParquetFile:
+    """An open Parquet file, its footer read once per process (a forked worker opens its own) and
+    file (a file replaced under the same name is opened anew)."""
+    stat = os.stat(path)
+    key = (os.getpid(), path, stat.st_ino, stat.st_mtime_ns)
+    if key not in _OPEN:
+        for old in [k for k in _OPEN if k[:2] == key[:2]]:
+            _OPEN.pop(old).close()
+        _OPEN[key] = pq.ParquetFile(path, memory_map=False)
+    return _OPEN[key]
+
+
+def read_unit(fmt: str, path: Path, start: int, rows: int, features: int) -> tuple[np.ndarray, np.ndarray]:
+    """One unit's rows decoded to numpy: float32 features (rows × features) and the 0/1 target (float32)."""
+    if fmt == "parquet":
+        handle = _parquet(path)
+        table = handle.read_row_group(start // handle.metadata.row_group(0).num_rows)
+        x = np.empty((table.num_rows, features), dtype=np.float32)
+        for j in range(features):
+            x[:, j] = table.column(j).to_numpy()
+        return x, table.column(features).to_numpy().astype(np.float32)
+    return _npy_window(path, start, rows, features)
+
+
+def _npy_window(path: Path, start: int, rows: int, features: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows start … start+rows of an .npy matrix, through a memmap of just that window (page
+    aligned), copied out and unmapped: the mapping never holds more than one window."""
+    with open(path, "rb") as handle:
+        version = np.lib.format.read_magic(handle)
+        readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+        if version not in readers:
+            raise ValueError(f"{path}: .npy format version {version}, expected 1.0 or 2.0")
+        shape, _, dtype = readers[version](handle)
+        header = handle.tell()
+    width = shape[1]
+    if width != features + 1 or dtype != np.float32:
+        raise ValueError(f"{path}: a {shape} {dtype} matrix, expected (rows, {features + 1}) float32")
+    offset = header + start * width * 4
+    aligned = offset - offset % mmap.ALLOCATIONGRANULARITY
+    window = np.memmap(path, dtype=np.uint8, mode="r", offset=aligned, shape=(offset - aligned + rows * width * 4,))
+    try:
+        matrix = np.array(window[offset - aligned :].view(np.float32).reshape(rows, width))
+    finally:
+        window._mmap.close()  # noqa: SLF001 - unmap now, not when the garbage collector runs
+    return matrix[:, :features], np.ascontiguousarray(matrix[:, features])
+
+
+def to_batches(x: np.ndarray, y: np.ndarray, batch_size: int, generator: torch.Generator | None) -> Iterator[Batch]:
+    """A unit's rows as torch batches, in a seeded order within the unit (None: in file order)."""
+    features, target = torch.from_numpy(x), torch.from_numpy(y)
+    if generator is not None:
+        order = torch.randperm(len(features), generator=generator)
+        features, target = features[order], target[order]
+    for start in range(0, len(features), batch_size):
+        yield features[start : start + batch_size], target[start : start + batch_size]
+
+
+class StreamedBatches(IterableDataset):
+    """Batches of a dataset on disk, unit by unit (see the module's text); one epoch per iteration."""
+
+    def __init__(
+        self, folder: str | Path, batch_size: int, *, seed: int, shuffle: bool = True, rows: int | None = None
+    ):
+        self.dataset, parts = open_parts(folder, rows)
+        self.units: list[Unit] = unit_ranges(self.dataset, parts)
+        if rows is not None:
+            self.units = _first_rows(self.units, rows)
+        self.batch_size, self.seed, self.shuffle = batch_size, seed, shuffle
+        self.epoch = 0
+
+    def order(self) -> list[int]:
+        """The epoch's unit order: a seeded permutation (file order without shuffle)."""
+        if not self.shuffle:
+            return list(range(len(self.units)))
+        generator = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
+        return torch.randperm(len(self.units), generator=generator).tolist()
+
+    def read(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """Unit `index` decoded to numpy."""
+        path, start, rows = self.units[index]
+        return read_unit(self.dataset.format, path, start, rows, self.dataset.features)
+
+    def batches(self, index: int, x: np.ndarray, y: np.ndarray) -> Iterator[Batch]:
+        """Unit `index`'s rows as torch batches, shuffled within the unit by a seeded generator of its own."""
+        generator = torch.Generator().manual_seed(self.seed * 7919 + index) if self.shuffle else None
+        return to_batches(x, y, self.batch_size, generator)
+
+    def __iter__(self) -> Iterator[Batch]:
+        info = get_worker_info()
+        mine = self.order()[info.id :: info.num_workers] if info else self.order()
+        for index in mine:
+            yield from self.batches(index, *self.read(index))
+
+    @property
+    def rows(self) -> int:
+        return sum(rows for _, _, rows in self.units)
+
+
+def _first_rows(units: list[Unit], rows: int) -> list[Unit]:
+    chosen, total = [], 0
+    for path, start, count in units:
+        if total >= rows:
+            break
+        take = min(count, rows - total)
+        chosen.append((path, start, take))
+        total += take
+    return chosen
+
+
+def threaded(dataset: StreamedBatches, threads: int) -> Iterator[Batch]:
+    """The epoch in the order of `StreamedBatches` without workers, its units read and decoded ahead
+    by a pool of `threads` threads (at most 2 × threads units in flight, so memory stays bounded) and
+    cut into batches in the calling thread: the thread-pool alternative to DataLoader workers."""
+    order = iter(dataset.order())
+    with ThreadPoolExecutor(threads) as pool:
+        pending: deque[tuple[int, Future[tuple[np.ndarray, np.ndarray]]]] = deque()
+        for index in itertools.islice(order, 2 * threads):
+            pending.append((index, pool.submit(dataset.read, index)))
+        while pending:
+            index, future = pending.popleft()
+            x, y = future.result()
+            following = next(order, None)
+            if following is not None:
+                pending.append((following, pool.submit(dataset.read, following)))
+            yield from dataset.batches(index, x, y)
+
+
+def loader(dataset: StreamedBatches, workers: int, prefetch_factor: int = 2) -> DataLoader:
+    """The dataset behind a DataLoader with `workers` reader processes (0: read in this process).
+
+    With workers, each reads every `workers`-th unit of the epoch's order; the DataLoader takes one
+    batch from each worker in turn, which is the epoch's batch order only when every unit gives the
+    same number of batches - true here, as units are whole row groups of whole batches (the dataset's
+    last unit aside, which only the last worker reads last)."""
+    return DataLoader(
+        dataset,
+        batch_size=None,
+        num_workers=workers,
+        prefetch_factor=prefetch_factor if workers else None,
+        persistent_workers=False,
+    )

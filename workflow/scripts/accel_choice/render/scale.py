@@ -1,0 +1,225 @@
+"""The streaming study in the report (docs/scale.md) and its figure: every stage's rate as the data grow,
+which stage bounds the epoch, where the page cache ran out, and the scale scenario with storage."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from accel_choice.io import paths  # noqa: E402
+from accel_choice.records.scale import (  # noqa: E402
+    Rate,
+    ReaderPass,
+    ScaleJob,
+    ScaleTable,
+    SizeMeasurement,
+    StepRate,
+)
+from accel_choice.render.formatting import save_figure, table  # noqa: E402
+
+GB = 1e9
+COLD = {
+    "drop_caches": "the page cache dropped first (/proc/sys/vm/drop_caches, as root)",
+    "fadvise": "the files' pages evicted first (posix_fadvise DONTNEED: not root, so the rest of the page cache stayed)",
+    "none": "**nothing could evict the page cache here: the 'cold' reads were warm**",
+}
+
+
+def _gb_s(r: Rate | None) -> str:
+    return "—" if r is None else f"{r.per_s / GB:.2f} ({r.low / GB:.2f}–{r.high / GB:.2f})"
+
+
+def _samples(r: Rate) -> str:
+    return f"{r.per_s:,.0f} ({r.low:,.0f}–{r.high:,.0f})"
+
+
+def reader_label(reader: ReaderPass | tuple[str, int]) -> str:
+    """ "no workers", "2 worker processes", "2 threads"."""
+    kind, count = (reader.kind, reader.workers) if isinstance(reader, ReaderPass) else reader
+    if count == 0:
+        return "no workers"
+    one, many = ("thread", "threads") if kind == "threads" else ("worker process", "worker processes")
+    return f"{count} {one if count == 1 else many}"
+
+
+def _reader(size: SizeMeasurement, cache: str, key: tuple[str, int]) -> str:
+    found = [r for r in size.readers if r.cache == cache and (r.kind, r.workers) == key]
+    return _samples(found[0].samples) if found else "—"
+
+
+def stage_table(jobs: Sequence[ScaleJob]) -> str:
+    workers = sorted(
+        {(r.kind, r.workers) for j in jobs for s in j.sizes for r in s.readers}, key=lambda k: (k[1] > 0, k)
+    )
+    rows = []
+    for job in jobs:
+        for s in job.sizes:
+            rows.append(
+                (
+                    job.format,
+                    f"{s.target_gb:g}",
+                    f"{s.file_bytes / GB:.2f}",
+                    _gb_s(s.cold_read),
+                    _gb_s(s.warm_read),
+                    _gb_s(s.decode),
+                    _gb_s(s.convert),
+                    *(_reader(s, "cold", w) for w in workers),
+                    *(_reader(s, "warm", w) for w in workers),
+                    f"{s.cold_storage_bytes / GB:.2f} / {s.warm_storage_bytes / GB:.2f}",
+                    f"{s.peak_rss_bytes / 2**20:,.0f}",
+                )
+            )
+    headers = (
+        "format",
+        "size (GB)",
+        "file (GB)",
+        "storage cold GB/s",
+        "storage warm GB/s",
+        "decode GB/s",
+        "convert GB/s",
+        *(f"reader cold, {reader_label(w)} (samples/s)" for w in workers),
+        *(f"reader warm, {reader_label(w)}" for w in workers),
+        "read from storage cold / warm (GB)",
+        "peak RSS (MiB)",
+    )
+    return table(headers, rows)
+
+
+def _bottleneck_lines(summary: ScaleTable) -> list[str]:
+    lines = []
+    largest = [b for b in summary.bottlenecks if b.target_gb == summary.largest_gb]
+    for b in largest:
+        where = f"{b.format}, {reader_label((b.kind, b.workers))}, {b.device}"
+        if not b.decided:
+            lines.append(
+                f"- {where}: reader {b.reader_samples_per_s:,.0f} samples/s against the step's "
+                f"{b.train_samples_per_s:,.0f}: no measurable difference (ratio {b.slower_by:.2f}×, "
+                f"{b.slower_low:.2f}–{b.slower_high:.2f})"
+            )
+            continue
+        slow = {"reader": "the reader", "train": "the training step", "copy": "the host→device copy"}[b.stage]
+        lines.append(
+            f"- {where}: **{slow} bounds the epoch**, {b.slower_by:.2f}× slower ({b.slower_low:.2f}–"
+            f"{b.slower_high:.2f}) than the other: reader {b.reader_samples_per_s:,.0f} samples/s, step "
+            f"{b.train_samples_per_s:,.0f}"
+        )
+    return lines
+
+
+def scale_section(summary: ScaleTable | None, jobs: Sequence[ScaleJob], steps: Sequence[StepRate]) -> str:
+    if summary is None:
+        return ""
+    first = jobs[0]
+    memory = summary.host_memory_bytes / GB
+    bend = (
+        f"The page cache ran out at {summary.bend_gb:g} GB: from there a warm pass read most of the files from "
+        f"storage again, and warm rates fell to cold ones (this machine has {memory:.1f} GB of memory)."
+        if summary.bend_gb is not None
+        else f"Every size fit in the page cache ({memory:.1f} GB of memory): the warm rates show what memory gives "
+        "back, and the bend comes only past memory size (docs/scale.md#beyond-memory)."
+    )
+    step_rows = [(s.device, s.threads, _samples(s.train), _gb_s(s.copy) if s.copy else "—") for s in steps]
+    scenario_rows = [
+        (
+            s.device,
+            f"{s.compute_s:,.1f} ({s.source})",
+            f"{s.copy_s:,.1f}",
+            f"{s.storage_s:,.1f} ({s.storage_low_s:,.1f}–{s.storage_high_s:,.1f})",
+            f"{s.epoch_s:,.1f}",
+            f"**{s.bound}**",
+        )
+        for s in summary.scenario
+    ]
+    return (
+        "## Streaming data beyond memory (measured)\n\n"
+        f"Seeded datasets of {first.features} fp32 features and a 0/1 target, grown to "
+        f"{', '.join(f'{s.target_gb:g}' for s in first.sizes)} GB and streamed from disk in each format "
+        f"(`scale`; Parquet row groups of {first.row_group_rows:,} rows, {first.compression}; raw .npy windows of "
+        f"as many rows through numpy.memmap), batches of {first.batch_size}. Cold reads with "
+        f"{COLD[summary.cache_drop]}. Rates are a whole pass's, with the percentile interval of its chunks; "
+        "decode is timed only where the files fit in the page cache. The reader is the DataLoader a training "
+        f"loop would use (`measure/streaming.py`). Every job's stages are in `{paths.SCALE_JOB}`.\n\n"
+        + stage_table(jobs)
+        + "\n\nThe training step's own rate at this width (in-memory batches; on a GPU the batches resident and "
+        "the host→device copy timed apart):\n\n"
+        + table(("device", "threads", "samples/s", "copy GB/s"), step_rows)
+        + "\n\nAt the largest size, cold, which stage bounds a streamed epoch (decided by the interval of the ratio "
+        "of the two rates):\n\n"
+        + "\n".join(_bottleneck_lines(summary))
+        + f"\n\n{bend} Peak RSS of the largest size over the smallest's: {summary.peak_rss_growth:.2f}× "
+        "(the reader holds one unit and a few prefetched batches, whatever the file's size)."
+        + f"\n\n**The scale scenario with measured storage.** Its {summary.scenario_bytes / GB:,.1f} GB read at the "
+        f"best sustained reader rate ({summary.best_format}, {reader_label((summary.best_kind, summary.best_workers))}, cold, at "
+        f"{summary.largest_gb:g} GB: {summary.sustained_gb_per_s:.3f} GB/s, {summary.sustained_low:.3f}–"
+        f"{summary.sustained_high:.3f})"
+        + ("" if summary.beyond_page_cache else ", a size that still fit in the page cache")
+        + ". With reader workers, reading overlaps the step, so an epoch takes its slowest part:\n\n"
+        + table(("device", "compute s", "host→device copy s", "storage s", "epoch s", "bound"), scenario_rows)
+        + "\n\n"
+        + _moves(summary)
+    )
+
+
+def _moves(summary: ScaleTable) -> str:
+    """What would move the bottleneck, in the measured numbers."""
+    gpu = next(s for s in summary.scenario if s.device == "gpu")
+    if gpu.bound != "storage-bound":
+        return f"The GPU's epoch is {gpu.bound} at this storage rate: storage is not what holds a GPU back here."
+    other = max(gpu.compute_s, gpu.copy_s)
+    needed = summary.scenario_bytes / other / GB if other > 0 else float("inf")
+    workers = (
+        f"more readers: {reader_label((summary.best_kind, summary.best_workers))} read {summary.workers_gain:.2f}× "
+        "as fast as none"
+        if summary.workers_gain
+        else "more readers (none read faster than the training process itself here)"
+    )
+    return (
+        f"A GPU waits on storage here: its compute and copy take {other:,.1f} s, reading {gpu.storage_s:,.1f} s. "
+        f"To move the bottleneck: a reader sustaining {needed:.2f} GB/s ({needed / summary.sustained_gb_per_s:.1f}× "
+        f"the measured - a faster disk or fewer bytes per row); fp16 or int8 storage (fp16 halves the bytes: "
+        f"about {summary.fp16_storage_s:,.1f} s, if the reader's rate per byte holds); reading only the columns "
+        f"the model uses; {workers}."
+    )
+
+
+def scale_figure(
+    jobs: Sequence[ScaleJob], steps: Sequence[StepRate], png: str | os.PathLike[str], svg: str | os.PathLike[str]
+) -> None:
+    """Samples per second against dataset size: the raw storage read, the reader cold and warm at its
+    best worker count, per format; the training step's rate per device; memory size marked."""
+    figure, axes = plt.subplots(figsize=(8, 5))
+    for job in jobs:
+        sizes = [s.file_bytes / GB for s in job.sizes]
+        per_row = [s.file_bytes / s.rows for s in job.sizes]
+        axes.plot(
+            sizes,
+            [s.cold_read.per_s / r for s, r in zip(job.sizes, per_row)],
+            ":",
+            label=f"{job.format}: storage, cold",
+        )
+        for cache, style in (("cold", "-o"), ("warm", "--s")):
+            best = [max((r.samples.per_s for r in s.readers if r.cache == cache), default=0) for s in job.sizes]
+            axes.plot(sizes, best, style, label=f"{job.format}: reader, {cache} (best workers)")
+    for step in steps:
+        axes.axhline(
+            step.train.per_s,
+            color="black",
+            linestyle="-." if step.device == "cpu" else "--",
+            linewidth=1,
+            label=f"training step, {step.device}",
+        )
+    axes.axvline(jobs[0].host_memory_bytes / GB, color="grey", linewidth=1, label="memory size")
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("dataset size on disk (GB)")
+    axes.set_ylabel("samples per second")
+    axes.set_title("streaming a dataset from disk: what each stage sustains", fontsize=9)
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False, ncol=2)
+    figure.tight_layout()
+    save_figure(figure, png, svg)
