@@ -4,7 +4,6 @@ fitted together with the grid's textbook MLPs, grown along rows and batch size, 
 from __future__ import annotations
 
 import dataclasses
-import statistics
 from pathlib import Path
 
 import builders_planner as builders
@@ -12,7 +11,7 @@ import numpy as np
 import pytest
 from builders_training import training_cell
 
-from accel_choice.analyze import breakeven_interval, costmodel, planner, theory
+from accel_choice.analyze import breakeven_interval, costmodel, counted_fit, model_work, planner, theory
 from accel_choice.analyze.model_work import CountedWorkload, PerSample
 from accel_choice.measure import profile
 from accel_choice.records.grid import Workload
@@ -95,24 +94,77 @@ def test_a_count_not_proportional_to_the_batch_keeps_its_per_step_part(conv_prof
     assert m.flop_per_sample > 0 and m.flop_per_step == 0 and m.linear_error > 0.1
 
 
-def test_a_counted_model_is_fitted_with_the_grid_and_its_rates_recovered(textbook_adam) -> None:
+ASSUMED_GPU = {"seconds_per_step": 1.5e-4, "tflop_per_s": 10, "memory_gb_s": 1000}
+GRID = [
+    Workload(rows=n, features=d, hidden=h, batch_size=b)
+    for n in (2048, 8192)
+    for d in (32, 256)
+    for h in (48, 256)
+    for b in (32, 512)
+]
+
+
+def test_a_counted_model_gets_its_own_rates_and_leaves_the_grids_fit_as_it_was(textbook_adam) -> None:
     m = dataclasses.replace(textbook_adam, model="mw.net:build", flop_per_sample=5e4, activation_bytes_per_sample=900)
-    rates = costmodel.assumed("cpu", 2e-5, 3e10, 5e9)
-    grid = [
-        Workload(rows=n, features=d, hidden=h, batch_size=b)
-        for n in (2048, 8192)
-        for d in (32, 256)
-        for h in (48, 256)
-        for b in (32, 512)
-    ]
+    machine = costmodel.assumed("cpu", 2e-5, 3e10, 5e9)
+    # The model: 3 ms per step (many modules) and a third of the MLPs' FLOP rate, at the machine's bandwidth.
+    own = dataclasses.replace(machine, counted=(3e-3, 1 / 1e10))
     counted = [CountedWorkload(rows=8192, batch_size=b, per_sample=m) for b in (32, 128, 512)]
-    points = [(w, costmodel.predict(rates, w)) for w in grid + counted]
-    fitted = costmodel.fit("cpu", points)
-    assert fitted.seconds_per_step == pytest.approx(2e-5, rel=1e-6)
-    assert fitted.flop_per_s == pytest.approx(3e10, rel=1e-6) and fitted.bytes_per_s == pytest.approx(5e9, rel=1e-6)
-    mine = [r for r in fitted.quality.residuals if r.model == "mw.net:build"]
-    assert len(mine) == 3 and all(r.features is None and r.hidden is None for r in mine)
-    assert max(abs(r.rel_error) for r in fitted.quality.residuals) < 1e-6
+    grid_points = [(w, costmodel.predict(machine, w)) for w in GRID]
+    counted_points = [(w, costmodel.predict(own, w)) for w in counted]
+    assert counted_points[0][1] > 1.3 * costmodel.predict(machine, counted[0])  # the MLPs' rates miss it
+    grid = costmodel.fit("cpu", grid_points)
+    models = planner.device_models(
+        [
+            builders.fit_point(
+                **model_work.identity(w),
+                source="grid" if isinstance(w, Workload) else "benchmark",
+                epoch_s=s,
+                epoch_s_min=s,
+                epoch_s_max=s,
+            )
+            for w, s in grid_points + counted_points
+        ],
+        ASSUMED_GPU,
+        m,
+    )
+    fitted = models["cpu"]
+    # The grid's rates are exactly those of a fit to the grid alone; the counted model's are its own.
+    assert costmodel.coefficients(fitted) == pytest.approx(costmodel.coefficients(grid), rel=1e-12)
+    assert fitted.counted == pytest.approx((3e-3, 1e-10), rel=1e-6)
+    assert costmodel.coefficients(fitted, counted=True) == pytest.approx([3e-3, 1e-10, 1 / 5e9], rel=1e-6)
+    quality = fitted.counted_quality
+    assert (
+        quality.points == 3
+        and quality.loo_median_abs_rel_error < 1e-6
+        and quality.terms_used == ("overhead", "compute")
+    )
+    assert all(r.model == "mw.net:build" and r.features is None for r in quality.residuals)
+    assert costmodel.predict(fitted, counted[1]) == pytest.approx(counted_points[1][1], rel=1e-9)
+    row = planner.model_row(fitted)
+    assert row.counted_points == 3 and row.counted_seconds_per_step == pytest.approx(3e-3, rel=1e-6)
+    assert row.counted_gflop_per_s == pytest.approx(10.0, rel=1e-6) and row.points == len(GRID)
+    # An assumed model, or a fit without counted cells, gives a counted model its own rates.
+    assert np.array_equal(costmodel.coefficients(machine, counted=True), costmodel.coefficients(machine))
+    assert planner.model_row(grid).counted_points is None
+    assert row.counted_warning is None and quality.identifiable
+    # Cells of one batch size cannot tell per step from per FLOP: said, not hidden.
+    one = counted_fit.fit_counted(grid, [(w, s) for w, s in counted_points if w.batch_size == 128])
+    assert not one.counted_quality.identifiable
+    assert "its cells hold 1 batch size" in planner.model_row(one).counted_warning
+
+
+def test_a_counted_models_rates_are_refitted_in_every_resample(textbook_adam) -> None:
+    m = dataclasses.replace(textbook_adam, model="mw.net:build", flop_per_sample=5e4)
+    own = dataclasses.replace(costmodel.assumed("cpu", 2e-5, 3e10, 5e9), counted=(3e-3, 1e-10))
+    rows = costmodel.design([CountedWorkload(rows=8192, batch_size=b, per_sample=m) for b in (32, 128, 512)])
+    exact = rows @ costmodel.coefficients(own, counted=True)
+    noise = np.random.default_rng(0).normal(1, 0.02, (40, 3))
+    stack = counted_fit.counted_coefficients(rows, exact * noise, np.tile(costmodel.coefficients(own), (40, 1)))
+    assert stack.shape == (40, 3) and np.all(stack >= 0) and len({tuple(r) for r in stack}) > 10
+    assert np.median(stack[:, 0]) == pytest.approx(3e-3, rel=0.1)
+    alone = counted_fit.counted_coefficients(rows, exact, costmodel.coefficients(own))
+    assert alone == pytest.approx(costmodel.coefficients(own, counted=True), rel=1e-6)
 
 
 def test_a_counted_model_grows_along_rows_and_batch_size_only(textbook_adam) -> None:
@@ -166,47 +218,48 @@ def test_records_hold_a_counted_model_without_features_and_the_textbook_with_the
     assert builders.break_even_summary(base_model="mine:build", base_features=None, base_hidden=None)
 
 
-def test_the_report_says_the_planner_models_the_counted_model_and_how_well(textbook_adam, tmp_path) -> None:
+def test_the_report_says_the_planner_models_the_counted_model_at_its_own_rates(textbook_adam, tmp_path) -> None:
     m = dataclasses.replace(textbook_adam, model="mw.net:build")
-    grid = [
-        Workload(rows=n, features=d, hidden=48, batch_size=b)
-        for n in (2048, 8192)
-        for d in (32, 256)
-        for b in (32, 512)
-    ]
-    counted = [CountedWorkload(rows=8192, batch_size=b, per_sample=m) for b in (32, 512)]
+    grid = [w for w in GRID if w.hidden == 48]
+    counted = [CountedWorkload(rows=8192, batch_size=b, per_sample=m) for b in (32, 128, 512)]
     truth = costmodel.assumed("cpu", 2e-5, 3e10, 5e9)
-    # The counted model runs 30 % slower than the MLPs' rates say: its residuals show it.
+    # The counted model runs 30 % slower than the MLPs' rates say: its own rates take that in.
     measured = [(w, costmodel.predict(truth, w) * (1.3 if w in counted else 1.0)) for w in grid + counted]
-    cpu, gpu = costmodel.fit("cpu", measured), costmodel.assumed("gpu", 1.5e-4, 1e13, 1e12)
+    points = tuple(
+        builders.fit_point(
+            **model_work.identity(w),
+            source="grid" if isinstance(w, Workload) else "benchmark",
+            epoch_s=t,
+            epoch_s_min=t,
+            epoch_s_max=t,
+        )
+        for w, t in measured
+    )
+    models = planner.device_models(points, ASSUMED_GPU, m)
+    cpu, gpu = models["cpu"], models["gpu"]
+    assert gpu.source == "assumed" and cpu.counted is not None and cpu.counted_quality.max_abs_rel_error < 0.05
     sweep = {"rows": (1000, 10**8), "hidden": (8, 8192)}
-    curves = planner.break_even_curves(cpu, gpu, counted[1], sweep, 8e9, 0.3, 10)
+    curves = planner.break_even_curves(cpu, gpu, counted[2], sweep, 8e9, 0.3, 10)
     summary = tuple(
         planner.break_even_summary(c, breakeven_interval.interval(p, np.full(10, p), 0.95))
         for c in curves
         for p in [breakeven_interval.position(c)]
     )
     assert {s.base_model for s in summary} == {"mw.net:build"} and {s.base_features for s in summary} == {None}
-    points = tuple(
-        builders.fit_point(
-            source="grid" if r.features else "benchmark",
-            **{k: getattr(r, k) for k in ("model", "rows", "features", "hidden", "batch_size")},
-            epoch_s=r.measured_s,
-            epoch_s_min=r.measured_s,
-            epoch_s_max=r.measured_s,
-        )
-        for r in cpu.quality.residuals
-    )
+    residuals = cpu.quality.residuals + cpu.counted_quality.residuals
     table = builders.cost_model_table(
-        points=points, residuals=cpu.quality.residuals, models=(planner.model_row(cpu), builders.assumed_model_row())
+        points=points, residuals=residuals, models=(planner.model_row(cpu), planner.model_row(gpu))
     )
     break_even = builders.break_even_table(summary=summary, curves=tuple(planner.curve_rows(curves)))
     text = render_planner.counted_paragraph(table, break_even)
+    row = planner.model_row(cpu)
     assert "**The planner models `mw.net:build` from its counted profile**" in text
     assert "`planner.sweep.hidden`: the textbook MLP's widths, not drawn for it" in text
-    errors = [abs(r.rel_error) for r in cpu.quality.residuals if r.model == "mw.net:build"]
-    assert f"cpu 2 cells, median |error| {statistics.median(errors):.1%}, largest {max(errors):.1%}" in text
-    assert min(errors) > 0.05  # the misfit is visible, not averaged away
+    assert (
+        f"cpu: {row.counted_seconds_per_step * 1e6:,.1f} µs per step and {row.counted_gflop_per_s:.2f} GFLOP/s "
+        f"against the MLPs' {row.seconds_per_step * 1e6:,.1f} µs and {row.gflop_per_s:.2f} GFLOP/s; 3 cells, "
+        f"leave-one-out median |error| {row.counted_loo_median_abs_rel_error:.1%}"
+    ) in text
     assert text in render_planner.planner_section(table, break_even)
     break_even_figure(
         [c for c in curves if c.placement == "resident"],

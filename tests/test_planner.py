@@ -732,7 +732,7 @@ def test_the_interval_holds_the_point_narrows_when_the_repeats_agree_and_widens_
             fits = breakeven_interval.resampled_fits(
                 breakeven_interval.measurements(grid, [], mlp(1, 1, 1)), models, 200, seed=1
             )
-            outcomes = breakeven_interval.curve_outcomes(curves[0], fits["cpu"], fits[gpu])
+            outcomes = breakeven_interval.curve_outcomes(curves[0], fits[("cpu", False)], fits[(gpu, False)])
             assert 0.1 < np.mean(outcomes < curves[0].break_even) < 0.9
     assert spans[0.0] == pytest.approx(1.0, abs=1e-9)  # identical repeats: every refit is the point fit
     assert 1.0 < spans[0.02] < 1.1  # 2 % scatter: the ends about 5 % apart
@@ -794,16 +794,16 @@ def test_with_an_assumed_gpu_only_the_cpu_measurements_are_resampled():
     measured = breakeven_interval.measurements(grid, [], mlp(1, 1, 1))
     fits = breakeven_interval.resampled_fits(measured, models, 50, seed=3)
     assert models[gpu].source == "assumed" and breakeven_interval.resampled_devices(models) == ("cpu",)
-    assert fits["gpu"].shape == fits["cpu"].shape == (50, 3)
-    assert np.all(fits["gpu"] == costmodel.coefficients(models["gpu"]))
-    assert len({tuple(row) for row in fits["cpu"]}) > 10
+    assert fits[("gpu", False)].shape == fits[("cpu", False)].shape == (50, 3)
+    assert np.all(fits[("gpu", False)] == costmodel.coefficients(models["gpu"]))
+    assert len({tuple(row) for row in fits[("cpu", False)]}) > 10
     measured_gpu = grid + _scattered_grid(0.2, repeats=6, seed=1, model=GPU_TRUE, device="cuda")
     models, gpu = _models(measured_gpu)
     fits = breakeven_interval.resampled_fits(
         breakeven_interval.measurements(measured_gpu, [], mlp(1, 1, 1)), models, 50, 3
     )
     assert breakeven_interval.resampled_devices(models) == ("cpu", "cuda") and gpu == "cuda"
-    assert len({tuple(row) for row in fits["cuda"]}) > 10
+    assert len({tuple(row) for row in fits[("cuda", False)]}) > 10
 
 
 @pytest.mark.parametrize(

@@ -126,12 +126,30 @@ def test_the_slower_stage_is_named_only_where_the_intervals_decide_it() -> None:
 
 def test_the_bend_is_where_a_warm_pass_reads_from_storage_again() -> None:
     grown = job("npy", (size(0.1, 1e5), size(10, 1e5), size(40, 1e5, warm_storage=0.9, fits=False)))
-    assert scale.bend(grown) == 40
-    assert scale.bend(job("npy", (size(0.1, 1e5), size(10, 1e5)))) is None
-    # Without storage counts, a warm read no faster than the cold one (by the intervals) marks it.
+    assert scale.cold_verified(grown) and scale.bend(grown) == (40, "storage")
+    assert scale.bend(job("npy", (size(0.1, 1e5), size(10, 1e5)))) == (None, "storage")
+    # Cold reads not seen reading from storage (or the bytes unknown, recorded as 0): timings alone.
     unknown = dataclasses.replace(size(40, 1e5), cold_storage_bytes=0, warm_read=rate(0.62 * GB))
-    assert (
-        scale.bend(job("npy", (size(0.1, 1e5), dataclasses.replace(size(1, 1e5), cold_storage_bytes=0), unknown))) == 40
+    timed = job("npy", (size(0.1, 1e5), dataclasses.replace(size(1, 1e5), cold_storage_bytes=0), unknown))
+    assert not scale.cold_verified(timed) and scale.bend(timed) == (40, "timing")
+
+
+def test_peak_rss_growth_is_per_format() -> None:
+    steady = job("npy", (size(0.1, 1e5), size(40, 1e5)))
+    # Only the top matters: a single-row-group dataset does not reach the reader's ceiling.
+    growing = job(
+        "parquet",
+        (
+            dataclasses.replace(size(0.1, 1e5), peak_rss_bytes=100 * 2**20),
+            size(10, 1e5),
+            dataclasses.replace(size(40, 1e5), peak_rss_bytes=900 * 2**20),
+        ),
+    )
+    assert scale.rss_growth(steady) == (1.0, 0) and scale.rss_growth(growing) == (2.25, 500 * 2**20)
+    table = scale.scale_table([steady, growing], [step("cpu", 40_000.0)], scenario())
+    assert table.peak_rss_growth == 2.25 and table.peak_rss_added_bytes == 500 * 2**20
+    assert "**Peak RSS grew with the data**: the largest size's over the size's before it 2.25× (+500 MiB)" in (
+        words.scale_section(table, [steady, growing], [step("cpu", 40_000.0)])
     )
 
 
@@ -143,19 +161,30 @@ def test_the_scenario_takes_the_best_cold_reader_and_names_each_devices_bound() 
     table = scale.scale_table(jobs, [step("cpu", 40_000.0)], scenario())
     assert (table.best_format, table.best_workers, table.largest_gb, table.beyond_page_cache) == ("npy", 2, 40, True)
     assert table.sustained_gb_per_s == pytest.approx(60_000 * 1000 / GB)  # 1,000 file bytes per row
-    assert table.scenario_bytes == 50_000_000 * 1000 and table.workers_gain == pytest.approx(2.0)
+    # The scenario's rows are 256 features wide, the study's 255: its bytes per row scale with the width.
+    assert table.scenario_bytes == round(50_000_000 * 1000 * 257 / 256) and table.workers_gain == pytest.approx(2.0)
     cpu, gpu = table.scenario
-    storage = 50_000_000 / 60_000
-    assert (
-        cpu.storage_s == pytest.approx(storage)
-        and cpu.bound == "storage-bound"
-        and cpu.epoch_s == pytest.approx(storage)
-    )
+    storage = table.scenario_bytes / (60_000 * 1000)
+    assert cpu.storage_s == pytest.approx(storage) and cpu.bound == "storage-bound"
+    assert cpu.epoch_s == pytest.approx(storage)
     assert gpu.compute_s == 16.0 and gpu.copy_s == 6.4 and gpu.bound == "storage-bound" and gpu.source == "assumed"
     assert table.fp16_storage_s == pytest.approx(storage / 2) and table.peak_rss_growth == pytest.approx(1.0)
     fast = [job("npy", (size(0.1, 9e6), size(40, 9e6, fits=False)))]
     quick = scale.scale_table(fast, [step("cpu", 40_000.0)], scenario())
     assert [s.bound for s in quick.scenario] == ["compute-bound", "compute-bound"]
+    assert quick.scenario[1].epoch_s == 16.0  # the reader's workers overlap reading with the step
+    # A reader without workers reads between steps: the epoch is the sum of its parts.
+    alone = [
+        job(
+            "npy",
+            tuple(
+                dataclasses.replace(s, readers=tuple(r for r in s.readers if r.workers == 0))
+                for s in (size(0.1, 9e6), size(40, 9e6, fits=False))
+            ),
+        )
+    ]
+    serial = scale.scale_table(alone, [step("cpu", 40_000.0)], scenario()).scenario[1]
+    assert serial.epoch_s == pytest.approx(16.0 + 6.4 + serial.storage_s) and serial.bound == "compute-bound"
 
 
 def test_the_report_names_the_bottleneck_the_bend_and_what_would_move_it(tmp_path) -> None:
@@ -166,13 +195,21 @@ def test_the_report_names_the_bottleneck_the_bend_and_what_would_move_it(tmp_pat
     assert text.startswith("## Streaming data beyond memory (measured)\n")
     assert "the page cache dropped first (/proc/sys/vm/drop_caches, as root)" in text
     assert "- npy, 2 worker processes, cpu: **the training step bounds the epoch**, 1.50× slower" in text
+    assert "Every cold pass read its files from storage (/proc/vmstat pgpgin). The page cache ran out at 40 GB" in text
     assert (
-        "The page cache ran out at 40 GB" in text and "Peak RSS of the largest size over the smallest's: 1.00×" in text
+        "Peak RSS stayed flat while the data grew: the largest size's over the size's before it 1.00× (+0 MiB)" in text
     )
-    assert "| gpu | 16.0 (assumed) | 6.4 | 833.3 (" in text and "| **storage-bound** |" in text
-    assert "To move the bottleneck: a reader sustaining 3.12 GB/s (52.1× the measured" in text
+    assert "Its reader runs beside the step, so an epoch takes its slowest part" in text
+    storage = table.scenario[1].storage_s
+    assert f"| gpu | 16.0 (assumed) | 6.4 | {storage:,.1f} (" in text and "| **storage-bound** |" in text
+    needed = table.scenario_bytes / 16.0 / GB
+    assert f"a reader sustaining {needed:.2f} GB/s ({needed / table.sustained_gb_per_s:.1f}×" in text
     assert "more readers: 2 worker processes read 2.00× as fast as none" in text
     assert words.scale_section(None, jobs, steps) == ""
+    unverified = dataclasses.replace(table, cold_verified=False, bend_by="timing")
+    text = words.scale_section(unverified, jobs, steps)
+    assert "**The cold reads could not be verified as cold**" in text
+    assert "By timing alone, the warm read was no faster than the cold one from 40 GB on" in text
     words.scale_figure(jobs, steps, tmp_path / "s.png", tmp_path / "s.svg")
     assert (tmp_path / "s.png").stat().st_size > 0
 

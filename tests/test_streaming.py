@@ -92,6 +92,29 @@ def test_sizes_are_whole_row_groups_and_the_disk_is_checked_before_writing(tmp_p
         _check_scale({**config, "row_group_rows": 1000, "enabled": False, "scratch": "x", "features": 8})
 
 
+def test_removing_a_dataset_deletes_only_what_this_workflow_wrote(tmp_path) -> None:
+    grow(tmp_path / "npy", "npy", 2048)
+    (tmp_path / "npy" / "part-00002.npy").write_bytes(b"renamed, not yet listed")
+    (tmp_path / "npy" / ".part-00003.npy.partial").write_bytes(b"unfinished")
+    (tmp_path / "npy" / "notes.txt").write_text("the user's")
+    sd.remove(tmp_path / "npy")
+    assert [p.name for p in (tmp_path / "npy").iterdir()] == ["notes.txt"]
+    (tmp_path / "npy" / "notes.txt").unlink()
+    sd.remove(tmp_path / "npy")
+    assert not (tmp_path / "npy").exists()
+    # Without this workflow's manifest, parts of the same names are someone else's: only unfinished parts go.
+    other = tmp_path / "parquet"
+    other.mkdir()
+    (other / "part-00000.parquet").write_bytes(b"someone's data")
+    (other / ".part-00001.parquet.partial").write_bytes(b"unfinished")
+    sd.remove(other)
+    assert [p.name for p in other.iterdir()] == ["part-00000.parquet"]
+    (other / sd.MANIFEST).write_text("{}")
+    with pytest.raises(sd.ScaleDataError, match="not a dataset manifest of this workflow's; .* left as it is"):
+        sd.remove(other)
+    assert (other / "part-00000.parquet").exists()
+
+
 @pytest.mark.parametrize("fmt", ["parquet", "npy"])
 def test_a_full_disk_while_writing_leaves_only_whole_listed_parts(tmp_path, fmt, monkeypatch) -> None:
     grow(tmp_path, fmt, 1024)

@@ -102,7 +102,9 @@ with job(snakemake.log[0], snakemake.threads) as log:
     scenario = dataclasses.replace(scenario, modelled=planner.scenario_predictions(scenario, models, bandwidth))
 
     model_rows = tuple(planner.model_row(m) for m in models.values())
-    residuals = tuple(r for m in models.values() if m.quality for r in m.quality.residuals)
+    residuals = tuple(
+        r for m in models.values() for q in (m.quality, m.counted_quality) if q is not None for r in q.residuals
+    )
     cost_model = CostModelTable(
         models=model_rows,
         points=tuple(points),

@@ -1,14 +1,18 @@
 """Rule time_scale: one format's dataset grown size by size to scale.sizes_gb, every stage timed at each."""
 
+import signal
+import sys
 import time
 from pathlib import Path
 
 from accel_choice.io import atomic, envinfo, streaming_data
 from accel_choice.io.runtime import job
-from accel_choice.measure import scale
+from accel_choice.measure import scale, streaming
 from accel_choice.records.scale import ScaleJob
 
 wc, p = snakemake.wildcards, snakemake.params
+# Snakemake stops a job with SIGTERM: exit through the `finally` below, so the dataset is deleted.
+signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 with job(snakemake.log[0], snakemake.threads) as log:
     folder = Path(p.scratch) / wc.format
     streaming_data.remove(folder)  # a dataset left by a killed job is not reused
@@ -53,6 +57,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
                 )
             )
     finally:
+        streaming.close_files()
         streaming_data.remove(folder)
     atomic.write_record(
         snakemake.output[0],

@@ -36,8 +36,9 @@ from typing import Literal
 
 import numpy as np
 
-from accel_choice.analyze import bootstrap, costmodel
+from accel_choice.analyze import bootstrap, costmodel, counted_fit
 from accel_choice.analyze.costmodel import AnyWorkload, BreakEvenCurve, CostModel, Crossing
+from accel_choice.analyze.model_work import CountedWorkload
 from accel_choice.records.grid import GridRecord, Workload
 from accel_choice.records.training import TrainingCell
 
@@ -135,8 +136,9 @@ def measurements(
 def resampled_fits(
     measured: Sequence[Measured], models: Mapping[str, CostModel], resamples: int, seed: int
 ) -> dict[str, np.ndarray]:
-    """Every model's coefficients (costmodel.coefficients) in each resample, a (resamples × 3) array:
-    refitted to the resampled medians for a fitted model, its own in every row for an assumed one.
+    """Every model's coefficients (costmodel.coefficients) in each resample, a (resamples × 3) array
+    keyed by (device, counted): refitted to the resampled medians for a fitted model, its own in every
+    row for an assumed one; `counted` True holds a counted model's own rates (the grid's where it has none).
 
     Each point is resampled with its own generator, seeded from `seed` (numpy's SeedSequence), so the
     same measurements and seed give the same resamples.
@@ -150,14 +152,26 @@ def resampled_fits(
     fits = {}
     for device, model in models.items():
         if model.source != "fitted":
-            fits[device] = np.tile(costmodel.coefficients(model), (resamples, 1))
+            for counted in (False, True):
+                fits[(device, counted)] = np.tile(costmodel.coefficients(model, counted), (resamples, 1))
             continue
-        mine = [i for i, m in enumerate(measured) if m.device == device]
-        if not mine:
+        grid = [i for i, m in enumerate(measured) if m.device == device and not isinstance(m.workload, CountedWorkload)]
+        if not grid:
             raise ValueError(f"the fitted model of {device} has no measurements to resample")
-        rows = costmodel.design([measured[i].workload for i in mine])
-        seconds = np.column_stack([medians[i] for i in mine])  # resamples × points
-        fits[device] = costmodel.fit_coefficients(rows, seconds)
+        rows = costmodel.design([measured[i].workload for i in grid])
+        seconds = np.column_stack([medians[i] for i in grid])  # resamples × points
+        fits[(device, False)] = costmodel.fit_coefficients(rows, seconds)
+        # A counted model's own rates, refitted with each resample's bytes/s (analyze.counted_fit).
+        mine = [i for i, m in enumerate(measured) if m.device == device and isinstance(m.workload, CountedWorkload)]
+        fits[(device, True)] = (
+            counted_fit.counted_coefficients(
+                costmodel.design([measured[i].workload for i in mine]),
+                np.column_stack([medians[i] for i in mine]),
+                fits[(device, False)],
+            )
+            if mine
+            else fits[(device, False)]
+        )
     return fits
 
 
@@ -257,4 +271,9 @@ def break_even_intervals(
 ) -> list[Interval]:
     """The interval of every curve's break-even (the curves of models["cpu"] against models[gpu])."""
     fits = resampled_fits(measured, models, resamples, seed)
-    return [interval(position(c), curve_outcomes(c, fits["cpu"], fits[gpu]), confidence) for c in curves]
+    intervals = []
+    for c in curves:
+        counted = isinstance(c.base, CountedWorkload)
+        outcomes = curve_outcomes(c, fits[("cpu", counted)], fits[(gpu, counted)])
+        intervals.append(interval(position(c), outcomes, confidence))
+    return intervals

@@ -66,6 +66,10 @@ class CostModel:
     bytes_per_s: float
     source: str  # "fitted" or "assumed"
     quality: FitQuality | None
+    # A counted model's own seconds per step and per FLOP, fitted to its cells with this model's bytes/s
+    # (analyze.counted_fit); None: it takes this model's rates (an assumed model, or none measured).
+    counted: tuple[float, float] | None = None
+    counted_quality: FitQuality | None = None
 
 
 @dataclass(frozen=True)
@@ -143,8 +147,11 @@ def _rate(seconds_per_unit: float) -> float:
     return math.inf if seconds_per_unit <= 0 else 1.0 / seconds_per_unit
 
 
-def coefficients(model: CostModel) -> np.ndarray:
-    """Seconds per step, per FLOP and per byte: `predict` is the dot product with a workload's `design` row."""
+def coefficients(model: CostModel, counted: bool = False) -> np.ndarray:
+    """Seconds per step, per FLOP and per byte: `predict` is the dot product with a workload's `design`
+    row; `counted`: those of a counted model (its own per step and per FLOP where fitted)."""
+    if counted and model.counted is not None:
+        return np.array([*model.counted, 1.0 / model.bytes_per_s])
     return np.array([model.seconds_per_step, 1.0 / model.flop_per_s, 1.0 / model.bytes_per_s])
 
 
@@ -154,12 +161,13 @@ def design(workloads: Sequence[AnyWorkload]) -> np.ndarray:
 
 
 def terms(model: CostModel, w: AnyWorkload) -> dict[str, float]:
-    """Modelled seconds of each term: overhead_s, compute_s, memory_s."""
+    """Modelled seconds of each term: overhead_s, compute_s, memory_s (a counted model's at its own rates)."""
     counts = work(w)
+    per_step, per_flop, per_byte = coefficients(model, isinstance(w, CountedWorkload))
     return {
-        "overhead_s": counts["steps"] * model.seconds_per_step,
-        "compute_s": counts["flop"] / model.flop_per_s,
-        "memory_s": counts["bytes"] / model.bytes_per_s,
+        "overhead_s": counts["steps"] * per_step,
+        "compute_s": counts["flop"] * per_flop,
+        "memory_s": counts["bytes"] * per_byte,
     }
 
 
@@ -187,30 +195,33 @@ def _weighted_design(design: np.ndarray, seconds: np.ndarray) -> np.ndarray:
     return design / seconds[..., None]
 
 
-def _nnls(weighted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Non-negative least squares of weighted · c ≈ 1 by trying every subset of terms; `weighted`
-    is (points × terms), or a stack of them (one per bootstrap resample), solved together.
+def nnls(weighted: np.ndarray, target: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Non-negative least squares of weighted · c ≈ target (default 1) by trying every subset of terms;
+    `weighted` is (points × terms), or a stack of them (one per bootstrap resample), solved together,
+    `target` (points) or a stack of the same shape.
 
     The NNLS optimum is the unconstrained fit on its own set of positive terms, so the best
-    feasible subset fit is the exact optimum; with three terms there are only seven subsets.
+    feasible subset fit is the exact optimum; with three terms there are only seven subsets (and no
+    term at all, the one feasible fit where a target is negative).
     Of the subsets within a tie tolerance of the best, the one with the fewest terms wins.
     """
     n_points, n_terms = weighted.shape[-2:]
+    goal = np.ones(weighted.shape[:-1]) if target is None else np.broadcast_to(target, weighted.shape[:-1])
     scale = np.linalg.norm(weighted, axis=-2)  # unit columns: FLOP and step counts differ by 1e9
-    fits, rsss, sizes = [], [], []
+    fits, rsss, sizes = [np.zeros((*weighted.shape[:-2], n_terms))], [np.sum(goal**2, axis=-1)], [0]
     for size in range(1, n_terms + 1):
         for subset in itertools.combinations(range(n_terms), size):
             columns = list(subset)
             unit = weighted[..., columns] / scale[..., None, columns]
-            solution = (np.linalg.pinv(unit) @ np.ones((n_points, 1)))[..., 0] / scale[..., columns]
+            solution = (np.linalg.pinv(unit) @ goal[..., None])[..., 0] / scale[..., columns]
             coefficients = np.zeros((*weighted.shape[:-2], n_terms))
             coefficients[..., columns] = solution
-            rss = np.sum(((weighted @ coefficients[..., None])[..., 0] - 1) ** 2, axis=-1)
+            rss = np.sum(((weighted @ coefficients[..., None])[..., 0] - goal) ** 2, axis=-1)
             fits.append(coefficients)
             rsss.append(np.where(np.any(solution < 0, axis=-1), np.inf, rss))  # infeasible: never chosen
             sizes.append(size)
     rss = np.stack(rsss)
-    best = rss.min(axis=0)  # a single term always fits with a positive coefficient
+    best = rss.min(axis=0)  # no term at all is always feasible
     near = rss <= best * (1 + 1e-9) + _TIE_RSS_PER_POINT * n_points
     size = np.array(sizes).reshape((-1,) + (1,) * best.ndim)
     fewest = np.where(near, size, n_terms + 1).min(axis=0)
@@ -232,7 +243,7 @@ def _leave_one_out_errors(design: np.ndarray, seconds: np.ndarray) -> list[float
     workloads = [tuple(row) for row in design]
     for held_out in range(len(seconds)):
         keep = np.array([w != workloads[held_out] for w in workloads])
-        coefficients, _ = _nnls(_weighted_design(design[keep], seconds[keep]))
+        coefficients, _ = nnls(_weighted_design(design[keep], seconds[keep]))
         predicted = float(design[held_out] @ coefficients)
         errors.append(abs(predicted - seconds[held_out]) / seconds[held_out])
     return errors
@@ -259,7 +270,7 @@ def fit_coefficients(rows: np.ndarray, seconds: np.ndarray) -> np.ndarray:
     (resamples × workloads), each refitted on its own (resamples × 3)."""
     if np.any(~(seconds > 0)) or not np.all(np.isfinite(seconds)):
         raise ValueError("measured epoch times must be positive finite numbers of seconds")
-    return _nnls(_weighted_design(rows, seconds))[0]
+    return nnls(_weighted_design(rows, seconds))[0]
 
 
 def fit(device: str, points: Sequence[tuple[AnyWorkload, float]]) -> CostModel:
@@ -275,7 +286,7 @@ def fit(device: str, points: Sequence[tuple[AnyWorkload, float]]) -> CostModel:
     rows = design([w for w, _ in points])
     seconds = np.array([float(s) for _, s in points])
     weighted = _weighted_design(rows, seconds)
-    fitted, _ = _nnls(weighted)
+    fitted, _ = nnls(weighted)
     predicted = rows @ fitted
     relative = (predicted - seconds) / seconds
     condition = _condition_number(weighted)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from accel_choice import records
-from accel_choice.analyze import costmodel, model_work, stats, theory
+from accel_choice.analyze import costmodel, counted_fit, model_work, stats, theory
 from accel_choice.analyze.aggregate import contamination
 from accel_choice.analyze.breakeven_interval import Interval, grid_groups, is_fit_cell
 from accel_choice.analyze.costmodel import AnyWorkload, BreakEvenCurve, CostModel
@@ -139,7 +139,9 @@ def device_models(
     models = {}
     for device in dict.fromkeys(p.device for p in points):
         mine = [(point_workload(p, per_sample), p.epoch_s) for p in points if p.device == device]
-        models[device] = costmodel.fit(device, mine)
+        # The grid's MLPs fit the device's rates; a counted model's cells its own per step and per FLOP.
+        model = costmodel.fit(device, [(w, s) for w, s in mine if not isinstance(w, CountedWorkload)])
+        models[device] = counted_fit.fit_counted(model, [(w, s) for w, s in mine if isinstance(w, CountedWorkload)])
     if set(models) == {"cpu"}:
         models["gpu"] = costmodel.assumed(
             "gpu (assumed)",
@@ -177,7 +179,24 @@ def model_row(model: CostModel) -> ModelRow:
         terms_used=fit("terms_used"),
         identifiable=fit("identifiable"),
         warning=fit("warning"),
+        **_counted_fields(model),
     )
+
+
+def _counted_fields(model: CostModel) -> dict[str, Any]:
+    """A counted model's own rates and fit quality (analyze.counted_fit), where fitted."""
+    if model.counted is None or model.counted_quality is None:
+        return {}
+    per_step, per_flop = model.counted
+    quality = model.counted_quality
+    return {
+        "counted_points": quality.points,
+        "counted_seconds_per_step": per_step,
+        "counted_gflop_per_s": None if per_flop <= 0 else 1e-9 / per_flop,
+        "counted_median_abs_rel_error": quality.median_abs_rel_error,
+        "counted_loo_median_abs_rel_error": quality.loo_median_abs_rel_error,
+        "counted_warning": quality.warning,
+    }
 
 
 def sweep_values(low: int, high: int, count: int = 25) -> list[int]:

@@ -15,6 +15,7 @@ stages are "no measurable difference" apart.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 from scipy import stats
@@ -115,17 +116,33 @@ def bottlenecks(jobs: Sequence[ScaleJob], steps: Sequence[StepRate]) -> list[Bot
     return found
 
 
-def bend(job: ScaleJob) -> float | None:
-    """The first size whose warm read had to fetch most of its files from storage again (the page cache
-    no longer held them), or, where storage reads are unknown, whose warm read was no faster than its
-    cold read by the intervals; None if every size stayed in the page cache."""
+def cold_verified(job: ScaleJob) -> bool:
+    """Every cold pass read at least CACHE_MISS_SHARE of its files from storage (/proc/vmstat): the
+    page cache was really dropped. False also where the bytes read are unknown (recorded as 0)."""
+    return all(size.cold_storage_bytes >= CACHE_MISS_SHARE * size.file_bytes for size in job.sizes)
+
+
+def bend(job: ScaleJob) -> tuple[float | None, Literal["storage", "timing"]]:
+    """The first size whose warm read no longer came from the page cache, and how that was seen: where
+    the cold reads are verified cold, by a warm pass that fetched most of its files from storage
+    again; otherwise only by timing, a warm read no faster than the cold one by their intervals.
+    (None, ...) if every size stayed in the page cache."""
+    by: Literal["storage", "timing"] = "storage" if cold_verified(job) else "timing"
     for size in job.sizes:
-        if size.warm_storage_bytes or size.cold_storage_bytes:
-            if size.warm_storage_bytes >= CACHE_MISS_SHARE * size.file_bytes:
-                return size.target_gb
-        elif size.warm_read.low <= size.cold_read.high:
-            return size.target_gb
-    return None
+        if by == "storage" and size.warm_storage_bytes >= CACHE_MISS_SHARE * size.file_bytes:
+            return size.target_gb, by
+        if by == "timing" and size.warm_read.low <= size.cold_read.high:
+            return size.target_gb, by
+    return None, by
+
+
+def rss_growth(job: ScaleJob) -> tuple[float, int]:
+    """The job's peak resident set at its largest size over (and less) that at the size before it.
+    A reader's memory has a ceiling - the units in flight - that a dataset of a single row group
+    does not reach, so growth from the smallest size says little; growth while the data grow
+    several times over, at the top, is what would show an unbounded reader."""
+    first, last = (job.sizes[-2], job.sizes[-1]) if len(job.sizes) > 1 else (job.sizes[0], job.sizes[0])
+    return last.peak_rss_bytes / first.peak_rss_bytes, last.peak_rss_bytes - first.peak_rss_bytes
 
 
 def best_reader(jobs: Sequence[ScaleJob]) -> tuple[ScaleJob, SizeMeasurement, ReaderPass, Rate]:
@@ -160,15 +177,18 @@ def zero_worker_gain(size: SizeMeasurement, reader: ReaderPass) -> float | None:
 
 
 def storage_scenario(
-    plan: Scenario, file_bytes_per_row: float, reader_bytes: Rate
+    plan: Scenario, file_bytes_per_row: float, features: int, reader_bytes: Rate, overlapped: bool
 ) -> tuple[int, list[StorageScenario]]:
     """Each device's streamed epoch of the scenario: its modelled compute (and, on a GPU, the copy of
-    every row), and reading the scenario's rows at the measured reader rate. A reader with workers
-    overlaps reading with the step, so the epoch takes the slowest of the three, and that one bounds it."""
+    every row), and reading the scenario's rows at the measured reader rate (`file_bytes_per_row` of
+    rows of `features`, scaled to the scenario's width). A reader with workers or threads overlaps
+    reading with the step (`overlapped`): the epoch takes the slowest part, which bounds it; a reader
+    without them reads between steps: the epoch is their sum, bound by the largest part."""
     modelled = plan.modelled
     if modelled is None:
         raise ValueError("the scenario has no modelled epochs (the planner adds them)")
-    scenario_bytes = round(plan.rows * file_bytes_per_row)
+    per_row = file_bytes_per_row * (plan.features + 1) / (features + 1)
+    scenario_bytes = round(plan.rows * per_row)
     storage = scenario_bytes / reader_bytes.per_s
     low, high = scenario_bytes / reader_bytes.high, scenario_bytes / reader_bytes.low
     rows = []
@@ -186,7 +206,7 @@ def storage_scenario(
                 storage_s=storage,
                 storage_low_s=low,
                 storage_high_s=high,
-                epoch_s=parts[bound],
+                epoch_s=parts[bound] if overlapped else sum(parts.values()),
                 bound=bound,  # type: ignore[arg-type]
                 source="fitted" if device == "cpu" else modelled.gpu_model_source,
             )
@@ -197,10 +217,12 @@ def storage_scenario(
 def scale_table(jobs: Sequence[ScaleJob], steps: Sequence[StepRate], plan: Scenario) -> ScaleTable:
     """The study summarised (records.scale.ScaleTable)."""
     job, size, reader, reader_bytes = best_reader(jobs)
-    scenario_bytes, scenario = storage_scenario(plan, size.file_bytes / size.rows, reader_bytes)
-    smallest = min((s for j in jobs for s in j.sizes), key=lambda s: s.target_gb)
+    scenario_bytes, scenario = storage_scenario(
+        plan, size.file_bytes / size.rows, job.features, reader_bytes, overlapped=reader.workers > 0
+    )
     largest = max((s for j in jobs for s in j.sizes), key=lambda s: s.target_gb)
-    bends = [b for b in (bend(j) for j in jobs) if b is not None]
+    bends = [found for found in (bend(j) for j in jobs) if found[0] is not None]
+    growth = [rss_growth(j) for j in jobs]
     return ScaleTable(
         bottlenecks=tuple(bottlenecks(jobs, steps)),
         best_format=job.format,
@@ -212,10 +234,12 @@ def scale_table(jobs: Sequence[ScaleJob], steps: Sequence[StepRate], plan: Scena
         largest_gb=largest.target_gb,
         beyond_page_cache=not size.fits_page_cache,
         cache_drop=job.cache_drop,
-        bend_gb=min(bends) if bends else None,
+        bend_gb=min(b for b, _ in bends) if bends else None,
+        bend_by=min(bends)[1] if bends else None,
+        cold_verified=all(cold_verified(j) for j in jobs),
         host_memory_bytes=job.host_memory_bytes,
-        peak_rss_growth=max(s.peak_rss_bytes for j in jobs for s in j.sizes if s.target_gb == largest.target_gb)
-        / max(s.peak_rss_bytes for j in jobs for s in j.sizes if s.target_gb == smallest.target_gb),
+        peak_rss_growth=max(ratio for ratio, _ in growth),
+        peak_rss_added_bytes=max(added for _, added in growth),
         scenario_bytes=scenario_bytes,
         scenario=tuple(scenario),
         fp16_storage_s=scenario_bytes / 2 / reader_bytes.per_s,

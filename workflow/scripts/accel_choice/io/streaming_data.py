@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -180,9 +181,33 @@ def grow(
     return dataset
 
 
+PART = re.compile(r"^part-\d{5}\.(parquet|npy)$")
+PARTIAL = re.compile(r"^\.part-\d{5}\.(parquet|npy)\.partial$")
+
+
 def remove(folder: str | os.PathLike[str]) -> None:
-    """Delete a dataset folder (scratch data: the records keep what was measured on it)."""
-    shutil.rmtree(folder, ignore_errors=True)
+    """Delete the dataset this workflow wrote under `folder` (scratch data: the records keep what was
+    measured on it): its manifest, its parts (listed or not yet listed) and unfinished parts, then the
+    folder if nothing else is left. Only files of those names go, and parts only beside a manifest
+    of this workflow's: `scale.scratch` may point at a disk that holds other data."""
+    root = Path(folder)
+    if not root.is_dir():
+        return
+    manifest = root / MANIFEST
+    ours = False
+    if manifest.is_file():
+        try:
+            records.read(StreamedDataset, manifest)
+            ours = True
+        except (ValueError, OSError) as error:
+            raise ScaleDataError(
+                f"{manifest}: not a dataset manifest of this workflow's; {root} left as it is"
+            ) from error
+    for path in root.iterdir():
+        if PARTIAL.match(path.name) or (ours and (PART.match(path.name) or path.name == MANIFEST)):
+            path.unlink(missing_ok=True)
+    if not any(root.iterdir()):
+        root.rmdir()
 
 
 # --- checking before reading -----------------------------------------------------------------------

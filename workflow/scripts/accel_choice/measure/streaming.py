@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import mmap
 import os
+import threading
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -36,26 +37,37 @@ Batch = tuple[torch.Tensor, torch.Tensor]
 Unit = tuple[Path, int, int]
 
 
-_OPEN: dict[tuple[int, Path, int, int], pq.ParquetFile] = {}
+_OPEN: dict[tuple[int, int, Path, int, int], pq.ParquetFile] = {}
+_LOCK = threading.Lock()
 
 
 def _parquet(path: Path) -> pq.ParquetFile:
-    """An open Parquet file, its footer read once per process (a forked worker opens its own) and
-    file (a file replaced under the same name is opened anew)."""
+    """An open Parquet file, its footer read once per process and thread (a forked worker, or a thread
+    of the pool, opens its own) and file (a file replaced under the same name is opened anew)."""
     stat = os.stat(path)
-    key = (os.getpid(), path, stat.st_ino, stat.st_mtime_ns)
-    if key not in _OPEN:
-        for old in [k for k in _OPEN if k[:2] == key[:2]]:
-            _OPEN.pop(old).close()
-        _OPEN[key] = pq.ParquetFile(path, memory_map=False)
-    return _OPEN[key]
+    key = (os.getpid(), threading.get_ident(), path, stat.st_ino, stat.st_mtime_ns)
+    with _LOCK:
+        if key not in _OPEN:
+            for old in [k for k in _OPEN if k[:3] == key[:3]]:
+                _OPEN.pop(old).close()
+            _OPEN[key] = pq.ParquetFile(path, memory_map=False)
+        return _OPEN[key]
+
+
+def close_files() -> None:
+    """Close every Parquet file this process holds open (before its dataset is deleted)."""
+    with _LOCK:
+        for handle in _OPEN.values():
+            handle.close()
+        _OPEN.clear()
 
 
 def read_unit(fmt: str, path: Path, start: int, rows: int, features: int) -> tuple[np.ndarray, np.ndarray]:
     """One unit's rows decoded to numpy: float32 features (rows × features) and the 0/1 target (float32)."""
     if fmt == "parquet":
         handle = _parquet(path)
-        table = handle.read_row_group(start // handle.metadata.row_group(0).num_rows)
+        group = handle.metadata.row_group(0).num_rows
+        table = handle.read_row_group(start // group).slice(start % group, rows)
         x = np.empty((table.num_rows, features), dtype=np.float32)
         for j in range(features):
             x[:, j] = table.column(j).to_numpy()
@@ -169,10 +181,9 @@ def threaded(dataset: StreamedBatches, threads: int) -> Iterator[Batch]:
 def loader(dataset: StreamedBatches, workers: int, prefetch_factor: int = 2) -> DataLoader:
     """The dataset behind a DataLoader with `workers` reader processes (0: read in this process).
 
-    With workers, each reads every `workers`-th unit of the epoch's order; the DataLoader takes one
-    batch from each worker in turn, which is the epoch's batch order only when every unit gives the
-    same number of batches - true here, as units are whole row groups of whole batches (the dataset's
-    last unit aside, which only the last worker reads last)."""
+    With workers, each reads every `workers`-th unit of the epoch's order and the DataLoader takes one
+    batch from each worker in turn: the epoch's batches are those without workers, interleaved unit
+    by unit across the workers, in an order fixed for each worker count."""
     return DataLoader(
         dataset,
         batch_size=None,

@@ -132,8 +132,21 @@ class ModelRow:
     terms_used: tuple[Literal["overhead", "compute", "memory"], ...] | None
     identifiable: bool | None
     warning: str | None
+    # A counted model's own rates (analyze.counted_fit), fitted to its cells with this model's bytes/s;
+    # null where none was measured (the textbook MLP, an assumed model).
+    counted_points: PositiveCount | None = None
+    counted_seconds_per_step: NonNegativeSeconds | None = None
+    counted_gflop_per_s: Positive | None = None  # null: no compute term in its fit
+    counted_median_abs_rel_error: NonNegative | None = None
+    counted_loo_median_abs_rel_error: NonNegative | None = None
+    counted_warning: str | None = None  # its per-step and per-FLOP seconds cannot be told apart
 
     def __post_init__(self) -> None:
+        counted = (self.counted_points, self.counted_seconds_per_step, self.counted_loo_median_abs_rel_error)
+        if len({value is None for value in counted}) != 1 or (
+            self.counted_points is None and (self.counted_gflop_per_s is not None or self.counted_warning is not None)
+        ):
+            raise ValueError("a counted model's points, rates and errors are all set or all null")
         if (self.flop_per_s is None) != (self.gflop_per_s is None) or (self.bytes_per_s is None) != (
             self.gb_per_s is None
         ):
@@ -170,7 +183,7 @@ class ModelRow:
             raise ValueError("a fit that is not identifiable carries a warning, and only such a fit")
 
 
-@record(schema="cost-model", version=2)
+@record(schema="cost-model", version=3)
 class CostModelTable:
     """tables/cost_model.json: the cost model of each device, the points it was fitted to and their
     residuals, and the host→device copy and GPU start-up the break-even curves add."""
@@ -196,9 +209,10 @@ class CostModelTable:
                 continue
             points = sum(1 for p in self.points if p.device == model.device)
             residuals = sum(1 for r in self.residuals if r.device == model.device)
-            if not model.points == points == residuals:
+            fitted = (model.points or 0) + (model.counted_points or 0)
+            if not fitted == points == residuals:
                 raise ValueError(
-                    f"{model.device}: the model counts {model.points} points, the table holds {points} "
+                    f"{model.device}: the model counts {fitted} points, the table holds {points} "
                     f"points and {residuals} residuals"
                 )
 

@@ -190,12 +190,12 @@ class StorageScenario:
     storage_s: Seconds  # the scenario's bytes at the measured sustained reader rate
     storage_low_s: Seconds
     storage_high_s: Seconds
-    epoch_s: Seconds  # the slowest of the three (the reader's workers overlap them)
+    epoch_s: Seconds  # the slowest of the three where the reader overlaps the step (workers), else their sum
     bound: Bound
     source: Literal["fitted", "assumed"]
 
 
-@record(schema="scale")
+@record(schema="scale", version=2)
 class ScaleTable:
     """tables/scale.json: the streaming study summarised: bottlenecks, bends, the scenario with storage."""
 
@@ -209,9 +209,12 @@ class ScaleTable:
     largest_gb: Positive
     beyond_page_cache: bool  # the largest size did not fit in the page cache
     cache_drop: CacheDrop
-    bend_gb: Positive | None  # the first size whose warm read fell to the cold read's rate (page cache full)
+    bend_gb: Positive | None  # the first size whose warm read no longer came from the page cache
+    bend_by: Literal["storage", "timing"] | None  # seen in the bytes read from storage, or in timings only
+    cold_verified: bool  # every cold pass read most of its files from storage (/proc/vmstat)
     host_memory_bytes: PositiveCount
-    peak_rss_growth: NonNegative  # largest size's peak RSS over the smallest's
+    peak_rss_growth: NonNegative  # the largest format's growth: peak RSS at its largest size over the size before
+    peak_rss_added_bytes: int  # ... and the largest rise in bytes (negative: it fell)
     scenario_bytes: PositiveCount
     scenario: tuple[StorageScenario, ...]
     fp16_storage_s: Seconds  # the same bytes halved (fp16 storage), at the measured rate

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import statistics
 
 from accel_choice.io import paths
 from accel_choice.records.breakeven import BreakEvenSummary, BreakEvenTable
@@ -165,36 +164,56 @@ def scenario_section(plan: Scenario | None) -> str:
 
 
 def counted_paragraph(cost_model: CostModelTable, break_even: BreakEvenTable) -> str:
-    """What the planner models when the timed model is not the grid's MLP, and how well the fitted
-    rates describe that model's own measured cells."""
+    """What the planner models when the timed model is not the grid's MLP: its own rates beside the
+    MLPs', and how well they predict its cells (leave-one-out)."""
     models = sorted({p.model for p in cost_model.points if p.features is None})
     if not models:
         return ""
-    fits = []
-    for device in dict.fromkeys(r.device for r in cost_model.residuals):
-        errors = [abs(r.rel_error) for r in cost_model.residuals if r.device == device and r.features is None]
-        if errors:
-            fits.append(
-                f"{device} {len(errors)} cell{'s' if len(errors) != 1 else ''}, median |error| "
-                f"{statistics.median(errors):.1%}, largest {max(errors):.1%}"
-            )
-    skipped = [s for s in ("features", "hidden") if s not in {x.axis for x in break_even.summary}]
+    rates = [
+        f"{m.device}: {m.counted_seconds_per_step * 1e6:,.1f} µs per step and "
+        f"{number(m.counted_gflop_per_s, '.2f', 'no compute term')} GFLOP/s against the MLPs' "
+        f"{m.seconds_per_step * 1e6:,.1f} µs and {number(m.gflop_per_s, '.2f', 'no compute term')} GFLOP/s; "
+        f"{m.counted_points} cells, leave-one-out median |error| {m.counted_loo_median_abs_rel_error:.1%}"
+        for m in cost_model.models
+        if m.counted_points is not None
+        and m.counted_seconds_per_step is not None
+        and m.counted_loo_median_abs_rel_error is not None
+    ]
+    axes = {x.axis for x in break_even.summary}
+    skipped = [s for s in ("features", "hidden") if s not in axes]
     return (
         f"**The planner models {', '.join(f'`{m}`' for m in models)} from its counted profile** "
-        f"(`{paths.MODEL_PROFILE}`): the rates are fitted to the grid's textbook MLPs together with this model's "
-        "fast-path cells, each cell entered with the steps, FLOP and bytes its profile counts (`analyze.model_work`: "
-        "FLOP and activations per sample, optimizer state per step), and the break-even curves grow this model "
-        "along rows"
-        + (" and batch size" if "batch_size" in {x.axis for x in break_even.summary} else "")
+        f"(`{paths.MODEL_PROFILE}`): each of its fast-path cells is entered with the steps, FLOP and bytes its "
+        "profile counts (`analyze.model_work`: FLOP and activations per sample, optimizer state per step). "
+        "The grid's MLPs fit each device's rates; this model keeps their bytes per second and gets its own "
+        "seconds per step and per FLOP, fitted to its cells (`analyze.counted_fit`: more modules per step and "
+        "other kernels than an MLP's run at other rates): "
+        + ("; ".join(rates) if rates else "no cell measured")
+        + "".join(f". **{m.device}: {m.counted_warning}**" for m in cost_model.models if m.counted_warning)
+        + _gpu_caveat(cost_model)
+        + ". The break-even curves grow this model along rows"
+        + (" and batch size" if "batch_size" in axes else "")
         + (
             f" ({' and '.join(f'`planner.sweep.{a}`' for a in skipped)}: the textbook MLP's widths, not drawn for it)"
             if skipped
             else ""
         )
-        + ". The rates are one line through MLP and your model alike; how well they describe your model's own cells: "
-        + ("; ".join(fits) if fits else "no cell measured")
-        + ". An error well above the grid's says your model runs at other rates than the MLPs (convolutions, "
-        "normalisation), and its break-evens shift by as much.\n\n"
+        + ". Its cells vary in batch size only, so its own rates split per step from per row, and the curves "
+        "extrapolate along rows from one measured row count.\n\n"
+    )
+
+
+def _gpu_caveat(cost_model: CostModelTable) -> str:
+    """Where the CPU has this model's own rates and the GPU has not (assumed, or none of its cells timed)."""
+    cpu = any(m.device == "cpu" and m.counted_points for m in cost_model.models)
+    gpu = [m for m in cost_model.models if m.device != "cpu"]
+    if not cpu or any(m.counted_points for m in gpu):
+        return ""
+    return (
+        ". **The GPU side has no rates of this model**"
+        + (" (assumed: `planner.gpu_assumed`)" if any(m.source == "assumed" for m in gpu) else "")
+        + ": it runs at the MLPs' rates while the CPU runs at this model's own; where this model is slower than "
+        "the MLPs on the CPU it would likely be slower on a GPU too, so these break-evens lean towards the GPU"
     )
 
 

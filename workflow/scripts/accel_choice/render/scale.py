@@ -3,6 +3,7 @@ which stage bounds the epoch, where the page cache ran out, and the scale scenar
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 
@@ -23,6 +24,7 @@ from accel_choice.records.scale import (  # noqa: E402
 from accel_choice.render.formatting import save_figure, table  # noqa: E402
 
 GB = 1e9
+FLAT_RSS, FLAT_RSS_MIB = 1.25, 256  # peak RSS "flat": within 1.25× and 256 MiB from the smallest size to the largest
 COLD = {
     "drop_caches": "the page cache dropped first (/proc/sys/vm/drop_caches, as root)",
     "fadvise": "the files' pages evicted first (posix_fadvise DONTNEED: not root, so the rest of the page cache stayed)",
@@ -80,8 +82,8 @@ def stage_table(jobs: Sequence[ScaleJob]) -> str:
         "file (GB)",
         "storage cold GB/s",
         "storage warm GB/s",
-        "decode GB/s",
-        "convert GB/s",
+        "decode GB/s (decoded)",
+        "convert GB/s (decoded)",
         *(f"reader cold, {reader_label(w)} (samples/s)" for w in workers),
         *(f"reader warm, {reader_label(w)}" for w in workers),
         "read from storage cold / warm (GB)",
@@ -114,17 +116,68 @@ def _bottleneck_lines(summary: ScaleTable) -> list[str]:
 def scale_section(summary: ScaleTable | None, jobs: Sequence[ScaleJob], steps: Sequence[StepRate]) -> str:
     if summary is None:
         return ""
-    first = jobs[0]
-    memory = summary.host_memory_bytes / GB
-    bend = (
-        f"The page cache ran out at {summary.bend_gb:g} GB: from there a warm pass read most of the files from "
-        f"storage again, and warm rates fell to cold ones (this machine has {memory:.1f} GB of memory)."
-        if summary.bend_gb is not None
-        else f"Every size fit in the page cache ({memory:.1f} GB of memory): the warm rates show what memory gives "
-        "back, and the bend comes only past memory size (docs/scale.md#beyond-memory)."
+    return (
+        _intro(summary, jobs)
+        + "\n\nThe training step's own rate at this width (in-memory batches; on a GPU the batches resident and "
+        "the host→device copy of pinned batches timed apart, so the copy is what a pinning reader would get):\n\n"
+        + table(("device", "threads", "samples/s", "copy GB/s"), [_step_row(s) for s in steps])
+        + "\n\nAt the largest size, cold, which stage bounds a streamed epoch (decided by the interval of the ratio "
+        "of the two rates):\n\n"
+        + "\n".join(_bottleneck_lines(summary))
+        + f"\n\n{_bend(summary)} {_memory(summary)}"
+        + "\n\n"
+        + _scenario(summary)
+        + "\n\n"
+        + _moves(summary)
     )
-    step_rows = [(s.device, s.threads, _samples(s.train), _gb_s(s.copy) if s.copy else "—") for s in steps]
-    scenario_rows = [
+
+
+def _step_row(s: StepRate) -> tuple[object, ...]:
+    return (s.device, s.threads, _samples(s.train), _gb_s(s.copy) if s.copy else "—")
+
+
+def _bend(summary: ScaleTable) -> str:
+    memory = summary.host_memory_bytes / GB
+    if not summary.cold_verified:
+        cold = (
+            "**The cold reads could not be verified as cold**: some cold pass read less than half its files from "
+            "storage (/proc/vmstat pgpgin; 0 where unknown), so its rate may be the page cache's. "
+        )
+    else:
+        cold = "Every cold pass read its files from storage (/proc/vmstat pgpgin). "
+    if summary.bend_gb is None:
+        return cold + (
+            f"Every size fit in the page cache ({memory:.1f} GB of memory): the warm rates show what memory gives "
+            "back, and the bend comes only past memory size (docs/scale.md#beyond-memory)."
+        )
+    if summary.bend_by == "storage":
+        return cold + (
+            f"The page cache ran out at {summary.bend_gb:g} GB: there a warm pass read most of its files from "
+            f"storage again (this machine has {memory:.1f} GB of memory)."
+        )
+    return cold + (
+        f"By timing alone, the warm read was no faster than the cold one from {summary.bend_gb:g} GB on "
+        f"({memory:.1f} GB of memory): a bend, or cold reads that were not cold."
+    )
+
+
+def _memory(summary: ScaleTable) -> str:
+    added = summary.peak_rss_added_bytes / 2**20
+    words = f"{summary.peak_rss_growth:.2f}× ({added:+,.0f} MiB)"
+    if summary.peak_rss_growth <= FLAT_RSS and added <= FLAT_RSS_MIB:
+        return (
+            f"Peak RSS stayed flat while the data grew: the largest size's over the size's before it {words} in "
+            "the format that grew most (a reader holds the units in flight and a few prefetched batches, whatever "
+            "the file's size; the stage table gives every size's)."
+        )
+    return (
+        f"**Peak RSS grew with the data**: the largest size's over the size's before it {words} in the format "
+        "that grew most."
+    )
+
+
+def _scenario(summary: ScaleTable) -> str:
+    rows = [
         (
             s.device,
             f"{s.compute_s:,.1f} ({s.source})",
@@ -135,6 +188,26 @@ def scale_section(summary: ScaleTable | None, jobs: Sequence[ScaleJob], steps: S
         )
         for s in summary.scenario
     ]
+    overlapped = summary.best_workers > 0
+    how = (
+        "Its reader runs beside the step, so an epoch takes its slowest part (on the CPU the reader's workers "
+        "share the cores the step computes on: there the overlap is the best case)"
+        if overlapped
+        else "Its reader has no workers, so reading happens between steps and an epoch is the sum of its parts"
+    )
+    return (
+        f"**The scale scenario with measured storage.** Its {summary.scenario_bytes / GB:,.1f} GB read at the "
+        f"best sustained reader rate ({summary.best_format}, {reader_label((summary.best_kind, summary.best_workers))}, "
+        f"cold, at {summary.largest_gb:g} GB: {summary.sustained_gb_per_s:.3f} GB/s, {summary.sustained_low:.3f}–"
+        f"{summary.sustained_high:.3f})"
+        + ("" if summary.beyond_page_cache else ", a size that still fit in the page cache")
+        + f". {how}:\n\n"
+        + table(("device", "compute s", "host→device copy s", "storage s", "epoch s", "bound"), rows)
+    )
+
+
+def _intro(summary: ScaleTable, jobs: Sequence[ScaleJob]) -> str:
+    first = jobs[0]
     return (
         "## Streaming data beyond memory (measured)\n\n"
         f"Seeded datasets of {first.features} fp32 features and a 0/1 target, grown to "
@@ -142,26 +215,10 @@ def scale_section(summary: ScaleTable | None, jobs: Sequence[ScaleJob], steps: S
         f"(`scale`; Parquet row groups of {first.row_group_rows:,} rows, {first.compression}; raw .npy windows of "
         f"as many rows through numpy.memmap), batches of {first.batch_size}. Cold reads with "
         f"{COLD[summary.cache_drop]}. Rates are a whole pass's, with the percentile interval of its chunks; "
-        "decode is timed only where the files fit in the page cache. The reader is the DataLoader a training "
-        f"loop would use (`measure/streaming.py`). Every job's stages are in `{paths.SCALE_JOB}`.\n\n"
-        + stage_table(jobs)
-        + "\n\nThe training step's own rate at this width (in-memory batches; on a GPU the batches resident and "
-        "the host→device copy timed apart):\n\n"
-        + table(("device", "threads", "samples/s", "copy GB/s"), step_rows)
-        + "\n\nAt the largest size, cold, which stage bounds a streamed epoch (decided by the interval of the ratio "
-        "of the two rates):\n\n"
-        + "\n".join(_bottleneck_lines(summary))
-        + f"\n\n{bend} Peak RSS of the largest size over the smallest's: {summary.peak_rss_growth:.2f}× "
-        "(the reader holds one unit and a few prefetched batches, whatever the file's size)."
-        + f"\n\n**The scale scenario with measured storage.** Its {summary.scenario_bytes / GB:,.1f} GB read at the "
-        f"best sustained reader rate ({summary.best_format}, {reader_label((summary.best_kind, summary.best_workers))}, cold, at "
-        f"{summary.largest_gb:g} GB: {summary.sustained_gb_per_s:.3f} GB/s, {summary.sustained_low:.3f}–"
-        f"{summary.sustained_high:.3f})"
-        + ("" if summary.beyond_page_cache else ", a size that still fit in the page cache")
-        + ". With reader workers, reading overlaps the step, so an epoch takes its slowest part:\n\n"
-        + table(("device", "compute s", "host→device copy s", "storage s", "epoch s", "bound"), scenario_rows)
-        + "\n\n"
-        + _moves(summary)
+        "decode and warm reader passes only where the files fit in the page cache (beyond it they would time the "
+        "disk again). The reader yields torch batches as a training loop takes them, from DataLoader worker "
+        f"processes or a thread pool (`measure/streaming.py`). Every job's stages are in `{paths.SCALE_JOB}`; decode and "
+        "convert count decoded bytes (fp32 rows), storage counts the files' bytes.\n\n" + stage_table(jobs)
     )
 
 
@@ -203,7 +260,7 @@ def scale_figure(
             label=f"{job.format}: storage, cold",
         )
         for cache, style in (("cold", "-o"), ("warm", "--s")):
-            best = [max((r.samples.per_s for r in s.readers if r.cache == cache), default=0) for s in job.sizes]
+            best = [max((r.samples.per_s for r in s.readers if r.cache == cache), default=math.nan) for s in job.sizes]
             axes.plot(sizes, best, style, label=f"{job.format}: reader, {cache} (best workers)")
     for step in steps:
         axes.axhline(

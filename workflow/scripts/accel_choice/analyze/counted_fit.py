@@ -1,0 +1,101 @@
+"""A counted model's own rates in the cost model: its seconds per step and per FLOP, fitted to its
+measured cells with the grid's bandwidth (docs/own-model.md#your-model-in-the-planner).
+
+The grid fits one device's rates to textbook MLPs. Another model runs at other rates: more modules
+per step (norms, dropout, residual adds) cost more per step, and a convolution does fewer FLOP per
+second than a matrix product. Fitted to the MLPs' rates, the worked examples' cells came out
+30-57 % slower than modelled. So a counted model keeps the grid's bytes per second (memory traffic is
+the machine's) and gets its own per-step and per-FLOP seconds, by the same non-negative least
+squares on relative errors, from its own cells (costmodel.nnls with the bytes' share as an offset):
+
+    epoch seconds ≈ steps · s_model + FLOP · f_model + bytes / (the grid's bytes/s)
+
+Its cells vary in batch size only, so FLOP per epoch are the same in each: the fit tells per step
+from per row, which is what the break-even curves along rows and batch size need. The MLP fit is
+left exactly as it was (the textbook's numbers do not move), and the counted rates' quality - its
+leave-one-out error above all - is reported on its own.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from accel_choice.analyze import costmodel, model_work
+from accel_choice.analyze.costmodel import CostModel, FitQuality
+from accel_choice.analyze.model_work import CountedWorkload
+from accel_choice.records.planner import Residual
+
+TERMS = ("overhead", "compute")
+
+
+def counted_coefficients(rows: np.ndarray, seconds: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """[s_model, f_model, b] per resample: `rows` the counted cells' design (points × 3), `seconds` their
+    epochs (points, or resamples × points), `grid` the grid's coefficients (3, or resamples × 3)."""
+    per_byte = np.asarray(grid)[..., 2]
+    target = 1 - rows[:, 2] * per_byte[..., None] / seconds
+    fitted, _ = costmodel.nnls(rows[:, :2] / seconds[..., None], target)
+    return np.concatenate([fitted, np.broadcast_to(per_byte[..., None], (*fitted.shape[:-1], 1))], axis=-1)
+
+
+def fit_counted(model: CostModel, points: Sequence[tuple[CountedWorkload, float]]) -> CostModel:
+    """`model` with a counted model's own rates fitted to `points`, and their quality."""
+    if not points:
+        return model
+    rows = costmodel.design([w for w, _ in points])
+    seconds = np.array([float(s) for _, s in points])
+    if np.any(~(seconds > 0)) or not np.all(np.isfinite(seconds)):
+        raise ValueError("measured epoch times must be positive finite numbers of seconds")
+    grid = costmodel.coefficients(model)
+    fitted = counted_coefficients(rows, seconds, grid)
+    predicted = rows @ fitted
+    relative = (predicted - seconds) / seconds
+    loo = []
+    for held_out in range(len(points)):
+        keep = np.arange(len(points)) != held_out
+        alone = counted_coefficients(rows[keep], seconds[keep], grid) if keep.any() else grid
+        loo.append(abs(float(rows[held_out] @ alone) - seconds[held_out]) / seconds[held_out])
+    total = float(np.sum((seconds - seconds.mean()) ** 2))
+    condition = _condition(rows[:, :2] / seconds[:, None])
+    sizes = len({w.batch_size for w, _ in points})
+    identifiable = sizes > 1 and condition <= costmodel.MAX_CONDITION
+    quality = FitQuality(
+        points=len(points),
+        r2=None if total == 0 else 1.0 - float(np.sum((seconds - predicted) ** 2)) / total,
+        median_abs_rel_error=float(np.median(np.abs(relative))),
+        max_abs_rel_error=float(np.max(np.abs(relative))),
+        loo_median_abs_rel_error=float(statistics.median(loo)),
+        terms_used=tuple(name for name, c in zip(TERMS, fitted[:2]) if c > 0),
+        condition_number=condition,
+        identifiable=identifiable,
+        warning=None
+        if identifiable
+        else (
+            f"its cells hold {sizes} batch size{'s' if sizes != 1 else ''} (condition number {condition:.3g}): "
+            "its seconds per step and per FLOP cannot be told apart, so its curves along rows and batch size "
+            "rest on an arbitrary split; time more batch sizes (timing.batch_sizes)"
+        ),
+        residuals=tuple(
+            Residual(
+                **model_work.identity(w),
+                measured_s=float(s),
+                predicted_s=float(p),
+                rel_error=float(r),
+                device=model.device,
+            )
+            for (w, _), s, p, r in zip(points, seconds, predicted, relative)
+        ),
+    )
+    return replace(model, counted=(float(fitted[0]), float(fitted[1])), counted_quality=quality)
+
+
+def _condition(weighted: np.ndarray) -> float:
+    norms = np.linalg.norm(weighted, axis=0)
+    if np.any(norms == 0):
+        return math.inf
+    singular = np.linalg.svd(weighted / norms, compute_uv=False)
+    return math.inf if singular[-1] == 0 else float(singular[0] / singular[-1])
