@@ -189,8 +189,9 @@ def test_the_first_rows_of_a_dataset_are_a_smaller_dataset(tmp_path) -> None:
 
 @pytest.mark.parametrize("fmt", ["parquet", "npy"])
 def test_memory_stays_bounded_while_a_dataset_many_times_a_unit_is_read(tmp_path, fmt) -> None:
-    features, group = 255, 1024  # 1 MiB row groups, 48 of them
-    sd.grow(tmp_path, fmt, 48 * group, features=features, row_group_rows=group, part_rows=16 * group, seed=3)
+    features, group = 255, 1024  # 1 MiB row groups, 48 of them, a part each (a reader that keeps
+    # something per part, as one keeping its Parquet files open did, grows with the parts)
+    sd.grow(tmp_path, fmt, 48 * group, features=features, row_group_rows=group, part_rows=group, seed=3)
     data = streaming.StreamedBatches(tmp_path, 512, seed=1)
     for _ in streaming.loader(data, 0):  # once, so every import and allocation of a pass is made
         pass

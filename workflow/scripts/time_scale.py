@@ -7,7 +7,7 @@ from pathlib import Path
 
 from accel_choice.io import atomic, envinfo, streaming_data
 from accel_choice.io.runtime import job
-from accel_choice.measure import scale, streaming
+from accel_choice.measure import scale
 from accel_choice.records.scale import ScaleJob
 
 wc, p = snakemake.wildcards, snakemake.params
@@ -57,7 +57,6 @@ with job(snakemake.log[0], snakemake.threads) as log:
                 )
             )
     finally:
-        streaming.close_files()
         streaming_data.remove(folder)
     atomic.write_record(
         snakemake.output[0],
