@@ -61,6 +61,18 @@ def rate(amounts: Sequence[float], seconds: Sequence[float], *, seed: int = 0) -
     return Rate(amount=float(a.sum()), seconds=float(s.sum()), per_s=per_s, low=low, high=high, chunks=len(a))
 
 
+def scaled(r: Rate, factor: float) -> Rate:
+    """The same pass in other units: samples to bytes (factor: bytes per sample), or back."""
+    return Rate(
+        amount=r.amount * factor,
+        seconds=r.seconds,
+        per_s=r.per_s * factor,
+        low=r.low * factor,
+        high=r.high * factor,
+        chunks=r.chunks,
+    )
+
+
 def slower_by(slow: Rate, fast: Rate) -> tuple[float, float, float]:
     """How many times `fast` outpaces `slow`, with the bound from both intervals."""
     return fast.per_s / slow.per_s, fast.low / slow.high, fast.high / slow.low
@@ -71,15 +83,7 @@ def intake(step: StepRate) -> tuple[Rate, str]:
     host→device copy's (a batch's features and target) where that is slower."""
     if step.copy is None:
         return step.train, "train"
-    per_row = (step.features + 1) * 4
-    copy = Rate(
-        amount=step.copy.amount / per_row,
-        seconds=step.copy.seconds,
-        per_s=step.copy.per_s / per_row,
-        low=step.copy.low / per_row,
-        high=step.copy.high / per_row,
-        chunks=step.copy.chunks,
-    )
+    copy = scaled(step.copy, 1 / ((step.features + 1) * 4))
     return (copy, "copy") if copy.per_s < step.train.per_s else (step.train, "train")
 
 
@@ -157,17 +161,7 @@ def best_reader(jobs: Sequence[ScaleJob]) -> tuple[ScaleJob, SizeMeasurement, Re
     if best is None:
         raise ValueError("no cold reader pass at the largest size")
     job, size, reader = best
-    per_row = size.file_bytes / size.rows
-    r = reader.samples
-    in_bytes = Rate(
-        amount=r.amount * per_row,
-        seconds=r.seconds,
-        per_s=r.per_s * per_row,
-        low=r.low * per_row,
-        high=r.high * per_row,
-        chunks=r.chunks,
-    )
-    return job, size, reader, in_bytes
+    return job, size, reader, scaled(reader.samples, size.file_bytes / size.rows)
 
 
 def zero_worker_gain(size: SizeMeasurement, reader: ReaderPass) -> float | None:
