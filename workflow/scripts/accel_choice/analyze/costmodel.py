@@ -230,9 +230,12 @@ def nnls(weighted: np.ndarray, target: np.ndarray | None = None) -> tuple[np.nda
     return picked, np.take_along_axis(rss, chosen[None], axis=0)[0]
 
 
-def _condition_number(weighted: np.ndarray) -> float:
-    normalised = weighted / np.linalg.norm(weighted, axis=0)
-    singular = np.linalg.svd(normalised, compute_uv=False)
+def condition_number(weighted: np.ndarray) -> float:
+    """Of the column-normalised design; math.inf where a column is zero or the columns are dependent."""
+    norms = np.linalg.norm(weighted, axis=0)
+    if np.any(norms == 0):
+        return math.inf
+    singular = np.linalg.svd(weighted / norms, compute_uv=False)
     return math.inf if singular[-1] == 0 else float(singular[0] / singular[-1])
 
 
@@ -249,7 +252,7 @@ def _leave_one_out_errors(design: np.ndarray, seconds: np.ndarray) -> list[float
     return errors
 
 
-def _r_squared(measured: np.ndarray, predicted: np.ndarray) -> float | None:
+def r_squared(measured: np.ndarray, predicted: np.ndarray) -> float | None:
     total = float(np.sum((measured - measured.mean()) ** 2))
     if total == 0:
         return None  # all times equal: R² is undefined
@@ -289,11 +292,11 @@ def fit(device: str, points: Sequence[tuple[AnyWorkload, float]]) -> CostModel:
     fitted, _ = nnls(weighted)
     predicted = rows @ fitted
     relative = (predicted - seconds) / seconds
-    condition = _condition_number(weighted)
+    condition = condition_number(weighted)
     identifiable = condition <= MAX_CONDITION
     quality = FitQuality(
         points=len(points),
-        r2=_r_squared(seconds, predicted),
+        r2=r_squared(seconds, predicted),
         median_abs_rel_error=float(np.median(np.abs(relative))),
         max_abs_rel_error=float(np.max(np.abs(relative))),
         loo_median_abs_rel_error=float(statistics.median(_leave_one_out_errors(rows, seconds))),

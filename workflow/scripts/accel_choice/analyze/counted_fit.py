@@ -18,7 +18,6 @@ leave-one-out error above all - is reported on its own.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import replace
@@ -59,13 +58,12 @@ def fit_counted(model: CostModel, points: Sequence[tuple[CountedWorkload, float]
         keep = np.arange(len(points)) != held_out
         alone = counted_coefficients(rows[keep], seconds[keep], grid) if keep.any() else grid
         loo.append(abs(float(rows[held_out] @ alone) - seconds[held_out]) / seconds[held_out])
-    total = float(np.sum((seconds - seconds.mean()) ** 2))
-    condition = _condition(rows[:, :2] / seconds[:, None])
+    condition = costmodel.condition_number(rows[:, :2] / seconds[:, None])
     sizes = len({w.batch_size for w, _ in points})
     identifiable = sizes > 1 and condition <= costmodel.MAX_CONDITION
     quality = FitQuality(
         points=len(points),
-        r2=None if total == 0 else 1.0 - float(np.sum((seconds - predicted) ** 2)) / total,
+        r2=costmodel.r_squared(seconds, predicted),
         median_abs_rel_error=float(np.median(np.abs(relative))),
         max_abs_rel_error=float(np.max(np.abs(relative))),
         loo_median_abs_rel_error=float(statistics.median(loo)),
@@ -91,11 +89,3 @@ def fit_counted(model: CostModel, points: Sequence[tuple[CountedWorkload, float]
         ),
     )
     return replace(model, counted=(float(fitted[0]), float(fitted[1])), counted_quality=quality)
-
-
-def _condition(weighted: np.ndarray) -> float:
-    norms = np.linalg.norm(weighted, axis=0)
-    if np.any(norms == 0):
-        return math.inf
-    singular = np.linalg.svd(weighted / norms, compute_uv=False)
-    return math.inf if singular[-1] == 0 else float(singular[0] / singular[-1])

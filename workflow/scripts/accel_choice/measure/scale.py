@@ -27,11 +27,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
 
 from accel_choice.analyze.scale import rate
-from accel_choice.io.streaming_data import open_parts, unit_ranges
-from accel_choice.measure.streaming import StreamedBatches, loader, read_unit, threaded, to_batches
+from accel_choice.io.streaming_data import open_parts
+from accel_choice.measure.streaming import StreamedBatches, loader, threaded
 from accel_choice.records.scale import CacheDrop, ReaderPass, SizeMeasurement
 
 CHUNK = 8 * 1024 * 1024
@@ -131,18 +130,18 @@ def raw_read(paths: Sequence[Path]) -> tuple[list[float], list[float]]:
 
 
 def decode_and_convert(folder: Path, rows: int, batch_size: int, seed: int) -> tuple[list[float], ...]:
-    """Each unit decoded (file bytes → numpy) and converted (numpy → torch batches), timed apart:
-    (row bytes, decode seconds, convert seconds) per unit."""
-    dataset, parts = open_parts(folder, rows)
+    """Each unit decoded (file bytes → numpy) and converted (numpy → torch batches) by the reader's own
+    two steps (StreamedBatches.read, .batches), timed apart: (row bytes, decode seconds, convert seconds) per unit."""
+    data = StreamedBatches(folder, batch_size, seed=seed, rows=rows)
     amounts, decode, convert = [], [], []
-    for index, (path, start, count) in enumerate(unit_ranges(dataset, parts)):
+    for index, (_, _, count) in enumerate(data.units):
         t0 = time.perf_counter()
-        x, y = read_unit(dataset.format, path, start, count, dataset.features)
+        x, y = data.read(index)
         t1 = time.perf_counter()
-        for _ in to_batches(x, y, batch_size, torch.Generator().manual_seed(seed + index)):
+        for _ in data.batches(index, x, y):
             pass
         t2 = time.perf_counter()
-        amounts.append(float(count * (dataset.features + 1) * 4))
+        amounts.append(float(count * (data.dataset.features + 1) * 4))
         decode.append(t1 - t0)
         convert.append(t2 - t1)
     return amounts, decode, convert
