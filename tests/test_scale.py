@@ -4,6 +4,10 @@ one measured size of a tiny dataset (measure.scale) - in seconds."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import statistics
+import subprocess
+import sys
 from pathlib import Path
 
 import builders_planner
@@ -16,7 +20,11 @@ from accel_choice.io import streaming_data as sd
 from accel_choice.measure import scale as measure
 from accel_choice.measure import scale_step
 from accel_choice.records.planner import ScenarioModelled
+from accel_choice.analyze.stats import NoiseRules
+from accel_choice.measure import contention
+from accel_choice.measure.contention import ForeignUserCpuMeter
 from accel_choice.records.scale import Rate, ReaderPass, ScaleJob, SizeMeasurement, StepRate
+from accel_choice.records.sentinel import SentinelReadings
 from accel_choice.render import scale as words
 
 GB = 1e9
@@ -60,10 +68,18 @@ def size(target_gb: float, reader: float, *, warm_storage: float = 0.0, fits: bo
         readers=readers,
         peak_rss_bytes=400 * 2**20,
         workers_peak_rss_bytes=300 * 2**20,
+        foreign_cpu_share=0.02,
+        steal_share=0.01,
     )
 
 
-def job(fmt: str, sizes: tuple[SizeMeasurement, ...]) -> ScaleJob:
+def ticks(n: int, median_s: float = 0.05) -> SentinelReadings:
+    """A quiet sentinel of `n` timings around `median_s`."""
+    seconds = tuple(median_s * (1 + 0.01 * ((i % 3) - 1)) for i in range(n))
+    return builders_planner.sentinel_readings(seconds=seconds, median_s=statistics.median(seconds))
+
+
+def job(fmt: str, sizes: tuple[SizeMeasurement, ...], sentinel: SentinelReadings | None = None) -> ScaleJob:
     return ScaleJob(
         format=fmt,
         features=255,
@@ -74,6 +90,7 @@ def job(fmt: str, sizes: tuple[SizeMeasurement, ...]) -> ScaleJob:
         host_memory_bytes=24 * 10**9,
         sizes=sizes,
         environment=ENV,
+        sentinel=sentinel or ticks(len(sizes) + 1),
     )
 
 
@@ -87,6 +104,8 @@ def step(device: str, per_s: float) -> StepRate:
         train=rate(per_s),
         copy=None,
         environment=ENV,
+        foreign_cpu_share=0.01,
+        sentinel=ticks(2),
     )
 
 
@@ -205,6 +224,8 @@ def test_the_report_names_the_bottleneck_the_bend_and_what_would_move_it(tmp_pat
     needed = table.scenario_bytes / 16.0 / GB
     assert f"a reader sustaining {needed:.2f} GB/s ({needed / table.sustained_gb_per_s:.1f}×" in text
     assert "more readers: 2 worker processes read 2.00× as fast as none" in text
+    assert "Nothing shared the machine while the study ran: no size or job had other processes' user CPU over" in text
+    assert "| 0.02 / 0.01 |" in text  # each size's other CPU and steal, in the stage table
     assert words.scale_section(None, jobs, steps) == ""
     unverified = dataclasses.replace(table, cold_verified=False, bend_by="timing")
     text = words.scale_section(unverified, jobs, steps)
@@ -238,8 +259,64 @@ def test_one_size_of_a_tiny_dataset_is_measured_stage_by_stage(tmp_path: Path) -
     assert all(r.samples.amount == rows for r in m.readers)
     assert m.cold_read.amount == m.file_bytes == sum(p.stat().st_size for p in tmp_path.glob("part-*"))
     assert m.peak_rss_bytes > 0 and m.workers_peak_rss_bytes > 0  # a worker has run and ended
+    if os.path.exists("/proc/stat"):  # metered: the worker's CPU is the job's own, not a neighbour's
+        assert m.foreign_cpu_share is not None and m.steal_share is not None
     if measure.storage_bytes_read() is not None:  # Linux: the evicted files were read from storage again
         assert m.cold_storage_bytes >= 0.9 * m.file_bytes
+
+
+def test_what_shared_the_machine_is_flagged_per_size_and_per_job_and_kept() -> None:
+    busy_size = dataclasses.replace(size(4, 60_000.0), foreign_cpu_share=0.6)
+    stolen = dataclasses.replace(size(16, 60_000.0), steal_share=0.3)
+    slow_after = builders_planner.sentinel_readings(
+        seconds=(0.05, 0.05, 0.05, 0.11), median_s=0.05
+    )  # timed after the 16 GB size: 2.2× the job's median
+    jobs = [
+        job("npy", (size(0.1, 90_000.0), busy_size, stolen), sentinel=slow_after),
+        job("parquet", (size(0.1, 30_000.0), size(4, 30_000.0), size(16, 30_000.0))),
+    ]
+    slow_step = dataclasses.replace(
+        step("cpu", 40_000.0),
+        foreign_cpu_share=0.4,
+        sentinel=builders_planner.sentinel_readings(seconds=(0.1, 0.1), median_s=0.1),
+    )  # its machine ran at half the study's speed
+    table = scale.scale_table(jobs, [slow_step], scenario())
+    found = {(b.job, b.target_gb): b.reasons for b in table.busy}
+    assert found[("npy", 4)] == ("other processes used 0.60 cores (> 0.25)",)
+    assert found[("npy", 16)] == (
+        "the hypervisor stole 0.30 cores (> 0.1)",
+        "the sentinel timed after it ran 2.20x its job's median",
+    )
+    assert found[("step cpu", None)][0].startswith("machine speed changed during this job (sentinel 2.00x")
+    assert found[("step cpu", None)][1] == "other processes used 0.40 cores (> 0.25)"
+    assert ("parquet", None) not in found and ("npy", 0.1) not in found
+    assert len(table.bottlenecks) == 2 * 3 * 2  # formats × sizes × cold readers: flagged, never dropped
+    text = words.scale_section(table, jobs, [slow_step])
+    assert "**Parts of the study shared the machine** (other processes' user CPU over 0.25 cores" in text
+    assert "- npy, 4 GB: other processes used 0.60 cores (> 0.25)" in text
+    assert "| 0.60 / 0.01 |" in text
+    strict = scale.scale_table(jobs, [slow_step], scenario(), NoiseRules(foreign_cpu_share=0.01, steal_share=0.005))
+    assert {(b.job, b.target_gb) for b in strict.busy} >= {("npy", 0.1), ("parquet", 0.1)}
+
+
+def test_a_scale_job_has_a_sentinel_timing_at_its_start_and_after_each_size() -> None:
+    with pytest.raises(ValueError, match="timed at the start and after each of the 2 sizes, found 2 timings"):
+        job("npy", (size(0.1, 1.0), size(1, 1.0)), sentinel=ticks(2))
+
+
+def test_a_child_process_waited_for_is_the_jobs_own_cpu_not_a_neighbours(tmp_path) -> None:
+    burn = (
+        "import os, time\nend = time.perf_counter() + 0.4\n"
+        "while time.perf_counter() < end: sum(i * i for i in range(1000))\nprint(os.times().user)"
+    )
+    meter = ForeignUserCpuMeter().start()
+    child_cpu = float(subprocess.run([sys.executable, "-c", burn], capture_output=True, text=True, check=True).stdout)
+    used = meter.stop()
+    assert used.own_cpu_s >= 0.9 * child_cpu >= 0.3  # the child's user CPU, counted once it was waited for
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 20 50 1000 10 0 5 300 0 0\n", encoding="ascii")
+    ticks_per_s = os.sysconf("SC_CLK_TCK")
+    assert contention.machine_user_seconds(str(stat)) == pytest.approx(120 / ticks_per_s)  # user + nice only
 
 
 def test_the_training_step_rate_is_measured_in_blocks() -> None:

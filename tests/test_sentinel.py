@@ -16,7 +16,7 @@ from accel_choice.analyze import aggregate
 from accel_choice.analyze.bootstrap import spread_floor
 from accel_choice.analyze.sentinel import summarize_sentinels
 from accel_choice.analyze.stats import NoiseRules
-from accel_choice.measure import sentinel, training
+from accel_choice.measure import contention, sentinel, training
 from accel_choice.records.sentinel import GpuState, SentinelReadings
 from accel_choice.records.training import TrainingJob
 from accel_choice.records.model import ModelSpec
@@ -54,14 +54,14 @@ def test_workload_names_the_work_of_each_device():
     assert sentinel.workload_name(torch.device("cuda", 1)) == "cuda: 20 x mm(4096x4096) fp32"
 
 
-# --- measure.sentinel: machine state from fake files --------------------------------------------
+# --- measure.sentinel and measure.contention: machine state from fake files ------------------------
 
 
 def test_steal_seconds_reads_the_eighth_column_of_proc_stat(tmp_path):
     """The aggregate cpu line's steal column (the 8th number) in ticks, turned into seconds."""
     stat = tmp_path / "stat"
     stat.write_text("cpu  100 0 50 1000 10 0 5 300 0 0\ncpu0 50 0 25 500 5 0 2 150 0 0\n", encoding="ascii")
-    assert sentinel.steal_seconds(str(stat)) == pytest.approx(300 / os.sysconf("SC_CLK_TCK"))
+    assert contention.steal_seconds(str(stat)) == pytest.approx(300 / os.sysconf("SC_CLK_TCK"))
 
 
 def test_steal_seconds_none_without_a_steal_column_or_a_file(tmp_path):
@@ -69,9 +69,9 @@ def test_steal_seconds_none_without_a_steal_column_or_a_file(tmp_path):
     old.write_text("cpu  100 0 50 1000 10 0 5\n", encoding="ascii")  # a kernel without steal
     empty = tmp_path / "empty"
     empty.write_text("", encoding="ascii")
-    assert sentinel.steal_seconds(str(old)) is None
-    assert sentinel.steal_seconds(str(empty)) is None
-    assert sentinel.steal_seconds(str(tmp_path / "missing")) is None
+    assert contention.steal_seconds(str(old)) is None
+    assert contention.steal_seconds(str(empty)) is None
+    assert contention.steal_seconds(str(tmp_path / "missing")) is None
 
 
 def _cpufreq(root, core: int, khz: int | None = None, governor: str | None = None) -> None:

@@ -1314,12 +1314,16 @@ def test_the_streaming_study_measures_every_stage_and_leaves_no_data_behind(fini
         assert [s["target_gb"] for s in job["sizes"]] == [0.002, 0.004]
         # none, 1 worker process, 1 thread; cold and warm (the tiny files fit in the page cache)
         assert all(len(s["readers"]) == 6 and s["decode"] is not None for s in job["sizes"])
+        # what could contaminate it: other CPU and steal per size, the sentinel at the start and after each
+        assert all(s["foreign_cpu_share"] is not None and s["steal_share"] is not None for s in job["sizes"])
+        assert len(job["sentinel"]["seconds"]) == 3
     table = read(results / "tables/scale.json")
     assert [s["device"] for s in table["scenario"]] == ["cpu", "gpu"] and table["bottlenecks"]
     report = (results / "REPORT.md").read_text()
     assert (
         "## Streaming data beyond memory (measured)" in report and "The scale scenario with measured storage" in report
     )
+    assert "shared the machine" in report and "| other CPU / steal (cores) |" in report
     assert (results / "figures/scale.png").stat().st_size > 0
     # The datasets are scratch: deleted once timed.
     assert not list((workdir / "scratch/scale").rglob("part-*"))

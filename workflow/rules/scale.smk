@@ -78,5 +78,7 @@ rule scale_table:
     threads: 1
     resources:
         timing_slot=OTHER_JOB,
+    params:
+        noise=NOISE_RULES,
     script:
         "../scripts/scale_table.py"

@@ -5,9 +5,12 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+
 from accel_choice.io import atomic, envinfo, streaming_data
 from accel_choice.io.runtime import job
 from accel_choice.measure import scale
+from accel_choice.measure.sentinel import Sentinel
 from accel_choice.records.scale import ScaleJob
 
 wc, p = snakemake.wildcards, snakemake.params
@@ -25,6 +28,8 @@ with job(snakemake.log[0], snakemake.threads) as log:
     log.info("cold reads: %s", method)
     part_rows = streaming_data.rows_for(p.part_gb, p.features, p.row_group_rows)
     sizes = []
+    sentinel = Sentinel(torch.device("cpu"))  # the drift sentinel: timed now and after each size
+    sentinel.tick()
     try:
         for target in p.sizes_gb:
             rows = streaming_data.rows_for(target, p.features, p.row_group_rows)
@@ -56,6 +61,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
                     log=log,
                 )
             )
+            log.info("sentinel after %g GB: %.4f s", target, sentinel.tick())
     finally:
         streaming_data.remove(folder)
     atomic.write_record(
@@ -70,5 +76,6 @@ with job(snakemake.log[0], snakemake.threads) as log:
             host_memory_bytes=scale.host_memory_bytes(),
             sizes=tuple(sizes),
             environment=envinfo.quick_environment(p.seed),
+            sentinel=sentinel.readings(),
         ),
     )

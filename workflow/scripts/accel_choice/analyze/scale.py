@@ -20,9 +20,12 @@ from typing import Literal
 import numpy as np
 from scipy import stats
 
+from accel_choice.analyze.sentinel import summarize_sentinels
+from accel_choice.analyze.stats import NoiseRules
 from accel_choice.records.planner import Scenario
 from accel_choice.records.scale import (
     Bottleneck,
+    BusyPart,
     Rate,
     ReaderPass,
     ScaleJob,
@@ -208,8 +211,43 @@ def storage_scenario(
     return scenario_bytes, rows
 
 
-def scale_table(jobs: Sequence[ScaleJob], steps: Sequence[StepRate], plan: Scenario) -> ScaleTable:
-    """The study summarised (records.scale.ScaleTable)."""
+def _shared(foreign: float | None, steal: float | None, rules: NoiseRules) -> list[str]:
+    reasons = []
+    if foreign is not None and foreign > rules.foreign_cpu_share:
+        reasons.append(f"other processes used {foreign:.2f} cores (> {rules.foreign_cpu_share:g})")
+    if steal is not None and steal > rules.steal_share:
+        reasons.append(f"the hypervisor stole {steal:.2f} cores (> {rules.steal_share:g})")
+    return reasons
+
+
+def busy(jobs: Sequence[ScaleJob], steps: Sequence[StepRate], rules: NoiseRules) -> list[BusyPart]:
+    """What shared the machine, flagged and kept: a whole job whose drift sentinel ran off the study's
+    (its jobs of one sentinel workload) or that had steal over the limit (analyze.sentinel); a size
+    with other processes' CPU or steal over the limits, or whose sentinel, timed after it, ran off its
+    job's median by more than the tolerance; a step job with other processes' CPU over the limit."""
+    found: dict[tuple[str, float | None], list[str]] = {}
+    labelled = [(job.format, job.sentinel) for job in jobs] + [(f"step {s.device}", s.sentinel) for s in steps]
+    for workload in sorted({readings.workload for _, readings in labelled}):
+        summary = summarize_sentinels([(k, r) for k, r in labelled if r.workload == workload], rules)
+        for row in summary.jobs:
+            found.setdefault((row.job, None), []).extend(row.reasons)
+    tolerance = 1 + rules.sentinel_tolerance
+    for job in jobs:
+        for size, after in zip(job.sizes, job.sentinel.seconds[1:], strict=True):
+            reasons = found.setdefault((job.format, size.target_gb), [])
+            reasons += _shared(size.foreign_cpu_share, size.steal_share, rules)
+            ratio = after / job.sentinel.median_s
+            if ratio > tolerance or ratio < 1 / tolerance:
+                reasons.append(f"the sentinel timed after it ran {ratio:.2f}x its job's median")
+    for step in steps:
+        found[(f"step {step.device}", None)] += _shared(step.foreign_cpu_share, None, rules)
+    return [BusyPart(job=job, target_gb=gb, reasons=tuple(why)) for (job, gb), why in found.items() if why]
+
+
+def scale_table(
+    jobs: Sequence[ScaleJob], steps: Sequence[StepRate], plan: Scenario, rules: NoiseRules = NoiseRules()
+) -> ScaleTable:
+    """The study summarised (records.scale.ScaleTable), what shared the machine judged by `rules`."""
     job, size, reader, reader_bytes = best_reader(jobs)
     scenario_bytes, scenario = storage_scenario(
         plan, size.file_bytes / size.rows, job.features, reader_bytes, overlapped=reader.workers > 0
@@ -238,4 +276,8 @@ def scale_table(jobs: Sequence[ScaleJob], steps: Sequence[StepRate], plan: Scena
         scenario=tuple(scenario),
         fp16_storage_s=scenario_bytes / 2 / reader_bytes.per_s,
         workers_gain=zero_worker_gain(size, reader),
+        busy=tuple(busy(jobs, steps, rules)),
+        foreign_cpu_limit=rules.foreign_cpu_share,
+        steal_limit=rules.steal_share,
+        sentinel_tolerance=rules.sentinel_tolerance,
     )

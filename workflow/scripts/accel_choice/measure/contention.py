@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 
 _BUSY_FIELDS = (0, 1, 2, 5, 6, 7)  # user nice system irq softirq steal (idle and iowait are not busy)
+_STEAL_FIELD = 7  # user nice system idle iowait irq softirq steal
 
 
 def cpu_ticks(stat: str = "/proc/stat") -> list[int] | None:
@@ -33,11 +34,29 @@ def machine_busy_seconds() -> float | None:
     return sum(ticks[i] for i in _BUSY_FIELDS if i < len(ticks)) / os.sysconf("SC_CLK_TCK")
 
 
+def machine_user_seconds(stat: str = "/proc/stat") -> float | None:
+    """All cores' user (and nice) CPU-seconds since boot; None where /proc/stat is missing."""
+    ticks = cpu_ticks(stat)
+    if ticks is None:
+        return None
+    return sum(ticks[:2]) / os.sysconf("SC_CLK_TCK")
+
+
+def steal_seconds(stat: str = "/proc/stat") -> float | None:
+    """All cores' steal CPU-seconds since boot (what the hypervisor gave to other guests); None where
+    /proc/stat has no steal column."""
+    ticks = cpu_ticks(stat)
+    if ticks is None or len(ticks) <= _STEAL_FIELD:
+        return None
+    return ticks[_STEAL_FIELD] / os.sysconf("SC_CLK_TCK")
+
+
 @dataclass
 class ForeignCpu:
     wall_s: float
     own_cpu_s: float
     foreign_cpu_s: float | None  # CPU-seconds used by anything but this process
+    steal_cpu_s: float | None = None  # CPU-seconds the hypervisor took (ForeignUserCpuMeter only)
 
     @property
     def share(self) -> float | None:
@@ -45,6 +64,13 @@ class ForeignCpu:
         if self.foreign_cpu_s is None or self.wall_s <= 0:
             return None
         return max(self.foreign_cpu_s, 0.0) / self.wall_s
+
+    @property
+    def steal_share(self) -> float | None:
+        """Steal in cores, on average over the window."""
+        if self.steal_cpu_s is None or self.wall_s <= 0:
+            return None
+        return max(self.steal_cpu_s, 0.0) / self.wall_s
 
 
 class ForeignCpuMeter:
@@ -63,3 +89,33 @@ class ForeignCpuMeter:
         own = own1 - self._own0
         foreign = None if busy1 is None or self._busy0 is None else (busy1 - self._busy0) - own
         return ForeignCpu(wall1 - self._wall0, own, foreign)
+
+
+class ForeignUserCpuMeter:
+    """Brackets a window of a job whose work spans child processes (a DataLoader's workers) and the
+    kernel (page reclaim and I/O completion in kernel threads, when a read outgrows memory):
+    `stop()` returns other processes' *user* CPU in it - the machine's user and nice time less this
+    process's and its ended children's - and the hypervisor's steal.
+
+    The kernel's work for the job is system time and not counted, so reading past memory is not taken
+    for a neighbour; a neighbour's own computing is user time and is. Children are counted once they
+    have been waited for: stop after the workers are joined (a DataLoader joins them at the end of
+    its epoch), or their CPU counts as foreign.
+    """
+
+    @staticmethod
+    def _own_user() -> float:
+        t = os.times()
+        return t.user + t.children_user
+
+    def start(self) -> ForeignUserCpuMeter:
+        self._user0, self._steal0 = machine_user_seconds(), steal_seconds()
+        self._own0, self._wall0 = self._own_user(), time.perf_counter()
+        return self
+
+    def stop(self) -> ForeignCpu:
+        user1, steal1 = machine_user_seconds(), steal_seconds()
+        own, wall = self._own_user() - self._own0, time.perf_counter() - self._wall0
+        foreign = None if user1 is None or self._user0 is None else (user1 - self._user0) - own
+        steal = None if steal1 is None or self._steal0 is None else steal1 - self._steal0
+        return ForeignCpu(wall, own, foreign, steal)

@@ -15,7 +15,9 @@ Each stage is one pass over the whole dataset, timed in chunks with `time.perf_c
 interval comes from the chunks (analyze.scale.rate). /proc/vmstat's pgpgin says how many bytes a pass
 really read from storage (a cold pass ≈ the files, a warm one ≈ 0), and the job's peak resident set
 is reset before each size (/proc/self/clear_refs) and read after it: memory must stay flat as the
-data grow.
+data grow. Around each size, other processes' user CPU and the hypervisor's steal are metered
+(measure.contention.ForeignUserCpuMeter: the reader's workers and the kernel's reclaim are the job's
+own), and the job's drift sentinel is timed after it (time_scale.py).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 
 from accel_choice.analyze.scale import rate
 from accel_choice.io.streaming_data import open_parts
+from accel_choice.measure.contention import ForeignUserCpuMeter
 from accel_choice.measure.streaming import StreamedBatches, loader, threaded
 from accel_choice.records.scale import CacheDrop, ReaderPass, SizeMeasurement
 
@@ -189,6 +192,7 @@ def measure_size(
     """Every stage at one size (see the module's text), the peak resident set reset first."""
     make_rate = rate
     reset_peak_rss()
+    meter = ForeignUserCpuMeter().start()
     dataset, parts = open_parts(folder, rows)
     file_bytes = sum(p.stat().st_size for p in parts)
     fits = file_bytes < available_bytes
@@ -228,6 +232,7 @@ def measure_size(
             )
             if log:
                 log.info("%.3g GB, %d %s, %s: %.0f samples/s", target_gb, count, kind, cache, readers[-1].samples.per_s)
+    shared = meter.stop()
     return SizeMeasurement(
         target_gb=target_gb,
         rows=rows,
@@ -244,6 +249,8 @@ def measure_size(
         readers=tuple(readers),
         peak_rss_bytes=peak_rss_bytes(),
         workers_peak_rss_bytes=workers_peak_rss_bytes(),
+        foreign_cpu_share=shared.share,
+        steal_share=shared.steal_share,
     )
 
 

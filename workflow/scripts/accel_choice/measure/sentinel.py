@@ -16,7 +16,6 @@ exposes them, and on a GPU its clocks, temperature, power and throttle reasons (
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 
 import torch
 
-from accel_choice.measure.contention import cpu_ticks
+from accel_choice.measure.contention import steal_seconds
 from accel_choice.measure.devices import device_uuid
 from accel_choice.measure.devices import nvml_answer as _answer
 from accel_choice.measure.devices import nvml_library as _nvml
@@ -32,7 +31,6 @@ from accel_choice.measure.devices import synchronize
 from accel_choice.records.sentinel import GpuState, SentinelReadings
 
 WORKLOADS = {"cpu": (256, 96), "cuda": (4096, 20)}  # matrix side, iterations
-_STEAL_FIELD = 7  # user nice system idle iowait irq softirq steal
 
 # NVML's clocks-event (throttle) reason bits; GpuIdle (1) is not a slowdown and is left out.
 NVML_REASONS = {
@@ -50,14 +48,6 @@ NVML_REASONS = {
 def workload_name(device: torch.device) -> str:
     side, iterations = WORKLOADS["cpu" if device.type == "cpu" else "cuda"]
     return f"{device.type}: {iterations} x mm({side}x{side}) fp32"
-
-
-def steal_seconds(stat: str = "/proc/stat") -> float | None:
-    """All cores' steal CPU-seconds since boot; None where /proc/stat has no steal column."""
-    ticks = cpu_ticks(stat)
-    if ticks is None or len(ticks) <= _STEAL_FIELD:
-        return None
-    return ticks[_STEAL_FIELD] / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_mhz(root: str = "/sys/devices/system/cpu", cpuinfo: str = "/proc/cpuinfo") -> float | None:

@@ -21,6 +21,7 @@ from accel_choice.records import (
     record,
 )
 from accel_choice.records.environment import Environment
+from accel_choice.records.sentinel import SentinelReadings
 
 Format = Literal["parquet", "npy"]
 Cache = Literal["cold", "warm"]
@@ -113,11 +114,17 @@ class SizeMeasurement:
     readers: tuple[ReaderPass, ...]  # cold, and warm where the files fit in the page cache
     peak_rss_bytes: PositiveCount  # the job's own peak resident set while this size was measured
     workers_peak_rss_bytes: Count  # the largest reader worker's peak so far (0: no worker has run)
+    # While this size was measured, in cores on average (null: no /proc/stat): other processes' user
+    # CPU (the reader's workers and the kernel's reclaim are the job's own), and the hypervisor's steal.
+    foreign_cpu_share: NonNegative | None
+    steal_share: NonNegative | None
 
 
-@record(schema="scale-job")
+@record(schema="scale-job", version=2)
 class ScaleJob:
-    """timing/scale/{format}.json: one format, dataset sizes growing to the configured maximum."""
+    """timing/scale/{format}.json: one format, dataset sizes growing to the configured maximum, with the
+    job's drift sentinel timed at the start and after each size (`sentinel.seconds[i + 1]` after
+    `sizes[i]`)."""
 
     format: Format
     features: PositiveCount
@@ -128,20 +135,27 @@ class ScaleJob:
     host_memory_bytes: PositiveCount
     sizes: tuple[SizeMeasurement, ...]
     environment: Environment
+    sentinel: SentinelReadings
 
     def __post_init__(self) -> None:
         targets = [s.target_gb for s in self.sizes]
         if not targets or targets != sorted(set(targets)):
             raise ValueError(f"sizes must grow, found {targets}")
+        if len(self.sentinel.seconds) != len(self.sizes) + 1:
+            raise ValueError(
+                f"the sentinel is timed at the start and after each of the {len(self.sizes)} sizes, "
+                f"found {len(self.sentinel.seconds)} timings"
+            )
 
 
 # --- the training step's own rate: timing/scale/step.{device}.json -----------------------------
 
 
-@record(schema="scale-step")
+@record(schema="scale-step", version=2)
 class StepRate:
     """Training steps of features → hidden → 1 on in-memory batches: what the model could take in.
-    On a GPU `copy` is the batch's host→device copy alone (pinned), each batch copied once."""
+    On a GPU `copy` is the batch's host→device copy alone (pinned), each batch copied once. The drift
+    sentinel is timed before and after."""
 
     device: str
     features: PositiveCount
@@ -151,6 +165,8 @@ class StepRate:
     train: Rate  # samples per second
     copy: Rate | None  # bytes per second host → device; null on the CPU
     environment: Environment
+    foreign_cpu_share: NonNegative | None  # other processes' CPU while the rates were timed, in cores
+    sentinel: SentinelReadings
 
 
 # --- tables/scale.json ---------------------------------------------------------------------------
@@ -181,6 +197,15 @@ class Bottleneck:
 
 
 @record
+class BusyPart:
+    """A part of the study that shared the machine, and why; kept in every table and flagged."""
+
+    job: str  # "parquet", "npy", "step cpu"
+    target_gb: Positive | None  # the size; null: the whole job
+    reasons: tuple[str, ...]
+
+
+@record
 class StorageScenario:
     """The scale scenario (planner.scenario) with the measured reader: each device's streamed epoch."""
 
@@ -195,7 +220,7 @@ class StorageScenario:
     source: Literal["fitted", "assumed"]
 
 
-@record(schema="scale", version=2)
+@record(schema="scale", version=3)
 class ScaleTable:
     """tables/scale.json: the streaming study summarised: bottlenecks, bends, the scenario with storage."""
 
@@ -219,6 +244,10 @@ class ScaleTable:
     scenario: tuple[StorageScenario, ...]
     fp16_storage_s: Seconds  # the same bytes halved (fp16 storage), at the measured rate
     workers_gain: Positive | None  # the best reader's rate over its rate with 0 workers (null: it has 0)
+    busy: tuple[BusyPart, ...]  # sizes and jobs that shared the machine (empty: none did)
+    foreign_cpu_limit: NonNegative  # the rules they were judged by (analyze.stats.NoiseRules)
+    steal_limit: NonNegative
+    sentinel_tolerance: Positive
 
     def __post_init__(self) -> None:
         ordered(self.sustained_low, self.sustained_gb_per_s, self.sustained_high, "sustained interval")

@@ -74,6 +74,7 @@ def stage_table(jobs: Sequence[ScaleJob]) -> str:
                     *(_reader(s, "warm", w) for w in workers),
                     f"{s.cold_storage_bytes / GB:.2f} / {s.warm_storage_bytes / GB:.2f}",
                     f"{s.peak_rss_bytes / 2**20:,.0f}",
+                    f"{_cores(s.foreign_cpu_share)} / {_cores(s.steal_share)}",
                 )
             )
     headers = (
@@ -88,8 +89,34 @@ def stage_table(jobs: Sequence[ScaleJob]) -> str:
         *(f"reader warm, {reader_label(w)}" for w in workers),
         "read from storage cold / warm (GB)",
         "peak RSS (MiB)",
+        "other CPU / steal (cores)",
     )
     return table(headers, rows)
+
+
+def _cores(share: float | None) -> str:
+    return "?" if share is None else f"{share:.2f}"
+
+
+def _busy(summary: ScaleTable) -> str:
+    """What shared the machine while the study ran: flagged and kept, or none, with the rules."""
+    rules = (
+        f"other processes' user CPU over {summary.foreign_cpu_limit:g} cores, steal over {summary.steal_limit:g} "
+        f"cores, or a drift sentinel (a fixed workload timed at each job's start and after each size) off its "
+        f"median by more than {summary.sentinel_tolerance:.0%}"
+    )
+    if not summary.busy:
+        return f"Nothing shared the machine while the study ran: no size or job had {rules}."
+    lines = [
+        f"- {part.job}"
+        + ("" if part.target_gb is None else f", {part.target_gb:g} GB")
+        + f": {'; '.join(part.reasons)}"
+        for part in summary.busy
+    ]
+    return (
+        f"**Parts of the study shared the machine** ({rules}); their rates are kept above, flagged here - read "
+        "them as this minute's, not the machine's:\n\n" + "\n".join(lines)
+    )
 
 
 def _bottleneck_lines(summary: ScaleTable) -> list[str]:
@@ -125,6 +152,7 @@ def scale_section(summary: ScaleTable | None, jobs: Sequence[ScaleJob], steps: S
         "of the two rates):\n\n"
         + "\n".join(_bottleneck_lines(summary))
         + f"\n\n{_bend(summary)} {_memory(summary)}"
+        + f"\n\n{_busy(summary)}"
         + "\n\n"
         + _scenario(summary)
         + "\n\n"
