@@ -10,7 +10,7 @@ from typing import Any
 from accel_choice import records
 from accel_choice.analyze.bootstrap import can_pair, median_interval, outcome, ratio_interval
 from accel_choice.analyze.sentinel import summarize_sentinels
-from accel_choice.analyze.stats import NoiseRules, summarize
+from accel_choice.analyze.stats import NoiseRules, shared_cpu_reasons, summarize
 from accel_choice.records.environment import Environment
 from accel_choice.records.training import (
     VARIANT_KEYS,
@@ -35,10 +35,7 @@ def group_by(rows: Iterable[Any], keys: Sequence[str]) -> dict[tuple[Any, ...], 
 def contamination(record: Any, rules: NoiseRules = NoiseRules()) -> list[str]:
     """Why a measurement (a training, grid or load/convert record) may have shared the machine: other
     processes' CPU during the job, or a rising load average. Empty when neither was seen."""
-    reasons = []
-    share = record.foreign_cpu_share
-    if share is not None and share > rules.foreign_cpu_share:
-        reasons.append(f"other processes used {share:.2f} cores during the job (> {rules.foreign_cpu_share:g})")
+    reasons = shared_cpu_reasons(record.foreign_cpu_share, None, rules, " during the job")
     # A job of T threads raises the load average by up to T − 1 more than a one-thread job: its own.
     allowed = rules.loadavg_rise + getattr(record, "threads", 1) - 1
     rise = record.loadavg_after[0] - record.loadavg_before[0]

@@ -21,7 +21,7 @@ import numpy as np
 from scipy import stats
 
 from accel_choice.analyze.sentinel import summarize_sentinels
-from accel_choice.analyze.stats import NoiseRules
+from accel_choice.analyze.stats import NoiseRules, off_speed, shared_cpu_reasons
 from accel_choice.records.planner import Scenario
 from accel_choice.records.scale import (
     Bottleneck,
@@ -211,15 +211,6 @@ def storage_scenario(
     return scenario_bytes, rows
 
 
-def _shared(foreign: float | None, steal: float | None, rules: NoiseRules) -> list[str]:
-    reasons = []
-    if foreign is not None and foreign > rules.foreign_cpu_share:
-        reasons.append(f"other processes used {foreign:.2f} cores (> {rules.foreign_cpu_share:g})")
-    if steal is not None and steal > rules.steal_share:
-        reasons.append(f"the hypervisor stole {steal:.2f} cores (> {rules.steal_share:g})")
-    return reasons
-
-
 def busy(jobs: Sequence[ScaleJob], steps: Sequence[StepRate], rules: NoiseRules) -> list[BusyPart]:
     """What shared the machine, flagged and kept: a whole job whose drift sentinel ran off the study's
     (its jobs of one sentinel workload) or that had steal over the limit (analyze.sentinel); a size
@@ -231,16 +222,15 @@ def busy(jobs: Sequence[ScaleJob], steps: Sequence[StepRate], rules: NoiseRules)
         summary = summarize_sentinels([(k, r) for k, r in labelled if r.workload == workload], rules)
         for row in summary.jobs:
             found.setdefault((row.job, None), []).extend(row.reasons)
-    tolerance = 1 + rules.sentinel_tolerance
     for job in jobs:
         for size, after in zip(job.sizes, job.sentinel.seconds[1:], strict=True):
             reasons = found.setdefault((job.format, size.target_gb), [])
-            reasons += _shared(size.foreign_cpu_share, size.steal_share, rules)
+            reasons += shared_cpu_reasons(size.foreign_cpu_share, size.steal_share, rules)
             ratio = after / job.sentinel.median_s
-            if ratio > tolerance or ratio < 1 / tolerance:
+            if off_speed(ratio, rules):
                 reasons.append(f"the sentinel timed after it ran {ratio:.2f}x its job's median")
     for step in steps:
-        found[(f"step {step.device}", None)] += _shared(step.foreign_cpu_share, None, rules)
+        found[(f"step {step.device}", None)] += shared_cpu_reasons(step.foreign_cpu_share, None, rules)
     return [BusyPart(job=job, target_gb=gb, reasons=tuple(why)) for (job, gb), why in found.items() if why]
 
 

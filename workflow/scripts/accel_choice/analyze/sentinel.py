@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Sequence
 
 from accel_choice.analyze.bootstrap import spread_floor
-from accel_choice.analyze.stats import NoiseRules
+from accel_choice.analyze.stats import NoiseRules, off_speed, shared_cpu_reasons
 from accel_choice.records.sentinel import SentinelJob, SentinelReadings, SentinelSummary
 
 
@@ -16,11 +16,9 @@ def job_reasons(readings: SentinelReadings, run_median_s: float, rules: NoiseRul
     the tolerance (either way), or the hypervisor taking CPU from it."""
     reasons = []
     ratio = readings.median_s / run_median_s
-    if ratio > 1 + rules.sentinel_tolerance or ratio < 1 / (1 + rules.sentinel_tolerance):
+    if off_speed(ratio, rules):
         reasons.append(f"machine speed changed during this job (sentinel {ratio:.2f}x the run median)")
-    steal = readings.steal_share
-    if steal is not None and steal > rules.steal_share:
-        reasons.append(f"the hypervisor stole {steal:.2f} cores during the job (> {rules.steal_share:g})")
+    reasons += shared_cpu_reasons(None, readings.steal_share, rules, " during the job")
     gpu_reasons = sorted({r for state in (readings.gpu_start, readings.gpu_end) if state for r in state.reasons})
     if gpu_reasons:
         reasons.append(f"GPU clocks held down ({', '.join(gpu_reasons)})")

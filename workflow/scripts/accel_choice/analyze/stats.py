@@ -78,3 +78,19 @@ def summarize(values: Sequence[float], rules: NoiseRules = NoiseRules()) -> Summ
         noisy=bool(reasons),
         noise_reasons=reasons,
     )
+
+
+def shared_cpu_reasons(foreign: float | None, steal: float | None, rules: NoiseRules, when: str = "") -> list[str]:
+    """Why a measurement shared the machine's CPU: other processes' cores (`foreign`) or the hypervisor's
+    steal over the rules' limits; `when` is added after the figure (" during the job")."""
+    reasons = []
+    if foreign is not None and foreign > rules.foreign_cpu_share:
+        reasons.append(f"other processes used {foreign:.2f} cores{when} (> {rules.foreign_cpu_share:g})")
+    if steal is not None and steal > rules.steal_share:
+        reasons.append(f"the hypervisor stole {steal:.2f} cores{when} (> {rules.steal_share:g})")
+    return reasons
+
+
+def off_speed(ratio: float, rules: NoiseRules) -> bool:
+    """A sentinel `ratio` (a timing over its reference) more than the tolerance off, either way."""
+    return ratio > 1 + rules.sentinel_tolerance or ratio < 1 / (1 + rules.sentinel_tolerance)
