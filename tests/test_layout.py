@@ -179,3 +179,27 @@ def test_jobs_that_need_no_torch_import_none(script: str) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]", f"{script} imports torch through its modules: {done.stdout}"
+
+
+def _documented_layers() -> dict[str, set[str]]:
+    """The layer table of docs/development.md: layer -> the module names its "modules" column lists."""
+    text = (REPO / "docs" / "development.md").read_text()
+    section = text.split("## The library's layers", 1)[1].split("\n## ", 1)[0]
+    layers = {}
+    for row in re.findall(r"^\| `(\w+)/`[^|]*\| (.*?) \|", section, flags=re.MULTILINE):
+        layer, modules = row
+        layers[layer] = set(re.findall(r"`(\w+)`", modules))
+    return layers
+
+
+def test_the_documented_layer_table_lists_every_module_of_the_tree() -> None:
+    """docs/development.md names each library module in its layer's row, and no module that is gone."""
+    documented = _documented_layers()
+    actual: dict[str, set[str]] = {}
+    for path in _modules():
+        if path.name != "__init__.py":
+            actual.setdefault(path.parent.name, set()).add(path.stem)
+    assert set(documented) == set(actual), f"layers documented {sorted(documented)}, in the tree {sorted(actual)}"
+    for layer, modules in actual.items():
+        missing, gone = sorted(modules - documented[layer]), sorted(documented[layer] - modules)
+        assert not missing and not gone, f"docs/development.md, layer {layer}/: add {missing}, remove {gone}"
