@@ -1,7 +1,8 @@
-"""Shared test set-up: the library on sys.path, and paths of the repository."""
+"""Shared test set-up: the library on sys.path, paths of the repository, and the shared tiny run."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -14,3 +15,42 @@ sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+def _shared_folder(factory: pytest.TempPathFactory) -> Path:
+    """One folder for the whole session: under pytest-xdist, the folder every worker's own lies in."""
+    base = factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-tiny-run"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_run_started(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Start the finished tiny run (tests/workflow_runs.py) with the session when a test collected
+    here reads it: it runs beside the unit tests instead of holding the first workflow test up."""
+    if any("shared_run" in item.fixturenames for item in request.session.items):
+        import workflow_runs  # here, not at the top: a session without workflow tests needs no yaml
+
+        workflow_runs.start(_shared_folder(tmp_path_factory))
+
+
+@pytest.fixture(scope="session")
+def shared_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The events of the finished tiny run (workflow_runs.timeline); its folder is read-only to tests."""
+    import workflow_runs
+
+    return workflow_runs.wait(_shared_folder(tmp_path_factory))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The workflow tests that make whole runs of their own (they copy the shared run: `pristine`, not
+    `finished`) go first among the workflow tests: under pytest-xdist the long ones start early and the
+    many short dry runs fill in around them, instead of one long run ending the session alone."""
+
+    def whole_run(item: pytest.Item) -> bool:
+        names = getattr(item, "fixturenames", ())
+        return "pristine" in names and "finished" not in names
+
+    workflow = [item for item in items if item.get_closest_marker("workflow")]
+    if workflow:
+        rest = [item for item in items if not item.get_closest_marker("workflow")]
+        items[:] = rest + sorted(workflow, key=lambda item: not whole_run(item))

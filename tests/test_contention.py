@@ -45,10 +45,13 @@ def test_machine_busy_seconds_counts_up():
 
 def test_own_work_is_counted_as_own():
     meter = contention.ForeignCpuMeter().start()
-    _spin(1.0)
+    # 1 s of this process's own CPU, however long that takes on a busy machine (the suite runs in parallel)
+    end = time.process_time() + 1.0
+    while time.process_time() < end:
+        pass
     reading = meter.stop()
     assert reading.own_cpu_s == pytest.approx(1.0, abs=0.2)
-    assert reading.wall_s == pytest.approx(1.0, abs=0.2)
+    assert reading.wall_s >= reading.own_cpu_s - 0.05  # one thread cannot use more CPU than the wall allows
 
 
 def test_busy_neighbours_are_foreign_cpu(busy_neighbours):

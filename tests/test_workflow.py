@@ -6,15 +6,12 @@ plans after one config change, then bad configs that must fail before any job ru
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -28,57 +25,11 @@ from accel_choice.records.northstar import (
     SeedLimits,
 )
 from accel_choice.records.time_to_target import TimeToTarget
+from workflow_runs import REPO, TINY, checkout, copy_of, snakefile, snakemake
 
 pytestmark = pytest.mark.workflow
 
-REPO = Path(__file__).resolve().parents[1]
-# The tiny configuration of the tests and CI, kept where the Snakemake workflow catalog expects it:
-# `snakemake --cores 2 --directory .test` runs it by hand.
-TINY = yaml.safe_load((REPO / ".test/config/config.yaml").read_text())
 TINY_SPLIT = {"train": 0.6, "val": 0.2, "test": 0.2}  # the schema's default selection.split
-
-
-def snakemake(workdir: Path, config: dict | str, *args: str) -> subprocess.CompletedProcess[str]:
-    """The CLI on `config`: a mapping, or the YAML text itself (to test what a file can hold)."""
-    return subprocess.run(_command(workdir, config, *args), capture_output=True, text=True, timeout=600)
-
-
-def _command(workdir: Path, config: dict | str, *args: str) -> list[str]:
-    """The CLI line on `config` (written to workdir/test-config.yaml), with `--cores 4` and `args`."""
-    config_path = workdir / "test-config.yaml"
-    config_path.write_text(config if isinstance(config, str) else yaml.safe_dump(config))
-    return [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(_snakefile(workdir)),
-        "--directory",
-        str(workdir),
-        "--configfile",
-        str(config_path),
-        "--cores",
-        "4",
-        *args,
-    ]
-
-
-def _snakefile(workdir: Path) -> Path:
-    """The workflow a run uses: the checkout it lives in, or the repository for a bare folder."""
-    return workdir / "Snakefile" if (workdir / "Snakefile").is_file() else REPO / "Snakefile"
-
-
-def _checkout(destination: Path) -> Path:
-    """A copy of this checkout (sources and git history, not the venv or earlier results) to run in:
-    the finished run then lives beside its own code, as a user's does."""
-    shutil.copytree(
-        REPO,
-        destination,
-        ignore=shutil.ignore_patterns(
-            ".venv", "results", ".snakemake", "__pycache__", ".pytest_cache", "*.pyc", "report.html", "test-config.yaml"
-        ),
-    )
-    return destination
 
 
 def planned_jobs(result: subprocess.CompletedProcess[str]) -> dict[str, int]:
@@ -103,120 +54,24 @@ def changed(**overrides: dict) -> dict:
     return config
 
 
-TIMING_LOGS = {"time_cpu_training": "timing/cpu", "time_load_convert": "timing/load_convert"}
+@pytest.fixture(scope="session")
+def timeline(shared_run: dict) -> dict:
+    """The shared tiny run's interruptions and resumes (tests/workflow_runs.py: made once a session)."""
+    return shared_run
 
 
-def _incomplete(workdir: Path) -> set[str]:
-    """Outputs Snakemake has marked incomplete (.snakemake/incomplete/<urlsafe base64 of the path>)."""
-    marks = workdir / ".snakemake/incomplete"
-    names = set()
-    for mark in marks.rglob("*") if marks.exists() else []:
-        if mark.is_file() and mark.name != "migration_underway":
-            encoded = "".join(part.lstrip("@") for part in mark.relative_to(marks).parts)
-            names.add(base64.urlsafe_b64decode(encoded).decode())
-    return names
-
-
-def _timing_outputs(workdir: Path) -> dict[str, int]:
-    """Finished timing records: present and not marked incomplete, with their mtimes."""
-    incomplete = _incomplete(workdir)
-    files = {str(p.relative_to(workdir)): p.stat().st_mtime_ns for p in (workdir / "results/timing").rglob("*.json")}
-    return {path: mtime for path, mtime in files.items() if path not in incomplete}
-
-
-def _timing_job_in_flight(workdir: Path) -> str | None:
-    """The output of a timing job that has started measuring (its log exists) but not finished."""
-    for rule, folder in TIMING_LOGS.items():
-        for log in (workdir / "results/logs" / rule).glob("*.log"):
-            output = workdir / "results" / folder / (log.stem + ".json")
-            if not output.exists():
-                return str(output.relative_to(workdir))
-    return None
-
-
-def _stopping(process: subprocess.Popen, log: Path, seconds: float = 3.0) -> bool:
-    """Whether Snakemake took the Ctrl-C: it says "Terminating processes on user request" (or exits).
-
-    Snakemake's log handler swallows a KeyboardInterrupt that lands while it writes a line
-    (snakemake/logging.py: `except (KeyboardInterrupt, SystemExit): pass`), and a job starting is
-    when it writes most: a user presses Ctrl-C again, and so does the test.
-    """
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if "Terminating processes on user request" in log.read_text(errors="replace") or process.poll() is not None:
-            return True
-        time.sleep(0.05)
-    return False
-
-
-def _interrupt(
-    workdir: Path, config: dict, sig: signal.Signals, after_outputs: int, extra: tuple[str, ...] = ()
-) -> dict:
-    """Start the workflow, send `sig` to it (and, for SIGKILL, its jobs) while a timing job runs
-    after `after_outputs` timing records exist; say what was done and what was in flight."""
-    command = _command(workdir, config, *extra)
-    log = open(workdir / f"interrupted-{sig.name}.log", "w")  # a file, not a pipe: a full pipe would stall the run
-    # Ctrl-C as a user's terminal delivers it: a shell that started pytest in the background (`cmd &`)
-    # leaves SIGINT ignored, and an ignored signal stays ignored across exec; restore the default.
-    process = subprocess.Popen(
-        command,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    deadline = time.time() + 300
-    second = None
-    try:
-        while time.time() < deadline and process.poll() is None:
-            in_flight = _timing_job_in_flight(workdir)
-            if in_flight and len(_timing_outputs(workdir)) >= after_outputs:
-                if second is None:  # a concurrent invocation on the same directory meets the lock
-                    second = subprocess.run(
-                        [*command[:-2], "--cores", "1"], capture_output=True, text=True, timeout=120
-                    )
-                done = _timing_outputs(workdir)
-                if _timing_job_in_flight(workdir) == in_flight:
-                    if sig == signal.SIGKILL:
-                        os.killpg(process.pid, signal.SIGKILL)  # a crash: the scheduler and its jobs die at once
-                    else:
-                        process.send_signal(sig)
-                        if not _stopping(process, workdir / f"interrupted-{sig.name}.log"):
-                            continue  # the interrupt was lost: press Ctrl-C again, on the job in flight then
-                    process.wait(timeout=120)
-                    return {"done": done, "in_flight": in_flight, "killed_at": time.time_ns(), "second": second}
-            time.sleep(0.05)
-        raise AssertionError(
-            "the workflow ended before it could be interrupted during a timing job:\n"
-            + (workdir / f"interrupted-{sig.name}.log").read_text()[-3000:]
-        )
-    finally:
-        log.close()
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-
-
-@pytest.fixture(scope="module")
-def timeline(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """Ctrl-C during a timing job, resume; a hard kill during another, unlock and resume with
-    --rerun-incomplete. Each stop records the jobs done before it and the one in flight."""
-    workdir = _checkout(tmp_path_factory.mktemp("tiny") / "checkout")
-    events = {"workdir": workdir}
-    events["sigint"] = _interrupt(workdir, TINY, signal.SIGINT, after_outputs=2)
-    events["after_sigint"] = _timing_outputs(workdir)
-    events["sigkill"] = _interrupt(workdir, TINY, signal.SIGKILL, after_outputs=len(events["after_sigint"]) + 2)
-    events["after_sigkill"] = _timing_outputs(workdir)
-    events["unlock"] = snakemake(workdir, TINY, "--unlock")
-    events["resume"] = snakemake(workdir, TINY, "--rerun-incomplete")
-    events["final"] = _timing_outputs(workdir)
-    return events
-
-
-@pytest.fixture(scope="module")
-def finished(timeline: dict) -> Path:
+@pytest.fixture(scope="session")
+def pristine(timeline: dict) -> Path:
+    """The shared finished run, as its last invocation left it: read it, or copy it (copy_of) to change it."""
     assert timeline["resume"].returncode == 0, timeline["resume"].stdout[-4000:] + timeline["resume"].stderr[-4000:]
     return timeline["workdir"]
+
+
+@pytest.fixture(scope="session")
+def finished(pristine: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This process's copy of the shared finished run: the tests that take it may write to it (dry runs,
+    refused configs, Snakemake's HTML report), never to the shared one."""
+    return copy_of(pristine, tmp_path_factory.mktemp("finished") / "run")
 
 
 def read(path: Path):
@@ -404,7 +259,7 @@ def test_second_run_has_nothing_to_do(finished: Path) -> None:
 
 def test_a_checkout_moved_with_its_results_plans_nothing(finished: Path, tmp_path: Path) -> None:
     # cp -a of a finished run: code inputs are relative to the working directory, so nothing changed.
-    moved = _copy_of(finished, tmp_path / "elsewhere" / "deeper" / "run")
+    moved = copy_of(finished, tmp_path / "elsewhere" / "deeper" / "run")
     assert planned_jobs(snakemake(moved, TINY, "-n")) == {}
 
 
@@ -425,7 +280,7 @@ def test_editing_a_module_reruns_exactly_the_rules_whose_scripts_import_it(
 ) -> None:
     from accel_choice.io import imports
 
-    copy = _copy_of(finished, tmp_path / "run")
+    copy = copy_of(finished, tmp_path / "run")
     edited = copy / "workflow/scripts/accel_choice" / module
     edited.write_text(edited.read_text() + "\n# an edit that changes the content\n")
     dry = snakemake(copy, TINY, "-n")
@@ -811,18 +666,18 @@ def test_lint_is_clean() -> None:
 def test_the_test_config_runs_from_its_catalog_folder(tmp_path: Path) -> None:
     """`snakemake --directory .test` (the Snakemake workflow catalog's convention) reads .test/config/config.yaml
     as the workflow's own config: a dry run in a copy of the checkout plans the whole tiny DAG there."""
-    checkout = _checkout(tmp_path / "checkout")
+    copy = checkout(tmp_path / "checkout")
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "-n", "--cores", "2", "--directory", ".test"],
         capture_output=True,
         text=True,
-        cwd=checkout,
+        cwd=copy,
         timeout=300,
     )
     plan = planned_jobs(result)
     assert plan["time_cpu_training"] == len(TINY["timing"]["batch_sizes"]) * TINY["timing"]["repeats"]
     assert plan["time_load_convert"] == TINY["timing"]["repeats"]  # one job per repeat loads every file
-    assert not (checkout / "results").exists()
+    assert not (copy / "results").exists()
 
 
 def test_snakemake_report_builds_html_with_the_figure(finished: Path) -> None:
@@ -834,7 +689,7 @@ def test_snakemake_report_builds_html_with_the_figure(finished: Path) -> None:
             "-m",
             "snakemake",
             "--snakefile",
-            str(_snakefile(finished)),
+            str(snakefile(finished)),
             "--directory",
             str(finished),
             "--configfile",
@@ -905,16 +760,10 @@ def _verify_results(results: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _copy_of(finished: Path, destination: Path) -> Path:
-    """A finished run moved nowhere: the same repository, its results and Snakemake's records."""
-    shutil.copytree(finished, destination, symlinks=True, ignore=shutil.ignore_patterns("locks", "report.html"))
-    return destination
-
-
-@pytest.fixture(scope="module")
-def lost_and_stale(finished: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+@pytest.fixture(scope="session")
+def lost_and_stale(pristine: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """A finished run that loses a record and is run again, then is run with one batch size fewer."""
-    workdir = _copy_of(finished, tmp_path_factory.mktemp("lost") / "run")
+    workdir = copy_of(pristine, tmp_path_factory.mktemp("lost") / "run")
     results = workdir / "results"
     lost = results / "timing/cpu/bs64.t1.rep1.json"
     before = read(lost)
@@ -933,6 +782,7 @@ def lost_and_stale(finished: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return events
 
 
+@pytest.mark.xdist_group("lost_and_stale")  # one worker builds the fixture they share
 def test_a_lost_record_is_measured_again_and_the_archive_verifies(lost_and_stale: dict) -> None:
     assert lost_and_stale["plan"] == {
         "time_cpu_training": 1,
@@ -952,6 +802,7 @@ def test_a_lost_record_is_measured_again_and_the_archive_verifies(lost_and_stale
     assert verify.returncode == 0 and "all" in verify.stdout and "listed files match" in verify.stdout, verify.stdout
 
 
+@pytest.mark.xdist_group("lost_and_stale")  # one worker builds the fixture they share
 def test_a_deleted_data_file_is_written_again_with_everything_that_read_it(lost_and_stale: dict) -> None:
     plan = lost_and_stale["data_plan"]
     assert plan["export_data"] == 1 and plan["time_load_convert"] == 3 and plan["time_cpu_training"] == 6
@@ -959,6 +810,7 @@ def test_a_deleted_data_file_is_written_again_with_everything_that_read_it(lost_
     assert "generate_benchmark" not in plan and "train_northstar" not in plan
 
 
+@pytest.mark.xdist_group("lost_and_stale")  # one worker builds the fixture they share
 def test_files_of_an_earlier_configuration_are_listed_not_vouched_for(lost_and_stale: dict) -> None:
     fewer = lost_and_stale["fewer"]
     assert fewer.returncode == 0, fewer.stderr[-3000:]
@@ -990,13 +842,15 @@ def test_files_of_an_earlier_configuration_are_listed_not_vouched_for(lost_and_s
     assert verify.returncode == 1 and "timing/cpu/bs64.t1.rep0.json" in verify.stdout
 
 
-def test_provenance_names_the_commit_snakemake_version_and_command(finished: Path) -> None:
+def test_provenance_names_the_commit_snakemake_version_and_command(finished: Path, timeline: dict) -> None:
     import importlib.metadata
 
     provenance = read(finished / "results/provenance.json")
     assert provenance["snakemake_version"] == importlib.metadata.version("snakemake")
-    # The last invocation, the resume after the hard kill, wrote the report and the manifest.
-    assert "--rerun-incomplete" in provenance["command_line"] and str(finished) in provenance["command_line"]
+    # The last invocation, the resume after the hard kill, wrote the report and the manifest (in the
+    # shared run's folder: `finished` is this module's copy of it).
+    command_line = provenance["command_line"]
+    assert "--rerun-incomplete" in command_line and str(timeline["workdir"]) in command_line
     head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True)
     if head.returncode == 0:
         assert provenance["workflow"]["commit"] == head.stdout.strip()
@@ -1182,7 +1036,7 @@ def _example(name: str, data: Path) -> dict:
     return config
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def example_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     sys.path.insert(0, str(REPO / "examples"))
     import make_data
@@ -1193,7 +1047,7 @@ def example_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run_example(finished: Path, destination: Path, config: dict, edit: str | None = None) -> dict:
-    workdir = _copy_of(finished, destination)
+    workdir = copy_of(finished, destination)
     events = {"workdir": workdir, "plan": planned_jobs(snakemake(workdir, config, "-n"))}
     events["run"] = snakemake(workdir, config)
     events["noop"] = planned_jobs(snakemake(workdir, config, "-n"))
@@ -1204,21 +1058,22 @@ def _run_example(finished: Path, destination: Path, config: dict, edit: str | No
     return events
 
 
-@pytest.fixture(scope="module")
-def residual_mlp(finished: Path, example_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+@pytest.fixture(scope="session")
+def residual_mlp(pristine: Path, example_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The finished run with worked example 1: the residual MLP on the (tiny) delivery table."""
     config = _example("residual_mlp", example_data)
     return _run_example(
-        finished, tmp_path_factory.mktemp("resmlp") / "run", config, edit="examples/models/residual_mlp.py"
+        pristine, tmp_path_factory.mktemp("resmlp") / "run", config, edit="examples/models/residual_mlp.py"
     )
 
 
-@pytest.fixture(scope="module")
-def conv1d(finished: Path, example_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+@pytest.fixture(scope="session")
+def conv1d(pristine: Path, example_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The finished run with worked example 2: the 1-D conv net on (tiny) sequences, three classes."""
-    return _run_example(finished, tmp_path_factory.mktemp("conv1d") / "run", _example("conv1d", example_data))
+    return _run_example(pristine, tmp_path_factory.mktemp("conv1d") / "run", _example("conv1d", example_data))
 
 
+@pytest.mark.xdist_group("residual_mlp")  # one worker builds the fixture they share
 def test_an_example_reruns_what_its_data_and_model_change_and_nothing_of_the_case_study(residual_mlp: dict) -> None:
     plan = residual_mlp["plan"]
     assert plan["import_benchmark"] == 1 and plan["export_data"] == 1 and plan["time_load_convert"] == 3
@@ -1233,6 +1088,7 @@ def test_an_example_reruns_what_its_data_and_model_change_and_nothing_of_the_cas
     assert edited["planner"] == 1  # the planner reads the model's profile and its timed cells
 
 
+@pytest.mark.xdist_group("residual_mlp")  # one worker builds the fixture they share
 def test_the_residual_mlp_example_reports_counted_figures_matching_a_count_by_hand(residual_mlp: dict) -> None:
     results = residual_mlp["workdir"] / "results"
     profile = read(results / "tables/model_profile.json")
@@ -1301,8 +1157,8 @@ TINY_SCALE = {
 }
 
 
-def test_the_streaming_study_measures_every_stage_and_leaves_no_data_behind(finished: Path, tmp_path: Path) -> None:
-    workdir = _copy_of(finished, tmp_path / "run")
+def test_the_streaming_study_measures_every_stage_and_leaves_no_data_behind(pristine: Path, tmp_path: Path) -> None:
+    workdir = copy_of(pristine, tmp_path / "run")
     config = changed(scale=TINY_SCALE)
     plan = planned_jobs(snakemake(workdir, config, "-n"))
     # The study's own jobs, and what reads them: the planner (the storage line) and the report.
@@ -1343,8 +1199,8 @@ def test_a_streaming_study_larger_than_the_free_disk_is_refused_before_writing(f
     assert not (finished / "scratch").exists()
 
 
-def test_prices_add_a_cost_section_and_rerun_no_measurement(finished: Path, tmp_path: Path) -> None:
-    workdir = _copy_of(finished, tmp_path / "run")
+def test_prices_add_a_cost_section_and_rerun_no_measurement(pristine: Path, tmp_path: Path) -> None:
+    workdir = copy_of(pristine, tmp_path / "run")
     config = changed(cost={"per_hour": {"cpu": 0.17, "cuda": 3.2}, "currency": "EUR"})
     plan = planned_jobs(snakemake(workdir, config, "-n"))
     assert set(plan) == {"cost_table", "report", "config_snapshot", "archive", "all"}, plan
@@ -1371,7 +1227,7 @@ def test_each_example_plans_at_full_size_with_its_one_command(finished: Path, tm
     """`snakemake --cores 4 --configfile examples/<name>.yaml` from a checkout (3 batch sizes × 2 thread counts × 3
     repeats of CPU training): its shipped data and model parse
     and check, and the whole workflow is planned on them."""
-    workdir = _checkout(tmp_path / "checkout")
+    workdir = checkout(tmp_path / "checkout")
     command = [sys.executable, "-m", "snakemake", "--cores", "4", "--configfile", f"examples/{name}.yaml", "-n"]
     result = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=300)
     plan = planned_jobs(result)
@@ -1379,9 +1235,9 @@ def test_each_example_plans_at_full_size_with_its_one_command(finished: Path, tm
 
 
 def test_a_second_thread_count_adds_its_own_cells_and_the_verdict_names_the_best(
-    finished: Path, tmp_path: Path
+    pristine: Path, tmp_path: Path
 ) -> None:
-    workdir = _copy_of(finished, tmp_path / "run")
+    workdir = copy_of(pristine, tmp_path / "run")
     config = changed(timing={"threads": [1, 2]})
     plan = planned_jobs(snakemake(workdir, config, "-n"))
     # Only the new cells' jobs are timed; the 1-thread cells, load/convert and the grid stay.
