@@ -1,22 +1,24 @@
 # accel-choice: is a CPU enough for this training job, or does a GPU pay off?
+# It also runs imported into another project as a Snakemake module (docs/development.md#use-it-as-a-module).
 import os
 import sys
 from pathlib import Path
 
-from snakemake import __version__ as SNAKEMAKE_VERSION
-from snakemake.utils import min_version, validate
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import min_version
 
 min_version("9.0")
 
-sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
-from accel_choice.io.provenance import INVOCATION_VARIABLE, invocation_record  # noqa: E402
-from accel_choice.io.config_checks import check_config, check_config_files, check_schema, normalize_config
-from accel_choice.io import benchmark_data
-
-# Provenance, not a parameter: the command the user typed reaches every job through the
-# environment (setdefault: a cluster job re-parsing this file keeps its submitter's record),
-# so it is recorded in results/ without ever triggering a re-run.
-os.environ.setdefault(INVOCATION_VARIABLE, invocation_record(sys.argv, os.getcwd(), SNAKEMAKE_VERSION))
+# This file's own folder, not workflow.basedir (the main Snakefile's: another project's when this
+# workflow is imported as a module). Its library is imported from there, so it must be on this disk.
+if not isinstance(workflow.current_basedir, os.PathLike):
+    raise WorkflowError(
+        f"{workflow.current_basedir.get_path_or_uri(secret_free=True)}: not a local folder; import accel-choice "
+        "from a local copy (git clone), see docs/development.md#use-it-as-a-module"
+    )
+REPO = Path(workflow.current_basedir)
+sys.path.insert(0, str(REPO / "workflow" / "scripts"))
+from accel_choice.measure.parse_time import prepare  # noqa: E402
 
 
 configfile: "config/config.yaml"
@@ -25,24 +27,9 @@ configfile: "config/config.yaml"
 report: "workflow/report/workflow.rst"
 
 
-# Snakemake has read every config file (--configfile ones, then the one above where it exists) and
-# kept the last of a key set twice: read each again and refuse duplicates, naming file, key and lines.
-check_config_files(workflow.configfiles)
-# Our check first: one line per problem, naming the key and what is allowed.
-normalize_config(config)
-check_schema(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
-
-
-validate(config, schema="workflow/schemas/config.schema.yaml")
-# Your own benchmark data (data.benchmark.table or .arrays): its rows and features set from the files.
-SAMPLE_SHAPE = benchmark_data.resolve(config)
-check_config(config)
-if config["model"]["factory"] or benchmark_data.source(config):
-    # Your own model or data, checked now, before any job: a factory that does not import, raises or
-    # does not fit the data and loss, or a target the loss cannot take, stops here (this runs the model's code).
-    from accel_choice.measure.model_checks import check_model
-
-    check_model(config, SAMPLE_SHAPE)
+# The config checked once, one line per problem naming the key, and completed with the schema's
+# defaults; your own data and model tried; the command line recorded (measure.parse_time).
+SAMPLE_SHAPE = prepare(config, workflow.configfiles, REPO / "workflow" / "schemas" / "config.schema.yaml")
 
 
 include: "workflow/rules/common.smk"

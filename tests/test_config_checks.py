@@ -12,7 +12,7 @@ from accel_choice.io import config_checks
 
 @pytest.fixture()
 def config(repo):
-    """The default configuration, complete (every key present, as after Snakemake's validate)."""
+    """The default configuration, complete (every key present, as after config_checks.validate)."""
     with open(repo / "config" / "config.yaml", encoding="utf-8") as handle:
         return json.loads(json.dumps(yaml.safe_load(handle)))
 
@@ -128,6 +128,37 @@ def test_an_integer_written_as_a_float_is_refused(schema, text, key, write):
 
 def test_the_default_config_passes_the_schema(schema, config):
     assert config_checks.schema_errors(config, schema) == []
+
+
+# --- the one validation: the schema's check, then its defaults as Snakemake's validate sets them ------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{}",
+        "seed: 7\ntiming: {batch_sizes: [16], threads: [1]}\n",
+        "data: {northstar: {table: {path: o.csv, target: late, features: [a]}}}\ncost: {per_hour: {cpu: 0.2}}\n",
+        "model: {factory: 'models.net:build', kwargs: {width: 3}}\nscale: {enabled: true}\n",
+    ],
+    ids=["empty", "some keys", "own table and prices", "own model"],
+)
+def test_validate_fills_in_the_defaults_that_snakemakes_validate_did(repo, text):
+    from snakemake.utils import validate as snakemake_validate
+
+    path = repo / "workflow" / "schemas" / "config.schema.yaml"
+    ours, snakemakes = yaml.safe_load(text), yaml.safe_load(text)
+    config_checks.validate(ours, path)
+    snakemake_validate(snakemakes, str(path))
+    assert ours == snakemakes
+    assert ours["timing"]["repeats"] == 3 and ours["gpu"]["precisions"] == ["fp32", "fp16", "bf16"]
+
+
+def test_validate_refuses_before_filling_anything_in(repo):
+    config = {"timing": {"repeats": 1}}
+    with pytest.raises(config_checks.ConfigError, match=r"config key timing\.repeats: 1 is less than the minimum of 3"):
+        config_checks.validate(config, repo / "workflow" / "schemas" / "config.schema.yaml")
+    assert config == {"timing": {"repeats": 1}}
 
 
 def test_check_schema_raises_on_yaml_nan(repo):

@@ -25,23 +25,11 @@ from accel_choice.records.northstar import (
     SeedLimits,
 )
 from accel_choice.records.time_to_target import TimeToTarget
-from workflow_runs import REPO, TINY, checkout, copy_of, snakefile, snakemake
+from workflow_runs import REPO, TINY, checkout, copy_of, planned_jobs, snakefile, snakemake
 
 pytestmark = pytest.mark.workflow
 
 TINY_SPLIT = {"train": 0.6, "val": 0.2, "test": 0.2}  # the schema's default selection.split
-
-
-def planned_jobs(result: subprocess.CompletedProcess[str]) -> dict[str, int]:
-    """Rule -> count from the 'Job stats' table of a dry run; empty when nothing is to be done."""
-    assert result.returncode == 0, result.stdout + result.stderr
-    output = result.stdout + result.stderr
-    if "Nothing to be done" in output:
-        return {}
-    table = output.split("Job stats:", 1)[1]
-    counts = dict(re.findall(r"^(\w+)\s+(\d+)\s*$", table, flags=re.MULTILINE))
-    counts.pop("total", None)
-    return {rule: int(count) for rule, count in counts.items()}
 
 
 def changed(**overrides: dict) -> dict:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -42,6 +43,18 @@ WAIT_S = 1200
 def snakemake(workdir: Path, config: dict | str, *args: str) -> subprocess.CompletedProcess[str]:
     """The CLI on `config`: a mapping, or the YAML text itself (to test what a file can hold)."""
     return subprocess.run(command(workdir, config, *args), capture_output=True, text=True, timeout=600)
+
+
+def planned_jobs(result: subprocess.CompletedProcess[str]) -> dict[str, int]:
+    """Rule -> count from the 'Job stats' table of a dry run; empty when nothing is to be done."""
+    assert result.returncode == 0, result.stdout + result.stderr
+    output = result.stdout + result.stderr
+    if "Nothing to be done" in output:
+        return {}
+    table = output.split("Job stats:", 1)[1]
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)\s*$", table, flags=re.MULTILINE))
+    counts.pop("total", None)
+    return {rule: int(count) for rule, count in counts.items()}
 
 
 def command(workdir: Path, config: dict | str, *args: str) -> list[str]:

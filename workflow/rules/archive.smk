@@ -5,9 +5,9 @@ from snakemake.exceptions import WorkflowError
 # so the resource table can pair them.
 BENCHMARKED_JOBS = [
     paths.benchmark_stem(in_results(path))
-    for each in workflow.rules
+    for name, each in own_rules().items()
     if each.benchmark
-    for path in job_files(each.name, kinds=("benchmark",))
+    for path in job_files(name, kinds=("benchmark",))
 ]
 
 
@@ -36,14 +36,14 @@ rule resource_table:
 
 # Every rule but `all` and `archive` must say what its jobs are: a rule left out of JOBS would
 # have its files neither rebuilt when lost nor told apart from an earlier configuration's.
-_rules_without_jobs = sorted({each.name for each in workflow.rules} - set(JOBS) - {"all", "archive"})
+_rules_without_jobs = sorted(set(own_rules()) - set(JOBS) - {"all", "archive"})
 if _rules_without_jobs:
     raise WorkflowError(f"rules missing from JOBS in workflow/rules/common.smk: {', '.join(_rules_without_jobs)}")
 
 # Every script's rule lists its script's import closure as `code`, so that an edit re-runs it.
 _stale_code = sorted(
-    each.name
-    for each in workflow.rules
+    name
+    for name, each in own_rules().items()
     if each.script and list(map(str, each.input.get("code", []))) != code(Path(each.script).name)
 )
 if _stale_code:

@@ -10,7 +10,9 @@ from accel_choice.io.imports import closure, module_file, relative_paths
 from accel_choice.records.model import split_factory
 from accel_choice.measure.device_plan import planned_device
 
-LIBRARY = Path(workflow.basedir) / "workflow" / "scripts"
+# This file is workflow/rules/common.smk: the library is workflow/scripts, found from here (not from
+# workflow.basedir, the main Snakefile's folder: another project's when this workflow is a module).
+LIBRARY = Path(workflow.current_basedir).parent / "scripts"
 
 ENV = "../../envs/accel-choice.yaml"
 # Shares of the global `timing_slot` resource (2 in profiles/default): a timing job takes
@@ -189,11 +191,22 @@ JOBS = {
 }
 
 
+def own_rules():
+    """This workflow's rules defined so far, in their order, by the names they have here (JOBS's keys).
+
+    Imported as a module (docs/development.md#use-it-as-a-module), Snakemake gives them the names the
+    importing workflow asks for (`use rule * from accel_choice as accel_choice_*`), and workflow.rules
+    holds that workflow's own rules too: only the rules of the module being parsed are this one's.
+    """
+    here = {workflow.modifier.modify_rulename(name): name for name in [*JOBS, "archive", "all"]}
+    return {here.get(each.name, each.name): each for each in workflow.rules if each in workflow.modifier.rules}
+
+
 def job_files(name, kinds=("output", "log", "benchmark")):
     """Outputs, logs and benchmark files of every job that JOBS lists for the rule called `name`."""
     if not JOBS[name]:  # e.g. import_benchmark where the benchmark matrix is generated: not even defined
         return []
-    writer = workflow.get_rule(name)
+    writer = workflow.get_rule(workflow.modifier.modify_rulename(name))
     patterns = [
         *(writer.output if "output" in kinds else []),
         *(writer.log if "log" in kinds else []),

@@ -3,13 +3,15 @@
 `check_config_files` refuses a config file that sets a key twice (YAML keeps the last
 silently). `check_schema` reports every schema violation, every NaN or infinite number and
 every integer written as a float, as one line that names the key by its dotted path and
-says what is allowed; Snakemake's own `validate` then fills in the defaults, and
-`check_config` checks what a JSON schema cannot express (relations between keys, the
+says what is allowed; `validate` is that check followed by `fill_defaults` (the schema's
+defaults, as Snakemake's `validate` would set them): the workflow's one validation of its
+config. `check_config` checks what a JSON schema cannot express (relations between keys, the
 largest usable seed).
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 from collections.abc import Sequence
@@ -142,12 +144,39 @@ def schema_errors(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
     return [message for _, message in sorted(messages, key=lambda pair: pair[0])]
 
 
-def check_schema(config: dict[str, Any], schema_path: str | os.PathLike[str]) -> None:
+def _load_schema(schema_path: str | os.PathLike[str]) -> dict[str, Any]:
     with open(schema_path, encoding="utf-8") as handle:
-        schema = yaml.safe_load(handle)
+        return yaml.safe_load(handle)
+
+
+def _raise_for(config: dict[str, Any], schema: dict[str, Any]) -> None:
     errors = schema_errors(config, schema)
     if errors:
         raise ConfigError("invalid configuration, nothing was run:\n  " + "\n  ".join(errors))
+
+
+def check_schema(config: dict[str, Any], schema_path: str | os.PathLike[str]) -> None:
+    _raise_for(config, _load_schema(schema_path))
+
+
+def fill_defaults(config: dict[str, Any], schema: dict[str, Any]) -> None:
+    """Set every key that the schema gives a default and the config leaves out, at every level: a
+    section left out gets its default ({}) and then its keys' defaults. What Snakemake's
+    `validate(config, schema)` sets (jsonschema's `properties`, extended to set defaults), for a
+    config that `schema_errors` passed; it reports nothing itself."""
+    for key, fragment in schema.get("properties", {}).items():
+        if "default" in fragment and key not in config:
+            config[key] = copy.deepcopy(fragment["default"])
+        if isinstance(config.get(key), dict):
+            fill_defaults(config[key], fragment)
+
+
+def validate(config: dict[str, Any], schema_path: str | os.PathLike[str]) -> None:
+    """The workflow's validation of its config, run once when it is parsed: every problem as one line
+    naming the key (ConfigError, before anything is set), then the defaults filled in."""
+    schema = _load_schema(schema_path)
+    _raise_for(config, schema)
+    fill_defaults(config, schema)
 
 
 class DuplicateKeyError(ConfigError):

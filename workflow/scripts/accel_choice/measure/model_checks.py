@@ -1,9 +1,9 @@
 """Parse-time checks of a user's model (`model.factory`), before any job runs.
 
-The Snakefile calls `check_model` when the workflow is parsed, so a factory that does not import, is
-not `module:function`, raises, returns something that is not a Module, or whose output does not fit
-the data and the loss stops the run with a message naming the key, before anything is written to
-results/. Importing the factory runs the user's code, as a Snakefile does (docs/own-model.md).
+`measure.parse_time` calls `check_model` when the Snakefile is parsed, so a factory that does not
+import, is not `module:function`, raises, returns something that is not a Module, or whose output
+does not fit the data and the loss stops the run with a message naming the key, before anything is
+written to results/. Importing the factory runs the user's code, as a Snakefile does (docs/own-model.md).
 """
 
 from __future__ import annotations

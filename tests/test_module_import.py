@@ -1,0 +1,85 @@
+"""The workflow imported into another project as a Snakemake module (docs/development.md#use-it-as-a-module).
+
+Its library, schema, rules' scripts and environments are found from this checkout, not from the
+importing project's folder (workflow.basedir there), and its jobs are those of a plain run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from workflow_runs import REPO, TINY, planned_jobs, snakemake
+
+pytestmark = pytest.mark.workflow
+
+# Another project's Snakefile, as docs/development.md shows it: its own config file, handed to the module.
+IMPORTER = """\
+configfile: "config/config.yaml"
+
+
+module accel_choice:
+    snakefile:
+        "{snakefile}"
+    config:
+        config
+
+
+use rule * from accel_choice{renamed}
+"""
+
+
+def _project(folder: Path, renamed: str) -> Path:
+    """A project folder that imports this checkout's Snakefile as a module, on the tiny config."""
+    (folder / "config").mkdir(parents=True)
+    (folder / "config/config.yaml").write_text(yaml.safe_dump(TINY))
+    (folder / "Snakefile").write_text(IMPORTER.format(snakefile=REPO / "Snakefile", renamed=renamed))
+    return folder
+
+
+def _dry_run(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--cores", "4", "--directory", str(project), *args],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> dict[str, int]:
+    """The jobs of a dry run of this checkout's Snakefile on the tiny config."""
+    return planned_jobs(snakemake(tmp_path_factory.mktemp("plain"), TINY, "-n"))
+
+
+@pytest.mark.parametrize("prefix", ["accel_choice_", ""], ids=["renamed", "as is"])
+def test_imported_as_a_module_it_plans_the_jobs_of_a_plain_run(
+    tmp_path: Path, plain: dict[str, int], prefix: str
+) -> None:
+    project = _project(tmp_path / "project", f" as {prefix}*" if prefix else "")
+    result = _dry_run(project)
+    output = result.stdout + result.stderr
+    imported = planned_jobs(result)
+    assert all(rule.startswith(prefix) for rule in imported), imported
+    assert {rule.removeprefix(prefix): count for rule, count in imported.items()} == plain
+    # Its jobs' code inputs are this checkout's library, not the project's folder.
+    assert os.path.relpath(REPO / "workflow/scripts/accel_choice/__init__.py", project) in output
+    assert not (project / "results").exists()
+
+
+def test_a_bad_config_handed_to_the_module_fails_naming_the_key(tmp_path: Path) -> None:
+    project = _project(tmp_path / "project", " as accel_choice_*")
+    config = yaml.safe_load((project / "config/config.yaml").read_text())
+    config["timing"]["repeats"] = 1
+    (project / "config/config.yaml").write_text(yaml.safe_dump(config))
+    result = _dry_run(project)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "config key timing.repeats: 1 is less than the minimum of 3" in output, output[-2000:]
+    assert "Job stats" not in output

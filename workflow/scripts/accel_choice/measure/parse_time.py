@@ -1,0 +1,56 @@
+"""What the Snakefile does when Snakemake parses it, before any rule is defined (`prepare`).
+
+In order: the command the user typed is recorded for provenance; every config file is read again
+for a key set twice; the config is validated once (`io.config_checks.validate`: one line per problem
+naming the key, then the schema's defaults); your own benchmark data sets its rows and features;
+what a schema cannot say is checked; and your own model or data is built and tried on one batch.
+Any problem stops the run here, before a job is planned or a file written.
+
+This sits in the measure layer because the last step imports torch (measure.model_checks), which it
+does only where a model or data of your own is configured: a default run does not import torch here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from accel_choice.io import benchmark_data
+from accel_choice.io.config_checks import check_config, check_config_files, normalize_config, validate
+from accel_choice.io.provenance import INVOCATION_VARIABLE, invocation_record
+
+
+def record_invocation() -> None:
+    """Provenance, not a parameter: the command the user typed reaches every job through the
+    environment (setdefault: a cluster job re-parsing the Snakefile keeps its submitter's record),
+    so it is recorded in results/ without ever triggering a re-run."""
+    from snakemake import __version__ as snakemake_version
+
+    os.environ.setdefault(INVOCATION_VARIABLE, invocation_record(sys.argv, os.getcwd(), snakemake_version))
+
+
+def prepare(
+    config: dict[str, Any], configfiles: Sequence[str | os.PathLike[str]], schema: str | os.PathLike[str]
+) -> tuple[int, ...]:
+    """Check and complete `config` in place (the module docstring's steps); one sample's shape.
+
+    `configfiles`: the files Snakemake read the config from (--configfile ones, then the Snakefile's
+    `configfile:` where it exists; an importing workflow's own when this one is used as a module),
+    each read again to refuse a key set twice, naming file, key and lines (Snakemake keeps the last).
+    """
+    record_invocation()
+    check_config_files(configfiles)
+    normalize_config(config)
+    validate(config, schema)
+    # Your own benchmark data (data.benchmark.table or .arrays): its rows and features set from the files.
+    sample_shape = benchmark_data.resolve(config)
+    check_config(config)
+    if config["model"]["factory"] or benchmark_data.source(config):
+        # Your own model or data, checked now, before any job: a factory that does not import, raises or
+        # does not fit the data and loss, or a target the loss cannot take, stops here (this runs the model's code).
+        from accel_choice.measure.model_checks import check_model
+
+        check_model(config, sample_shape)
+    return sample_shape
