@@ -34,6 +34,12 @@ def _shared_run_started(request: pytest.FixtureRequest, tmp_path_factory: pytest
 
 
 @pytest.fixture(scope="session")
+def shared_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's folder of what its test processes share (workflow_runs.shared)."""
+    return _shared_folder(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
 def shared_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The events of the finished tiny run (workflow_runs.timeline); its folder is read-only to tests."""
     import workflow_runs

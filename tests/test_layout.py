@@ -8,8 +8,10 @@ every script a rule runs.
 from __future__ import annotations
 
 import ast
+import json
 import modulefinder
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -141,6 +143,40 @@ def test_closure_follows_imports_through_other_modules(tmp_path: Path) -> None:
     assert "accel_choice/unused.py" in found
 
 
+def test_the_import_cache_is_kept_between_processes_and_follows_every_edit(tmp_path: Path) -> None:
+    package = tmp_path / "tree" / "accel_choice"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from . import b\n")
+    (package / "b.py").write_text("")
+    (package / "c.py").write_text("")
+    script = tmp_path / "tree" / "job.py"
+    script.write_text("from accel_choice import a\n")
+    where = tmp_path / "cache" / "imports.json"
+
+    def names(root: Path, cache: imports.ImportCache) -> set[str]:
+        return {p.relative_to(root).as_posix() for p in imports.closure(root / "job.py", root, cache=cache)}
+
+    expected = {"accel_choice/__init__.py", "accel_choice/a.py", "accel_choice/b.py"}
+    assert names(tmp_path / "tree", imports.ImportCache(where)) == expected
+    saved = json.loads(where.read_text())["entries"]
+    assert len(saved) == 4  # job.py, the package, a.py, b.py: what another process reads instead of parsing
+    # A copy of the tree is the same content: read from the cache, not parsed (a poisoned entry shows it).
+    shutil.copytree(tmp_path / "tree", tmp_path / "copy")
+    key = next(k for k in saved if k.split()[1] == "accel_choice/a.py")
+    where.write_text(json.dumps({"version": 1, "entries": {**saved, key: ["accel_choice", "accel_choice.c"]}}))
+    assert names(tmp_path / "copy", imports.ImportCache(where)) == expected - {"accel_choice/b.py"} | {
+        "accel_choice/c.py"
+    }
+    # An edit changes the content: parsed again, whatever the cache holds.
+    (package / "a.py").write_text("from . import b, c\n")
+    assert names(tmp_path / "tree", imports.ImportCache(where)) == expected | {"accel_choice/c.py"}
+    # A damaged cache file is ignored, and written anew.
+    where.write_text("{not json")
+    assert names(tmp_path / "tree", imports.ImportCache(where)) == expected | {"accel_choice/c.py"}
+    assert json.loads(where.read_text())["version"] == imports.ImportCache.VERSION
+
+
 def test_paths_are_relative_to_the_working_directory(tmp_path: Path) -> None:
     files = [tmp_path / "repo" / "workflow" / "scripts" / "accel_choice" / "io" / "atomic.py"]
     assert imports.relative_paths(files, tmp_path / "repo") == ["workflow/scripts/accel_choice/io/atomic.py"]
@@ -203,3 +239,12 @@ def test_the_documented_layer_table_lists_every_module_of_the_tree() -> None:
     for layer, modules in actual.items():
         missing, gone = sorted(modules - documented[layer]), sorted(documented[layer] - modules)
         assert not missing and not gone, f"docs/development.md, layer {layer}/: add {missing}, remove {gone}"
+
+
+def test_ci_runs_the_readmes_test_command() -> None:
+    """.ci/run calls the README's second command (set up and pass the tests), word for word."""
+    readme = (REPO / "README.md").read_text()
+    commands = re.findall(r"```bash\n(.*?)\n```", readme, flags=re.DOTALL)
+    tests = [command for command in commands if "pytest" in command and "snakemake" not in command]
+    assert len(tests) == 1, commands
+    assert tests[0] in (REPO / ".ci" / "run").read_text().splitlines()

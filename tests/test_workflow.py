@@ -25,6 +25,7 @@ from accel_choice.records.northstar import (
     SeedLimits,
 )
 from accel_choice.records.time_to_target import TimeToTarget
+import workflow_runs
 from workflow_runs import REPO, TINY, checkout, copy_of, planned_jobs, snakefile, snakemake
 
 pytestmark = pytest.mark.workflow
@@ -749,9 +750,14 @@ def _verify_results(results: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="session")
-def lost_and_stale(pristine: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """A finished run that loses a record and is run again, then is run with one batch size fewer."""
-    workdir = copy_of(pristine, tmp_path_factory.mktemp("lost") / "run")
+def lost_and_stale(pristine: Path, shared_folder: Path) -> dict:
+    """A finished run that loses a record and is run again, then is run with one batch size fewer
+    (made once a session: workflow_runs.shared)."""
+    return workflow_runs.shared(shared_folder, "lost", lambda folder: _lose_a_record(pristine, folder))
+
+
+def _lose_a_record(pristine: Path, folder: Path) -> dict:
+    workdir = copy_of(pristine, folder / "run")
     results = workdir / "results"
     lost = results / "timing/cpu/bs64.t1.rep1.json"
     before = read(lost)
@@ -770,7 +776,6 @@ def lost_and_stale(pristine: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return events
 
 
-@pytest.mark.xdist_group("lost_and_stale")  # one worker builds the fixture they share
 def test_a_lost_record_is_measured_again_and_the_archive_verifies(lost_and_stale: dict) -> None:
     assert lost_and_stale["plan"] == {
         "time_cpu_training": 1,
@@ -790,7 +795,6 @@ def test_a_lost_record_is_measured_again_and_the_archive_verifies(lost_and_stale
     assert verify.returncode == 0 and "all" in verify.stdout and "listed files match" in verify.stdout, verify.stdout
 
 
-@pytest.mark.xdist_group("lost_and_stale")  # one worker builds the fixture they share
 def test_a_deleted_data_file_is_written_again_with_everything_that_read_it(lost_and_stale: dict) -> None:
     plan = lost_and_stale["data_plan"]
     assert plan["export_data"] == 1 and plan["time_load_convert"] == 3 and plan["time_cpu_training"] == 6
@@ -798,7 +802,6 @@ def test_a_deleted_data_file_is_written_again_with_everything_that_read_it(lost_
     assert "generate_benchmark" not in plan and "train_northstar" not in plan
 
 
-@pytest.mark.xdist_group("lost_and_stale")  # one worker builds the fixture they share
 def test_files_of_an_earlier_configuration_are_listed_not_vouched_for(lost_and_stale: dict) -> None:
     fewer = lost_and_stale["fewer"]
     assert fewer.returncode == 0, fewer.stderr[-3000:]
@@ -1025,13 +1028,17 @@ def _example(name: str, data: Path) -> dict:
 
 
 @pytest.fixture(scope="session")
-def example_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def example_data(shared_folder: Path) -> Path:
+    return workflow_runs.shared(shared_folder, "example-data", _example_data)["folder"]
+
+
+def _example_data(folder: Path) -> dict:
     sys.path.insert(0, str(REPO / "examples"))
     import make_data
 
-    out = tmp_path_factory.mktemp("example-data")
-    make_data.write(out, order_rows=300, sequence_rows=256, seed=5)
-    return out
+    folder.mkdir()
+    make_data.write(folder, order_rows=300, sequence_rows=256, seed=5)
+    return {"folder": folder}
 
 
 def _run_example(finished: Path, destination: Path, config: dict, edit: str | None = None) -> dict:
@@ -1047,21 +1054,22 @@ def _run_example(finished: Path, destination: Path, config: dict, edit: str | No
 
 
 @pytest.fixture(scope="session")
-def residual_mlp(pristine: Path, example_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+def residual_mlp(pristine: Path, example_data: Path, shared_folder: Path) -> dict:
     """The finished run with worked example 1: the residual MLP on the (tiny) delivery table."""
     config = _example("residual_mlp", example_data)
-    return _run_example(
-        pristine, tmp_path_factory.mktemp("resmlp") / "run", config, edit="examples/models/residual_mlp.py"
+    edit = "examples/models/residual_mlp.py"
+    return workflow_runs.shared(
+        shared_folder, "resmlp", lambda folder: _run_example(pristine, folder / "run", config, edit=edit)
     )
 
 
 @pytest.fixture(scope="session")
-def conv1d(pristine: Path, example_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+def conv1d(pristine: Path, example_data: Path, shared_folder: Path) -> dict:
     """The finished run with worked example 2: the 1-D conv net on (tiny) sequences, three classes."""
-    return _run_example(pristine, tmp_path_factory.mktemp("conv1d") / "run", _example("conv1d", example_data))
+    config = _example("conv1d", example_data)
+    return workflow_runs.shared(shared_folder, "conv1d", lambda folder: _run_example(pristine, folder / "run", config))
 
 
-@pytest.mark.xdist_group("residual_mlp")  # one worker builds the fixture they share
 def test_an_example_reruns_what_its_data_and_model_change_and_nothing_of_the_case_study(residual_mlp: dict) -> None:
     plan = residual_mlp["plan"]
     assert plan["import_benchmark"] == 1 and plan["export_data"] == 1 and plan["time_load_convert"] == 3
@@ -1076,7 +1084,6 @@ def test_an_example_reruns_what_its_data_and_model_change_and_nothing_of_the_cas
     assert edited["planner"] == 1  # the planner reads the model's profile and its timed cells
 
 
-@pytest.mark.xdist_group("residual_mlp")  # one worker builds the fixture they share
 def test_the_residual_mlp_example_reports_counted_figures_matching_a_count_by_hand(residual_mlp: dict) -> None:
     results = residual_mlp["workdir"] / "results"
     profile = read(results / "tables/model_profile.json")

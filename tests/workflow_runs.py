@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -206,17 +207,17 @@ def timeline(workdir: Path) -> dict:
 
 def _encode(value):
     if isinstance(value, subprocess.CompletedProcess):
-        return {"completed": [value.args, value.returncode, value.stdout, value.stderr]}
+        return {"__completed__": [value.args, value.returncode, value.stdout, value.stderr]}
     if isinstance(value, Path):
-        return {"path": str(value)}
+        return {"__path__": str(value)}
     raise TypeError(f"cannot record {type(value).__name__}")
 
 
 def _decode(mapping: dict):
-    if set(mapping) == {"completed"}:
-        return subprocess.CompletedProcess(*mapping["completed"])
-    if set(mapping) == {"path"}:
-        return Path(mapping["path"])
+    if set(mapping) == {"__completed__"}:
+        return subprocess.CompletedProcess(*mapping["__completed__"])
+    if set(mapping) == {"__path__"}:
+        return Path(mapping["__path__"])
     return mapping
 
 
@@ -248,6 +249,29 @@ def wait(folder: Path) -> dict:
     events = json.loads((folder / EVENTS).read_text(), object_hook=_decode)
     if "error" in events:
         raise AssertionError("the shared tiny run failed:\n" + events["error"] + "\n" + _log_tail(folder))
+    return events
+
+
+def shared(folder: Path, name: str, build: Callable[[Path], dict]) -> dict:
+    """What `build(folder / name)` returns, made once a session by the first test process that asks
+    (under a lock: another that asks meanwhile waits for it, and uses no CPU while it waits) and read
+    by every other from `folder / name.json`. Its files are the session's: tests read them, never write."""
+    from filelock import FileLock
+
+    folder.mkdir(parents=True, exist_ok=True)
+    made = folder / f"{name}.json"
+    with FileLock(folder / f"{name}.lock"):
+        if not made.exists():
+            try:
+                events = build(folder / name)
+            except Exception as error:  # every test that shares it fails with the reason, none builds it again
+                events = {"error": f"{type(error).__name__}: {error}"}
+            partial = made.with_suffix(".json.tmp")
+            partial.write_text(json.dumps(events, default=_encode))
+            partial.replace(made)
+    events = json.loads(made.read_text(), object_hook=_decode)
+    if "error" in events:
+        raise AssertionError(f"the shared {name} could not be made: {events['error']}")
     return events
 
 

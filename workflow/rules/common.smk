@@ -6,7 +6,7 @@ from pathlib import Path
 from snakemake.io import strip_wildcard_constraints
 
 from accel_choice.io import benchmark_data, paths
-from accel_choice.io.imports import closure, module_file, relative_paths
+from accel_choice.io.imports import ImportCache, closure, module_file, relative_paths
 from accel_choice.records.model import split_factory
 from accel_choice.measure.device_plan import planned_device
 
@@ -69,11 +69,16 @@ def sorted_keys(value):
 NOISE_RULES = sorted_keys(config["aggregate"])
 
 
+# What each library file imports, kept between invocations (every one parses the workflow): by content,
+# so an edit is read again. Deleting it costs the next parse about a second.
+IMPORT_CACHE = ImportCache(Path(".snakemake") / "accel-choice" / "imports.json")
+
+
 def code(script):
     """The library files `script` imports, directly or not (its import closure, read from the
     source), relative to the working directory: editing one re-runs exactly the rules whose
     scripts import it, and a checkout moved together with its results plans nothing."""
-    return relative_paths(closure(LIBRARY / script, LIBRARY), os.getcwd())
+    return relative_paths(closure(LIBRARY / script, LIBRARY, cache=IMPORT_CACHE), os.getcwd())
 
 
 # The model the timing jobs train (records.model.ModelSpec): a param of each rule that builds it. A
@@ -97,7 +102,7 @@ def model_code():
         return []
     root = config["model"]["path"]
     found = module_file(root, split_factory(factory)[0])
-    return relative_paths(closure(found, root, packages=None) + [found], os.getcwd()) if found else []
+    return relative_paths(closure(found, root, None, IMPORT_CACHE) + [found], os.getcwd()) if found else []
 
 
 MODEL_CODE = sorted(set(model_code()))
