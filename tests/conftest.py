@@ -48,15 +48,19 @@ def shared_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The workflow tests that make whole runs of their own (they copy the shared run: `pristine`, not
-    `finished`) go first among the workflow tests: under pytest-xdist the long ones start early and the
-    many short dry runs fill in around them, instead of one long run ending the session alone."""
+    """Order the workflow tests for two processes and the shared run made beside them: after the unit
+    tests (about a minute), first those that need no finished run (refused configs, dry runs of a fresh
+    checkout) while the shared run is still being made, then the tests that make whole runs of their
+    own from it (they take `pristine`, not `finished`), longest first, and the many short dry runs on
+    a finished run last, filling in around the long ones instead of one long run ending the session alone."""
 
-    def whole_run(item: pytest.Item) -> bool:
+    def order(item: pytest.Item) -> int:
         names = getattr(item, "fixturenames", ())
-        return "pristine" in names and "finished" not in names
+        if "shared_run" not in names:
+            return 0
+        return 1 if "pristine" in names and "finished" not in names else 2
 
     workflow = [item for item in items if item.get_closest_marker("workflow")]
     if workflow:
         rest = [item for item in items if not item.get_closest_marker("workflow")]
-        items[:] = rest + sorted(workflow, key=lambda item: not whole_run(item))
+        items[:] = rest + sorted(workflow, key=order)

@@ -749,6 +749,34 @@ def _verify_results(results: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def test_a_second_thread_count_adds_its_own_cells_and_the_verdict_names_the_best(
+    pristine: Path, tmp_path: Path
+) -> None:
+    workdir = copy_of(pristine, tmp_path / "run")
+    config = changed(timing={"threads": [1, 2]})
+    plan = planned_jobs(snakemake(workdir, config, "-n"))
+    # Only the new cells' jobs are timed; the 1-thread cells, load/convert and the grid stay.
+    assert plan["time_cpu_training"] == 6 and "time_load_convert" not in plan and "time_cost_model" not in plan
+    result = snakemake(workdir, config)
+    assert result.returncode == 0, result.stderr[-3000:]
+    cells = read(workdir / "results/tables/cpu_training.json")["table"]
+    assert sorted({(c["batch_size"], c["threads"]) for c in cells}) == [(16, 1), (16, 2), (64, 1), (64, 2)]
+    fastest = read(workdir / "results/tables/decision.json")["verdict"]["fastest_cpu_epoch"]
+    report = (workdir / "results/REPORT.md").read_text()
+    words = "thread" if fastest["threads"] == 1 else "threads"
+    assert (
+        f"The fastest CPU epoch ({fastest['loader']}, B={fastest['batch_size']}, {fastest['threads']} {words})"
+        in report
+    )
+    # With fewer cores than a cell's threads, its job refuses to time another configuration.
+    refused = snakemake(workdir, changed(timing={"threads": [1, 2], "repeats": 4}), "--cores", "1")
+    assert refused.returncode != 0
+    assert "config key timing.threads: this cell is timed at 2 torch threads, but the job was given 1" in (
+        refused.stdout + refused.stderr
+    )
+    assert not list((workdir / "results/timing/cpu").glob("*.t2.rep3.json"))
+
+
 @pytest.fixture(scope="session")
 def lost_and_stale(pristine: Path, shared_folder: Path) -> dict:
     """A finished run that loses a record and is run again, then is run with one batch size fewer
@@ -1218,7 +1246,7 @@ def test_prices_add_a_cost_section_and_rerun_no_measurement(pristine: Path, tmp_
 
 
 @pytest.mark.parametrize("name", ["residual_mlp", "conv1d"])
-def test_each_example_plans_at_full_size_with_its_one_command(finished: Path, tmp_path: Path, name: str) -> None:
+def test_each_example_plans_at_full_size_with_its_one_command(tmp_path: Path, name: str) -> None:
     """`snakemake --cores 4 --configfile examples/<name>.yaml` from a checkout (3 batch sizes × 2 thread counts × 3
     repeats of CPU training): its shipped data and model parse
     and check, and the whole workflow is planned on them."""
@@ -1227,31 +1255,3 @@ def test_each_example_plans_at_full_size_with_its_one_command(finished: Path, tm
     result = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=300)
     plan = planned_jobs(result)
     assert plan["import_benchmark"] == 1 and plan["time_cpu_training"] == 18 and plan["profile_model"] == 1
-
-
-def test_a_second_thread_count_adds_its_own_cells_and_the_verdict_names_the_best(
-    pristine: Path, tmp_path: Path
-) -> None:
-    workdir = copy_of(pristine, tmp_path / "run")
-    config = changed(timing={"threads": [1, 2]})
-    plan = planned_jobs(snakemake(workdir, config, "-n"))
-    # Only the new cells' jobs are timed; the 1-thread cells, load/convert and the grid stay.
-    assert plan["time_cpu_training"] == 6 and "time_load_convert" not in plan and "time_cost_model" not in plan
-    result = snakemake(workdir, config)
-    assert result.returncode == 0, result.stderr[-3000:]
-    cells = read(workdir / "results/tables/cpu_training.json")["table"]
-    assert sorted({(c["batch_size"], c["threads"]) for c in cells}) == [(16, 1), (16, 2), (64, 1), (64, 2)]
-    fastest = read(workdir / "results/tables/decision.json")["verdict"]["fastest_cpu_epoch"]
-    report = (workdir / "results/REPORT.md").read_text()
-    words = "thread" if fastest["threads"] == 1 else "threads"
-    assert (
-        f"The fastest CPU epoch ({fastest['loader']}, B={fastest['batch_size']}, {fastest['threads']} {words})"
-        in report
-    )
-    # With fewer cores than a cell's threads, its job refuses to time another configuration.
-    refused = snakemake(workdir, changed(timing={"threads": [1, 2], "repeats": 4}), "--cores", "1")
-    assert refused.returncode != 0
-    assert "config key timing.threads: this cell is timed at 2 torch threads, but the job was given 1" in (
-        refused.stdout + refused.stderr
-    )
-    assert not list((workdir / "results/timing/cpu").glob("*.t2.rep3.json"))
