@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 import torch
@@ -254,6 +255,29 @@ def test_exercise2_textbook_example_numbers():
     (row,) = aggregate.exercise2_json(aggregate.aggregate_training(recs, ROWS))
     assert row["epoch_s_median"] == 0.0403
     assert row["samples_per_s"] == pytest.approx(203_275.4, abs=0.1)
+
+
+def test_exercise2_median_is_the_median_of_the_runs_it_lists():
+    """The exercise's contract: a reader's statistics.median(epoch_s_runs) is the file's epoch_s_median,
+    also where the median of every epoch pooled (the table's) is another number."""
+    jobs = [(0.10, 0.11, 0.30), (0.12, 0.13, 0.31), (0.14, 0.32, 0.33)]
+    recs = [
+        record(
+            128,
+            "dataloader",
+            i,
+            statistics.median(each),
+            epoch_s_each=each,
+            samples_per_s=ROWS / statistics.median(each),
+        )
+        for i, each in enumerate(jobs)
+    ]
+    table = aggregate.aggregate_training(recs, ROWS)
+    (row,) = aggregate.exercise2_json(table)
+    assert row["epoch_s_runs"] == [0.11, 0.13, 0.32]
+    assert row["epoch_s_median"] == statistics.median(row["epoch_s_runs"]) == 0.13
+    assert row["samples_per_s"] == ROWS / 0.13
+    assert _row(table, 128, "dataloader").epoch_s_median == pytest.approx(0.14)  # every epoch pooled: not the file's
 
 
 # --- load/convert and full path -------------------------------------------------------

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -205,6 +206,7 @@ def test_exercise2_json_has_the_textbook_shape(finished: Path) -> None:
         assert row["samples"] == 256
         assert len(row["epoch_s_runs"]) == 3
         assert row["samples_per_s"] == pytest.approx(256 / row["epoch_s_median"], rel=1e-12)
+        assert row["epoch_s_median"] == statistics.median(row["epoch_s_runs"])  # the exercise's "their median"
 
 
 def test_every_training_record_holds_the_invariants(finished: Path) -> None:
