@@ -294,3 +294,74 @@ def test_check_config_files_on_json_on_one_line(tmp_path):
         config_checks.ConfigError, match="key timing.repeats is set twice, at line:column 1:24 and 1:38"
     ):
         config_checks.check_config_files([path])
+
+
+# --- nested aliases ("billion laughs"): refused before anything walks them --------------------
+
+
+def _alias_bomb(levels: int, width: int = 10) -> str:
+    """A config of `levels` lists, each `width` aliases of the one before: width**levels values."""
+    lines = ["a0: &a0 [" + ", ".join(["1.5"] * width) + "]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * width) + "]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+def test_expanded_size_counts_aliases_without_expanding_them():
+    # the mapping, then each key with its value: a and 1; b and a list of two
+    assert config_checks.expanded_size(yaml.compose("a: 1\nb: [1, 2]\n")) == 1 + (1 + 1) + (1 + 3)
+    shared = yaml.compose("a: &x [1, 2]\nb: *x\nc: [*x, *x]\n")
+    assert config_checks.expanded_size(shared) == 1 + (1 + 3) + (1 + 3) + (1 + (1 + 3 + 3))  # *x counts as [1, 2]
+    assert config_checks.expanded_size(yaml.compose(_alias_bomb(9))) > 10**9  # counted at once
+    assert config_checks.expanded_size(yaml.compose("")) == 0
+
+
+def test_a_nine_line_alias_bomb_is_refused_at_once_naming_the_file(tmp_path):
+    path = tmp_path / "bomb.yaml"
+    path.write_text(_alias_bomb(9))
+    with pytest.raises(config_checks.ConfigError) as error:
+        config_checks.check_config_files([path])  # walking its expansion would take hours
+    assert f"config file {path}: its aliases (*name) expand to 1,234,567,909 values, more than the 100,000" in str(
+        error.value
+    )
+
+
+def test_aliases_a_config_really_uses_pass(tmp_path, repo):
+    path = tmp_path / "anchors.yaml"
+    path.write_text("timing:\n  batch_sizes: &sizes [16, 32]\ngradient_variance:\n  batch_sizes: *sizes\n")
+    config_checks.check_config_files([path, repo / "config" / "config.yaml"])
+    assert config_checks.expanded_size(yaml.compose(_alias_bomb(4))) <= config_checks.MAX_EXPANDED_VALUES
+    config_checks.duplicate_keys(_alias_bomb(4))
+
+
+# --- plausible mistakes: one line naming the key, never a traceback --------------------------
+
+
+@pytest.mark.parametrize(
+    ("config", "says"),
+    [
+        (
+            {"data": {"northstar": {"table": "orders.csv"}}},
+            "config key data.northstar.table: 'orders.csv' is not of type 'object', 'null'; "
+            "allowed: a mapping with keys path, target, features or null",
+        ),
+        (
+            {"cost": {"per_hour": "cheap"}},
+            "config key cost.per_hour: 'cheap' is not of type 'object', 'null'; allowed: a mapping with keys cpu,",
+        ),
+        (
+            {"model": {"classes": "3"}},
+            "config key model.classes: '3' is not of type 'integer', 'null'; allowed: an integer or null >= 2 "
+            "(a number written as text",
+        ),
+        (
+            {"timing": None},
+            "config key timing: None is not of type 'object'; allowed: a mapping with keys batch_sizes,",
+        ),
+        ({"timing": 5}, "config key timing: 5 is not of type 'object'; allowed: a mapping with keys batch_sizes,"),
+    ],
+    ids=["table as a path", "price as a word", "classes as text", "timing left empty", "timing=5"],
+)
+def test_a_value_of_the_wrong_kind_is_one_line_naming_the_key(schema, config, says):
+    config_checks.normalize_config(config)  # runs first at parse time: it must not trip over them
+    (message,) = config_checks.schema_errors(config, schema)
+    assert message.startswith(says)

@@ -58,8 +58,9 @@ def _allowed(schema: dict[str, Any]) -> str:
     for key, sign in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<")):
         if key in schema:
             bounds.append(f"{sign} {schema[key]}")
-    if schema.get("type") == "object" and "properties" in schema:
-        return f"{words} with keys " + ", ".join(schema["properties"])
+    if "object" in _kinds(schema) and "properties" in schema:
+        keys = f"a mapping with keys {', '.join(schema['properties'])}"
+        return words.replace("a mapping", keys)
     return words + (" " + " and ".join(bounds) if bounds else "")
 
 
@@ -90,7 +91,10 @@ def _kinds(schema: dict[str, Any]) -> set[str]:
 
 
 def _looks_like(text: str, kind: Any) -> bool:
-    """Whether `text` is what YAML would have read as `kind`: a sign that it arrived as text."""
+    """Whether `text` is what YAML would have read as `kind` (a schema type, or a list of them, such as
+    ["number", "null"]): a sign that it arrived as text."""
+    if isinstance(kind, list):
+        return any(_looks_like(text, one) for one in kind)
     try:
         value = yaml.safe_load(text)
     except yaml.YAMLError:
@@ -101,7 +105,7 @@ def _looks_like(text: str, kind: Any) -> bool:
 
 def _text_hint(kind: Any) -> str:
     # Snakemake reads the values inside a nested `--config key={...}` as text (YAML's BaseLoader).
-    what = "true or false" if kind == "boolean" else "a number"
+    what = "true or false" if kind == "boolean" or kind == ["boolean"] else "a number"
     return f" ({what} written as text: --config KEY={{...}} passes nested values as text; set them in a --configfile)"
 
 
@@ -183,11 +187,48 @@ class DuplicateKeyError(ConfigError):
     """A config file holds a key twice in one mapping; YAML would silently keep the last."""
 
 
+class AliasBombError(ConfigError):
+    """A config file whose aliases expand to more values than any configuration needs."""
+
+    def __init__(self, values: int):
+        super().__init__(values)
+        self.values = values
+
+
+# The most values a config file may hold once its aliases are expanded. The default config holds a few
+# hundred; a file of nested aliases ("billion laughs") holds 10**9 in nine lines, and every walk over
+# the config (this module's checks, the schema's) would take hours over it.
+MAX_EXPANDED_VALUES = 100_000
+
+
+def expanded_size(node: yaml.Node | None) -> int:
+    """How many nodes the YAML node graph `node` holds with every alias expanded, counted without
+    expanding anything: an alias is the node it names, so each node's size is computed once."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        if id(node) not in sizes:
+            sizes[id(node)] = 1  # a recursive alias (YAML allows them) counts once instead of looping
+            children = node.value if isinstance(node, yaml.SequenceNode) else ()
+            if isinstance(node, yaml.MappingNode):
+                children = [child for pair in node.value for child in pair]
+            sizes[id(node)] = 1 + sum(size(child) for child in children)
+        return sizes[id(node)]
+
+    return 0 if node is None else size(node)
+
+
 def duplicate_keys(text: str) -> list[tuple[str, list[tuple[int, int]]]]:
-    """Keys that one mapping of a YAML document holds more than once: (dotted key, (line, column) of each)."""
+    """Keys that one mapping of a YAML document holds more than once: (dotted key, (line, column) of each).
+
+    Raises AliasBombError, walking nothing, when the document's aliases expand to more than
+    MAX_EXPANDED_VALUES values."""
     loader = yaml.SafeLoader(text)
     try:
         root = loader.get_single_node()
+        values = expanded_size(root)
+        if values > MAX_EXPANDED_VALUES:
+            raise AliasBombError(values)
         found: list[tuple[str, list[tuple[int, int]]]] = []
 
         def walk(node: yaml.Node, path: tuple[Any, ...]) -> None:
@@ -223,6 +264,12 @@ def check_config_files(paths: Sequence[str | os.PathLike[str]]) -> None:
             duplicates = duplicate_keys(text)
         except yaml.YAMLError:
             continue  # JSON that YAML 1.1 cannot read (Snakemake read it as JSON); nothing to say here
+        except AliasBombError as bomb:
+            raise ConfigError(
+                f"invalid configuration, nothing was run:\n  config file {path}: its aliases (*name) expand to "
+                f"{bomb.values:,} values, more than the {MAX_EXPANDED_VALUES:,} any configuration needs; allowed: "
+                "a config whose values, aliases expanded, number at most that (write the lists out)"
+            ) from None
         for key, places in duplicates:
             lines = [line for line, _ in places]
             if len(set(lines)) == len(lines):
@@ -242,7 +289,8 @@ def normalize_config(config: dict[str, Any]) -> None:
     """YAML 1.1 reads an unquoted `off` as false (and `on` as true): take them as meant."""
     if config.get("accelerator") is False:
         config["accelerator"] = "off"
-    threads = config.get("timing", {}).get("threads")
+    timing = config.get("timing")
+    threads = timing.get("threads") if isinstance(timing, dict) else None  # not a mapping: the schema says so
     if isinstance(threads, int) and not isinstance(threads, bool):
         config["timing"]["threads"] = [threads]  # one thread count: a list of one
 
