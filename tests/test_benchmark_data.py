@@ -63,7 +63,9 @@ def test_generated_data_keeps_its_config() -> None:
         ("one dimension", "config key data.benchmark.arrays.x: {tmp}/x.npy has shape (6,); allowed: (rows,"),
         ("y rows", "config key data.benchmark.arrays.y: {tmp}/y.npy has shape (5,); allowed: one target per row"),
         ("pickle", "config key data.benchmark.arrays.x: {tmp}/x.npy cannot be read as a plain .npy array"),
-        ("strings", "config key data.benchmark.arrays.x: {tmp}/x.npy holds <U1 values; allowed: numbers"),
+        ("strings", "config key data.benchmark.arrays.x: {tmp}/x.npy holds <U1 values; allowed: real numbers"),
+        ("complex", "config key data.benchmark.arrays.x: {tmp}/x.npy holds complex64 values; allowed: real numbers"),
+        ("complex y", "config key data.benchmark.arrays.y: {tmp}/y.npy holds complex128 values; allowed: real numbers"),
         ("one row", "config key data.benchmark.arrays: 1 row(s); at least 2"),
     ],
 )
@@ -89,6 +91,8 @@ def test_data_that_cannot_work_is_named_when_the_workflow_is_parsed(tmp_path: Pa
             or config(arrays={"x": str(tmp_path / "x.npy"), "y": str(tmp_path / "y.npy")})
         ),
         "strings": lambda: config(arrays=arrays(tmp_path, np.array([["a"]] * 6), y)),
+        "complex": lambda: config(arrays=arrays(tmp_path, np.ones((6, 3), np.complex64), y)),
+        "complex y": lambda: config(arrays=arrays(tmp_path, np.zeros((6, 3)), y + 1j)),
         "one row": lambda: config(arrays=arrays(tmp_path, np.zeros((1, 3)), np.zeros(1))),
     }
     with pytest.raises(DataError) as raised:
@@ -169,3 +173,9 @@ def test_a_damaged_parquet_file_is_named(tmp_path: Path) -> None:
     found = config(table={"path": str(broken), "target": "late", "features": ["a"]})
     with pytest.raises(DataError, match="config key data.benchmark.table.path: .* cannot be read as Parquet"):
         benchmark_data.resolve(found)
+
+
+def test_the_import_refuses_complex_values_it_would_cut_to_their_real_part(tmp_path: Path) -> None:
+    found = {"kind": "arrays", **arrays(tmp_path, np.full((4, 2), 1 + 2j, np.complex64), np.arange(4) % 2)}
+    with pytest.raises(DataError, match=r"arrays\.x: .*x\.npy holds complex64 values; allowed: real numbers"):
+        benchmark_data.load(found, seed=0)

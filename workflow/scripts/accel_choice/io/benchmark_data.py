@@ -68,9 +68,16 @@ def _npy_shape(path: Path, key: str) -> tuple[int, ...]:
         array = np.load(path, mmap_mode="r", allow_pickle=False)
     except ValueError as error:  # an object array (pickles) or a damaged header
         raise DataError(f"config key {key}: {path} cannot be read as a plain .npy array ({error})") from None
-    if not np.issubdtype(array.dtype, np.number) and array.dtype != np.bool_:
-        raise DataError(f"config key {key}: {path} holds {array.dtype} values; allowed: numbers")
-    return tuple(int(n) for n in array.shape)
+    return tuple(int(n) for n in _real(array, path, key).shape)
+
+
+def _real(array: np.ndarray, path: Any, key: str) -> np.ndarray:
+    """`array`, refused unless it holds real numbers: complex values would be cut to their real part."""
+    if array.dtype.kind not in "biuf":
+        raise DataError(
+            f"config key {key}: {path} holds {array.dtype} values; allowed: real numbers (bool, int, float)"
+        )
+    return array
 
 
 def shape(found: dict[str, Any]) -> tuple[int, tuple[int, ...]]:
@@ -154,8 +161,8 @@ def load(found: dict[str, Any], seed: int) -> tuple[Dataset, tuple[int, ...], Us
         y = frame[target].to_numpy(dtype=np.float32)
         paths, columns, name = [path], tuple(features), target
     else:
-        x = np.load(found["x"], allow_pickle=False)
-        y = np.load(found["y"], allow_pickle=False).reshape(-1)
+        x = _real(np.load(found["x"], allow_pickle=False), found["x"], f"{ARRAYS}.x")
+        y = _real(np.load(found["y"], allow_pickle=False), found["y"], f"{ARRAYS}.y").reshape(-1)
         with np.errstate(over="ignore"):
             x, y = x.astype(np.float32), y.astype(np.float32)
         bad = int(np.count_nonzero(~np.isfinite(x)))
