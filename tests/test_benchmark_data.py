@@ -122,6 +122,10 @@ def test_a_target_that_does_not_fit_the_loss_is_named() -> None:
         benchmark_data.check_target_values(np.array([0, 3]), "bce", None, "the target")
     with pytest.raises(DataError, match="ce needs class indices 0 .. 2; the target ranges from -1 to 2"):
         benchmark_data.check_target_values(np.array([-1, 2]), "ce", 3, "the target")
+    # Finite in float64, inf in float32: refused before any job; float64 that only loses precision passes.
+    with pytest.raises(DataError, match=r"the target holds 1 value\(s\) beyond the largest float32 \(3.403e\+38\)"):
+        benchmark_data.check_target_values(np.array([0.5, 1e39]), "mse", None, "the target")
+    benchmark_data.check_target_values(np.array([0.1, 3e38, np.pi]), "mse", None, "the target")
 
 
 def test_arrays_go_through_the_export_and_come_back_in_their_shape(tmp_path: Path) -> None:

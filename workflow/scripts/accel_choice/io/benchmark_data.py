@@ -133,6 +133,13 @@ def check_target_values(
         raise DataError(f"config key model.loss: {where} is not numeric ({np.asarray(y).dtype} values)") from None
     if not np.isfinite(values).all():
         raise DataError(f"config key model.loss: {where} holds values that are not finite")
+    with np.errstate(over="ignore"):
+        beyond = int(np.count_nonzero(~np.isfinite(values.astype(np.float32))))
+    if beyond:
+        raise DataError(
+            f"config key model.loss: {where} holds {beyond} value(s) beyond the largest float32 "
+            f"({float(np.finfo(np.float32).max):.4g}): training in float32 would see them as inf"
+        )
     low, high = float(values.min()), float(values.max())
     if loss == "bce" and (low < 0 or high > 1):
         raise DataError(
