@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -110,6 +112,26 @@ def test_a_failed_job_has_no_body_line(tmp_path, restore_logging_and_threads):
     text = log_path.read_text()
     assert "job failed" in text and "RuntimeError: boom" in text
     assert runtime.read_body_line(text) is None
+
+
+def test_a_users_mistake_ends_the_job_with_its_one_line_and_no_traceback(tmp_path, repo):
+    """The job's stderr (what Snakemake shows) and its log hold the message once, and no traceback."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[2])\n"
+        "from accel_choice.io import runtime\n"
+        "from accel_choice.io.benchmark_data import DataError\n"
+        "with runtime.job(sys.argv[1], threads=1):\n"
+        "    raise DataError('config key data.benchmark.table.target: column late is also a feature')\n"
+    )
+    log_path = tmp_path / "job.log"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(log_path), str(repo / "workflow" / "scripts")], capture_output=True, text=True
+    )
+    line = "job stopped: config key data.benchmark.table.target: column late is also a feature"
+    assert done.returncode == 1
+    for text in (done.stderr, log_path.read_text()):
+        assert text.count(line) == 1 and "Traceback" not in text and "job failed" not in text
+    assert runtime.read_body_line(log_path.read_text()) is None
 
 
 def test_the_last_body_line_wins():

@@ -20,12 +20,13 @@ from typing import Any
 import jsonschema
 import yaml
 
+from accel_choice.records import UserInputError
 from accel_choice.io import streaming_data
 from accel_choice.records.grid import grid_workloads
 from accel_choice.records.model import spec_problem
 
 
-class ConfigError(ValueError):
+class ConfigError(UserInputError):
     """A configuration value is unusable; the message names the key."""
 
 

@@ -12,10 +12,11 @@ import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
+from accel_choice.records import UserInputError
 from typing import Any
 
 
-class NotAResultsFolder(ValueError):
+class NotAResultsFolder(UserInputError):
     """A folder that cannot be compared; the message names the file and fits on one line."""
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from accel_choice.records import UserInputError
 from accel_choice.io import atomic, paths
 from accel_choice.io.provenance import provenance
 
@@ -160,7 +161,7 @@ def remove_stale_reports(results_dir: str | os.PathLike[str]) -> list[str]:
 _MANIFEST_LINE = re.compile(r"([0-9a-fA-F]{64}) [ *](.+)")
 
 
-class ManifestError(ValueError):
+class ManifestError(UserInputError):
     """The manifest cannot be read, or a line of it is not a sha256sum line or repeats a path."""
 
 

@@ -11,6 +11,8 @@ import sys
 import time
 from collections.abc import Iterator
 
+from accel_choice.records import UserInputError
+
 log = logging.getLogger("accel_choice")
 
 
@@ -36,7 +38,10 @@ def set_threads(threads: int) -> None:
 
 @contextlib.contextmanager
 def job(log_path: str | os.PathLike[str], threads: int) -> Iterator[logging.Logger]:
-    """Log to `log_path` (and stderr); record any exception with its traceback before it propagates."""
+    """Log to `log_path` (and stderr); record any exception with its traceback before it propagates.
+
+    A mistake in the user's input (records.UserInputError) is logged as its one line and ends the job
+    with exit status 1 and no traceback: the message already names the key or file."""
     handlers: list[logging.Handler] = [logging.FileHandler(log_path, mode="w"), logging.StreamHandler(sys.stderr)]
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", handlers=handlers, force=True
@@ -47,6 +52,9 @@ def job(log_path: str | os.PathLike[str], threads: int) -> Iterator[logging.Logg
     started_wall, started_cpu = time.perf_counter(), time.process_time()
     try:
         yield log
+    except UserInputError as error:
+        log.error("job stopped: %s", error)
+        raise SystemExit(1) from None
     except Exception:
         log.exception("job failed")
         raise

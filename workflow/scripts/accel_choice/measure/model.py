@@ -17,11 +17,12 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from accel_choice.records import UserInputError
 from accel_choice.io.benchmark_data import DataError, check_target_values
 from accel_choice.records.model import ModelSpec, split_factory
 
 
-class ModelError(ValueError):
+class ModelError(UserInputError):
     """The configured model cannot be built or trained as configured; the message names the key."""
 
 

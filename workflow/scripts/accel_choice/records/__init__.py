@@ -41,7 +41,13 @@ Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 LoadAverage = tuple[float, float, float]
 
 
-class RecordError(ValueError):
+class UserInputError(ValueError):
+    """A mistake in what the user gave (config, table, arrays, model, a results folder): its message is
+    the one line that names the key or file and says what is allowed. A job that raises one ends with
+    that line, without a traceback (io.runtime.job); every other exception is a bug and keeps its."""
+
+
+class RecordError(UserInputError):
     """A record file that cannot be used as it is; the message names the file and the field."""
 
 
