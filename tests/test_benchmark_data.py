@@ -59,6 +59,7 @@ def test_generated_data_keeps_its_config() -> None:
         ("missing", "config key data.benchmark.arrays.x: {tmp}/none.npy does not exist"),
         ("directory", "config key data.benchmark.arrays.x: {tmp} is a directory, not a file"),
         ("suffix", "config key data.benchmark.table.path: {tmp}/t.txt must end in .parquet or .csv, not .txt"),
+        ("target as a feature", "config key data.benchmark.table.features: lists the target column 'a', which"),
         ("empty", "config key data.benchmark.table.path: {tmp}/t.csv is empty (0 bytes)"),
         ("one dimension", "config key data.benchmark.arrays.x: {tmp}/x.npy has shape (6,); allowed: (rows,"),
         ("y rows", "config key data.benchmark.arrays.y: {tmp}/y.npy has shape (5,); allowed: one target per row"),
@@ -78,6 +79,10 @@ def test_data_that_cannot_work_is_named_when_the_workflow_is_parsed(tmp_path: Pa
         "suffix": lambda: (
             (tmp_path / "t.txt").write_text("a\n1\n")
             and config(table={"path": str(tmp_path / "t.txt"), "target": "a", "features": ["a"]})
+        ),
+        "target as a feature": lambda: (
+            (tmp_path / "t.csv").write_text("a,b\n1,2\n3,4\n")
+            and config(table={"path": str(tmp_path / "t.csv"), "target": "a", "features": ["b", "a"]})
         ),
         "empty": lambda: (
             (tmp_path / "t.csv").touch()

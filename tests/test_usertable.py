@@ -87,9 +87,32 @@ def test_a_copy_of_the_target_under_another_name(tmp_path, copy):
     frame = good_frame().assign(delivered_late=copy)
     with pytest.raises(
         usertable.TableError,
-        match="feature column\\(s\\) 'delivered_late' hold the same value as the target column 'late' in every row",
+        match="feature column\\(s\\) 'delivered_late' \\(equal to it in every row\\) give the model the target column 'late'",
     ):
         usertable.load_user_table(_write(tmp_path, frame), "late", [*FEATURES, "delivered_late"])
+
+
+@pytest.mark.parametrize(
+    ("leak", "why"),
+    [
+        ([1, 0, 1, 0], "correlation -1.0000 with it"),  # notlate = 1 - late
+        ([3.0, 5.0, 3.0, 5.0], "correlation \\+1.0000 with it"),  # 2 * late + 3
+        ([0.1, 0.9, 0.2, 0.8], "alone separates its two classes"),  # a score that thresholds to the label
+    ],
+    ids=["one minus", "scaled", "separates"],
+)
+def test_a_transformed_copy_of_the_target_is_refused_naming_the_column(tmp_path, leak, why):
+    frame = good_frame().assign(leak=leak)
+    with pytest.raises(usertable.TableError, match=f"feature column\\(s\\) 'leak' \\({why}\\) give the model"):
+        usertable.load_user_table(_write(tmp_path, frame), "late", [*FEATURES, "leak"])
+
+
+def test_a_near_copy_of_a_numeric_target_is_refused_and_a_related_feature_kept():
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=500)
+    frame = pd.DataFrame({"copy": 2 * y + 1e-4 * rng.normal(size=500), "related": y + rng.normal(size=500)})
+    assert list(usertable.label_leaks(frame, y, binary=False)) == ["copy"]
+    assert usertable.label_leaks(frame[["related"]], y, binary=False) == {}
 
 
 def test_a_feature_that_only_mostly_matches_the_target_is_kept(tmp_path):

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from accel_choice.records import UserInputError
 from accel_choice.io import atomic
 from accel_choice.io.usertable import TableError, check_table, read_table
 from accel_choice.records.data import Dataset, UserBenchmarkSource
@@ -26,7 +27,7 @@ from accel_choice.records.data import Dataset, UserBenchmarkSource
 TABLE, ARRAYS = "data.benchmark.table", "data.benchmark.arrays"
 
 
-class DataError(ValueError):
+class DataError(UserInputError):
     """Your benchmark data cannot be used as it is; the message names the key and what was found."""
 
 
@@ -93,6 +94,11 @@ def shape(found: dict[str, Any]) -> tuple[int, tuple[int, ...]]:
             rows = len(read_table(path, TABLE))
         if len(found["features"]) != len(set(found["features"])):
             raise DataError(f"config key {TABLE}.features: a column is listed twice: {found['features']}")
+        if found["target"] in found["features"]:
+            raise DataError(
+                f"config key {TABLE}.features: lists the target column {found['target']!r}, which would give the "
+                f"model the label it has to predict; allowed: feature columns other than {TABLE}.target"
+            )
         return rows, (len(found["features"]),)
     x_shape = _npy_shape(_file(found["x"], f"{ARRAYS}.x", (".npy",)), f"{ARRAYS}.x")
     y_shape = _npy_shape(_file(found["y"], f"{ARRAYS}.y", (".npy",)), f"{ARRAYS}.y")

@@ -13,10 +13,11 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from accel_choice.records import UserInputError
 from accel_choice.records.data import Dataset
 
 
-class TableError(ValueError):
+class TableError(UserInputError):
     """The user's table cannot be used as it is; the message says what to change."""
 
 
@@ -51,8 +52,8 @@ def check_table(
     key: str = "data.northstar.table",
     binary: bool = True,
 ) -> None:
-    """Columns present, numeric, complete and finite; the target not among the features nor copied
-    into one; with `binary`, a 0/1 target with both classes (the loss checks any other target)."""
+    """Columns present, numeric, complete and finite; the target not among the features nor carried by
+    one (label_leaks); with `binary`, a 0/1 target with both classes (the loss checks any other target)."""
     missing = [column for column in (*features, target) if column not in frame.columns]
     if missing:
         raise TableError(
@@ -81,14 +82,6 @@ def check_table(
             raise TableError(
                 f"{path}: target column {target!r} must be binary 0/1 with both classes present; it holds {shown}"
             )
-    labels = frame[target].to_numpy(dtype=np.float64)
-    copies = [c for c in features if np.array_equal(frame[c].to_numpy(dtype=np.float64), labels)]
-    if copies:
-        raise TableError(
-            f"{path}: feature column(s) {', '.join(map(repr, copies))} hold the same value as the target "
-            f"column {target!r} in every row, a copy of the label (test AUC 1.000); "
-            "remove them from the features"
-        )
     with np.errstate(over="ignore"):  # a value beyond float32's range becomes inf, which is what is counted
         non_finite = {c: int(np.count_nonzero(~np.isfinite(frame[c].to_numpy(dtype=np.float32)))) for c in features}
     non_finite = {c: n for c, n in non_finite.items() if n}
@@ -98,6 +91,39 @@ def check_table(
             f"{path}: column(s) {counts} hold values that are not finite as float32 (inf, -inf, or beyond "
             f"±{float(np.finfo(np.float32).max):.1e}, the largest float32); fix or drop those rows first"
         )
+    leaks = label_leaks(frame[list(features)], frame[target].to_numpy(dtype=np.float64), binary)
+    if leaks:
+        raise TableError(
+            f"{path}: feature column(s) {'; '.join(f'{c!r} ({why})' for c, why in leaks.items())} give the model the "
+            f"target column {target!r} (test AUC 1.000): remove them from the features"
+        )
+
+
+# |Pearson correlation| from which a feature counts as a copy of the target (1 − late, 2 × late, late + noise
+# far below its spread): no honest feature of a table a person wants a model for comes this close.
+NEAR_COPY_CORRELATION = 0.999
+
+
+def label_leaks(features: pd.DataFrame, labels: np.ndarray, binary: bool) -> dict[str, str]:
+    """The features that carry the label, with why: a copy or near-copy (|correlation| >= NEAR_COPY_CORRELATION,
+    or equal in every row), and, for a 0/1 target, a feature that alone separates the classes (every value
+    of one class below every value of the other)."""
+    found = {}
+    for column in features.columns:
+        values = features[column].to_numpy(dtype=np.float64)
+        if np.array_equal(values, labels):
+            found[column] = "equal to it in every row"
+            continue
+        if values.std() > 0 and labels.std() > 0:
+            correlation = float(np.corrcoef(values, labels)[0, 1])
+            if abs(correlation) >= NEAR_COPY_CORRELATION:
+                found[column] = f"correlation {correlation:+.4f} with it"
+                continue
+        if binary and len(np.unique(labels)) == 2:
+            low, high = values[labels == 0], values[labels == 1]
+            if low.max() < high.min() or high.max() < low.min():
+                found[column] = "alone separates its two classes"
+    return found
 
 
 def load_user_table(path: str | os.PathLike[str], target: str, features: Sequence[str]) -> Dataset:
