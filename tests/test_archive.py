@@ -498,6 +498,12 @@ def test_verify_results_exit_codes_and_messages(tmp_path):
         "all 10 listed files match; nothing added, removed or linked; 4 entries not made by this configuration"
         in done.stdout
     )
+    # The archive's log and Snakemake's reports (a forged one, say) were written after the manifest: they pass,
+    # and the reader is told they were not checked.
+    assert done.stdout.splitlines()[-1] == (
+        "not checked (written after the manifest, so nothing vouches for their contents): "
+        f"{paths.ARCHIVE_LOG}, {paths.SNAKEMAKE_REPORT_HTML}, {paths.SNAKEMAKE_REPORT_ZIP}"
+    )
     (root / "config.yaml").unlink()
     (root / ".dot").write_text("x")
     (root / "tables" / "link").symlink_to("/etc/hostname")

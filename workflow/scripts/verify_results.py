@@ -6,7 +6,8 @@ Exit 0 when every listed file is unchanged and nothing was added, removed or rep
 1 otherwise, naming each path; 2 when the folder has no readable manifest, or a line of it is
 malformed or lists a path twice. Symbolic links are never followed. Files the archive found but
 this configuration did not make are listed in provenance.json (not in the manifest); they are
-checked against the hashes recorded there.
+checked against the hashes recorded there. Files written after the manifest (the archive job's log,
+Snakemake's HTML or zip report) are named as not checked: nothing vouches for their contents.
 """
 
 import argparse
@@ -41,6 +42,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.results}: all {result.listed} listed files match; nothing added, removed or linked{foreign}"
         + (", unchanged" if result.foreign else "")
     )
+    if result.unchecked:
+        print(
+            f"not checked (written after the manifest, so nothing vouches for their contents): "
+            f"{', '.join(result.unchecked)}"
+        )
     return 0
 
 

@@ -246,6 +246,9 @@ class Verification:
     added: tuple[str, ...] = ()  # not listed anywhere: a file, dot-file, link or other entry added since
     foreign: int = 0  # entries provenance.json lists as not made by this configuration
     foreign_changed: tuple[str, ...] = ()  # one of those, changed, replaced or gone since
+    # Present but written after the manifest (AFTER_THE_MANIFEST: the archive's log, Snakemake's reports):
+    # nothing vouches for their bytes, so a reader is told they were not checked.
+    unchecked: tuple[str, ...] = ()
 
     @property
     def matches(self) -> bool:
@@ -307,11 +310,12 @@ def verify(results_dir: str | os.PathLike[str]) -> Verification:
         elif _regular_file_sha256(path) != digest:
             changed.append(name)
     foreign = _foreign_listed(root, listed)
-    added, foreign_changed, seen = [], [], set()
+    added, foreign_changed, unchecked, seen = [], [], [], set()
     for entry in walk(root):
         if entry.path == paths.MANIFEST or entry.path in listed:
             continue  # a listed path that became a link or a FIFO is reported above
         if entry.kind == "file" and entry.path in AFTER_THE_MANIFEST:
+            unchecked.append(entry.path)
             continue
         if entry.path in foreign:
             seen.add(entry.path)
@@ -328,6 +332,7 @@ def verify(results_dir: str | os.PathLike[str]) -> Verification:
         tuple(added),
         len(foreign),
         tuple(sorted(foreign_changed)),
+        tuple(sorted(unchecked)),
     )
 
 
