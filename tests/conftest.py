@@ -17,6 +17,27 @@ def repo() -> Path:
     return REPO
 
 
+@pytest.fixture
+def restore_logging_and_threads():
+    """runtime.job reconfigures the root logger and torch's thread count for the whole process."""
+    import logging
+
+    import torch
+
+    root = logging.getLogger()
+    handlers, level, threads = list(root.handlers), root.level, torch.get_num_threads()
+    yield
+    for handler in list(root.handlers):
+        if handler not in handlers:
+            root.removeHandler(handler)
+            handler.close()
+    for handler in handlers:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+    root.setLevel(level)
+    torch.set_num_threads(threads)
+
+
 def _shared_folder(factory: pytest.TempPathFactory) -> Path:
     """One folder for the whole session: under pytest-xdist, the folder every worker's own lies in."""
     base = factory.getbasetemp()

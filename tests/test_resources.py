@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import logging
 import subprocess
 import sys
 
 import pytest
-import torch
 
 from accel_choice import records
 from accel_choice.analyze import resources
@@ -35,23 +33,6 @@ def _log(path, *body_lines: str, failed: bool = False):
         ]
     path.write_text("\n".join(lines) + "\n")
     return path
-
-
-@pytest.fixture
-def restore_logging_and_threads():
-    """runtime.job reconfigures the root logger and torch's thread count for the whole process."""
-    root = logging.getLogger()
-    handlers, level, threads = list(root.handlers), root.level, torch.get_num_threads()
-    yield
-    for handler in list(root.handlers):
-        if handler not in handlers:
-            root.removeHandler(handler)
-            handler.close()
-    for handler in handlers:
-        if handler not in root.handlers:
-            root.addHandler(handler)
-    root.setLevel(level)
-    torch.set_num_threads(threads)
 
 
 # ---------------------------------------------------------------- the benchmark file

@@ -170,6 +170,29 @@ def test_an_edited_export_is_refused_naming_the_file(finished: Path, tmp_path: P
     assert "re-run the workflow to regenerate it with the export_data rule" in logs
 
 
+def test_a_timing_record_edited_by_hand_is_refused_and_nothing_vouches_for_it(finished: Path, tmp_path: Path) -> None:
+    """The fast path's epochs divided by 10 in every repeat of one batch size (issue 28's probe): the
+    next run re-reads them, refuses them naming the file and its job's log, and the report, the
+    manifest and the tables stay as the jobs wrote them."""
+    finished = copy_of(finished, tmp_path / "run")
+    kept = {name: (finished / "results" / name).read_bytes() for name in ("REPORT.md", "MANIFEST.sha256")}
+    for repeat in range(3):
+        path = finished / f"results/timing/cpu/bs64.t1.rep{repeat}.json"
+        job = read(path)
+        for record in job["records"]:
+            if record["loader"] == "fastpath":
+                record["epoch_s"] /= 10
+                record["epoch_s_each"] = [t / 10 for t in record["epoch_s_each"]]
+        path.write_text(json.dumps(job, indent=2) + "\n")
+    result = snakemake(finished, TINY, "--until", "aggregate_training")  # the first job that reads them
+    assert result.returncode != 0
+    assert "timing/cpu/bs64.t1.rep0.json: its bytes (sha256 " in result.stderr
+    assert "are not what its job wrote (sha256 " in result.stderr and "logs/time_cpu_training" in result.stderr
+    assert "measure it again: delete it and re-run the workflow" in result.stderr
+    assert "Traceback" not in result.stderr  # one line, no traceback (UserInputError)
+    assert {name: (finished / "results" / name).read_bytes() for name in kept} == kept
+
+
 def test_outputs_stay_inside_results(finished: Path) -> None:
     result = snakemake(finished, TINY, "--summary")
     assert result.returncode == 0, result.stderr[-2000:]

@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from accel_choice import records
+from accel_choice.records import ledger
 
 
 @contextlib.contextmanager
@@ -111,9 +113,26 @@ def write_json(target: str | os.PathLike[str], obj: Any) -> None:
     write_text(target, json.dumps(obj, indent=2, sort_keys=False, allow_nan=False, default=_record_json) + "\n")
 
 
+# The log of the job running in this process (io.runtime.job sets it): it vouches for every record
+# the job writes (records.ledger).
+JOB_LOG: list[Path] = []
+
+
 def write_record(target: str | os.PathLike[str], obj: Any) -> None:
-    """A record file: its schema and version first, then its fields (records.read reads it back)."""
-    write_json(target, records.to_json(obj))
+    """A record file: its schema and version first, then its fields (records.read reads it back).
+
+    Inside a job, the header also names the job's log, and the log gets the line that vouches for the
+    bytes written (records.ledger)."""
+    data = records.to_json(obj)
+    if not (JOB_LOG and "schema" in data):
+        write_json(target, data)
+        return
+    log_path = JOB_LOG[-1]
+    header = {key: data.pop(key) for key in ("schema", "schema_version")}
+    data = {**header, ledger.KEY: ledger.header(target, log_path), **data}
+    text = json.dumps(data, indent=2, sort_keys=False, allow_nan=False, default=_record_json) + "\n"
+    write_text(target, text)
+    logging.getLogger("accel_choice").info(ledger.line(target, log_path, text.encode("utf-8")))
 
 
 def _record_json(obj: Any) -> Any:

@@ -10,7 +10,10 @@ import resource
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
+from accel_choice import records
+from accel_choice.io import atomic
 from accel_choice.records import UserInputError
 
 log = logging.getLogger("accel_choice")
@@ -50,6 +53,9 @@ def job(log_path: str | os.PathLike[str], threads: int) -> Iterator[logging.Logg
     torch = sys.modules.get("torch")
     log.info("threads=%d torch_threads=%s", threads, torch.get_num_threads() if torch else "torch not imported")
     started_wall, started_cpu = time.perf_counter(), time.process_time()
+    # Every record this job writes is vouched for by this log, and every record it reads must be.
+    ledger_was = records.require_ledger()
+    atomic.JOB_LOG.append(Path(log_path))
     try:
         yield log
     except UserInputError as error:
@@ -58,6 +64,9 @@ def job(log_path: str | os.PathLike[str], threads: int) -> Iterator[logging.Logg
     except Exception:
         log.exception("job failed")
         raise
+    finally:
+        atomic.JOB_LOG.pop()
+        records.require_ledger(ledger_was)
     log.info(BODY_LINE, time.perf_counter() - started_wall, time.process_time() - started_cpu, peak_rss_mb())
 
 

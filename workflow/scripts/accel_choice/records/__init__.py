@@ -23,11 +23,14 @@ from typing import Annotated, Any, TypeVar, dataclass_transform
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass as _pydantic_dataclass
 
+from accel_choice.records import ledger
+
 T = TypeVar("T")
 
 CONFIG = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
-HEADER = ("schema", "schema_version")
+HEADER = ("schema", "schema_version", ledger.KEY)
 RERUN = "delete it and re-run the workflow (snakemake --cores 4 makes it again)"
+REMEASURE = "measure it again: delete it and re-run the workflow (snakemake --cores 4 makes it again, from its job)"
 
 # Field types with their invariants, shared by every record.
 Seconds = Annotated[float, Field(gt=0)]  # a measured duration
@@ -133,11 +136,25 @@ def from_json(cls: type[T], data: Any, source: str) -> T:
         raise RecordError(describe_error(error, source)) from None
 
 
+# Whether every record read must be vouched for by its job's log (records.ledger): on inside a
+# workflow job (io.runtime.job) and in the tools that read an archive; off for records built by hand.
+_LEDGER_REQUIRED = [False]
+
+
+def require_ledger(required: bool = True) -> bool:
+    """From now on in this process, refuse (or, with False, accept again) a record file that no job's log
+    vouches for (records.ledger); returns what was required before."""
+    before, _LEDGER_REQUIRED[0] = _LEDGER_REQUIRED[0], required
+    return before
+
+
 def read(cls: type[T], path: str | os.PathLike[str]) -> T:
-    """Read and check a record file; RecordError naming the file for anything that is not right."""
+    """Read and check a record file; RecordError naming the file for anything that is not right: not
+    what its job wrote (records.ledger), damaged, of another schema or version, or failing a check."""
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        raw = Path(path).read_bytes()
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise RecordError(f"{source}: missing; {RERUN}") from None
     except (OSError, UnicodeDecodeError) as error:
@@ -146,4 +163,14 @@ def read(cls: type[T], path: str | os.PathLike[str]) -> T:
         data = json.loads(text, parse_constant=_refuse_constant(source))
     except json.JSONDecodeError as error:
         raise RecordError(f"{source}: not valid JSON ({error}); {RERUN}") from None
+    if getattr(cls, "SCHEMA", None) and isinstance(data, dict):
+        log_header = data.get(ledger.KEY)
+        if log_header is None and _LEDGER_REQUIRED[0]:
+            raise RecordError(
+                f"{source}: names no job log that vouches for it (no '{ledger.KEY}' in its header: written outside "
+                f"the workflow, or edited); {REMEASURE}"
+            )
+        found = None if log_header is None else ledger.problem(path, raw, str(log_header))
+        if found:
+            raise RecordError(f"{source}: {found}; {REMEASURE}")
     return from_json(cls, data, source)

@@ -115,6 +115,10 @@ class EpochMeasurement(VariantFields):
             each = getattr(self, f"{name}_each")
             if not each or not math.isclose(getattr(self, name), statistics.median(each), rel_tol=1e-12):
                 raise ValueError(f"{name} {getattr(self, name)!r} is not the median of {name}_each {each!r}")
+        if not math.isclose(self.samples_per_s, self.samples / self.epoch_s, rel_tol=1e-9):
+            raise ValueError(
+                f"samples_per_s {self.samples_per_s!r} is not samples / epoch_s = {self.samples / self.epoch_s!r}"
+            )
 
 
 @record
@@ -129,6 +133,11 @@ class TrainingRecord(EpochMeasurement):
     startup_s: NonNegativeSeconds
 
 
+# time.time() may be stepped by the clock's synchronisation during a job; process CPU time is counted in ticks.
+WALL_CLOCK_SLACK_S = 0.5
+CPU_CLOCK_SLACK_S = 0.01
+
+
 @record(schema="training-job", version=4)
 class TrainingJob:
     """timing/{cpu,gpu}/bs<B>.rep<r>.json: every variant of one batch size, timed in one process,
@@ -139,6 +148,23 @@ class TrainingJob:
     environment: Environment
     sentinel: SentinelReadings
     probe: dict[str, Any] | None = None  # GPU jobs: what torch saw on the job's node
+
+    def __post_init__(self) -> None:
+        # What one process can do in its wall interval: a record edited by hand rarely still adds up.
+        start, end = self.wall_interval
+        timed = sum(sum(r.epoch_s_each) + sum(r.eval_s_each) for r in self.records)
+        if not start <= end or timed > end - start + WALL_CLOCK_SLACK_S:
+            raise ValueError(
+                f"the timed epochs and evaluations add up to {timed:.6g} s, more than the job's wall interval "
+                f"({end - start:.6g} s): a damaged record"
+            )
+        cores = self.environment.affinity_cores or self.environment.logical_cores
+        for r in self.records:
+            if cores and r.epoch_cpu_s > r.epoch_s * cores + CPU_CLOCK_SLACK_S:
+                raise ValueError(
+                    f"records[{r.position_in_job}]: epoch_cpu_s {r.epoch_cpu_s!r} is more CPU time than {cores} "
+                    f"core(s) give in its wall epoch_s {r.epoch_s!r}: a damaged record"
+                )
 
 
 @record

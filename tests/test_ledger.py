@@ -1,0 +1,136 @@
+"""Records vouched for by their job's log (records/ledger.py): a record changed after its job is refused."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from accel_choice import records
+from accel_choice.io import atomic, runtime
+from accel_choice.records import RecordError
+from accel_choice.records.environment import EnvironmentReport
+from builders_training import environment, environment_report
+
+
+@pytest.fixture()
+def written(tmp_path, restore_logging_and_threads):
+    """results/env/report.json written by a job that logs to results/logs/env.log; the record and its log."""
+    record, log = tmp_path / "results" / "env" / "report.json", tmp_path / "results" / "logs" / "env.log"
+    log.parent.mkdir(parents=True)
+    with runtime.job(log, threads=1):
+        atomic.write_record(record, environment_report())
+        assert records.read(EnvironmentReport, record) == environment_report()  # the job reads its own
+    return record, log
+
+
+def test_a_job_names_its_log_in_the_record_and_vouches_for_the_bytes_in_it(written):
+    record, log = written
+    data = json.loads(record.read_text())
+    assert list(data)[:3] == ["schema", "schema_version", "log"] and data["log"] == "../logs/env.log"
+    assert records.ledger.line(record, log, record.read_bytes()) in log.read_text()
+    assert "record written: ../env/report.json sha256 " in log.read_text()
+    assert records.read(EnvironmentReport, record) == environment_report()
+
+
+def test_a_value_edited_by_hand_is_refused_naming_the_file_and_the_log(written):
+    record, log = written
+    edited = record.read_text().replace('"python_version": "3.12.1"', '"python_version": "3.12.2"')
+    assert edited != record.read_text()
+    record.write_text(edited)
+    with pytest.raises(RecordError) as refused:
+        records.read(EnvironmentReport, record)  # outside a job too: the record names its log
+    message = str(refused.value)
+    assert message.startswith(f"{record}: its bytes (sha256 ")
+    assert "are not what its job wrote (sha256 " in message and str(log) in message
+    assert message.endswith(
+        "measure it again: delete it and re-run the workflow (snakemake --cores 4 makes it again, from its job)"
+    )
+
+
+def test_a_record_without_its_log_key_is_refused_inside_a_job_only(written, tmp_path):
+    record, _ = written
+    data = json.loads(record.read_text())
+    del data["log"]
+    record.write_text(json.dumps(data))
+    assert records.read(EnvironmentReport, record) == environment_report()  # built by hand, read in a test
+    with runtime.job(tmp_path / "reader.log", threads=1):
+        with pytest.raises(RecordError, match="names no job log that vouches for it"):
+            records.read(EnvironmentReport, record)
+    assert records.read(EnvironmentReport, record) == environment_report()  # the job's rule ends with it
+
+
+@pytest.mark.parametrize("damage", ["deleted", "other line"])
+def test_a_log_that_does_not_vouch_for_the_record_is_refused(written, damage):
+    record, log = written
+    if damage == "deleted":
+        log.unlink()
+    else:
+        log.write_text(
+            log.read_text().replace("record written: ../env/report.json", "record written: ../env/other.json")
+        )
+    says = "cannot be read" if damage == "deleted" else "has no line for it"
+    with pytest.raises(RecordError, match=f"its job's log .*env.log {'.*' if damage == 'deleted' else ''}{says}"):
+        records.read(EnvironmentReport, record)
+
+
+def test_a_results_folder_copied_elsewhere_still_reads(written, tmp_path):
+    record, _ = written
+    copy = shutil.copytree(tmp_path / "results", tmp_path / "archive" / "run1")
+    assert records.read(EnvironmentReport, copy / "env" / "report.json") == environment_report()
+
+
+def test_a_record_copied_over_by_another_jobs_record_is_refused(written, tmp_path, restore_logging_and_threads):
+    record, _ = written
+    other = tmp_path / "elsewhere" / "report.json"
+    with runtime.job(tmp_path / "other.log", threads=1):
+        atomic.write_record(other, environment_report(environment(python_version="3.12.9")))  # another run's
+    data = json.loads(other.read_text())
+    data["log"] = json.loads(record.read_text())["log"]  # the same content, claiming the first job's log
+    record.write_text(json.dumps(data, indent=2) + "\n")
+    with pytest.raises(RecordError, match="are not what its job wrote"):
+        records.read(EnvironmentReport, record)
+
+
+# --- a record that does not add up is refused wherever it was written -------------------------
+
+
+def _job(**changes):
+    from builders_training import training_record
+
+    from accel_choice.records.training import TrainingJob
+    from builders_planner import sentinel_readings
+
+    fields = dict(
+        records=(training_record(epoch_s=0.2, epoch_cpu_s=0.19),),
+        wall_interval=(1000.0, 1001.0),
+        environment=environment(logical_cores=2, affinity_cores=2),
+        sentinel=sentinel_readings(),
+    )
+    return TrainingJob(**(fields | changes))
+
+
+def test_the_issues_hand_edit_does_not_add_up_even_without_its_log():
+    """Epochs divided by 10, samples_per_s left as measured: samples / epoch_s no longer holds."""
+    from builders_training import training_record
+
+    from accel_choice.records.training import TrainingRecord
+
+    measured = training_record(epoch_s=0.2)
+    edited = records.to_json(measured) | {"epoch_s": 0.02, "epoch_s_each": [0.02]}
+    with pytest.raises(RecordError, match=r"samples_per_s 10240\.0 is not samples / epoch_s = 102400"):
+        records.from_json(TrainingRecord, edited, "bs64.t1.rep0.json")
+
+
+def test_a_job_whose_epochs_outlast_its_wall_interval_or_whose_cpu_outruns_its_cores_is_refused():
+    from builders_training import training_record
+
+    _job()  # as measured
+    with pytest.raises(ValueError, match=r"add up to 2\.205 s, more than the job's wall interval \(1 s\)"):
+        _job(records=(training_record(epoch_s=2.2),))
+    with pytest.raises(
+        ValueError, match=r"epoch_cpu_s 0\.5 is more CPU time than 2 core\(s\) give in its wall epoch_s 0\.2"
+    ):
+        _job(records=(training_record(epoch_s=0.2, epoch_cpu_s=0.5),))
+    _job(records=(training_record(epoch_s=0.2, epoch_cpu_s=0.39),))  # two cores busy: possible
