@@ -505,6 +505,7 @@ def test_own_table_smaller_than_a_batch_size_stops_that_batch_sizes_job(tmp_path
         f"results/northstar/prepare.json: the training split has {train_rows} rows, fewer than the batch size 128 "
         f"(selection.batch_sizes); use batch sizes of at most {train_rows} in selection.batch_sizes"
     ) in log, log[-2000:]
+    assert "Traceback" not in log and "Traceback" not in result.stderr
     assert records.read(NorthstarPrepare, tmp_path / "results/northstar/prepare.json").splits.train.rows == train_rows
     assert not (tmp_path / "results/northstar/cpu/bs128/history.json").exists()
 
@@ -530,6 +531,7 @@ def test_own_table_with_inf_in_val_and_test_rows_stops_at_prepare_northstar(tmp_
     assert (
         f"{tmp_path / 'orders.csv'}: column(s) a (1 row), b (2 rows) hold values that are not finite as float32" in log
     ), log[-2000:]
+    assert "Traceback" not in log and "Traceback" not in result.stderr  # a user's mistake: one line
     assert not (tmp_path / "results/northstar/prepare.json").exists()
     assert not (tmp_path / "results/northstar/cpu").exists()
 

@@ -17,6 +17,7 @@ from accel_choice import records
 from accel_choice.io import envinfo
 from accel_choice.analyze.bootstrap import estimate_from, outcome
 from accel_choice.analyze.stats import NoiseRules
+from accel_choice.records import UserInputError
 from accel_choice.records.environment import Environment
 from accel_choice.records.northstar import (
     EnvironmentalCheck,
@@ -70,7 +71,7 @@ def check_split_classes(target: np.ndarray, labels: np.ndarray, source: str) -> 
         if negatives == 0 or positives == 0:
             problems.append(f"the {name} split has {len(rows)} rows: {negatives} of class 0, {positives} of class 1")
     if problems:
-        raise ValueError(
+        raise UserInputError(
             f"{source}: {'; '.join(problems)}. Every split needs both classes: use a table with more rows "
             "of the rarer class, or other selection.split ratios (a larger share for that split)"
         )
@@ -160,7 +161,7 @@ def check_batch_size_fits(train_rows: int, batch_size: int, source: str, key: st
     """A batch size larger than the training split would make every epoch one short batch: refused,
     naming the split's rows, the batch size and the config key it came from."""
     if train_rows < batch_size:
-        raise ValueError(
+        raise UserInputError(
             f"{source}: the training split has {train_rows} rows, fewer than the batch size {batch_size} "
             f"({key}); use batch sizes of at most {train_rows} in {key}, or more training rows (a larger "
             "table: data.northstar.rows or data.northstar.table; or a larger selection.split.train)"
