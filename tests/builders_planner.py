@@ -86,7 +86,10 @@ def grid_record(**overrides: Any) -> GridRecord:
             samples_per_s_eq_samples_over_epoch_s=True,
         ),
     }
-    return GridRecord(**{**fields, **overrides})
+    fields.update(overrides)
+    if "samples_per_s" not in overrides:  # what the job computes from the samples it counted
+        fields["samples_per_s"] = fields["samples"] / fields["epoch_s"]
+    return GridRecord(**fields)
 
 
 def grid_job(**overrides: Any) -> GridJob:

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from accel_choice.io import benchmark_data
-from accel_choice.io.config_checks import check_config, check_config_files, normalize_config, validate
+from accel_choice.io.config_checks import check_config, normalize_config, validate
+from accel_choice.io.config_files import check_config_files
 from accel_choice.io.provenance import INVOCATION_VARIABLE, invocation_record
 
 
