@@ -22,6 +22,7 @@ from accel_choice.analyze import aggregate, decision, fullpath, loads, theory
 from accel_choice.analyze.figures import Figures
 from accel_choice.io import dataio, envinfo
 from accel_choice.measure import datagen, devices, loadconv, loaders, steps, training, transfer
+from accel_choice.measure.job import Envelope
 from accel_choice.records.model import ModelSpec
 
 pytestmark = [
@@ -262,9 +263,7 @@ def test_prefetched_batches_arrive_intact_through_the_copy_stream(benchmark):
 def test_transfers_on_cuda_and_pinned_memory_is_faster_than_pageable():
     rows = 262_144  # a 32 MiB matrix: large enough that bandwidth, not latency, decides
     x = torch.from_numpy(datagen.make_benchmark(rows, FEATURES, 0.2, SEED).features.copy())
-    t = transfer.measure_transfers(
-        x, [SMALL, LARGE], "cuda", passes=5, repeat=0, environment=envinfo.quick_environment(SEED)
-    )
+    t = transfer.measure_transfers(x, [SMALL, LARGE], "cuda", passes=5, repeat=0, envelope=Envelope(seed=SEED))
     assert t.device == "cuda"
     assert t.context_startup_s is not None and t.context_startup_s > 0
     assert t.pin_memory_s is not None and t.pin_memory_s > 0
@@ -307,14 +306,11 @@ def test_a_verdict_is_computed_from_real_cpu_and_gpu_records(benchmark, tmp_path
         parquet, "benchmark", "parquet", dataset.feature_columns, dataset.target_column, export.matrix_sha256
     )
     load_jobs = [
-        loadconv.measure_load_convert([spec], passes=3, repeat=r, environment=envinfo.quick_environment(SEED))
-        for r in range(2)
+        loadconv.measure_load_convert([spec], passes=3, repeat=r, envelope=Envelope(seed=SEED)) for r in range(2)
     ]
     transfers = loads.aggregate_transfers(
         [
-            transfer.measure_transfers(
-                x, [LARGE], "cuda", passes=3, y=y, repeat=r, environment=envinfo.quick_environment(SEED)
-            )
+            transfer.measure_transfers(x, [LARGE], "cuda", passes=3, y=y, repeat=r, envelope=Envelope(seed=SEED))
             for r in range(2)
         ]
     )

@@ -17,6 +17,8 @@ from accel_choice import records as record_files
 from accel_choice.analyze import aggregate, theory
 from accel_choice.io import atomic
 from accel_choice.measure import datagen, steps, training, transfer
+from accel_choice.measure import job as measure_job
+from accel_choice.measure.job import Envelope
 from accel_choice.records.loads import TransferJob
 from accel_choice.records.model import ModelSpec
 from builders_data import data_environment
@@ -283,9 +285,7 @@ def test_aggregate_excludes_the_planted_run_and_lists_its_step(data, planted):
 @pytest.fixture(scope="module")
 def transfers():
     x = torch.randn(1024, 8, generator=torch.Generator().manual_seed(SEED))
-    return transfer.measure_transfers(
-        x, [32, 512], "cpu", passes=3, pin=False, repeat=1, environment=data_environment()
-    )
+    return transfer.measure_transfers(x, [32, 512], "cpu", passes=3, pin=False, repeat=1, envelope=Envelope(seed=SEED))
 
 
 def test_transfer_copies_and_bytes(transfers):
@@ -301,17 +301,18 @@ def test_transfer_copies_and_bytes(transfers):
     assert transfers.repeat == 1 and transfers.wall_interval[0] <= transfers.wall_interval[1]
 
 
-def test_the_transfer_environment_is_described_after_the_copies():
+def test_the_transfer_environment_is_described_after_the_copies(monkeypatch):
     """Describing the environment asks torch about the GPU, which would start CUDA before the context
-    start-up is timed: a function given for it is called only once the copies are done."""
+    start-up is timed: the timing job's envelope describes it only once the copies are done."""
     calls = []
 
-    def described():
+    def described(seed):
         calls.append(time.time())
         return data_environment()
 
+    monkeypatch.setattr(measure_job.envinfo, "quick_environment", described)
     job = transfer.measure_transfers(
-        torch.ones(64, 4), [8], "cpu", passes=1, pin=False, repeat=0, environment=described
+        torch.ones(64, 4), [8], "cpu", passes=1, pin=False, repeat=0, envelope=Envelope(seed=SEED)
     )
     assert job.environment == data_environment() and len(calls) == 1
     assert calls[0] >= job.wall_interval[1]  # after the last copy

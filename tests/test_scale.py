@@ -8,6 +8,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import builders_planner
@@ -233,6 +234,38 @@ def test_the_report_names_the_bottleneck_the_bend_and_what_would_move_it(tmp_pat
     assert "By timing alone, the warm read was no faster than the cold one from 40 GB on" in text
     words.scale_figure(jobs, steps, tmp_path / "s.png", tmp_path / "s.svg")
     assert (tmp_path / "s.png").stat().st_size > 0
+
+
+def test_timed_chunks_close_where_asked_and_keep_the_last_partial_chunk() -> None:
+    amounts, seconds = measure.timed_chunks([1.0, 2.0, 3.0, 4.0, 5.0], lambda _, steps: steps >= 2)
+    assert amounts == [3.0, 7.0, 5.0] and len(seconds) == 3 and all(s >= 0 for s in seconds)
+    amounts, _ = measure.timed_chunks([4.0, 4.0, 1.0, 7.0], lambda done, _: done >= 5)
+    assert amounts == [8.0, 8.0]
+    assert measure.timed_chunks([], lambda *_: True) == ([], [])
+
+
+def test_timed_chunks_time_the_work_s_own_set_up() -> None:
+    """The clock starts before the first step: a reader's workers started inside the generator are timed."""
+
+    def slow_start():
+        time.sleep(0.05)
+        yield 1.0
+
+    _, seconds = measure.timed_chunks(slow_start(), lambda *_: False)
+    assert seconds[0] >= 0.05
+
+
+def test_the_raw_read_reads_every_byte_in_samples_of_its_chunk_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(measure, "CHUNK", 1024)
+    monkeypatch.setattr(measure, "READ_CHUNKS_PER_SAMPLE", 2)
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.write_bytes(b"x" * 3000)
+    second.write_bytes(b"y" * 1100)
+    amounts, seconds = measure.raw_read([first, second])
+    # 1024-byte reads, a sample closing once it holds 2048 bytes: 1024 + 1024 | 952 + 1024 + 76 (the last file's tail).
+    assert amounts == [2048.0, 2052.0] and len(seconds) == 2
 
 
 def test_one_size_of_a_tiny_dataset_is_measured_stage_by_stage(tmp_path: Path) -> None:

@@ -1,10 +1,9 @@
 """Rule time_cpu_training: one repeat of one batch size, every loader, on the CPU."""
 
-import time
-
-from accel_choice.io import atomic, dataio, envinfo
+from accel_choice.io import dataio
 from accel_choice.io.runtime import job
 from accel_choice.measure import training
+from accel_choice.measure.job import timing_job
 from accel_choice.records.model import ModelSpec
 from accel_choice.records.training import TrainingJob
 
@@ -18,28 +17,19 @@ if snakemake.threads != int(wc.threads):
     )
 with job(snakemake.log[0], snakemake.threads) as log:
     x, y, _ = dataio.load_benchmark_tensors(inp.data, inp.meta, inp.export)
-    started = time.time()
-    records, sentinel = training.measure_training_job(
-        x,
-        y,
-        int(wc.batch_size),
-        int(wc.repeat),
-        training.cpu_variants(p.loaders, p.compile),
-        seed=p.seed,
-        spec=ModelSpec(**p.model),
-        warmup_steps=p.warmup_steps,
-        epochs=p.epochs_per_job,
-    )
-    # Wall-clock interval of the measurement: lets a test prove no two timing jobs overlapped.
-    atomic.write_record(
-        snakemake.output[0],
-        TrainingJob(
-            records=tuple(records),
-            wall_interval=(started, time.time()),
-            environment=envinfo.quick_environment(p.seed),
-            sentinel=sentinel,
-        ),
-    )
+    with timing_job(snakemake.output[0], seed=p.seed) as envelope:
+        records, sentinel = training.measure_training_job(
+            x,
+            y,
+            int(wc.batch_size),
+            int(wc.repeat),
+            training.cpu_variants(p.loaders, p.compile),
+            seed=p.seed,
+            spec=ModelSpec(**p.model),
+            warmup_steps=p.warmup_steps,
+            epochs=p.epochs_per_job,
+        )
+        envelope.finish(TrainingJob, records=tuple(records), sentinel=sentinel)
     for r in records:
         log.info(
             "B=%s %s threads=%s: epoch %.2f ms, %.0f samples/s, eval %.2f ms",

@@ -1,11 +1,10 @@
 """Rule time_gpu_training: one repeat of one batch size, every precision and placement, on the GPU."""
 
-import time
-
 from accel_choice import records as record_files
-from accel_choice.io import atomic, dataio, envinfo
+from accel_choice.io import dataio
 from accel_choice.io.runtime import job
 from accel_choice.measure import devices, training
+from accel_choice.measure.job import timing_job
 from accel_choice.records.model import ModelSpec
 from accel_choice.records.training import TrainingJob
 
@@ -13,31 +12,26 @@ inp, wc, p = snakemake.input, snakemake.wildcards, snakemake.params
 with job(snakemake.log[0], snakemake.threads) as log:
     device = devices.require(p.device)
     x, y, _ = dataio.load_benchmark_tensors(inp.data, inp.meta, inp.export)
-    started = time.time()
-    records, sentinel = training.measure_training_job(
-        x,
-        y,
-        int(wc.batch_size),
-        int(wc.repeat),
-        training.gpu_variants(p.precisions, p.placements, p.grad_scaler, p.compile),
-        seed=p.seed,
-        spec=ModelSpec(**p.model),
-        warmup_steps=p.warmup_steps,
-        device=device,
-        epochs=p.epochs_per_job,
-    )
-    # Wall-clock interval of the measurement: lets a test prove no two timing jobs overlapped.
-    probe = devices.probe()
-    atomic.write_record(
-        snakemake.output[0],
-        TrainingJob(
+    with timing_job(snakemake.output[0], seed=p.seed) as envelope:
+        records, sentinel = training.measure_training_job(
+            x,
+            y,
+            int(wc.batch_size),
+            int(wc.repeat),
+            training.gpu_variants(p.precisions, p.placements, p.grad_scaler, p.compile),
+            seed=p.seed,
+            spec=ModelSpec(**p.model),
+            warmup_steps=p.warmup_steps,
+            device=device,
+            epochs=p.epochs_per_job,
+        )
+        probe = devices.probe()
+        envelope.finish(
+            TrainingJob,
             records=tuple(records),
-            wall_interval=(started, time.time()),
-            environment=envinfo.quick_environment(p.seed),
             sentinel=sentinel,
             probe=probe if isinstance(probe, dict) else record_files.to_json(probe),
-        ),
-    )
+        )
     for r in records:
         log.info(
             "B=%s %s %s: epoch %.2f ms, finite=%s, peak %s bytes",

@@ -3,9 +3,10 @@
 from pathlib import Path
 
 from accel_choice import records
-from accel_choice.io import atomic, dataio, envinfo
+from accel_choice.io import dataio
 from accel_choice.io.runtime import job
 from accel_choice.measure import loadconv
+from accel_choice.measure.job import timing_job
 from accel_choice.records.data import DatasetExport, DatasetMeta
 
 inp = snakemake.input
@@ -23,13 +24,10 @@ with job(snakemake.log[0], snakemake.threads) as log:
         files.append(
             loadconv.FileToLoad(path, meta.name, fmt, meta.feature_columns, meta.target_column, meta.matrix_sha256)
         )
-    # The record's wall-clock interval lets a test prove no two timing jobs overlapped.
-    record = loadconv.measure_load_convert(
-        files,
-        passes=snakemake.params.passes,
-        repeat=int(snakemake.wildcards.repeat),
-        environment=envinfo.quick_environment(datasets[0][0].generator.seed),
-    )
-    atomic.write_record(snakemake.output[0], record)
+    with timing_job(snakemake.output[0], seed=datasets[0][0].generator.seed) as envelope:
+        record = loadconv.measure_load_convert(
+            files, passes=snakemake.params.passes, repeat=int(snakemake.wildcards.repeat), envelope=envelope
+        )
+        envelope.write(record)
     for load in record.loads:
         log.info("%s %s: total %.3f ms", load.dataset, load.format, load.total_s * 1e3)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import torch
 
-from accel_choice.io import atomic, envinfo, streaming_data
+from accel_choice.io import streaming_data
 from accel_choice.io.runtime import job
 from accel_choice.measure import scale
-from accel_choice.measure.sentinel import Sentinel
+from accel_choice.measure.job import timing_job
 from accel_choice.records.scale import ScaleJob
 
 wc, p = snakemake.wildcards, snakemake.params
@@ -28,45 +28,44 @@ with job(snakemake.log[0], snakemake.threads) as log:
     log.info("cold reads: %s", method)
     part_rows = streaming_data.rows_for(p.part_gb, p.features, p.row_group_rows)
     sizes = []
-    sentinel = Sentinel(torch.device("cpu"))  # the drift sentinel: timed now and after each size
-    sentinel.tick()
-    try:
-        for target in p.sizes_gb:
-            rows = streaming_data.rows_for(target, p.features, p.row_group_rows)
-            available = scale.available_memory_bytes()  # before this size's files enter the page cache
-            started = time.perf_counter()
-            streaming_data.grow(
-                folder,
-                wc.format,
-                rows,
-                features=p.features,
-                row_group_rows=p.row_group_rows,
-                part_rows=part_rows,
-                seed=p.seed,
-                compression=p.compression,
-            )
-            generate_s = time.perf_counter() - started
-            log.info("%s: %g GB, %d rows written in %.1f s", wc.format, target, rows, generate_s)
-            sizes.append(
-                scale.measure_size(
+    # The drift sentinel: timed when the envelope opens and after each size.
+    with timing_job(snakemake.output[0], seed=p.seed, sentinel=torch.device("cpu")) as envelope:
+        try:
+            for target in p.sizes_gb:
+                rows = streaming_data.rows_for(target, p.features, p.row_group_rows)
+                available = scale.available_memory_bytes()  # before this size's files enter the page cache
+                started = time.perf_counter()
+                streaming_data.grow(
                     folder,
-                    target_gb=target,
-                    rows=rows,
-                    generate_s=generate_s,
-                    batch_size=p.batch_size,
-                    workers=p.workers,
-                    method=method,
-                    available_bytes=available,
+                    wc.format,
+                    rows,
+                    features=p.features,
+                    row_group_rows=p.row_group_rows,
+                    part_rows=part_rows,
                     seed=p.seed,
-                    log=log,
+                    compression=p.compression,
                 )
-            )
-            log.info("sentinel after %g GB: %.4f s", target, sentinel.tick())
-    finally:
-        streaming_data.remove(folder)
-    atomic.write_record(
-        snakemake.output[0],
-        ScaleJob(
+                generate_s = time.perf_counter() - started
+                log.info("%s: %g GB, %d rows written in %.1f s", wc.format, target, rows, generate_s)
+                sizes.append(
+                    scale.measure_size(
+                        folder,
+                        target_gb=target,
+                        rows=rows,
+                        generate_s=generate_s,
+                        batch_size=p.batch_size,
+                        workers=p.workers,
+                        method=method,
+                        available_bytes=available,
+                        seed=p.seed,
+                        log=log,
+                    )
+                )
+                log.info("sentinel after %g GB: %.4f s", target, envelope.sentinel.tick())
+        finally:
+            streaming_data.remove(folder)
+        envelope.finish(
+            ScaleJob,
             format=wc.format,
             features=p.features,
             batch_size=p.batch_size,
@@ -75,7 +74,4 @@ with job(snakemake.log[0], snakemake.threads) as log:
             cache_drop=method,
             host_memory_bytes=scale.host_memory_bytes(),
             sizes=tuple(sizes),
-            environment=envinfo.quick_environment(p.seed),
-            sentinel=sentinel.readings(),
-        ),
-    )
+        )

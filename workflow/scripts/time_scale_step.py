@@ -2,29 +2,25 @@
 
 import torch
 
-from accel_choice.io import atomic, envinfo
 from accel_choice.io.runtime import job
 from accel_choice.measure import scale_step
-from accel_choice.measure.contention import ForeignCpuMeter
-from accel_choice.measure.sentinel import Sentinel
+from accel_choice.measure.job import timing_job
 from accel_choice.records.scale import StepRate
 
 wc, p = snakemake.wildcards, snakemake.params
 with job(snakemake.log[0], snakemake.threads) as log:
     device = torch.device(wc.device)
-    meter, sentinel = ForeignCpuMeter().start(), Sentinel(device)
-    sentinel.tick()
-    train = scale_step.step_rate(
-        device, p.features, p.hidden, p.batch_size, steps=p.steps, blocks=p.blocks, seed=p.seed
-    )
-    copy = None
-    if device.type == "cuda":
-        copy = scale_step.copy_rate(device, p.features, p.batch_size, copies=p.steps, blocks=p.blocks, seed=p.seed)
-    sentinel.tick()
-    foreign = meter.stop()
-    atomic.write_record(
-        snakemake.output[0],
-        StepRate(
+    # The foreign-CPU meter and the drift sentinel bracket both rates: the sentinel timed before and after.
+    with timing_job(snakemake.output[0], seed=p.seed, sentinel=device, meter=True) as envelope:
+        train = scale_step.step_rate(
+            device, p.features, p.hidden, p.batch_size, steps=p.steps, blocks=p.blocks, seed=p.seed
+        )
+        copy = None
+        if device.type == "cuda":
+            copy = scale_step.copy_rate(device, p.features, p.batch_size, copies=p.steps, blocks=p.blocks, seed=p.seed)
+        envelope.sentinel.tick()
+        envelope.finish(
+            StepRate,
             device=wc.device,
             features=p.features,
             hidden=p.hidden,
@@ -32,9 +28,5 @@ with job(snakemake.log[0], snakemake.threads) as log:
             threads=snakemake.threads,
             train=train,
             copy=copy,
-            environment=envinfo.quick_environment(p.seed),
-            foreign_cpu_share=foreign.share,
-            sentinel=sentinel.readings(),
-        ),
-    )
+        )
     log.info("%s: %.0f samples/s (%.0f–%.0f)", wc.device, train.per_s, train.low, train.high)

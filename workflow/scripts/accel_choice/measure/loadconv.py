@@ -30,8 +30,8 @@ import torch
 
 from accel_choice.measure.contention import ForeignCpuMeter
 from accel_choice.io.dataio import matrix_sha256
+from accel_choice.measure.job import Envelope
 from accel_choice.measure.training import load_average
-from accel_choice.records.environment import Environment
 from accel_choice.records.loads import LOAD_STAGES, FileLoad, LoadConvertJob, PassStages
 
 FORMATS = ("csv", "parquet")
@@ -122,12 +122,13 @@ def measure_load_convert(
     passes: int = 5,
     *,
     repeat: int,
-    environment: Environment,
+    envelope: Envelope,
 ) -> LoadConvertJob:
     """One warm-up pass per file, then `passes` interleaved rounds; every loaded matrix must equal
     the generated data (checked on the last pass of each file, outside the clock).
 
-    The record's wall interval spans the whole measurement, warm-up included.
+    The record's wall interval (the timing job's `envelope`, opened before this is called) spans the
+    whole measurement, warm-up included.
     """
     if not files:
         raise ValueError("no file to load")
@@ -136,7 +137,6 @@ def measure_load_convert(
     keys = [(spec.dataset, spec.format) for spec in files]
     if len(set(keys)) != len(keys):
         raise ValueError(f"a (dataset, format) listed twice: {keys}")
-    started = time.time()
     for spec in files:
         _one_pass(spec.path, spec.format, spec.feature_columns, spec.target_column)
     load_before = load_average()
@@ -151,13 +151,12 @@ def measure_load_convert(
     foreign = meter.stop()
     load_after = load_average()
     loads = tuple(_file_load(spec, runs[key], *last[key]) for spec, key in zip(files, keys))
-    return LoadConvertJob(
+    return envelope.record(
+        LoadConvertJob,
         loads=loads,
         threads=torch.get_num_threads(),
         loadavg_before=tuple(load_before),
         loadavg_after=tuple(load_after),
         foreign_cpu_share=foreign.share,
         repeat=repeat,
-        wall_interval=(started, time.time()),
-        environment=environment,
     )

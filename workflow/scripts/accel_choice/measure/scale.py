@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import resource
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -108,28 +108,40 @@ def _delta(before: int | None) -> int:
     return max(after - before, 0) if before is not None and after is not None else 0
 
 
-def raw_read(paths: Sequence[Path]) -> tuple[list[float], list[float]]:
-    """Every file's bytes read in order; (bytes, seconds) per 64 MiB sample."""
-    buffer = bytearray(CHUNK)
-    view = memoryview(buffer)
-    amounts, seconds = [], []
-    done, start = 0, time.perf_counter()
-    for path in paths:
-        with open(path, "rb", buffering=0) as handle:
-            while True:
-                n = handle.readinto(view)
-                if not n:
-                    break
-                done += n
-                if done >= CHUNK * READ_CHUNKS_PER_SAMPLE:
-                    now = time.perf_counter()
-                    amounts.append(float(done))
-                    seconds.append(now - start)
-                    done, start = 0, now
+def timed_chunks(work: Iterable[float], close: Callable[[float, int], bool]) -> tuple[list[float], list[float]]:
+    """One pass timed in chunks: (amount, seconds) per chunk. `work` yields the amount each step did
+    (bytes, samples) as it is done; a chunk closes after a step where `close(amount, steps)` of the
+    chunk so far is true, and a last partial chunk closes at the end. The clock starts here, before
+    `work`'s first step: a generator's set-up (opening a file, starting a reader's workers) is timed."""
+    amounts: list[float] = []
+    seconds: list[float] = []
+    done, steps, start = 0.0, 0, time.perf_counter()
+    for amount in work:
+        done += amount
+        steps += 1
+        if close(done, steps):
+            now = time.perf_counter()
+            amounts.append(done)
+            seconds.append(now - start)
+            done, steps, start = 0.0, 0, now
     if done:
-        amounts.append(float(done))
+        amounts.append(done)
         seconds.append(time.perf_counter() - start)
     return amounts, seconds
+
+
+def _file_reads(paths: Sequence[Path], view: memoryview) -> Iterator[float]:
+    """Every file's bytes read in order into `view`: the bytes of each read."""
+    for path in paths:
+        with open(path, "rb", buffering=0) as handle:
+            while n := handle.readinto(view):
+                yield float(n)
+
+
+def raw_read(paths: Sequence[Path]) -> tuple[list[float], list[float]]:
+    """Every file's bytes read in order; (bytes, seconds) per 64 MiB sample."""
+    view = memoryview(bytearray(CHUNK))  # allocated before the clock starts
+    return timed_chunks(_file_reads(paths, view), lambda done, _: done >= CHUNK * READ_CHUNKS_PER_SAMPLE)
 
 
 def decode_and_convert(folder: Path, rows: int, batch_size: int, seed: int) -> tuple[list[float], ...]:
@@ -158,22 +170,13 @@ def reader_pass(
     of what a reader costs."""
     dataset = StreamedBatches(folder, batch_size, seed=seed, rows=rows)
     per_chunk = max(1, dataset.dataset.row_group_rows // batch_size)
-    amounts, seconds = [], []
-    start = time.perf_counter()
-    samples = batches = 0
-    source = threaded(dataset, workers) if kind == "threads" else loader(dataset, workers)
-    for x, _ in source:
-        samples += len(x)
-        batches += 1
-        if batches % per_chunk == 0:
-            now = time.perf_counter()
-            amounts.append(float(samples))
-            seconds.append(now - start)
-            samples, start = 0, now
-    if samples:
-        amounts.append(float(samples))
-        seconds.append(time.perf_counter() - start)
-    return amounts, seconds
+
+    def samples() -> Iterator[float]:  # the reader made inside the clock (timed_chunks starts it first)
+        source = threaded(dataset, workers) if kind == "threads" else loader(dataset, workers)
+        for x, _ in source:
+            yield float(len(x))
+
+    return timed_chunks(samples(), lambda _, batches: batches >= per_chunk)
 
 
 def measure_size(

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import torch
 
 from accel_choice.measure.devices import synchronize
+from accel_choice.measure.job import Envelope
 from accel_choice.measure.training import context_startup_seconds, load_average
-from accel_choice.records.environment import Environment
 from accel_choice.records.loads import CopyTiming, TransferJob
 
 
@@ -65,16 +65,15 @@ def measure_transfers(
     y: torch.Tensor | None = None,
     *,
     repeat: int,
-    environment: Environment | Callable[[], Environment],
+    envelope: Envelope,
 ) -> TransferJob:
     """Context start-up, then H2D of the matrix and of one batch per batch size (pageable and
     pinned), H2D of the target column, and D2H of one prediction per row.
 
-    The record's wall interval spans the whole measurement, the context start-up included.
-    `environment` may be a function, called after the measurement: describing the environment asks
-    torch about the GPU, which would initialise CUDA before the context start-up is timed.
+    The record's wall interval (the timing job's `envelope`, opened before this is called) spans the
+    whole measurement, the context start-up included; the envelope describes the environment after
+    it: asking torch about the GPU first would initialise CUDA before the context start-up is timed.
     """
-    started = time.time()
     target = torch.device(device)
     startup = context_startup_seconds(target)
     pin = target.type == "cuda" if pin is None else pin
@@ -97,7 +96,8 @@ def measure_transfers(
     copies.append(copy_record("target", "host_to_device", "pageable", labels, target, passes))
     predictions = torch.zeros(x.shape[0], 1, device=target)
     copies.append(copy_record("predictions", "device_to_host", "pageable", predictions, host, passes))
-    return TransferJob(
+    return envelope.record(
+        TransferJob,
         device=target.type,
         context_startup_s=startup,
         pin_memory_s=pin_seconds,
@@ -106,6 +106,4 @@ def measure_transfers(
         loadavg_before=tuple(load_before),
         loadavg_after=tuple(load_average()),
         repeat=repeat,
-        wall_interval=(started, time.time()),
-        environment=environment() if callable(environment) else environment,
     )
