@@ -20,7 +20,7 @@ from builders_data import load_table as build_load_table
 from builders_data import file_load, load_job
 from accel_choice.measure import datagen, training
 from accel_choice.records.model import ModelSpec
-from builders_training import replaced, training_record
+from builders_training import environment, replaced, training_record
 
 ROWS = 8192
 SHA0 = "a" * 64
@@ -666,3 +666,17 @@ def test_full_path_cpu_rows_carry_no_transfer_nor_start_up(table, load_table):
         assert r.total_with_startup_s == r.total_s
         assert r.total_min_s <= r.total_s <= r.total_max_s
         assert (r.device, r.precision, r.placement) == ("cpu", "fp32", "host")
+
+
+def test_a_table_of_runs_that_all_went_non_finite_says_why_naming_the_keys():
+    from builders_planner import sentinel_readings
+
+    from accel_choice.records import UserInputError
+    from accel_choice.records.training import TrainingJob
+
+    gone = tuple(record(32, loader, 0, 0.1, finite=False) for loader in ("dataloader", "fastpath"))
+    job = TrainingJob(records=gone, wall_interval=(0.0, 10.0), environment=environment(), sentinel=sentinel_readings())
+    with pytest.raises(
+        UserInputError, match=r"every one of the 2 timed runs went non-finite .* from step 3 on .*model\.lr"
+    ):
+        aggregate.training_table([job], ROWS, NoiseRules(), environment())

@@ -354,3 +354,30 @@ def test_check_invariants_inconsistent_throughput(job_b64_r0):
 
 def test_invariant_error_is_an_assertion_error():
     assert issubclass(training.InvariantError, AssertionError)
+
+
+def test_a_model_never_finite_stops_its_first_timing_job_with_the_reason(data):
+    """NaN in every sample: every variant is non-finite from its first timed step, so the job (and the
+    run) stops with one line naming the keys, instead of every timing job recording NaNs."""
+    x, y = data
+    with pytest.raises(
+        training.NeverFinite,
+        match=r"batch size 64: the loss or the weights were not finite from the first timed step in each of its 2 variant\(s\).*model\.lr",
+    ):
+        _job((torch.full_like(x, math.nan), y), 64, 0)
+
+
+def test_a_model_that_diverges_after_finite_steps_is_measured_and_marked(data):
+    x, y = data
+    measured = training.measure_training_job(
+        x,
+        y,
+        64,
+        0,
+        training.cpu_variants(loaders.LOADERS),
+        seed=SEED,
+        spec=ModelSpec(hidden=HIDDEN, lr=1e20),
+        warmup_steps=WARMUP,
+        epochs=EPOCHS,
+    )[0]
+    assert all(not r.finite and r.nonfinite_step >= 1 for r in measured)

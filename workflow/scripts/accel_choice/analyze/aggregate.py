@@ -12,6 +12,7 @@ from accel_choice import records
 from accel_choice.analyze.bootstrap import can_pair, median_interval, outcome, ratio_interval
 from accel_choice.analyze.sentinel import summarize_sentinels
 from accel_choice.analyze.stats import NoiseRules, shared_cpu_reasons, summarize
+from accel_choice.records import UserInputError
 from accel_choice.records.environment import Environment
 from accel_choice.records.training import (
     VARIANT_KEYS,
@@ -229,6 +230,13 @@ def training_table(
         for r in job.records:
             reasons[(r.batch_size, r.threads, r.repeat)] = row.reasons
     measured = [record for job in jobs for record in job.records]
+    if not any(r.finite for r in measured):
+        steps = sorted({r.nonfinite_step for r in measured if r.nonfinite_step is not None})
+        raise UserInputError(
+            f"every one of the {len(measured)} timed runs went non-finite (the loss or the weights NaN/inf, from "
+            f"step {steps[0] if steps else '?'} on at the earliest), so no cell can be made; check model.factory, "
+            "model.lr and the data"
+        )
     return TrainingTable(
         table=tuple(aggregate_training(measured, rows, rules, reasons, sentinel.noise_floor)),
         non_finite=non_finite_runs(measured),

@@ -49,6 +49,7 @@ from accel_choice.measure.steps import (
     train_epoch,
     warm_up,
 )
+from accel_choice.records import UserInputError
 from accel_choice.records.model import ModelSpec
 from accel_choice.records.sentinel import SentinelReadings
 from accel_choice.records.training import Invariants, TrainingRecord
@@ -339,7 +340,24 @@ def measure_training_job(
         )
         for result in sorted(measured, key=lambda r: r["position_in_job"])
     ]
+    check_some_step_finite(records, spec)
     return records, sentinel.readings()
+
+
+class NeverFinite(UserInputError):
+    """Every variant of a timing job went non-finite at its first timed step: the model cannot be timed."""
+
+
+def check_some_step_finite(records: list[TrainingRecord], spec: ModelSpec) -> None:
+    """Stop the run at its first timing job when no variant gave one finite step: every later job would
+    measure the same NaNs, and no cell could be made of them. A variant that diverges later (one
+    precision, a larger step) stays a measurement the report names."""
+    if records and all(not r.finite and r.nonfinite_step == 0 for r in records):
+        raise NeverFinite(
+            f"batch size {records[0].batch_size}: the loss or the weights were not finite from the first timed step "
+            f"in each of its {len(records)} variant(s), so nothing can be timed; check model.factory, model.lr "
+            f"({spec.lr:g}) and the data, whose values the model may not take"
+        )
 
 
 def _finite_or_none(value: float) -> float | None:
