@@ -60,8 +60,11 @@ def test_busy_neighbours_are_foreign_cpu(busy_neighbours):
     assert meter.stop().share > 0.5
 
 
+ROWS = 512  # 16 steps of 32, one epoch: long enough for the meter, short beside two spinning neighbours
+
+
 def _job(repeat: int):
-    dataset = datagen.make_benchmark(2048, 16, 0.2, 3)
+    dataset = datagen.make_benchmark(ROWS, 16, 0.2, 3)
     x, y = torch.from_numpy(dataset.features.copy()), torch.from_numpy(dataset.target.copy())
     return training.measure_training_job(
         x,
@@ -72,6 +75,7 @@ def _job(repeat: int):
         seed=3,
         spec=ModelSpec(hidden=16, lr=1e-3),
         warmup_steps=5,
+        epochs=1,
     )[0]
 
 
@@ -84,7 +88,7 @@ def test_a_repeat_with_a_busy_neighbour_is_flagged(busy_neighbours):
         for repeat in (0, 2)
         for r in contaminated
     ]
-    table = aggregate.aggregate_training(clean + contaminated, 2048)
+    table = aggregate.aggregate_training(clean + contaminated, ROWS)
     for row in table:
         assert [c.repeat for c in row.contaminated] == [1]
         assert "other processes used" in row.contaminated[0].reasons[0]
