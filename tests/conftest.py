@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+import functools
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -85,3 +88,91 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     if workflow:
         rest = [item for item in items if not item.get_closest_marker("workflow")]
         items[:] = rest + sorted(workflow, key=order)
+
+
+# --- a module that needs a package this Python lacks is skipped, never an error --------------------
+# A GPU machine may have torch, numpy and pytest only (docs/gpu.md): `python -m pytest -m gpu` must
+# collect there. What a test module needs when it is imported is read from the source: its top-level
+# imports, and those of the library modules and test helpers it imports, transitively (an import
+# inside a function runs only when the function does, so it is not a need at import time).
+
+# Where the tests' own modules lie: the library and the entry scripts, the tests and their helpers,
+# the Slurm harness, the worked examples.
+LOCAL_ROOTS = ("workflow/scripts", "tests", "tests/slurm", "examples")
+
+
+def _local_file(name: str) -> Path | None:
+    """The file of a module of this repository, or None for one from elsewhere."""
+    for root in LOCAL_ROOTS:
+        path = REPO / root / Path(*name.split("."))
+        for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def _top_level_imports(tree: ast.Module, package: str) -> set[str]:
+    """Dotted names imported by the statements that run on import (not inside a def or a class)."""
+    names: set[str] = set()
+    statements = list(tree.body)
+    while statements:
+        node = statements.pop()
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the file's own package
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)  # a submodule, where it is one
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                for child in getattr(node, field, []):
+                    statements.extend(child.body if isinstance(child, ast.ExceptHandler) else [child])
+    return {name for name in names if name and name != "__future__"}
+
+
+@functools.cache
+def _needs(file: Path) -> frozenset[str]:
+    """The third-party top-level packages importing `file` needs, through the local modules it imports."""
+    package = (
+        ".".join(file.relative_to(REPO / "workflow" / "scripts").with_suffix("").parts[:-1])
+        if (REPO / "workflow" / "scripts") in file.parents
+        else ""
+    )
+    needed: set[str] = set()
+    for name in _top_level_imports(ast.parse(file.read_bytes()), package):
+        top = name.split(".")[0]
+        if _local_file(top) is not None:
+            local = _local_file(name)  # None: a name imported from a module, not a module
+            if local is not None and local != file:
+                needed |= _needs(local)
+        elif top not in sys.stdlib_module_names:
+            needed.add(top)
+    return frozenset(needed)
+
+
+def _importable(top: str) -> bool:
+    if top in sys.modules:  # None there: imported and refused, or hidden on purpose (tests/test_layout.py)
+        return sys.modules[top] is not None
+    return importlib.util.find_spec(top) is not None
+
+
+def missing_packages(file: Path) -> list[str]:
+    """The packages importing test module `file` needs that this Python cannot import."""
+    return sorted(top for top in _needs(file) if not _importable(top))
+
+
+class _NeedsMissingPackages(pytest.Module):
+    """A test module whose imports need packages this Python lacks: one skip naming them."""
+
+    def _getobj(self):
+        missing = ", ".join(missing_packages(self.path))
+        raise pytest.skip.Exception(f"{self.path.name} needs {missing}, not installed here", allow_module_level=True)
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    if module_path.name.startswith("test_") and missing_packages(module_path):
+        return _NeedsMissingPackages.from_parent(parent, path=module_path)
+    return None
