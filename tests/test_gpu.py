@@ -1,8 +1,10 @@
-"""The GPU acceptance: on a real CUDA device, everything the GPU jobs measure. Skipped where torch
-sees no CUDA.
+"""The GPU acceptance: on a real CUDA device, everything the GPU jobs measure; every test whose code
+can run on the CPU runs there too (its `cpu` twin, in every CI run), so a renamed function or a
+missing import fails CI instead of the first GPU machine.
 
-Run with `python -m pytest -m gpu` (a few minutes with the machine's own torch, docs/gpu.md).
-Thresholds are sanity floors and the formulas' bounds, not performance claims.
+Run the CUDA half with `python -m pytest -m gpu` (a few minutes with the machine's own torch,
+docs/gpu.md); it is skipped where torch sees no CUDA. Thresholds are sanity floors and the formulas'
+bounds, not performance claims.
 """
 
 from __future__ import annotations
@@ -22,18 +24,17 @@ from accel_choice.analyze import aggregate, decision, fullpath, loads, theory
 from accel_choice.analyze.figures import Figures
 from accel_choice.io import dataio, envinfo
 from accel_choice.measure import datagen, devices, loadconv, loaders, steps, training, transfer
+from accel_choice.measure import model as models
 from accel_choice.measure.job import Envelope
 from accel_choice.records.model import ModelSpec
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(
-        not torch.cuda.is_available(), reason="needs a CUDA device (torch.cuda.is_available() is False)"
-    ),
-]
+NO_CUDA = "needs a CUDA device (torch.cuda.is_available() is False)"
+CUDA = pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)])
+DEVICES = ["cpu", CUDA]  # the CPU twin first: it runs everywhere
 
 SEED = 20261020
-ROWS, FEATURES, HIDDEN, LR, WARMUP, EPOCHS = 8192, 32, 48, 1e-3, 10, 2
+FEATURES, HIDDEN, LR, WARMUP, EPOCHS = 32, 48, 1e-3, 10, 2
+ROWS = {"cpu": 1024, "cuda": 8192}  # the CPU twin checks the same code on fewer rows
 SPEC = ModelSpec(hidden=HIDDEN, lr=LR)
 SMALL, LARGE = 32, 512
 WIDTHS = (FEATURES, HIDDEN, 1)
@@ -44,9 +45,14 @@ PRECISIONS, PLACEMENTS = ("fp32", "fp16", "bf16"), ("resident", "streamed", "pre
 ROUNDING_ALLOWANCE = 64 * 512
 
 
+@pytest.fixture(scope="module", params=DEVICES)
+def device(request) -> torch.device:
+    return torch.device(request.param)
+
+
 @pytest.fixture(scope="module")
-def benchmark():
-    d = datagen.make_benchmark(ROWS, FEATURES, 0.2, SEED)
+def benchmark(device):
+    d = datagen.make_benchmark(ROWS[device.type], FEATURES, 0.2, SEED)
     return torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy())
 
 
@@ -66,16 +72,25 @@ def _job(x, y, batch_size, variants, repeat=0, device="cuda"):
 
 
 @pytest.fixture(scope="module")
-def gpu_jobs(benchmark):
+def gpu_jobs(benchmark, device):
     """Every precision × placement at a small and a large batch size: {B: (records, sentinel)}."""
     variants = training.gpu_variants(PRECISIONS, PLACEMENTS, True)
-    return {b: _job(*benchmark, b, variants) for b in (SMALL, LARGE)}
+    return {b: _job(*benchmark, b, variants, device=device) for b in (SMALL, LARGE)}
 
 
 # --- the probe ----------------------------------------------------------------------------------
 
 
-def test_probe_lists_the_device_with_its_uuid_and_the_fingerprint_names_the_one_the_jobs_use():
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+def test_probe_lists_the_device_with_its_uuid_and_the_fingerprint_names_the_one_the_jobs_use(device):
+    if device.type == "cpu":  # no CUDA here: the probe says so, and a GPU job would refuse to start
+        probed = devices.probe()
+        assert devices.fingerprint(devices.probe()) == devices.fingerprint(probed)
+        if not probed.cuda_available:
+            assert probed.cuda_devices == () and devices.planned_device("auto")[0] in (None, "mps")
+            with pytest.raises(devices.DeviceUnavailable, match="this job needs a CUDA device"):
+                devices.require("cuda")
+        return
     probed = devices.probe()
     assert probed.cuda_available is True
     assert len(probed.cuda_devices) == torch.cuda.device_count() >= 1
@@ -90,7 +105,10 @@ def test_probe_lists_the_device_with_its_uuid_and_the_fingerprint_names_the_one_
     first = probed.cuda_devices[0]
     assert first.uuid in fingerprint and first.name in fingerprint
     assert all(d.uuid not in fingerprint for d in probed.cuda_devices[1:])
-    assert probed.nvidia_driver and re.fullmatch(r"\d+(\.\d+)+", probed.nvidia_driver)  # through NVML
+    if devices.nvml_library() is None:  # nvidia-ml-py is optional: the driver version is then marked absent
+        assert probed.nvidia_driver is None
+    else:
+        assert probed.nvidia_driver and re.fullmatch(r"\d+(\.\d+)+", probed.nvidia_driver)  # through NVML
     assert devices.fingerprint(devices.probe()) == fingerprint  # stable from one ask to the next
     assert devices.measurable_device(probed) == "cuda"
     assert devices.planned_device("auto") == ("cuda", fingerprint)
@@ -101,89 +119,103 @@ def test_probe_lists_the_device_with_its_uuid_and_the_fingerprint_names_the_one_
 
 
 @pytest.mark.parametrize("batch_size", [SMALL, LARGE])
-def test_every_precision_and_placement_trains_finite_with_the_invariants(gpu_jobs, batch_size):
+def test_every_precision_and_placement_trains_finite_with_the_invariants(gpu_jobs, batch_size, device):
     records, sentinel = gpu_jobs[batch_size]
+    rows, cuda = ROWS[device.type], device.type == "cuda"
     assert {(r.precision, r.placement) for r in records} == {(p, q) for p in PRECISIONS for q in PLACEMENTS}
-    assert {r.device for r in records} == {"cuda"}
+    assert {r.device for r in records} == {device.type}
     assert len({r.initial_weights_sha256 for r in records}) == 1
     for r in records:
         label = (r.precision, r.placement, batch_size)
         assert r.finite is True and r.nonfinite_step is None, label
         assert all(dataclasses.asdict(r.invariants).values()), label
-        assert r.samples == r.eval_samples == ROWS
-        assert r.steps == theory.steps_per_epoch(ROWS, batch_size)
+        assert r.samples == r.eval_samples == rows
+        assert r.steps == theory.steps_per_epoch(rows, batch_size)
         assert len(r.epoch_s_each) == len(r.eval_s_each) == EPOCHS
         assert r.epoch_s > 0 and r.eval_s > 0
         assert math.isfinite(r.final_loss) and math.isfinite(r.eval_loss)
         assert r.grad_scaler is (r.precision == "fp16")
-        assert r.context_startup_s is not None and r.context_startup_s > 0
+        assert (r.context_startup_s is not None and r.context_startup_s > 0) is cuda  # no runtime to start on a CPU
     assert (
-        sentinel.workload.startswith("cuda") and len(sentinel.seconds) == EPOCHS + 1
+        sentinel.workload.startswith(device.type) and len(sentinel.seconds) == EPOCHS + 1
     )  # the start, then after every round
-    assert sentinel.gpu_start is not None and sentinel.gpu_end is not None  # NVML clocks and throttle reasons
+    # NVML's clocks and throttle reasons on a GPU (absent, None, where nvidia-ml-py is not installed)
+    assert (sentinel.gpu_start is not None and sentinel.gpu_end is not None) is (
+        cuda and devices.nvml_library() is not None
+    )
 
 
-def _resident_trainer(benchmark, precision, batch_size):
+def _resident_trainer(benchmark, precision, batch_size, device):
     x, y = benchmark
-    device = torch.device("cuda")
     variant = steps.Variant("fastpath", precision, "resident", True)
     x_device, y_device = x.to(device), y.reshape(-1, 1).to(device)
-    model = training.build_model(FEATURES, HIDDEN, SEED).to(device)
+    model = models.build(SPEC, (FEATURES,), SEED).to(device)
     trainer = steps.Trainer(model, SPEC, variant, device)
     batches = list(steps.batches(variant, x, y, batch_size, True, SEED, device, x_device, y_device))
     for xb, yb in batches[:3]:  # Adam's state, the scaler's, first kernels: before the check
         trainer.step(xb, yb)
-    torch.cuda.synchronize()
+    devices.synchronize(device)
     return trainer, batches
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
-def test_no_host_sync_inside_a_resident_training_step(benchmark, precision):
+def test_no_host_sync_inside_a_resident_training_step(benchmark, precision, device):
     """The timed loop of a resident variant must not wait on the GPU: a per-step sync (a GradScaler
     reading its inf flag with .item(), a loss read on the host) would time fp16 with a cost the
-    others do not pay. torch raises on any synchronising call in sync debug mode "error"."""
-    trainer, batches = _resident_trainer(benchmark, precision, LARGE)
-    losses = torch.full((len(batches),), float("nan"), device="cuda")
-    torch.cuda.set_sync_debug_mode("error")
+    others do not pay. torch raises on any synchronising call in sync debug mode "error" (CUDA only:
+    on the CPU twin the same loop runs, with nothing to synchronise)."""
+    trainer, batches = _resident_trainer(benchmark, precision, LARGE, device)
+    losses = torch.full((len(batches),), float("nan"), device=device)
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.set_sync_debug_mode("error")
     try:
         for index, (xb, yb) in enumerate(batches):
             losses[index] = trainer.step(xb, yb)
     finally:
-        torch.cuda.set_sync_debug_mode(0)
-    torch.cuda.synchronize()
+        if cuda:
+            torch.cuda.set_sync_debug_mode(0)
+    devices.synchronize(device)
     assert torch.isfinite(losses).all()
 
 
-def test_adam_is_fused_on_the_gpu(benchmark):
-    trainer, _ = _resident_trainer(benchmark, "fp32", LARGE)
-    assert trainer.optimizer.defaults["fused"] is True
+def test_adam_is_fused_on_the_gpu(benchmark, device):
+    trainer, _ = _resident_trainer(benchmark, "fp32", LARGE, device)
+    assert trainer.optimizer.defaults["fused"] is (True if device.type == "cuda" else None)
 
 
-def test_the_timed_evaluation_is_warm(gpu_jobs):
+def test_the_timed_evaluation_is_warm(gpu_jobs, device):
     """Evaluation is warmed up with training: the first variant's first timed evaluation (where lazy
-    kernel loading would land) is no slower than its later ones beyond noise."""
+    kernel loading would land) is no slower than its later ones beyond noise. (On the CPU twin the
+    same records, without the comparison: a CPU shared with other tests is no place for a timing claim.)"""
     for records, _ in gpu_jobs.values():
         first = next(r for r in records if r.position_in_job == 0)
         later = [s for r in records for s in r.eval_s_each if r.precision == first.precision]
-        assert first.eval_s_each[0] < 3 * sorted(later)[len(later) // 2], (first.eval_s_each, later)
+        assert len(first.eval_s_each) == EPOCHS and all(s > 0 for s in later)
+        if device.type == "cuda":
+            assert first.eval_s_each[0] < 3 * sorted(later)[len(later) // 2], (first.eval_s_each, later)
 
 
-def test_the_epochs_own_memory_is_what_the_formulas_bound(gpu_jobs):
+def test_the_epochs_own_memory_is_what_the_formulas_bound(gpu_jobs, device):
     """Peak less the baseline: at least the parameters, gradients, Adam's moments (and the resident
-    data), at most the bound plus the allocator's rounding. Either side can fail."""
-    adam = theory.adam_fp32_bytes(WIDTHS)
+    data), at most the bound plus the allocator's rounding. Either side can fail. (The CPU has no
+    allocator to ask: its records hold no memory figures.)"""
+    adam, rows = theory.adam_fp32_bytes(WIDTHS), ROWS[device.type]
     for batch_size, (records, _) in gpu_jobs.items():
+        if device.type == "cpu":
+            assert all(r.peak_memory_bytes is None and r.epoch_memory_bytes is None for r in records)
+            continue
         for r in records:
             resident = r.placement == "resident"
             label = (r.precision, r.placement, batch_size, r.epoch_memory_bytes, r.peak_memory_bytes)
             assert r.epoch_memory_bytes is not None and 0 < r.epoch_memory_bytes <= r.peak_memory_bytes, label
-            floor = adam + (theory.input_bytes(ROWS, FEATURES + 1) if resident else 0)
-            bound = theory.memory_bound_bytes(WIDTHS, batch_size, ROWS, resident)
+            floor = adam + (theory.input_bytes(rows, FEATURES + 1) if resident else 0)
+            bound = theory.memory_bound_bytes(WIDTHS, batch_size, rows, resident)
             assert floor <= r.epoch_memory_bytes <= bound + ROUNDING_ALLOWANCE, label
 
 
-def test_fp16_without_grad_scaler(benchmark):
-    records, _ = _job(*benchmark, LARGE, training.gpu_variants(["fp16"], PLACEMENTS, False))
+def test_fp16_without_grad_scaler(benchmark, device):
+    records, _ = _job(*benchmark, LARGE, training.gpu_variants(["fp16"], PLACEMENTS, False), device=device)
     assert len(records) == len(PLACEMENTS)
     for r in records:
         assert r.grad_scaler is False and r.precision == "fp16"
@@ -193,34 +225,44 @@ def test_fp16_without_grad_scaler(benchmark):
         assert all(dataclasses.asdict(r.invariants).values())
 
 
-def test_streamed_peak_does_not_include_the_resident_matrix():
-    rows = 262_144  # 32 MiB of features: far above any allocator noise
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+def test_streamed_peak_does_not_include_the_resident_matrix(device):
+    rows = 262_144 if device.type == "cuda" else 8192  # 32 MiB of features: far above any allocator noise
     d = datagen.make_benchmark(rows, FEATURES, 0.2, SEED)
     x, y = torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy())
 
     def streamed_peak(placements):
-        records, _ = _job(x, y, 4096, training.gpu_variants(["fp32"], placements, True))
+        records, _ = _job(x, y, 4096, training.gpu_variants(["fp32"], placements, True), device=device)
         return next(r.peak_memory_bytes for r in records if r.placement == "streamed")
 
     streamed_peak(["streamed"])  # first-call allocations (cuBLAS workspace) out of the way
     alone = streamed_peak(["streamed"])
     with_resident = streamed_peak(["resident", "streamed"])
+    if device.type == "cpu":  # no allocator to ask on the CPU: no peak, on either side
+        assert alone is None and with_resident is None
+        return
     assert with_resident - alone < theory.input_bytes(rows, FEATURES) // 2
 
 
-def test_the_start_up_is_timed_from_a_cold_process():
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+def test_the_start_up_is_timed_from_a_cold_process(device):
     """In a fresh process (this one's CUDA is long warm): the availability check leaves the driver
     cold (NVML), so the first CUDA call holds driver and context start-up, and the first step's
-    excess (cuBLAS, kernel loading) comes on top of it."""
+    excess (cuBLAS, kernel loading) comes on top of it. On the CPU twin the same script, with no
+    runtime to start."""
     code = f"""
 import json, sys, torch
 sys.path.insert(0, {str(REPO / "workflow" / "scripts")!r})
 from accel_choice.measure import datagen, devices, training
-device = devices.require("cuda")
-assert not torch.cuda.is_initialized(), "asking for the GPU initialised CUDA"
-# torch's flag alone would not tell: had NVML failed, torch would have counted the devices with the
-# CUDA runtime, starting the driver without setting it
-assert torch.cuda._device_count_nvml() >= 1, "NVML did not count the devices"
+from accel_choice.records.model import ModelSpec
+if {device.type!r} == "cuda":
+    device = devices.require("cuda")
+    assert not torch.cuda.is_initialized(), "asking for the GPU initialised CUDA"
+    # torch's flag alone would not tell: had NVML failed, torch would have counted the devices with the
+    # CUDA runtime, starting the driver without setting it
+    assert torch.cuda._device_count_nvml() >= 1, "NVML did not count the devices"
+else:
+    device = torch.device("cpu")
 d = datagen.make_benchmark(4096, 32, 0.2, 1)
 records, _ = training.measure_training_job(
     torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy()), 512, 0,
@@ -233,34 +275,38 @@ print(json.dumps({{"context": r.context_startup_s, "startup": r.startup_s, "firs
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
+    if device.type == "cpu":
+        assert found["context"] is None and found["startup"] >= 0 and found["first"] > 0 and found["steady"] > 0
+        return
     assert found["context"] > 0.001  # driver initialisation and a context: milliseconds at the least
     assert found["first"] > found["steady"]  # the first step paid something a steady one does not
     # from before the first CUDA call to the end of the first step, less a steady step
     assert found["startup"] >= found["context"] + found["first"] - 2 * found["steady"]
 
 
-def test_prefetched_batches_arrive_intact_through_the_copy_stream(benchmark):
+def test_prefetched_batches_arrive_intact_through_the_copy_stream(benchmark, device):
     x, y = benchmark
     y = y.reshape(-1, 1)
-    device = torch.device("cuda")
-    assert next(iter(loaders.make_loader("fastpath", x.pin_memory(), y.pin_memory(), LARGE, True, SEED, pin=True)))[
-        0
-    ].is_pinned()
+    cuda = device.type == "cuda"  # pinned memory and the copy stream are CUDA's; elsewhere the same order
+    host_x, host_y = (x.pin_memory(), y.pin_memory()) if cuda else (x, y)
+    first = next(iter(loaders.make_loader("fastpath", host_x, host_y, LARGE, True, SEED, pin=cuda)))[0]
+    assert first.is_pinned() is cuda
     direct = [(a.to(device), b.to(device)) for a, b in loaders.make_loader("fastpath", x, y, LARGE, True, SEED)]
     fetched = list(
-        steps.Prefetched(
-            loaders.make_loader("fastpath", x.pin_memory(), y.pin_memory(), LARGE, True, SEED, pin=True), device
-        )
+        steps.Prefetched(loaders.make_loader("fastpath", host_x, host_y, LARGE, True, SEED, pin=cuda), device)
     )
-    torch.cuda.synchronize()
-    assert len(fetched) == len(direct) == ROWS // LARGE
+    devices.synchronize(device)
+    assert len(fetched) == len(direct) == ROWS[device.type] // LARGE
     assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(direct, fetched))
 
 
 # --- copies ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)
 def test_transfers_on_cuda_and_pinned_memory_is_faster_than_pageable():
+    # CUDA only: copies to a device are what it measures; measure.transfer's CPU path is tests/test_gpu_paths.py's.
     rows = 262_144  # a 32 MiB matrix: large enough that bandwidth, not latency, decides
     x = torch.from_numpy(datagen.make_benchmark(rows, FEATURES, 0.2, SEED).features.copy())
     t = transfer.measure_transfers(x, [SMALL, LARGE], "cuda", passes=5, repeat=0, envelope=Envelope(seed=SEED))
@@ -290,7 +336,8 @@ def test_transfers_on_cuda_and_pinned_memory_is_faster_than_pageable():
 # --- the verdict from real GPU records ----------------------------------------------------------------
 
 
-def test_a_verdict_is_computed_from_real_cpu_and_gpu_records(benchmark, tmp_path):
+@pytest.mark.parametrize("device", [CUDA], indirect=True)
+def test_a_verdict_is_computed_from_real_cpu_and_gpu_records(benchmark, tmp_path, device):
     x, y = benchmark
     cpu = [r for repeat in range(2) for r in _job(x, y, LARGE, training.cpu_variants(["fastpath"]), repeat, "cpu")[0]]
     gpu = [
@@ -298,8 +345,8 @@ def test_a_verdict_is_computed_from_real_cpu_and_gpu_records(benchmark, tmp_path
         for repeat in range(2)
         for r in _job(x, y, LARGE, training.gpu_variants(["fp32"], ["resident"], True), repeat)[0]
     ]
-    cells = aggregate.aggregate_training(cpu + gpu, ROWS)
-    dataset = datagen.make_benchmark(ROWS, FEATURES, 0.2, SEED)
+    cells = aggregate.aggregate_training(cpu + gpu, ROWS["cuda"])
+    dataset = datagen.make_benchmark(ROWS["cuda"], FEATURES, 0.2, SEED)
     parquet, csv = tmp_path / "benchmark.parquet", tmp_path / "benchmark.csv"
     export = dataio.export_dataset(dataset, parquet, csv, "zstd", envinfo.quick_environment(SEED))
     spec = loadconv.FileToLoad(
@@ -320,6 +367,12 @@ def test_a_verdict_is_computed_from_real_cpu_and_gpu_records(benchmark, tmp_path
     assert comparison is not None
     assert comparison.speedup_low <= comparison.speedup <= comparison.speedup_high
     outcome = decision.verdict(
-        cells, rows, envinfo.quick_environment(SEED), Figures(WIDTHS), rows=ROWS, probe=devices.probe(), threshold=1.5
+        cells,
+        rows,
+        envinfo.quick_environment(SEED),
+        Figures(WIDTHS),
+        rows=ROWS["cuda"],
+        probe=devices.probe(),
+        threshold=1.5,
     )
     assert outcome.outcome in ("GPU", "CPU", "undecided") and outcome.reason
