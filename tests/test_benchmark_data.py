@@ -12,8 +12,8 @@ import pytest
 from builders_training import environment
 
 from accel_choice import records
-from accel_choice.io import atomic, benchmark_data, dataio
-from accel_choice.io.benchmark_data import DataError
+from accel_choice.io import atomic, benchmark_data, dataio, targets
+from accel_choice.io.targets import DataError
 from accel_choice.records.data import DatasetMeta
 
 
@@ -124,13 +124,13 @@ def test_the_import_checks_every_value_naming_the_key(tmp_path: Path) -> None:
 
 def test_a_target_that_does_not_fit_the_loss_is_named() -> None:
     with pytest.raises(DataError, match="bce needs targets in \\[0, 1\\]; the target ranges from 0 to 3"):
-        benchmark_data.check_target_values(np.array([0, 3]), "bce", None, "the target")
+        targets.check_target_values(np.array([0, 3]), "bce", None, "the target")
     with pytest.raises(DataError, match="ce needs class indices 0 .. 2; the target ranges from -1 to 2"):
-        benchmark_data.check_target_values(np.array([-1, 2]), "ce", 3, "the target")
+        targets.check_target_values(np.array([-1, 2]), "ce", 3, "the target")
     # Finite in float64, inf in float32: refused before any job; float64 that only loses precision passes.
     with pytest.raises(DataError, match=r"the target holds 1 value\(s\) beyond the largest float32 \(3.403e\+38\)"):
-        benchmark_data.check_target_values(np.array([0.5, 1e39]), "mse", None, "the target")
-    benchmark_data.check_target_values(np.array([0.1, 3e38, np.pi]), "mse", None, "the target")
+        targets.check_target_values(np.array([0.5, 1e39]), "mse", None, "the target")
+    targets.check_target_values(np.array([0.1, 3e38, np.pi]), "mse", None, "the target")
 
 
 def test_arrays_go_through_the_export_and_come_back_in_their_shape(tmp_path: Path) -> None:
@@ -170,7 +170,7 @@ def test_a_target_column_that_is_not_numbers_or_has_gaps_is_named(tmp_path: Path
     text = table_file(tmp_path, a=[0.5, 1.0, 2.0], late=["no", "yes", "no"])
     found = {"kind": "table", "path": text, "target": "late", "features": ["a"]}
     with pytest.raises(DataError, match="config key model.loss: the target is not numeric"):
-        benchmark_data.check_target_values(benchmark_data.targets(found), "bce", None, "the target")
+        targets.check_target_values(benchmark_data.targets(found), "bce", None, "the target")
     gaps = table_file(tmp_path, ".csv", a=[0.5, 1.0, 2.0], late=[0, None, 1])
     with pytest.raises(DataError, match="config key data.benchmark.table.target: column 'late' of .* 1 missing value"):
         benchmark_data.targets({"kind": "table", "path": gaps, "target": "late", "features": ["a"]})

@@ -41,4 +41,4 @@ def test_the_gpu_tests_collect_without_the_packages_a_gpu_machine_lacks(repo: Pa
     # collected" (5), not "interrupted" (2) by collection errors.
     assert done.returncode == 5, done.stdout[-3000:] + done.stderr[-3000:]
     assert "error" not in done.stdout.lower() and "Interrupted" not in done.stdout, done.stdout[-3000:]
-    assert "test_gpu.py needs pandas, pyarrow, pydantic, not installed here" in done.stdout
+    assert "test_gpu.py needs pydantic, not installed here" in done.stdout  # the measure path: no pandas, pyarrow

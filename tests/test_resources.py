@@ -100,7 +100,7 @@ def test_a_users_mistake_ends_the_job_with_its_one_line_and_no_traceback(tmp_pat
     code = (
         "import sys; sys.path.insert(0, sys.argv[2])\n"
         "from accel_choice.io import runtime\n"
-        "from accel_choice.io.benchmark_data import DataError\n"
+        "from accel_choice.io.targets import DataError\n"
         "with runtime.job(sys.argv[1], threads=1):\n"
         "    raise DataError('config key data.benchmark.table.target: column late is also a feature')\n"
     )

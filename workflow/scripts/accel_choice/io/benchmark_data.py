@@ -19,16 +19,12 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from accel_choice.records import UserInputError
 from accel_choice.io import atomic
+from accel_choice.io.targets import DataError
 from accel_choice.io.usertable import TableError, check_table, read_table
 from accel_choice.records.data import Dataset, UserBenchmarkSource
 
 TABLE, ARRAYS = "data.benchmark.table", "data.benchmark.arrays"
-
-
-class DataError(UserInputError):
-    """Your benchmark data cannot be used as it is; the message names the key and what was found."""
 
 
 def source(config: dict[str, Any]) -> dict[str, Any] | None:
@@ -126,39 +122,6 @@ def resolve(config: dict[str, Any]) -> tuple[int, ...]:
         raise DataError(f"config key {TABLE if found['kind'] == 'table' else ARRAYS}: {rows} row(s); at least 2")
     bench["rows"], bench["features"] = rows, math.prod(sample)
     return sample
-
-
-def check_target_values(
-    y: np.ndarray, loss: str, classes: int | None, where: str = "the benchmark data's target"
-) -> None:
-    """Refuse a target the loss cannot take, naming the key: bce needs values in [0, 1], ce class
-    indices 0 .. model.classes − 1, mse finite values."""
-    try:
-        values = np.asarray(y, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise DataError(f"config key model.loss: {where} is not numeric ({np.asarray(y).dtype} values)") from None
-    if not np.isfinite(values).all():
-        raise DataError(f"config key model.loss: {where} holds values that are not finite")
-    with np.errstate(over="ignore"):
-        beyond = int(np.count_nonzero(~np.isfinite(values.astype(np.float32))))
-    if beyond:
-        raise DataError(
-            f"config key model.loss: {where} holds {beyond} value(s) beyond the largest float32 "
-            f"({float(np.finfo(np.float32).max):.4g}): training in float32 would see them as inf"
-        )
-    low, high = float(values.min()), float(values.max())
-    if loss == "bce" and (low < 0 or high > 1):
-        raise DataError(
-            f"config key model.loss: bce needs targets in [0, 1]; {where} ranges from {low:g} to {high:g} "
-            "(ce for classes, mse for values)"
-        )
-    if loss == "ce":
-        whole = bool((values == np.round(values)).all())
-        if not whole or low < 0 or high >= (classes or 0):
-            raise DataError(
-                f"config key model.classes: ce needs class indices 0 .. {(classes or 0) - 1}; {where} "
-                + (f"ranges from {low:g} to {high:g}" if whole else "holds values that are not whole numbers")
-            )
 
 
 def load(found: dict[str, Any], seed: int) -> tuple[Dataset, tuple[int, ...], UserBenchmarkSource]:

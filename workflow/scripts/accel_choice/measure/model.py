@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from accel_choice.records import UserInputError
-from accel_choice.io.benchmark_data import DataError, check_target_values
+from accel_choice.io.targets import DataError, check_target_values
 from accel_choice.records.model import ModelSpec, split_factory
 
 
@@ -92,7 +92,7 @@ def make_loss(spec: ModelSpec) -> nn.Module:
 
 
 def check_targets(spec: ModelSpec, y: torch.Tensor, where: str = "the benchmark data's target") -> None:
-    """Refuse a target the loss cannot take, naming the key (io.benchmark_data.check_target_values)."""
+    """Refuse a target the loss cannot take, naming the key (io.targets.check_target_values)."""
     try:
         check_target_values(y.detach().cpu().numpy(), spec.loss, spec.classes, where)
     except DataError as error:

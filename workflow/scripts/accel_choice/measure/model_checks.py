@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from accel_choice.io import benchmark_data
+from accel_choice.io.targets import check_target_values
 from accel_choice.measure.model import ModelError, build, make_loss, outputs, targets
 from accel_choice.records.model import ModelSpec
 
@@ -81,6 +82,6 @@ def check_model(config: dict[str, Any], sample_shape: Sequence[int]) -> None:
     )
     check_spec(spec, tuple(sample_shape), config["seed"], where)
     if found is not None:
-        benchmark_data.check_target_values(
+        check_target_values(
             benchmark_data.targets(found), spec.loss, spec.classes, f"the target of data.benchmark.{found['kind']}"
         )
