@@ -22,7 +22,7 @@ import torch
 
 from accel_choice.analyze import theory
 from accel_choice.io import envinfo
-from accel_choice.measure import datagen, devices, loaders, steps, training, transfer
+from accel_choice.measure import acceptance, datagen, devices, loaders, steps, training, transfer
 from accel_choice.measure import model as models
 from accel_choice.measure.job import Envelope
 from accel_choice.records.model import ModelSpec
@@ -144,42 +144,18 @@ def test_every_precision_and_placement_trains_finite_with_the_invariants(gpu_job
     )
 
 
-def _resident_trainer(benchmark, precision, batch_size, device):
-    x, y = benchmark
-    variant = steps.Variant("fastpath", precision, "resident", True)
-    x_device, y_device = x.to(device), y.reshape(-1, 1).to(device)
-    model = models.build(SPEC, (FEATURES,), SEED).to(device)
-    trainer = steps.Trainer(model, SPEC, variant, device)
-    batches = list(steps.batches(variant, x, y, batch_size, True, SEED, device, x_device, y_device))
-    for xb, yb in batches[:3]:  # Adam's state, the scaler's, first kernels: before the check
-        trainer.step(xb, yb)
-    devices.synchronize(device)
-    return trainer, batches
-
-
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_no_host_sync_inside_a_resident_training_step(benchmark, precision, device):
-    """The timed loop of a resident variant must not wait on the GPU: a per-step sync (a GradScaler
-    reading its inf flag with .item(), a loss read on the host) would time fp16 with a cost the
-    others do not pay. torch raises on any synchronising call in sync debug mode "error" (CUDA only:
-    on the CPU twin the same loop runs, with nothing to synchronise)."""
-    trainer, batches = _resident_trainer(benchmark, precision, LARGE, device)
-    losses = torch.full((len(batches),), float("nan"), device=device)
-    cuda = device.type == "cuda"
-    if cuda:
-        torch.cuda.set_sync_debug_mode("error")
-    try:
-        for index, (xb, yb) in enumerate(batches):
-            losses[index] = trainer.step(xb, yb)
-    finally:
-        if cuda:
-            torch.cuda.set_sync_debug_mode(0)
-    devices.synchronize(device)
-    assert torch.isfinite(losses).all()
+    """The timed loop of a resident variant must not wait on the GPU (measure.acceptance, whose check
+    this is: torch raises on any synchronising call in sync debug mode "error"; on the CPU twin the
+    same loop runs, with nothing to synchronise)."""
+    losses = acceptance.steps_without_host_sync(*benchmark, precision, LARGE, device)
+    assert losses.device.type == device.type and torch.isfinite(losses).all()
 
 
-def test_adam_is_fused_on_the_gpu(benchmark, device):
-    trainer, _ = _resident_trainer(benchmark, "fp32", LARGE, device)
+def test_adam_is_fused_on_the_gpu(device):
+    variant = steps.Variant("fastpath", "fp32", "resident", True)
+    trainer = steps.Trainer(models.build(SPEC, (FEATURES,), SEED).to(device), SPEC, variant, device)
     assert trainer.optimizer.defaults["fused"] is (True if device.type == "cuda" else None)
 
 

@@ -1,0 +1,66 @@
+"""The GPU acceptance (workflow/scripts/gpu_acceptance.py): its CPU run in CI, a failed check named."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from accel_choice import records
+from accel_choice.measure import acceptance
+from accel_choice.records.acceptance import AcceptanceReport
+
+SCRIPT = acceptance.__file__.replace("accel_choice/measure/acceptance.py", "gpu_acceptance.py")
+
+
+def test_the_cpu_run_passes_prints_its_table_and_writes_its_report(tmp_path):
+    out = tmp_path / "acceptance.json"
+    done = subprocess.run(
+        [sys.executable, SCRIPT, "--device", "cpu", "--rows", "512", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = records.read(AcceptanceReport, out)
+    assert report.passed and report.device == "cpu" and report.rows == 512
+    variants = {(r.precision, r.placement, r.batch_size) for r in report.runs if not r.compiled}
+    assert variants == {
+        (p, q, b) for p in acceptance.PRECISIONS for q in acceptance.PLACEMENTS for b in acceptance.BATCH_SIZES
+    }
+    assert [r for r in report.runs if r.compiled]  # the torch.compile variant
+    names = [c.name for c in report.checks]
+    assert names == [
+        "probe",
+        "every precision and placement trains, finite, from the same weights",
+        "a compiled variant (torch.compile) trains",
+        "no host sync inside a warmed training step",
+        "copies: pageable and pinned, two batch sizes",
+    ]  # the memory bound is CUDA's: its allocator is what it asks
+    assert "PASS  copies: pageable and pinned" in done.stdout and done.stdout.rstrip().endswith(f"report: {out}")
+
+
+def test_a_check_that_fails_or_raises_is_named_and_the_run_exits_1(tmp_path, monkeypatch, capsys):
+    import gpu_acceptance
+
+    monkeypatch.setattr(acceptance, "_copies", lambda x, device: (_ for _ in ()).throw(RuntimeError("no copy engine")))
+    monkeypatch.setattr(acceptance, "BATCH_SIZES", (64,))
+    assert (
+        gpu_acceptance.main(["--device", "cpu", "--rows", "128", "--no-compile", "--out", str(tmp_path / "a.json")])
+        == 1
+    )
+    shown = capsys.readouterr().out
+    assert "FAIL  copies: pageable and pinned, two batch sizes: RuntimeError: no copy engine" in shown
+    assert "FAILED: copies: pageable and pinned, two batch sizes" in shown
+    assert not records.read(AcceptanceReport, tmp_path / "a.json").passed
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a machine without CUDA is what this checks")
+def test_without_a_cuda_device_it_says_so_and_exits_2(tmp_path, capsys):
+    import gpu_acceptance
+
+    assert gpu_acceptance.main(["--out", str(tmp_path / "a.json")]) == 2
+    assert "this job needs a CUDA device, but none is visible" in capsys.readouterr().err
+    assert not (tmp_path / "a.json").exists()
