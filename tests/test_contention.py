@@ -111,3 +111,29 @@ def test_a_repeat_with_a_busy_neighbour_is_flagged(busy_neighbours):
 def test_contamination_reasons(share, before, after, expected):
     record = training_record(foreign_cpu_share=share, loadavg_before=(before, 0, 0), loadavg_after=(after, 0, 0))
     assert aggregate.contamination(record) == expected
+
+
+# --- where /proc/stat is missing (macOS, Windows): psutil's CPU times, or an honest None -------
+
+
+def test_without_proc_stat_the_meters_read_psutil(tmp_path, monkeypatch):
+    missing = str(tmp_path / "no-proc-stat")
+    real = contention.cpu_ticks
+    monkeypatch.setattr(contention, "cpu_ticks", lambda stat="/proc/stat": real(missing))
+    busy = contention.machine_busy_seconds()
+    assert busy is not None and busy > 0
+    _spin(0.2)
+    assert contention.machine_busy_seconds() >= busy + 0.1  # this process's spin counts as busy
+    assert contention.machine_user_seconds() > 0
+    meter = contention.ForeignCpuMeter().start()
+    _spin(0.3)
+    assert meter.stop().share is not None  # contamination detection stays on
+
+
+def test_without_proc_stat_or_psutil_the_meters_say_they_cannot_tell(tmp_path, monkeypatch):
+    missing = str(tmp_path / "no-proc-stat")
+    real = contention.cpu_ticks
+    monkeypatch.setattr(contention, "cpu_ticks", lambda stat="/proc/stat": real(missing))
+    monkeypatch.setitem(sys.modules, "psutil", None)  # `import psutil` fails, as on a bare GPU machine
+    assert contention.machine_busy_seconds() is None and contention.steal_seconds() is None
+    assert contention.ForeignCpuMeter().start().stop().share is None

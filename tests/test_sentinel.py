@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -64,7 +65,8 @@ def test_steal_seconds_reads_the_eighth_column_of_proc_stat(tmp_path):
     assert contention.steal_seconds(str(stat)) == pytest.approx(300 / os.sysconf("SC_CLK_TCK"))
 
 
-def test_steal_seconds_none_without_a_steal_column_or_a_file(tmp_path):
+def test_steal_seconds_none_without_a_steal_column_or_a_file(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "psutil", None)  # without /proc/stat psutil would answer (test_contention.py)
     old = tmp_path / "stat"
     old.write_text("cpu  100 0 50 1000 10 0 5\n", encoding="ascii")  # a kernel without steal
     empty = tmp_path / "empty"

@@ -1,8 +1,8 @@
 """Was anything else using the CPU while we measured?
 
 The 1-minute load average reacts slowly (a 5-second sampled exponential average), so a
-short burst from a neighbour barely moves it. `/proc/stat` counts every core's busy time
-directly: the machine's busy CPU-seconds during a window minus this process's own CPU
+short burst from a neighbour barely moves it. `/proc/stat` (psutil's cpu_times where there is
+none: macOS, Windows) counts every core's busy time directly: the machine's busy CPU-seconds during a window minus this process's own CPU
 time is the CPU that something else took - other processes, or the hypervisor (steal).
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from typing import Any
 
 _BUSY_FIELDS = (0, 1, 2, 5, 6, 7)  # user nice system irq softirq steal (idle and iowait are not busy)
 _STEAL_FIELD = 7  # user nice system idle iowait irq softirq steal
@@ -26,29 +27,44 @@ def cpu_ticks(stat: str = "/proc/stat") -> list[int] | None:
         return None
 
 
-def machine_busy_seconds() -> float | None:
-    """All cores' busy CPU-seconds since boot; None where /proc/stat is missing (not Linux)."""
-    ticks = cpu_ticks()
-    if ticks is None:
+def _psutil_cpu_times() -> Any | None:
+    """psutil's all-cores CPU times, where /proc/stat is missing (macOS, Windows); None without psutil
+    (a bare GPU machine: the meters then say they could not read, never a made-up zero)."""
+    try:
+        import psutil
+    except ImportError:
         return None
-    return sum(ticks[i] for i in _BUSY_FIELDS if i < len(ticks)) / os.sysconf("SC_CLK_TCK")
+    return psutil.cpu_times()
+
+
+def machine_busy_seconds(stat: str = "/proc/stat") -> float | None:
+    """All cores' busy CPU-seconds since boot: /proc/stat, else psutil; None where neither can tell."""
+    ticks = cpu_ticks(stat)
+    if ticks is not None:
+        return sum(ticks[i] for i in _BUSY_FIELDS if i < len(ticks)) / os.sysconf("SC_CLK_TCK")
+    times = _psutil_cpu_times()
+    if times is None:
+        return None
+    return sum(times) - times.idle - getattr(times, "iowait", 0.0)  # busy: all but idle and waiting on I/O
 
 
 def machine_user_seconds(stat: str = "/proc/stat") -> float | None:
-    """All cores' user (and nice) CPU-seconds since boot; None where /proc/stat is missing."""
+    """All cores' user (and nice) CPU-seconds since boot: /proc/stat, else psutil; None where neither can tell."""
     ticks = cpu_ticks(stat)
-    if ticks is None:
-        return None
-    return sum(ticks[:2]) / os.sysconf("SC_CLK_TCK")
+    if ticks is not None:
+        return sum(ticks[:2]) / os.sysconf("SC_CLK_TCK")
+    times = _psutil_cpu_times()
+    return None if times is None else times.user + getattr(times, "nice", 0.0)
 
 
 def steal_seconds(stat: str = "/proc/stat") -> float | None:
     """All cores' steal CPU-seconds since boot (what the hypervisor gave to other guests); None where
-    /proc/stat has no steal column."""
+    neither /proc/stat nor psutil has a steal column (macOS has none)."""
     ticks = cpu_ticks(stat)
-    if ticks is None or len(ticks) <= _STEAL_FIELD:
-        return None
-    return ticks[_STEAL_FIELD] / os.sysconf("SC_CLK_TCK")
+    if ticks is not None:
+        return ticks[_STEAL_FIELD] / os.sysconf("SC_CLK_TCK") if len(ticks) > _STEAL_FIELD else None
+    times = _psutil_cpu_times()
+    return getattr(times, "steal", None) if times is not None else None
 
 
 @dataclass
