@@ -489,6 +489,28 @@ def _verify_cli(root):
     )
 
 
+def test_verify_results_speaks_json_and_lists_its_exit_codes(tmp_path):
+    root = _with_leftovers(tmp_path)
+    manifest.seal(root, MADE, {"commit": COMMIT_A, "dirty": False})
+    (root / "config.yaml").unlink()
+    done = subprocess.run(
+        [sys.executable, str(SCRIPTS / "verify_results.py"), "--json", str(root)], capture_output=True, text=True
+    )
+    found = json.loads(done.stdout)
+    assert done.returncode == found["status"] == 1 and found["matches"] is False
+    assert found["missing"] == ["config.yaml"] and found["listed"] == 10 and found["foreign"] == 4
+    assert found["unchecked"] == [paths.ARCHIVE_LOG, paths.SNAKEMAKE_REPORT_HTML, paths.SNAKEMAKE_REPORT_ZIP]
+    (root / paths.MANIFEST).unlink()
+    done = subprocess.run(
+        [sys.executable, str(SCRIPTS / "verify_results.py"), "--json", str(root)], capture_output=True, text=True
+    )
+    assert done.returncode == json.loads(done.stdout)["status"] == 2
+    shown = subprocess.run(
+        [sys.executable, str(SCRIPTS / "verify_results.py"), "--help"], capture_output=True, text=True
+    )
+    assert "exit status: 0 every listed file matches" in " ".join(shown.stdout.split())
+
+
 def test_verify_results_exit_codes_and_messages(tmp_path):
     root = _with_leftovers(tmp_path)
     manifest.seal(root, MADE, {"commit": COMMIT_A, "dirty": False})

@@ -11,6 +11,8 @@ Snakemake's HTML or zip report) are named as not checked: nothing vouches for th
 """
 
 import argparse
+import dataclasses
+import json
 import sys
 from pathlib import Path
 
@@ -19,14 +21,25 @@ from accel_choice.io import manifest, paths  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="exit status: 0 every listed file matches and nothing was added; 1 a difference (each path named); "
+        "2 no readable manifest, or a malformed line",
+    )
     parser.add_argument("results", type=Path, help=f"an archived {paths.RESULTS}/ folder")
+    parser.add_argument("--json", action="store_true", help="print the verdict as one JSON object instead of text")
     args = parser.parse_args(argv)
     try:
         result = manifest.verify(args.results)
     except (OSError, manifest.ManifestError) as error:
+        if args.json:
+            print(json.dumps({"folder": str(args.results), "status": 2, "error": str(error)}))
         print(f"cannot verify {args.results}: {error}", file=sys.stderr)
         return 2
+    if args.json:
+        verdict = {"folder": str(args.results), "status": 0 if result.matches else 1}
+        print(json.dumps(verdict | dataclasses.asdict(result) | {"matches": result.matches}, indent=2))
+        return verdict["status"]
     for what, name in result.problems():
         print(f"{what}: {name}")
     foreign = (
