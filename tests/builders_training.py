@@ -11,6 +11,8 @@ import statistics
 from typing import Any
 
 from accel_choice.analyze import theory
+from accel_choice.analyze.bootstrap import METHOD
+from accel_choice.records.estimate import Estimate, PositiveEstimate, positive
 from accel_choice.records.environment import Environment, EnvironmentReport, Workflow
 from accel_choice.records.training import Contamination, FullPathRow, Invariants, TrainingCell, TrainingRecord
 
@@ -95,11 +97,16 @@ def training_record(
     return TrainingRecord(**fields)
 
 
+def estimate(point: float, low: float, high: float, jobs: int = 3, level: float = 0.95) -> PositiveEstimate:
+    """An estimate of a time or a rate as the aggregation makes them (records.estimate)."""
+    return PositiveEstimate(point=point, low=low, high=high, level=level, method=METHOD, jobs=jobs)
+
+
 def training_cell(
     *,
     batch_size: int = 32,
     loader: str = "fastpath",
-    epoch_s: float = 0.01,
+    epoch_s: float | Estimate = 0.01,
     spread: float = 0.1,
     rows: int = ROWS,
     device: str = "cpu",
@@ -107,7 +114,10 @@ def training_cell(
     placement: str = "host",
     **overrides: Any,
 ) -> TrainingCell:
-    """One aggregated cell with three repeats at epoch_s·(1 − spread), epoch_s, epoch_s·(1 + spread)."""
+    """One aggregated cell with three repeats at epoch_s·(1 − spread), epoch_s, epoch_s·(1 + spread) (`epoch_s`
+    an Estimate: that estimate, with jobs passed as `epoch_s_jobs`)."""
+    given = positive(epoch_s) if isinstance(epoch_s, Estimate) else None
+    epoch_s = given.point if given else epoch_s
     runs = (epoch_s * (1 - spread), epoch_s, epoch_s * (1 + spread))
     steps = theory.steps_per_epoch(rows, batch_size)
     fields: dict[str, Any] = dict(
@@ -121,27 +131,10 @@ def training_cell(
         samples=rows,
         steps=steps,
         epoch_s_jobs=tuple((run,) for run in runs),
-        epoch_s_runs=runs,
-        epoch_s_median=epoch_s,
-        epoch_s_ci_low=runs[0],
-        epoch_s_ci_high=runs[2],
-        epoch_s_min=runs[0],
-        epoch_s_max=runs[2],
-        epoch_s_iqr=epoch_s * spread,
-        epoch_s_iqr_over_median=spread,
-        samples_per_s=rows / epoch_s,
-        samples_per_s_ci_low=rows / runs[2],
-        samples_per_s_ci_high=rows / runs[0],
-        samples_per_s_min=rows / runs[2],
-        samples_per_s_max=rows / runs[0],
-        step_us_median=epoch_s / steps * 1e6,
         eval_s_jobs=((0.0045,), (0.005,), (0.0055,)),
-        eval_s_median=0.005,
-        eval_s_ci_low=0.0045,
-        eval_s_ci_high=0.0055,
-        eval_s_min=0.0045,
-        eval_s_max=0.0055,
-        eval_s_iqr=0.0005,
+        epoch_s=given or estimate(epoch_s, runs[0], runs[2]),
+        samples_per_s=(given or estimate(epoch_s, runs[0], runs[2])).inverted(rows),
+        eval_s=estimate(0.005, 0.0045, 0.0055),
         mean_train_loss_median=0.45,
         eval_accuracy_median=0.9,
         warmup_first_over_steady_median=10.0,
@@ -158,10 +151,7 @@ def training_cell(
         context_startup_s_median=None if device == "cpu" else 0.2,
         startup_s_median=0.0 if device == "cpu" else 0.2,
         epoch_s_over_fastpath=None,
-        epoch_s_over_fastpath_ci_low=None,
-        epoch_s_over_fastpath_ci_high=None,
         versus_fastpath=None,
-        confidence=0.95,
     )
     fields.update(overrides)
     if "contaminated" in overrides:

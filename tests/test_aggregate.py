@@ -92,13 +92,12 @@ def test_one_row_per_batch_size_and_loader_sorted(table):
 def test_medians_min_max_iqr(table):
     r = _row(table, 32, "dataloader")
     assert r.epoch_s_runs == (0.30, 0.28, 0.29)  # in repeat order
-    assert r.epoch_s_median == pytest.approx(0.29)
+    assert r.epoch_s.point == pytest.approx(0.29)
     assert r.epoch_s_min == pytest.approx(0.28)
     assert r.epoch_s_max == pytest.approx(0.30)
     assert r.epoch_s_iqr == pytest.approx(0.01)  # quartiles 0.285 and 0.295
-    assert r.epoch_s_iqr_over_median == pytest.approx(0.01 / 0.29)
-    assert r.eval_s_median == pytest.approx(0.005)
-    assert r.eval_s_iqr == pytest.approx(0.0)
+    assert r.eval_s.point == pytest.approx(0.005)
+    assert r.eval_s_min == r.eval_s_max == pytest.approx(0.005)
 
 
 def test_runs_sorted_by_repeat_whatever_the_input_order():
@@ -109,16 +108,17 @@ def test_runs_sorted_by_repeat_whatever_the_input_order():
 
 def test_samples_per_s_from_median(table):
     for r in table:
-        assert r.samples_per_s == pytest.approx(r.samples / r.epoch_s_median, rel=1e-12)
+        assert r.samples_per_s.point == pytest.approx(r.samples / r.epoch_s.point, rel=1e-12)
+        assert r.samples_per_s.low == pytest.approx(r.samples / r.epoch_s.high, rel=1e-12)
         assert r.samples_per_s_min == pytest.approx(r.samples / r.epoch_s_max)
         assert r.samples_per_s_max == pytest.approx(r.samples / r.epoch_s_min)
-        assert r.step_us_median == pytest.approx(r.epoch_s_median / r.steps * 1e6)
-    assert _row(table, 32, "fastpath").samples_per_s == pytest.approx(8192 / 0.100)
+        assert r.step_us == pytest.approx(r.epoch_s.point / r.steps * 1e6)
+    assert _row(table, 32, "fastpath").samples_per_s.point == pytest.approx(8192 / 0.100)
 
 
 def test_planted_outlier_flags_cell_noisy(table):
     outlier = _row(table, 512, "fastpath")
-    assert outlier.epoch_s_median == pytest.approx(0.020)
+    assert outlier.epoch_s.point == pytest.approx(0.020)
     assert outlier.epoch_s_max == pytest.approx(0.050)
     assert outlier.noisy is True
     assert any("2.50x the median" in reason for reason in outlier.noise_reasons)
@@ -137,9 +137,9 @@ def test_noise_thresholds_are_passed_through():
 
 
 def test_epoch_s_over_fastpath(table):
-    assert _row(table, 32, "dataloader").epoch_s_over_fastpath == pytest.approx(0.29 / 0.100)
-    assert _row(table, 512, "dataloader").epoch_s_over_fastpath == pytest.approx(0.061 / 0.020)
-    assert _row(table, 32, "fastpath").epoch_s_over_fastpath == pytest.approx(1.0)
+    assert _row(table, 32, "dataloader").epoch_s_over_fastpath.point == pytest.approx(0.29 / 0.100)
+    assert _row(table, 512, "dataloader").epoch_s_over_fastpath.point == pytest.approx(0.061 / 0.020)
+    assert _row(table, 32, "fastpath").epoch_s_over_fastpath.point == pytest.approx(1.0)
 
 
 def test_epoch_s_over_fastpath_none_without_fastpath():
@@ -213,7 +213,7 @@ def test_non_finite_records_excluded_from_medians_and_listed():
     cell = _row(table, 32, "fastpath")
     assert cell.repeats == 3
     assert cell.epoch_s_runs == (0.100, 0.101, 0.099)
-    assert cell.epoch_s_median == pytest.approx(0.100)
+    assert cell.epoch_s.point == pytest.approx(0.100)
     assert cell.epoch_s_max == pytest.approx(0.101)
 
     listed = aggregate.non_finite_runs(recs)
@@ -277,7 +277,7 @@ def test_exercise2_median_is_the_median_of_the_runs_it_lists():
     assert row["epoch_s_runs"] == [0.11, 0.13, 0.32]
     assert row["epoch_s_median"] == statistics.median(row["epoch_s_runs"]) == 0.13
     assert row["samples_per_s"] == ROWS / 0.13
-    assert _row(table, 128, "dataloader").epoch_s_median == pytest.approx(0.14)  # every epoch pooled: not the file's
+    assert _row(table, 128, "dataloader").epoch_s.point == pytest.approx(0.14)  # every epoch pooled: not the file's
 
 
 # --- load/convert and full path -------------------------------------------------------
@@ -520,8 +520,8 @@ def test_full_path_sums(table, load_table):
         load, train = load_cells[r.format], trains[(r.batch_size, r.loader)]
         assert r.load_s == pytest.approx(load.read_s_median + load.to_pandas_s_median)
         assert r.convert_s == pytest.approx(load.to_numpy_s_median + load.to_torch_s_median)
-        assert r.train_s == train.epoch_s_median
-        assert r.eval_s == train.eval_s_median
+        assert r.train_s == train.epoch_s.point
+        assert r.eval_s == train.eval_s.point
         assert r.total_s == pytest.approx(r.load_s + r.convert_s + r.train_s + r.eval_s, rel=1e-12)
         assert r.train_share == pytest.approx(r.train_s / r.total_s)
         assert r.noisy == bool(load.noisy or train.noisy)
@@ -607,13 +607,13 @@ def test_loader_overhead_compares_within_a_device_and_precision():
     ]
     table = aggregate.aggregate_training(recs, ROWS)
     (gpu_dl,) = [r for r in table if r.device == "cuda" and r.loader == "dataloader"]
-    assert gpu_dl.epoch_s_over_fastpath == pytest.approx(0.05 / 0.010)
-    assert _row([r for r in table if r.device == "cpu"], 32, "dataloader").epoch_s_over_fastpath == pytest.approx(
+    assert gpu_dl.epoch_s_over_fastpath.point == pytest.approx(0.05 / 0.010)
+    assert _row([r for r in table if r.device == "cpu"], 32, "dataloader").epoch_s_over_fastpath.point == pytest.approx(
         0.29 / 0.100
     )
     for r in table:
         if r.device == "cuda" and r.loader == "fastpath":
-            assert r.epoch_s_over_fastpath == pytest.approx(1.0)
+            assert r.epoch_s_over_fastpath.point == pytest.approx(1.0)
 
 
 def test_same_repeat_of_different_variants_is_no_duplicate():

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from accel_choice.analyze import bootstrap
-from accel_choice.analyze.bootstrap import Estimate
+from accel_choice.records.estimate import Estimate
 
 # --- one level: the same thing as scipy.stats.bootstrap ---------------------------------------
 
@@ -37,7 +37,7 @@ def test_one_job_matches_scipy_percentile_bootstrap(sample):
         rng=np.random.default_rng(6),
     ).confidence_interval
     tolerance = 0.02 * stats.iqr(sample)
-    assert mine.value == np.median(sample)
+    assert mine.point == np.median(sample)
     assert mine.low == pytest.approx(theirs.low, abs=tolerance)
     assert mine.high == pytest.approx(theirs.high, abs=tolerance)
     assert mine.jobs == 1
@@ -107,7 +107,7 @@ def test_paired_ratio_of_an_exact_multiple_has_no_width():
     a = [rng.lognormal(0.0, 0.3, 6) for _ in range(5)]
     b = [1.5 * job for job in a]
     estimate = bootstrap.ratio_interval(a, b, paired=True, resamples=2000, seed=1)
-    assert estimate.value == pytest.approx(1.5, rel=1e-12)
+    assert estimate.point == pytest.approx(1.5, rel=1e-12)
     assert estimate.low == pytest.approx(1.5, rel=1e-12)
     assert estimate.high == pytest.approx(1.5, rel=1e-12)
     assert estimate.jobs == 5
@@ -121,7 +121,7 @@ def test_unpaired_ratio_of_one_distribution_usually_includes_one():
         a = [rng.lognormal(0.0, 0.2, 8) for _ in range(5)]
         b = [rng.lognormal(0.0, 0.2, 8) for _ in range(5)]
         estimate = bootstrap.ratio_interval(a, b, resamples=600, seed=seed)
-        assert estimate.low <= estimate.value <= estimate.high
+        assert estimate.low <= estimate.point <= estimate.high
         holds += estimate.low <= 1.0 <= estimate.high
     assert holds >= 90
 
@@ -135,7 +135,7 @@ def test_pairing_cancels_a_drift_both_sides_shared():
     b = [f * 1.2 * rng.normal(1.0, 0.01, 8) for f in factors]
     paired = bootstrap.ratio_interval(a, b, paired=True, seed=1)
     unpaired = bootstrap.ratio_interval(a, b, paired=False, seed=1)
-    assert paired.value == unpaired.value
+    assert paired.point == unpaired.point
     assert paired.low <= 1.2 <= paired.high
     assert unpaired.low <= 1.2 <= unpaired.high
     assert (paired.high - paired.low) < 0.2 * (unpaired.high - unpaired.low)
@@ -154,7 +154,8 @@ def test_paired_ratio_refuses_different_shapes():
 
 
 def _ratio(low: float, high: float, value: float | None = None, jobs: int = 3) -> Estimate:
-    return Estimate(value=(low + high) / 2 if value is None else value, low=low, high=high, level=0.95, jobs=jobs)
+    point = (low + high) / 2 if value is None else value
+    return Estimate(point=point, low=low, high=high, level=0.95, method="test", jobs=jobs)
 
 
 @pytest.mark.parametrize(

@@ -471,21 +471,7 @@ def _row(result: compare.Comparison, loader: str = "fastpath", batch_size: int =
 def _cell(jobs: tuple[tuple[float, ...], ...], **variant: Any) -> TrainingCell:
     """A training cell whose median, interval, job medians and rates are those of `jobs`, as aggregation makes them."""
     estimate = bootstrap.median_interval(jobs)
-    runs = tuple(statistics.median(job) for job in jobs)
-    return training_cell(
-        **variant,
-        epoch_s=estimate.value,
-        epoch_s_jobs=jobs,
-        epoch_s_runs=runs,
-        epoch_s_ci_low=estimate.low,
-        epoch_s_ci_high=estimate.high,
-        epoch_s_min=min(runs),
-        epoch_s_max=max(runs),
-        samples_per_s_ci_low=ROWS / estimate.high,
-        samples_per_s_ci_high=ROWS / estimate.low,
-        samples_per_s_min=ROWS / max(runs),
-        samples_per_s_max=ROWS / min(runs),
-    )
+    return training_cell(**variant, epoch_s_jobs=jobs, epoch_s=estimate)
 
 
 def _jobs(median: float, seed: int, jobs: int = 3, epochs: int = 5, sd: float = 0.003) -> tuple[tuple[float, ...], ...]:
@@ -495,14 +481,14 @@ def _jobs(median: float, seed: int, jobs: int = 3, epochs: int = 5, sd: float = 
 
 def test_the_cell_builder_keeps_median_and_interval_consistent():
     cell = _cell(_jobs(0.01, 1))
-    assert cell.epoch_s_median == statistics.median(t for job in cell.epoch_s_jobs for t in job)
-    assert cell.epoch_s_ci_low <= cell.epoch_s_median <= cell.epoch_s_ci_high
+    assert cell.epoch_s.point == statistics.median(t for job in cell.epoch_s_jobs for t in job)
+    assert cell.epoch_s.low <= cell.epoch_s.point <= cell.epoch_s.high
 
 
 def test_a_row_3_percent_slower_inside_a_5_percent_noise_floor_is_no_measurable_difference():
     a, b = _cell(_jobs(0.0100, 1)), _cell(_jobs(0.0103, 2))
     estimate, words = compare_match.time_ratio("epoch_s", a, b, floor=0.05)
-    assert estimate.value == pytest.approx(1.03, abs=0.005)
+    assert estimate.point == pytest.approx(1.03, abs=0.005)
     assert 1.0 < estimate.low and estimate.high < 1.05  # the interval alone says slower ...
     assert words == "no measurable difference"  # ... but not beyond the run's own drift
     assert compare_match.time_ratio("epoch_s", a, b, floor=0.0)[1] == "A faster"
@@ -520,7 +506,7 @@ def test_the_ratio_interval_is_unpaired_at_the_cells_level_and_seeded_by_the_row
         seed=aggregate.cell_seed(compare_match.variant_key(a), "compare epoch_s"),
     )
     assert estimate == expected
-    wider = compare_match.time_ratio("epoch_s", a, replaced(b, confidence=0.99), floor=0.0)[0]
+    wider = compare_match.time_ratio("epoch_s", a, replaced(b, epoch_s=replaced(b.epoch_s, level=0.99)), floor=0.0)[0]
     assert wider.level == 0.99 and wider.low <= estimate.low and wider.high >= estimate.high
 
 
@@ -620,7 +606,15 @@ def test_a_slower_row_inside_the_noise_floor_does_not_fail_the_gate(tmp_path):
 
 def test_intervals_at_different_levels_use_the_higher_and_say_so(tmp_path):
     laptop, server = make_results(tmp_path, "laptop"), make_results(tmp_path, "server")
-    _edit_json(server, paths.CPU_TABLE, lambda d: [cell.__setitem__("confidence", 0.9) for cell in d["table"]])
+    _edit_json(
+        server,
+        paths.CPU_TABLE,
+        lambda d: [
+            cell[name].__setitem__("level", 0.9)
+            for cell in d["table"]
+            for name in ("epoch_s", "samples_per_s", "eval_s")
+        ],
+    )
     result = _compare(laptop, server)
     assert {row["confidence"] for row in result.rows} == {0.95}
     assert _mentioning(result, "intervals are at different levels (laptop: [0.95], server: [0.9])")
@@ -1027,19 +1021,19 @@ def _assert_as_it_was(out: Path, before: dict[str, tuple[bytes | None, int]] | N
 @pytest.mark.parametrize(
     "value, shown",
     [
-        (-1.0, "table[1].epoch_s_median: Input should be greater than 0 (found -1.0)"),
-        (0, "table[1].epoch_s_median: Input should be greater than 0 (found 0)"),
+        (-1.0, "table[1].epoch_s.point: Input should be greater than 0 (found -1.0)"),
+        (0, "table[1].epoch_s.point: Input should be greater than 0 (found 0)"),
         (math.nan, "holds NaN, which no record writes (JSON has no NaN or infinity)"),
         (math.inf, "holds Infinity, which no record writes (JSON has no NaN or infinity)"),
-        ("0.01", "table[1].epoch_s_median: Input should be a valid number (found '0.01')"),
-        (True, "table[1].epoch_s_median: Input should be a valid number (found True)"),
-        (None, "table[1].epoch_s_median: Input should be a valid number (found None)"),
+        ("0.01", "table[1].epoch_s.point: Input should be a valid number (found '0.01')"),
+        (True, "table[1].epoch_s.point: Input should be a valid number (found True)"),
+        (None, "table[1].epoch_s.point: Input should be a valid number (found None)"),
     ],
     ids=["negative", "zero", "nan", "inf", "string", "bool", "null"],
 )
 def test_a_bad_epoch_time_exits_2_naming_file_row_and_field_and_leaves_out_as_it_was(tmp_path, capsys, value, shown):
     good, bad = make_results(tmp_path, "laptop"), make_results(tmp_path, "server")
-    _edit_json(bad, paths.CPU_TABLE, _set("table", 1, "epoch_s_median", value))
+    _edit_json(bad, paths.CPU_TABLE, lambda document: document["table"][1]["epoch_s"].__setitem__("point", value))
     out = tmp_path / "cmp"
     before = _old_outputs(out)
     assert compare_results.main([str(good), str(bad), "--out", str(out)]) == 2
@@ -1048,8 +1042,8 @@ def test_a_bad_epoch_time_exits_2_naming_file_row_and_field_and_leaves_out_as_it
 
 
 def _median_moved_to_its_interval(document: dict[str, Any]) -> None:
-    cell = document["table"][1]
-    cell["epoch_s_median"] = cell["epoch_s_ci_low"]
+    estimate = document["table"][1]["epoch_s"]
+    estimate["point"] = estimate["low"]
 
 
 def _empty_job(document: dict[str, Any]) -> None:
@@ -1059,7 +1053,10 @@ def _empty_job(document: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     "edit, shown",
     [
-        (_median_moved_to_its_interval, r"table\[1\]\.epoch_s_median [0-9.e-]+ is not the median of epoch_s_jobs"),
+        (
+            _median_moved_to_its_interval,
+            r"table\[1\]: Value error, epoch_s\.point [0-9.e-]+ is not what 'percentile bootstrap: jobs, then epochs' makes of epoch_s_jobs",
+        ),
         (_empty_job, r"table\[1\]\.eval_s_jobs: a job without a time"),
     ],
     ids=["median", "empty job"],
@@ -1090,7 +1087,7 @@ def test_a_bad_full_path_total_exits_2_naming_file_row_and_field(tmp_path, capsy
 
 def test_a_bad_samples_per_s_exits_2_from_the_script(tmp_path, repo):
     good, bad = make_results(tmp_path, "laptop", gpu=True), make_results(tmp_path, "server", gpu=True)
-    _edit_json(bad, paths.GPU_TABLE, _set("table", 0, "samples_per_s", -3.0))
+    _edit_json(bad, paths.GPU_TABLE, lambda document: document["table"][0]["samples_per_s"].__setitem__("low", -3.0))
     out = tmp_path / "cmp"
     before = _old_outputs(out)
     script = repo / "workflow" / "scripts" / "compare_results.py"
@@ -1103,7 +1100,7 @@ def test_a_bad_samples_per_s_exits_2_from_the_script(tmp_path, repo):
     )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == (
-        f"error: {bad / paths.GPU_TABLE}: table[0].samples_per_s: Input should be greater than 0 (found -3.0)\n"
+        f"error: {bad / paths.GPU_TABLE}: table[0].samples_per_s.low: Input should be greater than 0 (found -3.0)\n"
     )
     _assert_as_it_was(out, before)
 
@@ -1118,18 +1115,17 @@ ORDER = "does not hold: a damaged record"
             paths.CPU_TABLE,
             "table",
             1,
-            "epoch_s_min",
-            1.0,
-            f"table[1]: Value error, epoch_s_min 1.0 <= epoch_s_median 0.04 <= epoch_s_max 0.0404 {ORDER}",
+            "epoch_s_jobs",
+            [[0.04]],
+            "table[1]: Value error, 1 epoch_s_jobs for 3 repeats",
         ),
-        (paths.CPU_TABLE, "table", 1, "epoch_s_max", 0.001, "epoch_s_median 0.04 <= epoch_s_max 0.001 " + ORDER),
         (
             paths.CPU_TABLE,
             "table",
             1,
-            "samples_per_s_max",
-            1.0,
-            "samples_per_s 51200.0 <= samples_per_s_max 1.0 " + ORDER,
+            "samples_per_s",
+            {"point": 1.0, "low": 0.5, "high": 2.0, "level": 0.95, "method": "edited", "jobs": 3, "flags": []},
+            "table[1]: Value error, samples_per_s 1.0 is not samples / epoch_s",
         ),
         (
             paths.CPU_TABLE,
@@ -1175,7 +1171,8 @@ ORDER = "does not hold: a damaged record"
             2,
             "table[1].contaminated: Input should be a valid array (found 2)",
         ),
-        (paths.CPU_TABLE, "table", 1, "epoch_s_iqr", math.nan, "holds NaN, which no record writes"),
+        (paths.CPU_TABLE, "table", 1, "epoch_s_jobs", [[math.nan]] * 3, "holds NaN, which no record writes"),
+        (paths.CPU_TABLE, "table", 1, "epoch_s_iqr", 0.01, "table[1].epoch_s_iqr: Unexpected keyword argument"),
         (paths.CPU_TABLE, "table", 1, "gpu_speedup", 2.0, "table[1].gpu_speedup: Unexpected keyword argument"),
         (
             paths.DECISION,

@@ -651,7 +651,7 @@ def test_full_path_of_a_prefetched_row_pays_the_pinning_once(load_table):
     # the matrix pinned once (2 ms) and the predictions back (20 µs); its batch copies are inside the epoch
     assert row.transfer_s == pytest.approx(0.002 + 20e-6)
     assert row.one_off_s == pytest.approx(PARQUET_FIXED + 0.002 + 20e-6 + 0.001)
-    assert row.per_epoch_s == pytest.approx(prefetched.epoch_s_median + prefetched.eval_s_median)
+    assert row.per_epoch_s == pytest.approx(prefetched.epoch_s.point + prefetched.eval_s.point)
 
 
 def test_compare_devices_numbers(train_records, load_table):
@@ -978,8 +978,8 @@ def test_decision_figure_with_gpu_rows(tmp_path, train_records, load_table):
     text = svg.read_text()
     assert "<svg" in text and text.rstrip().endswith("</svg>")
     assert "GPU: Parquet, fp32, resident" in text  # the GPU bar of the full-path panel
-    assert "CUDA fp32 resident (median, min–max)" in text  # and its throughput series
-    assert "CUDA fp32 streamed (median, min–max)" in text
+    assert "CUDA fp32 resident (point, 95% interval)" in text  # and its throughput series, with the intervals
+    assert "CUDA fp32 streamed (point, 95% interval)" in text
     assert "transfer" in text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["decision.png", "decision.svg"]
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 from builders_training import environment
 
-from accel_choice.analyze import aggregate
+from accel_choice.analyze import aggregate, bootstrap
 from accel_choice.analyze.bootstrap import spread_floor
 from accel_choice.analyze.sentinel import summarize_sentinels
 from accel_choice.analyze.stats import NoiseRules
@@ -424,14 +424,14 @@ def test_the_aggregate_of_real_jobs_has_intervals_and_the_run_sentinel(jobs):
     assert [cell.loader for cell in table.table] == ["dataloader", "fastpath"]
     for cell in table.table:
         assert cell.repeats == 3
-        assert cell.epoch_s_ci_low <= cell.epoch_s_median <= cell.epoch_s_ci_high
-        assert cell.eval_s_ci_low <= cell.eval_s_median <= cell.eval_s_ci_high
+        assert cell.epoch_s.low <= cell.epoch_s.point <= cell.epoch_s.high
+        assert cell.eval_s.low <= cell.eval_s.point <= cell.eval_s.high
         mine = [next(r for r in job.records if r.loader == cell.loader) for job in jobs]
         assert cell.epoch_s_jobs == tuple(r.epoch_s_each for r in mine)
-        assert cell.epoch_s_median == statistics.median(s for r in mine for s in r.epoch_s_each)
+        assert cell.epoch_s.point == statistics.median(s for r in mine for s in r.epoch_s_each)
     dataloader = table.table[0]
-    assert dataloader.epoch_s_over_fastpath_ci_low <= dataloader.epoch_s_over_fastpath
-    assert dataloader.epoch_s_over_fastpath <= dataloader.epoch_s_over_fastpath_ci_high
+    ratio = dataloader.epoch_s_over_fastpath
+    assert ratio.low <= ratio.point <= ratio.high and ratio.method == bootstrap.PAIRED
     assert table.sentinel.workload == CPU_WORKLOAD
     assert [row.job for row in table.sentinel.jobs] == ["bs16.t1.rep0", "bs16.t1.rep1", "bs16.t1.rep2"]
     assert table.sentinel.run_median_s == statistics.median(job.sentinel.median_s for job in jobs)

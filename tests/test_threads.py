@@ -50,7 +50,7 @@ def test_the_sentinel_flags_of_a_job_reach_its_own_thread_count_only() -> None:
 
 def test_the_fastest_configuration_and_its_ties_name_their_thread_counts() -> None:
     table = aggregate.aggregate_training(records(), ROWS)
-    fastest = min(table, key=lambda c: c.epoch_s_median)
+    fastest = min(table, key=lambda c: c.epoch_s.point)
     assert (fastest.batch_size, fastest.threads) == (512, 2)
     ties = decision_intervals.fastest_ties(table, fastest, 0.6, NoiseRules())
     assert {(t.batch_size, t.threads) for t in ties} == {(512, 1)}  # 1.5× inside a ±60 % floor

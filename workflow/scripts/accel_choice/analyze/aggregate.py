@@ -13,6 +13,7 @@ from accel_choice.analyze.bootstrap import can_pair, median_interval, outcome, r
 from accel_choice.analyze.sentinel import summarize_sentinels
 from accel_choice.analyze.stats import NoiseRules, shared_cpu_reasons, summarize
 from accel_choice.records import UserInputError
+from accel_choice.records.estimate import positive
 from accel_choice.records.environment import Environment
 from accel_choice.records.training import (
     VARIANT_KEYS,
@@ -128,27 +129,10 @@ def aggregate_training(
             samples=first.samples,
             steps=first.steps,
             epoch_s_jobs=epoch_jobs,
-            epoch_s_runs=tuple(r.epoch_s for r in group),
-            epoch_s_median=epoch_ci.value,
-            epoch_s_ci_low=epoch_ci.low,
-            epoch_s_ci_high=epoch_ci.high,
-            epoch_s_min=epoch["min"],
-            epoch_s_max=epoch["max"],
-            epoch_s_iqr=epoch["iqr"],
-            epoch_s_iqr_over_median=epoch["iqr_over_median"],
-            samples_per_s=first.samples / epoch_ci.value,
-            samples_per_s_ci_low=first.samples / epoch_ci.high,
-            samples_per_s_ci_high=first.samples / epoch_ci.low,
-            samples_per_s_min=first.samples / epoch["max"],
-            samples_per_s_max=first.samples / epoch["min"],
-            step_us_median=epoch_ci.value / first.steps * 1e6,
             eval_s_jobs=eval_jobs,
-            eval_s_median=eval_ci.value,
-            eval_s_ci_low=eval_ci.low,
-            eval_s_ci_high=eval_ci.high,
-            eval_s_min=evaluation["min"],
-            eval_s_max=evaluation["max"],
-            eval_s_iqr=evaluation["iqr"],
+            epoch_s=positive(epoch_ci),
+            samples_per_s=positive(epoch_ci.inverted(first.samples)),
+            eval_s=positive(eval_ci),
             mean_train_loss_median=_median_or_none([r.mean_train_loss for r in group]),
             eval_accuracy_median=_median_or_none([r.eval_accuracy for r in group]),
             warmup_first_over_steady_median=_median([r.warmup_first_step_s / r.warmup_steady_step_s for r in group]),
@@ -162,7 +146,6 @@ def aggregate_training(
             contaminated=contaminated_repeats(group, rules, job_reasons),
             context_startup_s_median=_median(startups) if startups else None,
             startup_s_median=_median([r.startup_s for r in group]),
-            confidence=rules.confidence,
             **versus_fastpath(key, groups, rules, noise_floor),
         )
     table = [TrainingCell(**c) for c in cells.values()]
@@ -181,9 +164,8 @@ def versus_fastpath(
     DataLoader its per-sample Python overhead as a ratio, with a paired interval (both loaders ran
     in the same jobs, epochs interleaved) and the outcome it supports."""
     base = groups.get(tuple("fastpath" if name == "loader" else value for name, value in zip(VARIANT_KEYS, key)))
-    none = dict.fromkeys(("epoch_s_over_fastpath", "epoch_s_over_fastpath_ci_low", "epoch_s_over_fastpath_ci_high"))
     if not base:
-        return {**none, "versus_fastpath": None}
+        return {"epoch_s_over_fastpath": None, "versus_fastpath": None}
     mine = groups[key]
     # Pair the jobs both loaders ran in (the same repeats), epoch by epoch.
     repeats = sorted({r.repeat for r in mine} & {r.repeat for r in base})
@@ -201,9 +183,7 @@ def versus_fastpath(
     )
     said = outcome(ratio, floor or 0.0)
     return {
-        "epoch_s_over_fastpath": ratio.value,
-        "epoch_s_over_fastpath_ci_low": ratio.low,
-        "epoch_s_over_fastpath_ci_high": ratio.high,
+        "epoch_s_over_fastpath": positive(ratio),
         "versus_fastpath": {"a_faster": "slower", "b_faster": "faster", "no_difference": "no_difference"}[said],
     }
 
@@ -267,7 +247,7 @@ def exercise2_json(table: Sequence[TrainingCell], loader: str = "dataloader") ->
 
     Its contract is the exercise's: the runs' epoch times (each job's median epoch) and *their* median,
     `statistics.median(epoch_s_runs)`, with samples per second from that median. The cell's own
-    `epoch_s_median` is the median of every epoch of every job (the report's), which differs."""
+    `epoch_s.point` is the median of every epoch of every job (the report's), which differs."""
     threads = next((cell.threads for cell in table if cell.loader == loader), None)  # the table is sorted by threads
     rows = []
     for cell in table:

@@ -21,31 +21,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+
+from accel_choice.records.estimate import BOOTSTRAP, Estimate
 
 Groups = Sequence[Sequence[float]]  # jobs, each a list of epoch times
 Outcome = Literal["a_faster", "b_faster", "no_difference"]
 
 RESAMPLES = 2000  # resamples per interval: Monte-Carlo error of a 95 % percentile bound ~1 % of the spread
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A point estimate and its percentile interval at `level` (low <= value <= high)."""
-
-    value: float
-    low: float
-    high: float
-    level: float
-    jobs: int  # the jobs it rests on (the smaller side for a ratio)
-
-    @property
-    def half_width_ratio(self) -> float:
-        """Half the interval's width over the value: ±x of the value."""
-        return (self.high - self.low) / 2 / self.value if self.value else math.inf
 
 
 def _matrix(groups: Groups) -> tuple[np.ndarray, np.ndarray]:
@@ -95,14 +80,20 @@ def resampled_medians(groups: Groups, resamples: int = RESAMPLES, seed: int = 0)
     return _medians(matrix, counts, _indices(len(counts), matrix.shape[1], resamples, seed))
 
 
-def estimate_from(value: float, distribution: np.ndarray, level: float, jobs: int) -> Estimate:
+METHOD = BOOTSTRAP
+PAIRED = "paired percentile bootstrap: the same jobs and epochs on both sides"
+
+
+def estimate_from(value: float, distribution: np.ndarray, level: float, jobs: int, method: str = METHOD) -> Estimate:
     if not 0 < level < 1:
         raise ValueError(f"confidence level must be between 0 and 1, got {level}")
     tail = (1 - level) / 2
     low, high = np.quantile(distribution, [tail, 1 - tail])
     # The percentile interval of a median can, with very few values, miss the point by a rounding step:
     # widen it to hold the point rather than report a point outside its own interval.
-    return Estimate(value=value, low=min(float(low), value), high=max(float(high), value), level=level, jobs=jobs)
+    return Estimate(
+        point=value, low=min(float(low), value), high=max(float(high), value), level=level, method=method, jobs=jobs
+    )
 
 
 def median_interval(
@@ -147,7 +138,7 @@ def ratio_interval(
         mb, _ = _matrix(b)
         draws = _indices(len(counts), ma.shape[1], resamples, seed)  # the same jobs and epochs on both sides
         distribution = _medians(mb, counts, draws) / _medians(ma, counts, draws)
-        return estimate_from(value, distribution, level, len(counts))
+        return estimate_from(value, distribution, level, len(counts), PAIRED)
     # Independent sides: different seeds, so the two resamples do not share their draws.
     distribution = resampled_medians(b, resamples, seed + 1) / resampled_medians(a, resamples, seed)
     return estimate_from(value, distribution, level, min(_jobs(a), _jobs(b)))
@@ -173,10 +164,10 @@ def repeats_to_settle(estimate: Estimate, threshold: float) -> int | None:
     The interval's half-width shrinks about as 1/√jobs; the answer is the jobs at which it would be
     smaller than the distance from the value to `threshold` (None when the value is the threshold).
     """
-    distance = abs(estimate.value - threshold)
+    distance = abs(estimate.point - threshold)
     if distance == 0:
         return None
-    half = max(estimate.value - estimate.low, estimate.high - estimate.value)
+    half = max(estimate.point - estimate.low, estimate.high - estimate.point)
     if half <= distance:
         return estimate.jobs
     return math.ceil(estimate.jobs * (half / distance) ** 2)

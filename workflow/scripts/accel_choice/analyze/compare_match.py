@@ -12,7 +12,7 @@ from typing import Any
 from accel_choice import records
 from accel_choice.analyze import bootstrap
 from accel_choice.analyze.aggregate import cell_seed
-from accel_choice.analyze.bootstrap import Estimate
+from accel_choice.records.estimate import Estimate
 from accel_choice.io import envinfo
 from accel_choice.io.folder_checks import variant_name
 from accel_choice.io.results_folder import ResultsFolder
@@ -87,9 +87,15 @@ def _cell_values(cell: Any, fields: Sequence[str]) -> tuple[Any, Any, Any] | Non
     return None if cell is None else tuple(getattr(cell, f) for f in fields)
 
 
+def _estimate_values(cell: TrainingCell | None, name: str) -> tuple[float, float, float] | None:
+    """A cell's estimate `name` as (point, low, high)."""
+    estimate = None if cell is None else getattr(cell, name)
+    return None if estimate is None else (estimate.point, estimate.low, estimate.high)
+
+
 def _ratio_columns(name: str, estimate: Estimate | None, words: str | None) -> dict[str, Any]:
     return {
-        f"{name}_ratio_b_over_a": estimate.value if estimate else None,
+        f"{name}_ratio_b_over_a": estimate.point if estimate else None,
         f"{name}_ratio_ci_low": estimate.low if estimate else None,
         f"{name}_ratio_ci_high": estimate.high if estimate else None,
         f"{name}_outcome": words,
@@ -129,14 +135,7 @@ def time_ratio(
 def _rate_ratio(epoch: Estimate, ta: TrainingCell, tb: TrainingCell) -> Estimate:
     """samples/s B/A from the epoch-time ratio: samples/s is samples over the median epoch, so its ratio is the
     ratio of the samples over the epoch ratio, and the interval's ends swap."""
-    samples = tb.samples / ta.samples
-    return Estimate(
-        value=samples / epoch.value,
-        low=samples / epoch.high,
-        high=samples / epoch.low,
-        level=epoch.level,
-        jobs=epoch.jobs,
-    )
+    return epoch.inverted(tb.samples / ta.samples)
 
 
 def time_wording(a: float | None, b: float | None, label_a: str, label_b: str) -> str:
@@ -187,15 +186,13 @@ def _row(
     }
     epoch = None
     for name in TIME_METRICS:
-        fields = (f"{name}_median", f"{name}_ci_low", f"{name}_ci_high")
-        row.update(_side_columns(name, "a", _cell_values(ta, fields), CI))
-        row.update(_side_columns(name, "b", _cell_values(tb, fields), CI))
+        row.update(_side_columns(name, "a", _estimate_values(ta, name), CI))
+        row.update(_side_columns(name, "b", _estimate_values(tb, name), CI))
         estimate, words = time_ratio(name, ta, tb, floor or 0.0, resamples) if both else (None, None)
         row.update(_ratio_columns(name, estimate, words))
         epoch = estimate if name == "epoch_s" else epoch
-    rate = ("samples_per_s", "samples_per_s_ci_low", "samples_per_s_ci_high")
-    row.update(_side_columns("samples_per_s", "a", _cell_values(ta, rate), CI))
-    row.update(_side_columns("samples_per_s", "b", _cell_values(tb, rate), CI))
+    row.update(_side_columns("samples_per_s", "a", _estimate_values(ta, "samples_per_s"), CI))
+    row.update(_side_columns("samples_per_s", "b", _estimate_values(tb, "samples_per_s"), CI))
     rate_ratio = _rate_ratio(epoch, ta, tb) if both and epoch else None
     row.update({k: v for k, v in _ratio_columns("samples_per_s", rate_ratio, None).items() if "outcome" not in k})
     row["epoch_comparison"] = time_wording(row["epoch_s_a"], row["epoch_s_b"], label_a, label_b)

@@ -10,8 +10,8 @@ from typing import Any
 
 from accel_choice.analyze.figures import Figures
 from accel_choice.analyze import theory
-from accel_choice.analyze.bootstrap import Estimate, repeats_to_settle
-from accel_choice.analyze.decision_intervals import fastest_ties, speedup_estimate, step_scaling
+from accel_choice.analyze.bootstrap import repeats_to_settle
+from accel_choice.analyze.decision_intervals import FULL_PATH, fastest_ties, speedup_estimate, step_scaling
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.records.decision import (
     DataRow,
@@ -32,6 +32,7 @@ from accel_choice.records.decision import (
 )
 from accel_choice.records.data import DatasetExport, DatasetMeta
 from accel_choice.records.environment import Environment
+from accel_choice.records.estimate import Estimate
 from accel_choice.records.loads import LoadCell, TransferTable, VisibleDevices
 from accel_choice.records.training import FullPathRow, TrainingCell, variant_fields
 
@@ -202,7 +203,7 @@ def compare_devices(
     return DeviceComparison(
         cpu=best_cpu,
         gpu=best_gpu,
-        speedup=speedup.value,
+        speedup=speedup.point,
         speedup_low=speedup.low,
         speedup_high=speedup.high,
         confidence=speedup.level,
@@ -260,7 +261,7 @@ def verdict(
     gpu = gpu_visibility(probe, environment)
     cpu_train = [r for r in train_table if r.device == "cpu"]
     best = min((r for r in full_path_rows if r.device == "cpu"), key=lambda r: r.total_s)
-    fastest = min(cpu_train, key=lambda r: r.epoch_s_median)
+    fastest = min(cpu_train, key=lambda r: r.epoch_s.point)
     flop = figures.epoch_flops_3x(fastest.samples, fastest.batch_size)
     comparison = compare_devices(full_path_rows, threshold, train_table, rules)
     settle = None
@@ -275,11 +276,12 @@ def verdict(
         reason, outcome = "interval_straddles_threshold", "undecided"
         settle = repeats_to_settle(
             Estimate(
-                comparison.speedup,
-                comparison.speedup_low,
-                comparison.speedup_high,
-                comparison.confidence,
-                comparison.jobs,
+                point=comparison.speedup,
+                low=comparison.speedup_low,
+                high=comparison.speedup_high,
+                level=comparison.confidence,
+                method=FULL_PATH,
+                jobs=comparison.jobs,
             ),
             threshold,
         )
@@ -300,9 +302,9 @@ def verdict(
             batch_size=fastest.batch_size,
             threads=fastest.threads,
             compiled=fastest.compiled,
-            epoch_s=fastest.epoch_s_median,
+            epoch_s=fastest.epoch_s.point,
             flop_3x=flop,
-            flop_per_s_3x=flop / fastest.epoch_s_median,
+            flop_per_s_3x=flop / fastest.epoch_s.point,
             figures=figures.source,
         ),
         fastest_cpu_ties=fastest_ties(cpu_train, fastest, noise_floor, rules),
@@ -325,7 +327,7 @@ def theory_table(
     achieved rate of the measured fast-path epoch."""
     # Per batch size the fastest thread count's fast-path cell (timing.threads may hold several).
     measured: dict[tuple[int, str], TrainingCell] = {}
-    for r in sorted((r for r in train_table if r.device == "cpu" and not r.compiled), key=lambda r: -r.epoch_s_median):
+    for r in sorted((r for r in train_table if r.device == "cpu" and not r.compiled), key=lambda r: -r.epoch_s.point):
         measured[(r.batch_size, r.loader)] = r
     table = []
     for b in batch_sizes:
@@ -340,7 +342,7 @@ def theory_table(
                 forward_backward_flop_per_epoch_3x=figures.epoch_flops_3x(rows, b),
                 forward_activation_bytes_per_batch=figures.activation_bytes(b),
                 batch_transfer_s_assumed=theory.transfer_seconds(b * figures.sample_bytes, bandwidth_gb_s),
-                achieved_gflop_per_s_3x=figures.epoch_flops_3x(rows, b) / fast.epoch_s_median / 1e9 if fast else None,
+                achieved_gflop_per_s_3x=figures.epoch_flops_3x(rows, b) / fast.epoch_s.point / 1e9 if fast else None,
             )
         )
     matrix_bytes = rows * figures.sample_bytes

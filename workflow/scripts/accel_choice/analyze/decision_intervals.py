@@ -8,7 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from accel_choice.analyze.aggregate import cell_seed
-from accel_choice.analyze.bootstrap import Estimate, can_pair, estimate_from, outcome, ratio_interval, resampled_medians
+from accel_choice.analyze.bootstrap import can_pair, estimate_from, outcome, ratio_interval, resampled_medians
+from accel_choice.records.estimate import Estimate
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.records.decision import StepScaling, TiedConfiguration
 from accel_choice.records.training import FullPathRow, TrainingCell, variant_of
@@ -17,6 +18,9 @@ from accel_choice.records.training import FullPathRow, TrainingCell, variant_of
 def _epoch_and_eval(cell: TrainingCell) -> list[list[float]]:
     """Each job's training epoch + evaluation pass, epoch by epoch (both were timed back to back)."""
     return [[t + e for t, e in zip(train, ev)] for train, ev in zip(cell.epoch_s_jobs, cell.eval_s_jobs)]
+
+
+FULL_PATH = "percentile bootstrap of the full path: training and evaluation resampled, the rest held fixed"
 
 
 def speedup_estimate(cpu: FullPathRow, gpu: FullPathRow, cells: Sequence[TrainingCell], rules: NoiseRules) -> Estimate:
@@ -34,7 +38,7 @@ def speedup_estimate(cpu: FullPathRow, gpu: FullPathRow, cells: Sequence[Trainin
     gpu_times = gpu_fixed + resampled_medians(_epoch_and_eval(gpu_cell), rules.bootstrap_resamples, seed + 1)
     point = cpu.total_with_startup_s / gpu.total_with_startup_s
     return estimate_from(
-        point, np.asarray(cpu_times / gpu_times), rules.confidence, min(cpu_cell.repeats, gpu_cell.repeats)
+        point, np.asarray(cpu_times / gpu_times), rules.confidence, min(cpu_cell.repeats, gpu_cell.repeats), FULL_PATH
     )
 
 
@@ -65,8 +69,8 @@ def fastest_ties(
                     batch_size=cell.batch_size,
                     threads=cell.threads,
                     compiled=cell.compiled,
-                    epoch_s=cell.epoch_s_median,
-                    over_fastest=ratio.value,
+                    epoch_s=cell.epoch_s.point,
+                    over_fastest=ratio.point,
                     over_fastest_ci_low=ratio.low,
                     over_fastest_ci_high=ratio.high,
                 )
@@ -84,7 +88,7 @@ def step_scaling(cpu_train: Sequence[TrainingCell], rules: NoiseRules = NoiseRul
     different jobs) times the ratio of their step counts. Overhead or work is called only when the
     whole interval lies on one side of half the growth of the samples per step. Cells at the thread
     count of the fastest CPU cell (timing.threads), so the growth is the batch size's alone."""
-    best = min(cpu_train, key=lambda r: r.epoch_s_median)
+    best = min(cpu_train, key=lambda r: r.epoch_s.point)
     threads = best.threads
     cpu_train = [r for r in cpu_train if (r.threads, r.compiled) == (threads, best.compiled)]
     smallest = min(cpu_train, key=lambda r: (r.batch_size, r.loader != "fastpath"))
@@ -100,7 +104,7 @@ def step_scaling(cpu_train: Sequence[TrainingCell], rules: NoiseRules = NoiseRul
     )
     per_step = smallest.steps / largest.steps
     samples = largest.batch_size / smallest.batch_size
-    low, value, high = epochs.low * per_step, epochs.value * per_step, epochs.high * per_step
+    low, value, high = epochs.low * per_step, epochs.point * per_step, epochs.high * per_step
     half = OVERHEAD_BOUND_GROWTH * samples
     growth = "overhead" if high < half else "work" if low >= half else "undecided"
     return StepScaling(

@@ -62,7 +62,7 @@ def full_path(
             predictions = _copy_seconds(device_transfers, "predictions", "device_to_host")
             startup = train.startup_s_median
             fixed = load_s + convert_s
-            total = fixed + matrix[0] + predictions[0] + train.epoch_s_median + train.eval_s_median
+            total = fixed + matrix[0] + predictions[0] + train.epoch_s.point + train.eval_s.point
             rows.append(
                 FullPathRow(
                     format=load.format,
@@ -70,16 +70,16 @@ def full_path(
                     load_s=load_s,
                     convert_s=convert_s,
                     transfer_s=matrix[0] + predictions[0],
-                    train_s=train.epoch_s_median,
-                    eval_s=train.eval_s_median,
+                    train_s=train.epoch_s.point,
+                    eval_s=train.eval_s.point,
                     total_s=total,
                     total_min_s=fixed + matrix[1] + predictions[1] + train.epoch_s_min + train.eval_s_min,
                     total_max_s=fixed + matrix[2] + predictions[2] + train.epoch_s_max + train.eval_s_max,
                     startup_s=startup,
                     total_with_startup_s=total + startup,
-                    per_epoch_s=train.epoch_s_median + train.eval_s_median,
+                    per_epoch_s=train.epoch_s.point + train.eval_s.point,
                     one_off_s=fixed + matrix[0] + predictions[0] + startup,
-                    train_share=train.epoch_s_median / total,
+                    train_share=train.epoch_s.point / total,
                     noisy=bool(load.noisy or train.noisy),
                 )
             )

@@ -336,7 +336,7 @@ def benchmark_points(train_table: Sequence[TrainingCell], workload: Callable[[in
             device=r.device,
             source="benchmark",
             **model_work.identity(workload(r.batch_size)),
-            epoch_s=r.epoch_s_median,
+            epoch_s=r.epoch_s.point,
             epoch_s_min=r.epoch_s_min,
             epoch_s_max=r.epoch_s_max,
             repeats=r.repeats,
@@ -351,7 +351,7 @@ def benchmark_points(train_table: Sequence[TrainingCell], workload: Callable[[in
 def fastpath_cpu_seconds(train_table: Sequence[TrainingCell]) -> dict[int, float]:
     """The median CPU fast-path epoch per batch size (the FLOP check's achieved rate)."""
     return {
-        r.batch_size: r.epoch_s_median
+        r.batch_size: r.epoch_s.point
         for r in train_table
         if r.device == "cpu" and r.loader == "fastpath" and not r.compiled
     }

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypedDict
 
+from accel_choice.records.estimate import quartiles
+
 
 @dataclass(frozen=True, kw_only=True)
 class NoiseRules:
@@ -36,15 +38,6 @@ class Summary(TypedDict):
     max_over_median: float
     noisy: bool
     noise_reasons: list[str]
-
-
-def quartiles(values: Sequence[float]) -> tuple[float, float]:
-    """First and third quartile, linear interpolation (numpy's default method)."""
-    ordered = sorted(values)
-    if len(ordered) == 1:
-        return ordered[0], ordered[0]
-    q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
-    return q1, q3
 
 
 def summarize(values: Sequence[float], rules: NoiseRules = NoiseRules()) -> Summary:

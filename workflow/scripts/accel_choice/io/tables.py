@@ -22,7 +22,11 @@ def write_csv(path: str | os.PathLike[str], rows: Sequence[Any]) -> None:
     """One line per row (a dict, or a record: its fields in order)."""
     if not rows:
         raise ValueError(f"{path}: refusing to write an empty table")
-    rows = [row if isinstance(row, dict) else records.to_json(row) for row in rows]
+    # A record that knows its own row (estimates as their columns: records.estimate.columns) gives it.
+    rows = [
+        row if isinstance(row, dict) else row.table_row() if hasattr(row, "table_row") else records.to_json(row)
+        for row in rows
+    ]
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
     writer.writeheader()

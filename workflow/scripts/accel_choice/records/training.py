@@ -14,7 +14,6 @@ from typing import Any, Literal
 
 from accel_choice.records import (
     Count,
-    Fraction,
     LoadAverage,
     NonNegative,
     NonNegativeSeconds,
@@ -26,6 +25,7 @@ from accel_choice.records import (
     record,
 )
 from accel_choice.records.environment import Environment
+from accel_choice.records.estimate import PositiveEstimate, columns, point_of, quartiles
 from accel_choice.records.sentinel import SentinelReadings, SentinelSummary
 
 
@@ -177,34 +177,19 @@ class Contamination:
 
 @record
 class TrainingCell(VariantFields):
-    """One variant aggregated over its finite repeats: medians with spread, flags, throughput."""
+    """One variant aggregated over its finite repeats: the raw epoch and evaluation times of every job,
+    the estimates made from them, flags and throughput. Spreads of the jobs (min, max, quartiles of the
+    job medians) are read from the raw times (properties), never stored twice."""
 
     grad_scaler: bool
     repeats: PositiveCount
     samples: Count
     steps: Count
     epoch_s_jobs: tuple[tuple[Seconds, ...], ...]  # every timed epoch, one tuple per repeat (job)
-    epoch_s_runs: tuple[Seconds, ...]  # each job's median epoch
-    epoch_s_median: Seconds  # the median of every epoch of every job
-    epoch_s_ci_low: Seconds  # its interval at `confidence`: bootstrap over jobs, then epochs
-    epoch_s_ci_high: Seconds
-    epoch_s_min: Seconds  # the fastest and slowest job's median
-    epoch_s_max: Seconds
-    epoch_s_iqr: NonNegative
-    epoch_s_iqr_over_median: NonNegative
-    samples_per_s: Positive
-    samples_per_s_ci_low: Positive
-    samples_per_s_ci_high: Positive
-    samples_per_s_min: Positive
-    samples_per_s_max: Positive
-    step_us_median: Positive
     eval_s_jobs: tuple[tuple[Seconds, ...], ...]
-    eval_s_median: Seconds
-    eval_s_ci_low: Seconds
-    eval_s_ci_high: Seconds
-    eval_s_min: Seconds
-    eval_s_max: Seconds
-    eval_s_iqr: NonNegative
+    epoch_s: PositiveEstimate  # the cell's epoch time with its interval at its level
+    samples_per_s: PositiveEstimate  # samples / epoch_s
+    eval_s: PositiveEstimate
     mean_train_loss_median: float | None
     eval_accuracy_median: float | None
     warmup_first_over_steady_median: Positive
@@ -218,47 +203,94 @@ class TrainingCell(VariantFields):
     contaminated: tuple[Contamination, ...]
     context_startup_s_median: Seconds | None
     startup_s_median: NonNegativeSeconds  # the jobs' one-off start-up (TrainingRecord.startup_s)
-    epoch_s_over_fastpath: Positive | None  # this cell's epoch over the fast path's, same device/precision/placement/B
-    epoch_s_over_fastpath_ci_low: Positive | None  # paired: both loaders ran in the same jobs
-    epoch_s_over_fastpath_ci_high: Positive | None
+    epoch_s_over_fastpath: (
+        PositiveEstimate | None
+    )  # this cell's epoch over the fast path's, same device/precision/placement/B
     versus_fastpath: Literal["slower", "faster", "no_difference"] | None  # decided by the interval and the noise floor
-    confidence: Fraction
 
     def __post_init__(self) -> None:
-        ordered(self.epoch_s_min, self.epoch_s_median, self.epoch_s_max, "epoch_s_min epoch_s_median epoch_s_max")
-        ordered(
-            self.epoch_s_ci_low,
-            self.epoch_s_median,
-            self.epoch_s_ci_high,
-            "epoch_s_ci_low epoch_s_median epoch_s_ci_high",
+        for name in ("epoch_s_jobs", "eval_s_jobs"):
+            if len(getattr(self, name)) != self.repeats:
+                raise ValueError(f"{len(getattr(self, name))} {name} for {self.repeats} repeats")
+        for name in ("epoch_s", "eval_s"):
+            jobs, estimate = getattr(self, f"{name}_jobs"), getattr(self, name)
+            point = point_of(estimate.method, jobs) if all(jobs) else None
+            if point is not None and not math.isclose(estimate.point, point, rel_tol=1e-12):
+                raise ValueError(
+                    f"{name}.point {estimate.point!r} is not what {estimate.method!r} makes of {name}_jobs "
+                    f"({point!r}): a damaged record"
+                )
+        if not math.isclose(self.samples_per_s.point, self.samples / self.epoch_s.point, rel_tol=1e-9):
+            raise ValueError(f"samples_per_s {self.samples_per_s.point!r} is not samples / epoch_s")
+
+    @property
+    def confidence(self) -> float:
+        """The level of the cell's intervals."""
+        return self.epoch_s.level
+
+    @property
+    def epoch_s_runs(self) -> tuple[float, ...]:
+        """Each job's median epoch (TrainingRecord.epoch_s), in job order."""
+        return tuple(statistics.median(job) for job in self.epoch_s_jobs)
+
+    @property
+    def eval_s_runs(self) -> tuple[float, ...]:
+        return tuple(statistics.median(job) for job in self.eval_s_jobs)
+
+    @property
+    def epoch_s_min(self) -> float:
+        return min(self.epoch_s_runs)
+
+    @property
+    def epoch_s_max(self) -> float:
+        return max(self.epoch_s_runs)
+
+    @property
+    def epoch_s_iqr(self) -> float:
+        q1, q3 = quartiles(self.epoch_s_runs)
+        return q3 - q1
+
+    @property
+    def eval_s_min(self) -> float:
+        return min(self.eval_s_runs)
+
+    @property
+    def eval_s_max(self) -> float:
+        return max(self.eval_s_runs)
+
+    @property
+    def samples_per_s_min(self) -> float:
+        return self.samples / self.epoch_s_max
+
+    @property
+    def samples_per_s_max(self) -> float:
+        return self.samples / self.epoch_s_min
+
+    @property
+    def step_us(self) -> float:
+        """The epoch's point over its steps, in microseconds."""
+        return self.epoch_s.point / self.steps * 1e6
+
+    def table_row(self) -> dict[str, Any]:
+        """The cell as one row of tables/{cpu,gpu}_training.csv: its fields, each estimate as its columns
+        (records.estimate.columns: point, ci_low, ci_high) with its method, and the jobs' spread."""
+        estimates = ("epoch_s", "samples_per_s", "eval_s", "epoch_s_over_fastpath")
+        row = {name: getattr(self, name) for name in self.__dataclass_fields__ if name not in estimates}
+        row["contaminated"] = tuple(c.repeat for c in self.contaminated)
+        for name in estimates:
+            row.update(columns(name, getattr(self, name)))
+        spread = ("epoch_s_runs", "epoch_s_min", "epoch_s_max", "epoch_s_iqr", "eval_s_min", "eval_s_max")
+        return (
+            row
+            | {name: getattr(self, name) for name in spread}
+            | {
+                "samples_per_s_min": self.samples_per_s_min,
+                "samples_per_s_max": self.samples_per_s_max,
+                "step_us": self.step_us,
+                "interval_method": self.epoch_s.method,
+                "confidence": self.confidence,
+            }
         )
-        ordered(
-            self.eval_s_ci_low, self.eval_s_median, self.eval_s_ci_high, "eval_s_ci_low eval_s_median eval_s_ci_high"
-        )
-        ordered(
-            self.samples_per_s_ci_low,
-            self.samples_per_s,
-            self.samples_per_s_ci_high,
-            "samples_per_s_ci_low samples_per_s samples_per_s_ci_high",
-        )
-        if self.epoch_s_over_fastpath is not None:
-            ordered(
-                self.epoch_s_over_fastpath_ci_low or 0.0,
-                self.epoch_s_over_fastpath,
-                self.epoch_s_over_fastpath_ci_high or 0.0,
-                "epoch_s_over_fastpath_ci_low epoch_s_over_fastpath epoch_s_over_fastpath_ci_high",
-            )
-        if len(self.epoch_s_jobs) != self.repeats:
-            raise ValueError(f"{len(self.epoch_s_jobs)} epoch_s_jobs for {self.repeats} repeats")
-        ordered(self.eval_s_min, self.eval_s_median, self.eval_s_max, "eval_s_min eval_s_median eval_s_max")
-        ordered(
-            self.samples_per_s_min,
-            self.samples_per_s,
-            self.samples_per_s_max,
-            "samples_per_s_min samples_per_s samples_per_s_max",
-        )
-        if len(self.epoch_s_runs) != self.repeats:
-            raise ValueError(f"{len(self.epoch_s_runs)} epoch_s_runs for {self.repeats} repeats")
 
 
 @record
@@ -272,7 +304,7 @@ class NonFiniteRun(VariantFields):
     mean_train_loss: float | None
 
 
-@record(schema="training-table", version=4)
+@record(schema="training-table", version=5)
 class TrainingTable:
     """tables/{cpu,gpu}_training.json: the cells of one device, the runs left out of them, and the
     run's drift sentinel (its machine speed, flagged jobs and noise floor)."""

@@ -312,10 +312,14 @@ def _throughput_panel(axes: Any, train_table: Sequence[TrainingCell]) -> None:
     for series in sorted({_series(row) for row in train_table}):
         rows = sorted((r for r in train_table if _series(r) == series), key=lambda r: r.batch_size)
         sizes = [r.batch_size for r in rows]
-        median = [r.samples_per_s for r in rows]
-        low = [m - r.samples_per_s_min for m, r in zip(median, rows)]
-        high = [r.samples_per_s_max - m for m, r in zip(median, rows)]
-        axes.errorbar(sizes, median, yerr=[low, high], marker="o", capsize=4, label=f"{series} (median, min–max)")
+        median = [r.samples_per_s.point for r in rows]
+        # The interval each comparison is decided by, not the jobs' min-max.
+        low = [m - r.samples_per_s.low for m, r in zip(median, rows)]
+        high = [r.samples_per_s.high - m for m, r in zip(median, rows)]
+        level = f"{rows[0].confidence:.0%}" if rows else ""
+        axes.errorbar(
+            sizes, median, yerr=[low, high], marker="o", capsize=4, label=f"{series} (point, {level} interval)"
+        )
         noisy = [(s, m) for s, m, r in zip(sizes, median, rows) if r.noisy]
         if noisy:
             labelled = "noisy (flagged)" in axes.get_legend_handles_labels()[1]

@@ -65,12 +65,12 @@ def _cpu_section(train_table: Sequence[TrainingCell]) -> str:
             r.loader + (" (compiled)" if r.compiled else ""),
             r.repeats,
             r.steps,
-            ms(r.epoch_s_median),
-            f"{ms(r.epoch_s_ci_low)}–{ms(r.epoch_s_ci_high)}",
+            ms(r.epoch_s.point),
+            f"{ms(r.epoch_s.low)}–{ms(r.epoch_s.high)}",
             f"{ms(r.epoch_s_min)}–{ms(r.epoch_s_max)}",
-            f"{r.samples_per_s:,.0f}",
-            f"{r.step_us_median:.0f}",
-            ms(r.eval_s_median),
+            f"{r.samples_per_s.point:,.0f}",
+            f"{r.step_us:.0f}",
+            ms(r.eval_s.point),
             versus_fastpath(r),
             f"{r.mean_train_loss_median:.4f}",
             r.threads,
@@ -122,10 +122,8 @@ def versus_fastpath(cell: TrainingCell) -> str:
     if cell.epoch_s_over_fastpath is None or cell.loader == "fastpath":
         return ""
     words = {"slower": "slower", "faster": "faster", "no_difference": "no measurable difference"}
-    return (
-        f"{cell.epoch_s_over_fastpath:.2f}× ({cell.epoch_s_over_fastpath_ci_low:.2f}–"
-        f"{cell.epoch_s_over_fastpath_ci_high:.2f}), {words[cell.versus_fastpath or 'no_difference']}"
-    )
+    ratio = cell.epoch_s_over_fastpath
+    return f"{ratio.point:.2f}× ({ratio.low:.2f}–{ratio.high:.2f}), {words[cell.versus_fastpath or 'no_difference']}"
 
 
 def _full_path_section(rows: Sequence[FullPathRow]) -> str:
@@ -196,11 +194,11 @@ def _gpu_section(inputs: ReportInputs) -> str:
                 r.placement,
                 r.batch_size,
                 r.repeats,
-                ms(r.epoch_s_median),
-                f"{ms(r.epoch_s_ci_low)}–{ms(r.epoch_s_ci_high)}",
+                ms(r.epoch_s.point),
+                f"{ms(r.epoch_s.low)}–{ms(r.epoch_s.high)}",
                 f"{ms(r.epoch_s_min)}–{ms(r.epoch_s_max)}",
-                f"{r.samples_per_s:,.0f}",
-                ms(r.eval_s_median),
+                f"{r.samples_per_s.point:,.0f}",
+                ms(r.eval_s.point),
                 f"{m.peak_bytes:,}" if m.peak_bytes is not None else "n/a",
                 f"{m.epoch_bytes:,}" if m.epoch_bytes is not None else "n/a",
                 f"{m.bound_bytes:,}",
