@@ -1,0 +1,79 @@
+"""The calibration harness: what the project's "95 %" intervals, "no measurable difference", regression
+gate and verdict really do on synthetic runs, for 3 and 5 jobs and job-to-job spreads of 5-30 %.
+
+    .venv/bin/python benchmarks/calibration.py                    # both methods, markdown table
+    .venv/bin/python benchmarks/calibration.py --method job-t --draws 2000
+
+The runs are drawn through the library's own functions (accel_choice.analyze.calibration): the
+interval of a cell, the ratio of two, its outcome, the gate's rule and the verdict's. Every coverage,
+false-alarm and power figure docs/statistics.md quotes was printed by this script.
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
+from accel_choice.analyze import calibration as c  # noqa: E402
+
+METHODS = {"bootstrap": c.BOOTSTRAP, "job-t": c.JOB_T}
+COLUMNS = (
+    "method",
+    "jobs",
+    "σJ",
+    "coverage",
+    "A/A differs",
+    "gate A/A (20 rows)",
+    "power 10 %",
+    "power 20 %",
+    "power 30 %",
+    "verdict error, 1 GPU",
+    "verdict error, 5 GPUs",
+    "settled by repeats_to_settle",
+)
+
+
+def row(method: c.Method, name: str, design: c.Design, draws: int, gate_draws: int) -> list[str]:
+    settle, undecided = c.settle_rate(method, design, draws)
+    return [
+        name,
+        str(design.jobs),
+        f"{design.sigma_job:.0%}",
+        f"{c.coverage(method, design, draws):.3f}",
+        f"{c.aa_differs(method, design, draws):.3f}",
+        f"{c.gate_rates(method, design, gate_draws):.3f}",
+        *(f"{c.gate_rates(method, design, gate_draws, slowdown=s):.3f}" for s in (0.1, 0.2, 0.3)),
+        f"{c.verdict_error_at_threshold(method, design, draws, candidates=1):.3f}",
+        f"{c.verdict_error_at_threshold(method, design, draws, candidates=5):.3f}",
+        "-" if settle is None else f"{settle:.3f} of {undecided}",
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--method", choices=[*METHODS, "both"], default="both")
+    parser.add_argument("--draws", type=int, default=1000, help="synthetic runs per figure (default 1000)")
+    parser.add_argument("--gate-draws", type=int, default=300, help="synthetic tables per gate figure (default 300)")
+    parser.add_argument("--jobs", type=int, nargs="+", default=[3, 5])
+    parser.add_argument("--sigma-job", type=float, nargs="+", default=[0.05, 0.10, 0.20, 0.30])
+    args = parser.parse_args(argv)
+    chosen = METHODS if args.method == "both" else {args.method: METHODS[args.method]}
+    started = time.perf_counter()
+    print(f"| {' | '.join(COLUMNS)} |")
+    print(f"|{'---|' * len(COLUMNS)}")
+    for name, method in chosen.items():
+        for jobs in args.jobs:
+            for sigma in args.sigma_job:
+                design = c.Design(jobs=jobs, sigma_job=sigma)
+                print(f"| {' | '.join(row(method, name, design, args.draws, args.gate_draws))} |", flush=True)
+    print(
+        f"\n{args.draws} draws a figure ({args.gate_draws} tables for the gate), epochs {c.Design(3, 0).epochs} "
+        f"a job, epoch spread {c.Design(3, 0).sigma_epoch:.0%}, level {c.LEVEL:.0%}, gate at "
+        f"{c.GATE_PERCENT:g} %; {time.perf_counter() - started:.0f} s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

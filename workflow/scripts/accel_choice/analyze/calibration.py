@@ -1,0 +1,177 @@
+"""Does a stated confidence mean what it says? Synthetic runs drawn through the project's own interval,
+outcome, gate and verdict functions, counted (benchmarks/calibration.py prints the table).
+
+A synthetic cell is `jobs` timing jobs of `epochs` epochs each: every job has its own speed (a
+log-normal job effect with spread `sigma_job`: the machine's drift from one process to the next,
+the larger source on a shared VM) and every epoch its own (log-normal, `sigma_epoch`). The true
+epoch time is 1, so an interval covers when it holds 1, and a ratio of two cells of one distribution
+is truly 1 (an A/A pair).
+
+Two methods are compared: `BOOTSTRAP`, the two-level percentile bootstrap every table used
+(analyze.bootstrap, one 95 % interval per comparison), and `JOB_T`, Student's t on the log job
+medians (analyze.job_intervals) with the gate's rows and the verdict's candidates counted as one
+family (Bonferroni). Every figure the docs quote comes from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from accel_choice.analyze import bootstrap, job_intervals
+from accel_choice.analyze.bootstrap import Groups, outcome, repeats_to_settle
+from accel_choice.records.estimate import Estimate
+
+LEVEL = 0.95
+ROWS = 20  # the epoch rows of a default run's comparison table, each with an interval
+GATE_PERCENT = 5.0  # compare --fail-if-slower 5
+
+
+@dataclass(frozen=True)
+class Design:
+    """The shape of a synthetic run's cells."""
+
+    jobs: int
+    sigma_job: float  # log-normal spread of a job's speed (0.2: one job 20 % off is usual)
+    epochs: int = 5
+    sigma_epoch: float = 0.05
+
+
+def simulate(rng: np.random.Generator, design: Design, scale: float = 1.0) -> list[list[float]]:
+    """One cell: `design.jobs` jobs of `design.epochs` epoch times, true median `scale`."""
+    effects = rng.lognormal(0.0, design.sigma_job, size=design.jobs)
+    return [list(scale * effect * rng.lognormal(0.0, design.sigma_epoch, size=design.epochs)) for effect in effects]
+
+
+@dataclass(frozen=True)
+class Method:
+    """How intervals are made (`cell`, `ratio`: groups and a level to an Estimate) and at which level a
+    family of comparisons is judged (`family_level`: the per-comparison level for a family of n)."""
+
+    name: str
+    point: Callable[[Groups], float]
+    cell: Callable[[Groups, float], Estimate]
+    ratio: Callable[[Groups, Groups, float], Estimate]
+    family_level: Callable[[float, int], float]
+    settle: Callable[[Groups, Groups, Estimate, float], int | None]  # the jobs a re-run should have
+
+
+BOOTSTRAP = Method(
+    "percentile bootstrap (jobs, then epochs), each comparison at 95 %",
+    bootstrap.pooled_median,
+    lambda g, level: bootstrap.median_interval(g, level),
+    lambda a, b, level: bootstrap.ratio_interval(a, b, level=level),
+    lambda level, n: level,
+    lambda a, b, speedup, threshold: repeats_to_settle(speedup, threshold),
+)
+JOB_T = Method(
+    "Student t on log job medians, a family at 95 % together (Bonferroni)",
+    job_intervals.point,
+    job_intervals.median_interval,
+    lambda a, b, level: job_intervals.ratio_interval(a, b, level=level),
+    job_intervals.simultaneous_level,
+    lambda a, b, speedup, threshold: job_intervals.jobs_to_settle(a, b, threshold),
+)
+
+
+def coverage(method: Method, design: Design, draws: int, seed: int = 0) -> float:
+    """How often a cell's interval holds its true median."""
+    rng = np.random.default_rng(seed)
+    held = 0
+    for _ in range(draws):
+        estimate = method.cell(simulate(rng, design), LEVEL)
+        held += estimate.low <= 1.0 <= estimate.high
+    return held / draws
+
+
+def aa_differs(method: Method, design: Design, draws: int, seed: int = 1) -> float:
+    """How often two independent runs of one distribution are declared different (floor 0)."""
+    rng = np.random.default_rng(seed)
+    differ = 0
+    for _ in range(draws):
+        differ += outcome(method.ratio(simulate(rng, design), simulate(rng, design), LEVEL)) != "no_difference"
+    return differ / draws
+
+
+def gate_flags(ratio: Estimate, percent: float = GATE_PERCENT, floor: float = 0.0) -> bool:
+    """The regression gate's rule for one row (analyze.compare.regressions): B slower than A by more
+    than `percent`, the whole interval beyond it and beyond the noise floor."""
+    return ratio.low > 1 + percent / 100 and outcome(ratio, floor) == "a_faster"
+
+
+def gate_rates(
+    method: Method, design: Design, draws: int, slowdown: float = 0.0, rows: int = ROWS, seed: int = 2
+) -> float:
+    """With `slowdown` 0: how often an A/A table of `rows` rows fails the gate (any row flagged).
+    Otherwise: how often the gate flags the one row whose B is truly `slowdown` slower (its power)."""
+    rng = np.random.default_rng(seed)
+    # The gate asks one side (B slower): a two-sided interval at 1 - 2α/rows holds each row's one-sided
+    # false alarm to α/rows, and the table's to α (where the method counts the rows as one family).
+    level = method.family_level(1 - 2 * (1 - LEVEL), rows)
+    hits = 0
+    for _ in range(draws):
+        if slowdown:
+            hits += gate_flags(method.ratio(simulate(rng, design), simulate(rng, design, 1 + slowdown), level))
+        else:
+            hits += any(
+                gate_flags(method.ratio(simulate(rng, design), simulate(rng, design), level)) for _ in range(rows)
+            )
+    return hits / draws
+
+
+def verdict(method: Method, cpu: Groups, gpus: list[Groups], threshold: float) -> tuple[str, Estimate, Groups]:
+    """The verdict's rule on training epochs: the fastest GPU candidate by its point, the CPU/GPU speedup's
+    interval at the level of a family as large as the candidates; GPU when it lies wholly above the threshold,
+    CPU wholly below, undecided otherwise (analyze.decision.verdict)."""
+    level = method.family_level(LEVEL, len(gpus))
+    best = min(gpus, key=method.point)
+    speedup = method.ratio(best, cpu, level)  # B/A = cpu/gpu: the speedup
+    if speedup.low > threshold:
+        return "GPU", speedup, best
+    if speedup.high < threshold:
+        return "CPU", speedup, best
+    return "undecided", speedup, best
+
+
+def verdict_error_at_threshold(
+    method: Method, design: Design, draws: int, candidates: int = 1, threshold: float = 1.5, seed: int = 3
+) -> float:
+    """The true speedup is exactly the threshold: how often a verdict other than undecided is given."""
+    rng = np.random.default_rng(seed)
+    wrong = 0
+    for _ in range(draws):
+        cpu = simulate(rng, design, threshold)
+        gpus = [simulate(rng, design) for _ in range(candidates)]
+        wrong += verdict(method, cpu, gpus, threshold)[0] != "undecided"
+    return wrong / draws
+
+
+def settle_rate(
+    method: Method, design: Design, draws: int, away: float = 1.2, threshold: float = 1.5, seed: int = 4
+) -> tuple[float | None, int]:
+    """A true speedup `away` times the threshold: of the runs left undecided, how often a re-run with the
+    jobs the method suggests decides it rightly; a suggestion past 200 jobs, or none, counts as not
+    settled. (None when no run was undecided) and how many were."""
+    rng = np.random.default_rng(seed)
+    undecided = settled = 0
+    for _ in range(draws):
+        cpu = simulate(rng, design, threshold * away)
+        said, speedup, gpu = verdict(method, cpu, [simulate(rng, design)], threshold)
+        if said != "undecided":
+            continue
+        undecided += 1
+        jobs = method.settle(gpu, cpu, speedup, threshold)
+        if jobs is None or jobs > 200:
+            continue
+        again = Design(jobs=max(jobs, 2), sigma_job=design.sigma_job, epochs=design.epochs)
+        cpu, gpu = simulate(rng, again, threshold * away), simulate(rng, again)
+        settled += verdict(method, cpu, [gpu], threshold)[0] == "GPU"
+    return (settled / undecided if undecided else None), undecided
+
+
+def binomial_bounds(p: float, draws: int, z: float = 3.0) -> tuple[float, float]:
+    """Where a rate of true value `p` lands in `draws` draws, ±`z` standard errors: a test's tolerance."""
+    half = z * (p * (1 - p) / draws) ** 0.5
+    return max(0.0, p - half), min(1.0, p + half)

@@ -1,0 +1,125 @@
+"""Intervals from the jobs themselves: Student-t on the logarithm of each job's median.
+
+A timing job is a process: what moves from one to the next (the machine's state, the allocator's
+layout, a neighbour) moves every epoch inside it together. The jobs, not the epochs, are the
+independent repeats, and with the default three of them a percentile bootstrap cannot reach past
+the three job medians (a resample repeats one job 1/9 of the time), so its "95 %" interval covers
+74-85 % on a drifting machine (benchmarks/calibration.py). Here each job is summarised by its median
+epoch, the summaries are compared on a log scale (times are positive and their spread grows with
+them: a ratio of times is a difference of logs), and the interval is Student's t with jobs - 1
+degrees of freedom (Welch's for two independent runs): exact when the log job medians are normal,
+and wide when the jobs are few, which is what three jobs honestly know.
+
+The point is the geometric mean of the job medians (the median of a log-normal job effect);
+a one-job cell has no interval (low = high = point, `jobs` 1): it cannot say how far the next job
+would land.
+"""
+
+from __future__ import annotations
+
+import math
+import numpy as np
+from scipy import stats
+
+from accel_choice.analyze.bootstrap import Groups
+from accel_choice.records.estimate import JOB_T, Estimate
+
+
+def job_logs(groups: Groups) -> np.ndarray:
+    """The natural logarithm of each job's median (jobs without values left out)."""
+    medians = [float(np.median(np.asarray(g, dtype=float))) for g in groups if len(g)]
+    if not medians:
+        raise ValueError("no measurements to summarise")
+    if min(medians) <= 0 or not all(math.isfinite(m) for m in medians):
+        raise ValueError(f"job medians must be positive finite times, got {medians}")
+    return np.log(medians)
+
+
+METHOD = JOB_T
+PAIRED = "paired t on log job medians: the per-job ratio of jobs both sides ran in"
+WELCH = "Welch t on log job medians of two independent sets of jobs"
+# One job, or jobs that all agree to the last digit: no interval can be told.
+NO_SPREAD = ("one job or no spread between jobs: no interval",)
+
+
+def _t_estimate(center: float, se: float, df: float, level: float, jobs: int, method: str = METHOD) -> Estimate:
+    if not 0 < level < 1:
+        raise ValueError(f"confidence level must be between 0 and 1, got {level}")
+    if jobs < 2 or not se > 0:
+        point = math.exp(center)
+        return Estimate(point=point, low=point, high=point, level=level, method=method, jobs=jobs, flags=NO_SPREAD)
+    half = float(stats.t.ppf(1 - (1 - level) / 2, df)) * se
+    return Estimate(
+        point=math.exp(center),
+        low=math.exp(center - half),
+        high=math.exp(center + half),
+        level=level,
+        method=method,
+        jobs=jobs,
+    )
+
+
+def point(groups: Groups) -> float:
+    """The cell's point: the geometric mean of its job medians."""
+    return math.exp(float(np.mean(job_logs(groups))))
+
+
+def median_interval(groups: Groups, level: float = 0.95) -> Estimate:
+    """The geometric mean of the job medians with its t interval (jobs - 1 degrees of freedom)."""
+    logs = job_logs(groups)
+    se = float(np.std(logs, ddof=1) / math.sqrt(len(logs))) if len(logs) > 1 else 0.0
+    return _t_estimate(float(np.mean(logs)), se, len(logs) - 1, level, len(logs))
+
+
+def ratio_interval(a: Groups, b: Groups, *, paired: bool = False, level: float = 0.95) -> Estimate:
+    """B/A of the two cells' geometric-mean job medians with its t interval (B/A < 1: B is faster).
+
+    `paired`: a[j] and b[j] ran in the same job j, interleaved, so the drift they shared cancels in
+    the per-job log ratio (jobs - 1 degrees of freedom). Otherwise two independent sets of jobs:
+    Welch's t on the difference of the mean logs (Welch-Satterthwaite degrees of freedom)."""
+    la, lb = job_logs(a), job_logs(b)
+    if paired:
+        if len(la) != len(lb):
+            raise ValueError("paired intervals need the same jobs on both sides")
+        d = lb - la
+        se = float(np.std(d, ddof=1) / math.sqrt(len(d))) if len(d) > 1 else 0.0
+        return _t_estimate(float(np.mean(d)), se, len(d) - 1, level, len(d), PAIRED)
+    jobs = min(len(la), len(lb))
+    if jobs < 2:
+        return _t_estimate(float(np.mean(lb) - np.mean(la)), 0.0, 1, level, jobs, WELCH)
+    va, vb = np.var(la, ddof=1) / len(la), np.var(lb, ddof=1) / len(lb)
+    se = math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va**2 / (len(la) - 1) + vb**2 / (len(lb) - 1)) if se > 0 else 1.0
+    return _t_estimate(float(np.mean(lb) - np.mean(la)), se, df, level, jobs, WELCH)
+
+
+def simultaneous_level(level: float, comparisons: int) -> float:
+    """The per-comparison level that keeps `comparisons` intervals jointly at `level` (Bonferroni):
+    a table of 20 rows at 95 % each would see some row "differ" in A/A runs about 64 % of the time."""
+    if comparisons < 1:
+        raise ValueError(f"comparisons must be at least 1, got {comparisons}")
+    return 1 - (1 - level) / comparisons
+
+
+def jobs_to_settle(
+    a: Groups, b: Groups, threshold: float, level: float = 0.95, power: float = 0.8, most: int = 200
+) -> int | None:
+    """How many jobs a side needs for the B/A interval to clear `threshold` with probability `power`, from
+    the jobs' observed spread: the fewest n with (t(1 - α/2) + t(power)) · s · √(2/n) below the distance
+    from the ratio to the threshold on the log scale (2n - 2 degrees of freedom; s: the two sides' pooled
+    spread of log job medians) - the sample size of a two-sample t test. None when that takes more than
+    `most` jobs, or when the ratio is the threshold or nothing varied."""
+    la, lb = job_logs(a), job_logs(b)
+    distance = abs(float(np.mean(lb) - np.mean(la)) - math.log(threshold))
+    if len(la) + len(lb) < 3 or distance == 0:
+        return None
+    pooled = math.sqrt(
+        ((len(la) - 1) * np.var(la, ddof=1) + (len(lb) - 1) * np.var(lb, ddof=1)) / (len(la) + len(lb) - 2)
+    )
+    if pooled == 0:
+        return None
+    for n in range(2, most + 1):
+        quantiles = float(stats.t.ppf(1 - (1 - level) / 2, 2 * n - 2)) + float(stats.t.ppf(power, 2 * n - 2))
+        if quantiles * pooled * math.sqrt(2 / n) < distance:
+            return n
+    return None
