@@ -16,7 +16,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 LIBRARY = REPO / "workflow" / "scripts" / "accel_choice"
-PYTHON = ["workflow/scripts", "tests"]
+PYTHON = ["workflow/scripts", "tests", "benchmarks"]
 SNAKEMAKE = ["Snakefile", "workflow/rules"]
 MAX_MODULE_LINES = 400
 
