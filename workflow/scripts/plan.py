@@ -3,7 +3,7 @@
 import dataclasses
 
 from accel_choice import records
-from accel_choice.analyze import breakeven_interval, model_work, planner, scale
+from accel_choice.analyze import aggregate, breakeven_interval, model_work, planner, scale
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import atomic, envinfo, tables
 from accel_choice.io.runtime import job
@@ -21,11 +21,12 @@ from accel_choice.render.break_even_figure import break_even_figure
 inp, p, out = snakemake.input, snakemake.params, snakemake.output
 with job(snakemake.log[0], snakemake.threads) as log:
     grid = [r for path in inp.grid for r in records.read(GridJob, path).records]
-    train_table = list(records.read(TrainingTable, inp.training).table)
+    tables = [records.read(TrainingTable, inp.training)]
     transfers = None
     if inp.get("gpu_training"):  # planned only where a GPU is measured
-        train_table += records.read(TrainingTable, inp.gpu_training[0]).table
+        tables.append(records.read(TrainingTable, inp.gpu_training[0]))
         transfers = records.read(TransferTable, inp.transfers[0])
+    train_table = [cell for table in tables for cell in table.table]
     probe = records.read(DeviceProbe, inp.probe)
 
     rules = NoiseRules(**p.noise)
@@ -95,7 +96,8 @@ with job(snakemake.log[0], snakemake.threads) as log:
     gpu_memory, gpu_memory_source = planner.gpu_memory_bytes(probe, p.gpu_assumed["memory_gb"])
     scenario = planner.scenario_plan(
         **p.scenario,
-        host_memory_bytes=planner.host_memory_bytes(),
+        # The nodes that measured, not the one running this job.
+        host_memory_bytes=aggregate.smallest_host_memory(table.host_memory_bytes for table in tables),
         gpu_memory_bytes=gpu_memory,
         gpu_memory_source=gpu_memory_source,
     )

@@ -73,7 +73,6 @@ with job(snakemake.log[0], snakemake.threads) as log:
             row_group_rows=p.row_group_rows,
             compression=p.compression if wc.format == "parquet" else "none",
             cache_drop=method,
-            host_memory_bytes=scale.host_memory_bytes(),
             sizes=tuple(sizes),
             environment=envinfo.quick_environment(p.seed),
             sentinel=sentinel.readings(),
