@@ -21,7 +21,7 @@ import torch
 from accel_choice.analyze import aggregate, decision, fullpath, loads, theory
 from accel_choice.analyze.figures import Figures
 from accel_choice.io import dataio, envinfo
-from accel_choice.measure import datagen, devices, loadconv, loaders, steps, training, transfer
+from accel_choice.measure import datagen, devices, loadconv, loaders, placement, steps, training, transfer
 from accel_choice.records.model import ModelSpec
 
 pytestmark = [
@@ -129,7 +129,7 @@ def _resident_trainer(benchmark, precision, batch_size):
     x_device, y_device = x.to(device), y.reshape(-1, 1).to(device)
     model = training.build_model(FEATURES, HIDDEN, SEED).to(device)
     trainer = steps.Trainer(model, SPEC, variant, device)
-    batches = list(steps.batches(variant, x, y, batch_size, True, SEED, device, x_device, y_device))
+    batches = list(placement.batches("resident", "fastpath", x, y, batch_size, True, SEED, device, x_device, y_device))
     for xb, yb in batches[:3]:  # Adam's state, the scaler's, first kernels: before the check
         trainer.step(xb, yb)
     torch.cuda.synchronize()
@@ -247,7 +247,7 @@ def test_prefetched_batches_arrive_intact_through_the_copy_stream(benchmark):
     ].is_pinned()
     direct = [(a.to(device), b.to(device)) for a, b in loaders.make_loader("fastpath", x, y, LARGE, True, SEED)]
     fetched = list(
-        steps.Prefetched(
+        placement.Prefetched(
             loaders.make_loader("fastpath", x.pin_memory(), y.pin_memory(), LARGE, True, SEED, pin=True), device
         )
     )
