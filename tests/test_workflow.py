@@ -313,7 +313,10 @@ def test_changing_one_batch_size_reruns_only_its_jobs(finished: Path) -> None:
         "profile_model": 1,  # counted at every timing batch size
         "aggregate_training": 1,
         "resource_table": 1,
-        "planner": 1,
+        "planner_cost_model": 1,
+        "planner_break_even": 1,
+        "planner_flop_check": 1,
+        "planner_scenario": 1,
         "decide": 1,
         "report": 1,
         "config_snapshot": 1,
@@ -341,9 +344,19 @@ def test_changing_the_largest_selection_batch_size_retrains_only_it_and_does_not
 
 
 def test_changing_the_bandwidth_reruns_only_the_planner_the_decision_and_report(finished: Path) -> None:
-    # The assumed bandwidth enters the planner's start-up model and the decision's transfer estimate.
+    # The assumed bandwidth enters the planner's curves and scenario (through its cost-model table's
+    # copy rate) and the decision's transfer estimate; the FLOP check does not read it.
     plan = planned_jobs(snakemake(finished, changed(report={"bandwidth_gb_s": 16}), "-n"))
-    assert plan == {"planner": 1, "decide": 1, "report": 1, "config_snapshot": 1, "archive": 1, "all": 1}
+    assert plan == {
+        "planner_cost_model": 1,
+        "planner_break_even": 1,
+        "planner_scenario": 1,
+        "decide": 1,
+        "report": 1,
+        "config_snapshot": 1,
+        "archive": 1,
+        "all": 1,
+    }
 
 
 def test_no_gpu_here_so_auto_planned_no_gpu_jobs(finished: Path) -> None:
@@ -358,11 +371,12 @@ def test_no_gpu_here_so_auto_planned_no_gpu_jobs(finished: Path) -> None:
 
 def test_a_change_of_visible_devices_reruns_only_what_used_the_probe(finished: Path) -> None:
     # Switching accelerator changes the probe's fingerprint param, exactly as a new GPU would:
-    # the probe and what reads it (planner, decision, report) re-run, no CPU measurement does.
+    # the probe and what reads it (the planner's scenario, the decision, the report) re-run, no CPU
+    # measurement does.
     plan = planned_jobs(snakemake(finished, changed(accelerator="off"), "-n"))
     assert plan == {
         "probe_devices": 1,
-        "planner": 1,
+        "planner_scenario": 1,
         "decide": 1,
         "report": 1,
         "config_snapshot": 1,
@@ -382,7 +396,10 @@ def test_require_plans_gpu_jobs_without_a_gpu_on_the_submit_host(finished: Path)
         "northstar_selection": 1,
         "seed_limits": 1,
         "time_cost_model": 3,
-        "planner": 1,
+        # The GPU's grid and table enter the fit; the FLOP check reads the CPU table alone.
+        "planner_cost_model": 1,
+        "planner_break_even": 1,
+        "planner_scenario": 1,
         "resource_table": 1,
         "decide": 1,
         "report": 1,
@@ -528,7 +545,10 @@ def test_changing_the_seed_reruns_everything(finished: Path) -> None:
         "seed_limits": 1,
         "gradient_variance": 1,
         "time_cost_model": 3,
-        "planner": 1,
+        "planner_cost_model": 1,
+        "planner_break_even": 1,
+        "planner_flop_check": 1,
+        "planner_scenario": 1,
         "resource_table": 1,
         "decide": 1,
         "report": 1,
@@ -811,7 +831,10 @@ def test_a_lost_record_is_measured_again_and_the_archive_verifies(lost_and_stale
         "time_cpu_training": 1,
         "aggregate_training": 1,
         "resource_table": 1,
-        "planner": 1,
+        "planner_cost_model": 1,
+        "planner_break_even": 1,
+        "planner_flop_check": 1,
+        "planner_scenario": 1,
         "decide": 1,
         "report": 1,
         "archive": 1,
@@ -949,7 +972,16 @@ def test_changing_a_gpu_assumption_reruns_only_the_planner_and_what_follows(fini
     plan = planned_jobs(
         snakemake(finished, changed(planner={**TINY["planner"], "gpu_assumed": {"tflop_per_s": 20}}), "-n")
     )
-    assert plan == {"planner": 1, "report": 1, "config_snapshot": 1, "archive": 1, "all": 1}
+    # The assumed GPU model enters the fit: the cost model, the curves and the scenario; not the FLOP check.
+    assert plan == {
+        "planner_cost_model": 1,
+        "planner_break_even": 1,
+        "planner_scenario": 1,
+        "report": 1,
+        "config_snapshot": 1,
+        "archive": 1,
+        "all": 1,
+    }
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -1111,7 +1143,8 @@ def test_an_example_reruns_what_its_data_and_model_change_and_nothing_of_the_cas
     # Editing the model's source re-times it: the module is an input of the rules that build it.
     edited = residual_mlp["edited"]
     assert edited["time_cpu_training"] == 6 and edited["profile_model"] == 1 and "import_benchmark" not in edited
-    assert edited["planner"] == 1  # the planner reads the model's profile and its timed cells
+    # the planner reads the model's profile and its timed cells; the FLOP check the timed cells
+    assert all(edited[f"planner_{job}"] == 1 for job in ("cost_model", "break_even", "flop_check", "scenario"))
 
 
 def test_the_residual_mlp_example_reports_counted_figures_matching_a_count_by_hand(residual_mlp: dict) -> None:
@@ -1188,7 +1221,8 @@ def test_the_streaming_study_measures_every_stage_and_leaves_no_data_behind(pris
     plan = planned_jobs(snakemake(workdir, config, "-n"))
     # The study's own jobs, and what reads them: the planner (the storage line) and the report.
     assert plan["time_scale"] == 2 and plan["time_scale_step"] == 1 and plan["scale_table"] == 1
-    assert plan["planner"] == 1 and "time_cpu_training" not in plan and "time_cost_model" not in plan
+    assert plan["planner_break_even"] == 1 and "time_cpu_training" not in plan and "time_cost_model" not in plan
+    assert not {"planner_cost_model", "planner_flop_check", "planner_scenario"} & set(plan)
     result = snakemake(workdir, config)
     assert result.returncode == 0, result.stderr[-3000:]
     results = workdir / "results"
