@@ -170,6 +170,30 @@ def test_an_edited_export_is_refused_naming_the_file(finished: Path, tmp_path: P
     assert "re-run the workflow to regenerate it with the export_data rule" in logs
 
 
+def test_memory_is_judged_on_the_nodes_that_measured_not_on_the_one_that_decides(
+    finished: Path, tmp_path: Path
+) -> None:
+    """The CPU table carries its timing nodes' memory (the smallest); made 1000 bytes, the decision
+    and the planner's scenario find nothing fits, whatever the machine running them has."""
+    copy = copy_of(finished, tmp_path / "copy")
+    path = copy / "results/tables/cpu_training.json"
+    table = read(path)
+    jobs = [read(job) for job in (copy / "results/timing/cpu").glob("*.json")]
+    assert table["host_memory_bytes"] == min(job["environment"]["host_memory_bytes"] for job in jobs) > 0
+    table["host_memory_bytes"] = 1000
+    path.write_text(json.dumps(table))
+    result = snakemake(copy, TINY, "--until", "decide", "planner_scenario")
+    assert result.returncode == 0, result.stderr[-3000:]
+    memory = read(copy / "results/tables/decision.json")["verdict"]["memory"]
+    assert (memory["host_memory_bytes"], memory["fits_host"]) == (1000, False)
+    scenario = read(copy / "results/tables/scenario.json")
+    assert (scenario["host_memory_bytes"], scenario["fits_in_host_memory"], scenario["must_stream"]) == (
+        1000,
+        False,
+        True,
+    )
+
+
 def test_outputs_stay_inside_results(finished: Path) -> None:
     result = snakemake(finished, TINY, "--summary")
     assert result.returncode == 0, result.stderr[-2000:]

@@ -8,6 +8,7 @@ from accel_choice.io.runtime import job
 from accel_choice.records.breakeven import BreakEvenTable
 from accel_choice.records.scale import ScaleJob
 from accel_choice.render.break_even_figure import break_even_figure, storage_line
+from accel_choice.render.planner import interval_text
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output
 with job(snakemake.log[0], snakemake.threads) as log:
@@ -53,14 +54,5 @@ with job(snakemake.log[0], snakemake.threads) as log:
     # A list of summary rows, as break_even.json's "summary" (read by no rule; kept as a list).
     atomic.write_json(out.break_even_summary_json, list(summary))
     for s in summary:
-        log.info(
-            "break-even %s (%s): %s, %.0f%% interval %s..%s, %.0f%% of %d resamples with a break-even",
-            s.axis,
-            s.placement,
-            s.break_even,
-            100 * s.confidence,
-            s.break_even_low if s.break_even_low is not None else s.break_even_low_where,
-            s.break_even_high if s.break_even_high is not None else s.break_even_high_where,
-            100 * s.break_even_share,
-            s.resamples,
-        )
+        share = f"{100 * s.break_even_share:.0f}% of {s.resamples} resamples"
+        log.info("break-even %s (%s): %s, %s, %s with one", s.axis, s.placement, s.break_even, interval_text(s), share)
