@@ -34,6 +34,11 @@ pytestmark = pytest.mark.workflow
 TINY_SPLIT = {"train": 0.6, "val": 0.2, "test": 0.2}  # the schema's default selection.split
 
 
+# The planner's jobs that fit the cost models (what a change to the fit's inputs re-runs), and all four.
+PLANNER_FIT = {"planner_cost_model": 1, "planner_break_even": 1, "planner_scenario": 1}
+PLANNER = {**PLANNER_FIT, "planner_flop_check": 1}
+
+
 def changed(**overrides: dict) -> dict:
     config = json.loads(json.dumps(TINY))
     for section, values in overrides.items():
@@ -337,10 +342,7 @@ def test_changing_one_batch_size_reruns_only_its_jobs(finished: Path) -> None:
         "profile_model": 1,  # counted at every timing batch size
         "aggregate_training": 1,
         "resource_table": 1,
-        "planner_cost_model": 1,
-        "planner_break_even": 1,
-        "planner_flop_check": 1,
-        "planner_scenario": 1,
+        **PLANNER,
         "decide": 1,
         "report": 1,
         "config_snapshot": 1,
@@ -372,9 +374,7 @@ def test_changing_the_bandwidth_reruns_only_the_planner_the_decision_and_report(
     # copy rate) and the decision's transfer estimate; the FLOP check does not read it.
     plan = planned_jobs(snakemake(finished, changed(report={"bandwidth_gb_s": 16}), "-n"))
     assert plan == {
-        "planner_cost_model": 1,
-        "planner_break_even": 1,
-        "planner_scenario": 1,
+        **PLANNER_FIT,
         "decide": 1,
         "report": 1,
         "config_snapshot": 1,
@@ -421,9 +421,7 @@ def test_require_plans_gpu_jobs_without_a_gpu_on_the_submit_host(finished: Path)
         "seed_limits": 1,
         "time_cost_model": 3,
         # The GPU's grid and table enter the fit; the FLOP check reads the CPU table alone.
-        "planner_cost_model": 1,
-        "planner_break_even": 1,
-        "planner_scenario": 1,
+        **PLANNER_FIT,
         "resource_table": 1,
         "decide": 1,
         "report": 1,
@@ -569,10 +567,7 @@ def test_changing_the_seed_reruns_everything(finished: Path) -> None:
         "seed_limits": 1,
         "gradient_variance": 1,
         "time_cost_model": 3,
-        "planner_cost_model": 1,
-        "planner_break_even": 1,
-        "planner_flop_check": 1,
-        "planner_scenario": 1,
+        **PLANNER,
         "resource_table": 1,
         "decide": 1,
         "report": 1,
@@ -855,10 +850,7 @@ def test_a_lost_record_is_measured_again_and_the_archive_verifies(lost_and_stale
         "time_cpu_training": 1,
         "aggregate_training": 1,
         "resource_table": 1,
-        "planner_cost_model": 1,
-        "planner_break_even": 1,
-        "planner_flop_check": 1,
-        "planner_scenario": 1,
+        **PLANNER,
         "decide": 1,
         "report": 1,
         "archive": 1,
@@ -998,9 +990,7 @@ def test_changing_a_gpu_assumption_reruns_only_the_planner_and_what_follows(fini
     )
     # The assumed GPU model enters the fit: the cost model, the curves and the scenario; not the FLOP check.
     assert plan == {
-        "planner_cost_model": 1,
-        "planner_break_even": 1,
-        "planner_scenario": 1,
+        **PLANNER_FIT,
         "report": 1,
         "config_snapshot": 1,
         "archive": 1,
@@ -1168,7 +1158,7 @@ def test_an_example_reruns_what_its_data_and_model_change_and_nothing_of_the_cas
     edited = residual_mlp["edited"]
     assert edited["time_cpu_training"] == 6 and edited["profile_model"] == 1 and "import_benchmark" not in edited
     # the planner reads the model's profile and its timed cells; the FLOP check the timed cells
-    assert all(edited[f"planner_{job}"] == 1 for job in ("cost_model", "break_even", "flop_check", "scenario"))
+    assert all(edited[job] == 1 for job in PLANNER)
 
 
 def test_the_residual_mlp_example_reports_counted_figures_matching_a_count_by_hand(residual_mlp: dict) -> None:
