@@ -17,12 +17,12 @@ inp, p, out = snakemake.input, snakemake.params, snakemake.output
 with job(snakemake.log[0], snakemake.threads) as log:
     environment = records.read(EnvironmentReport, inp.environment).quick
     cpu_table = records.read(TrainingTable, inp.cpu_training)
-    tables = [cpu_table]
+    measured = [cpu_table]
     transfers = None
     if inp.get("gpu_training"):  # planned only where a GPU is measured
-        tables.append(records.read(TrainingTable, inp.gpu_training))
+        measured.append(records.read(TrainingTable, inp.gpu_training))
         transfers = records.read(TransferTable, inp.transfers[0])
-    train_table = [cell for table in tables for cell in table.table]
+    train_table = [cell for table in measured for cell in table.table]
     load_table = records.read(LoadTable, inp.load_convert).table
     probe = records.read(DeviceProbe, inp.probe)
     # The textbook MLP's formulas, or what profile_model counted on a user's model.
@@ -48,7 +48,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
         probe=probe,
         threshold=p.speedup_threshold,
         # The nodes that measured, not the one running this job.
-        host_memory_bytes=aggregate.smallest_host_memory(table.host_memory_bytes for table in tables),
+        host_memory_bytes=aggregate.smallest_host_memory(table.host_memory_bytes for table in measured),
         rules=NoiseRules(**p.noise),
         noise_floor=cpu_table.sentinel.noise_floor,
     )
