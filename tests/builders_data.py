@@ -47,6 +47,7 @@ def data_environment(**overrides: Any) -> Environment:
         "cpu_model": "Test CPU 9000",
         "logical_cores": 8,
         "affinity_cores": 2,
+        "host_memory_bytes": 16 << 30,
         "torch_threads": None,
         "torch_interop_threads": None,
         "omp_num_threads_env": None,

@@ -45,6 +45,7 @@ def northstar_environment(**overrides: Any) -> Environment:
         cpu_model="Test CPU",
         logical_cores=2,
         affinity_cores=2,
+        host_memory_bytes=8 << 30,
         torch_threads=1,
         torch_interop_threads=1,
         omp_num_threads_env=None,

@@ -210,6 +210,7 @@ def environment(**overrides: Any) -> Environment:
         cpu_model="Test CPU 9000",
         logical_cores=8,
         affinity_cores=2,
+        host_memory_bytes=16 << 30,
         torch_threads=1,
         torch_interop_threads=2,
         omp_num_threads_env="1",

@@ -15,11 +15,13 @@ from accel_choice.io import atomic
 from accel_choice.records import RecordError
 from accel_choice.records import read as read_record
 from accel_choice.records.loads import LoadTable, SecondsSpread, TransferJob, TransferTable
+from accel_choice.records.training import TrainingJob
 from builders_data import copy_cell, copy_timing, data_environment, load_cell, transfer_job, transfer_table
 from builders_data import load_table as build_load_table
 from builders_data import file_load, load_job
 from accel_choice.measure import datagen, training
 from accel_choice.records.model import ModelSpec
+from builders_planner import sentinel_readings
 from builders_training import environment, replaced, training_record
 
 ROWS = 8192
@@ -204,6 +206,36 @@ def test_refuses_empty():
 
 
 # --- non-finite records -----------------------------------------------------------------
+
+
+def _job(repeat, host_memory_bytes):
+    """One timing job of batch size 32 (both loaders) on a node with this much memory."""
+    job_records = tuple(
+        record(32, loader, repeat, EPOCHS[(32, loader)][repeat]) for loader in ("dataloader", "fastpath")
+    )
+    return TrainingJob(
+        records=job_records,
+        wall_interval=(10.0 * repeat, 10.0 * repeat + 5),
+        environment=environment(host_memory_bytes=host_memory_bytes),
+        sentinel=sentinel_readings(),
+    )
+
+
+@pytest.mark.parametrize(
+    ("memories", "expected"),
+    [((64 << 30, 16 << 30, 32 << 30), 16 << 30), ((64 << 30, None, 32 << 30), None)],
+    ids=["smallest node", "one node unknown"],
+)
+def test_the_table_holds_the_memory_of_the_nodes_that_measured_not_the_aggregating_one(memories, expected):
+    jobs = [_job(repeat, memory) for repeat, memory in enumerate(memories)]
+    aggregating = environment(host_memory_bytes=1 << 50)
+    table = aggregate.training_table(jobs, ROWS, NoiseRules(), aggregating)
+    assert table.host_memory_bytes == expected and table.environment == aggregating
+
+
+def test_the_smallest_host_memory_is_unknown_without_a_node():
+    assert aggregate.smallest_host_memory([]) is None
+    assert aggregate.smallest_host_memory([8 << 30, 4 << 30]) == 4 << 30
 
 
 def test_non_finite_records_excluded_from_medians_and_listed():

@@ -293,6 +293,7 @@ def _table(measured: list[TrainingRecord], quick: Environment, noise_floor: floa
         table=tuple(aggregate.aggregate_training(measured, ROWS)),
         non_finite=aggregate.non_finite_runs(measured),
         sentinel=_sentinel(measured, measured[0].device, noise_floor),
+        host_memory_bytes=quick.host_memory_bytes,
         environment=quick,
     )
 

@@ -260,7 +260,7 @@ def test_verdict_reasons_carry_the_numbers(train_table, full_path_rows):
     assert reasons[4] == (
         "Memory does not decide here: the Adam fp32 state (26,128 bytes), forward and backward "
         "activations at B=512 (331,776 bytes) and the data matrix (1,081,344 bytes) need 1,439,248 "
-        "bytes, within this host's 17,179,869,184 bytes."
+        "bytes, within the measuring host's 17,179,869,184 bytes."
     )
 
 
@@ -286,7 +286,7 @@ def test_memory_sentence_names_a_machine_that_is_too_small(train_table, full_pat
     assert small.memory.fits_host is False
     assert (
         words.reasons(small)[4].startswith("Memory decides: ")
-        and "more than this host's 1,000,000 bytes" in words.reasons(small)[4]
+        and "more than the measuring host's 1,000,000 bytes" in words.reasons(small)[4]
     )
     unknown = _verdict(train_table, full_path_rows, host_memory_bytes=None)
     assert unknown.memory.fits_host is None and "is not known, so memory is not compared" in words.reasons(unknown)[4]

@@ -22,7 +22,7 @@ import torch
 
 from accel_choice.analyze import theory
 from accel_choice.io import envinfo
-from accel_choice.measure import acceptance, datagen, devices, loaders, steps, training, transfer
+from accel_choice.measure import acceptance, datagen, devices, loaders, placement, steps, training, transfer
 from accel_choice.measure import model as models
 from accel_choice.measure.job import Envelope
 from accel_choice.records.model import ModelSpec
@@ -268,7 +268,7 @@ def test_prefetched_batches_arrive_intact_through_the_copy_stream(benchmark, dev
     assert first.is_pinned() is cuda
     direct = [(a.to(device), b.to(device)) for a, b in loaders.make_loader("fastpath", x, y, LARGE, True, SEED)]
     fetched = list(
-        steps.Prefetched(loaders.make_loader("fastpath", host_x, host_y, LARGE, True, SEED, pin=cuda), device)
+        placement.Prefetched(loaders.make_loader("fastpath", host_x, host_y, LARGE, True, SEED, pin=cuda), device)
     )
     devices.synchronize(device)
     assert len(fetched) == len(direct) == ROWS[device.type] // LARGE

@@ -16,9 +16,10 @@ import torch
 from accel_choice import records as record_files
 from accel_choice.analyze import aggregate, theory
 from accel_choice.io import atomic
-from accel_choice.measure import datagen, steps, training, transfer
+from accel_choice.measure import datagen, loaders, steps, training, transfer
 from accel_choice.measure import job as measure_job
 from accel_choice.measure.job import Envelope
+from accel_choice.measure.placement import Prefetched
 from accel_choice.records.loads import TransferJob
 from accel_choice.records.model import ModelSpec
 from builders_data import data_environment
@@ -164,18 +165,18 @@ def test_no_peak_memory_nor_context_startup_on_cpu(gpu_job):
 
 def test_prefetched_batches_are_the_loaders_batches_copied_one_ahead(data):
     x, y = data
-    loader = steps.make_loader("fastpath", x, y.reshape(-1, 1), BATCH, True, SEED)
+    loader = loaders.make_loader("fastpath", x, y.reshape(-1, 1), BATCH, True, SEED)
     direct = list(loader)
     fetched = list(
-        steps.Prefetched(steps.make_loader("fastpath", x, y.reshape(-1, 1), BATCH, True, SEED), torch.device("cpu"))
+        Prefetched(loaders.make_loader("fastpath", x, y.reshape(-1, 1), BATCH, True, SEED), torch.device("cpu"))
     )
     assert len(fetched) == len(direct) == 4
     assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(direct, fetched))
-    assert list(steps.Prefetched([], torch.device("cpu"))) == []
+    assert list(Prefetched([], torch.device("cpu"))) == []
 
     handed_out, copied = [], []
 
-    class Spy(steps.Prefetched):
+    class Spy(Prefetched):
         def _copy(self, batch):
             copied.append(batch)
             return super()._copy(batch)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -115,3 +117,18 @@ def test_the_quick_environment_is_a_record_that_round_trips():
     assert isinstance(environment, Environment) and environment.seed == 7
     assert records.from_json(Environment, records.to_json(environment), "here") == environment
     assert not any(isinstance(v, float) and math.isnan(v) for v in records.to_json(environment).values())
+
+
+def test_the_environment_holds_this_nodes_memory_read_from_meminfo_or_psutil(tmp_path, monkeypatch):
+    psutil = pytest.importorskip("psutil")
+    memory = envinfo.quick_environment().host_memory_bytes
+    if Path(envinfo.MEMINFO).exists():
+        kib = next(
+            line.split()[1] for line in Path(envinfo.MEMINFO).read_text().splitlines() if line.startswith("MemTotal:")
+        )
+        assert memory == int(kib) * 1024
+    read = envinfo.host_memory_bytes.__wrapped__  # past the per-process cache
+    monkeypatch.setattr(envinfo, "MEMINFO", str(tmp_path / "no-meminfo"))
+    assert read() == psutil.virtual_memory().total > 0
+    monkeypatch.setitem(sys.modules, "psutil", None)  # neither can tell
+    assert read() is None

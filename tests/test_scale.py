@@ -29,7 +29,7 @@ from accel_choice.records.sentinel import SentinelReadings
 from accel_choice.render import scale as words
 
 GB = 1e9
-ENV = envinfo.quick_environment(seed=7)
+ENV = dataclasses.replace(envinfo.quick_environment(seed=7), host_memory_bytes=24 * 10**9)
 
 
 def rate(per_s: float, spread: float = 0.05) -> Rate:
@@ -88,7 +88,6 @@ def job(fmt: str, sizes: tuple[SizeMeasurement, ...], sentinel: SentinelReadings
         row_group_rows=65536,
         compression="snappy" if fmt == "parquet" else "none",
         cache_drop="drop_caches",
-        host_memory_bytes=24 * 10**9,
         sizes=sizes,
         environment=ENV,
         sentinel=sentinel or ticks(len(sizes) + 1),

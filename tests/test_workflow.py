@@ -34,6 +34,11 @@ pytestmark = pytest.mark.workflow
 TINY_SPLIT = {"train": 0.6, "val": 0.2, "test": 0.2}  # the schema's default selection.split
 
 
+# The planner's jobs that fit the cost models (what a change to the fit's inputs re-runs), and all four.
+PLANNER_FIT = {"planner_cost_model": 1, "planner_break_even": 1, "planner_scenario": 1}
+PLANNER = {**PLANNER_FIT, "planner_flop_check": 1}
+
+
 def changed(**overrides: dict) -> dict:
     config = json.loads(json.dumps(TINY))
     for section, values in overrides.items():
@@ -170,6 +175,14 @@ def test_an_edited_export_is_refused_naming_the_file(finished: Path, tmp_path: P
     assert "re-run the workflow to regenerate it with the export_data rule" in logs
 
 
+def _vouch(record: Path) -> None:
+    """Append to the record's job log the line its job writes for it (records.ledger): a test that plants a
+    value in a record stands in for the job that would have measured it."""
+    log = record.parent / json.loads(record.read_text())["log"]
+    with open(log, "a", encoding="utf-8") as handle:
+        handle.write(records.ledger.line(record, log, record.read_bytes()) + "\n")
+
+
 def test_a_timing_record_edited_by_hand_is_refused_and_nothing_vouches_for_it(finished: Path, tmp_path: Path) -> None:
     """The fast path's epochs divided by 10 in every repeat of one batch size (issue 28's probe): the
     next run re-reads them, refuses them naming the file and its job's log, and the report, the
@@ -191,6 +204,31 @@ def test_a_timing_record_edited_by_hand_is_refused_and_nothing_vouches_for_it(fi
     assert "measure it again: delete it and re-run the workflow" in result.stderr
     assert "Traceback" not in result.stderr  # one line, no traceback (UserInputError)
     assert {name: (finished / "results" / name).read_bytes() for name in kept} == kept
+
+
+def test_memory_is_judged_on_the_nodes_that_measured_not_on_the_one_that_decides(
+    finished: Path, tmp_path: Path
+) -> None:
+    """The CPU table carries its timing nodes' memory (the smallest); made 1000 bytes, the decision
+    and the planner's scenario find nothing fits, whatever the machine running them has."""
+    copy = copy_of(finished, tmp_path / "copy")
+    path = copy / "results/tables/cpu_training.json"
+    table = read(path)
+    jobs = [read(job) for job in (copy / "results/timing/cpu").glob("*.json")]
+    assert table["host_memory_bytes"] == min(job["environment"]["host_memory_bytes"] for job in jobs) > 0
+    table["host_memory_bytes"] = 1000
+    path.write_text(json.dumps(table))
+    _vouch(path)  # as if its job had written it: the ledger refuses an edit by hand (test above)
+    result = snakemake(copy, TINY, "--until", "decide", "planner_scenario")
+    assert result.returncode == 0, result.stderr[-3000:]
+    memory = read(copy / "results/tables/decision.json")["verdict"]["memory"]
+    assert (memory["host_memory_bytes"], memory["fits_host"]) == (1000, False)
+    scenario = read(copy / "results/tables/scenario.json")
+    assert (scenario["host_memory_bytes"], scenario["fits_in_host_memory"], scenario["must_stream"]) == (
+        1000,
+        False,
+        True,
+    )
 
 
 def test_outputs_stay_inside_results(finished: Path) -> None:
@@ -336,7 +374,7 @@ def test_changing_one_batch_size_reruns_only_its_jobs(finished: Path) -> None:
         "profile_model": 1,  # counted at every timing batch size
         "aggregate_training": 1,
         "resource_table": 1,
-        "planner": 1,
+        **PLANNER,
         "decide": 1,
         "report": 1,
         "config_snapshot": 1,
@@ -364,9 +402,17 @@ def test_changing_the_largest_selection_batch_size_retrains_only_it_and_does_not
 
 
 def test_changing_the_bandwidth_reruns_only_the_planner_the_decision_and_report(finished: Path) -> None:
-    # The assumed bandwidth enters the planner's start-up model and the decision's transfer estimate.
+    # The assumed bandwidth enters the planner's curves and scenario (through its cost-model table's
+    # copy rate) and the decision's transfer estimate; the FLOP check does not read it.
     plan = planned_jobs(snakemake(finished, changed(report={"bandwidth_gb_s": 16}), "-n"))
-    assert plan == {"planner": 1, "decide": 1, "report": 1, "config_snapshot": 1, "archive": 1, "all": 1}
+    assert plan == {
+        **PLANNER_FIT,
+        "decide": 1,
+        "report": 1,
+        "config_snapshot": 1,
+        "archive": 1,
+        "all": 1,
+    }
 
 
 def test_no_gpu_here_so_auto_planned_no_gpu_jobs(finished: Path) -> None:
@@ -381,11 +427,12 @@ def test_no_gpu_here_so_auto_planned_no_gpu_jobs(finished: Path) -> None:
 
 def test_a_change_of_visible_devices_reruns_only_what_used_the_probe(finished: Path) -> None:
     # Switching accelerator changes the probe's fingerprint param, exactly as a new GPU would:
-    # the probe and what reads it (planner, decision, report) re-run, no CPU measurement does.
+    # the probe and what reads it (the planner's scenario, the decision, the report) re-run, no CPU
+    # measurement does.
     plan = planned_jobs(snakemake(finished, changed(accelerator="off"), "-n"))
     assert plan == {
         "probe_devices": 1,
-        "planner": 1,
+        "planner_scenario": 1,
         "decide": 1,
         "report": 1,
         "config_snapshot": 1,
@@ -405,7 +452,8 @@ def test_require_plans_gpu_jobs_without_a_gpu_on_the_submit_host(finished: Path)
         "northstar_selection": 1,
         "seed_limits": 1,
         "time_cost_model": 3,
-        "planner": 1,
+        # The GPU's grid and table enter the fit; the FLOP check reads the CPU table alone.
+        **PLANNER_FIT,
         "resource_table": 1,
         "decide": 1,
         "report": 1,
@@ -553,7 +601,7 @@ def test_changing_the_seed_reruns_everything(finished: Path) -> None:
         "seed_limits": 1,
         "gradient_variance": 1,
         "time_cost_model": 3,
-        "planner": 1,
+        **PLANNER,
         "resource_table": 1,
         "decide": 1,
         "report": 1,
@@ -836,7 +884,7 @@ def test_a_lost_record_is_measured_again_and_the_archive_verifies(lost_and_stale
         "time_cpu_training": 1,
         "aggregate_training": 1,
         "resource_table": 1,
-        "planner": 1,
+        **PLANNER,
         "decide": 1,
         "report": 1,
         "archive": 1,
@@ -974,7 +1022,14 @@ def test_changing_a_gpu_assumption_reruns_only_the_planner_and_what_follows(fini
     plan = planned_jobs(
         snakemake(finished, changed(planner={**TINY["planner"], "gpu_assumed": {"tflop_per_s": 20}}), "-n")
     )
-    assert plan == {"planner": 1, "report": 1, "config_snapshot": 1, "archive": 1, "all": 1}
+    # The assumed GPU model enters the fit: the cost model, the curves and the scenario; not the FLOP check.
+    assert plan == {
+        **PLANNER_FIT,
+        "report": 1,
+        "config_snapshot": 1,
+        "archive": 1,
+        "all": 1,
+    }
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -1136,7 +1191,8 @@ def test_an_example_reruns_what_its_data_and_model_change_and_nothing_of_the_cas
     # Editing the model's source re-times it: the module is an input of the rules that build it.
     edited = residual_mlp["edited"]
     assert edited["time_cpu_training"] == 6 and edited["profile_model"] == 1 and "import_benchmark" not in edited
-    assert edited["planner"] == 1  # the planner reads the model's profile and its timed cells
+    # the planner reads the model's profile and its timed cells; the FLOP check the timed cells
+    assert all(edited[job] == 1 for job in PLANNER)
 
 
 def test_the_residual_mlp_example_reports_counted_figures_matching_a_count_by_hand(residual_mlp: dict) -> None:
@@ -1213,7 +1269,8 @@ def test_the_streaming_study_measures_every_stage_and_leaves_no_data_behind(pris
     plan = planned_jobs(snakemake(workdir, config, "-n"))
     # The study's own jobs, and what reads them: the planner (the storage line) and the report.
     assert plan["time_scale"] == 2 and plan["time_scale_step"] == 1 and plan["scale_table"] == 1
-    assert plan["planner"] == 1 and "time_cpu_training" not in plan and "time_cost_model" not in plan
+    assert plan["planner_break_even"] == 1 and "time_cpu_training" not in plan and "time_cost_model" not in plan
+    assert not {"planner_cost_model", "planner_flop_check", "planner_scenario"} & set(plan)
     result = snakemake(workdir, config)
     assert result.returncode == 0, result.stderr[-3000:]
     results = workdir / "results"

@@ -183,7 +183,10 @@ JOBS = {
     # The textbook's study of its generated 0/1 matrix: not planned on your own data.
     "gradient_variance": [] if USER_BENCHMARK else jobs(),
     "time_cost_model": jobs(device=DEVICES, repeat=PLANNER_REPEATS),
-    "planner": jobs(),
+    "planner_cost_model": jobs(),
+    "planner_break_even": jobs(),
+    "planner_flop_check": jobs(),
+    "planner_scenario": jobs(),
     "collect_environment": jobs(),
     "decide": jobs(),
     "cost_table": jobs() if COST_TABLE else [],

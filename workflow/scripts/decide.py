@@ -1,7 +1,7 @@
 """Rule decide: the full path, the decision sheet, the verdict and the derived tables, as records."""
 
 from accel_choice import records
-from accel_choice.analyze import decision, fullpath, planner
+from accel_choice.analyze import aggregate, decision, fullpath
 from accel_choice.analyze.figures import Figures
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import atomic, envinfo, tables
@@ -17,11 +17,12 @@ inp, p, out = snakemake.input, snakemake.params, snakemake.output
 with job(snakemake.log[0], snakemake.threads) as log:
     environment = records.read(EnvironmentReport, inp.environment).quick
     cpu_table = records.read(TrainingTable, inp.cpu_training)
-    train_table = list(cpu_table.table)
+    measured = [cpu_table]
     transfers = None
     if inp.get("gpu_training"):  # planned only where a GPU is measured
-        train_table += records.read(TrainingTable, inp.gpu_training).table
+        measured.append(records.read(TrainingTable, inp.gpu_training))
         transfers = records.read(TransferTable, inp.transfers[0])
+    train_table = [cell for table in measured for cell in table.table]
     load_table = records.read(LoadTable, inp.load_convert).table
     probe = records.read(DeviceProbe, inp.probe)
     # The textbook MLP's formulas, or what profile_model counted on a user's model.
@@ -46,7 +47,8 @@ with job(snakemake.log[0], snakemake.threads) as log:
         rows=p.rows,
         probe=probe,
         threshold=p.speedup_threshold,
-        host_memory_bytes=planner.host_memory_bytes(),
+        # The nodes that measured, not the one running this job.
+        host_memory_bytes=aggregate.smallest_host_memory(table.host_memory_bytes for table in measured),
         rules=NoiseRules(**p.noise),
         noise_floor=cpu_table.sentinel.noise_floor,
     )

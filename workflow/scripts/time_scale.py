@@ -72,6 +72,5 @@ with job(snakemake.log[0], snakemake.threads) as log:
             row_group_rows=p.row_group_rows,
             compression=p.compression if wc.format == "parquet" else "none",
             cache_drop=method,
-            host_memory_bytes=scale.host_memory_bytes(),
             sizes=tuple(sizes),
         )

@@ -221,8 +221,17 @@ def training_table(
         table=tuple(aggregate_training(measured, rows, rules, reasons, sentinel.noise_floor)),
         non_finite=non_finite_runs(measured),
         sentinel=sentinel,
+        host_memory_bytes=smallest_host_memory(job.environment.host_memory_bytes for job in jobs),
         environment=environment,
     )
+
+
+def smallest_host_memory(memories: Iterable[int | None]) -> int | None:
+    """The memory a judgement may count on from the nodes that measured: the smallest node's total
+    memory; None where any node's is unknown, or there is none."""
+    values = list(memories)
+    known = [memory for memory in values if memory is not None]
+    return min(known) if values and len(known) == len(values) else None
 
 
 def non_finite_runs(measured: Sequence[TrainingRecord]) -> tuple[NonFiniteRun, ...]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -22,21 +21,6 @@ from accel_choice.records.planner import FitPoint, ModelRow, Scenario, ScenarioM
 from accel_choice.records.training import TrainingCell
 
 GB = 1e9
-
-
-def host_memory_bytes() -> int | None:
-    """MemTotal of this machine, or None where /proc/meminfo does not exist."""
-    try:
-        with open("/proc/meminfo") as handle:
-            for line in handle:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        return None
 
 
 def scenario_plan(

@@ -259,7 +259,7 @@ def scale_table(
         bend_gb=min(b for b, _ in bends) if bends else None,
         bend_by=min(bends)[1] if bends else None,
         cold_verified=all(cold_verified(j) for j in jobs),
-        host_memory_bytes=job.host_memory_bytes,
+        host_memory_bytes=job.environment.host_memory_bytes,
         peak_rss_growth=max(ratio for ratio, _ in growth),
         peak_rss_added_bytes=max(added for _, added in growth),
         scenario_bytes=scenario_bytes,

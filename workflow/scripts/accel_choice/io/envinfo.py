@@ -25,6 +25,7 @@ from accel_choice.io.provenance import current_invocation
 from accel_choice.records.environment import Environment, EnvironmentReport, Workflow
 
 KEY_PACKAGES = ("torch", "numpy", "pandas", "pyarrow", "matplotlib", "snakemake")
+MEMINFO = "/proc/meminfo"
 
 
 def _cpu_model() -> str:
@@ -35,6 +36,25 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+@functools.lru_cache(maxsize=1)
+def host_memory_bytes() -> int | None:
+    """The total physical memory of this node: MemTotal of /proc/meminfo, else psutil's count (other
+    systems); None where neither can tell. Read once per process."""
+    try:
+        with open(MEMINFO) as handle:
+            for line in handle:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().total) or None
+    except (ImportError, OSError, NotImplementedError):  # psutil missing, or no count on this system
+        return None
 
 
 def _package_versions() -> dict[str, str | None]:
@@ -117,6 +137,7 @@ def quick_environment(seed: int | None = None) -> Environment:
         cpu_model=_cpu_model(),
         logical_cores=os.cpu_count(),
         affinity_cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        host_memory_bytes=host_memory_bytes(),
         omp_num_threads_env=os.environ.get("OMP_NUM_THREADS"),
         python_version=platform.python_version(),
         python_platform=platform.platform(),

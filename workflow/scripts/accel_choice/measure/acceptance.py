@@ -20,7 +20,7 @@ import torch
 
 from accel_choice.analyze import theory
 from accel_choice.io import envinfo
-from accel_choice.measure import datagen, devices, steps, training, transfer
+from accel_choice.measure import datagen, devices, placement, steps, training, transfer
 from accel_choice.measure import model as models
 from accel_choice.measure.job import Envelope
 from accel_choice.records.acceptance import AcceptanceReport, Check, VariantRun
@@ -50,7 +50,7 @@ def steps_without_host_sync(
     variant = steps.Variant("fastpath", precision, "resident", True)
     x_device, y_device = x.to(device), y.reshape(-1, 1).to(device)
     trainer = steps.Trainer(models.build(SPEC, (x.shape[1],), SEED).to(device), SPEC, variant, device)
-    batches = list(steps.batches(variant, x, y, batch_size, True, SEED, device, x_device, y_device))
+    batches = list(placement.batches("resident", "fastpath", x, y, batch_size, True, SEED, device, x_device, y_device))
     for xb, yb in batches[:3]:  # Adam's state, the scaler's, first kernels: before the check
         trainer.step(xb, yb)
     devices.synchronize(device)

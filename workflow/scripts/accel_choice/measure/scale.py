@@ -257,11 +257,6 @@ def measure_size(
     )
 
 
-def host_memory_bytes() -> int:
-    """MemTotal."""
-    return _meminfo("MemTotal:")
-
-
 def available_memory_bytes() -> int:
     """MemAvailable: roughly what the page cache can hold for a file read now."""
     return _meminfo("MemAvailable:")

@@ -1,7 +1,6 @@
 """The training loop a timing job times: variants, one epoch, one evaluation pass, the warm-up.
 
-Read in one go (nanoGPT's habit): `batches` feeds a variant its data (on the host, resident on
-the device, or streamed to it batch by batch), `Trainer.step` is one update under autocast and
+Read in one go (nanoGPT's habit): `Trainer.step` is one update under autocast and
 GradScaler, `train_epoch` and `evaluate` are timed with the device synchronized before each clock
 read and no host sync inside the loop (each step's loss goes into a device buffer, inspected after
 the clock stops), and `warm_up` pays every first-call cost on a throw-away copy of the model.
@@ -16,7 +15,7 @@ import itertools
 import math
 import statistics
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,16 +23,12 @@ import torch
 from torch import nn
 
 from accel_choice.measure.devices import synchronize
-from accel_choice.measure.loaders import Batch, make_loader
+from accel_choice.measure.loaders import Batch
 from accel_choice.measure.model import correct, make_loss, make_optimizer, outputs
+from accel_choice.measure.placement import PLACEMENTS
 from accel_choice.records.model import ModelSpec
 
 PRECISIONS = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
-# host: a CPU job's data. resident: on the device, sliced there. streamed: every batch copied from
-# pageable host memory with a blocking `.to(device)`, as `model(xb.to(device))` does: the simplest
-# and slowest feed. prefetched: batches gathered into pinned host memory and copied non-blocking
-# one batch ahead, so the copy of the next batch overlaps this one's step (a tuned input pipeline).
-PLACEMENTS = ("host", "resident", "streamed", "prefetched")
 # torch.compile's backend for compiled variants: inductor (the default, generated C++/Triton kernels).
 COMPILE_BACKEND = "inductor"
 # Cache entries a compiled frame may gather in the warm-up (every batch shape, train and eval, each
@@ -72,77 +67,6 @@ class Variant:
     @property
     def uses_scaler(self) -> bool:
         return self.precision == "fp16" and self.grad_scaler
-
-
-class Streamed:
-    """Host batches copied to the device one by one, as `model(xb.to(device))` does."""
-
-    def __init__(self, inner: Iterable[Batch], device: torch.device):
-        self.inner, self.device = inner, device
-
-    def __iter__(self) -> Iterator[Batch]:
-        for xb, yb in self.inner:
-            yield xb.to(self.device), yb.to(self.device)
-
-
-class Prefetched:
-    """Pinned host batches copied non-blocking, one batch ahead, on a copy stream of their own: the
-    copy of batch k+1 is queued on that stream before batch k is handed out, so on CUDA it runs
-    while batch k trains on the compute stream (copies queued on the compute stream itself would
-    run strictly before the step's kernels). Before batch k is used the compute stream waits for
-    the copy stream (`wait_stream`, an event on the device: no host sync), and the batch's memory
-    is marked as used by the compute stream (`record_stream`) so the caching allocator does not
-    reuse it early. The pinned host buffers come from torch's caching host allocator, which reuses
-    a block only after the copy that read it has finished. Off CUDA: the same order, no streams."""
-
-    def __init__(self, inner: Iterable[Batch], device: torch.device):
-        self.inner, self.device = inner, device
-        self.stream = torch.cuda.Stream(device) if device.type == "cuda" else None
-
-    def _copy(self, batch: Batch) -> Batch:
-        with torch.cuda.stream(self.stream) if self.stream is not None else contextlib.nullcontext():
-            return batch[0].to(self.device, non_blocking=True), batch[1].to(self.device, non_blocking=True)
-
-    def _ready(self, batch: Batch) -> Batch:
-        if self.stream is not None:
-            compute = torch.cuda.current_stream(self.device)
-            compute.wait_stream(self.stream)
-            for tensor in batch:
-                tensor.record_stream(compute)
-        return batch
-
-    def __iter__(self) -> Iterator[Batch]:
-        host = iter(self.inner)
-        ahead = next(host, None)
-        if ahead is None:
-            return
-        ahead = self._copy(ahead)
-        for batch in host:
-            current = self._ready(ahead)  # wait for its copy before the next one is queued behind it
-            ahead = self._copy(batch)
-            yield current
-        yield self._ready(ahead)
-
-
-def batches(
-    variant: Variant,
-    x: torch.Tensor,
-    y: torch.Tensor,
-    batch_size: int,
-    shuffle: bool,
-    seed: int,
-    device: torch.device,
-    x_device: torch.Tensor,
-    y_device: torch.Tensor,
-) -> Iterable[Batch]:
-    if variant.placement == "streamed":
-        return Streamed(make_loader(variant.loader, x, y, batch_size, shuffle, seed), device)
-    if variant.placement == "prefetched":  # x_device, y_device: the host copies, pinned on CUDA
-        pin = device.type == "cuda"  # pinned memory is CUDA's; elsewhere the same path, pageable
-        return Prefetched(make_loader(variant.loader, x_device, y_device, batch_size, shuffle, seed, pin=pin), device)
-    if variant.placement == "resident":
-        return make_loader(variant.loader, x_device, y_device, batch_size, shuffle, seed)
-    return make_loader(variant.loader, x, y, batch_size, shuffle, seed)
 
 
 class Trainer:

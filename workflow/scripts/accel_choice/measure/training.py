@@ -38,12 +38,12 @@ from accel_choice.analyze import theory
 from accel_choice.measure.contention import ForeignCpuMeter
 from accel_choice.measure.devices import allocated_memory_bytes, peak_memory_bytes, reset_peak_memory, synchronize
 from accel_choice.measure.model import build, check_targets, state_sha256, targets
+from accel_choice.measure.placement import batches
 from accel_choice.measure.sentinel import Sentinel
 from accel_choice.measure.steps import (
     Trainer,
     Variant,
     WarmupResult,
-    batches,
     compiled_already,
     evaluate,
     train_epoch,
@@ -116,9 +116,11 @@ def prepare_variant(
         spec,
         variant,
         device,
-        batches(variant, x, y, batch_size, True, seed + 1, device, x_device, y_device),
+        batches(variant.placement, variant.loader, x, y, batch_size, True, seed + 1, device, x_device, y_device),
         warmup_steps,
-        eval_batches=batches(variant, x, y, batch_size, False, seed, device, x_device, y_device),
+        eval_batches=batches(
+            variant.placement, variant.loader, x, y, batch_size, False, seed, device, x_device, y_device
+        ),
     )
     return Prepared(variant, x, y, batch_size, seed, spec, device, state_sha256(model), warm)
 
@@ -155,8 +157,12 @@ def time_epoch(prepared: Prepared) -> dict[str, Any]:
     if state_sha256(model) != p.initial_sha:
         raise InvariantError(f"{p.variant}: priming the optimizer changed the initial weights")
     # The same loader seed for every variant and epoch: identical batches, so identical work.
-    train_batches = batches(p.variant, p.x, p.y, p.batch_size, True, p.seed, device, x_device, y_device)
-    eval_batches = batches(p.variant, p.x, p.y, p.batch_size, False, p.seed, device, x_device, y_device)
+    train_batches = batches(
+        p.variant.placement, p.variant.loader, p.x, p.y, p.batch_size, True, p.seed, device, x_device, y_device
+    )
+    eval_batches = batches(
+        p.variant.placement, p.variant.loader, p.x, p.y, p.batch_size, False, p.seed, device, x_device, y_device
+    )
     with compiled_already(p.variant):  # a compiled variant compiled everything in its warm-up
         epoch = train_epoch(trainer, train_batches, theory.steps_per_epoch(p.x.shape[0], p.batch_size))
         evaluation = evaluate(trainer, eval_batches)

@@ -120,8 +120,9 @@ class MemoryCheck:
     """The memory a training job of this model needs against what the machines have.
 
     `bound_bytes` = Adam fp32 state + forward and backward activations at the largest batch size
-    + the data matrix held in memory. `fits_*` is None where the capacity is unknown. `figures`:
-    "formula" (the textbook MLP: Adam fp32 4·P·4), or "counted" (a user's model: `adam_bytes` holds its
+    + the data matrix held in memory. `host_memory_bytes` is the smallest node that measured (the
+    training tables'), never the machine that decides. `fits_*` is None where the capacity is unknown.
+    `figures`: "formula" (the textbook MLP: Adam fp32 4·P·4), or "counted" (a user's model: `adam_bytes` holds its
     parameters, gradients and optimizer state, counted by profile_model).
     """
 
@@ -229,7 +230,7 @@ class GpuMemory(VariantFields):
     epoch_over_bound: NonNegative | None
 
 
-@record(schema="decision", version=4)
+@record(schema="decision", version=5)
 class Decision:
     """tables/decision.json: the verdict, the decision sheet and the full path it rests on."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from accel_choice.records import record
+from accel_choice.records import PositiveCount, record
 
 
 @record
@@ -21,7 +21,9 @@ class Environment:
     """The quick environment record of one job (io/envinfo.quick_environment): read in milliseconds.
 
     A job that does not use torch does not import it: `torch_loaded` is false, the CUDA and
-    thread fields are null and the version comes from the installed package.
+    thread fields are null and the version comes from the installed package. `host_memory_bytes` is
+    the memory of the node the job ran on: the memory judgements read it from the records of the
+    jobs that measured, never from the machine that analyses them.
     """
 
     torch_version: str | None
@@ -32,6 +34,7 @@ class Environment:
     cpu_model: str
     logical_cores: int | None
     affinity_cores: int | None
+    host_memory_bytes: PositiveCount | None  # the node's total physical memory (MemTotal); null: unknown
     torch_threads: int | None
     torch_interop_threads: int | None
     omp_num_threads_env: str | None
@@ -44,7 +47,7 @@ class Environment:
     workflow: Workflow
 
 
-@record(schema="environment-report")
+@record(schema="environment-report", version=2)
 class EnvironmentReport:
     """env/collect_env.json: torch.utils.collect_env's complete record, its text, and the quick record."""
 

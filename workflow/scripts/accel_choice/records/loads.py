@@ -88,7 +88,7 @@ class FileLoad:
             )
 
 
-@record(schema="load-convert-job")
+@record(schema="load-convert-job", version=2)
 class LoadConvertJob:
     """timing/load_convert/rep<r>.json: one repeat of loading every file (dataset x format), the files'
     passes interleaved in one process; the contamination readings cover the whole job."""
@@ -148,7 +148,7 @@ class LoadCell:
             raise ValueError(f"noisy is {self.noisy} but noise_reasons is {list(self.noise_reasons)}")
 
 
-@record(schema="load-convert-table", version=2)
+@record(schema="load-convert-table", version=3)
 class LoadTable:
     """tables/load_convert.json: one cell per (dataset, format)."""
 
@@ -184,7 +184,7 @@ class CopyTiming:
             raise ValueError(f"gb_per_s is {self.gb_per_s!r} for {self.seconds!r} seconds")
 
 
-@record(schema="transfer-job")
+@record(schema="transfer-job", version=2)
 class TransferJob:
     """timing/gpu/transfer.rep<r>.json: the device's start-up and every copy, in one timing job."""
 
@@ -287,7 +287,7 @@ class VisibleDevices:
             raise ValueError(f"cuda_devices have the indexes {indexes}, not 0..{len(indexes) - 1}")
 
 
-@record(schema="device-probe", version=2)
+@record(schema="device-probe", version=3)
 class DeviceProbe(VisibleDevices):
     """env/devices.json: the probe rule's record of the visible devices, with the fingerprint it ran for."""
 

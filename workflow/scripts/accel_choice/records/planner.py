@@ -183,7 +183,7 @@ class ModelRow:
             raise ValueError("a fit that is not identifiable carries a warning, and only such a fit")
 
 
-@record(schema="cost-model", version=3)
+@record(schema="cost-model", version=4)
 class CostModelTable:
     """tables/cost_model.json: the cost model of each device, the points it was fitted to and their
     residuals, and the host→device copy and GPU start-up the break-even curves add."""
@@ -289,7 +289,7 @@ class ScenarioModelled:
             )
 
 
-@record(schema="scenario")
+@record(schema="scenario", version=2)
 class Scenario:
     """tables/scenario.json: exercise 4's planning sheet (planner.scenario): sizes, memory bounds, the
     transfer estimate at an assumed bandwidth, what to measure, and the modelled epochs."""
@@ -301,7 +301,7 @@ class Scenario:
     widths: tuple[PositiveCount, PositiveCount, PositiveCount]
     bandwidth_gb_s: Positive  # assumed (planner.scenario.bandwidth_gb_s)
     input_bytes: Count
-    host_memory_bytes: Count | None  # null: unknown on this machine
+    host_memory_bytes: Count | None  # the smallest node that measured (its training tables); null: unknown
     gpu_memory_bytes: Count | None
     fits_in_host_memory: bool | None  # null: the memory is unknown
     fits_in_gpu_memory: bool | None

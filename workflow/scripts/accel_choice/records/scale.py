@@ -120,11 +120,12 @@ class SizeMeasurement:
     steal_share: NonNegative | None
 
 
-@record(schema="scale-job", version=2)
+@record(schema="scale-job", version=3)
 class ScaleJob:
     """timing/scale/{format}.json: one format, dataset sizes growing to the configured maximum, with the
     job's drift sentinel timed at the start and after each size (`sentinel.seconds[i + 1]` after
-    `sizes[i]`)."""
+    `sizes[i]`). The node's memory, which the page cache is judged against, is its environment's
+    `host_memory_bytes` (known: the study reads /proc/meminfo)."""
 
     format: Format
     features: PositiveCount
@@ -132,12 +133,13 @@ class ScaleJob:
     row_group_rows: PositiveCount
     compression: str
     cache_drop: CacheDrop
-    host_memory_bytes: PositiveCount
     sizes: tuple[SizeMeasurement, ...]
     environment: Environment
     sentinel: SentinelReadings
 
     def __post_init__(self) -> None:
+        if self.environment.host_memory_bytes is None:
+            raise ValueError("environment.host_memory_bytes is null: the study needs the node's memory")
         targets = [s.target_gb for s in self.sizes]
         if not targets or targets != sorted(set(targets)):
             raise ValueError(f"sizes must grow, found {targets}")
@@ -151,7 +153,7 @@ class ScaleJob:
 # --- the training step's own rate: timing/scale/step.{device}.json -----------------------------
 
 
-@record(schema="scale-step", version=2)
+@record(schema="scale-step", version=3)
 class StepRate:
     """Training steps of features → hidden → 1 on in-memory batches: what the model could take in.
     On a GPU `copy` is the batch's host→device copy alone (pinned), each batch copied once. The drift

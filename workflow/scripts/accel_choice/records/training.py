@@ -138,7 +138,7 @@ WALL_CLOCK_SLACK_S = 0.5
 CPU_CLOCK_SLACK_S = 0.01
 
 
-@record(schema="training-job", version=4)
+@record(schema="training-job", version=5)
 class TrainingJob:
     """timing/{cpu,gpu}/bs<B>.rep<r>.json: every variant of one batch size, timed in one process,
     with the job's drift sentinel."""
@@ -306,12 +306,14 @@ class NonFiniteRun(VariantFields):
 
 @record(schema="training-table", version=5)
 class TrainingTable:
-    """tables/{cpu,gpu}_training.json: the cells of one device, the runs left out of them, and the
-    run's drift sentinel (its machine speed, flagged jobs and noise floor)."""
+    """tables/{cpu,gpu}_training.json: the cells of one device, the runs left out of them, the
+    run's drift sentinel (its machine speed, flagged jobs and noise floor), and the memory of the
+    nodes that measured (`environment` is the aggregating job's own)."""
 
     table: tuple[TrainingCell, ...]
     non_finite: tuple[NonFiniteRun, ...]
     sentinel: SentinelSummary
+    host_memory_bytes: PositiveCount | None  # the smallest of the timing jobs' nodes; null: one is unknown
     environment: Environment
 
 

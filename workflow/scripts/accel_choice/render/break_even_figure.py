@@ -19,8 +19,17 @@ from accel_choice.analyze.costmodel import BreakEvenCurve  # noqa: E402
 from accel_choice.records.breakeven import BreakEvenSummary  # noqa: E402
 from accel_choice.records.model import TEXTBOOK  # noqa: E402
 from accel_choice.records.planner import FitPoint  # noqa: E402
+from accel_choice.records.scale import Rate, ReaderPass, ScaleJob, SizeMeasurement  # noqa: E402
 from accel_choice.render.formatting import save_figure  # noqa: E402
 from accel_choice.render.planner import interval_text  # noqa: E402
+from accel_choice.render.scale import reader_label  # noqa: E402
+
+
+def storage_line(best: tuple[ScaleJob, SizeMeasurement, ReaderPass, Rate]) -> tuple[float, str]:
+    """The streaming study's best sustained reader (analyze.scale.best_reader) as the figure's
+    storage line: (bytes per second, label)."""
+    job, _, reader, rate = best
+    return rate.per_s, f"reading from disk ({job.format}, {reader_label(reader)}, measured)"
 
 
 def break_even_figure(

@@ -170,7 +170,7 @@ def _memory_sentence(verdict: Verdict) -> str:
         f"({m.activation_bytes:,} bytes) and the data matrix ({m.data_bytes:,} bytes) need {m.bound_bytes:,} bytes"
     )
     capacities = [
-        (fits, f"this host's {size:,} bytes" if who == "host" else f"the GPU's {size:,} bytes")
+        (fits, f"the measuring host's {size:,} bytes" if who == "host" else f"the GPU's {size:,} bytes")
         for fits, size, who in (
             (m.fits_host, m.host_memory_bytes, "host"),
             (m.fits_device, m.device_memory_bytes, "device"),
@@ -178,7 +178,7 @@ def _memory_sentence(verdict: Verdict) -> str:
         if fits is not None
     ]
     if not capacities:
-        return f"Memory: {need}; this machine's memory is not known, so memory is not compared."
+        return f"Memory: {need}; the measuring host's memory is not known, so memory is not compared."
     short = [words for fits, words in capacities if not fits]
     if short:
         return f"Memory decides: {need}, more than {' and '.join(short)}."

@@ -115,7 +115,7 @@ def scenario_section(plan: Scenario | None) -> str:
     modelled = plan.modelled
     rows = [
         ("input bytes n·d·4", f"{plan.input_bytes:,} B = {plan.input_bytes / 1e9:g} GB"),
-        ("fits in host memory", f"{fits(plan.fits_in_host_memory)} (this machine: {gb(plan.host_memory_bytes)})"),
+        ("fits in host memory", f"{fits(plan.fits_in_host_memory)} (the measuring host: {gb(plan.host_memory_bytes)})"),
         (
             "fits in GPU memory",
             f"{fits(plan.fits_in_gpu_memory)} ({gb(plan.gpu_memory_bytes)}, {plan.gpu_memory_source})",

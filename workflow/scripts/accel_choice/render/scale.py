@@ -298,7 +298,7 @@ def scale_figure(
             linewidth=1,
             label=f"training step, {step.device}",
         )
-    axes.axvline(jobs[0].host_memory_bytes / GB, color="grey", linewidth=1, label="memory size")
+    axes.axvline(jobs[0].environment.host_memory_bytes / GB, color="grey", linewidth=1, label="memory size")
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlabel("dataset size on disk (GB)")
