@@ -8,7 +8,7 @@ import statistics
 import pytest
 import torch
 
-from accel_choice.records.training import variant_of
+
 from accel_choice.analyze import aggregate, fullpath, loads
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import atomic
@@ -606,7 +606,7 @@ def gpu_records():
 
 def test_one_row_per_variant():
     table = aggregate.aggregate_training(records() + gpu_records(), ROWS)
-    keys = [variant_of(r) for r in table]
+    keys = [r.key for r in table]
     assert keys == [
         ("cpu", "fp32", "host", "dataloader", 32, 1, False),
         ("cpu", "fp32", "host", "fastpath", 32, 1, False),

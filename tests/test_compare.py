@@ -412,7 +412,7 @@ def test_rows_are_matched_on_the_real_variant_keys(tmp_path):
     real_keys = set(json.loads((folder / paths.CPU_TABLE).read_text())["table"][0])
     assert set(VARIANT_KEYS) <= real_keys
     assert {tuple(r[k] for k in VARIANT_KEYS) for r in result.rows} == {
-        compare_match.variant_key(r) for r in results_folder.load_results(folder, "x").training
+        r.key for r in results_folder.load_results(folder, "x").training
     }
 
 
@@ -504,7 +504,7 @@ def test_the_ratio_interval_is_unpaired_at_the_cells_level_and_seeded_by_the_row
         b.epoch_s_jobs,
         paired=False,
         level=0.95,
-        seed=aggregate.cell_seed(compare_match.variant_key(a), "compare epoch_s"),
+        seed=aggregate.cell_seed(a.key, "compare epoch_s"),
     )
     assert estimate == expected
     wider = compare_match.time_ratio("epoch_s", a, replaced(b, epoch_s=replaced(b.epoch_s, level=0.99)), floor=0.0)[0]

@@ -696,7 +696,7 @@ def test_compare_devices_break_even_with_a_large_start_up(train_records, load_ta
     v = _verdict(table, rows, probe=GPU_PROBE)
     assert (v.device, v.outcome, v.reason) == ("CPU", "CPU", "below_threshold")
     assert words.reasons(v)[-1] == (
-        "Per epoch (training and evaluation) the GPU path (CUDA fp32 resident at B=512) is faster by 11.5 ms; its "
+        "Per epoch (training and evaluation) the GPU path (cuda fp32 resident fastpath, parquet, B=512) is faster by 11.5 ms; its "
         "extra one-off costs (start-up, copies, load: 50.1 ms beyond the CPU's) are repaid after 4.4 epochs of this "
         "size."
     )
@@ -715,7 +715,7 @@ def test_verdict_gpu_clearly_faster(train_records, load_table):
     assert v.gpu.visible is True
     assert v.comparison.gpu_wins is True
     assert "speedup 2.08×" in words.claim(v)
-    assert "CUDA fp32 resident at B=512" in words.claim(v)
+    assert "cuda fp32 resident fastpath, parquet, B=512" in words.claim(v)
     assert "The whole interval lies above the 1.5× threshold: the GPU pays off." in words.claim(v)
     assert "does not pay off" not in words.claim(v)
     assert len(words.reasons(v)) == 6 and "repaid after 0.1 epochs" in words.reasons(v)[-1]
@@ -919,7 +919,10 @@ def test_report_transfers_and_comparison(rendered_gpu):
         "| matrix | host to device | pageable | 1,048,576 | 100.0 | 90.0–120.0 | 90.0–120.0 | 10.49 |" in rendered_gpu
     )
     assert "| predictions | device to host | pageable | 32,768 | 20.0 | 18.0–25.0 | 18.0–25.0 | 1.64 |" in rendered_gpu
-    assert "| best variant | CPU parquet + fastpath at B=512, 1 thread | CUDA fp32 resident at B=512 |" in rendered_gpu
+    assert (
+        "| best variant | cpu fastpath 1 thread, parquet, B=512 | cuda fp32 resident fastpath, parquet, B=512 |"
+        in rendered_gpu
+    )
     assert "| full path, ms | 20.0 | 8.63 |" in rendered_gpu
     assert "| start-up (once), ms | 0 | 1.00 |" in rendered_gpu
     assert "| per epoch (train + eval), ms | 14.0 | 2.50 |" in rendered_gpu

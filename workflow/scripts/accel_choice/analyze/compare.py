@@ -27,10 +27,10 @@ from accel_choice.analyze.compare_match import (
     environment_differences,
     fastest_full_path,
 )
-from accel_choice.io.folder_checks import variant_name
 from accel_choice.io import paths
 from accel_choice.io.results_folder import ManifestCheck, ResultsFolder
 from accel_choice.records.sentinel import SentinelSummary
+from accel_choice.records.training import Variant
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,7 @@ class Regression:
         row, name = self.row, self.metric
         floor = row["noise_floor"] or 0.0
         return (
-            f"{variant_name(row)} B={row['batch_size']}: {METRIC_NAMES[name]} {label_b}/{label_a} "
+            f"{Variant.of(row).name} B={row['batch_size']}: {METRIC_NAMES[name]} {label_b}/{label_a} "
             f"{row[f'{name}_ratio_b_over_a']:.3f} ({row['confidence'] * 100:g} % interval "
             f"{row[f'{name}_ratio_ci_low']:.3f}–{row[f'{name}_ratio_ci_high']:.3f}): {label_b} slower by more than "
             f"{percent:g} % (noise floor ±{floor * 100:.1f} %)"

@@ -14,7 +14,6 @@ from accel_choice.analyze import bootstrap
 from accel_choice.analyze.aggregate import cell_seed
 from accel_choice.records.estimate import Estimate
 from accel_choice.io import envinfo
-from accel_choice.io.folder_checks import variant_name
 from accel_choice.io.results_folder import ResultsFolder
 from accel_choice.records.training import VARIANT_KEYS, FullPathRow, TrainingCell
 
@@ -40,16 +39,6 @@ COLLECT_ENV_KEYS = (
 
 
 # ---------------------------------------------------------------- matching rows
-
-
-def variant_key(row: Any) -> tuple[Any, ...]:
-    """The VARIANT_KEYS values of a training cell, a full-path row or a comparison row."""
-    return tuple(field(row, key) for key in VARIANT_KEYS)
-
-
-def field(row: Any, key: str) -> Any:
-    # Training cells and full-path rows are records; the comparison's own rows are dicts (comparison.json).
-    return row[key] if isinstance(row, dict) else getattr(row, key)
 
 
 def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -127,7 +116,7 @@ def time_ratio(
         paired=False,
         level=row_level(ta, tb),
         resamples=resamples,
-        seed=cell_seed(variant_key(ta), f"compare {name}"),
+        seed=cell_seed(ta.key, f"compare {name}"),
     )
     return estimate, OUTCOME_WORDS[bootstrap.outcome(estimate, floor)]
 
@@ -153,10 +142,10 @@ def time_wording(a: float | None, b: float | None, label_a: str, label_b: str) -
 def comparison_rows(
     a: ResultsFolder, b: ResultsFolder, fmt: str | None, resamples: int = bootstrap.RESAMPLES
 ) -> list[dict[str, Any]]:
-    train_a = {variant_key(r): r for r in a.training}
-    train_b = {variant_key(r): r for r in b.training}
-    path_a = {variant_key(r): r for r in a.full_path if r.format == fmt}
-    path_b = {variant_key(r): r for r in b.full_path if r.format == fmt}
+    train_a = {r.key: r for r in a.training}
+    train_b = {r.key: r for r in b.training}
+    path_a = {r.key: r for r in a.full_path if r.format == fmt}
+    path_b = {r.key: r for r in b.full_path if r.format == fmt}
     keys = sorted(set(train_a) | set(train_b), key=_sort_key)
     rows = []
     for key in keys:
@@ -234,7 +223,7 @@ def fastest_full_path(a: ResultsFolder, b: ResultsFolder) -> dict[str, Any]:
         side: None
         if row is None
         else {
-            "variant": variant_name(row),
+            "variant": row.name,
             "format": row.format,
             "batch_size": row.batch_size,
             "total_s": row.total_s,

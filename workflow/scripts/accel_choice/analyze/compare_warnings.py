@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from accel_choice.analyze.compare_match import environment_record, field, variant_key
+from accel_choice.analyze.compare_match import environment_record
 from accel_choice.io import paths
-from accel_choice.io.folder_checks import variant_name
 from accel_choice.io.results_folder import ResultsFolder
+from accel_choice.records.training import Variant
 
 # Config keys whose difference makes timings incomparable, and why.
 FAIRNESS_CONFIG = {
@@ -44,10 +44,7 @@ FAIRNESS_CONFIG = {
 
 
 def _cells(rows: Iterable[Any], limit: int = 4, with_format: bool = False) -> str:
-    names = [
-        f"{variant_name(r)} B={field(r, 'batch_size')}" + (f" ({field(r, 'format')})" if with_format else "")
-        for r in rows
-    ]
+    names = [f"{r.name} B={r.batch_size}" + (f" ({r.format})" if with_format else "") for r in rows]
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
@@ -74,8 +71,8 @@ def noise_warnings(side: ResultsFolder) -> list[str]:
         )
     # A full-path row is noisy when its training cell is; those cells are named above, so only the
     # full-path rows of cells whose training row is not flagged are warned about here.
-    flagged = {variant_key(r) for r in noisy}
-    noisy_paths = [r for r in side.full_path if r.noisy and variant_key(r) not in flagged]
+    flagged = {r.key for r in noisy}
+    noisy_paths = [r for r in side.full_path if r.noisy and r.key not in flagged]
     if noisy_paths:
         warnings.append(
             f"{side.label}: {len(noisy_paths)} full-path row(s) are flagged noisy although their training "
@@ -111,7 +108,7 @@ def batch_size_warnings(a: ResultsFolder, b: ResultsFolder) -> list[str]:
 def one_sided_warnings(rows: Sequence[dict[str, Any]], a: ResultsFolder, b: ResultsFolder) -> list[str]:
     warnings = []
     for present, label, other in (("a_only", a.label, b.label), ("b_only", b.label, a.label)):
-        only = [r for r in rows if r["present"] == present]
+        only = [Variant.of(r) for r in rows if r["present"] == present]
         if only:
             warnings.append(
                 f"{len(only)} row(s) exist only in {label} and have no counterpart in {other} "

@@ -12,7 +12,7 @@ from accel_choice.analyze.bootstrap import can_pair, estimate_from, outcome, rat
 from accel_choice.records.estimate import Estimate
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.records.decision import StepScaling, TiedConfiguration
-from accel_choice.records.training import FullPathRow, TrainingCell, variant_of
+from accel_choice.records.training import FullPathRow, TrainingCell
 
 
 def _epoch_and_eval(cell: TrainingCell) -> list[list[float]]:
@@ -30,10 +30,10 @@ def speedup_estimate(cpu: FullPathRow, gpu: FullPathRow, cells: Sequence[Trainin
     conversion, copies and start-up are medians of other jobs and held fixed, so the interval is
     the one of the part that was repeated here.
     """
-    by_variant = {variant_of(c): c for c in cells}
-    cpu_cell, gpu_cell = by_variant[variant_of(cpu)], by_variant[variant_of(gpu)]
+    by_variant = {c.key: c for c in cells}
+    cpu_cell, gpu_cell = by_variant[cpu.key], by_variant[gpu.key]
     cpu_fixed, gpu_fixed = cpu.one_off_s, gpu.one_off_s
-    seed = cell_seed((variant_of(cpu), variant_of(gpu)))
+    seed = cell_seed((cpu.key, gpu.key))
     cpu_times = cpu_fixed + resampled_medians(_epoch_and_eval(cpu_cell), rules.bootstrap_resamples, seed)
     gpu_times = gpu_fixed + resampled_medians(_epoch_and_eval(gpu_cell), rules.bootstrap_resamples, seed + 1)
     point = cpu.total_with_startup_s / gpu.total_with_startup_s
@@ -60,7 +60,7 @@ def fastest_ties(
             paired=paired,
             level=rules.confidence,
             resamples=rules.bootstrap_resamples,
-            seed=cell_seed((variant_of(fastest), variant_of(cell))),
+            seed=cell_seed((fastest.key, cell.key)),
         )
         if outcome(ratio, floor or 0.0) == "no_difference":
             ties.append(
@@ -100,7 +100,7 @@ def step_scaling(cpu_train: Sequence[TrainingCell], rules: NoiseRules = NoiseRul
         largest.epoch_s_jobs,
         level=rules.confidence,
         resamples=rules.bootstrap_resamples,
-        seed=cell_seed((variant_of(smallest), variant_of(largest)), "step scaling"),
+        seed=cell_seed((smallest.key, largest.key), "step scaling"),
     )
     per_step = smallest.steps / largest.steps
     samples = largest.batch_size / smallest.batch_size

@@ -28,20 +28,6 @@ def incomplete(folder: Path, name: str, why: str = "missing") -> NotAResultsFold
     return NotAResultsFolder(f"{folder / name}: {why}; {folder} is not a complete accel-choice results folder")
 
 
-def variant_name(row: Any) -> str:
-    """'cpu fastpath 1 thread' or 'cuda fp16 streamed fastpath' (+ ' compiled'; a training cell, a full-path
-    row or a comparison row)."""
-
-    def get(key: str) -> Any:
-        return row[key] if isinstance(row, dict) else getattr(row, key)
-
-    compiled = " compiled" if get("compiled") else ""
-    if get("device") == "cpu":
-        threads = get("threads")
-        return f"cpu {get('loader')} {threads} thread{'s' if threads != 1 else ''}{compiled}"
-    return f"{get('device')} {get('precision')} {get('placement')} {get('loader')}{compiled}"
-
-
 def object_document(document: Any, folder: Path, name: str) -> None:
     """provenance.json, config.yaml: a mapping, every key optional, no NaN or infinity in it."""
     if not isinstance(document, dict):

@@ -10,7 +10,7 @@ from typing import Literal
 
 from accel_choice.records import Count, Fraction, NonNegative, Positive, PositiveCount, Seconds, ordered, record
 from accel_choice.records.environment import Environment
-from accel_choice.records.training import FullPathRow, VariantFields
+from accel_choice.records.training import FullPathRow, Variant
 
 # Status codes of a decision-sheet step.
 Status = Literal[
@@ -220,7 +220,7 @@ class Verdict:
 
 
 @record
-class GpuMemory(VariantFields):
+class GpuMemory(Variant):
     """A GPU cell's measured memory against the bound the formulas give for it: the epoch's own
     (its peak less what was allocated when it began), beside the absolute peak."""
 

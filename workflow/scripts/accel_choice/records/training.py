@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from accel_choice.records import (
@@ -30,8 +31,9 @@ from accel_choice.records.sentinel import SentinelReadings, SentinelSummary
 
 
 @record
-class VariantFields:
-    """What identifies a training variant; every record of one variant's timings starts with these."""
+class Variant:
+    """What identifies a training variant; every record of one variant's timings starts with these. Its
+    `name` is the one way a variant is named (reports, the comparison, the figures)."""
 
     device: str
     precision: str
@@ -41,17 +43,30 @@ class VariantFields:
     threads: PositiveCount  # torch's intra-op threads (timing.threads): a CPU configuration's own dimension
     compiled: bool  # the forward through torch.compile (timing.compile); its compilation is a one-off cost
 
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """The VARIANT_KEYS values: one aggregated cell, one matched comparison row per key."""
+        return tuple(getattr(self, key) for key in VARIANT_KEYS)
+
+    @property
+    def name(self) -> str:
+        """'cpu fastpath 1 thread' or 'cuda fp16 streamed fastpath' (+ ' compiled'); the batch size is not in it."""
+        compiled = " compiled" if self.compiled else ""
+        if self.device == "cpu":
+            return f"cpu {self.loader} {self.threads} thread{'s' if self.threads != 1 else ''}{compiled}"
+        return f"{self.device} {self.precision} {self.placement} {self.loader}{compiled}"
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> Variant:
+        """The variant of a mapping that holds the VARIANT_KEYS (a comparison row of comparison.json)."""
+        return cls(**{key: row[key] for key in VARIANT_KEYS})
+
 
 # One aggregated cell per value of these fields.
-VARIANT_KEYS = tuple(field.name for field in dataclasses.fields(VariantFields))
+VARIANT_KEYS = tuple(field.name for field in dataclasses.fields(Variant))
 
 
-def variant_of(row: Any) -> tuple[Any, ...]:
-    """The VARIANT_KEYS values of a record, cell or full-path row."""
-    return tuple(getattr(row, key) for key in VARIANT_KEYS)
-
-
-def variant_fields(row: Any) -> dict[str, Any]:
+def variant_fields(row: Variant) -> dict[str, Any]:
     """The VARIANT_KEYS fields of a record, cell or row, to build another record of the same variant."""
     return {key: getattr(row, key) for key in VARIANT_KEYS}
 
@@ -67,7 +82,7 @@ class Invariants:
 
 
 @record
-class EpochMeasurement(VariantFields):
+class EpochMeasurement(Variant):
     """One timed training epoch and one evaluation pass of one variant (measure.training.measure_interleaved):
     the fields a training job's records and the cost-model grid's share."""
 
@@ -176,7 +191,7 @@ class Contamination:
 
 
 @record
-class TrainingCell(VariantFields):
+class TrainingCell(Variant):
     """One variant aggregated over its finite repeats: the raw epoch and evaluation times of every job,
     the estimates made from them, flags and throughput. Spreads of the jobs (min, max, quartiles of the
     job medians) are read from the raw times (properties), never stored twice."""
@@ -294,7 +309,7 @@ class TrainingCell(VariantFields):
 
 
 @record
-class NonFiniteRun(VariantFields):
+class NonFiniteRun(Variant):
     """A timed run whose loss or weights went NaN/inf: left out of the medians, named in the report."""
 
     grad_scaler: bool
@@ -318,7 +333,7 @@ class TrainingTable:
 
 
 @record
-class FullPathRow(VariantFields):
+class FullPathRow(Variant):
     """One epoch's full path for one file format and training variant (sums of medians).
 
     load + convert + transfer + train + eval = total; total_min/max add the spread of training,

@@ -12,8 +12,7 @@ from accel_choice.analyze.compare import Comparison
 from accel_choice.analyze.compare_match import CI, METRIC_NAMES, MIN_MAX, NO_INTERVAL, OUTCOME_WORDS, TIME_METRICS
 from accel_choice.analyze.compare_warnings import shown
 from accel_choice.io import atomic, paths, tables
-from accel_choice.io.folder_checks import variant_name
-from accel_choice.records.training import VARIANT_KEYS
+from accel_choice.records.training import VARIANT_KEYS, Variant
 from accel_choice.render.comparison_figure import comparison_figure
 from accel_choice.render.formatting import ms, table
 
@@ -51,7 +50,7 @@ def _ratio_cell(row: dict[str, Any], name: str) -> str:
 
 def _variant_cell(row: dict[str, Any], label_a: str, label_b: str) -> str:
     noisy = [label for label, flag in ((label_a, row["noisy_a"]), (label_b, row["noisy_b"])) if flag]
-    return variant_name(row) + (f" (noisy: {', '.join(noisy)})" if noisy else "")
+    return Variant.of(row).name + (f" (noisy: {', '.join(noisy)})" if noisy else "")
 
 
 def _epoch_cell(row: dict[str, Any]) -> str:

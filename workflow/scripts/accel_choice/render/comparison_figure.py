@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from accel_choice.analyze.compare import Comparison  # noqa: E402
 from accel_choice.analyze.compare_match import CI, MIN_MAX, OUTCOME_WORDS  # noqa: E402
-from accel_choice.io.folder_checks import variant_name  # noqa: E402
+from accel_choice.records.training import Variant  # noqa: E402
 from accel_choice.render.formatting import save_figure  # noqa: E402
 
 # Ratio panels: (title, y label with {a}/{b}, ((metric, line style, marker, legend text), ...)).
@@ -60,9 +60,9 @@ def _draw(figure: Any, grid: Any, result: Comparison) -> None:
     a, b = (side["label"] for side in result.sides)
     (epoch, path), ratios = grid
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    variants = sorted({variant_name(r) for r in result.rows})
+    variants = sorted({Variant.of(r).name for r in result.rows})
     for number, name in enumerate(variants):
-        rows = sorted((r for r in result.rows if variant_name(r) == name), key=lambda r: r["batch_size"])
+        rows = sorted((r for r in result.rows if Variant.of(r).name == name), key=lambda r: r["batch_size"])
         color = colors[number % len(colors)]
         for side, line, marker in SIDE_STYLES:
             _time_series(epoch, rows, "epoch_s", side, CI, (f"{name} · {side}", color, line, marker))

@@ -4,7 +4,7 @@ faster device is also the cheaper one (tables/cost.json; every claim is an outco
 from __future__ import annotations
 
 from accel_choice.records.cost import CostLine, CostTable
-from accel_choice.render.decision import describe
+from accel_choice.render.decision import path_name
 from accel_choice.render.formatting import ms, table
 
 
@@ -57,7 +57,7 @@ def cost_section(c: CostTable | None) -> str:
         (
             line.device.upper() if line.device != "cpu" else "CPU",
             money(line.per_hour, c.currency),
-            describe(line.path),
+            path_name(line.path),
             ms(line.path.total_with_startup_s),
             money(line.epoch_cost, c.currency),
             *_target(line, c.currency),

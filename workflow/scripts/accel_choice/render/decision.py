@@ -40,11 +40,9 @@ def thread_words(threads: int) -> str:
     return f"{threads} thread" + ("s" if threads != 1 else "")
 
 
-def describe(row: FullPathRow) -> str:
-    compiled = ", compiled" if row.compiled else ""
-    if row.device == "cpu":
-        return f"CPU {row.format} + {row.loader} at B={row.batch_size}, {thread_words(row.threads)}{compiled}"
-    return f"{row.device.upper()} {row.precision} {row.placement} at B={row.batch_size}{compiled}"
+def path_name(row: FullPathRow) -> str:
+    """A full path: its variant's name (records' Variant.name, the one way a variant is named), format and batch size."""
+    return f"{row.name}, {row.format}, B={row.batch_size}"
 
 
 def gpu_line(gpu: GpuVisibility) -> str:
@@ -69,9 +67,9 @@ def claim(verdict: Verdict) -> str:
     c = verdict.comparison
     assert c is not None
     measured = (
-        f"Measured full path of one epoch, each side's one-off start-up included: best CPU ({describe(c.cpu)}) "
+        f"Measured full path of one epoch, each side's one-off start-up included: best CPU ({path_name(c.cpu)}) "
         f"{ms(c.cpu.total_with_startup_s)} ms, of which {ms(c.cpu.startup_s)} ms start-up, vs best GPU "
-        f"({describe(c.gpu)}) {ms(c.gpu.total_with_startup_s)} ms, of which "
+        f"({path_name(c.gpu)}) {ms(c.gpu.total_with_startup_s)} ms, of which "
         f"{ms(c.gpu.startup_s)} ms start-up (context and first-step costs): speedup {c.speedup:.2f}× ({c.confidence:.0%} interval "
         f"{c.speedup_low:.2f}–{c.speedup_high:.2f}×; without start-up {c.speedup_without_startup:.2f}×)."
     )
@@ -144,7 +142,7 @@ def reasons(verdict: Verdict) -> list[str]:
     if comparison is not None and comparison.break_even_gpu is not None:
         cpu, gpu = comparison.cpu, comparison.break_even_gpu
         said.append(
-            f"Per epoch (training and evaluation) the GPU path ({describe(gpu)}) is faster by "
+            f"Per epoch (training and evaluation) the GPU path ({path_name(gpu)}) is faster by "
             f"{ms(cpu.per_epoch_s - gpu.per_epoch_s)} ms; its extra one-off costs (start-up, "
             f"copies, load: {ms(max(gpu.one_off_s - cpu.one_off_s, 0.0))} ms beyond the CPU's) "
             f"are repaid after {comparison.break_even_epochs:.1f} epochs of this size."
@@ -249,7 +247,7 @@ def comparison_section(verdict: Verdict) -> str:
     return "## CPU vs GPU, full path of one epoch\n\n" + table(
         ("", "CPU", "GPU"),
         [
-            ("best variant", describe(c.cpu), describe(c.gpu)),
+            ("best variant", path_name(c.cpu), path_name(c.gpu)),
             ("full path, ms", ms(c.cpu.total_s), ms(c.gpu.total_s)),
             ("per epoch (train + eval), ms", ms(c.cpu.per_epoch_s), ms(c.gpu.per_epoch_s)),
             ("once (load, copies, start-up), ms", ms(c.cpu.one_off_s), ms(c.gpu.one_off_s)),

@@ -18,7 +18,7 @@ from accel_choice.records.planner import BreakEvenTable, CostModelTable, FlopChe
 from accel_choice.records.resources import ResourceTable
 from accel_choice.records.scale import ScaleJob, ScaleTable, StepRate
 from accel_choice.records.sentinel import SentinelSummary
-from accel_choice.records.training import FullPathRow, NonFiniteRun, TrainingCell, variant_of
+from accel_choice.records.training import FullPathRow, NonFiniteRun, TrainingCell
 from accel_choice.render import archive, cost, data, noise, northstar, planner, scale, theory
 from accel_choice.render import decision as decision_words
 from accel_choice.render.formatting import cell_flags, ms, number, table
@@ -181,12 +181,12 @@ def _full_path_section(rows: Sequence[FullPathRow]) -> str:
 
 
 def _gpu_section(inputs: ReportInputs) -> str:
-    cells = {variant_of(r): r for r in inputs.train_table if r.device != "cpu"}
+    cells = {r.key: r for r in inputs.train_table if r.device != "cpu"}
     if not cells:
         return ""
     body = []
     for m in inputs.decision.gpu_memory:
-        r = cells[variant_of(m)]
+        r = cells[m.key]
         body.append(
             (
                 r.device,
