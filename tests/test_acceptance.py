@@ -18,7 +18,8 @@ SCRIPT = acceptance.__file__.replace("accel_choice/measure/acceptance.py", "gpu_
 def test_the_cpu_run_passes_prints_its_table_and_writes_its_report(tmp_path):
     out = tmp_path / "acceptance.json"
     done = subprocess.run(
-        [sys.executable, SCRIPT, "--device", "cpu", "--rows", "512", "--out", str(out)],
+        # without the compile variant: Inductor's compile is the slow part, and tests/test_compile.py covers it
+        [sys.executable, SCRIPT, "--device", "cpu", "--rows", "512", "--no-compile", "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -30,12 +31,11 @@ def test_the_cpu_run_passes_prints_its_table_and_writes_its_report(tmp_path):
     assert variants == {
         (p, q, b) for p in acceptance.PRECISIONS for q in acceptance.PLACEMENTS for b in acceptance.BATCH_SIZES
     }
-    assert [r for r in report.runs if r.compiled]  # the torch.compile variant
+    assert not [r for r in report.runs if r.compiled]  # --no-compile
     names = [c.name for c in report.checks]
     assert names == [
         "probe",
         "every precision and placement trains, finite, from the same weights",
-        "a compiled variant (torch.compile) trains",
         "no host sync inside a warmed training step",
         "copies: pageable and pinned, two batch sizes",
     ]  # the memory bound is CUDA's: its allocator is what it asks

@@ -33,7 +33,7 @@ DEVICES = ["cpu", CUDA]  # the CPU twin first: it runs everywhere
 
 SEED = 20261020
 FEATURES, HIDDEN, LR, WARMUP, EPOCHS = 32, 48, 1e-3, 10, 2
-ROWS = {"cpu": 1024, "cuda": 8192}  # the CPU twin checks the same code on fewer rows
+ROWS = {"cpu": 512, "cuda": 8192}  # the CPU twin checks the same code on fewer rows
 SPEC = ModelSpec(hidden=HIDDEN, lr=LR)
 SMALL, LARGE = 32, 512
 WIDTHS = (FEATURES, HIDDEN, 1)
