@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import json
 import math
 import sys
 from pathlib import Path
+import pkgutil
+import re
 
 import pytest
 
@@ -13,6 +17,7 @@ from accel_choice import records
 from accel_choice.io import atomic, envinfo
 from accel_choice.records import RecordError, record
 from accel_choice.records.environment import Environment
+from accel_choice.records.estimate import Estimate, PositiveEstimate, columns
 
 
 @record
@@ -132,3 +137,104 @@ def test_the_environment_holds_this_nodes_memory_read_from_meminfo_or_psutil(tmp
     assert read() == psutil.virtual_memory().total > 0
     monkeypatch.setitem(sys.modules, "psutil", None)  # neither can tell
     assert read() is None
+
+
+# Record fields still spelled as a flattened statistic (module.Record.field). A statistic with an interval
+# is one records.estimate.Estimate field; this list only shrinks as record modules are converted.
+LEGACY_STATISTIC_FIELDS = {
+    "breakeven.BreakEvenSummary.break_even_high",
+    "breakeven.BreakEvenSummary.break_even_low",
+    "breakeven.BreakEvenSummary.sweep_max",
+    "breakeven.BreakEvenSummary.sweep_min",
+    "cost.CostLine.target_cost_high",
+    "cost.CostLine.target_cost_low",
+    "cost.CostLine.target_s_high",
+    "cost.CostLine.target_s_low",
+    "cost.CostTable.cost_ratio_high",
+    "cost.CostTable.cost_ratio_low",
+    "cost.CostTable.speedup_high",
+    "cost.CostTable.speedup_low",
+    "decision.StepScaling.step_time_ratio_ci_high",
+    "decision.StepScaling.step_time_ratio_ci_low",
+    "decision.DeviceComparison.speedup_high",
+    "decision.DeviceComparison.speedup_low",
+    "decision.TiedConfiguration.over_fastest_ci_high",
+    "decision.TiedConfiguration.over_fastest_ci_low",
+    "loads.LoadCell.read_s_median",
+    "loads.LoadCell.to_numpy_s_median",
+    "loads.LoadCell.to_pandas_s_median",
+    "loads.LoadCell.to_torch_s_median",
+    "loads.LoadCell.total_s_ci_high",
+    "loads.LoadCell.total_s_ci_low",
+    "loads.LoadCell.total_s_iqr",
+    "loads.LoadCell.total_s_max",
+    "loads.LoadCell.total_s_median",
+    "loads.LoadCell.total_s_min",
+    "loads.CopyCell.seconds_ci_high",
+    "loads.CopyCell.seconds_ci_low",
+    "loads.CopyCell.seconds_max",
+    "loads.CopyCell.seconds_median",
+    "loads.CopyCell.seconds_min",
+    "loads.TransferTable.pin_memory_s_median",
+    "planner.FitPoint.epoch_s_max",
+    "planner.FitPoint.epoch_s_min",
+    "scale.Bottleneck.reader_high",
+    "scale.Bottleneck.reader_low",
+    "scale.Bottleneck.slower_high",
+    "scale.Bottleneck.slower_low",
+    "scale.ScaleTable.sustained_high",
+    "scale.ScaleTable.sustained_low",
+    "sentinel.SentinelJob.over_run_median",
+    "time_to_target.TargetRow.seconds_ci_high",
+    "time_to_target.TargetRow.seconds_ci_low",
+    "training.TrainingCell.context_startup_s_median",
+    "training.TrainingCell.epoch_memory_bytes_max",
+    "training.TrainingCell.eval_accuracy_median",
+    "training.TrainingCell.loadavg_max",
+    "training.TrainingCell.mean_train_loss_median",
+    "training.TrainingCell.peak_memory_bytes_max",
+    "training.TrainingCell.startup_s_median",
+    "training.TrainingCell.warmup_first_over_steady_median",
+}
+FLATTENED = re.compile(r".+_(ci_low|ci_high|low|high|median|min|max|iqr)$")
+
+
+def _record_types():
+    for info in pkgutil.iter_modules(records.__path__):
+        module = importlib.import_module(f"accel_choice.records.{info.name}")
+        for name, value in vars(module).items():
+            if isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__ == module.__name__:
+                yield info.name, name, value
+
+
+def test_no_record_spells_a_statistic_as_flattened_fields_outside_the_estimate_type():
+    found = {
+        f"{module}.{name}.{field.name}"
+        for module, name, cls in _record_types()
+        if cls is not Estimate
+        for field in dataclasses.fields(cls)
+        if FLATTENED.match(field.name)
+    }
+    assert len(list(_record_types())) > 30  # the walk sees the records package
+    new = sorted(found - LEGACY_STATISTIC_FIELDS)
+    assert not new, f"make these one Estimate field (records/estimate.py), not flattened statistics: {new}"
+    gone = sorted(LEGACY_STATISTIC_FIELDS - found)
+    assert not gone, f"converted or removed: take them off LEGACY_STATISTIC_FIELDS: {gone}"
+
+
+def test_an_estimate_is_checked_when_made_and_flattens_into_the_table_columns():
+    estimate = Estimate(
+        point=2.0, low=1.5, high=3.0, level=0.95, method="percentile bootstrap: jobs, then epochs", jobs=3
+    )
+    assert estimate.half_width_ratio == pytest.approx(0.375) and estimate.flags == ()
+    assert columns("epoch_s", estimate) == {"epoch_s": 2.0, "epoch_s_ci_low": 1.5, "epoch_s_ci_high": 3.0}
+    assert columns("speedup", None) == {"speedup": None, "speedup_ci_low": None, "speedup_ci_high": None}
+    for bad in (dict(low=2.5), dict(high=1.9), dict(point=math.inf, high=math.inf), dict(jobs=-1), dict(level=1.5)):
+        with pytest.raises(ValueError):
+            Estimate(**{**dataclasses.asdict(estimate), **bad})
+    with pytest.raises(ValueError):  # a time, a rate or a ratio of times is positive at both ends
+        PositiveEstimate(**{**dataclasses.asdict(estimate), "low": -0.5})
+    assert records.from_json(Estimate, records.to_json(estimate), "here") == estimate
+    assert estimate.inverted(6.0) == Estimate(
+        point=3.0, low=2.0, high=4.0, level=0.95, method=estimate.method, jobs=3
+    )  # a rate from a time: the ends swap
