@@ -13,6 +13,7 @@ from accel_choice import records
 from accel_choice.analyze import cost
 from accel_choice.records.cost import CostTable
 from accel_choice.records.decision import DeviceComparison
+from accel_choice.records.estimate import BOOTSTRAP, Estimate
 from accel_choice.render.cost import cost_section
 
 CPU = full_path_row(total_s=0.31, total_min_s=0.30, total_max_s=0.32, startup_s=0.0)
@@ -25,11 +26,7 @@ def comparison(speedup: float, low: float, high: float) -> DeviceComparison:
     return DeviceComparison(
         cpu=CPU,
         gpu=GPU,
-        speedup=speedup,
-        speedup_low=low,
-        speedup_high=high,
-        confidence=0.95,
-        jobs=3,
+        speedup=Estimate(point=speedup, low=low, high=high, level=0.95, method=BOOTSTRAP, jobs=3),
         speedup_without_startup=speedup,
         threshold=1.5,
         gpu_wins=low > 1.5,

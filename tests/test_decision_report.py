@@ -662,15 +662,15 @@ def test_compare_devices_numbers(train_records, load_table):
     assert (gpu.device, gpu.format, gpu.placement) == ("cuda", "parquet", "resident")
     assert cpu.total_s == pytest.approx(CPU_BEST_TOTAL)
     assert cpu.startup_s == 0.0 and gpu.startup_s == pytest.approx(0.001)  # the jobs' one-off start-up
-    assert c.speedup == pytest.approx(cpu.total_with_startup_s / gpu.total_with_startup_s, rel=1e-12)
-    assert c.speedup == pytest.approx(0.02001 / (0.00963 + TARGET_S))
+    assert c.speedup.point == pytest.approx(cpu.total_with_startup_s / gpu.total_with_startup_s, rel=1e-12)
+    assert c.speedup.point == pytest.approx(0.02001 / (0.00963 + TARGET_S))
     assert c.speedup_without_startup == pytest.approx(cpu.total_s / gpu.total_s)
     # The bootstrap interval (resampled training + eval medians, loads fixed) holds the point and lies
     # inside the extremes the repeats allow: slowest CPU over fastest GPU and the reverse.
-    assert c.speedup_low <= c.speedup <= c.speedup_high
-    assert c.speedup_low >= CPU_BEST_MIN / (gpu.total_max_s + 0.001) * (1 - 1e-9)
-    assert c.speedup_high <= CPU_BEST_MAX / (gpu.total_min_s + 0.001) * (1 + 1e-9)
-    assert c.speedup_low < c.speedup_high and c.confidence == 0.95
+    assert c.speedup.low <= c.speedup.point <= c.speedup.high
+    assert c.speedup.low >= CPU_BEST_MIN / (gpu.total_max_s + 0.001) * (1 - 1e-9)
+    assert c.speedup.high <= CPU_BEST_MAX / (gpu.total_min_s + 0.001) * (1 + 1e-9)
+    assert c.speedup.low < c.speedup.high and c.speedup.level == 0.95
     # once: GPU load + convert + copies + start-up against the CPU's load + convert; per epoch: train + eval
     assert gpu.one_off_s - cpu.one_off_s == pytest.approx(120e-6 + TARGET_S + 0.001)
     assert cpu.per_epoch_s - gpu.per_epoch_s == pytest.approx(0.02001 - PARQUET_FIXED - 0.0025)
@@ -680,7 +680,7 @@ def test_compare_devices_numbers(train_records, load_table):
     streamed_repaid = (streamed.one_off_s - cpu.one_off_s) / (cpu.per_epoch_s - streamed.per_epoch_s)
     assert streamed_repaid < resident_repaid
     assert (c.break_even_epochs, c.break_even_gpu) == (pytest.approx(streamed_repaid), streamed)
-    assert c.gpu_wins is True and c.speedup_low > 1.5
+    assert c.gpu_wins is True and c.speedup.low > 1.5
     assert c.threshold == 1.5
 
 
@@ -690,7 +690,7 @@ def test_compare_devices_break_even_with_a_large_start_up(train_records, load_ta
     load and convert being the CPU's (same file)."""
     table, rows, _ = _gpu_case(train_records, load_table, "gpu_wins", startup=0.05)
     c = decision.compare_devices(rows, 1.5, table)
-    assert c.speedup < 1 < c.speedup_without_startup
+    assert c.speedup.point < 1 < c.speedup_without_startup
     extra = 0.05 + 120e-6 + TARGET_S
     assert c.break_even_epochs == pytest.approx(extra / (0.02001 - PARQUET_FIXED - 0.0025))
     v = _verdict(table, rows, probe=GPU_PROBE)
@@ -710,7 +710,7 @@ def test_verdict_gpu_clearly_faster(train_records, load_table):
     table, rows, _ = _gpu_case(train_records, load_table, "gpu_wins")
     v = _verdict(table, rows, probe=GPU_PROBE, threshold=1.5)
     assert (v.device, v.outcome, v.reason) == ("GPU", "GPU", "gpu_pays_off")
-    assert v.speedup_interval == (v.comparison.speedup_low, v.comparison.speedup_high)
+    assert v.speedup_interval == (v.comparison.speedup.low, v.comparison.speedup.high)
     assert v.gpu_measured is True
     assert v.gpu.visible is True
     assert v.comparison.gpu_wins is True
@@ -735,7 +735,7 @@ def test_verdict_gpu_slower(train_records, load_table):
     v = _verdict(table, rows, probe=GPU_PROBE)
     assert v.device == "CPU"
     assert v.gpu_measured is True
-    assert v.comparison.speedup < 1
+    assert v.comparison.speedup.point < 1
     assert v.comparison.break_even_epochs is None
     assert words.claim(v).endswith("The whole interval lies at or below the 1.5× threshold: the GPU does not pay off.")
     assert len(words.reasons(v)) == 5  # no break-even: the GPU is not faster per epoch
@@ -747,8 +747,8 @@ def test_verdict_faster_median_but_interval_straddles_the_threshold(train_record
     table, rows, _ = _gpu_case(train_records, load_table, "overlap")
     v = _verdict(table, rows, probe=GPU_PROBE)
     c = v.comparison
-    assert c.speedup == pytest.approx(0.02001 / (0.01263 + TARGET_S))
-    assert c.speedup_low < 1.5 < c.speedup
+    assert c.speedup.point == pytest.approx(0.02001 / (0.01263 + TARGET_S))
+    assert c.speedup.low < 1.5 < c.speedup.point
     assert c.gpu_wins is False
     assert (v.device, v.outcome, v.reason) == ("CPU", "undecided", "interval_straddles_threshold")
     assert v.gpu_measured is True

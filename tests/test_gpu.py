@@ -349,7 +349,7 @@ def test_a_verdict_is_computed_from_real_cpu_and_gpu_records(benchmark, tmp_path
     assert {r.device for r in rows} == {"cpu", "cuda"}
     comparison = decision.compare_devices(rows, 1.5, cells)
     assert comparison is not None
-    assert comparison.speedup_low <= comparison.speedup <= comparison.speedup_high
+    assert comparison.speedup.low <= comparison.speedup.point <= comparison.speedup.high
     outcome = decision.verdict(
         cells,
         rows,

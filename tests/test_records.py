@@ -156,8 +156,6 @@ LEGACY_STATISTIC_FIELDS = {
     "cost.CostTable.speedup_low",
     "decision.StepScaling.step_time_ratio_ci_high",
     "decision.StepScaling.step_time_ratio_ci_low",
-    "decision.DeviceComparison.speedup_high",
-    "decision.DeviceComparison.speedup_low",
     "decision.TiedConfiguration.over_fastest_ci_high",
     "decision.TiedConfiguration.over_fastest_ci_low",
     "loads.LoadCell.read_s_median",

@@ -97,17 +97,17 @@ def cost_table(
         )
     gpu = cost_line(comparison.gpu.device, gpu_price, comparison.gpu, target)
     price_ratio = gpu_price / per_hour["cpu"]
-    low, high = price_ratio / comparison.speedup_high, price_ratio / comparison.speedup_low
+    low, high = price_ratio / comparison.speedup.high, price_ratio / comparison.speedup.low
     return CostTable(
         currency=currency,
         lines=(lines[0], gpu),
         unpriced=(),
-        confidence=comparison.confidence,
-        speedup=comparison.speedup,
-        speedup_low=comparison.speedup_low,
-        speedup_high=comparison.speedup_high,
+        confidence=comparison.speedup.level,
+        speedup=comparison.speedup.point,
+        speedup_low=comparison.speedup.low,
+        speedup_high=comparison.speedup.high,
         price_ratio=price_ratio,
-        cost_ratio=price_ratio / comparison.speedup,
+        cost_ratio=price_ratio / comparison.speedup.point,
         cost_ratio_low=low,
         cost_ratio_high=high,
         epoch_outcome=side_of_one(low, high),

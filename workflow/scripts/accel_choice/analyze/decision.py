@@ -11,7 +11,7 @@ from typing import Any
 from accel_choice.analyze.figures import Figures
 from accel_choice.analyze import theory
 from accel_choice.analyze.bootstrap import repeats_to_settle
-from accel_choice.analyze.decision_intervals import FULL_PATH, fastest_ties, speedup_estimate, step_scaling
+from accel_choice.analyze.decision_intervals import fastest_ties, speedup_estimate, step_scaling
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.records.decision import (
     DataRow,
@@ -32,7 +32,6 @@ from accel_choice.records.decision import (
 )
 from accel_choice.records.data import DatasetExport, DatasetMeta
 from accel_choice.records.environment import Environment
-from accel_choice.records.estimate import Estimate
 from accel_choice.records.loads import LoadCell, TransferTable, VisibleDevices
 from accel_choice.records.training import FullPathRow, TrainingCell, variant_fields
 
@@ -203,11 +202,7 @@ def compare_devices(
     return DeviceComparison(
         cpu=best_cpu,
         gpu=best_gpu,
-        speedup=speedup.point,
-        speedup_low=speedup.low,
-        speedup_high=speedup.high,
-        confidence=speedup.level,
-        jobs=speedup.jobs,
+        speedup=speedup,
         speedup_without_startup=best_cpu.total_s / best_gpu.total_s,
         threshold=threshold,
         gpu_wins=speedup.low > threshold,
@@ -270,26 +265,16 @@ def verdict(
         outcome: Outcome = "CPU"
     elif comparison.gpu_wins:
         reason, outcome = "gpu_pays_off", "GPU"
-    elif comparison.speedup_high <= threshold:
+    elif comparison.speedup.high <= threshold:
         reason, outcome = "below_threshold", "CPU"
     else:
         reason, outcome = "interval_straddles_threshold", "undecided"
-        settle = repeats_to_settle(
-            Estimate(
-                point=comparison.speedup,
-                low=comparison.speedup_low,
-                high=comparison.speedup_high,
-                level=comparison.confidence,
-                method=FULL_PATH,
-                jobs=comparison.jobs,
-            ),
-            threshold,
-        )
+        settle = repeats_to_settle(comparison.speedup, threshold)
     return Verdict(
         device="GPU" if outcome == "GPU" else "CPU",
         outcome=outcome,
         reason=reason,
-        speedup_interval=None if comparison is None else (comparison.speedup_low, comparison.speedup_high),
+        speedup_interval=None if comparison is None else comparison.speedup.interval,
         repeats_to_settle=settle,
         noise_floor=noise_floor,
         confidence=rules.confidence,

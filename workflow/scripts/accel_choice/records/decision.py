@@ -10,6 +10,7 @@ from typing import Literal
 
 from accel_choice.records import Count, Fraction, NonNegative, Positive, PositiveCount, Seconds, ordered, record
 from accel_choice.records.environment import Environment
+from accel_choice.records.estimate import Estimate
 from accel_choice.records.training import FullPathRow, Variant
 
 # Status codes of a decision-sheet step.
@@ -146,11 +147,7 @@ class DeviceComparison:
 
     cpu: FullPathRow
     gpu: FullPathRow
-    speedup: Positive
-    speedup_low: Positive
-    speedup_high: Positive
-    confidence: Fraction
-    jobs: PositiveCount  # the timing repeats the interval rests on (the side with fewer)
+    speedup: Estimate  # its jobs: the timing repeats the interval rests on (the side with fewer)
     speedup_without_startup: Positive
     threshold: Positive
     gpu_wins: bool  # the whole interval above the threshold
@@ -161,10 +158,11 @@ class DeviceComparison:
     break_even_gpu: FullPathRow | None
 
     def __post_init__(self) -> None:
-        ordered(self.speedup_low, self.speedup, self.speedup_high, "speedup_low speedup speedup_high")
-        if self.gpu_wins != (self.speedup_low > self.threshold):
+        if self.speedup.point <= 0:
+            raise ValueError(f"speedup {self.speedup.point!r} must be positive")
+        if self.gpu_wins != (self.speedup.low > self.threshold):
             raise ValueError(
-                f"gpu_wins {self.gpu_wins} with speedup_low {self.speedup_low} and threshold {self.threshold}"
+                f"gpu_wins {self.gpu_wins} with speedup.low {self.speedup.low} and threshold {self.threshold}"
             )
         if (self.break_even_epochs is None) != (self.break_even_gpu is None):
             raise ValueError("break_even_epochs and break_even_gpu are both set or both null")

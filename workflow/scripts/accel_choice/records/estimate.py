@@ -54,6 +54,10 @@ class Estimate:
         """Half the interval's width over the point: ±x of the point."""
         return (self.high - self.low) / 2 / self.point if self.point else math.inf
 
+    @property
+    def interval(self) -> tuple[float, float]:
+        return (self.low, self.high)
+
     def scaled(self, factor: float) -> Estimate:
         """The same estimate of `factor` × the quantity (factor > 0)."""
         return type(self)(

@@ -70,8 +70,8 @@ def claim(verdict: Verdict) -> str:
         f"Measured full path of one epoch, each side's one-off start-up included: best CPU ({path_name(c.cpu)}) "
         f"{ms(c.cpu.total_with_startup_s)} ms, of which {ms(c.cpu.startup_s)} ms start-up, vs best GPU "
         f"({path_name(c.gpu)}) {ms(c.gpu.total_with_startup_s)} ms, of which "
-        f"{ms(c.gpu.startup_s)} ms start-up (context and first-step costs): speedup {c.speedup:.2f}× ({c.confidence:.0%} interval "
-        f"{c.speedup_low:.2f}–{c.speedup_high:.2f}×; without start-up {c.speedup_without_startup:.2f}×)."
+        f"{ms(c.gpu.startup_s)} ms start-up (context and first-step costs): speedup {c.speedup.point:.2f}× "
+        f"({c.speedup.level:.0%} interval {c.speedup.low:.2f}–{c.speedup.high:.2f}×; without start-up {c.speedup_without_startup:.2f}×)."
     )
     if verdict.outcome == "GPU":
         return f"{measured} The whole interval lies above the {c.threshold:g}× threshold: the GPU pays off."
@@ -260,7 +260,7 @@ def comparison_section(verdict: Verdict) -> str:
             (
                 "speedup CPU/GPU",
                 "",
-                f"{c.speedup:.2f}× ({c.confidence:.0%} interval {c.speedup_low:.2f}–{c.speedup_high:.2f}×); "
+                f"{c.speedup.point:.2f}× ({c.speedup.level:.0%} interval {c.speedup.low:.2f}–{c.speedup.high:.2f}×); "
                 f"threshold {c.threshold:g}×",
             ),
         ],
