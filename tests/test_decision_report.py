@@ -234,8 +234,8 @@ def test_verdict_reasons_carry_the_numbers(train_table, full_path_rows):
     # 625 µs / 156.25 µs per step = 4.0x for 16x the samples; but the fastest cell's planted 30 ms repeat
     # stretches the interval past 8x, half the samples' growth: this run cannot call it overhead
     s = v.scaling
-    assert (s.samples_ratio, s.step_time_ratio) == (16, pytest.approx(4.0))
-    assert s.step_time_ratio_ci_low < 4.0 < 8.0 < s.step_time_ratio_ci_high
+    assert (s.samples_ratio, s.step_time_ratio.point) == (16, pytest.approx(4.0))
+    assert s.step_time_ratio.low < 4.0 < 8.0 < s.step_time_ratio.high
     assert (s.growth, s.overhead_bound) == ("undecided", False)
     reasons = words.reasons(v)
     assert len(reasons) == 5
@@ -252,7 +252,7 @@ def test_verdict_reasons_carry_the_numbers(train_table, full_path_rows):
     )
     assert reasons[3] == (
         f"From B=32 to B=512 (16× the samples per step, 1 thread) the time per optimizer step grew 4.0× (95% interval "
-        f"{s.step_time_ratio_ci_low:.1f}–{s.step_time_ratio_ci_high:.1f}×): the interval straddles half the samples' "
+        f"{s.step_time_ratio.low:.1f}–{s.step_time_ratio.high:.1f}×): the interval straddles half the samples' "
         "growth (8×), so this run cannot tell a per-step overhead from work that grows with the batch."
     )
     # Adam 26,128 + 2 × 165,888 activations at B=512 + the 8,192 × 33 fp32 matrix = 1,439,248 bytes
@@ -269,12 +269,12 @@ def test_step_scaling_says_overhead_only_when_the_step_time_shows_it(train_recor
     repeats that agree is overhead; each only when the whole interval lies on its side of 8×."""
     grown = [_train_record(b, "fastpath", i, t) for b, t in ((32, 0.040), (512, 0.040 * 15 / 16)) for i in range(3)]
     scaling = decision.step_scaling(aggregate.aggregate_training(grown, ROWS))
-    assert scaling.step_time_ratio == pytest.approx(15.0) and not scaling.overhead_bound
-    assert scaling.growth == "work" and scaling.step_time_ratio_ci_low >= 8.0
+    assert scaling.step_time_ratio.point == pytest.approx(15.0) and not scaling.overhead_bound
+    assert scaling.growth == "work" and scaling.step_time_ratio.low >= 8.0
     flat = [_train_record(b, "fastpath", i, t) for b, t in ((32, 0.040), (512, 0.040 * 4 / 16)) for i in range(3)]
     overhead = decision.step_scaling(aggregate.aggregate_training(flat, ROWS))
     assert (overhead.growth, overhead.overhead_bound) == ("overhead", True)
-    assert overhead.step_time_ratio_ci_high < 8.0
+    assert overhead.step_time_ratio.high < 8.0
     with pytest.raises(ValueError, match="overhead_bound True with growth 'work'"):
         dataclasses.replace(overhead, growth="work")
     single = decision.step_scaling(aggregate.aggregate_training(grown[:3], ROWS))

@@ -63,7 +63,7 @@ def test_the_step_growth_is_measured_at_the_fastest_cells_thread_count() -> None
     scaling = decision_intervals.step_scaling(table)
     assert scaling is not None and scaling.threads == 2
     # B=32 at 2 threads: 0.104 s over 256 steps; B=512 at 2 threads: 0.020 s over 16 steps
-    assert abs(scaling.step_time_ratio - (0.020 / 16) / (0.104 / 256)) < 1e-9
+    assert abs(scaling.step_time_ratio.point - (0.020 / 16) / (0.104 / 256)) < 1e-9
 
 
 def test_exercise2_keeps_the_textbook_shape_at_the_first_thread_count() -> None:

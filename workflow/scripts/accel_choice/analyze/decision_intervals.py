@@ -70,12 +70,10 @@ def fastest_ties(
                     threads=cell.threads,
                     compiled=cell.compiled,
                     epoch_s=cell.epoch_s.point,
-                    over_fastest=ratio.point,
-                    over_fastest_ci_low=ratio.low,
-                    over_fastest_ci_high=ratio.high,
+                    over_fastest=ratio,
                 )
             )
-    return tuple(sorted(ties, key=lambda t: t.over_fastest))
+    return tuple(sorted(ties, key=lambda t: t.over_fastest.point))
 
 
 # The step time grew less than half as much as the samples per step: fixed per-step cost dominates.
@@ -104,17 +102,15 @@ def step_scaling(cpu_train: Sequence[TrainingCell], rules: NoiseRules = NoiseRul
     )
     per_step = smallest.steps / largest.steps
     samples = largest.batch_size / smallest.batch_size
-    low, value, high = epochs.low * per_step, epochs.point * per_step, epochs.high * per_step
+    ratio = epochs.scaled(per_step)
     half = OVERHEAD_BOUND_GROWTH * samples
-    growth = "overhead" if high < half else "work" if low >= half else "undecided"
+    growth = "overhead" if ratio.high < half else "work" if ratio.low >= half else "undecided"
     return StepScaling(
         threads=threads,
         smallest_batch=smallest.batch_size,
         largest_batch=largest.batch_size,
         samples_ratio=samples,
-        step_time_ratio=value,
-        step_time_ratio_ci_low=low,
-        step_time_ratio_ci_high=high,
+        step_time_ratio=ratio,
         growth=growth,
         overhead_bound=growth == "overhead",
     )

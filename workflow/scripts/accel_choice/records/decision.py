@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from accel_choice.records import Count, Fraction, NonNegative, Positive, PositiveCount, Seconds, ordered, record
+from accel_choice.records import Count, Fraction, NonNegative, Positive, PositiveCount, Seconds, record
 from accel_choice.records.environment import Environment
 from accel_choice.records.estimate import Estimate
 from accel_choice.records.training import FullPathRow, Variant
@@ -99,19 +99,13 @@ class StepScaling:
     smallest_batch: PositiveCount
     largest_batch: PositiveCount
     samples_ratio: Positive
-    step_time_ratio: Positive
-    step_time_ratio_ci_low: Positive
-    step_time_ratio_ci_high: Positive
+    step_time_ratio: Estimate  # the largest batch's time per step over the smallest's
     growth: Literal["overhead", "work", "undecided"]
     overhead_bound: bool
 
     def __post_init__(self) -> None:
-        ordered(
-            self.step_time_ratio_ci_low,
-            self.step_time_ratio,
-            self.step_time_ratio_ci_high,
-            "step_time_ratio_ci_low step_time_ratio step_time_ratio_ci_high",
-        )
+        if self.step_time_ratio.point <= 0:
+            raise ValueError(f"step_time_ratio {self.step_time_ratio.point!r} must be positive")
         if self.overhead_bound != (self.growth == "overhead"):
             raise ValueError(f"overhead_bound {self.overhead_bound} with growth {self.growth!r}")
 
@@ -178,9 +172,7 @@ class TiedConfiguration:
     threads: PositiveCount
     compiled: bool
     epoch_s: Seconds
-    over_fastest: Positive
-    over_fastest_ci_low: Positive
-    over_fastest_ci_high: Positive
+    over_fastest: Estimate  # its epoch over the fastest's
 
 
 @record

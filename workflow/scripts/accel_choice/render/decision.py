@@ -97,8 +97,8 @@ def ties_sentence(verdict: Verdict) -> str:
         )
     listed = ", ".join(
         f"{t.loader}{' compiled' if t.compiled else ''} B={t.batch_size} on {thread_words(t.threads)} "
-        f"({t.over_fastest:.2f}×, "
-        f"{t.over_fastest_ci_low:.2f}–{t.over_fastest_ci_high:.2f})"
+        f"({t.over_fastest.point:.2f}×, "
+        f"{t.over_fastest.low:.2f}–{t.over_fastest.high:.2f})"
         for t in ties
     )
     return (
@@ -132,9 +132,9 @@ def reasons(verdict: Verdict) -> list[str]:
     if scaling is not None:
         grew = (
             f"From B={scaling.smallest_batch} to B={scaling.largest_batch} ({scaling.samples_ratio:.0f}× the samples "
-            f"per step, {thread_words(scaling.threads)}) the time per optimizer step grew {scaling.step_time_ratio:.1f}× ("
-            f"{verdict.confidence:.0%} interval {scaling.step_time_ratio_ci_low:.1f}–"
-            f"{scaling.step_time_ratio_ci_high:.1f}×)"
+            f"per step, {thread_words(scaling.threads)}) the time per optimizer step grew {scaling.step_time_ratio.point:.1f}× ("
+            f"{verdict.confidence:.0%} interval {scaling.step_time_ratio.low:.1f}–"
+            f"{scaling.step_time_ratio.high:.1f}×)"
         )
         said.append(grew + _GROWTH[scaling.growth].format(half=scaling.samples_ratio / 2))
     said.append(_memory_sentence(verdict))
