@@ -39,8 +39,8 @@ def test_gpu_faster_and_dearer_per_epoch_is_said_with_both_intervals() -> None:
     # 3.1× faster, 5.58× the price: 1.8× the CPU's cost per epoch, interval 5.58/3.4 .. 5.58/2.8
     table = cost.cost_table([CPU, GPU], comparison(3.1, 2.8, 3.4), {"cpu": 0.5, "cuda": 2.79}, "EUR")
     assert table.price_ratio == pytest.approx(5.58)
-    assert table.cost_ratio == pytest.approx(5.58 / 3.1)
-    assert (table.cost_ratio_low, table.cost_ratio_high) == (pytest.approx(5.58 / 3.4), pytest.approx(5.58 / 2.8))
+    assert table.cost_ratio.point == pytest.approx(5.58 / 3.1)
+    assert (table.cost_ratio.low, table.cost_ratio.high) == (pytest.approx(5.58 / 3.4), pytest.approx(5.58 / 2.8))
     assert table.epoch_outcome == "cpu_cheaper"
     cpu_line, gpu_line = table.lines
     assert cpu_line.epoch_cost == pytest.approx(0.31 * 0.5 / 3600)

@@ -39,4 +39,4 @@ with job(snakemake.log[0], snakemake.threads) as log:
     )
     for line in table.lines:
         log.info("%s: %s %s per epoch, %s to target", line.device, line.epoch_cost, table.currency, line.target_cost)
-    log.info("per epoch: %s (cost ratio %s)", table.epoch_outcome, table.cost_ratio)
+    log.info("per epoch: %s (cost ratio %s)", table.epoch_outcome, table.cost_ratio and table.cost_ratio.point)

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from accel_choice.records.cost import CostLine, CostOutcome, CostTable
 from accel_choice.records.decision import DeviceComparison
+from accel_choice.records.estimate import Estimate
 from accel_choice.records.time_to_target import TargetRow, TimeToTarget
 from accel_choice.records.training import FullPathRow
 
@@ -86,12 +87,8 @@ def cost_table(
             unpriced=(comparison.gpu.device,) if comparison else (),
             confidence=confidence,
             speedup=None,
-            speedup_low=None,
-            speedup_high=None,
             price_ratio=None,
             cost_ratio=None,
-            cost_ratio_low=None,
-            cost_ratio_high=None,
             epoch_outcome=None,
             target_outcome=None,
         )
@@ -103,13 +100,16 @@ def cost_table(
         lines=(lines[0], gpu),
         unpriced=(),
         confidence=comparison.speedup.level,
-        speedup=comparison.speedup.point,
-        speedup_low=comparison.speedup.low,
-        speedup_high=comparison.speedup.high,
+        speedup=comparison.speedup,
         price_ratio=price_ratio,
-        cost_ratio=price_ratio / comparison.speedup.point,
-        cost_ratio_low=low,
-        cost_ratio_high=high,
+        cost_ratio=Estimate(
+            point=price_ratio / comparison.speedup.point,
+            low=low,
+            high=high,
+            level=comparison.speedup.level,
+            method=f"price ratio over the speedup's interval ({comparison.speedup.method})",
+            jobs=comparison.speedup.jobs,
+        ),
         epoch_outcome=side_of_one(low, high),
         target_outcome=disjoint(lines[0], gpu),
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 from accel_choice.records import Fraction, Positive, Seconds, ordered, record
+from accel_choice.records.estimate import Estimate
 from accel_choice.records.training import FullPathRow
 
 # gpu_cheaper / cpu_cheaper: the whole interval of the cost ratio lies on one side of 1 (per epoch),
@@ -45,7 +46,7 @@ class CostLine:
             ordered(self.target_s_low, self.target_s, self.target_s_high, "target_s_low target_s target_s_high")  # type: ignore[arg-type]
 
 
-@record(schema="cost")
+@record(schema="cost", version=2)
 class CostTable:
     """tables/cost.json: the cost lines and, where a GPU was measured and priced, the comparison."""
 
@@ -54,13 +55,9 @@ class CostTable:
     unpriced: tuple[str, ...]  # devices measured without a price in cost.per_hour
     confidence: Fraction
     # GPU over CPU, per one-epoch full path: price ratio / speedup, its interval from the speedup's.
-    speedup: Positive | None
-    speedup_low: Positive | None
-    speedup_high: Positive | None
+    speedup: Estimate | None  # the decision's CPU/GPU speedup
     price_ratio: Positive | None
-    cost_ratio: Positive | None
-    cost_ratio_low: Positive | None
-    cost_ratio_high: Positive | None
+    cost_ratio: Estimate | None  # price_ratio / speedup, its ends from the speedup's
     epoch_outcome: CostOutcome | None
     target_outcome: CostOutcome | None  # null: a device without a run to the target
 
@@ -71,7 +68,6 @@ class CostTable:
         compared = (self.speedup, self.price_ratio, self.cost_ratio, self.epoch_outcome)
         if (len(devices) == 2) != (None not in compared):
             raise ValueError(f"{len(devices)} device(s) priced but comparison {compared}")
-        if self.cost_ratio is not None:
-            ordered(
-                self.cost_ratio_low, self.cost_ratio, self.cost_ratio_high, "cost_ratio_low cost_ratio cost_ratio_high"
-            )  # type: ignore[arg-type]
+        for name, estimate in (("speedup", self.speedup), ("cost_ratio", self.cost_ratio)):
+            if estimate is not None and estimate.low <= 0:
+                raise ValueError(f"{name} {estimate!r} must be positive")

@@ -24,23 +24,25 @@ def _target(line: CostLine, currency: str) -> tuple[str, str, str]:
 
 
 def speed_words(c: CostTable) -> str:
-    assert c.speedup is not None and c.speedup_low is not None and c.speedup_high is not None
-    interval = f"{c.confidence:.0%} interval {c.speedup_low:.2f}–{c.speedup_high:.2f}×"
-    if c.speedup_low > 1:
-        return f"the GPU is {c.speedup:.1f}× faster ({interval})"
-    if c.speedup_high < 1:
-        return f"the GPU is {1 / c.speedup:.1f}× slower ({interval})"
-    return f"the GPU is not measurably faster or slower ({c.speedup:.2f}×, {interval})"
+    assert c.speedup is not None
+    s = c.speedup
+    interval = f"{c.confidence:.0%} interval {s.low:.2f}–{s.high:.2f}×"
+    if s.low > 1:
+        return f"the GPU is {s.point:.1f}× faster ({interval})"
+    if s.high < 1:
+        return f"the GPU is {1 / s.point:.1f}× slower ({interval})"
+    return f"the GPU is not measurably faster or slower ({s.point:.2f}×, {interval})"
 
 
 def cost_words(c: CostTable) -> str:
-    assert c.cost_ratio is not None and c.cost_ratio_low is not None and c.cost_ratio_high is not None
-    interval = f"interval {c.cost_ratio_low:.2f}–{c.cost_ratio_high:.2f}× the CPU's"
+    assert c.cost_ratio is not None
+    r = c.cost_ratio
+    interval = f"interval {r.low:.2f}–{r.high:.2f}× the CPU's"
     if c.epoch_outcome == "gpu_cheaper":
-        return f"{1 / c.cost_ratio:.1f}× cheaper per epoch ({interval})"
+        return f"{1 / r.point:.1f}× cheaper per epoch ({interval})"
     if c.epoch_outcome == "cpu_cheaper":
-        return f"{c.cost_ratio:.1f}× more expensive per epoch ({interval})"
-    return f"not measurably cheaper or dearer per epoch ({c.cost_ratio:.2f}×, {interval})"
+        return f"{r.point:.1f}× more expensive per epoch ({interval})"
+    return f"not measurably cheaper or dearer per epoch ({r.point:.2f}×, {interval})"
 
 
 TARGET_WORDS = {
