@@ -108,9 +108,14 @@ def write_text(target: str | os.PathLike[str], text: str) -> None:
     write_bytes(target, text.encode("utf-8"))
 
 
+def json_text(obj: Any) -> str:
+    """`obj` as the JSON text every result file is written in; records inside it as their JSON objects."""
+    return json.dumps(obj, indent=2, sort_keys=False, allow_nan=False, default=_record_json) + "\n"
+
+
 def write_json(target: str | os.PathLike[str], obj: Any) -> None:
     """`obj` as JSON; records (accel_choice.records) inside it are written as their JSON objects."""
-    write_text(target, json.dumps(obj, indent=2, sort_keys=False, allow_nan=False, default=_record_json) + "\n")
+    write_text(target, json_text(obj))
 
 
 # The log of the job running in this process (io.runtime.job sets it): it vouches for every record
@@ -130,7 +135,7 @@ def write_record(target: str | os.PathLike[str], obj: Any) -> None:
     log_path = JOB_LOG[-1]
     header = {key: data.pop(key) for key in ("schema", "schema_version")}
     data = {**header, ledger.KEY: ledger.header(target, log_path), **data}
-    text = json.dumps(data, indent=2, sort_keys=False, allow_nan=False, default=_record_json) + "\n"
+    text = json_text(data)
     write_text(target, text)
     logging.getLogger("accel_choice").info(ledger.line(target, log_path, text.encode("utf-8")))
 

@@ -9,6 +9,7 @@ Spreads of the raw values (min, max, quartiles) are read from the raw values, ne
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Sequence
@@ -60,26 +61,12 @@ class Estimate:
 
     def scaled(self, factor: float) -> Estimate:
         """The same estimate of `factor` × the quantity (factor > 0)."""
-        return type(self)(
-            point=self.point * factor,
-            low=self.low * factor,
-            high=self.high * factor,
-            level=self.level,
-            method=self.method,
-            jobs=self.jobs,
-            flags=self.flags,
-        )
+        return dataclasses.replace(self, point=self.point * factor, low=self.low * factor, high=self.high * factor)
 
     def inverted(self, numerator: float = 1.0) -> Estimate:
         """The estimate of `numerator` / the quantity: the interval's ends swap (a rate from a time)."""
-        return type(self)(
-            point=numerator / self.point,
-            low=numerator / self.high,
-            high=numerator / self.low,
-            level=self.level,
-            method=self.method,
-            jobs=self.jobs,
-            flags=self.flags,
+        return dataclasses.replace(
+            self, point=numerator / self.point, low=numerator / self.high, high=numerator / self.low
         )
 
 
@@ -95,8 +82,7 @@ class PositiveEstimate(Estimate):
 
 def positive(estimate: Estimate) -> PositiveEstimate:
     """`estimate` as the estimate of a positive quantity (refused where an end is not above 0)."""
-    fields = ("point", "low", "high", "level", "method", "jobs", "flags")
-    return PositiveEstimate(**{name: getattr(estimate, name) for name in fields})
+    return PositiveEstimate(**{field.name: getattr(estimate, field.name) for field in dataclasses.fields(Estimate)})
 
 
 def columns(name: str, estimate: Estimate | None) -> dict[str, Any]:

@@ -35,13 +35,19 @@ def line(record_path: str | os.PathLike[str], log_path: str | os.PathLike[str], 
     return f"record written: {_name(record_path, log_path)} sha256 {hashlib.sha256(data).hexdigest()}"
 
 
+def _relative(path: str | os.PathLike[str], beside: str | os.PathLike[str]) -> str:
+    """`path` relative to the folder of the file `beside`."""
+    return Path(os.path.relpath(os.path.abspath(path), os.path.abspath(Path(beside).parent))).as_posix()
+
+
 def header(record_path: str | os.PathLike[str], log_path: str | os.PathLike[str]) -> str:
     """The `log` header of a record: its job's log relative to the record's folder."""
-    return Path(os.path.relpath(os.path.abspath(log_path), os.path.abspath(Path(record_path).parent))).as_posix()
+    return _relative(log_path, record_path)
 
 
 def _name(record_path: str | os.PathLike[str], log_path: str | os.PathLike[str]) -> str:
-    return Path(os.path.relpath(os.path.abspath(record_path), os.path.abspath(Path(log_path).parent))).as_posix()
+    """How the log names a record: relative to the log's folder."""
+    return _relative(record_path, log_path)
 
 
 def problem(record_path: str | os.PathLike[str], data: bytes, log_header: str) -> str | None:
