@@ -158,6 +158,13 @@ def outcome(ratio: Estimate, noise_floor: float = 0.0) -> Outcome:
     return "no_difference"
 
 
+def gate_fails(low: float, said: Outcome, percent: float) -> bool:
+    """The regression gate's rule for one B/A ratio of times: B slower than A by more than `percent` %,
+    the whole interval beyond it (`low`), and beyond the noise floor too (`said`, the outcome, is
+    "a_faster"), so a difference the runs' own drift explains never fails it."""
+    return said == "a_faster" and low > 1 + percent / 100
+
+
 def repeats_to_settle(estimate: Estimate, threshold: float) -> int | None:
     """How many jobs would likely make the interval clear `threshold`, from its observed width.
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from accel_choice.analyze import bootstrap, job_intervals
-from accel_choice.analyze.bootstrap import Groups, outcome, repeats_to_settle
+from accel_choice.analyze.bootstrap import Groups, gate_fails, outcome, repeats_to_settle
 from accel_choice.records.estimate import Estimate
 
 LEVEL = 0.95
@@ -96,9 +96,8 @@ def aa_differs(method: Method, design: Design, draws: int, seed: int = 1) -> flo
 
 
 def gate_flags(ratio: Estimate, percent: float = GATE_PERCENT, floor: float = 0.0) -> bool:
-    """The regression gate's rule for one row (analyze.compare.regressions): B slower than A by more
-    than `percent`, the whole interval beyond it and beyond the noise floor."""
-    return ratio.low > 1 + percent / 100 and outcome(ratio, floor) == "a_faster"
+    """The regression gate's rule for one row (bootstrap.gate_fails, what analyze.compare.regressions applies)."""
+    return gate_fails(ratio.low, outcome(ratio, floor), percent)
 
 
 def gate_rates(

@@ -188,12 +188,11 @@ def regressions(result: Comparison, percent: float) -> list[Regression]:
     full path (no interval) are never gated."""
     if not (percent >= 0 and math.isfinite(percent)):
         raise ValueError(f"the gate's percent must be a non-negative finite number, got {percent!r}")
-    limit = 1 + percent / 100
+    outcomes = {words: said for said, words in OUTCOME_WORDS.items()}
     return [
         Regression(row, name)
         for row in result.rows
         for name in TIME_METRICS
         if row[f"{name}_ratio_ci_low"] is not None
-        and row[f"{name}_ratio_ci_low"] > limit
-        and row[f"{name}_outcome"] == OUTCOME_WORDS["a_faster"]
+        and bootstrap.gate_fails(row[f"{name}_ratio_ci_low"], outcomes[row[f"{name}_outcome"]], percent)
     ]

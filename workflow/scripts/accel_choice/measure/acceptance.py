@@ -68,7 +68,7 @@ def steps_without_host_sync(
     return losses
 
 
-def _run(r: TrainingRecord, rows: int) -> VariantRun:
+def variant_run(r: TrainingRecord, rows: int) -> VariantRun:
     return VariantRun(
         precision=r.precision,
         placement=r.placement,
@@ -82,7 +82,7 @@ def _run(r: TrainingRecord, rows: int) -> VariantRun:
     )
 
 
-def _memory_problems(runs: Sequence[VariantRun], rows: int) -> list[str]:
+def memory_problems(runs: Sequence[VariantRun], rows: int) -> list[str]:
     """Each run whose epoch's own memory is below what it must hold or above the formulas' bound."""
     adam, problems = theory.adam_fp32_bytes(WIDTHS), []
     for run in runs:
@@ -137,7 +137,7 @@ def run(device_type: str, rows: int | None = None, compile_variant: bool = True)
                 epochs=EPOCHS,
             )
             measured += records
-        runs.extend(_run(r, rows) for r in measured)
+        runs.extend(variant_run(r, rows) for r in measured)
         broken = [f"{r.precision}/{r.placement} B={r.batch_size}" for r in measured if not r.finite]
         same_start = len({r.initial_weights_sha256 for r in measured}) == 1
         return not broken and same_start, f"{len(measured)} variants; non-finite: {broken or 'none'}"
@@ -157,7 +157,7 @@ def run(device_type: str, rows: int | None = None, compile_variant: bool = True)
             device=device,
             epochs=EPOCHS,
         )
-        runs.extend(_run(r, rows) for r in records)
+        runs.extend(variant_run(r, rows) for r in records)
         return all(r.finite and r.compiled for r in records), f"epoch {records[0].epoch_s * 1e3:.3f} ms"
 
     if compile_variant:
@@ -178,7 +178,7 @@ def run(device_type: str, rows: int | None = None, compile_variant: bool = True)
 
 
 def _memory_bound(runs: Sequence[VariantRun], rows: int) -> tuple[bool, str]:
-    problems = _memory_problems([r for r in runs if not r.compiled], rows)
+    problems = memory_problems([r for r in runs if not r.compiled], rows)
     return not problems, "; ".join(problems) or "every variant between its floor and its bound"
 
 
