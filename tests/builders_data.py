@@ -17,6 +17,8 @@ from accel_choice.records.data import (
     NorthstarGenerator,
 )
 from accel_choice.records.environment import Environment, Workflow
+from accel_choice.records.estimate import PositiveEstimate
+from accel_choice.analyze import job_intervals
 from accel_choice.records.loads import (
     CopyCell,
     CopyTiming,
@@ -180,9 +182,9 @@ def load_cell(**overrides: Any) -> LoadCell:
         "to_pandas_s_median": 0.001,
         "to_numpy_s_median": 0.001,
         "to_torch_s_median": 0.00001,
-        "total_s_median": 0.00601,
-        "total_s_ci_low": 0.006,
-        "total_s_ci_high": 0.0062,
+        "total_s": PositiveEstimate(
+            point=0.00601, low=0.006, high=0.0062, level=0.95, method=job_intervals.METHOD, jobs=3
+        ),
         "total_s_min": 0.006,
         "total_s_max": 0.0062,
         "total_s_iqr": 0.0001,
@@ -191,7 +193,7 @@ def load_cell(**overrides: Any) -> LoadCell:
         "contaminated": (),
     }
     fields = fields | overrides
-    fields.setdefault("mb_per_s", fields["file_bytes"] / fields["total_s_median"] / 1e6)
+    fields.setdefault("mb_per_s", fields["file_bytes"] / fields["total_s"].point / 1e6)
     return LoadCell(**fields)
 
 

@@ -94,7 +94,8 @@ def test_one_row_per_batch_size_and_loader_sorted(table):
 def test_medians_min_max_iqr(table):
     r = _row(table, 32, "dataloader")
     assert r.epoch_s_runs == (0.30, 0.28, 0.29)  # in repeat order
-    assert r.epoch_s.point == pytest.approx(0.29)
+    # The point is the geometric mean of the jobs' medians (t on log job medians), between them.
+    assert r.epoch_s.point == pytest.approx(statistics.geometric_mean([0.30, 0.28, 0.29]))
     assert r.epoch_s_min == pytest.approx(0.28)
     assert r.epoch_s_max == pytest.approx(0.30)
     assert r.epoch_s_iqr == pytest.approx(0.01)  # quartiles 0.285 and 0.295
@@ -115,12 +116,15 @@ def test_samples_per_s_from_median(table):
         assert r.samples_per_s_min == pytest.approx(r.samples / r.epoch_s_max)
         assert r.samples_per_s_max == pytest.approx(r.samples / r.epoch_s_min)
         assert r.step_us == pytest.approx(r.epoch_s.point / r.steps * 1e6)
-    assert _row(table, 32, "fastpath").samples_per_s.point == pytest.approx(8192 / 0.100)
+    assert _row(table, 32, "fastpath").samples_per_s.point == pytest.approx(
+        8192 / statistics.geometric_mean([0.100, 0.101, 0.099])
+    )
 
 
 def test_planted_outlier_flags_cell_noisy(table):
     outlier = _row(table, 512, "fastpath")
-    assert outlier.epoch_s.point == pytest.approx(0.020)
+    # The geometric mean is pulled by the outlier job (a median of three would not be): the cell says noisy.
+    assert outlier.epoch_s.point == pytest.approx((0.020 * 0.020 * 0.050) ** (1 / 3))
     assert outlier.epoch_s_max == pytest.approx(0.050)
     assert outlier.noisy is True
     assert any("2.50x the median" in reason for reason in outlier.noise_reasons)
@@ -139,8 +143,11 @@ def test_noise_thresholds_are_passed_through():
 
 
 def test_epoch_s_over_fastpath(table):
-    assert _row(table, 32, "dataloader").epoch_s_over_fastpath.point == pytest.approx(0.29 / 0.100)
-    assert _row(table, 512, "dataloader").epoch_s_over_fastpath.point == pytest.approx(0.061 / 0.020)
+    # Paired: the geometric mean of the per-job ratios (both loaders ran in the same jobs).
+    paired = statistics.geometric_mean([0.30 / 0.100, 0.28 / 0.101, 0.29 / 0.099])
+    assert _row(table, 32, "dataloader").epoch_s_over_fastpath.point == pytest.approx(paired)
+    paired = statistics.geometric_mean([0.060 / 0.020, 0.062 / 0.020, 0.061 / 0.050])
+    assert _row(table, 512, "dataloader").epoch_s_over_fastpath.point == pytest.approx(paired)
     assert _row(table, 32, "fastpath").epoch_s_over_fastpath.point == pytest.approx(1.0)
 
 
@@ -245,7 +252,7 @@ def test_non_finite_records_excluded_from_medians_and_listed():
     cell = _row(table, 32, "fastpath")
     assert cell.repeats == 3
     assert cell.epoch_s_runs == (0.100, 0.101, 0.099)
-    assert cell.epoch_s.point == pytest.approx(0.100)
+    assert cell.epoch_s.point == pytest.approx(statistics.geometric_mean([0.100, 0.101, 0.099]))
     assert cell.epoch_s_max == pytest.approx(0.101)
 
     listed = aggregate.non_finite_runs(recs)
@@ -291,7 +298,7 @@ def test_exercise2_textbook_example_numbers():
 
 def test_exercise2_median_is_the_median_of_the_runs_it_lists():
     """The exercise's contract: a reader's statistics.median(epoch_s_runs) is the file's epoch_s_median,
-    also where the median of every epoch pooled (the table's) is another number."""
+    also where the table's point (the geometric mean of the job medians) is another number."""
     jobs = [(0.10, 0.11, 0.30), (0.12, 0.13, 0.31), (0.14, 0.32, 0.33)]
     recs = [
         record(
@@ -309,7 +316,8 @@ def test_exercise2_median_is_the_median_of_the_runs_it_lists():
     assert row["epoch_s_runs"] == [0.11, 0.13, 0.32]
     assert row["epoch_s_median"] == statistics.median(row["epoch_s_runs"]) == 0.13
     assert row["samples_per_s"] == ROWS / 0.13
-    assert _row(table, 128, "dataloader").epoch_s.point == pytest.approx(0.14)  # every epoch pooled: not the file's
+    table_point = _row(table, 128, "dataloader").epoch_s.point
+    assert table_point == pytest.approx(statistics.geometric_mean([0.11, 0.13, 0.32])) != 0.13  # not the file's
 
 
 # --- load/convert and full path -------------------------------------------------------
@@ -373,16 +381,17 @@ def test_aggregate_load_convert_medians(load_cells):
     assert csv.to_pandas_s_median == 0.0
     assert csv.to_numpy_s_median == pytest.approx(0.003)
     assert csv.to_torch_s_median == pytest.approx(0.00002)
-    # totals 0.05201, 0.05502, 0.05503: the median total is not the sum of the stage medians
-    assert csv.total_s_median == pytest.approx(0.05502)
+    # totals 0.05201, 0.05502, 0.05503: the total (their geometric mean) is not the sum of the stage medians
+    assert csv.total_s.point == pytest.approx((0.05201 * 0.05502 * 0.05503) ** (1 / 3))
+    assert csv.total_s.low < csv.total_s.point < csv.total_s.high and csv.total_s.jobs == 3
     assert csv.total_s_min == pytest.approx(0.05201)
     assert csv.total_s_max == pytest.approx(0.05503)
     assert csv.total_s_iqr == pytest.approx(0.055025 - 0.053515)
-    assert csv.mb_per_s == pytest.approx(3_000_000 / 0.05502 / 1e6)
+    assert csv.mb_per_s == pytest.approx(3_000_000 / csv.total_s.point / 1e6)
     assert csv.noisy is False and csv.contaminated == ()
     pq = load_cells[1]
     assert pq.noisy is True and pq.noise_reasons
-    assert pq.total_s_median == pytest.approx(0.00601)
+    assert pq.total_s.point == pytest.approx((0.00601 * 0.00601 * 0.02201) ** (1 / 3))  # the outlier job pulls it
     assert load_cells[2].repeats == 1
 
 
@@ -447,7 +456,7 @@ def test_the_load_table_round_trips_and_refuses_a_damaged_cell(tmp_path, load_ce
     data["table"][1]["total_s_min"] = 1.0  # above the median
     path.write_text(json.dumps(data))
     with pytest.raises(
-        RecordError, match=r"load_convert\.json: table\[1\]: Value error, total_s_min 1\.0 <= total_s_median"
+        RecordError, match=r"load_convert\.json: table\[1\]: Value error, total_s_min 1\.0 <= total_s\.point"
     ):
         read_record(LoadTable, path)
 
@@ -559,7 +568,9 @@ def test_full_path_sums(table, load_table):
         assert r.noisy == bool(load.noisy or train.noisy)
     first = rows[0]  # csv, dataloader, B=32
     assert (first.format, first.loader, first.batch_size) == ("csv", "dataloader", 32)
-    assert first.total_s == pytest.approx(0.051 + 0.003 + 0.00002 + 0.29 + 0.005)
+    assert first.total_s == pytest.approx(
+        0.051 + 0.003 + 0.00002 + statistics.geometric_mean([0.30, 0.28, 0.29]) + 0.005
+    )
 
 
 def test_full_path_other_dataset(table, load_table):
@@ -639,9 +650,12 @@ def test_loader_overhead_compares_within_a_device_and_precision():
     ]
     table = aggregate.aggregate_training(recs, ROWS)
     (gpu_dl,) = [r for r in table if r.device == "cuda" and r.loader == "dataloader"]
-    assert gpu_dl.epoch_s_over_fastpath.point == pytest.approx(0.05 / 0.010)
+    # paired per job: the GPU fp32 fast path ran 0.010, 0.011, 0.009 in the same repeats
+    assert gpu_dl.epoch_s_over_fastpath.point == pytest.approx(
+        statistics.geometric_mean([5.0, 0.05 / 0.011, 0.05 / 0.009])
+    )
     assert _row([r for r in table if r.device == "cpu"], 32, "dataloader").epoch_s_over_fastpath.point == pytest.approx(
-        0.29 / 0.100
+        statistics.geometric_mean([0.30 / 0.100, 0.28 / 0.101, 0.29 / 0.099])
     )
     for r in table:
         if r.device == "cuda" and r.loader == "fastpath":

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from accel_choice.analyze import bootstrap
+from accel_choice.analyze import bootstrap, job_intervals
 from accel_choice.records.estimate import Estimate
 
 # --- one level: the same thing as scipy.stats.bootstrap ---------------------------------------
@@ -143,7 +143,7 @@ def test_pairing_cancels_a_drift_both_sides_shared():
 
 def test_paired_ratio_refuses_different_shapes():
     """Pairing needs the same jobs and epoch counts on both sides."""
-    assert not bootstrap.can_pair([[1.0, 2.0], [3.0]], [[1.0, 2.0], [3.0, 4.0]])
+    assert not job_intervals.can_pair([[1.0, 2.0], [3.0]], [[1.0, 2.0], [3.0, 4.0]])
     with pytest.raises(ValueError, match="paired"):
         bootstrap.ratio_interval([[1.0, 2.0], [3.0]], [[1.0, 2.0], [3.0, 4.0]], paired=True)
     with pytest.raises(ValueError, match="paired"):
@@ -173,7 +173,7 @@ def _ratio(low: float, high: float, value: float | None = None, jobs: int = 3) -
 )
 def test_outcome_needs_the_whole_interval_outside_the_noise_floor(low, high, floor, expected):
     """A difference counts only when the interval lies wholly outside 1 ± floor."""
-    assert bootstrap.outcome(_ratio(low, high), floor) == expected
+    assert job_intervals.outcome(_ratio(low, high), floor) == expected
 
 
 def test_repeats_to_settle_grows_with_width_and_nearness():

@@ -30,12 +30,12 @@ from accel_choice.analyze.figures import Figures
 from accel_choice import records
 from accel_choice.analyze import (
     aggregate,
-    bootstrap,
     compare,
     compare_match,
     compare_warnings,
     decision,
     fullpath,
+    job_intervals,
     loads,
 )
 from accel_choice.analyze.sentinel import summarize_sentinels
@@ -45,10 +45,10 @@ from accel_choice.records.decision import Decision, FullPathTable
 from accel_choice.records.environment import Environment, Workflow
 from accel_choice.records.loads import LoadCell, TransferTable
 from accel_choice.records.sentinel import SentinelReadings, SentinelSummary
-from accel_choice.records.training import VARIANT_KEYS, TrainingCell, TrainingRecord, TrainingTable
+from accel_choice.records.training import VARIANT_KEYS, TrainingCell, TrainingRecord, TrainingTable, Variant
 from accel_choice.render import comparison, comparison_figure
 from builders_data import copy_timing, load_job, transfer_job
-from builders_training import environment, environment_report, replaced, training_cell, training_record
+from builders_training import environment, environment_report, training_cell, training_record
 
 ROWS = 2048
 CONFIG: dict[str, Any] = {
@@ -471,7 +471,7 @@ def _row(result: compare.Comparison, loader: str = "fastpath", batch_size: int =
 
 def _cell(jobs: tuple[tuple[float, ...], ...], **variant: Any) -> TrainingCell:
     """A training cell whose median, interval, job medians and rates are those of `jobs`, as aggregation makes them."""
-    estimate = bootstrap.median_interval(jobs)
+    estimate = job_intervals.median_interval(jobs)
     return training_cell(**variant, epoch_s_jobs=jobs, epoch_s=estimate)
 
 
@@ -482,33 +482,35 @@ def _jobs(median: float, seed: int, jobs: int = 3, epochs: int = 5, sd: float = 
 
 def test_the_cell_builder_keeps_median_and_interval_consistent():
     cell = _cell(_jobs(0.01, 1))
-    assert cell.epoch_s.point == statistics.median(t for job in cell.epoch_s_jobs for t in job)
+    assert cell.epoch_s.point == pytest.approx(statistics.geometric_mean(cell.epoch_s_runs))
     assert cell.epoch_s.low <= cell.epoch_s.point <= cell.epoch_s.high
 
 
 def test_a_row_3_percent_slower_inside_a_5_percent_noise_floor_is_no_measurable_difference():
     a, b = _cell(_jobs(0.0100, 1)), _cell(_jobs(0.0103, 2))
-    estimate, words = compare_match.time_ratio("epoch_s", a, b, floor=0.05)
+    estimate, words = compare_match.time_ratio("epoch_s", a, b, floor=0.05, level=0.95)
     assert estimate.point == pytest.approx(1.03, abs=0.005)
     assert 1.0 < estimate.low and estimate.high < 1.05  # the interval alone says slower ...
     assert words == "no measurable difference"  # ... but not beyond the run's own drift
-    assert compare_match.time_ratio("epoch_s", a, b, floor=0.0)[1] == "A faster"
-    assert compare_match.time_ratio("epoch_s", b, a, floor=0.0)[1] == "B faster"
+    assert compare_match.time_ratio("epoch_s", a, b, floor=0.0, level=0.95)[1] == "A faster"
+    assert compare_match.time_ratio("epoch_s", b, a, floor=0.0, level=0.95)[1] == "B faster"
 
 
-def test_the_ratio_interval_is_unpaired_at_the_cells_level_and_seeded_by_the_row():
+def test_the_ratio_interval_is_welch_t_on_the_job_medians_at_the_level_given():
     a, b = _cell(_jobs(0.0100, 1)), _cell(_jobs(0.0103, 2))
-    estimate, _ = compare_match.time_ratio("epoch_s", a, b, floor=0.0)
-    expected = bootstrap.ratio_interval(
-        a.epoch_s_jobs,
-        b.epoch_s_jobs,
-        paired=False,
-        level=0.95,
-        seed=aggregate.cell_seed(a.key, "compare epoch_s"),
-    )
-    assert estimate == expected
-    wider = compare_match.time_ratio("epoch_s", a, replaced(b, epoch_s=replaced(b.epoch_s, level=0.99)), floor=0.0)[0]
-    assert wider.level == 0.99 and wider.low <= estimate.low and wider.high >= estimate.high
+    estimate, _ = compare_match.time_ratio("epoch_s", a, b, floor=0.0, level=0.95)
+    assert estimate == job_intervals.ratio_interval(a.epoch_s_jobs, b.epoch_s_jobs, level=0.95)
+    assert estimate.method == job_intervals.WELCH and estimate.jobs == 3
+    wider = compare_match.time_ratio("epoch_s", a, b, floor=0.0, level=0.99)[0]
+    assert wider.level == 0.99 and wider.low < estimate.low and wider.high > estimate.high
+
+
+def test_the_rows_of_a_comparison_are_one_family_held_at_the_tables_level(tmp_path):
+    """16 ratios (8 rows, epoch and eval): each at 1 - 0.05/16, so together at 95 % (Bonferroni)."""
+    result = _compare(make_results(tmp_path, "a", gpu=True), make_results(tmp_path, "b", gpu=True))
+    assert {row["family"] for row in result.rows} == {16}
+    assert {row["family_confidence"] for row in result.rows} == {0.95}
+    assert [row["confidence"] for row in result.rows] == pytest.approx([1 - 0.05 / 16] * len(result.rows))
 
 
 def test_the_row_floor_is_the_larger_of_the_two_sides_and_zero_without_one(tmp_path):
@@ -534,7 +536,7 @@ def test_an_a_a_pair_shows_no_measurable_difference_on_every_row_and_passes_the_
         for name in ("epoch_s", "eval_s"):
             assert row[f"{name}_outcome"] == "no measurable difference", (row, name)
             assert row[f"{name}_ratio_ci_low"] <= row[f"{name}_ratio_b_over_a"] <= row[f"{name}_ratio_ci_high"]
-        assert row["noise_floor"] > 0 and row["confidence"] == 0.95
+        assert row["noise_floor"] > 0 and row["family_confidence"] == 0.95
     assert result.tally["epoch_s"] == {"B faster": 0, "A faster": 0, "no measurable difference": 8}
     assert compare.regressions(result, 5) == []
     out = tmp_path / "cmp"
@@ -617,7 +619,7 @@ def test_intervals_at_different_levels_use_the_higher_and_say_so(tmp_path):
         ],
     )
     result = _compare(laptop, server)
-    assert {row["confidence"] for row in result.rows} == {0.95}
+    assert {row["family_confidence"] for row in result.rows} == {0.95}
     assert _mentioning(result, "intervals are at different levels (laptop: [0.95], server: [0.9])")
 
 
@@ -1056,7 +1058,7 @@ def _empty_job(document: dict[str, Any]) -> None:
     [
         (
             _median_moved_to_its_interval,
-            r"table\[1\]: Value error, epoch_s\.point [0-9.e-]+ is not what 'percentile bootstrap: jobs, then epochs' makes of epoch_s_jobs",
+            r"table\[1\]: Value error, epoch_s\.point [0-9.e-]+ is not what 't on log job medians' makes of epoch_s_jobs",
         ),
         (_empty_job, r"table\[1\]\.eval_s_jobs: a job without a time"),
     ],
@@ -1459,3 +1461,47 @@ def test_cli_replaces_its_own_outputs_and_keeps_other_files(tmp_path):
     assert _snapshot(out)["notes.txt"] == before["notes.txt"]
     assert (out / "comparison.md").read_text().startswith("# Comparison: A (A) vs B (B)")
     _assert_as_it_was(out, _snapshot(out))
+
+
+# ---------------------------------------------------------------- what a comparison could see
+
+
+def test_the_comparison_states_the_slowdown_it_could_catch_and_the_gate_raises_it(tmp_path, capsys):
+    """Issue 25: compare says which slowdown a row would catch with 80 % power, from the spread of its jobs."""
+    first = make_results(tmp_path, "first", draws=Draws(epochs=5, seed=1))
+    second = make_results(tmp_path, "second", draws=Draws(epochs=5, seed=2))
+    a, b = (results_folder.load_results(path, label) for path, label in ((first, "first"), (second, "second")))
+    plain, gated = compare.compare(a, b), compare.compare(a, b, gate=50.0)
+    found = plain.detectable["epoch_s"]
+    assert found["rows"] == len(plain.rows) and 1 < found["best"] <= found["median"] <= found["worst"]
+    for row in plain.rows:  # beyond the row's noise floor, at the row's level, from its jobs
+        ta, tb = (next(c for c in side.training if c.key == Variant.of(row).key) for side in (a, b))
+        assert row["epoch_s_detectable_ratio"] == job_intervals.detectable_ratio(
+            ta.epoch_s_jobs, tb.epoch_s_jobs, 1 + row["noise_floor"], row["confidence"]
+        )
+    assert gated.detectable["epoch_s"]["best"] > 1.5 > found["worst"]  # a 50 % gate sees nothing below 50 %
+    assert compare_results.main([str(first), str(second), "--out", str(tmp_path / "cmp")]) == 0
+    out = capsys.readouterr().out
+    assert "Epoch time: this comparison would catch a slowdown of B of at least" in out
+    assert "with 80 % power" in out
+    assert "## What this comparison could see" in (tmp_path / "cmp" / "comparison.md").read_text()
+
+
+def test_a_machine_that_ran_slower_is_seen_through_the_two_runs_sentinels(tmp_path):
+    first, second = make_results(tmp_path, "first"), make_results(tmp_path, "second")
+    same = _compare(first, second)
+    (cpu,) = same.machine_speed
+    assert cpu["table"] == "cpu" and cpu["outcome"] == "no measurable difference"
+    assert cpu["ratio_b_over_a"] == pytest.approx(1.0) and cpu["jobs_a"] == cpu["jobs_b"] > 1
+
+    def slower(document: Any) -> None:  # every job's sentinel 30 % slower: the machine, not the code
+        sentinel = document["sentinel"]
+        sentinel["run_median_s"] *= 1.3
+        for job in sentinel["jobs"]:
+            job["median_s"] *= 1.3
+
+    _edit_json(second, paths.CPU_TABLE, slower)
+    moved = _compare(first, second)
+    (cpu,) = moved.machine_speed
+    assert cpu["outcome"] == "A faster" and cpu["ratio_ci_low"] > 1.2
+    assert _mentioning(moved, "the machines themselves ran at different speeds: the cpu sentinel")

@@ -6,11 +6,12 @@ from __future__ import annotations
 import csv
 import dataclasses
 import re
+import statistics
 
 import pytest
 
 from accel_choice.analyze.figures import Figures
-from accel_choice.analyze import aggregate, decision, fullpath, loads, theory
+from accel_choice.analyze import aggregate, decision, decision_intervals, fullpath, job_intervals, loads, theory
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import tables
 from accel_choice.records.decision import Decision
@@ -85,11 +86,16 @@ def _train_record(
 
 
 # fastpath: B=32 -> 0.040 s over 256 steps (156.25 µs/step); B=512 -> 0.010 s over 16 steps (625 µs/step)
+def _around(point: float, step: float) -> list[float]:
+    """Three jobs whose median and geometric mean are both `point`: point, point·step, point/step."""
+    return [point, point * step, point / step]
+
+
 EPOCHS = {
-    (32, "dataloader"): [0.120, 0.121, 0.119],
-    (32, "fastpath"): [0.040, 0.041, 0.039],
-    (512, "dataloader"): [0.030, 0.031, 0.029],
-    (512, "fastpath"): [0.010, 0.010, 0.030],  # planted outlier: a noisy cell
+    (32, "dataloader"): _around(0.120, 121 / 120),
+    (32, "fastpath"): _around(0.040, 41 / 40),
+    (512, "dataloader"): [0.029, 0.030, 0.090],  # planted outlier: a noisy cell (not the fastest one)
+    (512, "fastpath"): _around(0.010, 1.04),
 }
 
 
@@ -231,12 +237,12 @@ def test_verdict_reasons_carry_the_numbers(train_table, full_path_rows):
     assert best == min(full_path_rows, key=lambda r: r.total_s)
     # 3 x 3168 x 8192 FLOP = 77.9 MFLOP in 10 ms
     assert v.fastest_cpu_epoch.flop_3x == 77_856_768 and v.fastest_cpu_epoch.epoch_s == pytest.approx(0.010)
-    # 625 µs / 156.25 µs per step = 4.0x for 16x the samples; but the fastest cell's planted 30 ms repeat
-    # stretches the interval past 8x, half the samples' growth: this run cannot call it overhead
+    # 625 µs / 156.25 µs per step = 4.0x for 16x the samples, the whole interval below 8x (half the samples'
+    # growth): overhead bound
     s = v.scaling
     assert (s.samples_ratio, s.step_time_ratio.point) == (16, pytest.approx(4.0))
-    assert s.step_time_ratio.low < 4.0 < 8.0 < s.step_time_ratio.high
-    assert (s.growth, s.overhead_bound) == ("undecided", False)
+    assert s.step_time_ratio.low < 4.0 < s.step_time_ratio.high < 8.0
+    assert (s.growth, s.overhead_bound) == ("overhead", True)
     reasons = words.reasons(v)
     assert len(reasons) == 5
     assert reasons[0].startswith("Fastest CPU full path: parquet + fastpath at B=512, 1 thread, 20.0 ms per epoch")
@@ -244,16 +250,21 @@ def test_verdict_reasons_carry_the_numbers(train_table, full_path_rows):
         "with no interval: not a measured difference; the fastest epoch and its ties below are decided by intervals)."
     )
     assert "~78 MFLOP in 10.0 ms: 7.79 GFLOP/s achieved" in reasons[1]
-    # The fastest cell has a planted 30 ms repeat: paired with the DataLoader of the same jobs (30, 31, 29 ms)
-    # the ratio is 3.0, 3.1 and 0.97 — its interval holds 1, so the two are tied; B=32 is measurably slower.
+    # The DataLoader at B=512 has a planted 90 ms job: paired per job with the fast path of the same jobs the
+    # ratios are 2.9, 2.9 and 9.4, and three jobs that disagree that much leave an interval holding 1: tied.
+    # B=32 is measurably slower.
     assert [(t.loader, t.batch_size) for t in v.fastest_cpu_ties] == [("dataloader", 512)]
+    tie = v.fastest_cpu_ties[0].over_fastest
+    assert tie.low < 1 < tie.high and tie.method == job_intervals.PAIRED
     assert reasons[2].startswith(
-        "Tied with the fastest (fastpath B=512 on 1 thread): dataloader B=512 on 1 thread (3.00×, 0.97–3.10)"
+        f"Tied with the fastest (fastpath B=512 on 1 thread): dataloader B=512 on 1 thread ({tie.point:.2f}×, "
+        f"{tie.low:.2f}–{tie.high:.2f})"
     )
     assert reasons[3] == (
         f"From B=32 to B=512 (16× the samples per step, 1 thread) the time per optimizer step grew 4.0× (95% interval "
-        f"{s.step_time_ratio.low:.1f}–{s.step_time_ratio.high:.1f}×): the interval straddles half the samples' "
-        "growth (8×), so this run cannot tell a per-step overhead from work that grows with the batch."
+        f"{s.step_time_ratio.low:.1f}–{s.step_time_ratio.high:.1f}×): the whole interval lies below half the samples' "
+        "growth (8×), so the step is bound by fixed per-step overhead (Python, dispatch), which a faster arithmetic "
+        "unit does not remove."
     )
     # Adam 26,128 + 2 × 165,888 activations at B=512 + the 8,192 × 33 fp32 matrix = 1,439,248 bytes
     assert (v.memory.bound_bytes, v.memory.fits_host, v.memory.fits_device) == (1_439_248, True, None)
@@ -394,7 +405,7 @@ def test_report_theory_numbers(rendered):
 
 
 def test_report_flags_noise_and_non_finite(rendered):
-    assert "- training cpu fp32 host B=512 fastpath: " in rendered
+    assert "- training cpu fp32 host B=512 dataloader: " in rendered
     assert "a repeat is 3.00x the median (> 2x)" in rendered
     assert (
         "Non-finite runs (NaN/inf loss or weights), excluded from the medians:\n"
@@ -404,8 +415,8 @@ def test_report_flags_noise_and_non_finite(rendered):
 
 
 def test_report_cpu_and_data_tables(rendered):
-    # B=32 dataloader: median 120 ms, 3.00x the fast path
-    assert re.search(r"^\| 32 \| dataloader \| 3 \| 256 \| 120 \| 119–121 \| 119–121 \|", rendered, flags=re.M)
+    # B=32 dataloader: 120 ms (the jobs' 119-121 ms; the t interval on three jobs wider), 3.00x the fast path
+    assert re.search(r"^\| 32 \| dataloader \| 3 \| 256 \| 120 \| 118–122 \| 119–121 \|", rendered, flags=re.M)
     assert re.search(r"\| 3\.00× \([\d.]+–[\d.]+\), slower \|", rendered)
     assert "the final weights were bitwise identical across loaders in every job." in rendered
     assert "| benchmark | 8,192 × 32 | 0.501 | `f00df00df00df00d…` | 1,100,000 | 2,000,000 |" in rendered
@@ -452,7 +463,7 @@ def test_write_csv_of_aggregated_table_has_one_line_per_row(tmp_path, train_tabl
     assert len(lines) == 1 + len(train_table)
     with open(path, newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert rows[0]["epoch_s_runs"] == "0.12;0.121;0.119"  # a record's tuple, joined like a list
+    assert rows[0]["epoch_s_runs"] == ";".join(map(str, EPOCHS[(32, "dataloader")]))  # a tuple, joined like a list
     assert rows[0]["threads"] == "1"
 
 
@@ -473,8 +484,8 @@ GPU_PEAK = 5_000_000
 # The best CPU full path of the fixtures: parquet + fastpath at B=512,
 # load 4 + 1 ms, convert 1 + 0.01 ms, epoch 10 ms (min 10, max 30), eval 4 ms.
 CPU_BEST_TOTAL = 0.02001
-CPU_BEST_MIN = 0.02001
-CPU_BEST_MAX = 0.04001
+CPU_BEST_MIN = 0.02001 - 0.010 + 0.010 / 1.04
+CPU_BEST_MAX = 0.02041
 PARQUET_FIXED = 0.00601
 
 
@@ -554,11 +565,11 @@ def _gpu_records(resident, streamed, eval_s=0.0005, non_finite=False, startup=0.
 
 SCENARIOS = {
     # GPU 2 ms epochs: 6.01 + 0.12 + 2 + 0.5 = 8.63 ms, + 1 ms start-up; slowest 9.755 ms < CPU fastest 20.01 ms
-    "gpu_wins": ((0.002, 0.0021, 0.0019), (0.003, 0.0031, 0.0029)),
+    "gpu_wins": (_around(0.002, 1.05), _around(0.003, 31 / 30)),
     # GPU 25 ms epochs: slower than the CPU
-    "gpu_slower": ((0.025, 0.026, 0.024), (0.030, 0.031, 0.029)),
-    # GPU 5 ms median (1.58x with start-up) but one 15 ms repeat: 22.655 ms >= 20.01 ms, spreads overlap
-    "overlap": ((0.005, 0.005, 0.015), (0.020, 0.020, 0.020)),
+    "gpu_slower": (_around(0.025, 1.04), _around(0.030, 31 / 30)),
+    # GPU 5 ms (1.58x with start-up) but jobs at 2.5, 5 and 10 ms: the interval reaches below 1.5
+    "overlap": (_around(0.005, 2.0), _around(0.020, 1.01)),
 }
 
 
@@ -623,9 +634,9 @@ def test_full_path_transfer_per_placement(train_records, load_table):
     assert streamed.transfer_s == pytest.approx(20e-6)  # its batch copies are inside the epoch
     assert all(r.transfer_s == 0.0 and r.startup_s == 0.0 for r in rows if r.device == "cpu")
     assert resident.total_s == pytest.approx(PARQUET_FIXED + 120e-6 + TARGET_S + 0.002 + 0.0005)
-    assert resident.total_min_s == pytest.approx(PARQUET_FIXED + 90e-6 + TARGET_S + 18e-6 + 0.0019 + 0.0005)
+    assert resident.total_min_s == pytest.approx(PARQUET_FIXED + 90e-6 + TARGET_S + 18e-6 + 0.002 / 1.05 + 0.0005)
     assert resident.total_max_s == pytest.approx(PARQUET_FIXED + 120e-6 + TARGET_S + 25e-6 + 0.0021 + 0.0005)
-    assert streamed.total_min_s == pytest.approx(PARQUET_FIXED + 18e-6 + 0.0029 + 0.0005)
+    assert streamed.total_min_s == pytest.approx(PARQUET_FIXED + 18e-6 + 0.003 * 30 / 31 + 0.0005)
     for r in rows:
         assert r.total_s == pytest.approx(r.load_s + r.convert_s + r.transfer_s + r.train_s + r.eval_s)
         expected_startup = 0.001 if r.device == "cuda" else 0.0
@@ -662,15 +673,23 @@ def test_compare_devices_numbers(train_records, load_table):
     assert (gpu.device, gpu.format, gpu.placement) == ("cuda", "parquet", "resident")
     assert cpu.total_s == pytest.approx(CPU_BEST_TOTAL)
     assert cpu.startup_s == 0.0 and gpu.startup_s == pytest.approx(0.001)  # the jobs' one-off start-up
-    assert c.speedup.point == pytest.approx(cpu.total_with_startup_s / gpu.total_with_startup_s, rel=1e-12)
-    assert c.speedup.point == pytest.approx(0.02001 / (0.00963 + TARGET_S))
+    # The point: the ratio of the geometric means of each side's per-job full paths (each job's training +
+    # evaluation plus the side's one-off costs) - within 0.01 % of the ratio of the sums of the rows here.
+    by_key = {cell.key: cell for cell in table}
+    cpu_jobs, gpu_jobs = (decision_intervals.full_path_jobs(row, by_key[row.key]) for row in (cpu, gpu))
+    geo = [statistics.geometric_mean(statistics.median(job) for job in jobs) for jobs in (cpu_jobs, gpu_jobs)]
+    assert c.speedup.point == pytest.approx(geo[0] / geo[1], rel=1e-12)
+    assert c.speedup.point == pytest.approx(cpu.total_with_startup_s / gpu.total_with_startup_s, rel=1e-4)
+    assert c.speedup.point == pytest.approx(0.02001 / (0.00963 + TARGET_S), rel=1e-4)
     assert c.speedup_without_startup == pytest.approx(cpu.total_s / gpu.total_s)
-    # The bootstrap interval (resampled training + eval medians, loads fixed) holds the point and lies
-    # inside the extremes the repeats allow: slowest CPU over fastest GPU and the reverse.
-    assert c.speedup.low <= c.speedup.point <= c.speedup.high
-    assert c.speedup.low >= CPU_BEST_MIN / (gpu.total_max_s + 0.001) * (1 - 1e-9)
-    assert c.speedup.high <= CPU_BEST_MAX / (gpu.total_min_s + 0.001) * (1 + 1e-9)
-    assert c.speedup.low < c.speedup.high and c.speedup.level == 0.95
+    # The interval (Welch t on the log job totals, the loads fixed) holds the point and is held at the level of
+    # the family of paths that could have been the two fastest (decision_intervals.contenders).
+    assert c.speedup.low < c.speedup.point < c.speedup.high
+    family = decision_intervals.contenders(
+        [r for r in rows if r.device == "cpu"], cpu, table, 0.95
+    ) * decision_intervals.contenders([r for r in rows if r.device != "cpu"], gpu, table, 0.95)
+    assert family >= 2 and c.speedup.level == pytest.approx(1 - 0.05 / family)
+    assert c.speedup == job_intervals.ratio_interval(gpu_jobs, cpu_jobs, level=c.speedup.level)
     # once: GPU load + convert + copies + start-up against the CPU's load + convert; per epoch: train + eval
     assert gpu.one_off_s - cpu.one_off_s == pytest.approx(120e-6 + TARGET_S + 0.001)
     assert cpu.per_epoch_s - gpu.per_epoch_s == pytest.approx(0.02001 - PARQUET_FIXED - 0.0025)
@@ -726,7 +745,8 @@ def test_verdict_threshold_is_used(train_records, load_table):
     v = _verdict(table, rows, probe=GPU_PROBE, threshold=5)
     assert (v.device, v.outcome) == ("CPU", "CPU")
     assert words.claim(v).endswith("The whole interval lies at or below the 5× threshold: the GPU does not pay off.")
-    v = _verdict(table, rows, probe=GPU_PROBE, threshold=3)  # inside the interval: this run cannot say
+    inside = v.comparison.speedup.point  # inside the interval: this run cannot say
+    v = _verdict(table, rows, probe=GPU_PROBE, threshold=inside)
     assert (v.device, v.outcome) == ("CPU", "undecided")
 
 
@@ -742,20 +762,27 @@ def test_verdict_gpu_slower(train_records, load_table):
 
 
 def test_verdict_faster_median_but_interval_straddles_the_threshold(train_records, load_table):
-    """A 1.58× median speedup whose interval reaches below 1.5× (one GPU repeat at 15 ms): undecided,
-    with the repeats that would likely settle it; the device to use meanwhile stays the CPU."""
+    """A speedup above 1.5× whose interval reaches below it (GPU jobs at 2.5, 5 and 10 ms): undecided,
+    with the jobs that would settle it with 80 % power; the device to use meanwhile stays the CPU."""
     table, rows, _ = _gpu_case(train_records, load_table, "overlap")
     v = _verdict(table, rows, probe=GPU_PROBE)
     c = v.comparison
-    assert c.speedup.point == pytest.approx(0.02001 / (0.01263 + TARGET_S))
-    assert c.speedup.low < 1.5 < c.speedup.point
+    # the rows' sums make it 1.58x; the geometric mean of the GPU's per-job paths (the speedup's point) is
+    # pulled up by its 10 ms job: 1.53x
+    assert c.cpu.total_with_startup_s / c.gpu.total_with_startup_s == pytest.approx(0.02001 / (0.01263 + TARGET_S))
+    assert c.speedup.low < 1.5 < c.speedup.point < c.speedup.high
     assert c.gpu_wins is False
     assert (v.device, v.outcome, v.reason) == ("CPU", "undecided", "interval_straddles_threshold")
     assert v.gpu_measured is True
-    assert v.repeats_to_settle is not None and v.repeats_to_settle > 3
+    # 1.53x against 1.5x with GPU jobs a factor 2 apart: no practical number of jobs settles it ...
+    assert v.repeats_to_settle is None
     claim = words.claim(v)
     assert "Undecided: the interval straddles the 1.5× threshold" in claim
-    assert f"About {v.repeats_to_settle} timing repeats" in claim
+    assert "No practical number of repeats (up to 200) would settle it" in claim
+    # ... while at a threshold of 1.3x the same jobs say how many repeats would (80 % power)
+    v = _verdict(table, rows, probe=GPU_PROBE, threshold=1.3)
+    assert v.outcome == "undecided" and v.repeats_to_settle is not None and v.repeats_to_settle > 3
+    assert f"About {v.repeats_to_settle} timing repeats (timing.repeats) would settle it" in words.claim(v)
 
 
 @pytest.mark.parametrize(
@@ -894,12 +921,12 @@ def test_report_gpu_training_table_with_peak_epoch_memory_and_bound(rendered_gpu
     resident_own = resident_peak * 2 // 5
     assert bound == 1_738_320
     assert (
-        f"| cuda | fp32 | resident | 512 | 3 | 2.00 | 1.90–2.10 | 1.90–2.10 | 4,096,000 | 0.50 | {resident_peak:,} | "
+        f"| cuda | fp32 | resident | 512 | 3 | 2.00 | 1.77–2.26 | 1.90–2.10 | 4,096,000 | 0.50 | {resident_peak:,} | "
         f"{resident_own:,} | {bound:,} | {resident_own / bound:.2f} |  |"
     ) in rendered_gpu
     streamed_bound, streamed_own = theory.memory_bound_bytes(WIDTHS, 512, ROWS, resident=False), GPU_PEAK * 2 // 5
     assert (
-        f"| cuda | fp32 | streamed | 512 | 3 | 3.00 | 2.90–3.10 | 2.90–3.10 | 2,730,667 | 0.50 | {GPU_PEAK:,} | "
+        f"| cuda | fp32 | streamed | 512 | 3 | 3.00 | 2.77–3.25 | 2.90–3.10 | 2,730,667 | 0.50 | {GPU_PEAK:,} | "
         f"{streamed_own:,} | {streamed_bound:,} | {streamed_own / streamed_bound:.2f} |" in rendered_gpu
     )
 
@@ -929,7 +956,7 @@ def test_report_transfers_and_comparison(rendered_gpu):
     # once: 6.01 load + convert, then the GPU's 0.125 copies (matrix, target, predictions) and 1 ms start-up
     assert "| once (load, copies, start-up), ms | 6.01 | 7.13 |" in rendered_gpu
     assert re.search(
-        r"^\| speedup CPU/GPU \|  \| 2\.08× \(95% interval [\d.]+–[\d.]+×\); threshold 1\.5× \|$",
+        r"^\| speedup CPU/GPU \|  \| 2\.08× \(97\.5% interval [\d.]+–[\d.]+×\); threshold 1\.5× \|$",
         rendered_gpu,
         flags=re.M,
     )

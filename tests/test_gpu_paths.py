@@ -269,7 +269,7 @@ def test_aggregate_excludes_the_planted_run_and_lists_its_step(data, planted):
         mine = sorted((r for r in clean if r.placement == row.placement), key=lambda r: r.repeat)
         assert row.repeats == 2
         assert row.epoch_s_runs == tuple(r.epoch_s for r in mine)
-        assert row.epoch_s.point == pytest.approx(statistics.median(r.epoch_s for r in mine))
+        assert row.epoch_s.point == pytest.approx(statistics.geometric_mean(r.epoch_s for r in mine))
         assert row.mean_train_loss_median == pytest.approx(statistics.median(r.mean_train_loss for r in mine))
         assert math.isfinite(row.mean_train_loss_median)
         assert row.peak_memory_bytes_max is None and row.context_startup_s_median is None

@@ -13,7 +13,7 @@ import pytest
 import torch
 from builders_training import environment
 
-from accel_choice.analyze import aggregate, bootstrap
+from accel_choice.analyze import aggregate, job_intervals
 from accel_choice.analyze.bootstrap import spread_floor
 from accel_choice.analyze.sentinel import summarize_sentinels
 from accel_choice.analyze.stats import NoiseRules
@@ -418,8 +418,8 @@ def test_a_training_job_keeps_every_epoch_and_ticks_the_sentinel_around_each_rou
 
 
 def test_the_aggregate_of_real_jobs_has_intervals_and_the_run_sentinel(jobs):
-    """training_table over three real jobs: one cell per loader, each median inside its interval and
-    resting on every epoch of every job, and the run's sentinel summarising the three jobs."""
+    """training_table over three real jobs: one cell per loader, each point inside its interval and
+    the geometric mean of its jobs' medians, and the run's sentinel summarising the three jobs."""
     table = aggregate.training_table(jobs, ROWS, NoiseRules(), environment())
     assert [cell.loader for cell in table.table] == ["dataloader", "fastpath"]
     for cell in table.table:
@@ -428,10 +428,12 @@ def test_the_aggregate_of_real_jobs_has_intervals_and_the_run_sentinel(jobs):
         assert cell.eval_s.low <= cell.eval_s.point <= cell.eval_s.high
         mine = [next(r for r in job.records if r.loader == cell.loader) for job in jobs]
         assert cell.epoch_s_jobs == tuple(r.epoch_s_each for r in mine)
-        assert cell.epoch_s.point == statistics.median(s for r in mine for s in r.epoch_s_each)
+        assert cell.epoch_s.point == pytest.approx(
+            statistics.geometric_mean([statistics.median(r.epoch_s_each) for r in mine])
+        )
     dataloader = table.table[0]
     ratio = dataloader.epoch_s_over_fastpath
-    assert ratio.low <= ratio.point <= ratio.high and ratio.method == bootstrap.PAIRED
+    assert ratio.low <= ratio.point <= ratio.high and ratio.method == job_intervals.PAIRED
     assert table.sentinel.workload == CPU_WORKLOAD
     assert [row.job for row in table.sentinel.jobs] == ["bs16.t1.rep0", "bs16.t1.rep1", "bs16.t1.rep2"]
     assert table.sentinel.run_median_s == statistics.median(job.sentinel.median_s for job in jobs)

@@ -5,8 +5,8 @@
 
 Writes comparison.md, .csv, .json, .png and .svg into DIR (created) as a set: all five are made in a temporary
 folder beside DIR and moved in together, so a failure leaves DIR as it was. Warnings are printed and written into
-comparison.md. Every row measured on both sides carries the ratio B/A of its epoch and eval times with a bootstrap
-interval and an outcome (B faster, A faster, no measurable difference) decided against the runs' noise floors.
+comparison.md. Every row measured on both sides carries the ratio B/A of its epoch and eval times with a t
+interval on the jobs' medians (all of the table's ratios one family, held together at the tables' level) and an outcome (B faster, A faster, no measurable difference) decided against the runs' noise floors.
 
 --fail-if-slower PCT makes it a regression gate (pytest-benchmark's --benchmark-compare-fail is the model): after
 writing the comparison as without it, exit 1 when B is slower than A by more than PCT percent in the epoch or eval
@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except folder_checks.NotAResultsFolder as err:
         print(f"error: {err}", file=sys.stderr)
         return BAD_INPUT
-    result = compare.compare(a, b)
+    result = compare.compare(a, b, gate=args.fail_if_slower or 0.0)
     try:
         written = comparison.write_comparison(result, args.out)
     except OSError as err:
@@ -114,6 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"{len(result.rows)} rows, {len(result.warnings)} warning(s); wrote {', '.join(str(p) for p in written)}")
+    for line in comparison.sensitivity_lines(result):
+        print(line)
     if args.fail_if_slower is None:
         return 0
     return gate(result, args.fail_if_slower, args.label_a, args.label_b)

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from accel_choice import records
-from accel_choice.analyze.bootstrap import can_pair, median_interval, outcome, ratio_interval
+from accel_choice.analyze.job_intervals import median_interval, outcome, ratio_interval
 from accel_choice.analyze.sentinel import summarize_sentinels
 from accel_choice.analyze.stats import NoiseRules, shared_cpu_reasons, summarize
 from accel_choice.records import UserInputError
@@ -102,8 +102,9 @@ def aggregate_training(
     job_reasons: Mapping[tuple[int, int, int], Sequence[str]] | None = None,
     noise_floor: float | None = None,
 ) -> list[TrainingCell]:
-    """One cell per variant (device, precision, placement, loader, batch size, threads): the median of every
-    epoch with its bootstrap interval (jobs, then epochs within them), the jobs' spread and flags.
+    """One cell per variant (device, precision, placement, loader, batch size, threads): the geometric mean of
+    its jobs' median epochs with its t interval (analyze.job_intervals: the jobs are the repeats), the raw
+    times, the jobs' spread and flags.
 
     `job_reasons`: what the sentinel saw in each job, by (batch size, threads, repeat); `noise_floor`: the
     run's, from the sentinel — a loader difference inside it is "no measurable difference"."""
@@ -116,8 +117,8 @@ def aggregate_training(
         evaluation = summarize([r.eval_s for r in group], rules)
         epoch_jobs = tuple(r.epoch_s_each for r in group)
         eval_jobs = tuple(r.eval_s_each for r in group)
-        epoch_ci = median_interval(epoch_jobs, rules.confidence, rules.bootstrap_resamples, cell_seed(key))
-        eval_ci = median_interval(eval_jobs, rules.confidence, rules.bootstrap_resamples, cell_seed(key, "eval"))
+        epoch_ci = median_interval(epoch_jobs, rules.confidence)
+        eval_ci = median_interval(eval_jobs, rules.confidence)
         first = group[0]
         peaks = [r.peak_memory_bytes for r in group if r.peak_memory_bytes is not None]
         own = [r.epoch_memory_bytes for r in group if r.epoch_memory_bytes is not None]
@@ -162,25 +163,19 @@ def versus_fastpath(
 ) -> dict[str, Any]:
     """This cell's epoch over the fast path's (same device, precision, placement, B): for the
     DataLoader its per-sample Python overhead as a ratio, with a paired interval (both loaders ran
-    in the same jobs, epochs interleaved) and the outcome it supports."""
+    in the same jobs, epochs interleaved: the per-job ratio cancels the drift they shared) and the
+    outcome it supports."""
     base = groups.get(tuple("fastpath" if name == "loader" else value for name, value in zip(VARIANT_KEYS, key)))
     if not base:
         return {"epoch_s_over_fastpath": None, "versus_fastpath": None}
     mine = groups[key]
-    # Pair the jobs both loaders ran in (the same repeats), epoch by epoch.
+    # Pair the jobs both loaders ran in (the same repeats).
     repeats = sorted({r.repeat for r in mine} & {r.repeat for r in base})
     a = [next(r.epoch_s_each for r in base if r.repeat == rep) for rep in repeats]
     b = [next(r.epoch_s_each for r in mine if r.repeat == rep) for rep in repeats]
     if not repeats:
         a, b = [r.epoch_s_each for r in base], [r.epoch_s_each for r in mine]
-    ratio = ratio_interval(
-        a,
-        b,
-        paired=bool(repeats) and can_pair(a, b),
-        level=rules.confidence,
-        resamples=rules.bootstrap_resamples,
-        seed=cell_seed(key, "fastpath"),
-    )
+    ratio = ratio_interval(a, b, paired=bool(repeats), level=rules.confidence)
     said = outcome(ratio, floor or 0.0)
     return {
         "epoch_s_over_fastpath": positive(ratio),
@@ -256,7 +251,7 @@ def exercise2_json(table: Sequence[TrainingCell], loader: str = "dataloader") ->
 
     Its contract is the exercise's: the runs' epoch times (each job's median epoch) and *their* median,
     `statistics.median(epoch_s_runs)`, with samples per second from that median. The cell's own
-    `epoch_s.point` is the median of every epoch of every job (the report's), which differs."""
+    `epoch_s.point` is the geometric mean of the jobs' medians (the report's), which differs."""
     threads = next((cell.threads for cell in table if cell.loader == loader), None)  # the table is sorted by threads
     rows = []
     for cell in table:

@@ -21,14 +21,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Literal
-
 import numpy as np
 
+from accel_choice.analyze.job_intervals import Groups, can_pair
 from accel_choice.records.estimate import BOOTSTRAP, Estimate
 
-Groups = Sequence[Sequence[float]]  # jobs, each a list of epoch times
-Outcome = Literal["a_faster", "b_faster", "no_difference"]
 
 RESAMPLES = 2000  # resamples per interval: Monte-Carlo error of a 95 % percentile bound ~1 % of the spread
 
@@ -111,11 +108,6 @@ def _jobs(groups: Groups) -> int:
     return sum(1 for g in groups if len(g))
 
 
-def can_pair(a: Groups, b: Groups) -> bool:
-    """Paired resampling needs the same jobs with the same number of epochs on both sides."""
-    return len(a) == len(b) and all(len(x) == len(y) for x, y in zip(a, b))
-
-
 def ratio_interval(
     a: Groups,
     b: Groups,
@@ -142,27 +134,6 @@ def ratio_interval(
     # Independent sides: different seeds, so the two resamples do not share their draws.
     distribution = resampled_medians(b, resamples, seed + 1) / resampled_medians(a, resamples, seed)
     return estimate_from(value, distribution, level, min(_jobs(a), _jobs(b)))
-
-
-def outcome(ratio: Estimate, noise_floor: float = 0.0) -> Outcome:
-    """B/A ratio of times → who is faster, or no measurable difference.
-
-    A difference counts only when the whole interval lies outside 1 ± `noise_floor` (the run's
-    own drift, from the sentinel): an interval that includes 1, or reaches into the band the
-    machine moves by itself, is "no measurable difference".
-    """
-    if ratio.high < 1 / (1 + noise_floor):
-        return "b_faster"
-    if ratio.low > 1 + noise_floor:
-        return "a_faster"
-    return "no_difference"
-
-
-def gate_fails(low: float, said: Outcome, percent: float) -> bool:
-    """The regression gate's rule for one B/A ratio of times: B slower than A by more than `percent` %,
-    the whole interval beyond it (`low`), and beyond the noise floor too (`said`, the outcome, is
-    "a_faster"), so a difference the runs' own drift explains never fails it."""
-    return said == "a_faster" and low > 1 + percent / 100
 
 
 def repeats_to_settle(estimate: Estimate, threshold: float) -> int | None:

@@ -21,11 +21,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from accel_choice.analyze import bootstrap, job_intervals
-from accel_choice.analyze.bootstrap import Groups, gate_fails, outcome, repeats_to_settle
+from accel_choice.analyze.compare_match import TIME_METRICS
+from accel_choice.analyze.bootstrap import repeats_to_settle
+from accel_choice.analyze.job_intervals import Groups, gate_fails, outcome
 from accel_choice.records.estimate import Estimate
 
 LEVEL = 0.95
-ROWS = 20  # the epoch rows of a default run's comparison table, each with an interval
+ROWS = 20  # the rows of a default run's comparison table, each with an interval per time metric
 GATE_PERCENT = 5.0  # compare --fail-if-slower 5
 
 
@@ -103,29 +105,31 @@ def gate_flags(ratio: Estimate, percent: float = GATE_PERCENT, floor: float = 0.
 def gate_rates(
     method: Method, design: Design, draws: int, slowdown: float = 0.0, rows: int = ROWS, seed: int = 2
 ) -> float:
-    """With `slowdown` 0: how often an A/A table of `rows` rows fails the gate (any row flagged).
-    Otherwise: how often the gate flags the one row whose B is truly `slowdown` slower (its power)."""
+    """With `slowdown` 0: how often an A/A table of `rows` rows fails the gate (any row's epoch or eval time
+    flagged). Otherwise: how often the gate flags the one time whose B is truly `slowdown` slower (its power).
+    Every ratio of the table at the level compare gives it (compare_match.family_size: rows × time metrics)."""
     rng = np.random.default_rng(seed)
-    # The gate asks one side (B slower): a two-sided interval at 1 - 2α/rows holds each row's one-sided
-    # false alarm to α/rows, and the table's to α (where the method counts the rows as one family).
-    level = method.family_level(1 - 2 * (1 - LEVEL), rows)
+    comparisons = rows * len(TIME_METRICS)
+    level = method.family_level(LEVEL, comparisons)
     hits = 0
     for _ in range(draws):
         if slowdown:
             hits += gate_flags(method.ratio(simulate(rng, design), simulate(rng, design, 1 + slowdown), level))
         else:
             hits += any(
-                gate_flags(method.ratio(simulate(rng, design), simulate(rng, design), level)) for _ in range(rows)
+                gate_flags(method.ratio(simulate(rng, design), simulate(rng, design), level))
+                for _ in range(comparisons)
             )
     return hits / draws
 
 
 def verdict(method: Method, cpu: Groups, gpus: list[Groups], threshold: float) -> tuple[str, Estimate, Groups]:
     """The verdict's rule on training epochs: the fastest GPU candidate by its point, the CPU/GPU speedup's
-    interval at the level of a family as large as the candidates; GPU when it lies wholly above the threshold,
+    interval at the level of a family as large as its contenders (job_intervals.contenders); GPU when it lies wholly above the threshold,
     CPU wholly below, undecided otherwise (analyze.decision.verdict)."""
-    level = method.family_level(LEVEL, len(gpus))
-    best = min(gpus, key=method.point)
+    index = min(range(len(gpus)), key=lambda i: method.point(gpus[i]))
+    best = gpus[index]
+    level = method.family_level(LEVEL, job_intervals.contenders(gpus, index, LEVEL))
     speedup = method.ratio(best, cpu, level)  # B/A = cpu/gpu: the speedup
     if speedup.low > threshold:
         return "GPU", speedup, best

@@ -11,12 +11,15 @@ them together; render/comparison.py writes the outputs. Nothing here runs a meas
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from accel_choice import records
-from accel_choice.analyze import bootstrap, compare_warnings
+from accel_choice.analyze import compare_warnings
+from accel_choice.analyze.job_intervals import gate_fails, outcome, ratio_interval
 from accel_choice.analyze.compare_match import (
     METRIC_NAMES,
     OUTCOME_WORDS,
@@ -42,6 +45,22 @@ class Comparison:
     environment_differences: list[dict[str, Any]]
     config_differences: list[dict[str, Any]]
     warnings: list[str]
+    machine_speed: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    @property
+    def detectable(self) -> dict[str, Any]:
+        """Per time metric, the slowdown of B (a ratio B/A) the rows measured on both sides would catch with
+        80 % power beyond their noise floor and the gate: the best row's, the median row's and the worst's;
+        None where no row has two jobs a side."""
+        found: dict[str, Any] = {}
+        for name in TIME_METRICS:
+            ratios = sorted(r[f"{name}_detectable_ratio"] for r in self.rows if r[f"{name}_detectable_ratio"])
+            found[name] = (
+                {"best": ratios[0], "median": statistics.median(ratios), "worst": ratios[-1], "rows": len(ratios)}
+                if ratios
+                else None
+            )
+        return found
 
     @property
     def tally(self) -> dict[str, Any]:
@@ -55,16 +74,24 @@ class Comparison:
             "sides": {"a": self.sides[0], "b": self.sides[1]},
             "ratio": "B/A: for times below 1 means B is faster; for samples/s above 1 means B is faster",
             "interval": (
-                "*_ratio_ci_low..*_ratio_ci_high: percentile bootstrap interval of the ratio at the row's "
-                "`confidence`, over jobs then epochs of each side, the two sides resampled independently"
+                "*_ratio_ci_low..*_ratio_ci_high: Welch t interval of the ratio of the two sides' geometric-mean job "
+                "medians (on the log scale, the jobs the repeats) at the row's `confidence`: the `family` ratios "
+                "of the table (every row measured on both sides, epoch and eval) hold together at "
+                "`family_confidence` (Bonferroni)"
             ),
             "outcome": (
                 "B faster / A faster when the whole interval lies beyond 1 ± the row's noise_floor (the larger of "
                 "the two runs' sentinel floors), else no measurable difference; 'no interval' for the full path"
             ),
             "tally": self.tally,
+            "detectable": self.detectable,
+            "detectable_means": (
+                "the slowdown of B (ratio B/A) a row's epoch or eval time would be caught at with 80 % power: beyond "
+                "the row's noise floor and the gate's percent, at the row's `confidence`, from the spread of its jobs"
+            ),
             "full_path_format": self.full_path_format,
             "fastest_full_path": self.fastest,
+            "machine_speed": self.machine_speed,
             "rows": self.rows,
             "environment_differences": self.environment_differences,
             "config_differences": self.config_differences,
@@ -134,12 +161,21 @@ def compare(
     a: ResultsFolder,
     b: ResultsFolder,
     full_path_format: str | None = None,
-    resamples: int = bootstrap.RESAMPLES,
+    gate: float = 0.0,
 ) -> Comparison:
+    """`gate`: the regression gate's percent (--fail-if-slower), for the slowdown each row could catch."""
     fmt = full_path_format or choose_full_path_format(a, b)
-    rows = comparison_rows(a, b, fmt, resamples)
+    rows = comparison_rows(a, b, fmt, gate)
     configs = config_differences(a, b)
-    warnings = compare_warnings.warnings(a, b, rows, configs, fmt)
+    machine = machine_speed(a, b)
+    warnings = compare_warnings.warnings(a, b, rows, configs, fmt) + [
+        f"the machines themselves ran at different speeds: the {m['table']} sentinel ({m['workload']}) took "
+        f"{m['ratio_b_over_a']:.3f}× as long in {b.label} as in {a.label} ({m['confidence'] * 100:g} % interval "
+        f"{m['ratio_ci_low']:.3f}–{m['ratio_ci_high']:.3f}); rows that differ by about that much differ by the "
+        "machine, not the code"
+        for m in machine
+        if m["outcome"] != OUTCOME_WORDS["no_difference"]
+    ]
     return Comparison(
         sides=(side_summary(a), side_summary(b)),
         rows=rows,
@@ -148,7 +184,34 @@ def compare(
         environment_differences=environment_differences(a, b),
         config_differences=configs,
         warnings=warnings,
+        machine_speed=machine,
     )
+
+
+def machine_speed(a: ResultsFolder, b: ResultsFolder) -> list[dict[str, Any]]:
+    """Each table's sentinel in B over A (the same fixed workload timed in every job of both runs): Welch t on the
+    log job medians at the tables' level, and its outcome - did the machine itself change between the runs?"""
+    found = []
+    for table in sorted(set(a.sentinels) & set(b.sentinels)):
+        sa, sb = a.sentinels[table], b.sentinels[table]
+        if sa.workload != sb.workload or not sa.jobs or not sb.jobs:
+            continue
+        level = max(sa.confidence, sb.confidence)
+        ratio = ratio_interval([[j.median_s] for j in sa.jobs], [[j.median_s] for j in sb.jobs], level=level)
+        found.append(
+            {
+                "table": table,
+                "workload": sa.workload,
+                "jobs_a": len(sa.jobs),
+                "jobs_b": len(sb.jobs),
+                "ratio_b_over_a": ratio.point,
+                "ratio_ci_low": ratio.low,
+                "ratio_ci_high": ratio.high,
+                "confidence": level,
+                "outcome": OUTCOME_WORDS[outcome(ratio)],
+            }
+        )
+    return found
 
 
 def tally(rows: Sequence[dict[str, Any]], metric: str = "epoch_s") -> dict[str, int]:
@@ -194,5 +257,5 @@ def regressions(result: Comparison, percent: float) -> list[Regression]:
         for row in result.rows
         for name in TIME_METRICS
         if row[f"{name}_ratio_ci_low"] is not None
-        and bootstrap.gate_fails(row[f"{name}_ratio_ci_low"], outcomes[row[f"{name}_outcome"]], percent)
+        and gate_fails(row[f"{name}_ratio_ci_low"], outcomes[row[f"{name}_outcome"]], percent)
     ]

@@ -1,5 +1,6 @@
-"""Matching two results folders' rows: the training variant as the key, ratios B/A with their bootstrap
-intervals and an outcome (B faster, A faster, no measurable difference) decided against the two runs'
+"""Matching two results folders' rows: the training variant as the key, ratios B/A with their t intervals
+(analyze.job_intervals: Welch on log job medians, every ratio of the table one family held together at the
+tables' level) and an outcome (B faster, A faster, no measurable difference) decided against the two runs'
 noise floors, which side is faster in words, and the keys where environments and configs differ.
 """
 
@@ -10,15 +11,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from accel_choice import records
-from accel_choice.analyze import bootstrap
-from accel_choice.analyze.aggregate import cell_seed
+from accel_choice.analyze.job_intervals import detectable_ratio, outcome, ratio_interval, simultaneous_level
 from accel_choice.records.estimate import Estimate
 from accel_choice.io import envinfo
 from accel_choice.io.results_folder import ResultsFolder
 from accel_choice.records.training import VARIANT_KEYS, FullPathRow, TrainingCell
 
 PREFERRED_FORMAT = "parquet"
-# Times with per-job data in both cells: each gets a bootstrap interval of its ratio and an outcome.
+# Times with per-job data in both cells: each gets an interval of its ratio and an outcome.
 TIME_METRICS = ("epoch_s", "eval_s")
 METRIC_NAMES = {"epoch_s": "epoch time", "eval_s": "eval time"}
 OUTCOME_WORDS = {"b_faster": "B faster", "a_faster": "A faster", "no_difference": "no measurable difference"}
@@ -91,9 +91,17 @@ def _ratio_columns(name: str, estimate: Estimate | None, words: str | None) -> d
     }
 
 
-def row_level(ta: TrainingCell, tb: TrainingCell) -> float:
-    """The level of a row's ratio intervals: the tables' `confidence` (the higher one where the sides differ)."""
+def table_level(ta: TrainingCell, tb: TrainingCell) -> float:
+    """The level the whole table's ratios hold at together: the tables' `confidence` (the higher one where the
+    sides differ)."""
     return max(ta.confidence, tb.confidence)
+
+
+def family_size(a: ResultsFolder, b: ResultsFolder) -> int:
+    """The ratios one comparison states with an interval: every time metric of every row measured on both
+    sides. They are one family: at 95 % each, some row of a 20-row A/A table would "differ" most of the time."""
+    both = {r.key for r in a.training} & {r.key for r in b.training}
+    return max(1, len(both) * len(TIME_METRICS))
 
 
 def row_floor(a: ResultsFolder, b: ResultsFolder, device: str) -> float:
@@ -101,24 +109,11 @@ def row_floor(a: ResultsFolder, b: ResultsFolder, device: str) -> float:
     return max((floor for floor in (a.noise_floor(device), b.noise_floor(device)) if floor is not None), default=0.0)
 
 
-def time_ratio(
-    name: str,
-    ta: TrainingCell,
-    tb: TrainingCell,
-    floor: float,
-    resamples: int = bootstrap.RESAMPLES,
-) -> tuple[Estimate, str]:
-    """B/A of the pooled medians of `{name}_jobs` with its bootstrap interval, unpaired (two runs, no job
-    shared), at the row's level and with a seed fixed by the row's key and the metric; and the outcome in words."""
-    estimate = bootstrap.ratio_interval(
-        getattr(ta, f"{name}_jobs"),
-        getattr(tb, f"{name}_jobs"),
-        paired=False,
-        level=row_level(ta, tb),
-        resamples=resamples,
-        seed=cell_seed(ta.key, f"compare {name}"),
-    )
-    return estimate, OUTCOME_WORDS[bootstrap.outcome(estimate, floor)]
+def time_ratio(name: str, ta: TrainingCell, tb: TrainingCell, floor: float, level: float) -> tuple[Estimate, str]:
+    """B/A of the geometric-mean job medians of `{name}_jobs` with its Welch t interval (two runs, no job
+    shared) at `level` (the row's share of the family's); and the outcome in words."""
+    estimate = ratio_interval(getattr(ta, f"{name}_jobs"), getattr(tb, f"{name}_jobs"), level=level)
+    return estimate, OUTCOME_WORDS[outcome(estimate, floor)]
 
 
 def _rate_ratio(epoch: Estimate, ta: TrainingCell, tb: TrainingCell) -> Estimate:
@@ -139,19 +134,20 @@ def time_wording(a: float | None, b: float | None, label_a: str, label_b: str) -
     return f"{faster} {shown}× faster than {slower}"
 
 
-def comparison_rows(
-    a: ResultsFolder, b: ResultsFolder, fmt: str | None, resamples: int = bootstrap.RESAMPLES
-) -> list[dict[str, Any]]:
+def comparison_rows(a: ResultsFolder, b: ResultsFolder, fmt: str | None, gate: float = 0.0) -> list[dict[str, Any]]:
+    """One row per training variant of either side; `gate`: the regression gate's percent (0 without one),
+    which with the row's noise floor sets what a slowdown must exceed to be caught (`*_detectable_ratio`)."""
     train_a = {r.key: r for r in a.training}
     train_b = {r.key: r for r in b.training}
     path_a = {r.key: r for r in a.full_path if r.format == fmt}
     path_b = {r.key: r for r in b.full_path if r.format == fmt}
     keys = sorted(set(train_a) | set(train_b), key=_sort_key)
     rows = []
+    family = family_size(a, b)
     for key in keys:
         ta, tb = train_a.get(key), train_b.get(key)
         floor = row_floor(a, b, dict(zip(VARIANT_KEYS, key))["device"]) if ta and tb else None
-        row = _row(key, ta, tb, floor, resamples, a.label, b.label)
+        row = _row(key, ta, tb, floor, family, a.label, b.label, gate)
         row.update(_full_path_columns(path_a.get(key), path_b.get(key), fmt, a.label, b.label))
         rows.append(row)
     return rows
@@ -162,23 +158,36 @@ def _row(
     ta: TrainingCell | None,
     tb: TrainingCell | None,
     floor: float | None,
-    resamples: int,
+    family: int,
     label_a: str,
     label_b: str,
+    gate: float = 0.0,
 ) -> dict[str, Any]:
     both = ta is not None and tb is not None
+    joint = table_level(ta, tb) if both else None  # type: ignore[arg-type]
+    level = simultaneous_level(joint, family) if joint else None
     row: dict[str, Any] = {
         **dict(zip(VARIANT_KEYS, key)),
         "present": "both" if both else "a_only" if ta else "b_only",
-        "confidence": row_level(ta, tb) if both else None,
+        "confidence": level,
+        "family_confidence": joint,
+        "family": family if both else None,
         "noise_floor": floor,
     }
     epoch = None
     for name in TIME_METRICS:
         row.update(_side_columns(name, "a", _estimate_values(ta, name), CI))
         row.update(_side_columns(name, "b", _estimate_values(tb, name), CI))
-        estimate, words = time_ratio(name, ta, tb, floor or 0.0, resamples) if both else (None, None)
+        estimate, words = time_ratio(name, ta, tb, floor or 0.0, level) if both else (None, None)  # type: ignore[arg-type]
         row.update(_ratio_columns(name, estimate, words))
+        # The slowdown of B this row would catch with 80 % power: beyond the noise floor and the gate.
+        row[f"{name}_detectable_ratio"] = (
+            detectable_ratio(
+                getattr(ta, f"{name}_jobs"), getattr(tb, f"{name}_jobs"), 1 + max(floor or 0.0, gate / 100), level
+            )
+            if both
+            else None
+        )
         epoch = estimate if name == "epoch_s" else epoch
     row.update(_side_columns("samples_per_s", "a", _estimate_values(ta, "samples_per_s"), CI))
     row.update(_side_columns("samples_per_s", "b", _estimate_values(tb, "samples_per_s"), CI))

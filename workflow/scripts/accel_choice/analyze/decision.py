@@ -10,8 +10,14 @@ from typing import Any
 
 from accel_choice.analyze.figures import Figures
 from accel_choice.analyze import theory
-from accel_choice.analyze.bootstrap import repeats_to_settle
-from accel_choice.analyze.decision_intervals import fastest_ties, speedup_estimate, step_scaling
+from accel_choice.analyze.job_intervals import jobs_to_settle
+from accel_choice.analyze.decision_intervals import (
+    contenders,
+    fastest_ties,
+    full_path_jobs,
+    speedup_estimate,
+    step_scaling,
+)
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.records.decision import (
     DataRow,
@@ -181,16 +187,18 @@ def compare_devices(
     rules: NoiseRules = NoiseRules(),
 ) -> DeviceComparison | None:
     """Each device's fastest one-epoch full path with its start-up, the speedup CPU/GPU with its
-    bootstrap interval (decision_intervals.speedup_estimate, from `cells`), whether the GPU wins (the
-    whole interval above `threshold`), and after how many epochs the GPU's per-epoch gain repays
-    its larger one-off costs (start-up, resident copy, load)."""
+    t interval (decision_intervals.speedup_estimate, from `cells`) held at the level of a family as large
+    as the pairs of paths that could have been the two fastest (decision_intervals.contenders), whether
+    the GPU wins (the whole interval above `threshold`), and after how many epochs the GPU's per-epoch
+    gain repays its larger one-off costs (start-up, resident copy, load)."""
     cpu = [r for r in full_path_rows if r.device == "cpu"]
     gpu = [r for r in full_path_rows if r.device != "cpu"]
     if not cpu or not gpu:
         return None
     best_cpu = min(cpu, key=lambda r: r.total_with_startup_s)
     best_gpu = min(gpu, key=lambda r: r.total_with_startup_s)
-    speedup = speedup_estimate(best_cpu, best_gpu, cells, rules)
+    family = contenders(cpu, best_cpu, cells, rules.confidence) * contenders(gpu, best_gpu, cells, rules.confidence)
+    speedup = speedup_estimate(best_cpu, best_gpu, cells, rules, family)
     # The GPU row that repays its extra one-off costs soonest: not always the fastest one-epoch
     # path (a resident copy costs once what a streamed path pays every epoch).
     repaid = [
@@ -250,8 +258,8 @@ def verdict(
     noise_floor: float | None = None,
 ) -> Verdict:
     """GPU only when it was measured and its full-path speedup interval lies wholly above `threshold`;
-    CPU when the interval lies at or below it; undecided when it straddles it, with the repeats that
-    would likely settle it. No CUDA measurement, no GPU claim. `noise_floor`: the run's (sentinel),
+    CPU when the interval lies at or below it; undecided when it straddles it, with the jobs per side that
+    would settle it with 80 % power (job_intervals.jobs_to_settle). No CUDA measurement, no GPU claim. `noise_floor`: the run's (sentinel),
     used to call CPU configurations tied with the fastest."""
     gpu = gpu_visibility(probe, environment)
     cpu_train = [r for r in train_table if r.device == "cpu"]
@@ -269,7 +277,13 @@ def verdict(
         reason, outcome = "below_threshold", "CPU"
     else:
         reason, outcome = "interval_straddles_threshold", "undecided"
-        settle = repeats_to_settle(comparison.speedup, threshold)
+        by_variant = {c.key: c for c in train_table}
+        settle = jobs_to_settle(
+            full_path_jobs(comparison.gpu, by_variant[comparison.gpu.key]),
+            full_path_jobs(comparison.cpu, by_variant[comparison.cpu.key]),
+            threshold,
+            rules.confidence,
+        )
     return Verdict(
         device="GPU" if outcome == "GPU" else "CPU",
         outcome=outcome,

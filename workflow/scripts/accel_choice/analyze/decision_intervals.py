@@ -1,14 +1,12 @@
 """The verdict's intervals: the CPU/GPU full-path speedup and the CPU configurations tied with the
-fastest, from the same two-level bootstrap as the tables (analyze.bootstrap)."""
+fastest, by the same method as the tables (analyze.job_intervals: t on log job medians)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
-from accel_choice.analyze.aggregate import cell_seed
-from accel_choice.analyze.bootstrap import can_pair, estimate_from, outcome, ratio_interval, resampled_medians
+from accel_choice.analyze import job_intervals
+from accel_choice.analyze.job_intervals import outcome, ratio_interval, simultaneous_level
 from accel_choice.records.estimate import Estimate
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.records.decision import StepScaling, TiedConfiguration
@@ -20,25 +18,34 @@ def _epoch_and_eval(cell: TrainingCell) -> list[list[float]]:
     return [[t + e for t, e in zip(train, ev)] for train, ev in zip(cell.epoch_s_jobs, cell.eval_s_jobs)]
 
 
-FULL_PATH = "percentile bootstrap of the full path: training and evaluation resampled, the rest held fixed"
+def full_path_jobs(row: FullPathRow, cell: TrainingCell) -> list[list[float]]:
+    """Each timing job's full path of one epoch: the row's one-off costs (load, conversion, copies,
+    start-up: medians of their own jobs) plus that job's epochs of training + evaluation."""
+    return [[row.one_off_s + t for t in job] for job in _epoch_and_eval(cell)]
 
 
-def speedup_estimate(cpu: FullPathRow, gpu: FullPathRow, cells: Sequence[TrainingCell], rules: NoiseRules) -> Estimate:
-    """CPU/GPU full-path time of one epoch, each side with its start-up, with its interval.
+def contenders(rows: Sequence[FullPathRow], best: FullPathRow, cells: Sequence[TrainingCell], level: float) -> int:
+    """How many of one device's full paths `rows` could have been its fastest, `best` among them
+    (job_intervals.contenders on each row's per-job full paths)."""
+    by_variant = {c.key: c for c in cells}
+    jobs = [full_path_jobs(row, by_variant[row.key]) for row in rows]
+    return job_intervals.contenders(jobs, rows.index(best), level)
 
-    The training and evaluation time of each side is resampled (jobs, then epochs); its load,
-    conversion, copies and start-up are medians of other jobs and held fixed, so the interval is
-    the one of the part that was repeated here.
+
+def speedup_estimate(
+    cpu: FullPathRow, gpu: FullPathRow, cells: Sequence[TrainingCell], rules: NoiseRules, family: int = 1
+) -> Estimate:
+    """CPU/GPU full-path time of one epoch, each side with its start-up, with its t interval (Welch: the
+    two sides ran in different jobs) at the level of a family of `family` comparisons (see `contenders`).
+
+    Each job's training + evaluation is its own; the load, conversion, copies and start-up are medians
+    of other jobs, added to every job of their side, so the interval is the one of the part repeated here.
     """
     by_variant = {c.key: c for c in cells}
-    cpu_cell, gpu_cell = by_variant[cpu.key], by_variant[gpu.key]
-    cpu_fixed, gpu_fixed = cpu.one_off_s, gpu.one_off_s
-    seed = cell_seed((cpu.key, gpu.key))
-    cpu_times = cpu_fixed + resampled_medians(_epoch_and_eval(cpu_cell), rules.bootstrap_resamples, seed)
-    gpu_times = gpu_fixed + resampled_medians(_epoch_and_eval(gpu_cell), rules.bootstrap_resamples, seed + 1)
-    point = cpu.total_with_startup_s / gpu.total_with_startup_s
-    return estimate_from(
-        point, np.asarray(cpu_times / gpu_times), rules.confidence, min(cpu_cell.repeats, gpu_cell.repeats), FULL_PATH
+    return ratio_interval(
+        full_path_jobs(gpu, by_variant[gpu.key]),
+        full_path_jobs(cpu, by_variant[cpu.key]),
+        level=simultaneous_level(rules.confidence, family),
     )
 
 
@@ -52,16 +59,10 @@ def fastest_ties(
         if cell is fastest:
             continue
         # Same batch size and threads: the same jobs timed both (loaders, eager and compiled), epochs interleaved.
-        same_jobs = (cell.batch_size, cell.threads) == (fastest.batch_size, fastest.threads)
-        paired = same_jobs and can_pair(fastest.epoch_s_jobs, cell.epoch_s_jobs)
-        ratio = ratio_interval(
-            fastest.epoch_s_jobs,
-            cell.epoch_s_jobs,
-            paired=paired,
-            level=rules.confidence,
-            resamples=rules.bootstrap_resamples,
-            seed=cell_seed((fastest.key, cell.key)),
+        paired = (cell.batch_size, cell.threads) == (fastest.batch_size, fastest.threads) and cell.repeats == (
+            fastest.repeats
         )
+        ratio = ratio_interval(fastest.epoch_s_jobs, cell.epoch_s_jobs, paired=paired, level=rules.confidence)
         if outcome(ratio, floor or 0.0) == "no_difference":
             ties.append(
                 TiedConfiguration(
@@ -82,7 +83,7 @@ OVERHEAD_BOUND_GROWTH = 0.5
 
 def step_scaling(cpu_train: Sequence[TrainingCell], rules: NoiseRules = NoiseRules()) -> StepScaling | None:
     """How the per-step time grew from the smallest to the largest batch size (fast path where
-    measured), with its interval: the epoch ratio's (bootstrap.ratio_interval, the two cells from
+    measured), with its interval: the epoch ratio's (job_intervals.ratio_interval, the two cells from
     different jobs) times the ratio of their step counts. Overhead or work is called only when the
     whole interval lies on one side of half the growth of the samples per step. Cells at the thread
     count of the fastest CPU cell (timing.threads), so the growth is the batch size's alone."""
@@ -93,13 +94,7 @@ def step_scaling(cpu_train: Sequence[TrainingCell], rules: NoiseRules = NoiseRul
     largest = max(cpu_train, key=lambda r: (r.batch_size, r.loader == "fastpath"))
     if smallest.batch_size == largest.batch_size:
         return None
-    epochs = ratio_interval(
-        smallest.epoch_s_jobs,
-        largest.epoch_s_jobs,
-        level=rules.confidence,
-        resamples=rules.bootstrap_resamples,
-        seed=cell_seed((smallest.key, largest.key), "step scaling"),
-    )
+    epochs = ratio_interval(smallest.epoch_s_jobs, largest.epoch_s_jobs, level=rules.confidence)
     per_step = smallest.steps / largest.steps
     samples = largest.batch_size / smallest.batch_size
     ratio = epochs.scaled(per_step)

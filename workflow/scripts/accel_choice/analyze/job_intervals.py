@@ -17,29 +17,41 @@ would land.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Sequence
+from typing import Literal
+
 import numpy as np
 from scipy import stats
 
-from accel_choice.analyze.bootstrap import Groups
 from accel_choice.records.estimate import JOB_T, Estimate
+
+Groups = Sequence[Sequence[float]]  # jobs, each a list of epoch times
+Outcome = Literal["a_faster", "b_faster", "no_difference"]
+
+
+def job_medians(groups: Groups) -> np.ndarray:
+    """Each job's median (jobs without values left out), checked positive and finite."""
+    medians = np.array([float(np.median(np.asarray(g, dtype=float))) for g in groups if len(g)])
+    if not len(medians):
+        raise ValueError("no measurements to summarise")
+    if medians.min() <= 0 or not np.isfinite(medians).all():
+        raise ValueError(f"job medians must be positive finite times, got {medians.tolist()}")
+    return medians
 
 
 def job_logs(groups: Groups) -> np.ndarray:
     """The natural logarithm of each job's median (jobs without values left out)."""
-    medians = [float(np.median(np.asarray(g, dtype=float))) for g in groups if len(g)]
-    if not medians:
-        raise ValueError("no measurements to summarise")
-    if min(medians) <= 0 or not all(math.isfinite(m) for m in medians):
-        raise ValueError(f"job medians must be positive finite times, got {medians}")
-    return np.log(medians)
+    return np.log(job_medians(groups))
 
 
 METHOD = JOB_T
 PAIRED = "paired t on log job medians: the per-job ratio of jobs both sides ran in"
 WELCH = "Welch t on log job medians of two independent sets of jobs"
-# One job, or jobs that all agree to the last digit: no interval can be told.
-NO_SPREAD = ("one job or no spread between jobs: no interval",)
+# One job, or jobs that all agree to the last digit: no interval can be told, and nothing is decided on it.
+NO_SPREAD_FLAG = "one job or no spread between jobs: no interval"
+NO_SPREAD = (NO_SPREAD_FLAG,)
 
 
 def _t_estimate(center: float, se: float, df: float, level: float, jobs: int, method: str = METHOD) -> Estimate:
@@ -66,9 +78,13 @@ def point(groups: Groups) -> float:
 
 def median_interval(groups: Groups, level: float = 0.95) -> Estimate:
     """The geometric mean of the job medians with its t interval (jobs - 1 degrees of freedom)."""
-    logs = job_logs(groups)
+    medians = job_medians(groups)
+    logs = np.log(medians)
     se = float(np.std(logs, ddof=1) / math.sqrt(len(logs))) if len(logs) > 1 else 0.0
-    return _t_estimate(float(np.mean(logs)), se, len(logs) - 1, level, len(logs))
+    estimate = _t_estimate(float(np.mean(logs)), se, len(logs) - 1, level, len(logs))
+    # exp(mean(log)) of equal medians can land one rounding step outside them: keep it between.
+    point = min(max(estimate.point, float(medians.min())), float(medians.max()))
+    return dataclasses.replace(estimate, point=point, low=min(estimate.low, point), high=max(estimate.high, point))
 
 
 def ratio_interval(a: Groups, b: Groups, *, paired: bool = False, level: float = 0.95) -> Estimate:
@@ -93,12 +109,48 @@ def ratio_interval(a: Groups, b: Groups, *, paired: bool = False, level: float =
     return _t_estimate(float(np.mean(lb) - np.mean(la)), se, df, level, jobs, WELCH)
 
 
+def can_pair(a: Groups, b: Groups) -> bool:
+    """A paired comparison needs the same jobs with the same number of epochs on both sides."""
+    return len(a) == len(b) and all(len(x) == len(y) for x, y in zip(a, b))
+
+
+def contenders(candidates: Sequence[Groups], best: int, level: float = 0.95) -> int:
+    """How many of `candidates` could have been the fastest: `candidates[best]` (the one picked by its point)
+    and every other one not measurably slower than it at `level`. A pick among k equals is biased towards
+    the luckiest, so the picked one's interval against anything else is held at the level of a family of k
+    (`simultaneous_level`): benchmarks/calibration.py shows the verdict error this keeps at its level."""
+    return 1 + sum(
+        outcome(ratio_interval(candidates[best], other, level=level)) == "no_difference"
+        for index, other in enumerate(candidates)
+        if index != best
+    )
+
+
 def simultaneous_level(level: float, comparisons: int) -> float:
     """The per-comparison level that keeps `comparisons` intervals jointly at `level` (Bonferroni):
     a table of 20 rows at 95 % each would see some row "differ" in A/A runs about 64 % of the time."""
     if comparisons < 1:
         raise ValueError(f"comparisons must be at least 1, got {comparisons}")
     return 1 - (1 - level) / comparisons
+
+
+def detectable_ratio(
+    a: Groups, b: Groups, beyond: float = 1.0, level: float = 0.95, power: float = 0.8
+) -> float | None:
+    """The smallest true B/A ratio of times above `beyond` that a Welch interval at `level` of jobs spread like
+    `a` and `b` would put wholly above `beyond` with probability `power`: beyond · exp((t(1 - α/2) + t(power)) · se),
+    on the log scale, with se and the degrees of freedom of the observed jobs (a planning figure: the spread
+    itself is estimated from the jobs). None where a side has fewer than two jobs; `beyond` where nothing varied."""
+    la, lb = job_logs(a), job_logs(b)
+    if min(len(la), len(lb)) < 2:
+        return None
+    va, vb = np.var(la, ddof=1) / len(la), np.var(lb, ddof=1) / len(lb)
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return beyond
+    df = (va + vb) ** 2 / (va**2 / (len(la) - 1) + vb**2 / (len(lb) - 1))
+    quantiles = float(stats.t.ppf(1 - (1 - level) / 2, df)) + float(stats.t.ppf(power, df))
+    return beyond * math.exp(quantiles * se)
 
 
 def jobs_to_settle(
@@ -123,3 +175,27 @@ def jobs_to_settle(
         if quantiles * pooled * math.sqrt(2 / n) < distance:
             return n
     return None
+
+
+def outcome(ratio: Estimate, noise_floor: float = 0.0) -> Outcome:
+    """B/A ratio of times → who is faster, or no measurable difference.
+
+    A difference counts only when the whole interval lies outside 1 ± `noise_floor` (the run's
+    own drift, from the sentinel): an interval that includes 1, or reaches into the band the
+    machine moves by itself, is "no measurable difference". So is a t estimate without an interval (one job,
+    or jobs that agree to the last digit: flagged `NO_SPREAD_FLAG`): it cannot say how far the next job would land.
+    """
+    if NO_SPREAD_FLAG in ratio.flags:
+        return "no_difference"
+    if ratio.high < 1 / (1 + noise_floor):
+        return "b_faster"
+    if ratio.low > 1 + noise_floor:
+        return "a_faster"
+    return "no_difference"
+
+
+def gate_fails(low: float, said: Outcome, percent: float) -> bool:
+    """The regression gate's rule for one B/A ratio of times: B slower than A by more than `percent` %,
+    the whole interval beyond it (`low`), and beyond the noise floor too (`said`, the outcome, is
+    "a_faster"), so a difference the runs' own drift explains never fails it."""
+    return said == "a_faster" and low > 1 + percent / 100

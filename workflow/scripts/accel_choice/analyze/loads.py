@@ -6,7 +6,9 @@ import statistics
 from collections.abc import Sequence
 
 from accel_choice.analyze.aggregate import cell_seed, contaminated_repeats, group_by
+from accel_choice.analyze import job_intervals
 from accel_choice.analyze.bootstrap import median_interval
+from accel_choice.records.estimate import positive
 from accel_choice.analyze.stats import NoiseRules, summarize
 from accel_choice.records.loads import (
     CopyCell,
@@ -24,7 +26,8 @@ def aggregate_load_convert(
     jobs: Sequence[LoadConvertJob],
     rules: NoiseRules = NoiseRules(),
 ) -> tuple[LoadCell, ...]:
-    """One cell per (dataset, format): each stage's median over repeats, with spread of the total.
+    """One cell per (dataset, format): each stage's median over repeats; the total as an Estimate (t on log
+    job medians) with the spread of the jobs' totals.
 
     A file's repeats are the jobs that loaded it; a job's contamination readings (it loaded every
     file) count against each of its files."""
@@ -41,14 +44,9 @@ def aggregate_load_convert(
     for (dataset, fmt), pairs in sorted(files.items()):
         group = [load for _, load in pairs]
         total = summarize([r.total_s for r in group], rules)
-        # The interval of the pooled median of every pass of every job (jobs, then passes, resampled),
-        # widened where needed to hold the cell's median of the jobs' medians.
-        interval = median_interval(
-            [[p.total_s for p in r.pass_stages] for r in group],
-            rules.confidence,
-            rules.bootstrap_resamples,
-            cell_seed((dataset, fmt)),
-            value=total["median"],
+        # Each job's median pass, their geometric mean with its t interval (the jobs are the repeats).
+        interval = positive(
+            job_intervals.median_interval([[p.total_s for p in r.pass_stages] for r in group], rules.confidence)
         )
         first = group[0]
         table.append(
@@ -63,15 +61,13 @@ def aggregate_load_convert(
                 to_pandas_s_median=statistics.median(r.to_pandas_s for r in group),
                 to_numpy_s_median=statistics.median(r.to_numpy_s for r in group),
                 to_torch_s_median=statistics.median(r.to_torch_s for r in group),
-                total_s_median=total["median"],
-                total_s_ci_low=interval.low,
-                total_s_ci_high=interval.high,
+                total_s=interval,
                 total_s_min=total["min"],
                 total_s_max=total["max"],
                 total_s_iqr=total["iqr"],
                 noisy=total["noisy"],
                 noise_reasons=tuple(total["noise_reasons"]),
-                mb_per_s=first.file_bytes / total["median"] / 1e6,
+                mb_per_s=first.file_bytes / interval.point / 1e6,
                 contaminated=contaminated_repeats([job for job, _ in pairs], rules),
             )
         )

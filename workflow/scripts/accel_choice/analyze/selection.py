@@ -15,7 +15,8 @@ import numpy as np
 
 from accel_choice import records
 from accel_choice.io import envinfo
-from accel_choice.analyze.bootstrap import estimate_from, outcome
+from accel_choice.analyze.bootstrap import estimate_from
+from accel_choice.analyze.job_intervals import outcome
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.records import UserInputError
 from accel_choice.records.environment import Environment

@@ -183,7 +183,7 @@ class Verdict:
     outcome: Outcome
     reason: Reason
     speedup_interval: tuple[Positive, Positive] | None  # CPU/GPU full path, when a GPU was measured
-    repeats_to_settle: PositiveCount | None  # undecided: timing repeats that would likely settle it
+    repeats_to_settle: PositiveCount | None  # undecided: jobs per side that settle it with 80 % power
     noise_floor: NonNegative | None  # the run's, from the sentinel: CPU differences below it are no evidence
     confidence: Fraction
     gpu_measured: bool

@@ -22,6 +22,7 @@ from accel_choice.records import (
     record,
 )
 from accel_choice.records.environment import Environment
+from accel_choice.records.estimate import PositiveEstimate
 from accel_choice.records.training import Contamination
 
 # The stages of loading one file, in order; `total_s` is their sum within one pass.
@@ -125,30 +126,22 @@ class LoadCell:
     to_pandas_s_median: NonNegativeSeconds
     to_numpy_s_median: NonNegativeSeconds
     to_torch_s_median: NonNegativeSeconds
-    total_s_median: Seconds
-    total_s_ci_low: Seconds  # bootstrap interval at aggregate.confidence: jobs, then their passes
-    total_s_ci_high: Seconds
+    total_s: PositiveEstimate  # its jobs' median passes: geometric mean and t interval (analyze.job_intervals)
     total_s_min: Seconds
     total_s_max: Seconds
     total_s_iqr: NonNegative
     noisy: bool
     noise_reasons: tuple[str, ...]
-    mb_per_s: NonNegative  # file bytes over the median total, 1 MB = 1e6 bytes
+    mb_per_s: NonNegative  # file bytes over total_s.point, 1 MB = 1e6 bytes
     contaminated: tuple[Contamination, ...]
 
     def __post_init__(self) -> None:
-        ordered(self.total_s_min, self.total_s_median, self.total_s_max, "total_s_min total_s_median total_s_max")
-        ordered(
-            self.total_s_ci_low,
-            self.total_s_median,
-            self.total_s_ci_high,
-            "total_s_ci_low total_s_median total_s_ci_high",
-        )
+        ordered(self.total_s_min, self.total_s.point, self.total_s_max, "total_s_min total_s.point total_s_max")
         if self.noisy != bool(self.noise_reasons):
             raise ValueError(f"noisy is {self.noisy} but noise_reasons is {list(self.noise_reasons)}")
 
 
-@record(schema="load-convert-table", version=3)
+@record(schema="load-convert-table", version=4)
 class LoadTable:
     """tables/load_convert.json: one cell per (dataset, format)."""
 

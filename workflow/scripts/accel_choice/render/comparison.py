@@ -104,8 +104,9 @@ def batch_size_table(rows: Sequence[dict[str, Any]], label_a: str, label_b: str,
 
 
 def levels(result: Comparison) -> str:
-    """The level of the rows' ratio intervals ("95 %"; "90 %/95 %" where rows differ; "" with no row on both)."""
-    found = sorted({r["confidence"] for r in result.rows if r["confidence"] is not None})
+    """The level the table's ratio intervals hold at together ("95 %"; "90 %/95 %" where rows differ; "" with
+    no row on both)."""
+    found = sorted({r["family_confidence"] for r in result.rows if r["family_confidence"] is not None})
     return "/".join(f"{level * 100:g} %" for level in found)
 
 
@@ -142,12 +143,14 @@ def _reading_section(result: Comparison) -> str:
     level = levels(result) or "the tables' level"
     return (
         "## How to read this\n\n"
-        f"Every ratio is **{b}/{a}** (B over A) of the medians, each the median of every timed epoch of every job. "
+        f"Every ratio is **{b}/{a}** (B over A) of the two sides' times, each the geometric mean of its jobs' median "
+        "epochs (the jobs are the repeats: each is one process, with its own share of the machine's drift). "
         f"For times (epoch, eval, full path) a ratio below 1 means {b} is faster; for samples/s a ratio above 1 means "
         f"{b} is faster. Each side's median carries its own {level} interval from its table; each ratio carries a "
-        f"{level} bootstrap interval: each side's jobs resampled, then the epochs within them, the two sides "
-        "independently (two runs share no job), with a seed fixed by the row, so the same two folders always give "
-        "the same numbers. The outcome is **B faster** or **A faster** only when the whole interval lies beyond 1 ± "
+        "Welch t interval on the logarithms of the two sides' job medians (two runs share no job), and the table's "
+        "ratios are one family: each row's interval is at the level (column `confidence` of comparison.csv) that "
+        f"keeps all of them together at {level} (Bonferroni), so an A/A comparison of two runs of one machine "
+        "declares some row different, or fails the gate, at most that often. The outcome is **B faster** or **A faster** only when the whole interval lies beyond 1 ± "
         "the row's noise floor (the larger of the two runs' floors, below); otherwise **no measurable difference**. "
         "The 'per epoch' column gives the outcome and which median is lower in words. "
         f"Full path = load + convert + transfer + train epoch + eval, format `{fmt}`, fixed start-up (CUDA context) "
@@ -207,6 +210,42 @@ def _floor_section(result: Comparison) -> str:
     )
 
 
+def sensitivity_lines(result: Comparison) -> list[str]:
+    """What this comparison could have seen, in sentences: per time metric the slowdown of B a row would catch
+    with 80 % power (the median row's and the best row's), and whether each table's machine itself changed."""
+    a, b = (side["label"] for side in result.sides)
+    lines = []
+    for name in TIME_METRICS:
+        found = result.detectable[name]
+        if found is None:
+            lines.append(
+                f"{METRIC_NAMES[name].capitalize()}: no row has two jobs a side, so no slowdown can be caught."
+            )
+            continue
+        lines.append(
+            f"{METRIC_NAMES[name].capitalize()}: this comparison would catch a slowdown of {b} of at least "
+            f"{_percent(found['median'])} in a typical row (median of {found['rows']}; the most sensitive row "
+            f"{_percent(found['best'])}, the least {_percent(found['worst'])}) with 80 % power; smaller ones pass as "
+            "no measurable difference. More repeats (timing.repeats) on both sides narrow it."
+        )
+    for m in result.machine_speed:
+        lines.append(
+            f"Machine: the {m['table'].upper()} sentinel ({m['workload']}) took {m['ratio_b_over_a']:.3f}× as long in "
+            f"{b} as in {a} ({m['confidence'] * 100:g} % interval {m['ratio_ci_low']:.3f}–{m['ratio_ci_high']:.3f}, "
+            f"{m['jobs_a']} and {m['jobs_b']} jobs): {m['outcome']}."
+        )
+    return lines
+
+
+def _percent(ratio: float) -> str:
+    """A ratio of times above 1 as the slowdown in percent: 1.25 -> "25 %"."""
+    return f"{(ratio - 1) * 100:.0f} %"
+
+
+def _sensitivity_section(result: Comparison) -> str:
+    return "## What this comparison could see\n\n" + "\n".join(f"- {line}" for line in sensitivity_lines(result))
+
+
 def _fastest_section(result: Comparison) -> str:
     fastest = result.fastest
     rows = []
@@ -234,7 +273,13 @@ def _difference_section(title: str, differences: Sequence[dict[str, Any]], label
 
 def markdown(result: Comparison) -> str:
     a, b = (side["label"] for side in result.sides)
-    sections = [_header_section(result), _reading_section(result), _floor_section(result), _fastest_section(result)]
+    sections = [
+        _header_section(result),
+        _reading_section(result),
+        _floor_section(result),
+        _sensitivity_section(result),
+        _fastest_section(result),
+    ]
     for size in sorted({r["batch_size"] for r in result.rows}):
         rows = [r for r in result.rows if r["batch_size"] == size]
         sections.append(f"## Batch size {size}\n\n" + batch_size_table(rows, a, b, levels(result)))

@@ -71,8 +71,8 @@ def load_section(load_table: Sequence[LoadCell]) -> str:
             ms(c.to_pandas_s_median),
             ms(c.to_numpy_s_median),
             ms(c.to_torch_s_median),
-            ms(c.total_s_median),
-            f"{ms(c.total_s_ci_low)}–{ms(c.total_s_ci_high)}",
+            ms(c.total_s.point),
+            f"{ms(c.total_s.low)}–{ms(c.total_s.high)}",
             f"{ms(c.total_s_min)}–{ms(c.total_s_max)}",
             f"{c.mb_per_s:.0f}",
             cell_flags(c),
@@ -100,8 +100,9 @@ def load_section(load_table: Sequence[LoadCell]) -> str:
         )
         + (
             "\n\n`to torch` is `torch.from_numpy`, which shares the numpy buffer: the copy is in `to numpy fp32`. "
-            "Each stage is the median over repeats of the per-job median over passes; `total` is the median of the "
-            "per-pass totals, so it need not equal the sum of the stage columns (the full-path table adds the stages). "
-            "`interval`: the total's bootstrap interval (jobs, then their passes, resampled; see docs/statistics.md)."
+            "Each stage is the median over repeats of the per-job median over passes; `total` is the geometric mean of "
+            "the jobs' median per-pass totals, so it need not equal the sum of the stage columns (the full-path table "
+            "adds the stages); `interval` its t interval on the logarithms of the job medians (the jobs are the "
+            "repeats; see docs/statistics.md)."
         )
     )

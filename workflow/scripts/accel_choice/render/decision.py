@@ -17,7 +17,7 @@ from matplotlib.patches import Patch  # noqa: E402
 
 from accel_choice.records.decision import GpuVisibility, SheetStep, Verdict  # noqa: E402
 from accel_choice.records.training import FullPathRow, TrainingCell  # noqa: E402
-from accel_choice.render.formatting import ms, save_figure, table  # noqa: E402
+from accel_choice.render.formatting import level_words, ms, save_figure, table  # noqa: E402
 
 STEP_TITLES = {
     1: "CPU baseline: load, convert, train, eval, repeats",
@@ -71,7 +71,7 @@ def claim(verdict: Verdict) -> str:
         f"{ms(c.cpu.total_with_startup_s)} ms, of which {ms(c.cpu.startup_s)} ms start-up, vs best GPU "
         f"({path_name(c.gpu)}) {ms(c.gpu.total_with_startup_s)} ms, of which "
         f"{ms(c.gpu.startup_s)} ms start-up (context and first-step costs): speedup {c.speedup.point:.2f}× "
-        f"({c.speedup.level:.0%} interval {c.speedup.low:.2f}–{c.speedup.high:.2f}×; without start-up {c.speedup_without_startup:.2f}×)."
+        f"({level_words(c.speedup.level)} interval {c.speedup.low:.2f}–{c.speedup.high:.2f}×; without start-up {c.speedup_without_startup:.2f}×)."
     )
     if verdict.outcome == "GPU":
         return f"{measured} The whole interval lies above the {c.threshold:g}× threshold: the GPU pays off."
@@ -80,9 +80,11 @@ def claim(verdict: Verdict) -> str:
             f"{measured} The whole interval lies at or below the {c.threshold:g}× threshold: the GPU does not pay off."
         )
     more = (
-        f" About {verdict.repeats_to_settle} timing repeats (timing.repeats) would likely settle it."
+        f" About {verdict.repeats_to_settle} timing repeats (timing.repeats) would settle it with 80 % probability,"
+        " judged from the spread these jobs showed."
         if verdict.repeats_to_settle
-        else ""
+        else " No practical number of repeats (up to 200) would settle it: for the spread these jobs showed, the"
+        " speedup sits too close to the threshold."
     )
     return f"{measured} Undecided: the interval straddles the {c.threshold:g}× threshold, so this run cannot say.{more}"
 
@@ -260,7 +262,7 @@ def comparison_section(verdict: Verdict) -> str:
             (
                 "speedup CPU/GPU",
                 "",
-                f"{c.speedup.point:.2f}× ({c.speedup.level:.0%} interval {c.speedup.low:.2f}–{c.speedup.high:.2f}×); "
+                f"{c.speedup.point:.2f}× ({level_words(c.speedup.level)} interval {c.speedup.low:.2f}–{c.speedup.high:.2f}×); "
                 f"threshold {c.threshold:g}×",
             ),
         ],

@@ -49,3 +49,9 @@ def cell_flags(cell: Any) -> str:
     if cell.contaminated:
         flags.append(f"**busy machine** in repeat(s) {', '.join(str(c.repeat) for c in cell.contaminated)}")
     return "; ".join(flags)
+
+
+def level_words(level: float) -> str:
+    """A confidence level as a percentage: "95%", and "97.5%" or "99.83%" for a family's per-comparison level
+    (never rounded up to a level it does not have)."""
+    return f"{100 * level:.4g}%"

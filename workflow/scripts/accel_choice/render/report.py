@@ -100,10 +100,10 @@ def _cpu_section(train_table: Sequence[TrainingCell]) -> str:
             rows,
         )
         + (
-            "\n\n`epoch` is the median of every timed epoch of every job; `interval` its "
-            f"{level} bootstrap interval (jobs resampled, then the "
-            "epochs inside each: the machine's drift between jobs is in it); `jobs min–max` the fastest and slowest "
-            "job's median. `vs fast path` is paired (both loaders ran in the same jobs, epochs interleaved) and says "
+            "\n\n`epoch` is the geometric mean of the jobs' median epochs; `interval` its "
+            f"{level} t interval on the logarithms of the job medians (the jobs are the repeats: the machine's drift "
+            "between jobs is in it; docs/statistics.md shows its coverage); `jobs min–max` the fastest and slowest "
+            "job's median. `vs fast path` is paired (both loaders ran in the same jobs: the per-job ratio) and says "
             "slower or faster only when its whole interval lies beyond 1 ± the run's noise floor."
             "\n\nEvery record passed the invariants samples == n (partial last batch included), steps == ⌈n/B⌉ and "
             "samples_per_s == samples / epoch_s. Both loaders see identical batches (one seeded permutation), "
