@@ -47,9 +47,10 @@ def steps_without_host_sync(
     (any call that waits on the GPU raises): the per-step losses, on the device. A per-step sync (a
     GradScaler reading its inf flag with .item(), a loss read on the host) would time one precision
     with a cost the others do not pay. Off CUDA the same loop runs with nothing to synchronise."""
-    variant = steps.Variant("fastpath", precision, "resident", True)
+    (variant,) = steps.gpu_variants([precision], ["resident"], batch_size=batch_size, device=device.type)
+    update = steps.step_of(variant, grad_scaler=True)
     x_device, y_device = x.to(device), y.reshape(-1, 1).to(device)
-    trainer = steps.Trainer(models.build(SPEC, (x.shape[1],), SEED).to(device), SPEC, variant, device)
+    trainer = steps.Trainer(models.build(SPEC, (x.shape[1],), SEED).to(device), SPEC, device, update)
     batches = list(placement.batches("resident", "fastpath", x, y, batch_size, True, SEED, device, x_device, y_device))
     for xb, yb in batches[:3]:  # Adam's state, the scaler's, first kernels: before the check
         trainer.step(xb, yb)
@@ -127,13 +128,12 @@ def run(device_type: str, rows: int | None = None, compile_variant: bool = True)
             records, _ = training.measure_training_job(
                 x,
                 y,
-                batch_size,
-                0,
-                training.gpu_variants(PRECISIONS, PLACEMENTS, True),
+                steps.gpu_variants(PRECISIONS, PLACEMENTS, batch_size=batch_size, device=device.type),
+                repeat=0,
+                grad_scaler=True,
                 seed=SEED,
                 spec=SPEC,
                 warmup_steps=WARMUP,
-                device=device,
                 epochs=EPOCHS,
             )
             measured += records
@@ -148,13 +148,12 @@ def run(device_type: str, rows: int | None = None, compile_variant: bool = True)
         records, _ = training.measure_training_job(
             x,
             y,
-            BATCH_SIZES[-1],
-            0,
-            training.gpu_variants(["fp32"], ["resident"], True, (True,)),
+            steps.gpu_variants(["fp32"], ["resident"], [True], batch_size=BATCH_SIZES[-1], device=device.type),
+            repeat=0,
+            grad_scaler=True,
             seed=SEED,
             spec=SPEC,
             warmup_steps=WARMUP,
-            device=device,
             epochs=EPOCHS,
         )
         runs.extend(variant_run(r, rows) for r in records)
