@@ -234,7 +234,9 @@ def measure_size(
                 )
             )
             if log:
-                log.info("%.3g GB, %d %s, %s: %.0f samples/s", target_gb, count, kind, cache, readers[-1].samples.per_s)
+                log.info(
+                    "%.3g GB, %d %s, %s: %.0f samples/s", target_gb, count, kind, cache, readers[-1].samples.per_s.point
+                )
     shared = meter.stop()
     return SizeMeasurement(
         target_gb=target_gb,
