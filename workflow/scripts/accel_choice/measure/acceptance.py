@@ -25,7 +25,7 @@ from accel_choice.measure import model as models
 from accel_choice.measure.job import Envelope
 from accel_choice.records.acceptance import AcceptanceReport, Check, VariantRun
 from accel_choice.records.model import ModelSpec
-from accel_choice.records.training import TrainingRecord
+from accel_choice.records.training import TrainingRecord, Variant
 
 SEED = 20261020
 FEATURES, HIDDEN = 32, 48
@@ -122,22 +122,18 @@ def run(device_type: str, rows: int | None = None, compile_variant: bool = True)
         ),
     )
 
+    def timed(variants: list[Variant]) -> list[TrainingRecord]:
+        """One timing job of `variants` (a GradScaler for fp16), its runs kept for the memory check."""
+        records, _ = training.measure_training_job(
+            x, y, variants, repeat=0, grad_scaler=True, seed=SEED, spec=SPEC, warmup_steps=WARMUP, epochs=EPOCHS
+        )
+        runs.extend(variant_run(r, rows) for r in records)
+        return records
+
     def variants() -> tuple[bool, str]:
         measured = []
         for batch_size in BATCH_SIZES:
-            records, _ = training.measure_training_job(
-                x,
-                y,
-                steps.gpu_variants(PRECISIONS, PLACEMENTS, batch_size=batch_size, device=device.type),
-                repeat=0,
-                grad_scaler=True,
-                seed=SEED,
-                spec=SPEC,
-                warmup_steps=WARMUP,
-                epochs=EPOCHS,
-            )
-            measured += records
-        runs.extend(variant_run(r, rows) for r in measured)
+            measured += timed(steps.gpu_variants(PRECISIONS, PLACEMENTS, batch_size=batch_size, device=device.type))
         broken = [f"{r.precision}/{r.placement} B={r.batch_size}" for r in measured if not r.finite]
         same_start = len({r.initial_weights_sha256 for r in measured}) == 1
         return not broken and same_start, f"{len(measured)} variants; non-finite: {broken or 'none'}"
@@ -145,18 +141,9 @@ def run(device_type: str, rows: int | None = None, compile_variant: bool = True)
     check("every precision and placement trains, finite, from the same weights", variants)
 
     def compiled() -> tuple[bool, str]:
-        records, _ = training.measure_training_job(
-            x,
-            y,
-            steps.gpu_variants(["fp32"], ["resident"], [True], batch_size=BATCH_SIZES[-1], device=device.type),
-            repeat=0,
-            grad_scaler=True,
-            seed=SEED,
-            spec=SPEC,
-            warmup_steps=WARMUP,
-            epochs=EPOCHS,
+        records = timed(
+            steps.gpu_variants(["fp32"], ["resident"], [True], batch_size=BATCH_SIZES[-1], device=device.type)
         )
-        runs.extend(variant_run(r, rows) for r in records)
         return all(r.finite and r.compiled for r in records), f"epoch {records[0].epoch_s * 1e3:.3f} ms"
 
     if compile_variant:
