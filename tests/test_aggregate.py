@@ -19,7 +19,7 @@ from accel_choice.records.training import TrainingJob
 from builders_data import copy_cell, copy_timing, data_environment, load_cell, transfer_job, transfer_table
 from builders_data import load_table as build_load_table
 from builders_data import file_load, load_job
-from accel_choice.measure import datagen, training
+from accel_choice.measure import datagen, steps, training
 from accel_choice.records.model import ModelSpec
 from builders_planner import sentinel_readings
 from builders_training import environment, replaced, training_record
@@ -70,9 +70,9 @@ def test_synthetic_record_is_the_type_measure_writes():
     """The builder and the timing job make the same record type, so the tests cannot drift from it."""
     d = datagen.make_benchmark(40, 3, 0.2, 1)
     x, y = torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy())
-    real = training.measure_training_job(
-        x, y, 20, 0, training.cpu_variants(["fastpath"]), seed=1, spec=ModelSpec(hidden=2, lr=1e-3), warmup_steps=1
-    )[0][0]
+    variants = steps.cpu_variants(["fastpath"], batch_size=20)
+    spec = ModelSpec(hidden=2, lr=1e-3)
+    real = training.measure_training_job(x, y, variants, repeat=0, seed=1, spec=spec, warmup_steps=1)[0][0]
     assert type(record(20, "fastpath", 0, 0.01, rows=40)) is type(real)
 
 

@@ -29,9 +29,8 @@ def test_compiled_variants_are_cells_of_their_own_with_the_same_work(monkeypatch
     monkeypatch.setattr(steps, "COMPILE_BACKEND", "eager")  # dynamo's tracing without code generation: fast
     torch._dynamo.reset()
     x, y = data()
-    records, _ = training.measure_training_job(
-        x, y, BATCH, 0, training.cpu_variants(["fastpath"], [False, True]), seed=1, spec=SPEC, warmup_steps=2, epochs=2
-    )
+    variants = steps.cpu_variants(["fastpath"], [False, True], batch_size=BATCH)
+    records, _ = training.measure_training_job(x, y, variants, repeat=0, seed=1, spec=SPEC, warmup_steps=2, epochs=2)
     assert [(r.loader, r.compiled) for r in sorted(records, key=lambda r: r.compiled)] == [
         ("fastpath", False),
         ("fastpath", True),
@@ -50,10 +49,8 @@ def test_no_compilation_happens_inside_a_timed_epoch(monkeypatch) -> None:
     torch._dynamo.reset()
     x, y = data()
     y = y.reshape(-1, 1)
-    variant = steps.Variant(loader="fastpath", compiled=True)
-    prepared = training.prepare_variant(
-        variant, x, y, BATCH, seed=1, spec=SPEC, warmup_steps=2, device=torch.device("cpu")
-    )
+    (variant,) = steps.cpu_variants(["fastpath"], [True], batch_size=BATCH)
+    prepared = training.prepare_variant(variant, x, y, grad_scaler=True, seed=1, spec=SPEC, warmup_steps=2)
     compiled_in_warm_up = len(calls)
     assert compiled_in_warm_up >= 2  # the full batches' graph and the partial last batch's (or a dynamic one)
     timed = training.time_epoch(prepared)

@@ -14,7 +14,7 @@ import torch
 from accel_choice.analyze import aggregate
 from accel_choice.analyze.stats import NoiseRules
 from builders_training import training_record
-from accel_choice.measure import contention, datagen, training
+from accel_choice.measure import contention, datagen, steps, training
 from accel_choice.records.model import ModelSpec
 
 BUSY = "import time\nend = time.time() + 30\nwhile time.time() < end: pass\n"
@@ -69,9 +69,8 @@ def _job(repeat: int):
     return training.measure_training_job(
         x,
         y,
-        32,
-        repeat,
-        training.cpu_variants(["dataloader", "fastpath"]),
+        steps.cpu_variants(["dataloader", "fastpath"], batch_size=32),
+        repeat=repeat,
         seed=3,
         spec=ModelSpec(hidden=16, lr=1e-3),
         warmup_steps=5,

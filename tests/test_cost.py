@@ -76,8 +76,9 @@ def test_without_a_gpu_the_cpu_alone_is_priced_with_time_to_target() -> None:
     (line,) = table.lines
     run = next(r for r in target.rows if r.device == "cpu" and r.reached)
     assert line.target_run == run.run
-    assert line.target_cost == pytest.approx(run.seconds * 0.2 / 3600)
-    assert line.target_cost_low <= line.target_cost <= line.target_cost_high
+    assert line.target_s == run.seconds
+    assert line.target_cost.point == pytest.approx(run.seconds.point * 0.2 / 3600)
+    assert line.target_cost.interval == pytest.approx((run.seconds.low * 0.2 / 3600, run.seconds.high * 0.2 / 3600))
     text = cost_section(table)
     assert "No GPU was measured in this run: the CPU's costs alone, no comparison." in text
 

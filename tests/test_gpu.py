@@ -52,17 +52,16 @@ def benchmark(device):
     return torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy())
 
 
-def _job(x, y, batch_size, variants, repeat=0, device="cuda"):
+def _job(x, y, variants, repeat=0, grad_scaler=True):
     return training.measure_training_job(
         x,
         y,
-        batch_size,
-        repeat,
         variants,
+        repeat=repeat,
+        grad_scaler=grad_scaler,
         seed=SEED,
         spec=ModelSpec(hidden=HIDDEN, lr=LR),
         warmup_steps=WARMUP,
-        device=device,
         epochs=EPOCHS,
     )
 
@@ -70,8 +69,10 @@ def _job(x, y, batch_size, variants, repeat=0, device="cuda"):
 @pytest.fixture(scope="module")
 def gpu_jobs(benchmark, device):
     """Every precision × placement at a small and a large batch size: {B: (records, sentinel)}."""
-    variants = training.gpu_variants(PRECISIONS, PLACEMENTS, True)
-    return {b: _job(*benchmark, b, variants, device=device) for b in (SMALL, LARGE)}
+    return {
+        b: _job(*benchmark, steps.gpu_variants(PRECISIONS, PLACEMENTS, batch_size=b, device=device.type))
+        for b in (SMALL, LARGE)
+    }
 
 
 # --- the probe ----------------------------------------------------------------------------------
@@ -151,8 +152,7 @@ def test_no_host_sync_inside_a_resident_training_step(benchmark, precision, devi
 
 
 def test_adam_is_fused_on_the_gpu(device):
-    variant = steps.Variant("fastpath", "fp32", "resident", True)
-    trainer = steps.Trainer(models.build(SPEC, (FEATURES,), SEED).to(device), SPEC, variant, device)
+    trainer = steps.Trainer(models.build(SPEC, (FEATURES,), SEED).to(device), SPEC, device)  # an fp32 step
     assert trainer.optimizer.defaults["fused"] is (True if device.type == "cuda" else None)
 
 
@@ -186,7 +186,8 @@ def test_the_epochs_own_memory_is_what_the_formulas_bound(gpu_jobs, device):
 
 
 def test_fp16_without_grad_scaler(benchmark, device):
-    records, _ = _job(*benchmark, LARGE, training.gpu_variants(["fp16"], PLACEMENTS, False), device=device)
+    variants = steps.gpu_variants(["fp16"], PLACEMENTS, batch_size=LARGE, device=device.type)
+    records, _ = _job(*benchmark, variants, grad_scaler=False)
     assert len(records) == len(PLACEMENTS)
     for r in records:
         assert r.grad_scaler is False and r.precision == "fp16"
@@ -203,7 +204,7 @@ def test_streamed_peak_does_not_include_the_resident_matrix(device):
     x, y = torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy())
 
     def streamed_peak(placements):
-        records, _ = _job(x, y, 4096, training.gpu_variants(["fp32"], placements, True), device=device)
+        records, _ = _job(x, y, steps.gpu_variants(["fp32"], placements, batch_size=4096, device=device.type))
         return next(r.peak_memory_bytes for r in records if r.placement == "streamed")
 
     streamed_peak(["streamed"])  # first-call allocations (cuBLAS workspace) out of the way
@@ -224,7 +225,7 @@ def test_the_start_up_is_timed_from_a_cold_process(device):
     code = f"""
 import json, sys, torch
 sys.path.insert(0, {str(REPO / "workflow" / "scripts")!r})
-from accel_choice.measure import datagen, devices, training
+from accel_choice.measure import datagen, devices, steps, training
 from accel_choice.records.model import ModelSpec
 if {device.type!r} == "cuda":
     device = devices.require("cuda")
@@ -236,9 +237,9 @@ else:
     device = torch.device("cpu")
 d = datagen.make_benchmark(4096, 32, 0.2, 1)
 records, _ = training.measure_training_job(
-    torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy()), 512, 0,
-    training.gpu_variants(["fp32"], ["resident"], True), seed=1, spec=ModelSpec(hidden=48, lr=1e-3), warmup_steps=5,
-    device=device)
+    torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy()),
+    steps.gpu_variants(["fp32"], ["resident"], batch_size=512, device=device.type), repeat=0, grad_scaler=True,
+    seed=1, spec=ModelSpec(hidden=48, lr=1e-3), warmup_steps=5)
 r = records[0]
 print(json.dumps({{"context": r.context_startup_s, "startup": r.startup_s, "first": r.warmup_first_step_s,
                   "steady": r.warmup_steady_step_s}}))
@@ -319,11 +320,11 @@ def test_a_verdict_is_computed_from_real_cpu_and_gpu_records(benchmark, tmp_path
     from accel_choice.measure import loadconv
 
     x, y = benchmark
-    cpu = [r for repeat in range(2) for r in _job(x, y, LARGE, training.cpu_variants(["fastpath"]), repeat, "cpu")[0]]
+    cpu = [r for repeat in range(2) for r in _job(x, y, steps.cpu_variants(["fastpath"], batch_size=LARGE), repeat)[0]]
     gpu = [
         r
         for repeat in range(2)
-        for r in _job(x, y, LARGE, training.gpu_variants(["fp32"], ["resident"], True), repeat)[0]
+        for r in _job(x, y, steps.gpu_variants(["fp32"], ["resident"], batch_size=LARGE), repeat)[0]
     ]
     cells = aggregate.aggregate_training(cpu + gpu, ROWS["cuda"])
     dataset = datagen.make_benchmark(ROWS["cuda"], FEATURES, 0.2, SEED)

@@ -6,6 +6,7 @@ run on the CPU, where the same code paths execute and the results are determinis
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 import time
@@ -22,6 +23,7 @@ from accel_choice.measure.job import Envelope
 from accel_choice.measure.placement import Prefetched
 from accel_choice.records.loads import TransferJob
 from accel_choice.records.model import ModelSpec
+from accel_choice.records.training import Variant
 from builders_data import data_environment
 
 SEED = 20261020
@@ -36,23 +38,32 @@ def data():
     return torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy())
 
 
-def _job(x, y, variants, repeat=0, seed=SEED):
+def _job(x, y, variants, repeat=0, seed=SEED, grad_scaler=True):
     return training.measure_training_job(
         x,
         y,
-        BATCH,
-        repeat,
         variants,
+        repeat=repeat,
+        grad_scaler=grad_scaler,
         seed=seed,
         spec=ModelSpec(hidden=HIDDEN, lr=LR),
         warmup_steps=WARMUP,
-        device="cpu",
     )[0]
+
+
+def _gpu_variants(precisions, placements):
+    """A GPU job's variants at BATCH, run on the CPU."""
+    return steps.gpu_variants(precisions, placements, batch_size=BATCH, device="cpu")
+
+
+def _variant(loader, precision, placement):
+    (variant,) = steps.gpu_variants([precision], [placement], batch_size=BATCH, device="cpu")
+    return dataclasses.replace(variant, loader=loader)
 
 
 @pytest.fixture(scope="module")
 def gpu_job(data):
-    return _job(*data, training.gpu_variants(PRECISIONS, PLACEMENTS, True))
+    return _job(*data, _gpu_variants(PRECISIONS, PLACEMENTS))
 
 
 def _by(records, precision, placement):
@@ -64,20 +75,30 @@ def _by(records, precision, placement):
 
 
 def test_gpu_variants_cover_every_precision_and_placement():
-    variants = training.gpu_variants(PRECISIONS, PLACEMENTS, True)
-    assert [(v.loader, v.precision, v.placement) for v in variants] == [
-        ("fastpath", precision, placement) for precision in PRECISIONS for placement in PLACEMENTS
+    variants = steps.gpu_variants(PRECISIONS, PLACEMENTS, batch_size=BATCH)
+    assert [(v.device, v.loader, v.precision, v.placement) for v in variants] == [
+        ("cuda", "fastpath", precision, placement) for precision in PRECISIONS for placement in PLACEMENTS
     ]
-    assert [v.uses_scaler for v in variants] == [False] * 3 + [True] * 3 + [False] * 3
-    assert not any(v.uses_scaler for v in training.gpu_variants(PRECISIONS, PLACEMENTS, False))
+    assert {(v.batch_size, v.threads, v.compiled) for v in variants} == {(BATCH, torch.get_num_threads(), False)}
+    assert [steps.step_of(v, grad_scaler=True).scaler for v in variants] == [False] * 3 + [True] * 3 + [False] * 3
+    assert not any(steps.step_of(v, grad_scaler=False).scaler for v in variants)
 
 
 def test_cpu_variants_are_fp32_on_host():
-    assert training.cpu_variants(["dataloader", "fastpath"]) == [
-        steps.Variant("dataloader", "fp32", "host"),
-        steps.Variant("fastpath", "fp32", "host"),
+    assert steps.cpu_variants(["dataloader", "fastpath"], batch_size=BATCH, threads=2) == [
+        Variant(
+            device="cpu",
+            precision="fp32",
+            placement="host",
+            loader=loader,
+            batch_size=BATCH,
+            threads=2,
+            compiled=False,
+        )
+        for loader in ("dataloader", "fastpath")
     ]
-    assert steps.Variant() == steps.Variant("fastpath", "fp32", "host", True)
+    # the default update (the profile's, the scaling curve's) is a CPU variant's: eager fp32, no GradScaler
+    assert steps.Step() == steps.step_of(steps.cpu_variants(["fastpath"], batch_size=BATCH)[0], grad_scaler=True)
 
 
 @pytest.mark.parametrize(
@@ -90,10 +111,11 @@ def test_cpu_variants_are_fp32_on_host():
     ],
 )
 def test_variant_validation(fields, message):
+    (valid,) = _gpu_variants(["fp32"], ["resident"])
     with pytest.raises(ValueError, match=message):
-        steps.Variant(**fields)
+        steps.step_of(dataclasses.replace(valid, **fields), grad_scaler=True)
     with pytest.raises(ValueError, match=message.split(";")[0]):
-        training.gpu_variants([fields.get("precision", "fp32")], [fields.get("placement", "resident")], True)
+        _gpu_variants([fields.get("precision", "fp32")], [fields.get("placement", "resident")])
 
 
 # --- a GPU-shaped job on the CPU -----------------------------------------------------------
@@ -102,7 +124,7 @@ def test_variant_validation(fields, message):
 def test_one_record_per_variant(gpu_job):
     assert len(gpu_job) == 9
     assert [(r.precision, r.placement) for r in gpu_job] == [
-        (v.precision, v.placement) for v in training.gpu_variants(PRECISIONS, PLACEMENTS, True)
+        (v.precision, v.placement) for v in _gpu_variants(PRECISIONS, PLACEMENTS)
     ]
     assert [r.position_in_job for r in gpu_job] == list(range(9))
     assert {r.device for r in gpu_job} == {"cpu"}
@@ -141,7 +163,7 @@ def test_same_start_and_same_work_per_precision(gpu_job):
 
 def test_fp32_resident_matches_the_cpu_job(data, gpu_job):
     """Resident/streamed on the CPU is the host path: same batches, same weights as the CPU job."""
-    (host,) = _job(*data, training.cpu_variants(["fastpath"]))
+    (host,) = _job(*data, steps.cpu_variants(["fastpath"], batch_size=BATCH))
     assert host.placement == "host"
     assert _by(gpu_job, "fp32", "resident").final_weights_sha256 == host.final_weights_sha256
 
@@ -150,7 +172,7 @@ def test_grad_scaler_recorded(data, gpu_job):
     assert _by(gpu_job, "fp16", "resident").grad_scaler is True
     assert _by(gpu_job, "fp16", "streamed").grad_scaler is True
     assert all(not r.grad_scaler for r in gpu_job if r.precision != "fp16")
-    without = _job(*data, training.gpu_variants(["fp16"], PLACEMENTS, False))
+    without = _job(*data, _gpu_variants(["fp16"], PLACEMENTS), grad_scaler=False)
     assert [r.grad_scaler for r in without] == [False, False, False]
     assert all(r.finite for r in without)
     # the scaler really ran: scaled fp16 gradients round differently, so the weights differ
@@ -188,7 +210,7 @@ def test_prefetched_batches_are_the_loaders_batches_copied_one_ahead(data):
 
 
 def test_odd_repeat_reverses_the_order(data):
-    variants = training.gpu_variants(["fp32", "bf16"], ["resident"], True)
+    variants = _gpu_variants(["fp32", "bf16"], ["resident"])
     records = _job(*data, variants, repeat=1)
     assert [(r.precision, r.position_in_job) for r in records] == [("bf16", 0), ("fp32", 1)]
 
@@ -215,28 +237,30 @@ def planted(data):
 
 
 @pytest.mark.parametrize(
-    "variant",
+    ("loader", "precision", "placement", "grad_scaler"),
     [
-        steps.Variant("fastpath", "fp32", "host"),
-        steps.Variant("dataloader", "fp32", "host"),  # same permutation in its first pass
-        steps.Variant("fastpath", "fp32", "resident"),
-        steps.Variant("fastpath", "bf16", "streamed"),
-        steps.Variant("fastpath", "fp16", "resident", grad_scaler=False),
-        steps.Variant("fastpath", "fp16", "streamed", grad_scaler=True),  # the scaler skips the step: loss caught
+        ("fastpath", "fp32", "host", True),
+        ("dataloader", "fp32", "host", True),  # same permutation in its first pass
+        ("fastpath", "fp32", "resident", True),
+        ("fastpath", "bf16", "streamed", True),
+        ("fastpath", "fp16", "resident", False),
+        ("fastpath", "fp16", "streamed", True),  # the scaler skips the step: loss caught
     ],
-    ids=lambda v: f"{v.loader}-{v.precision}-{v.placement}-{'scaler' if v.uses_scaler else 'noscaler'}",
 )
-def test_planted_nan_is_caught_at_its_step(planted, variant):
+def test_planted_nan_is_caught_at_its_step(planted, loader, precision, placement, grad_scaler):
     x, y, row = planted
+    variant = _variant(loader, precision, placement)
+    scaled = steps.step_of(variant, grad_scaler=grad_scaler).scaler
+    assert scaled is (precision == "fp16" and grad_scaler)
     expected = _timed_step_of_row(row, SEED)
     assert expected == 2 and _timed_step_of_row(row, SEED + 1) != expected
-    (record,) = _job(x, y, [variant])
+    (record,) = _job(x, y, [variant], grad_scaler=grad_scaler)
     assert record.finite is False
     assert record.nonfinite_step == expected
     # without a scaler the NaN gradient poisons the weights; a GradScaler skips that step instead
-    assert (record.final_loss is not None) is variant.uses_scaler  # null: not finite
+    assert (record.final_loss is not None) is scaled  # null: not finite
     # the warm-up met the NaN too, but trained a throw-away copy: the timed model started clean
-    (clean,) = _job(torch.nan_to_num(x), y, [variant])
+    (clean,) = _job(torch.nan_to_num(x), y, [variant], grad_scaler=grad_scaler)
     assert record.initial_weights_sha256 == clean.initial_weights_sha256
     assert clean.finite is True and clean.nonfinite_step is None
     assert all(record_files.to_json(record.invariants).values())  # a non-finite run is still a complete epoch
@@ -248,14 +272,14 @@ def test_planted_nan_in_the_last_partial_batch(data):
     row = int(order[-1])  # the 4-row last batch
     poisoned = x.clone()
     poisoned[row, 0] = float("inf")
-    (record,) = _job(poisoned, y, training.cpu_variants(["fastpath"]))
+    (record,) = _job(poisoned, y, steps.cpu_variants(["fastpath"], batch_size=BATCH))
     assert record.finite is False
     assert record.nonfinite_step == 3 == _timed_step_of_row(row, SEED)
 
 
 def test_aggregate_excludes_the_planted_run_and_lists_its_step(data, planted):
     x, y = data
-    variants = training.gpu_variants(["fp32"], PLACEMENTS, True)
+    variants = _gpu_variants(["fp32"], PLACEMENTS)
     clean = _job(x, y, variants, repeat=0) + _job(x, y, variants, repeat=1)
     bad = _job(planted[0], y, variants, repeat=2)
     assert [r.finite for r in bad] == [False] * len(PLACEMENTS)

@@ -107,9 +107,8 @@ def _job(data, batch_size: int, repeat: int, loader_kinds=loaders.LOADERS):
     return training.measure_training_job(
         x,
         y,
-        batch_size,
-        repeat,
-        training.cpu_variants(loader_kinds),
+        steps.cpu_variants(loader_kinds, batch_size=batch_size),
+        repeat=repeat,
         seed=SEED,
         spec=ModelSpec(hidden=HIDDEN, lr=LR),
         warmup_steps=WARMUP,
@@ -213,7 +212,7 @@ def test_warm_up_runs_on_a_copy():
     net = model.build_model(4, 5, 0)
     before = model.state_sha256(net)
     result = steps.warm_up(
-        net, SPEC, steps.Variant(), torch.device("cpu"), loaders.make_loader("fastpath", x, y, 16, True, 0), 7
+        net, SPEC, steps.Step(), torch.device("cpu"), loaders.make_loader("fastpath", x, y, 16, True, 0), 7
     )
     assert result.steps == 7  # cycles past the 3 batches of one epoch
     assert result.first_step_s > 0 and result.steady_step_s > 0
@@ -235,7 +234,7 @@ def test_warm_up_also_runs_the_evaluation_on_at_most_its_steps_batches(monkeypat
     monkeypatch.setattr(steps, "evaluate", spy)
     net = model.build_model(4, 5, 0)
     loader = loaders.make_loader("fastpath", x, y, 8, False, 0)  # 5 batches
-    steps.warm_up(net, SPEC, steps.Variant(), torch.device("cpu"), loader, 3, eval_batches=loader)
+    steps.warm_up(net, SPEC, steps.Step(), torch.device("cpu"), loader, 3, eval_batches=loader)
     assert seen == [3]
 
 
@@ -244,11 +243,12 @@ def test_priming_creates_the_optimizer_state_and_changes_no_result(precision):
     x, y = _tiny(40, 4)
     x = x / 100
     y = ((y > 20).float()).reshape(-1, 1)
-    variant = steps.Variant(precision=precision)
+    (variant,) = steps.gpu_variants([precision], ["host"], batch_size=16, device="cpu")
+    update = steps.step_of(variant, grad_scaler=True)
 
     def epoch(primed):
         net = model.build_model(4, 5, 0)
-        trainer = steps.Trainer(net, SPEC, variant, torch.device("cpu"))
+        trainer = steps.Trainer(net, SPEC, torch.device("cpu"), update)
         if primed:
             before = model.state_sha256(net)
             trainer.prime()
@@ -256,7 +256,7 @@ def test_priming_creates_the_optimizer_state_and_changes_no_result(precision):
             assert len(trainer.optimizer.state) == len(list(net.parameters()))
             assert all(float(s["step"]) == 0 for s in trainer.optimizer.state.values())
             assert all(p.grad is None for p in net.parameters())
-            if variant.uses_scaler:
+            if update.scaler:
                 assert trainer.scaler._scale is not None  # created before the clock, not in step 1
         result = steps.train_epoch(trainer, loaders.make_loader("fastpath", x, y, 16, True, 0), 3)
         return model.state_sha256(net), result.last_loss
@@ -299,9 +299,14 @@ def test_single_loader_job(data):
     assert measured[0].same_final_weights_across_variants is True
 
 
-@pytest.mark.parametrize("batch_size", [ROWS + 1, 0, -32])
-def test_batch_outside_one_to_rows_raises(data, batch_size):
-    with pytest.raises(ValueError, match=f"batch size {batch_size} must be between 1 and the data's {ROWS} rows"):
+def test_batch_over_the_rows_raises(data):
+    with pytest.raises(ValueError, match=f"batch size {ROWS + 1} must be between 1 and the data's {ROWS} rows"):
+        _job(data, ROWS + 1, 0)
+
+
+@pytest.mark.parametrize("batch_size", [0, -32])
+def test_batch_under_one_is_no_variant(data, batch_size):
+    with pytest.raises(ValueError, match="batch_size\n  Input should be greater than or equal to 1"):
         _job(data, batch_size, 0)
 
 
@@ -372,9 +377,8 @@ def test_a_model_that_diverges_after_finite_steps_is_measured_and_marked(data):
     measured = training.measure_training_job(
         x,
         y,
-        64,
-        0,
-        training.cpu_variants(loaders.LOADERS),
+        steps.cpu_variants(loaders.LOADERS, batch_size=64),
+        repeat=0,
         seed=SEED,
         spec=ModelSpec(hidden=HIDDEN, lr=1e20),
         warmup_steps=WARMUP,

@@ -86,8 +86,8 @@ def _damaged(tmp_path, made, edit):
         ),
         (
             TimeToTarget,
-            lambda d: d["rows"][0].update(seconds="2.0"),
-            r"rows\[0\]\.seconds: Input should be a valid number",
+            lambda d: d["rows"][0]["seconds"].update(point="2.0"),
+            r"rows\[0\]\.seconds\.point: Input should be a valid number",
         ),
         (
             SeedLimits,

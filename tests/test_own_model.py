@@ -13,7 +13,7 @@ from torch import nn
 from accel_choice.analyze import theory
 from accel_choice.analyze.figures import Figures
 from accel_choice.io.imports import closure, module_file
-from accel_choice.measure import model, profile, training
+from accel_choice.measure import model, profile, steps, training
 from accel_choice.measure.model_checks import check_spec
 from accel_choice.records.model import TEXTBOOK, ModelProfile, ModelSpec, spec_problem
 
@@ -267,9 +267,8 @@ def test_a_residual_mlp_with_dropout_trains_identically_in_every_variant(loss, c
         optimizer=optimizer,
         kwargs={"width": 16, "blocks": 1, "dropout": 0.2, "outputs": classes or 1},
     )
-    records, _ = training.measure_training_job(
-        x, y, 32, 0, training.cpu_variants(["dataloader", "fastpath"]), seed=3, spec=own, warmup_steps=2, epochs=2
-    )
+    variants = steps.cpu_variants(["dataloader", "fastpath"], batch_size=32)
+    records, _ = training.measure_training_job(x, y, variants, repeat=0, seed=3, spec=own, warmup_steps=2, epochs=2)
     assert {r.loader for r in records} == {"dataloader", "fastpath"}
     for r in records:
         assert r.finite and r.samples == 96 and r.steps == 3
@@ -279,11 +278,9 @@ def test_a_residual_mlp_with_dropout_trains_identically_in_every_variant(loss, c
 
 
 def test_priming_adamw_moves_no_weight() -> None:
-    from accel_choice.measure import steps
-
     net = model.build_model(4, 3, 0)
     before = model.state_sha256(net)
-    trainer = steps.Trainer(net, spec(optimizer="adamw"), steps.Variant(), torch.device("cpu"))
+    trainer = steps.Trainer(net, spec(optimizer="adamw"), torch.device("cpu"))
     assert trainer.optimizer.param_groups[0]["weight_decay"] > 0  # AdamW's default decay, restored
     trainer.prime()
     assert model.state_sha256(net) == before

@@ -24,6 +24,7 @@ from accel_choice.records.planner import ScenarioModelled
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.measure import contention
 from accel_choice.measure.contention import ForeignUserCpuMeter
+from accel_choice.records.estimate import PositiveEstimate
 from accel_choice.records.scale import Rate, ReaderPass, ScaleJob, SizeMeasurement, StepRate
 from accel_choice.records.sentinel import SentinelReadings
 from accel_choice.render import scale as words
@@ -32,9 +33,13 @@ GB = 1e9
 ENV = dataclasses.replace(envinfo.quick_environment(seed=7), host_memory_bytes=24 * 10**9)
 
 
+def estimate(point: float, low: float, high: float) -> PositiveEstimate:
+    return PositiveEstimate(point=point, low=low, high=high, level=0.95, method=scale.CHUNKS, jobs=1)
+
+
 def rate(per_s: float, spread: float = 0.05) -> Rate:
     return Rate(
-        amount=per_s * 10, seconds=10.0, per_s=per_s, low=per_s * (1 - spread), high=per_s * (1 + spread), chunks=20
+        amount=per_s * 10, seconds=10.0, per_s=estimate(per_s, per_s * (1 - spread), per_s * (1 + spread)), chunks=20
     )
 
 
@@ -123,10 +128,11 @@ def scenario():
 
 def test_a_rate_is_the_pass_sustained_with_its_chunks_interval() -> None:
     r = scale.rate([100.0] * 9 + [100.0], [1.0] * 9 + [3.0])
-    assert r.per_s == pytest.approx(1000 / 12) and r.chunks == 10 and r.low < r.per_s < r.high
-    assert scale.rate([5.0], [2.0]) == Rate(amount=5.0, seconds=2.0, per_s=2.5, low=2.5, high=2.5, chunks=1)
+    assert r.per_s.point == pytest.approx(1000 / 12) and r.chunks == 10 and r.per_s.low < r.per_s.point < r.per_s.high
+    assert (r.per_s.level, r.per_s.method, r.per_s.jobs) == (0.95, "percentile bootstrap: the pass's chunks, paired", 1)
+    assert scale.rate([5.0], [2.0]) == Rate(amount=5.0, seconds=2.0, per_s=estimate(2.5, 2.5, 2.5), chunks=1)
     steady = scale.rate([10.0] * 5, [1.0] * 5)
-    assert steady.low == steady.per_s == steady.high == 10.0
+    assert steady.per_s.low == steady.per_s.point == steady.per_s.high == 10.0
     with pytest.raises(ValueError, match="positive amount and seconds"):
         scale.rate([1.0, 0.0], [1.0, 1.0])
 
@@ -136,9 +142,22 @@ def test_the_slower_stage_is_named_only_where_the_intervals_decide_it() -> None:
     found = scale.bottlenecks(jobs, [step("cpu", 20_000.0)])
     by = {(b.target_gb, b.workers): b for b in found}
     slow = by[(1.0, 2)]
-    assert slow.stage == "reader" and slow.decided and slow.slower_by == pytest.approx(20_000 / 9_000)
-    assert slow.slower_low == pytest.approx(19_000 / 9_450) and slow.slower_high == pytest.approx(21_000 / 8_550)
-    assert by[(0.1, 2)].stage == "train" and by[(0.1, 2)].slower_by == pytest.approx(2.5)
+    assert slow.stage == "reader" and slow.decided and slow.slower_by.point == pytest.approx(20_000 / 9_000)
+    assert slow.slower_by.low == pytest.approx(19_000 / 9_450) and slow.slower_by.high == pytest.approx(21_000 / 8_550)
+    assert slow.reader_samples_per_s == rate(9_000.0).per_s and slow.train_samples_per_s == 20_000.0
+    assert by[(0.1, 2)].stage == "train" and by[(0.1, 2)].slower_by.point == pytest.approx(2.5)
+    # tables/scale.csv: each estimate as its columns, where the flattened fields were
+    row = slow.table_row()
+    assert list(row)[6:12] == [
+        "reader_samples_per_s",
+        "reader_samples_per_s_ci_low",
+        "reader_samples_per_s_ci_high",
+        "train_samples_per_s",
+        "stage",
+        "slower_by",
+    ]
+    b = slow.slower_by
+    assert (row["slower_by"], row["slower_by_ci_low"], row["slower_by_ci_high"]) == (b.point, b.low, b.high)
     close = scale.bottlenecks([job("npy", (size(0.1, 21_000.0),))], [step("cpu", 20_000.0)])
     assert [(b.workers, b.decided) for b in close] == [(0, True), (2, False)]  # 1.05× apart: no measurable difference
 
@@ -179,12 +198,14 @@ def test_the_scenario_takes_the_best_cold_reader_and_names_each_devices_bound() 
     ]
     table = scale.scale_table(jobs, [step("cpu", 40_000.0)], scenario())
     assert (table.best_format, table.best_workers, table.largest_gb, table.beyond_page_cache) == ("npy", 2, 40, True)
-    assert table.sustained_gb_per_s == pytest.approx(60_000 * 1000 / GB)  # 1,000 file bytes per row
+    assert table.sustained_gb_per_s.point == pytest.approx(60_000 * 1000 / GB)  # 1,000 file bytes per row
+    assert table.sustained_gb_per_s.interval == pytest.approx((57_000 * 1000 / GB, 63_000 * 1000 / GB))
     # The scenario's rows are 256 features wide, the study's 255: its bytes per row scale with the width.
     assert table.scenario_bytes == round(50_000_000 * 1000 * 257 / 256) and table.workers_gain == pytest.approx(2.0)
     cpu, gpu = table.scenario
     storage = table.scenario_bytes / (60_000 * 1000)
-    assert cpu.storage_s == pytest.approx(storage) and cpu.bound == "storage-bound"
+    assert cpu.storage_s.point == pytest.approx(storage) and cpu.bound == "storage-bound"
+    assert cpu.storage_s.interval == pytest.approx((storage / 1.05, storage / 0.95))  # the rate's ends, swapped
     assert cpu.epoch_s == pytest.approx(storage)
     assert gpu.compute_s == 16.0 and gpu.copy_s == 6.4 and gpu.bound == "storage-bound" and gpu.source == "assumed"
     assert table.fp16_storage_s == pytest.approx(storage / 2) and table.peak_rss_growth == pytest.approx(1.0)
@@ -203,7 +224,7 @@ def test_the_scenario_takes_the_best_cold_reader_and_names_each_devices_bound() 
         )
     ]
     serial = scale.scale_table(alone, [step("cpu", 40_000.0)], scenario()).scenario[1]
-    assert serial.epoch_s == pytest.approx(16.0 + 6.4 + serial.storage_s) and serial.bound == "compute-bound"
+    assert serial.epoch_s == pytest.approx(16.0 + 6.4 + serial.storage_s.point) and serial.bound == "compute-bound"
 
 
 def test_the_report_names_the_bottleneck_the_bend_and_what_would_move_it(tmp_path) -> None:
@@ -220,9 +241,12 @@ def test_the_report_names_the_bottleneck_the_bend_and_what_would_move_it(tmp_pat
     )
     assert "Its reader runs beside the step, so an epoch takes its slowest part" in text
     storage = table.scenario[1].storage_s
-    assert f"| gpu | 16.0 (assumed) | 6.4 | {storage:,.1f} (" in text and "| **storage-bound** |" in text
+    assert (
+        f"| gpu | 16.0 (assumed) | 6.4 | {storage.point:,.1f} ({storage.low:,.1f}–{storage.high:,.1f}) |" in text
+        and "| **storage-bound** |" in text
+    )
     needed = table.scenario_bytes / 16.0 / GB
-    assert f"a reader sustaining {needed:.2f} GB/s ({needed / table.sustained_gb_per_s:.1f}×" in text
+    assert f"a reader sustaining {needed:.2f} GB/s ({needed / table.sustained_gb_per_s.point:.1f}×" in text
     assert "more readers: 2 worker processes read 2.00× as fast as none" in text
     assert "Nothing shared the machine while the study ran: no size or job had other processes' user CPU over" in text
     assert "| 0.02 / 0.01 |" in text  # each size's other CPU and steal, in the stage table
@@ -355,8 +379,8 @@ def test_the_training_step_rate_is_measured_in_blocks() -> None:
     import torch
 
     r = scale_step.step_rate(torch.device("cpu"), 16, 8, 64, steps=5, blocks=3, seed=0)
-    assert r.chunks == 3 and r.amount == 3 * 5 * 64 and r.low <= r.per_s <= r.high
-    assert np.isfinite(r.per_s)
+    assert r.chunks == 3 and r.amount == 3 * 5 * 64 and r.per_s.low <= r.per_s.point <= r.per_s.high
+    assert np.isfinite(r.per_s.point)
 
 
 def test_on_a_gpu_the_slower_of_step_and_copy_is_what_the_reader_must_feed() -> None:
@@ -366,7 +390,7 @@ def test_on_a_gpu_the_slower_of_step_and_copy_is_what_the_reader_must_feed() -> 
     assert found[(2, "cuda")].stage == "reader" and found[(2, "cuda")].train_samples_per_s == pytest.approx(1e6)
     fast = [job("npy", (size(0.1, 9e6),))]
     copy_bound = {b.workers: b for b in scale.bottlenecks(fast, [gpu])}[2]
-    assert copy_bound.stage == "copy" and copy_bound.slower_by == pytest.approx(9.0)
+    assert copy_bound.stage == "copy" and copy_bound.slower_by.point == pytest.approx(9.0)
 
 
 def test_the_break_even_figure_gains_the_measured_storage_line(tmp_path) -> None:

@@ -194,8 +194,8 @@ def test_time_to_target_picks_the_first_run_to_reach_it():
     assert result.best_val_loss == 0.49
     assert result.target_val_loss == pytest.approx(0.5047)
     rows = {r.run: r for r in result.rows}
-    assert (rows["cpu B=32"].epoch, rows["cpu B=32"].seconds, rows["cpu B=32"].updates) == (2, 2.0, 20)
-    assert (rows["cpu B=128"].epoch, rows["cpu B=128"].seconds) == (2, 0.6)
+    assert (rows["cpu B=32"].epoch, rows["cpu B=32"].seconds.point, rows["cpu B=32"].updates) == (2, 2.0, 20)
+    assert (rows["cpu B=128"].epoch, rows["cpu B=128"].seconds.point) == (2, 0.6)
     assert rows["cpu B=512"].reached is False and rows["cpu B=512"].seconds is None
     assert result.fastest == "cpu B=128"
     # Each row carries its run's early stopping and its one test evaluation, for the table and the report.
@@ -284,8 +284,9 @@ def test_time_to_target_names_the_runs_it_cannot_tell_apart():
     assert result.fastest == "cpu B=32"  # 0.7 + 1.3 + 1.0 + 0.8 = 3.8 s against 1.2 + 0.8 + 1.0 + 1.3 = 4.3 s
     assert result.fastest_set == ("cpu B=32", "cpu B=64")
     for row in rows.values():
-        assert row.seconds_ci_low <= row.seconds <= row.seconds_ci_high
-        assert row.seconds_ci_low < row.seconds_ci_high  # the epochs' spread is in the interval
+        assert row.seconds.low <= row.seconds.point <= row.seconds.high
+        assert row.seconds.low < row.seconds.high  # the epochs' spread is in the interval
+        assert (row.seconds.jobs, row.seconds.method) == (1, selection.TARGET_METHOD)
     assert "not measurably faster than cpu B=64" in northstar_render.fastest_words(result)
 
 

@@ -17,7 +17,7 @@ from accel_choice.analyze import aggregate, job_intervals
 from accel_choice.analyze.bootstrap import spread_floor
 from accel_choice.analyze.sentinel import summarize_sentinels
 from accel_choice.analyze.stats import NoiseRules
-from accel_choice.measure import contention, sentinel, training
+from accel_choice.measure import contention, sentinel, steps, training
 from accel_choice.records.sentinel import GpuState, SentinelReadings
 from accel_choice.records.training import TrainingJob
 from accel_choice.records.model import ModelSpec
@@ -377,9 +377,8 @@ def jobs(one_thread):
         records, readings = training.measure_training_job(
             x,
             y,
-            16,
-            repeat,
-            training.cpu_variants(["dataloader", "fastpath"]),
+            steps.cpu_variants(["dataloader", "fastpath"], batch_size=16),
+            repeat=repeat,
             seed=1,
             spec=ModelSpec(hidden=4, lr=1e-3),
             warmup_steps=2,

@@ -5,6 +5,7 @@ from accel_choice.analyze import cost
 from accel_choice.io import atomic, tables
 from accel_choice.io.runtime import job
 from accel_choice.records.decision import Decision
+from accel_choice.records.estimate import columns
 from accel_choice.records.time_to_target import TimeToTarget
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output
@@ -29,14 +30,13 @@ with job(snakemake.log[0], snakemake.threads) as log:
                 "epoch_s": line.path.total_with_startup_s,
                 "epoch_cost": line.epoch_cost,
                 "target_run": line.target_run,
-                "target_s": line.target_s,
-                "target_cost": line.target_cost,
-                "target_cost_low": line.target_cost_low,
-                "target_cost_high": line.target_cost_high,
+                "target_s": line.target_s and line.target_s.point,
+                **columns("target_cost", line.target_cost),
             }
             for line in table.lines
         ],
     )
     for line in table.lines:
-        log.info("%s: %s %s per epoch, %s to target", line.device, line.epoch_cost, table.currency, line.target_cost)
+        to_target = line.target_cost and line.target_cost.point
+        log.info("%s: %s %s per epoch, %s to target", line.device, line.epoch_cost, table.currency, to_target)
     log.info("per epoch: %s (cost ratio %s)", table.epoch_outcome, table.cost_ratio and table.cost_ratio.point)

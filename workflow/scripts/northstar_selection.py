@@ -13,6 +13,6 @@ with job(snakemake.log[0], snakemake.threads) as log:
     runs = [records.read(NorthstarHistory, path) for path in snakemake.input.histories]
     result = selection.time_to_target(runs, snakemake.params.within, NoiseRules(**snakemake.params.noise))
     atomic.write_record(out.json, result)
-    tables.write_csv(out.csv, [records.to_json(row) for row in result.rows])
+    tables.write_csv(out.csv, result.rows)  # seconds as its columns (TargetRow.table_row)
     northstar.learning_curves(runs, result.target_val_loss, out.png, out.svg)
     log.info("fastest to target: %s (not told apart: %s)", result.fastest, ", ".join(result.fastest_set))

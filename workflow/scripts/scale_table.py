@@ -16,13 +16,13 @@ with job(snakemake.log[0], snakemake.threads) as log:
     steps = [records.read(StepRate, path) for path in inp.steps]
     summary = scale.scale_table(jobs, steps, records.read(Scenario, inp.scenario), NoiseRules(**p.noise))
     atomic.write_record(out.json, summary)
-    tables.write_csv(out.csv, [records.to_json(b) for b in summary.bottlenecks])
+    tables.write_csv(out.csv, summary.bottlenecks)  # each estimate as its columns (Bottleneck.table_row)
     scale_figure(jobs, steps, out.png, out.svg)
     log.info(
         "best reader %s with %d workers: %.3f GB/s; scenario: %s",
         summary.best_format,
         summary.best_workers,
-        summary.sustained_gb_per_s,
+        summary.sustained_gb_per_s.point,
         ", ".join(f"{s.device} {s.bound} ({s.epoch_s:.1f} s)" for s in summary.scenario),
     )
     for part in summary.busy:

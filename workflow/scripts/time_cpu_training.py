@@ -2,7 +2,7 @@
 
 from accel_choice.io import dataio
 from accel_choice.io.runtime import job
-from accel_choice.measure import training
+from accel_choice.measure import steps, training
 from accel_choice.measure.job import timing_job
 from accel_choice.records.model import ModelSpec
 from accel_choice.records.training import TrainingJob
@@ -21,9 +21,8 @@ with job(snakemake.log[0], snakemake.threads) as log:
         records, sentinel = training.measure_training_job(
             x,
             y,
-            int(wc.batch_size),
-            int(wc.repeat),
-            training.cpu_variants(p.loaders, p.compile),
+            steps.cpu_variants(p.loaders, p.compile, batch_size=int(wc.batch_size)),
+            repeat=int(wc.repeat),
             seed=p.seed,
             spec=ModelSpec(**p.model),
             warmup_steps=p.warmup_steps,

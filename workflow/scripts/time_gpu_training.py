@@ -3,7 +3,7 @@
 from accel_choice import records as record_files
 from accel_choice.io import dataio
 from accel_choice.io.runtime import job
-from accel_choice.measure import devices, training
+from accel_choice.measure import devices, steps, training
 from accel_choice.measure.job import timing_job
 from accel_choice.records.model import ModelSpec
 from accel_choice.records.training import TrainingJob
@@ -16,13 +16,14 @@ with job(snakemake.log[0], snakemake.threads) as log:
         records, sentinel = training.measure_training_job(
             x,
             y,
-            int(wc.batch_size),
-            int(wc.repeat),
-            training.gpu_variants(p.precisions, p.placements, p.grad_scaler, p.compile),
+            steps.gpu_variants(
+                p.precisions, p.placements, p.compile, batch_size=int(wc.batch_size), device=device.type
+            ),
+            repeat=int(wc.repeat),
+            grad_scaler=p.grad_scaler,
             seed=p.seed,
             spec=ModelSpec(**p.model),
             warmup_steps=p.warmup_steps,
-            device=device,
             epochs=p.epochs_per_job,
         )
         probe = devices.probe()

@@ -29,4 +29,4 @@ with job(snakemake.log[0], snakemake.threads) as log:
             train=train,
             copy=copy,
         )
-    log.info("%s: %.0f samples/s (%.0f–%.0f)", wc.device, train.per_s, train.low, train.high)
+    log.info("%s: %.0f samples/s (%.0f–%.0f)", wc.device, train.per_s.point, train.per_s.low, train.per_s.high)

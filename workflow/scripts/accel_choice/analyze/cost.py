@@ -24,7 +24,7 @@ def _fastest_to_target(target: TimeToTarget | None, device: str) -> TargetRow | 
     if target is None:
         return None
     reached = [r for r in target.rows if r.device == device and r.reached and r.seconds is not None]
-    return min(reached, key=lambda r: r.seconds or 0.0, default=None)
+    return min(reached, key=lambda r: r.seconds.point if r.seconds else 0.0, default=None)
 
 
 def cost_line(device: str, per_hour: float, path: FullPathRow, target: TimeToTarget | None) -> CostLine:
@@ -37,11 +37,7 @@ def cost_line(device: str, per_hour: float, path: FullPathRow, target: TimeToTar
         epoch_cost=path.total_with_startup_s * price,
         target_run=run.run if run else None,
         target_s=run.seconds if run else None,
-        target_s_low=run.seconds_ci_low if run else None,
-        target_s_high=run.seconds_ci_high if run else None,
-        target_cost=run.seconds * price if run and run.seconds else None,
-        target_cost_low=run.seconds_ci_low * price if run and run.seconds_ci_low else None,
-        target_cost_high=run.seconds_ci_high * price if run and run.seconds_ci_high else None,
+        target_cost=run.seconds.scaled(price) if run and run.seconds else None,
     )
 
 
@@ -55,11 +51,11 @@ def side_of_one(low: float, high: float) -> CostOutcome:
 
 
 def disjoint(cpu: CostLine, gpu: CostLine) -> CostOutcome | None:
-    if cpu.target_cost_low is None or gpu.target_cost_low is None:
+    if cpu.target_cost is None or gpu.target_cost is None:
         return None
-    if gpu.target_cost_high is not None and gpu.target_cost_high < cpu.target_cost_low:
+    if gpu.target_cost.high < cpu.target_cost.low:
         return "gpu_cheaper"
-    if cpu.target_cost_high is not None and cpu.target_cost_high < gpu.target_cost_low:
+    if cpu.target_cost.high < gpu.target_cost.low:
         return "cpu_cheaper"
     return "no_difference"
 

@@ -22,6 +22,7 @@ from scipy import stats
 
 from accel_choice.analyze.sentinel import summarize_sentinels
 from accel_choice.analyze.stats import NoiseRules, off_speed, shared_cpu_reasons
+from accel_choice.records.estimate import PositiveEstimate
 from accel_choice.records.planner import Scenario
 from accel_choice.records.scale import (
     Bottleneck,
@@ -37,6 +38,9 @@ from accel_choice.records.scale import (
 
 CONFIDENCE = 0.95
 RESAMPLES = 2000
+# How a rate's interval is made, and a ratio of two rates' (Estimate.method).
+CHUNKS = "percentile bootstrap: the pass's chunks, paired"
+BOUND = "bound: the faster's interval over the slower's"
 # A warm pass that still fetched this share of the files from storage found the page cache full.
 CACHE_MISS_SHARE = 0.5
 
@@ -61,24 +65,21 @@ def rate(amounts: Sequence[float], seconds: Sequence[float], *, seed: int = 0) -
         )
         low = min(float(result.confidence_interval.low), per_s)
         high = max(float(result.confidence_interval.high), per_s)
-    return Rate(amount=float(a.sum()), seconds=float(s.sum()), per_s=per_s, low=low, high=high, chunks=len(a))
+    estimate = PositiveEstimate(point=per_s, low=low, high=high, level=CONFIDENCE, method=CHUNKS, jobs=1)
+    return Rate(amount=float(a.sum()), seconds=float(s.sum()), per_s=estimate, chunks=len(a))
 
 
 def scaled(r: Rate, factor: float) -> Rate:
     """The same pass in other units: samples to bytes (factor: bytes per sample), or back."""
-    return Rate(
-        amount=r.amount * factor,
-        seconds=r.seconds,
-        per_s=r.per_s * factor,
-        low=r.low * factor,
-        high=r.high * factor,
-        chunks=r.chunks,
-    )
+    return Rate(amount=r.amount * factor, seconds=r.seconds, per_s=r.per_s.scaled(factor), chunks=r.chunks)
 
 
-def slower_by(slow: Rate, fast: Rate) -> tuple[float, float, float]:
+def slower_by(slow: Rate, fast: Rate) -> PositiveEstimate:
     """How many times `fast` outpaces `slow`, with the bound from both intervals."""
-    return fast.per_s / slow.per_s, fast.low / slow.high, fast.high / slow.low
+    s, f = slow.per_s, fast.per_s
+    return PositiveEstimate(
+        point=f.point / s.point, low=f.low / s.high, high=f.high / s.low, level=CONFIDENCE, method=BOUND, jobs=1
+    )
 
 
 def intake(step: StepRate) -> tuple[Rate, str]:
@@ -87,7 +88,7 @@ def intake(step: StepRate) -> tuple[Rate, str]:
     if step.copy is None:
         return step.train, "train"
     copy = scaled(step.copy, 1 / ((step.features + 1) * 4))
-    return (copy, "copy") if copy.per_s < step.train.per_s else (step.train, "train")
+    return (copy, "copy") if copy.per_s.point < step.train.per_s.point else (step.train, "train")
 
 
 def bottlenecks(jobs: Sequence[ScaleJob], steps: Sequence[StepRate]) -> list[Bottleneck]:
@@ -99,8 +100,8 @@ def bottlenecks(jobs: Sequence[ScaleJob], steps: Sequence[StepRate]) -> list[Bot
             for reader in (r for r in size.readers if r.cache == "cold"):
                 for step in steps:
                     read, (train, device_stage) = reader.samples, intake(step)
-                    slow, fast = (read, train) if read.per_s < train.per_s else (train, read)
-                    by, low, high = slower_by(slow, fast)
+                    slow, fast = (read, train) if read.per_s.point < train.per_s.point else (train, read)
+                    by = slower_by(slow, fast)
                     found.append(
                         Bottleneck(
                             format=job.format,
@@ -110,14 +111,10 @@ def bottlenecks(jobs: Sequence[ScaleJob], steps: Sequence[StepRate]) -> list[Bot
                             kind=reader.kind,
                             device=step.device,
                             reader_samples_per_s=read.per_s,
-                            reader_low=read.low,
-                            reader_high=read.high,
-                            train_samples_per_s=train.per_s,
+                            train_samples_per_s=train.per_s.point,
                             stage="reader" if slow is read else device_stage,  # type: ignore[arg-type]
                             slower_by=by,
-                            slower_low=low,
-                            slower_high=high,
-                            decided=low > 1,
+                            decided=by.low > 1,
                         )
                     )
     return found
@@ -138,7 +135,7 @@ def bend(job: ScaleJob) -> tuple[float | None, Literal["storage", "timing"]]:
     for size in job.sizes:
         if by == "storage" and size.warm_storage_bytes >= CACHE_MISS_SHARE * size.file_bytes:
             return size.target_gb, by
-        if by == "timing" and size.warm_read.low <= size.cold_read.high:
+        if by == "timing" and size.warm_read.per_s.low <= size.cold_read.per_s.high:
             return size.target_gb, by
     return None, by
 
@@ -159,7 +156,7 @@ def best_reader(jobs: Sequence[ScaleJob]) -> tuple[ScaleJob, SizeMeasurement, Re
     for job in jobs:
         for size in (s for s in job.sizes if s.target_gb == largest):
             for reader in (r for r in size.readers if r.cache == "cold"):
-                if best is None or reader.samples.per_s > best[2].samples.per_s:
+                if best is None or reader.samples.per_s.point > best[2].samples.per_s.point:
                     best = (job, size, reader)
     if best is None:
         raise ValueError("no cold reader pass at the largest size")
@@ -169,8 +166,8 @@ def best_reader(jobs: Sequence[ScaleJob]) -> tuple[ScaleJob, SizeMeasurement, Re
 
 def zero_worker_gain(size: SizeMeasurement, reader: ReaderPass) -> float | None:
     """A cold reader's rate over the cold rate without workers (None: it is that one, or that was not measured)."""
-    alone = [r.samples.per_s for r in size.readers if r.cache == "cold" and r.workers == 0]
-    return reader.samples.per_s / alone[0] if alone and reader.workers else None
+    alone = [r.samples.per_s.point for r in size.readers if r.cache == "cold" and r.workers == 0]
+    return reader.samples.per_s.point / alone[0] if alone and reader.workers else None
 
 
 def storage_scenario(
@@ -186,14 +183,13 @@ def storage_scenario(
         raise ValueError("the scenario has no modelled epochs (the planner adds them)")
     per_row = file_bytes_per_row * (plan.features + 1) / (features + 1)
     scenario_bytes = round(plan.rows * per_row)
-    storage = scenario_bytes / reader_bytes.per_s
-    low, high = scenario_bytes / reader_bytes.high, scenario_bytes / reader_bytes.low
+    storage = reader_bytes.per_s.inverted(scenario_bytes)  # seconds: the interval's ends swap
     rows = []
     for device, compute, copy in (
         ("cpu", modelled.cpu_epoch_s, 0.0),
         ("gpu", modelled.gpu_epoch_s_resident, modelled.host_to_device_copy_s),
     ):
-        parts = {"compute-bound": compute, "copy-bound": copy, "storage-bound": storage}
+        parts = {"compute-bound": compute, "copy-bound": copy, "storage-bound": storage.point}
         bound = max(parts, key=parts.__getitem__)
         rows.append(
             StorageScenario(
@@ -201,8 +197,6 @@ def storage_scenario(
                 compute_s=compute,
                 copy_s=copy,
                 storage_s=storage,
-                storage_low_s=low,
-                storage_high_s=high,
                 epoch_s=parts[bound] if overlapped else sum(parts.values()),
                 bound=bound,  # type: ignore[arg-type]
                 source="fitted" if device == "cpu" else modelled.gpu_model_source,
@@ -250,9 +244,7 @@ def scale_table(
         best_format=job.format,
         best_workers=reader.workers,
         best_kind=reader.kind,
-        sustained_gb_per_s=reader_bytes.per_s / 1e9,
-        sustained_low=reader_bytes.low / 1e9,
-        sustained_high=reader_bytes.high / 1e9,
+        sustained_gb_per_s=reader_bytes.per_s.scaled(1e-9),
         largest_gb=largest.target_gb,
         beyond_page_cache=not size.fits_page_cache,
         cache_drop=job.cache_drop,
@@ -264,7 +256,7 @@ def scale_table(
         peak_rss_added_bytes=max(added for _, added in growth),
         scenario_bytes=scenario_bytes,
         scenario=tuple(scenario),
-        fp16_storage_s=scenario_bytes / 2 / reader_bytes.per_s,
+        fp16_storage_s=scenario_bytes / 2 / reader_bytes.per_s.point,
         workers_gain=zero_worker_gain(size, reader),
         busy=tuple(busy(jobs, steps, rules)),
         foreign_cpu_limit=rules.foreign_cpu_share,

@@ -28,6 +28,7 @@ from accel_choice.records.northstar import (
     SeedTableRow,
     Spread,
 )
+from accel_choice.records.estimate import positive
 from accel_choice.records.time_to_target import TargetRow, TimeToTarget
 
 SPLITS = ("train", "val", "test")
@@ -169,6 +170,9 @@ def check_batch_size_fits(train_rows: int, batch_size: int, source: str, key: st
         )
 
 
+TARGET_METHOD = "percentile bootstrap: the run's epoch times, summed"  # one run: jobs 1
+
+
 def target_seconds_draws(history: NorthstarHistory, epochs: int, resamples: int, seed: int) -> np.ndarray:
     """Bootstrap draws of the time to reach epoch `epochs`: that many of the run's epoch times,
     drawn with replacement from all its epochs, summed. One run per batch size: the interval holds
@@ -190,11 +194,11 @@ def time_to_target(
     rows, draws = [], {}
     for index, history in enumerate(histories):
         hit = next((row for row in history.history if row.val_loss is not None and row.val_loss <= target), None)
-        low = high = None
+        seconds = None
         if hit:
             draws[history.name] = target_seconds_draws(history, hit.epoch, rules.bootstrap_resamples, index)
-            estimate = estimate_from(hit.cumulative_s, draws[history.name], rules.confidence, 1)
-            low, high = estimate.low, estimate.high
+            drawn = estimate_from(hit.cumulative_s, draws[history.name], rules.confidence, 1, TARGET_METHOD)
+            seconds = positive(drawn)
         test = {f"test_{field.name}": getattr(history.test, field.name) for field in dataclasses.fields(history.test)}
         rows.append(
             TargetRow(
@@ -205,9 +209,7 @@ def time_to_target(
                 reached=hit is not None,
                 epoch=hit.epoch if hit else None,
                 updates=hit.updates if hit else None,
-                seconds=hit.cumulative_s if hit else None,
-                seconds_ci_low=low,
-                seconds_ci_high=high,
+                seconds=seconds,
                 best_epoch=history.best_epoch,
                 stopped_epoch=history.stopped_epoch,
                 stopped_early=history.stopped_early,
@@ -215,11 +217,11 @@ def time_to_target(
             )
         )
     reached = [row for row in rows if row.reached]
-    fastest = min(reached, key=lambda row: row.seconds or 0.0).run if reached else None
+    fastest = min(reached, key=lambda row: row.seconds.point if row.seconds else 0.0).run if reached else None
     tied = []
-    best_seconds = min((row.seconds for row in reached), default=None)
+    best_seconds = min((row.seconds.point for row in reached if row.seconds), default=None)
     for row in reached:
-        point = row.seconds / best_seconds  # type: ignore[operator]
+        point = row.seconds.point / best_seconds  # type: ignore[operator,union-attr]
         ratio = estimate_from(point, draws[row.run] / draws[fastest], rules.confidence, 1)  # type: ignore[index]
         if row.run == fastest or outcome(ratio) == "no_difference":
             tied.append(row.run)

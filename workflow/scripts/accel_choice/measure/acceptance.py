@@ -25,7 +25,7 @@ from accel_choice.measure import model as models
 from accel_choice.measure.job import Envelope
 from accel_choice.records.acceptance import AcceptanceReport, Check, VariantRun
 from accel_choice.records.model import ModelSpec
-from accel_choice.records.training import TrainingRecord
+from accel_choice.records.training import TrainingRecord, Variant
 
 SEED = 20261020
 FEATURES, HIDDEN = 32, 48
@@ -47,9 +47,10 @@ def steps_without_host_sync(
     (any call that waits on the GPU raises): the per-step losses, on the device. A per-step sync (a
     GradScaler reading its inf flag with .item(), a loss read on the host) would time one precision
     with a cost the others do not pay. Off CUDA the same loop runs with nothing to synchronise."""
-    variant = steps.Variant("fastpath", precision, "resident", True)
+    (variant,) = steps.gpu_variants([precision], ["resident"], batch_size=batch_size, device=device.type)
+    update = steps.step_of(variant, grad_scaler=True)
     x_device, y_device = x.to(device), y.reshape(-1, 1).to(device)
-    trainer = steps.Trainer(models.build(SPEC, (x.shape[1],), SEED).to(device), SPEC, variant, device)
+    trainer = steps.Trainer(models.build(SPEC, (x.shape[1],), SEED).to(device), SPEC, device, update)
     batches = list(placement.batches("resident", "fastpath", x, y, batch_size, True, SEED, device, x_device, y_device))
     for xb, yb in batches[:3]:  # Adam's state, the scaler's, first kernels: before the check
         trainer.step(xb, yb)
@@ -121,23 +122,18 @@ def run(device_type: str, rows: int | None = None, compile_variant: bool = True)
         ),
     )
 
+    def timed(variants: list[Variant]) -> list[TrainingRecord]:
+        """One timing job of `variants` (a GradScaler for fp16), its runs kept for the memory check."""
+        records, _ = training.measure_training_job(
+            x, y, variants, repeat=0, grad_scaler=True, seed=SEED, spec=SPEC, warmup_steps=WARMUP, epochs=EPOCHS
+        )
+        runs.extend(variant_run(r, rows) for r in records)
+        return records
+
     def variants() -> tuple[bool, str]:
         measured = []
         for batch_size in BATCH_SIZES:
-            records, _ = training.measure_training_job(
-                x,
-                y,
-                batch_size,
-                0,
-                training.gpu_variants(PRECISIONS, PLACEMENTS, True),
-                seed=SEED,
-                spec=SPEC,
-                warmup_steps=WARMUP,
-                device=device,
-                epochs=EPOCHS,
-            )
-            measured += records
-        runs.extend(variant_run(r, rows) for r in measured)
+            measured += timed(steps.gpu_variants(PRECISIONS, PLACEMENTS, batch_size=batch_size, device=device.type))
         broken = [f"{r.precision}/{r.placement} B={r.batch_size}" for r in measured if not r.finite]
         same_start = len({r.initial_weights_sha256 for r in measured}) == 1
         return not broken and same_start, f"{len(measured)} variants; non-finite: {broken or 'none'}"
@@ -145,19 +141,9 @@ def run(device_type: str, rows: int | None = None, compile_variant: bool = True)
     check("every precision and placement trains, finite, from the same weights", variants)
 
     def compiled() -> tuple[bool, str]:
-        records, _ = training.measure_training_job(
-            x,
-            y,
-            BATCH_SIZES[-1],
-            0,
-            training.gpu_variants(["fp32"], ["resident"], True, (True,)),
-            seed=SEED,
-            spec=SPEC,
-            warmup_steps=WARMUP,
-            device=device,
-            epochs=EPOCHS,
+        records = timed(
+            steps.gpu_variants(["fp32"], ["resident"], [True], batch_size=BATCH_SIZES[-1], device=device.type)
         )
-        runs.extend(variant_run(r, rows) for r in records)
         return all(r.finite and r.compiled for r in records), f"epoch {records[0].epoch_s * 1e3:.3f} ms"
 
     if compile_variant:

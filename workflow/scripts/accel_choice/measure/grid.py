@@ -10,13 +10,12 @@ import torch
 
 from accel_choice.measure.contention import ForeignCpuMeter
 from accel_choice.measure.model import targets
-from accel_choice.measure.steps import Variant
 from accel_choice.measure.sentinel import Sentinel
 from accel_choice.measure.training import context_startup_seconds, measure_interleaved, prepare_variant
 from accel_choice.records.model import ModelSpec
 from accel_choice.records.grid import GridRecord, Workload
 from accel_choice.records.sentinel import SentinelReadings
-from accel_choice.records.training import Invariants
+from accel_choice.records.training import Invariants, Variant
 
 
 def synthetic_tensors(workload: Workload, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -43,7 +42,6 @@ def measure_grid(
     target = torch.device(device)
     startup = context_startup_seconds(target)
     placement = "host" if target.type == "cpu" else "resident"
-    variant = Variant(loader="fastpath", precision="fp32", placement=placement)
     meter = ForeignCpuMeter().start()
     sentinel = Sentinel(target)
     prepared = []
@@ -52,14 +50,21 @@ def measure_grid(
         spec = ModelSpec(hidden=workload.hidden, lr=lr)  # the textbook MLP at the workload's width
         prepared.append(
             prepare_variant(
-                variant,
+                Variant(
+                    device=target.type,
+                    precision="fp32",
+                    placement=placement,
+                    loader="fastpath",
+                    batch_size=workload.batch_size,
+                    threads=torch.get_num_threads(),
+                    compiled=False,
+                ),
                 x,
                 targets(spec, y),
-                workload.batch_size,
+                grad_scaler=False,
                 seed=seed,
                 spec=spec,
                 warmup_steps=warmup_steps,
-                device=target,
             )
         )
     measured = measure_interleaved(prepared, epochs, repeat, sentinel)

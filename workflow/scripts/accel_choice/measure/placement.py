@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 import torch
 
 from accel_choice.measure.loaders import Batch, make_loader
+from accel_choice.records.training import Variant
 
 # host: a CPU job's data. resident: on the device, sliced there. streamed: every batch copied from
 # pageable host memory with a blocking `.to(device)`, as `model(xb.to(device))` does: the simplest
@@ -92,3 +93,28 @@ def batches(
     if placement == "resident":
         return make_loader(loader, x_device, y_device, batch_size, shuffle, seed)
     return make_loader(loader, x, y, batch_size, shuffle, seed)
+
+
+def placed(variant: Variant, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The data a variant's batches come from, made before its clock starts: on the device
+    (resident), pinned on the host (prefetched, on CUDA), else the host tensors themselves."""
+    device = torch.device(variant.device)
+    if variant.placement == "resident":
+        return x.to(device), y.to(device)
+    if variant.placement == "prefetched" and device.type == "cuda":
+        return x.pin_memory(), y.pin_memory()
+    return x, y
+
+
+def variant_batches(
+    variant: Variant,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    data: tuple[torch.Tensor, torch.Tensor],
+    *,
+    shuffle: bool,
+    seed: int,
+) -> Iterable[Batch]:
+    """`batches` of a variant (records.training.Variant), from the data `placed` made for it."""
+    device = torch.device(variant.device)
+    return batches(variant.placement, variant.loader, x, y, variant.batch_size, shuffle, seed, device, *data)

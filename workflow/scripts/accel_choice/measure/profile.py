@@ -18,7 +18,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from accel_choice.analyze import theory
 from accel_choice.measure.model import build, make_loss, outputs, targets
-from accel_choice.measure.steps import Trainer, Variant
+from accel_choice.measure.steps import Trainer
 from accel_choice.records.model import ModelProfile, ModelSpec, ProfileRow
 
 
@@ -58,7 +58,7 @@ def step_counts(
 def optimizer_state_bytes(model: nn.Module, spec: ModelSpec) -> int:
     """The bytes the optimizer keeps once it has stepped (Adam's two moments and step counts, none
     for plain SGD): the timing's own priming step (steps.Trainer.prime), which moves no weight."""
-    trainer = Trainer(model, spec, Variant(), torch.device("cpu"))
+    trainer = Trainer(model, spec, torch.device("cpu"))  # an eager fp32 step
     trainer.prime()
     return sum(_tensor_bytes(v) for state in trainer.optimizer.state.values() for v in state.values())
 

@@ -65,16 +65,21 @@ def drop_cache(paths: Sequence[Path], method: CacheDrop) -> None:
             os.close(fd)
 
 
-def storage_bytes_read() -> int | None:
-    """Bytes paged in from storage since boot, machine-wide (/proc/vmstat pgpgin, KiB); None where unknown."""
+def _proc_kib(path: str, prefix: str) -> int | None:
+    """The KiB figure on the line of a /proc file that starts with `prefix`, in bytes; None where unknown."""
     try:
-        with open("/proc/vmstat") as handle:
+        with open(path) as handle:
             for line in handle:
-                if line.startswith("pgpgin "):
+                if line.startswith(prefix):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
     return None
+
+
+def storage_bytes_read() -> int | None:
+    """Bytes paged in from storage since boot, machine-wide (/proc/vmstat pgpgin, KiB); None where unknown."""
+    return _proc_kib("/proc/vmstat", "pgpgin ")
 
 
 def reset_peak_rss() -> None:
@@ -88,14 +93,8 @@ def reset_peak_rss() -> None:
 
 def peak_rss_bytes() -> int:
     """This process's peak resident set since the last reset (VmHWM), else since it started."""
-    try:
-        with open("/proc/self/status") as handle:
-            for line in handle:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = _proc_kib("/proc/self/status", "VmHWM:")
+    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def workers_peak_rss_bytes() -> int:
@@ -234,7 +233,9 @@ def measure_size(
                 )
             )
             if log:
-                log.info("%.3g GB, %d %s, %s: %.0f samples/s", target_gb, count, kind, cache, readers[-1].samples.per_s)
+                log.info(
+                    "%.3g GB, %d %s, %s: %.0f samples/s", target_gb, count, kind, cache, readers[-1].samples.per_s.point
+                )
     shared = meter.stop()
     return SizeMeasurement(
         target_gb=target_gb,

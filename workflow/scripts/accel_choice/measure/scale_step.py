@@ -18,7 +18,7 @@ import torch
 from accel_choice.analyze.scale import rate
 from accel_choice.measure.devices import synchronize
 from accel_choice.measure.model import build_model
-from accel_choice.measure.steps import Trainer, Variant
+from accel_choice.measure.steps import Trainer
 from accel_choice.records.model import ModelSpec
 from accel_choice.records.scale import Rate
 
@@ -39,12 +39,7 @@ def step_rate(
 ) -> Rate:
     """Samples per second of training steps on in-memory batches (see the module's text)."""
     model = build_model(features, hidden, seed).to(device)
-    trainer = Trainer(
-        model,
-        ModelSpec(hidden=hidden, lr=1e-3),
-        Variant(placement="host" if device.type == "cpu" else "resident"),
-        device,
-    )
+    trainer = Trainer(model, ModelSpec(hidden=hidden, lr=1e-3), device)  # an eager fp32 step
     trainer.prime()
     batches = _batches(features, batch_size, seed, device)
     for i in range(steps):  # warm-up: as long as a timed block

@@ -1,4 +1,4 @@
-"""The training loop a timing job times: variants, one epoch, one evaluation pass, the warm-up.
+"""The training loop a timing job times: one update of a variant, one epoch, one evaluation pass, the warm-up.
 
 Read in one go (nanoGPT's habit): `Trainer.step` is one update under autocast and
 GradScaler, `train_epoch` and `evaluate` are timed with the device synchronized before each clock
@@ -15,7 +15,7 @@ import itertools
 import math
 import statistics
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,7 @@ from accel_choice.measure.loaders import Batch
 from accel_choice.measure.model import correct, make_loss, make_optimizer, outputs
 from accel_choice.measure.placement import PLACEMENTS
 from accel_choice.records.model import ModelSpec
+from accel_choice.records.training import Variant
 
 PRECISIONS = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
 # torch.compile's backend for compiled variants: inductor (the default, generated C++/Triton kernels).
@@ -36,51 +37,113 @@ COMPILE_BACKEND = "inductor"
 RECOMPILE_LIMIT = 64
 
 
-def compiling(variant: Variant) -> contextlib.AbstractContextManager[Any]:
+def compiling(step: Step) -> contextlib.AbstractContextManager[Any]:
     """The warm-up of a compiled variant: compile what it needs, and fail loudly past the limit."""
-    if not variant.compiled:
+    if not step.compiled:
         return contextlib.nullcontext()
     return torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT, fail_on_recompile_limit_hit=True)
 
 
-def compiled_already(variant: Variant) -> contextlib.AbstractContextManager[Any]:
+def compiled_already(step: Step) -> contextlib.AbstractContextManager[Any]:
     """A timed pass of a compiled variant: a recompilation here would be timed, so it is an error."""
-    if not variant.compiled:
+    if not step.compiled:
         return contextlib.nullcontext()
     return torch._dynamo.config.patch(error_on_recompile=True)
 
 
+def check_variant(variant: Variant) -> Variant:
+    """A variant the loop can run: a precision of PRECISIONS, a placement of PLACEMENTS."""
+    if variant.precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {variant.precision!r}; allowed: {', '.join(PRECISIONS)}")
+    if variant.placement not in PLACEMENTS:
+        raise ValueError(f"unknown placement {variant.placement!r}; allowed: {', '.join(PLACEMENTS)}")
+    return variant
+
+
+def cpu_variants(
+    loaders: Sequence[str], compile_options: Sequence[bool] = (False,), *, batch_size: int, threads: int | None = None
+) -> list[Variant]:
+    """A CPU job's variants: every loader, in fp32 on host data."""
+    return _variants("cpu", ["fp32"], ["host"], loaders, compile_options, batch_size, threads)
+
+
+def gpu_variants(
+    precisions: Sequence[str],
+    placements: Sequence[str],
+    compile_options: Sequence[bool] = (False,),
+    *,
+    batch_size: int,
+    device: str = "cuda",
+    threads: int | None = None,
+) -> list[Variant]:
+    """A GPU job's variants: the fast path at every precision and placement (on `device`: the tests run
+    them on the CPU too)."""
+    return _variants(device, precisions, placements, ["fastpath"], compile_options, batch_size, threads)
+
+
+def _variants(
+    device: str,
+    precisions: Sequence[str],
+    placements: Sequence[str],
+    loaders: Sequence[str],
+    compile_options: Sequence[bool],
+    batch_size: int,
+    threads: int | None,
+) -> list[Variant]:
+    """Every combination, compiled ones last, at `threads` torch threads (default: torch's present count)."""
+    threads = threads or torch.get_num_threads()
+    return [
+        check_variant(
+            Variant(
+                device=device,
+                precision=precision,
+                placement=placement,
+                loader=loader,
+                batch_size=batch_size,
+                threads=threads,
+                compiled=compiled,
+            )
+        )
+        for compiled in compile_options
+        for precision in precisions
+        for placement in placements
+        for loader in loaders
+    ]
+
+
 @dataclass(frozen=True)
-class Variant:
-    loader: str = "fastpath"
+class Step:
+    """How one update runs: what a Trainer needs of the variant it runs (records.training.Variant, the one
+    name of what is measured) and of its job (the GradScaler setting). Made by `step_of`; the default is an
+    eager fp32 update, the one the profile and the scaling curve take."""
+
     precision: str = "fp32"
-    placement: str = "host"  # host: CPU job; resident: data on the device; streamed: batches copied per step
-    grad_scaler: bool = True  # used by fp16 only
     compiled: bool = False  # the model's forward through torch.compile (timing.compile)
+    scaler: bool = False  # a GradScaler scales the loss: fp16 with timing's gpu.grad_scaler on
 
-    def __post_init__(self) -> None:
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"unknown precision {self.precision!r}; allowed: {', '.join(PRECISIONS)}")
-        if self.placement not in PLACEMENTS:
-            raise ValueError(f"unknown placement {self.placement!r}; allowed: {', '.join(PLACEMENTS)}")
 
-    @property
-    def uses_scaler(self) -> bool:
-        return self.precision == "fp16" and self.grad_scaler
+def step_of(variant: Variant, *, grad_scaler: bool) -> Step:
+    """The update of `variant`; `grad_scaler` (gpu.grad_scaler) is used by fp16 only."""
+    check_variant(variant)
+    return Step(
+        precision=variant.precision,
+        compiled=variant.compiled,
+        scaler=variant.precision == "fp16" and grad_scaler,
+    )
 
 
 class Trainer:
-    """Model, optimizer, loss, autocast and scaler for one variant; `step` is one update."""
+    """Model, optimizer, loss, autocast and scaler for one variant's update (`Step`); `step` is one update."""
 
-    def __init__(self, model: nn.Module, spec: ModelSpec, variant: Variant, device: torch.device):
+    def __init__(self, model: nn.Module, spec: ModelSpec, device: torch.device, update: Step = Step()):
         self.model, self.spec, self.device = model, spec, device
         # torch.compile wraps the module (its weights stay the model's); the compiled code is cached by
         # torch per process, so a fresh model of the same class reuses what the warm-up compiled.
-        self.forward = torch.compile(model, backend=COMPILE_BACKEND) if variant.compiled else model
+        self.forward = torch.compile(model, backend=COMPILE_BACKEND) if update.compiled else model
         self.optimizer = make_optimizer(model, spec.lr, device, spec.optimizer)
         self.loss_fn = make_loss(spec)
-        self.dtype = PRECISIONS[variant.precision]
-        self.scaler = torch.amp.GradScaler(device.type, enabled=variant.uses_scaler)
+        self.dtype = PRECISIONS[update.precision]
+        self.scaler = torch.amp.GradScaler(device.type, enabled=update.scaler)
 
     def prime(self) -> None:
         """Create what the first update would create lazily - Adam's moments and step counts, the
@@ -211,7 +274,7 @@ class WarmupResult:
 def warm_up(
     model: nn.Module,
     spec: ModelSpec,
-    variant: Variant,
+    update: Step,
     device: torch.device,
     batches: Iterable[Batch],
     steps: int,
@@ -229,11 +292,11 @@ def warm_up(
     Returns the first step's time and the median of the last half, so the report can show
     how large the first-call cost was that the warm-up kept out of the timed epoch.
     """
-    with compiling(variant):
-        trainer = Trainer(copy.deepcopy(model), spec, variant, device)
+    with compiling(update):
+        trainer = Trainer(copy.deepcopy(model), spec, device, update)
         times: list[float] = []
         first_end = math.nan
-        whole_epoch = not variant.compiled  # only a compiled variant needs every batch shape seen
+        whole_epoch = not update.compiled  # only a compiled variant needs every batch shape seen
         while len(times) < steps or not whole_epoch:
             for xb, yb in batches:
                 synchronize(device)
@@ -249,5 +312,5 @@ def warm_up(
             else:
                 whole_epoch = True
         if eval_batches is not None:
-            evaluate(trainer, eval_batches if variant.compiled else itertools.islice(eval_batches, steps))
+            evaluate(trainer, eval_batches if update.compiled else itertools.islice(eval_batches, steps))
         return WarmupResult(len(times), times[0], statistics.median(times[len(times) // 2 :]), first_end)

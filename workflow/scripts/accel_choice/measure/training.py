@@ -4,9 +4,12 @@ the start, between rounds and at the end. Every epoch starts from the seeded ini
 runs the same batches; the record keeps every epoch and its median (pyperf's processes × values:
 the jobs are the processes, these epochs the values).
 
-A variant is (loader, precision, placement): the CPU job runs every loader in fp32 on host
-data; a GPU job runs fp32/fp16/bf16 with data resident on the device (sliced there) or
-streamed from the host batch by batch. Measurement discipline (torch.utils.benchmark's,
+A variant is records.training.Variant (device, precision, placement, loader, batch size, threads,
+compiled), the one name of what is measured: the CPU job runs every loader in fp32 on host data; a GPU
+job runs fp32/fp16/bf16 with data resident on the device (sliced there) or streamed from the host batch
+by batch. What the loop needs beyond it (the GradScaler setting, the compiled forward) is its
+`steps.Step`, made from the Variant by `steps.step_of`; `steps.cpu_variants` and `steps.gpu_variants`
+list a job's variants. Measurement discipline (torch.utils.benchmark's,
 applied to a whole epoch):
 - `time.perf_counter()` around the loop, the device synchronized before each clock read;
 - a warm-up on a throw-away copy of the model, so first-call costs (allocator, kernel
@@ -38,21 +41,22 @@ from accel_choice.analyze import theory
 from accel_choice.measure.contention import ForeignCpuMeter
 from accel_choice.measure.devices import allocated_memory_bytes, peak_memory_bytes, reset_peak_memory, synchronize
 from accel_choice.measure.model import build, check_targets, state_sha256, targets
-from accel_choice.measure.placement import batches
+from accel_choice.measure.placement import placed, variant_batches
 from accel_choice.measure.sentinel import Sentinel
 from accel_choice.measure.steps import (
+    Step,
     Trainer,
-    Variant,
     WarmupResult,
     compiled_already,
     evaluate,
+    step_of,
     train_epoch,
     warm_up,
 )
 from accel_choice.records import UserInputError
 from accel_choice.records.model import ModelSpec
 from accel_choice.records.sentinel import SentinelReadings
-from accel_choice.records.training import Invariants, TrainingRecord
+from accel_choice.records.training import Invariants, TrainingRecord, Variant, variant_fields
 
 
 class InvariantError(AssertionError):
@@ -86,55 +90,51 @@ class Prepared:
     """A variant warmed up and ready to time: every epoch starts from `initial_sha`'s weights."""
 
     variant: Variant
+    update: Step
     x: torch.Tensor
     y: torch.Tensor
-    batch_size: int
     seed: int
     spec: ModelSpec
-    device: torch.device
     initial_sha: str
     warm: WarmupResult
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device(self.variant.device)
 
 
 def prepare_variant(
     variant: Variant,
     x: torch.Tensor,
     y: torch.Tensor,
-    batch_size: int,
     *,
+    grad_scaler: bool,
     seed: int,
     spec: ModelSpec,
     warmup_steps: int,
-    device: torch.device,
 ) -> Prepared:
     """Warm a variant up on a throw-away copy of its seeded model (x, y are host tensors, y as
-    measure.model.targets shapes it)."""
-    x_device, y_device = placed(variant, x, y, device)
+    measure.model.targets shapes it), on the variant's device at torch's present thread count."""
+    if variant.threads != torch.get_num_threads():
+        raise ValueError(
+            f"{variant.name}: timed at {variant.threads} threads, but torch runs {torch.get_num_threads()}"
+        )
+    update = step_of(variant, grad_scaler=grad_scaler)
+    device = torch.device(variant.device)
+    data = placed(variant, x, y)
     model = build(spec, x.shape[1:], seed).to(device)
     warm = warm_up(
         model,
         spec,
-        variant,
+        update,
         device,
-        batches(variant.placement, variant.loader, x, y, batch_size, True, seed + 1, device, x_device, y_device),
+        variant_batches(variant, x, y, data, shuffle=True, seed=seed + 1),
         warmup_steps,
-        eval_batches=batches(
-            variant.placement, variant.loader, x, y, batch_size, False, seed, device, x_device, y_device
-        ),
+        eval_batches=variant_batches(variant, x, y, data, shuffle=False, seed=seed),
     )
-    return Prepared(variant, x, y, batch_size, seed, spec, device, state_sha256(model), warm)
-
-
-def placed(
-    variant: Variant, x: torch.Tensor, y: torch.Tensor, device: torch.device
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The data a variant's batches come from, made before its clock starts: on the device
-    (resident), pinned on the host (prefetched, on CUDA), else the host tensors themselves."""
-    if variant.placement == "resident":
-        return x.to(device), y.to(device)
-    if variant.placement == "prefetched" and device.type == "cuda":
-        return x.pin_memory(), y.pin_memory()
-    return x, y
+    return Prepared(
+        variant=variant, update=update, x=x, y=y, seed=seed, spec=spec, initial_sha=state_sha256(model), warm=warm
+    )
 
 
 def time_epoch(prepared: Prepared) -> dict[str, Any]:
@@ -148,23 +148,19 @@ def time_epoch(prepared: Prepared) -> dict[str, Any]:
     p, device = prepared, prepared.device
     reset_peak_memory(device)
     baseline = allocated_memory_bytes(device)
-    x_device, y_device = placed(p.variant, p.x, p.y, device)
+    data = placed(p.variant, p.x, p.y)
     model = build(p.spec, p.x.shape[1:], p.seed).to(device)
     if state_sha256(model) != p.initial_sha:
-        raise InvariantError(f"{p.variant}: an epoch did not start from the seeded initial weights")
-    trainer = Trainer(model, p.spec, p.variant, device)
+        raise InvariantError(f"{p.variant.name}: an epoch did not start from the seeded initial weights")
+    trainer = Trainer(model, p.spec, device, p.update)
     trainer.prime()  # Adam's state and the scaler's exist before the clock starts
     if state_sha256(model) != p.initial_sha:
-        raise InvariantError(f"{p.variant}: priming the optimizer changed the initial weights")
+        raise InvariantError(f"{p.variant.name}: priming the optimizer changed the initial weights")
     # The same loader seed for every variant and epoch: identical batches, so identical work.
-    train_batches = batches(
-        p.variant.placement, p.variant.loader, p.x, p.y, p.batch_size, True, p.seed, device, x_device, y_device
-    )
-    eval_batches = batches(
-        p.variant.placement, p.variant.loader, p.x, p.y, p.batch_size, False, p.seed, device, x_device, y_device
-    )
-    with compiled_already(p.variant):  # a compiled variant compiled everything in its warm-up
-        epoch = train_epoch(trainer, train_batches, theory.steps_per_epoch(p.x.shape[0], p.batch_size))
+    train_batches = variant_batches(p.variant, p.x, p.y, data, shuffle=True, seed=p.seed)
+    eval_batches = variant_batches(p.variant, p.x, p.y, data, shuffle=False, seed=p.seed)
+    with compiled_already(p.update):  # a compiled variant compiled everything in its warm-up
+        epoch = train_epoch(trainer, train_batches, theory.steps_per_epoch(p.x.shape[0], p.variant.batch_size))
         evaluation = evaluate(trainer, eval_batches)
     peak = peak_memory_bytes(device)
     return {
@@ -215,13 +211,8 @@ def _variant_result(p: Prepared, runs: list[dict[str, Any]], position: int, load
     own = [run["epoch_memory_bytes"] for run in runs if run["epoch_memory_bytes"] is not None]
     finals = {run["final_weights_sha256"] for run in runs}
     record: dict[str, Any] = {
-        "batch_size": p.batch_size,
-        "loader": p.variant.loader,
-        "device": p.device.type,
-        "precision": p.variant.precision,
-        "placement": p.variant.placement,
-        "grad_scaler": p.variant.uses_scaler,
-        "compiled": p.variant.compiled,
+        **variant_fields(p.variant),
+        "grad_scaler": p.update.scaler,
         "samples": last.samples,
         "steps": last.steps,
         "epoch_s": epoch_s,
@@ -242,7 +233,6 @@ def _variant_result(p: Prepared, runs: list[dict[str, Any]], position: int, load
         "warmup_steps": p.warm.steps,
         "warmup_first_step_s": p.warm.first_step_s,
         "warmup_steady_step_s": p.warm.steady_step_s,
-        "threads": torch.get_num_threads(),
         "loadavg_before": loads[0],
         "loadavg_after": loads[1],
         "initial_weights_sha256": p.initial_sha,
@@ -253,25 +243,6 @@ def _variant_result(p: Prepared, runs: list[dict[str, Any]], position: int, load
     }
     record["invariants"] = check_invariants(record, p.x.shape[0])
     return record
-
-
-def cpu_variants(loaders: Sequence[str], compile_options: Sequence[bool] = (False,)) -> list[Variant]:
-    return [
-        Variant(loader=loader, precision="fp32", placement="host", compiled=compiled)
-        for compiled in compile_options
-        for loader in loaders
-    ]
-
-
-def gpu_variants(
-    precisions: Sequence[str], placements: Sequence[str], grad_scaler: bool, compile_options: Sequence[bool] = (False,)
-) -> list[Variant]:
-    return [
-        Variant("fastpath", precision, placement, grad_scaler, compiled)
-        for compiled in compile_options
-        for precision in precisions
-        for placement in placements
-    ]
 
 
 def context_startup_seconds(device: torch.device) -> float | None:
@@ -288,18 +259,22 @@ def context_startup_seconds(device: torch.device) -> float | None:
 def measure_training_job(
     x: torch.Tensor,
     y: torch.Tensor,
-    batch_size: int,
-    repeat: int,
     variants: Sequence[Variant],
     *,
+    repeat: int,
     seed: int,
     spec: ModelSpec,
     warmup_steps: int,
-    device: str | torch.device = "cpu",
+    grad_scaler: bool = True,
     epochs: int = 1,
 ) -> tuple[list[TrainingRecord], SentinelReadings]:
-    """Every variant warmed up, then `epochs` interleaved rounds of one epoch each (epoch_order), the
-    drift sentinel ticking around them; the records and the job's sentinel readings."""
+    """Every variant (one batch size, one device: a job's) warmed up, then `epochs` interleaved rounds of
+    one epoch each (epoch_order), the drift sentinel ticking around them; the records and the job's
+    sentinel readings. `grad_scaler` (gpu.grad_scaler): fp16 variants scale their loss with a GradScaler."""
+    sizes, on = {v.batch_size for v in variants}, {v.device for v in variants}
+    if len(sizes) != 1 or len(on) != 1:
+        raise ValueError(f"a timing job times one batch size on one device, got {sorted(sizes)} on {sorted(on)}")
+    (batch_size,), (device,) = sizes, on
     if not 1 <= batch_size <= x.shape[0]:
         raise ValueError(f"batch size {batch_size} must be between 1 and the data's {x.shape[0]} rows")
     if epochs < 1:
@@ -310,7 +285,7 @@ def measure_training_job(
     check_targets(spec, y)
     y = targets(spec, y)
     prepared = [
-        prepare_variant(v, x, y, batch_size, seed=seed, spec=spec, warmup_steps=warmup_steps, device=target)
+        prepare_variant(v, x, y, grad_scaler=grad_scaler, seed=seed, spec=spec, warmup_steps=warmup_steps)
         for v in variants
     ]
     # Other processes' CPU while the epochs are timed (after the warm-up: torch.compile's worker

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from accel_choice.records import Fraction, Positive, Seconds, ordered, record
-from accel_choice.records.estimate import Estimate
+from accel_choice.records import Fraction, Positive, record
+from accel_choice.records.estimate import Estimate, PositiveEstimate
 from accel_choice.records.training import FullPathRow
 
 # gpu_cheaper / cpu_cheaper: the whole interval of the cost ratio lies on one side of 1 (per epoch),
@@ -27,26 +27,20 @@ class CostLine:
     path: FullPathRow  # the fastest one-epoch full path; its total with start-up is what the speedup compares
     epoch_cost: Positive  # path.total_with_startup_s at per_hour
     target_run: str | None  # the device's fastest Northstar run to the target; null: none reached it
-    target_s: Seconds | None
-    target_s_low: Seconds | None
-    target_s_high: Seconds | None
-    target_cost: Positive | None
-    target_cost_low: Positive | None
-    target_cost_high: Positive | None
+    target_s: PositiveEstimate | None  # the run's time to target (records.time_to_target), its interval
+    target_cost: PositiveEstimate | None  # target_s at per_hour
 
     def __post_init__(self) -> None:
         if self.path.device != self.device:
             raise ValueError(f"a {self.path.device} path on the {self.device} line")
         if abs(self.epoch_cost - self.path.total_with_startup_s * self.per_hour / 3600) > 1e-9 * self.epoch_cost:
             raise ValueError(f"epoch_cost {self.epoch_cost} is not the path's total with start-up × per_hour / 3600")
-        target = (self.target_s, self.target_s_low, self.target_s_high, self.target_cost)
+        target = (self.target_s, self.target_cost)
         if (self.target_run is None) != (None in target):
-            raise ValueError(f"target_run {self.target_run!r} with times and cost {target}")
-        if self.target_s is not None:
-            ordered(self.target_s_low, self.target_s, self.target_s_high, "target_s_low target_s target_s_high")  # type: ignore[arg-type]
+            raise ValueError(f"target_run {self.target_run!r} with time and cost {target}")
 
 
-@record(schema="cost", version=2)
+@record(schema="cost", version=3)
 class CostTable:
     """tables/cost.json: the cost lines and, where a GPU was measured and priced, the comparison."""
 

@@ -92,6 +92,16 @@ def columns(name: str, estimate: Estimate | None) -> dict[str, Any]:
     return {name: estimate.point, f"{name}_ci_low": estimate.low, f"{name}_ci_high": estimate.high}
 
 
+def flat_row(row: Any, estimates: Sequence[str]) -> dict[str, Any]:
+    """A record as one row of a flat table: its fields in order, each named in `estimates` (an
+    Estimate, or None) as its `columns`."""
+    flat: dict[str, Any] = {}
+    for field in dataclasses.fields(row):
+        value = getattr(row, field.name)
+        flat.update(columns(field.name, value) if field.name in estimates else {field.name: value})
+    return flat
+
+
 def quartiles(values: Sequence[float]) -> tuple[float, float]:
     """First and third quartile, linear interpolation (numpy's default method)."""
     ordered_values = sorted(values)

@@ -2,13 +2,14 @@
 one timing job's stages per dataset size, the training step's own rate, and the table that puts them
 together with the scale scenario.
 
-Rates are bytes or samples per second of a whole pass over the dataset; each carries the percentile
-interval of the pass's chunks (row groups) resampled, `low` to `high`.
+Rates are bytes or samples per second of a whole pass over the dataset; each is an Estimate
+(records.estimate) whose interval is the percentile interval of the pass's chunks (row groups)
+resampled. A table row spells an estimate as its columns (records.estimate.columns).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from accel_choice.records import (
     Count,
@@ -17,10 +18,10 @@ from accel_choice.records import (
     Positive,
     PositiveCount,
     Seconds,
-    ordered,
     record,
 )
 from accel_choice.records.environment import Environment
+from accel_choice.records.estimate import PositiveEstimate, flat_row
 from accel_choice.records.sentinel import SentinelReadings
 
 Format = Literal["parquet", "npy"]
@@ -69,17 +70,13 @@ class StreamedDataset:
 
 @record
 class Rate:
-    """One pass: `bytes` (or samples) in `seconds`; `per_s` = bytes / seconds, its interval over the pass's chunks."""
+    """One pass: `amount` (bytes or samples) in `seconds` over `chunks` timed chunks; `per_s`: its point
+    amount / seconds, its interval over the pass's chunks resampled (one pass: `jobs` 1)."""
 
     amount: Positive  # bytes, or samples
     seconds: Seconds
-    per_s: Positive
-    low: Positive
-    high: Positive
+    per_s: PositiveEstimate
     chunks: PositiveCount
-
-    def __post_init__(self) -> None:
-        ordered(self.low, self.per_s, self.high, "low per_s high")
 
 
 @record
@@ -120,7 +117,7 @@ class SizeMeasurement:
     steal_share: NonNegative | None
 
 
-@record(schema="scale-job", version=3)
+@record(schema="scale-job", version=4)
 class ScaleJob:
     """timing/scale/{format}.json: one format, dataset sizes growing to the configured maximum, with the
     job's drift sentinel timed at the start and after each size (`sentinel.seconds[i + 1]` after
@@ -153,7 +150,7 @@ class ScaleJob:
 # --- the training step's own rate: timing/scale/step.{device}.json -----------------------------
 
 
-@record(schema="scale-step", version=3)
+@record(schema="scale-step", version=4)
 class StepRate:
     """Training steps of features → hidden → 1 on in-memory batches: what the model could take in.
     On a GPU `copy` is the batch's host→device copy alone (pinned), each batch copied once. The drift
@@ -184,18 +181,19 @@ class Bottleneck:
     workers: Count
     kind: Literal["processes", "threads"]
     device: str
-    reader_samples_per_s: Positive  # cold
-    reader_low: Positive
-    reader_high: Positive
+    reader_samples_per_s: PositiveEstimate  # cold
     train_samples_per_s: Positive  # what the device takes in: its step's rate, or its copy's where slower
     stage: Literal["reader", "train", "copy"]
-    slower_by: Positive  # the other stage's rate over this one's
-    slower_low: Positive
-    slower_high: Positive
+    slower_by: PositiveEstimate  # the other stage's rate over this one's
     decided: bool  # the interval of slower_by lies wholly above 1
 
     def __post_init__(self) -> None:
-        ordered(self.slower_low, self.slower_by, self.slower_high, "slower_low slower_by slower_high")
+        if self.decided != (self.slower_by.low > 1):
+            raise ValueError(f"decided {self.decided} with slower_by.low {self.slower_by.low}")
+
+    def table_row(self) -> dict[str, Any]:
+        """One row of tables/scale.csv: the fields, each estimate as its columns (records.estimate.columns)."""
+        return flat_row(self, ("reader_samples_per_s", "slower_by"))
 
 
 @record
@@ -214,15 +212,13 @@ class StorageScenario:
     device: str
     compute_s: NonNegativeSeconds  # the cost model's epoch (the assumed GPU's where none was measured)
     copy_s: NonNegativeSeconds  # host → device of every row, 0 on the CPU
-    storage_s: Seconds  # the scenario's bytes at the measured sustained reader rate
-    storage_low_s: Seconds
-    storage_high_s: Seconds
+    storage_s: PositiveEstimate  # the scenario's bytes at the measured sustained reader rate
     epoch_s: Seconds  # the slowest of the three where the reader overlaps the step (workers), else their sum
     bound: Bound
     source: Literal["fitted", "assumed"]
 
 
-@record(schema="scale", version=3)
+@record(schema="scale", version=4)
 class ScaleTable:
     """tables/scale.json: the streaming study summarised: bottlenecks, bends, the scenario with storage."""
 
@@ -230,9 +226,7 @@ class ScaleTable:
     best_format: Format
     best_workers: Count
     best_kind: Literal["processes", "threads"]
-    sustained_gb_per_s: Positive  # the best reader, cold, at the largest size: bytes of the file per second
-    sustained_low: Positive
-    sustained_high: Positive
+    sustained_gb_per_s: PositiveEstimate  # the best reader, cold, at the largest size: GB of the file per second
     largest_gb: Positive
     beyond_page_cache: bool  # the largest size did not fit in the page cache
     cache_drop: CacheDrop
@@ -250,6 +244,3 @@ class ScaleTable:
     foreign_cpu_limit: NonNegative  # the rules they were judged by (analyze.stats.NoiseRules)
     steal_limit: NonNegative
     sentinel_tolerance: Positive
-
-    def __post_init__(self) -> None:
-        ordered(self.sustained_low, self.sustained_gb_per_s, self.sustained_high, "sustained interval")

@@ -3,7 +3,10 @@ any run reached, with its interval, and the runs this measurement cannot tell fr
 
 from __future__ import annotations
 
-from accel_choice.records import Count, Fraction, NonNegative, Positive, PositiveCount, Seconds, record
+from typing import Any
+
+from accel_choice.records import Count, Fraction, NonNegative, Positive, PositiveCount, record
+from accel_choice.records.estimate import PositiveEstimate, flat_row
 
 
 # --- results/tables/time_to_target.json -------------------------------------------------------
@@ -20,9 +23,9 @@ class TargetRow:
     reached: bool
     epoch: PositiveCount | None  # null: the target was not reached (so for updates and seconds)
     updates: Count | None
-    seconds: Seconds | None  # cumulative training + validation wall time up to that epoch
-    seconds_ci_low: Seconds | None  # its interval: the run's epoch times resampled, summed over `epoch` epochs
-    seconds_ci_high: Seconds | None
+    # Cumulative training + validation wall time up to that epoch; its interval: the run's epoch times
+    # resampled, summed over `epoch` epochs.
+    seconds: PositiveEstimate | None
     best_epoch: PositiveCount
     stopped_epoch: PositiveCount
     stopped_early: bool
@@ -35,16 +38,16 @@ class TargetRow:
     test_base_rate_log_loss: NonNegative
 
     def __post_init__(self) -> None:
-        found = (self.epoch, self.updates, self.seconds, self.seconds_ci_low, self.seconds_ci_high)
-        if (None in found) if self.reached else found != (None,) * 5:
-            raise ValueError(f"reached is {self.reached} but epoch, updates, seconds and its interval are {found}")
-        if self.reached and not self.seconds_ci_low <= self.seconds <= self.seconds_ci_high:  # type: ignore[operator]
-            raise ValueError(
-                f"seconds {self.seconds} outside its interval {self.seconds_ci_low}–{self.seconds_ci_high}"
-            )
+        found = (self.epoch, self.updates, self.seconds)
+        if (None in found) if self.reached else found != (None,) * 3:
+            raise ValueError(f"reached is {self.reached} but epoch, updates and seconds are {found}")
+
+    def table_row(self) -> dict[str, Any]:
+        """One row of tables/time_to_target.csv: `seconds` as its columns (records.estimate.columns)."""
+        return flat_row(self, ("seconds",))
 
 
-@record(schema="time-to-target", version=2)
+@record(schema="time-to-target", version=3)
 class TimeToTarget:
     """tables/time_to_target.json: the target (within `within` of the best validation loss any run
     reached), each run's time to it, the fastest run, and the runs not measurably slower than it."""
@@ -67,7 +70,7 @@ class TimeToTarget:
         if low:
             raise ValueError(f"run(s) {low} reached below best_val_loss {self.best_val_loss}")
         reached = [row for row in self.rows if row.reached]
-        fastest = min(reached, key=lambda row: row.seconds or 0.0).run if reached else None
+        fastest = min(reached, key=lambda row: row.seconds.point if row.seconds else 0.0).run if reached else None
         if self.fastest != fastest:
             raise ValueError(f"fastest is {self.fastest!r} but the rows say {fastest!r}")
         if (fastest is None) != (not self.fastest_set) or (fastest is not None and fastest not in self.fastest_set):

@@ -29,7 +29,7 @@ def storage_line(best: tuple[ScaleJob, SizeMeasurement, ReaderPass, Rate]) -> tu
     """The streaming study's best sustained reader (analyze.scale.best_reader) as the figure's
     storage line: (bytes per second, label)."""
     job, _, reader, rate = best
-    return rate.per_s, f"reading from disk ({job.format}, {reader_label(reader)}, measured)"
+    return rate.per_s.point, f"reading from disk ({job.format}, {reader_label(reader)}, measured)"
 
 
 def break_even_figure(

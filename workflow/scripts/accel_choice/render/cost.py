@@ -13,13 +13,13 @@ def money(value: float | None, currency: str) -> str:
 
 
 def _target(line: CostLine, currency: str) -> tuple[str, str, str]:
-    if line.target_run is None or line.target_s is None:
+    if line.target_run is None or line.target_s is None or line.target_cost is None:
         return ("no run reached the target", "—", "—")
+    s, cost = line.target_s, line.target_cost
     return (
         line.target_run,
-        f"{line.target_s:.2f} s ({line.target_s_low:.2f}–{line.target_s_high:.2f})",
-        f"{money(line.target_cost, currency)} ({money(line.target_cost_low, currency)}–"
-        f"{money(line.target_cost_high, currency)})",
+        f"{s.point:.2f} s ({s.low:.2f}–{s.high:.2f})",
+        f"{money(cost.point, currency)} ({money(cost.low, currency)}–{money(cost.high, currency)})",
     )
 
 

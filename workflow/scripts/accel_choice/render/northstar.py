@@ -41,7 +41,7 @@ def selection_section(result: TimeToTarget | None) -> str:
             r.best_epoch,
             f"{r.stopped_epoch}{' (early)' if r.stopped_early else ''}",
             f"{r.best_val_loss:.4f}",
-            f"{r.seconds:.2f} ({r.seconds_ci_low:.2f}–{r.seconds_ci_high:.2f})" if r.reached else "not reached",
+            f"{r.seconds.point:.2f} ({r.seconds.low:.2f}–{r.seconds.high:.2f})" if r.seconds else "not reached",
             r.updates if r.reached else "",
             f"{r.test_log_loss:.4f}",
             number(r.test_roc_auc, ".3f"),

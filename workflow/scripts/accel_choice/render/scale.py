@@ -13,6 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from accel_choice.io import paths  # noqa: E402
+from accel_choice.records.estimate import Estimate  # noqa: E402
 from accel_choice.records.scale import (  # noqa: E402
     Rate,
     ReaderPass,
@@ -33,11 +34,16 @@ COLD = {
 
 
 def _gb_s(r: Rate | None) -> str:
-    return "—" if r is None else f"{r.per_s / GB:.2f} ({r.low / GB:.2f}–{r.high / GB:.2f})"
+    return "—" if r is None else _interval(r.per_s.scaled(1 / GB), ".2f")
 
 
 def _samples(r: Rate) -> str:
-    return f"{r.per_s:,.0f} ({r.low:,.0f}–{r.high:,.0f})"
+    return _interval(r.per_s, ",.0f")
+
+
+def _interval(e: Estimate, spec: str) -> str:
+    """'2.50 (2.10–2.90)': an estimate's point and interval."""
+    return f"{e.point:{spec}} ({e.low:{spec}}–{e.high:{spec}})"
 
 
 def reader_label(reader: ReaderPass | tuple[str, int]) -> str:
@@ -126,15 +132,15 @@ def _bottleneck_lines(summary: ScaleTable) -> list[str]:
         where = f"{b.format}, {reader_label((b.kind, b.workers))}, {b.device}"
         if not b.decided:
             lines.append(
-                f"- {where}: reader {b.reader_samples_per_s:,.0f} samples/s against the step's "
-                f"{b.train_samples_per_s:,.0f}: no measurable difference (ratio {b.slower_by:.2f}×, "
-                f"{b.slower_low:.2f}–{b.slower_high:.2f})"
+                f"- {where}: reader {b.reader_samples_per_s.point:,.0f} samples/s against the step's "
+                f"{b.train_samples_per_s:,.0f}: no measurable difference (ratio {b.slower_by.point:.2f}×, "
+                f"{b.slower_by.low:.2f}–{b.slower_by.high:.2f})"
             )
             continue
         slow = {"reader": "the reader", "train": "the training step", "copy": "the host→device copy"}[b.stage]
         lines.append(
-            f"- {where}: **{slow} bounds the epoch**, {b.slower_by:.2f}× slower ({b.slower_low:.2f}–"
-            f"{b.slower_high:.2f}) than the other: reader {b.reader_samples_per_s:,.0f} samples/s, step "
+            f"- {where}: **{slow} bounds the epoch**, {b.slower_by.point:.2f}× slower ({b.slower_by.low:.2f}–"
+            f"{b.slower_by.high:.2f}) than the other: reader {b.reader_samples_per_s.point:,.0f} samples/s, step "
             f"{b.train_samples_per_s:,.0f}"
         )
     return lines
@@ -210,7 +216,7 @@ def _scenario(summary: ScaleTable) -> str:
             s.device,
             f"{s.compute_s:,.1f} ({s.source})",
             f"{s.copy_s:,.1f}",
-            f"{s.storage_s:,.1f} ({s.storage_low_s:,.1f}–{s.storage_high_s:,.1f})",
+            _interval(s.storage_s, ",.1f"),
             f"{s.epoch_s:,.1f}",
             f"**{s.bound}**",
         )
@@ -226,8 +232,8 @@ def _scenario(summary: ScaleTable) -> str:
     return (
         f"**The scale scenario with measured storage.** Its {summary.scenario_bytes / GB:,.1f} GB read at the "
         f"best sustained reader rate ({summary.best_format}, {reader_label((summary.best_kind, summary.best_workers))}, "
-        f"cold, at {summary.largest_gb:g} GB: {summary.sustained_gb_per_s:.3f} GB/s, {summary.sustained_low:.3f}–"
-        f"{summary.sustained_high:.3f})"
+        f"cold, at {summary.largest_gb:g} GB: {summary.sustained_gb_per_s.point:.3f} GB/s, "
+        f"{summary.sustained_gb_per_s.low:.3f}–{summary.sustained_gb_per_s.high:.3f})"
         + ("" if summary.beyond_page_cache else ", a size that still fit in the page cache")
         + f". {how}:\n\n"
         + table(("device", "compute s", "host→device copy s", "storage s", "epoch s", "bound"), rows)
@@ -264,8 +270,8 @@ def _moves(summary: ScaleTable) -> str:
         else "more readers (none read faster than the training process itself here)"
     )
     return (
-        f"A GPU waits on storage here: its compute and copy take {other:,.1f} s, reading {gpu.storage_s:,.1f} s. "
-        f"To move the bottleneck: a reader sustaining {needed:.2f} GB/s ({needed / summary.sustained_gb_per_s:.1f}× "
+        f"A GPU waits on storage here: its compute and copy take {other:,.1f} s, reading {gpu.storage_s.point:,.1f} s. "
+        f"To move the bottleneck: a reader sustaining {needed:.2f} GB/s ({needed / summary.sustained_gb_per_s.point:.1f}× "
         f"the measured - a faster disk or fewer bytes per row); fp16 or int8 storage (fp16 halves the bytes: "
         f"about {summary.fp16_storage_s:,.1f} s, if the reader's rate per byte holds); reading only the columns "
         f"the model uses; {workers}."
@@ -283,16 +289,18 @@ def scale_figure(
         per_row = [s.file_bytes / s.rows for s in job.sizes]
         axes.plot(
             sizes,
-            [s.cold_read.per_s / r for s, r in zip(job.sizes, per_row)],
+            [s.cold_read.per_s.point / r for s, r in zip(job.sizes, per_row)],
             ":",
             label=f"{job.format}: storage, cold",
         )
         for cache, style in (("cold", "-o"), ("warm", "--s")):
-            best = [max((r.samples.per_s for r in s.readers if r.cache == cache), default=math.nan) for s in job.sizes]
+            best = [
+                max((r.samples.per_s.point for r in s.readers if r.cache == cache), default=math.nan) for s in job.sizes
+            ]
             axes.plot(sizes, best, style, label=f"{job.format}: reader, {cache} (best workers)")
     for step in steps:
         axes.axhline(
-            step.train.per_s,
+            step.train.per_s.point,
             color="black",
             linestyle="-." if step.device == "cpu" else "--",
             linewidth=1,
