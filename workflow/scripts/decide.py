@@ -1,7 +1,7 @@
 """Rule decide: the full path, the decision sheet, the verdict and the derived tables, as records."""
 
 from accel_choice import records
-from accel_choice.analyze import aggregate, decision, fullpath
+from accel_choice.analyze import aggregate, decision, fullpath, trust
 from accel_choice.analyze.figures import Figures
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import atomic, envinfo, tables
@@ -51,6 +51,8 @@ with job(snakemake.log[0], snakemake.threads) as log:
         host_memory_bytes=aggregate.smallest_host_memory(table.host_memory_bytes for table in measured),
         rules=NoiseRules(**p.noise),
         noise_floor=cpu_table.sentinel.noise_floor,
+        # Every timing job of the training tables, the flagged ones, and whether the run was contaminated.
+        trust=trust.run_trust(list(zip(("cpu", "gpu"), measured)), NoiseRules(**p.noise).bad_run_share),
     )
     atomic.write_record(
         out.decision,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 import zlib
 from collections import defaultdict
@@ -67,9 +68,22 @@ def read_training_jobs(paths: Sequence[str]) -> list[TrainingJob]:
     return [records.read(TrainingJob, path) for path in paths]
 
 
+JOB_LABEL = re.compile(r"bs(\d+)\.t(\d+)\.rep(\d+)")
+
+
 def job_label(job: TrainingJob) -> str:
+    """A training job's name in the sentinel and the report: "bs64.t1.rep2" (batch size, threads, repeat)."""
     first = job.records[0]
     return f"bs{first.batch_size}.t{first.threads}.rep{first.repeat}"
+
+
+def parse_job_label(label: str) -> tuple[int, int, int]:
+    """(batch size, threads, repeat) of a `job_label`."""
+    found = JOB_LABEL.fullmatch(label)
+    if not found:
+        raise ValueError(f"{label!r} is not a training job's name (bs<B>.t<threads>.rep<r>)")
+    batch_size, threads, repeat = (int(part) for part in found.groups())
+    return batch_size, threads, repeat
 
 
 def cell_seed(key: tuple[Any, ...], salt: str = "") -> int:

@@ -5,6 +5,7 @@ Everything here is numbers and codes (records.decision); render/decision.py says
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,8 +33,10 @@ from accel_choice.records.decision import (
     Outcome,
     Reason,
     SheetStep,
+    StepScaling,
     TheoryRow,
     TheoryTable,
+    RunTrust,
     Verdict,
 )
 from accel_choice.records.data import DatasetExport, DatasetMeta
@@ -256,6 +259,7 @@ def verdict(
     host_memory_bytes: int | None = None,
     rules: NoiseRules = NoiseRules(),
     noise_floor: float | None = None,
+    trust: RunTrust | None = None,
 ) -> Verdict:
     """GPU only when it was measured and its full-path speedup interval lies wholly above `threshold`;
     CPU when the interval lies at or below it; undecided when it straddles it, with the jobs per side that
@@ -271,6 +275,8 @@ def verdict(
     if comparison is None:
         reason: Reason = "gpu_visible_not_measured" if gpu.visible else "no_gpu_visible"
         outcome: Outcome = "CPU"
+    elif trust is not None and trust.contaminated:
+        reason, outcome = "run_contaminated", "undecided"  # the speedup rests on the flagged jobs
     elif comparison.gpu_wins:
         reason, outcome = "gpu_pays_off", "GPU"
     elif comparison.speedup.high <= threshold:
@@ -307,12 +313,20 @@ def verdict(
             figures=figures.source,
         ),
         fastest_cpu_ties=fastest_ties(cpu_train, fastest, noise_floor, rules),
-        scaling=step_scaling(cpu_train, rules),
+        scaling=_undecided_if(step_scaling(cpu_train, rules), trust),
         memory=memory_check(
             figures, max(r.batch_size for r in cpu_train), rows, host_memory_bytes, device_memory_bytes(probe)
         ),
         comparison=comparison,
+        trust=trust,
     )
+
+
+def _undecided_if(scaling: StepScaling | None, trust: RunTrust | None) -> StepScaling | None:
+    """The step-time growth, undecided in a contaminated run: its interval rests on the flagged jobs."""
+    if scaling is None or trust is None or not trust.contaminated:
+        return scaling
+    return dataclasses.replace(scaling, growth="undecided", overhead_bound=False)
 
 
 def theory_table(

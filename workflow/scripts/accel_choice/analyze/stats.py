@@ -22,8 +22,9 @@ class NoiseRules:
     loadavg_rise: float = 0.5  # ... or when the 1-minute load average rose by more than this
     sentinel_tolerance: float = 0.25  # ... or when its sentinel ran more than this fraction off the run's median
     steal_share: float = 0.1  # ... or when the hypervisor stole more cores than this during its job
-    confidence: float = 0.95  # level of every bootstrap interval
-    bootstrap_resamples: int = 2000  # resamples per interval
+    confidence: float = 0.95  # level of every interval
+    bootstrap_resamples: int = 2000  # resamples per bootstrap interval (Northstar, copies, the planner's refits)
+    bad_run_share: float = 0.25  # more timing jobs flagged than this share: the run is contaminated
 
 
 class Summary(TypedDict):

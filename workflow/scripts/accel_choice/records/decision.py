@@ -29,8 +29,43 @@ Missing = Literal["not_measurable_here", "accelerator_off", "not_planned"]
 Outcome = Literal["GPU", "CPU", "undecided"]
 # How the verdict came about.
 Reason = Literal[
-    "gpu_pays_off", "below_threshold", "interval_straddles_threshold", "gpu_visible_not_measured", "no_gpu_visible"
+    "gpu_pays_off",
+    "below_threshold",
+    "interval_straddles_threshold",
+    "run_contaminated",
+    "gpu_visible_not_measured",
+    "no_gpu_visible",
 ]
+UNDECIDED_REASONS = ("interval_straddles_threshold", "run_contaminated")
+
+
+@record
+class FlaggedJob:
+    """A timing job that may have measured something else than the code: the machine ran at another speed
+    (the sentinel), the hypervisor stole CPU, other processes used the CPU, or the load average rose."""
+
+    table: str  # "cpu" or "gpu": the training table the job belongs to
+    job: str  # e.g. "bs64.t1.rep2"
+    record: str  # its timing record, results/..., the file a re-measurement replaces
+    reasons: tuple[str, ...]
+
+
+@record
+class RunTrust:
+    """How much of the run's timing rests on clean jobs: its timing jobs, the flagged ones, and whether more
+    than `limit` (aggregate.bad_run_share) of them were flagged - a contaminated run, whose measured
+    outcomes are undecided (analyze.trust)."""
+
+    jobs: PositiveCount
+    flagged: tuple[FlaggedJob, ...]
+    limit: Fraction
+    contaminated: bool
+
+    def __post_init__(self) -> None:
+        if len(self.flagged) > self.jobs:
+            raise ValueError(f"{len(self.flagged)} flagged of {self.jobs} jobs")
+        if self.contaminated != (len(self.flagged) > self.limit * self.jobs):
+            raise ValueError(f"contaminated {self.contaminated} with {len(self.flagged)} of {self.jobs} flagged")
 
 
 @record
@@ -195,18 +230,22 @@ class Verdict:
     scaling: StepScaling | None  # None with a single CPU batch size
     memory: MemoryCheck
     comparison: DeviceComparison | None
+    trust: RunTrust | None  # None: the run's flags were not assessed (a verdict made outside the workflow)
 
     def __post_init__(self) -> None:
         if (self.device == "GPU") != (self.outcome == "GPU") or (self.outcome == "GPU") != (
             self.reason == "gpu_pays_off"
         ):
             raise ValueError(f"device {self.device} with outcome {self.outcome} and reason {self.reason}")
-        if (self.outcome == "undecided") != (self.reason == "interval_straddles_threshold"):
+        if (self.outcome == "undecided") != (self.reason in UNDECIDED_REASONS):
             raise ValueError(f"outcome {self.outcome} with reason {self.reason}")
         if (self.speedup_interval is None) != (self.comparison is None):
             raise ValueError("a speedup interval exists exactly when a GPU was measured")
         if self.gpu_measured != (self.comparison is not None):
             raise ValueError("a comparison exists exactly when a GPU was measured")
+        contaminated = self.trust is not None and self.trust.contaminated
+        if (self.reason == "run_contaminated") != (contaminated and self.comparison is not None):
+            raise ValueError(f"reason {self.reason} with a contaminated run: {contaminated}")
 
 
 @record
@@ -220,7 +259,7 @@ class GpuMemory(Variant):
     epoch_over_bound: NonNegative | None
 
 
-@record(schema="decision", version=5)
+@record(schema="decision", version=6)
 class Decision:
     """tables/decision.json: the verdict, the decision sheet and the full path it rests on."""
 

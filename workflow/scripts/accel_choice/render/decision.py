@@ -18,6 +18,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from accel_choice.records.decision import GpuVisibility, SheetStep, Verdict  # noqa: E402
 from accel_choice.records.training import FullPathRow, TrainingCell  # noqa: E402
 from accel_choice.render.formatting import level_words, ms, save_figure, table  # noqa: E402
+from accel_choice.render.noise import trust_banner  # noqa: E402
 
 STEP_TITLES = {
     1: "CPU baseline: load, convert, train, eval, repeats",
@@ -79,6 +80,8 @@ def claim(verdict: Verdict) -> str:
         return (
             f"{measured} The whole interval lies at or below the {c.threshold:g}× threshold: the GPU does not pay off."
         )
+    if verdict.reason == "run_contaminated":
+        return f"{measured} Undecided: the run was contaminated (see above), so this speedup is not evidence."
     more = (
         f" About {verdict.repeats_to_settle} timing repeats (timing.repeats) would settle it with 80 % probability,"
         " judged from the spread these jobs showed."
@@ -138,7 +141,10 @@ def reasons(verdict: Verdict) -> list[str]:
             f"{verdict.confidence:.0%} interval {scaling.step_time_ratio.low:.1f}–"
             f"{scaling.step_time_ratio.high:.1f}×)"
         )
-        said.append(grew + _GROWTH[scaling.growth].format(half=scaling.samples_ratio / 2))
+        contaminated = verdict.trust is not None and verdict.trust.contaminated
+        said.append(
+            grew + (_CONTAMINATED if contaminated else _GROWTH[scaling.growth].format(half=scaling.samples_ratio / 2))
+        )
     said.append(_memory_sentence(verdict))
     comparison = verdict.comparison
     if comparison is not None and comparison.break_even_gpu is not None:
@@ -160,6 +166,9 @@ _GROWTH = {
     "undecided": ": the interval straddles half the samples' growth ({half:.0f}×), so this run cannot tell a "
     "per-step overhead from work that grows with the batch.",
 }
+
+
+_CONTAMINATED = ": undecided, the run was contaminated (see above)."
 
 
 def _memory_sentence(verdict: Verdict) -> str:
@@ -186,9 +195,10 @@ def _memory_sentence(verdict: Verdict) -> str:
 
 
 def headline(verdict: Verdict) -> str:
-    return f"**Verdict: {verdict.device}.** {claim(verdict)}\n\n" + "\n".join(
-        f"- {reason}" for reason in reasons(verdict)
-    )
+    """The first screen: the run's trust where any job was flagged, the verdict, and its reasons."""
+    banner = [trust_banner(verdict.trust)] if verdict.trust and verdict.trust.flagged else []
+    said = f"**Verdict: {verdict.device}.** {claim(verdict)}\n\n" + "\n".join(f"- {r}" for r in reasons(verdict))
+    return "\n\n".join([*banner, said])
 
 
 def status_words(step: SheetStep) -> str:

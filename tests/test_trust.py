@@ -1,0 +1,135 @@
+"""A run that was bad says so first (issue 25, item 5): the flagged timing jobs counted, a contaminated run's
+measured outcomes undecided, the banner and the one command that re-measures only the flagged jobs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from test_decision_report import (  # noqa: F401 - fixtures used by name
+    GPU_PROBE,
+    _gpu_case,
+    _verdict,
+    full_path_rows,
+    load_table,
+    train_records,
+    train_table,
+)
+
+from accel_choice.analyze import aggregate, trust
+from accel_choice.analyze.sentinel import summarize_sentinels
+from accel_choice.analyze.stats import NoiseRules
+from accel_choice.records.decision import RunTrust, Verdict
+from accel_choice.records.sentinel import SentinelReadings
+from accel_choice.records.training import Contamination, TrainingTable
+from accel_choice.render import decision as words
+from accel_choice.render import noise
+from builders_training import environment
+
+WORKLOAD = "cpu: 64 x mm(256x256) fp32"
+
+
+def _table(cells, speeds: dict[str, float]) -> TrainingTable:
+    """A CPU training table whose sentinel timed one job per label at `speeds` (1.0: the run's speed)."""
+    readings = [
+        (
+            label,
+            SentinelReadings(
+                workload=WORKLOAD, seconds=(0.01 * s,), median_s=0.01 * s, steal_share=0.0, cpu_mhz=None, governor=None
+            ),
+        )
+        for label, s in speeds.items()
+    ]
+    return TrainingTable(
+        table=tuple(cells),
+        non_finite=(),
+        sentinel=summarize_sentinels(readings, NoiseRules()),
+        host_memory_bytes=None,
+        environment=environment(),
+    )
+
+
+@pytest.fixture(scope="module")
+def cells(request):
+    from test_decision_report import EPOCHS, ROWS, _train_record
+
+    records = [_train_record(b, loader, i, t) for (b, loader), runs in EPOCHS.items() for i, t in enumerate(runs)]
+    return aggregate.aggregate_training(records, ROWS)
+
+
+LABELS = [f"bs{b}.t1.rep{r}" for b in (32, 512) for r in range(3)]
+
+
+def test_a_quiet_run_has_no_flagged_job(cells):
+    found = trust.run_trust([("cpu", _table(cells, dict.fromkeys(LABELS, 1.0)))], 0.25)
+    assert found == RunTrust(jobs=6, flagged=(), limit=0.25, contaminated=False)
+    assert noise.trust_banner(found) == "All 6 timing jobs ran clean (no job flagged)."
+
+
+def test_flagged_jobs_are_counted_once_with_every_reason_and_their_records(cells):
+    speeds = dict.fromkeys(LABELS, 1.0) | {"bs32.t1.rep1": 1.6}  # the machine ran 1.6x slower in that job
+    busy = [
+        dataclasses.replace(cell, contaminated=(Contamination(repeat=1, reasons=("other processes used 1.20 cores",)),))
+        if cell.batch_size == 32
+        else cell
+        for cell in cells
+    ]
+    found = trust.run_trust([("cpu", _table(busy, speeds))], 0.25)
+    (job,) = found.flagged  # one job, both of its cells (loaders) and the sentinel naming it
+    assert job.job == "bs32.t1.rep1" and job.record == "results/timing/cpu/bs32.t1.rep1.json"
+    assert any("sentinel" in reason for reason in job.reasons)
+    assert "other processes used 1.20 cores" in job.reasons
+    assert not found.contaminated  # 1 of 6 is not more than 25 %
+    assert noise.trust_banner(found).startswith("1 of 6 timing jobs were flagged (by the machine's speed (sentinel) 1")
+
+
+def test_a_run_with_more_flagged_jobs_than_allowed_is_contaminated_and_says_how_to_remeasure(cells):
+    speeds = dict.fromkeys(LABELS, 1.0) | {"bs32.t1.rep0": 2.0, "bs512.t1.rep2": 2.0}
+    found = trust.run_trust([("cpu", _table(cells, speeds))], 0.25)
+    assert [j.job for j in found.flagged] == ["bs32.t1.rep0", "bs512.t1.rep2"] and found.contaminated
+    command = trust.remeasure_command(found)
+    assert command == (
+        "snakemake --cores 4 --force results/timing/cpu/bs32.t1.rep0.json results/timing/cpu/bs512.t1.rep2.json "
+        "&& snakemake --cores 4"
+    )
+    banner = noise.trust_banner(found)
+    assert banner.startswith("**This run was contaminated: 2 of 6 timing jobs were flagged")
+    assert "more than the 25% the configuration allows (aggregate.bad_run_share)" in banner and command in banner
+
+
+def test_a_record_claiming_a_clean_run_with_too_many_flagged_jobs_is_refused():
+    job = trust.FlaggedJob(
+        table="cpu", job="bs32.t1.rep0", record="results/timing/cpu/bs32.t1.rep0.json", reasons=("x",)
+    )
+    with pytest.raises(ValueError, match="contaminated False with 1 of 2 flagged"):
+        RunTrust(jobs=2, flagged=(job,), limit=0.25, contaminated=False)
+
+
+def test_a_contaminated_run_leaves_a_measured_speedup_undecided_and_says_so_first(cells, train_records, load_table):  # noqa: F811
+    table, rows, _ = _gpu_case(train_records, load_table, "gpu_wins")
+    clean = _verdict(table, rows, probe=GPU_PROBE)
+    assert (clean.outcome, clean.reason) == ("GPU", "gpu_pays_off")
+    speeds = dict.fromkeys(LABELS, 1.0) | {"bs32.t1.rep0": 2.0, "bs512.t1.rep2": 2.0}
+    bad = trust.run_trust([("cpu", _table(cells, speeds))], 0.25)
+    v = _verdict(table, rows, probe=GPU_PROBE, trust=bad)
+    assert (v.device, v.outcome, v.reason) == ("CPU", "undecided", "run_contaminated")
+    assert v.scaling is not None and v.scaling.growth == "undecided"
+    said = words.headline(v)
+    assert said.startswith("**This run was contaminated: 2 of 6 timing jobs were flagged")
+    assert "Undecided: the run was contaminated (see above), so this speedup is not evidence." in said
+    assert ": undecided, the run was contaminated (see above)." in said
+    with pytest.raises(ValueError, match="reason gpu_pays_off with a contaminated run"):
+        dataclasses.replace(clean, trust=bad)
+
+
+def test_without_a_gpu_a_contaminated_run_keeps_its_cpu_verdict_and_says_its_figures_are_unreliable(
+    cells,
+    train_table,  # noqa: F811
+    full_path_rows,  # noqa: F811
+):
+    speeds = dict(zip(LABELS, (0.5, 2.0) * 3))  # every job far from the run's median speed
+    bad = trust.run_trust([("cpu", _table(cells, speeds))], 0.25)
+    v = _verdict(train_table, full_path_rows, trust=bad)
+    assert (v.device, v.outcome, v.reason) == ("CPU", "CPU", "no_gpu_visible")
+    assert len(bad.flagged) == 6 and bad.contaminated
+    assert isinstance(v, Verdict) and "Every figure measured in it is unreliable" in words.headline(v)

@@ -1,0 +1,53 @@
+"""Can this run's timings be trusted at all? Its timing jobs, the ones flagged (the drift sentinel saw another
+machine speed or hypervisor steal; other processes used the CPU; the load average rose) and why, and whether
+more than the configured share were: then the run is contaminated, and every outcome that rests on its timings
+is undecided (analyze.decision) and REPORT.md says so first, with the command that re-measures only them.
+
+Flagged jobs stay in the tables and intervals, marked: with the default three jobs, leaving one out leaves two
+(a t interval with one degree of freedom: the quantile 12.7 for 95 %), and leaving out the slow ones biases
+every time towards the fast; a run where many were flagged is named as such instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from accel_choice.analyze.aggregate import parse_job_label
+from accel_choice.io import paths
+from accel_choice.records.decision import FlaggedJob, RunTrust
+from accel_choice.records.training import TrainingTable
+
+
+def record_path(table: str, job: str) -> str:
+    """The timing record of job `job` ("bs64.t1.rep2") of the `table` ("cpu" or "gpu") table, under results/."""
+    batch_size, threads, repeat = parse_job_label(job)
+    pattern = paths.CPU_RECORD if table == "cpu" else paths.GPU_RECORD
+    return f"{paths.RESULTS}/" + pattern.format(batch_size=batch_size, threads=threads, repeat=repeat)
+
+
+def run_trust(tables: Sequence[tuple[str, TrainingTable]], limit: float) -> RunTrust:
+    """The run's timing jobs (one per sentinel reading of each table), the flagged ones with every reason
+    given for them (the sentinel's, and each cell's contaminated repeats), and whether more than `limit`
+    of the jobs were flagged."""
+    jobs = 0
+    flagged: dict[tuple[str, str], dict[str, None]] = {}
+    for name, table in tables:
+        jobs += len(table.sentinel.jobs)
+        for sentinel_job in table.sentinel.jobs:
+            if sentinel_job.reasons:
+                flagged.setdefault((name, sentinel_job.job), {}).update(dict.fromkeys(sentinel_job.reasons))
+        for cell in table.table:
+            for repeat in cell.contaminated:
+                label = f"bs{cell.batch_size}.t{cell.threads}.rep{repeat.repeat}"  # aggregate.job_label's
+                flagged.setdefault((name, label), {}).update(dict.fromkeys(repeat.reasons))
+    found = tuple(
+        FlaggedJob(table=name, job=label, record=record_path(name, label), reasons=tuple(reasons))
+        for (name, label), reasons in sorted(flagged.items())
+    )
+    return RunTrust(jobs=jobs, flagged=found, limit=limit, contaminated=len(found) > limit * jobs)
+
+
+def remeasure_command(trust: RunTrust, cores: int = 4) -> str:
+    """The command that measures only the flagged jobs again, then brings every table and the report up to date."""
+    targets = " ".join(job.record for job in trust.flagged)
+    return f"snakemake --cores {cores} --force {targets} && snakemake --cores {cores}"
