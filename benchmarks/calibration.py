@@ -24,7 +24,7 @@ COLUMNS = (
     "σJ",
     "coverage",
     "A/A differs",
-    "gate A/A (20 rows)",
+    "gate A/A (20 rows × 2)",
     "power 10 %",
     "power 20 %",
     "power 30 %",

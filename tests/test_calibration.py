@@ -58,5 +58,5 @@ def test_the_harness_prints_its_table(repo):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("| method | jobs | σJ | coverage | A/A differs | gate A/A (20 rows) |")
+    assert lines[0].startswith("| method | jobs | σJ | coverage | A/A differs | gate A/A (20 rows × 2) |")
     assert lines[2].startswith("| job-t | 3 | 10% | ")

@@ -28,7 +28,8 @@ def noise_floor_section(sentinels: Sequence[tuple[str, SentinelSummary]]) -> str
         else:
             text += (
                 f" **Differences below ±{s.noise_floor:.1%} on this machine today are not evidence**: that is how far "
-                "the machine's own speed moved between jobs (half the central 90 % range of the unflagged jobs), "
+                "the machine's own speed moved between jobs (half the central 90 % range of the "
+                f"{sum(not j.reasons for j in s.jobs)} unflagged jobs of {jobs}), "
                 f"and every comparison in this report counts a difference only when its {s.confidence:.0%} "
                 "interval lies wholly beyond it."
             )
