@@ -850,3 +850,21 @@ def test_the_report_states_each_interval_flags_the_wide_ones_and_says_an_assumed
     measured = builders.break_even_table(summary=(narrow,), curves=curves[:2], gpu_model_source="fitted")
     text = render_planner.planner_section(builders.cost_model_table(), measured)
     assert "No interval is wide" in text and "alone" not in text
+
+
+def test_the_first_screen_answers_at_what_size_a_gpu_would_pay_off_and_on_which_gpu():
+    """Issue 27: the break-even belongs in REPORT.md's first screen, each axis and placement with its interval."""
+    narrow = builders.break_even_summary(break_even_low=4000.0, break_even_high=6000.0)
+    wide = builders.break_even_summary(placement="streamed", break_even=5500.0)
+    curves = tuple(
+        builders.curve_row(placement=placement, value=value, cpu_s=cpu_s)
+        for placement in ("resident", "streamed")
+        for value, cpu_s in ((1000, 0.2), (10_000, 2.0))
+    )
+    text = render_planner.answer_lines(builders.break_even_table(summary=(narrow, wide), curves=curves))
+    assert text.startswith("**At what size would a GPU pay off?** Modelled from the cost models, on an assumed GPU")
+    assert "- rows (resident): GPU faster from about 5,000 rows (95 % interval 4,000–6,000)" in text
+    assert "- rows (streamed): GPU faster from about 5,500 rows" in text
+    measured = builders.break_even_table(summary=(narrow,), curves=curves[:2], gpu_model_source="fitted")
+    assert "on a GPU measured in this run" in render_planner.answer_lines(measured)
+    assert render_planner.answer_lines(None) == ""

@@ -56,6 +56,26 @@ def break_even_verdict(s: BreakEvenSummary) -> str:
     return f"{where} ({interval_text(s)}{wide})"
 
 
+def answer_lines(break_even: BreakEvenTable | None) -> str:
+    """The report's first screen on "at what size would a GPU pay off": each axis's break-even per placement,
+    and whether it rests on a measured GPU or an assumed one (the planner section gives the model)."""
+    if break_even is None or not break_even.summary:
+        return ""
+    source = (
+        "on a GPU measured in this run"
+        if break_even.gpu_model_source == "fitted"
+        else "on an assumed GPU (`planner.gpu_assumed`: no GPU was measured here)"
+    )
+    lines = [
+        f"- {_NOUNS[s.axis]} ({s.placement}): {break_even_verdict(s)}"
+        for s in sorted(break_even.summary, key=lambda s: (s.axis, s.placement))
+    ]
+    return (
+        f"**At what size would a GPU pay off?** Modelled from the cost models, {source}; each size grows one "
+        "axis of the benchmark workload (see the planner section):\n" + "\n".join(lines)
+    )
+
+
 def flop_section(result: FlopCheck | None) -> str:
     if not result:
         return ""
