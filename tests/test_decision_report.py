@@ -386,7 +386,7 @@ def test_report_section_headings_in_order(rendered):
     headings = re.findall(r"^## (.+)$", rendered, flags=re.M)
     assert headings == [
         "GPU decision sheet (section 28.3.5)",
-        "CPU baseline: one training epoch (ms, median of every epoch of every job)",
+        "CPU baseline: one training epoch (ms, geometric mean of the jobs' median epochs)",
         "Full path per epoch on the benchmark matrix (ms, sums of medians)",
         "Load and convert (ms, medians over repeats)",
         "Theoretical estimates (computed, not measured)",
@@ -882,7 +882,7 @@ def test_sheet_without_gpu_rows_from_the_probe(train_table, load_table):
 
 
 GPU_HEADINGS = (
-    "GPU training: one epoch (ms, median of every epoch of every job)",
+    "GPU training: one epoch (ms, geometric mean of the jobs' median epochs)",
     "Transfers (measured on their own, synchronize before each clock read)",
     "CPU vs GPU, full path of one epoch",
 )
@@ -904,7 +904,7 @@ def test_report_gpu_sections_in_order(rendered_gpu):
     headings = re.findall(r"^## (.+)$", rendered_gpu, flags=re.M)
     assert headings[:6] == [
         "GPU decision sheet (section 28.3.5)",
-        "CPU baseline: one training epoch (ms, median of every epoch of every job)",
+        "CPU baseline: one training epoch (ms, geometric mean of the jobs' median epochs)",
         *GPU_HEADINGS,
         "Full path per epoch on the benchmark matrix (ms, sums of medians)",
     ]

@@ -118,6 +118,7 @@ def test_a_contaminated_run_leaves_a_measured_speedup_undecided_and_says_so_firs
     assert said.startswith("**This run was contaminated: 2 of 6 timing jobs were flagged")
     assert "Undecided: the run was contaminated (see above), so this speedup is not evidence." in said
     assert ": undecided, the run was contaminated (see above)." in said
+    assert "Which CPU configuration is fastest is undecided: the run was contaminated (see above); by its point" in said
     with pytest.raises(ValueError, match="reason gpu_pays_off with a contaminated run"):
         dataclasses.replace(clean, trust=bad)
 

@@ -125,7 +125,7 @@ def test_resumed_report_has_the_structure_of_a_clean_run(finished: Path) -> None
     headings = [line for line in report.splitlines() if line.startswith("## ")]
     assert headings == [
         "## GPU decision sheet (section 28.3.5)",
-        "## CPU baseline: one training epoch (ms, median of every epoch of every job)",
+        "## CPU baseline: one training epoch (ms, geometric mean of the jobs' median epochs)",
         "## Full path per epoch on the benchmark matrix (ms, sums of medians)",
         "## Northstar model selection: early stopping, test once, time to target",
         "## Seed limits (measured)",

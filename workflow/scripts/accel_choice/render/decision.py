@@ -82,12 +82,10 @@ def claim(verdict: Verdict) -> str:
         )
     if verdict.reason == "run_contaminated":
         return f"{measured} Undecided: the run was contaminated (see above), so this speedup is not evidence."
-    more = (
-        f" About {verdict.repeats_to_settle} timing repeats (timing.repeats) would settle it with 80 % probability,"
-        " judged from the spread these jobs showed."
+    more = (  # judged from the spread these jobs showed
+        f" About {verdict.repeats_to_settle} timing repeats (timing.repeats) would settle it with 80 % probability."
         if verdict.repeats_to_settle
-        else " No practical number of repeats (up to 200) would settle it: for the spread these jobs showed, the"
-        " speedup sits too close to the threshold."
+        else " No practical number of repeats (up to 200) would settle it: the speedup sits too close to the threshold."
     )
     return f"{measured} Undecided: the interval straddles the {c.threshold:g}× threshold, so this run cannot say.{more}"
 
@@ -95,6 +93,11 @@ def claim(verdict: Verdict) -> str:
 def ties_sentence(verdict: Verdict) -> str:
     """Which CPU configurations this run cannot tell from the fastest, or that none can be."""
     fastest, ties = verdict.fastest_cpu_epoch, verdict.fastest_cpu_ties
+    if verdict.trust is not None and verdict.trust.contaminated:
+        return (
+            "Which CPU configuration is fastest is undecided: the run was contaminated (see above); by its point, "
+            f"{fastest.loader} B={fastest.batch_size} on {thread_words(fastest.threads)}."
+        )
     if not ties:
         return (
             f"Every other CPU configuration was measurably slower than {fastest.loader} at B={fastest.batch_size} "
@@ -141,10 +144,8 @@ def reasons(verdict: Verdict) -> list[str]:
             f"{verdict.confidence:.0%} interval {scaling.step_time_ratio.low:.1f}–"
             f"{scaling.step_time_ratio.high:.1f}×)"
         )
-        contaminated = verdict.trust is not None and verdict.trust.contaminated
-        said.append(
-            grew + (_CONTAMINATED if contaminated else _GROWTH[scaling.growth].format(half=scaling.samples_ratio / 2))
-        )
+        growth = "contaminated" if verdict.trust is not None and verdict.trust.contaminated else scaling.growth
+        said.append(grew + _GROWTH[growth].format(half=scaling.samples_ratio / 2))
     said.append(_memory_sentence(verdict))
     comparison = verdict.comparison
     if comparison is not None and comparison.break_even_gpu is not None:
@@ -165,10 +166,8 @@ _GROWTH = {
     "grows with the batch and arithmetic throughput matters at these sizes.",
     "undecided": ": the interval straddles half the samples' growth ({half:.0f}×), so this run cannot tell a "
     "per-step overhead from work that grows with the batch.",
+    "contaminated": ": undecided, the run was contaminated (see above).",
 }
-
-
-_CONTAMINATED = ": undecided, the run was contaminated (see above)."
 
 
 def _memory_sentence(verdict: Verdict) -> str:

@@ -79,7 +79,7 @@ def _cpu_section(train_table: Sequence[TrainingCell]) -> str:
         for r in train_table
     ]
     return (
-        "## CPU baseline: one training epoch (ms, median of every epoch of every job)\n\n"
+        "## CPU baseline: one training epoch (ms, geometric mean of the jobs' median epochs)\n\n"
         + table(
             (
                 "B",
@@ -207,7 +207,7 @@ def _gpu_section(inputs: ReportInputs) -> str:
             )
         )
     text = (
-        "## GPU training: one epoch (ms, median of every epoch of every job)\n\n"
+        "## GPU training: one epoch (ms, geometric mean of the jobs' median epochs)\n\n"
         + table(
             (
                 "device",
