@@ -134,3 +134,21 @@ def test_without_a_gpu_a_contaminated_run_keeps_its_cpu_verdict_and_says_its_fig
     assert (v.device, v.outcome, v.reason) == ("CPU", "CPU", "no_gpu_visible")
     assert len(bad.flagged) == 6 and bad.contaminated
     assert isinstance(v, Verdict) and "Every figure measured in it is unreliable" in words.headline(v)
+
+
+def test_a_run_ends_by_saying_its_verdict_its_trust_and_where_the_report_is(cells, train_table, full_path_rows):  # noqa: F811
+    from accel_choice.records.decision import Decision
+    from accel_choice.render.run_end import end_of_run
+
+    speeds = dict.fromkeys(LABELS, 1.0) | {"bs32.t1.rep0": 2.0, "bs512.t1.rep2": 2.0}
+    verdict = _verdict(train_table, full_path_rows, trust=trust.run_trust([("cpu", _table(cells, speeds))], 0.25))
+    decided = Decision(
+        verdict=verdict, sheet=(), full_path=tuple(full_path_rows), gpu_memory=(), environment=environment()
+    )
+    lines = end_of_run(decided, "results").splitlines()
+    assert lines[0].startswith("accel-choice verdict: CPU (CPU). No CUDA device was visible")
+    assert lines[1].startswith("This run was contaminated: 2 of 6 timing jobs were flagged") and "**" not in lines[1]
+    assert (
+        lines[2] == "Report: results/REPORT.md (tables in results/tables/, the decision figure results/decision.png)."
+    )
+    assert lines[3] == "Check the archive later: .venv/bin/python workflow/scripts/verify_results.py results"

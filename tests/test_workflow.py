@@ -1344,3 +1344,10 @@ def test_each_example_plans_at_full_size_with_its_one_command(tmp_path: Path, na
     result = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=300)
     plan = planned_jobs(result)
     assert plan["import_benchmark"] == 1 and plan["time_cpu_training"] == 18 and plan["profile_model"] == 1
+
+
+def test_the_run_ends_by_saying_its_verdict_and_where_its_report_is(timeline: dict) -> None:
+    """Issue 27: the last lines of a finished `snakemake` run say the answer (the report.smk onsuccess)."""
+    said = timeline["resume"].stdout + timeline["resume"].stderr
+    assert "accel-choice verdict: CPU (CPU). No CUDA device was visible" in said
+    assert "Report: results/REPORT.md" in said and "verify_results.py results" in said

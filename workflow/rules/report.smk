@@ -146,3 +146,13 @@ rule config_snapshot:
         config=sorted_keys(config),
     script:
         "../scripts/config_snapshot.py"
+
+
+# The run ends by saying its answer: the verdict, the run's trust, where the report is (render/run_end.py).
+onsuccess:
+    from accel_choice import records
+    from accel_choice.records.decision import Decision
+    from accel_choice.render.run_end import end_of_run
+
+    if os.path.exists(results(paths.DECISION)):
+        print(end_of_run(records.read(Decision, results(paths.DECISION)), paths.RESULTS))
