@@ -3,6 +3,7 @@ where the report is and how to check the archive - so a finished `snakemake --co
 
 from __future__ import annotations
 
+from accel_choice.io import paths
 from accel_choice.records.decision import Decision
 from accel_choice.render.decision import claim
 from accel_choice.render.noise import trust_banner
@@ -15,7 +16,8 @@ def end_of_run(decision: Decision, results: str) -> str:
     if verdict.trust is not None:
         lines.append(trust_banner(verdict.trust).replace("**", ""))
     lines += [
-        f"Report: {results}/REPORT.md (tables in {results}/tables/, the decision figure {results}/decision.png).",
+        f"Report: {results}/{paths.REPORT} (tables in {results}/{paths.TABLES}/, the decision figure "
+        f"{results}/{paths.DECISION_PNG}).",
         f"Check the archive later: .venv/bin/python workflow/scripts/verify_results.py {results}",
     ]
     return "\n".join(lines)
