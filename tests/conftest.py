@@ -75,19 +75,66 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Order the workflow tests for two processes and the shared run made beside them: after the unit
     tests (about a minute), first those that need no finished run (refused configs, dry runs of a fresh
     checkout) while the shared run is still being made, then the tests that make whole runs of their
-    own from it (they take `pristine`, not `finished`), longest first, and the many short dry runs on
-    a finished run last, filling in around the long ones instead of one long run ending the session alone."""
+    own from it (they take `pristine`, not `finished`), then the tests that read a whole run another of
+    them makes (`workflow_runs.shared`: the second and third test of the lost record, the second of the
+    residual MLP example), so that the other process is never handed one while the first still makes
+    it, and the many short dry runs on a finished run last, filling in around the long ones instead of
+    one long run ending the session alone (the scheduler below hands each workflow test out alone)."""
+    made: set[str] = set()
 
     def order(item: pytest.Item) -> int:
         names = getattr(item, "fixturenames", ())
         if "shared_run" not in names:
             return 0
-        return 1 if "pristine" in names and "finished" not in names else 2
+        if "pristine" in names and "finished" not in names:
+            builds = _shared_builds(item)
+            if builds and builds <= made:
+                return 2  # read once made by an earlier test
+            made.update(builds)
+            return 1
+        return 3
 
     workflow = [item for item in items if item.get_closest_marker("workflow")]
     if workflow:
         rest = [item for item in items if not item.get_closest_marker("workflow")]
-        items[:] = rest + sorted(workflow, key=order)
+        ranks = {item: order(item) for item in workflow}  # in collection order: the first asker makes it
+        items[:] = rest + sorted(workflow, key=ranks.__getitem__)
+
+
+def _shared_builds(item: pytest.Item) -> set[str]:
+    """The session fixtures the test uses that make something once a session in the shared folder."""
+    info = getattr(item, "_fixtureinfo", None)
+    builds = set()
+    for name in getattr(item, "fixturenames", ()):
+        definitions = info.name2fixturedefs.get(name) if info is not None else None
+        if definitions and definitions[-1].scope == "session" and "shared_folder" in definitions[-1].argnames:
+            builds.add(name)
+    return builds
+
+
+# The test modules whose tests are each a unit of work of their own under `-n 2`: whole runs and dry
+# runs of seconds to a minute each. Every other module goes to one process whole (its module fixtures,
+# such as tests/test_gpu.py's CPU training jobs, are then set up once, not once per process).
+ONE_UNIT_PER_TEST = ("tests/test_workflow.py",)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """`-n 2` (pytest-xdist's `--dist load`) hands tests out in chunks of consecutive ones: several long
+    workflow runs could go to one process while the other ran out of work. Here a unit of work is a
+    test module, or one test of ONE_UNIT_PER_TEST, handed out one at a time in the collection's order
+    (pytest_collection_modifyitems above), to whichever process has the fewest left."""
+    if config.getvalue("dist") != "load":
+        return None  # a --dist asked for by name is the user's
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Units(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return nodeid if path in ONE_UNIT_PER_TEST else path
+
+    config.option.loadscopereorder = False  # keep the collection's order, not the largest unit first
+    return Units(config, log)
 
 
 # --- a module that needs a package this Python lacks is skipped, never an error --------------------

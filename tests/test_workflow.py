@@ -463,12 +463,14 @@ def test_require_plans_gpu_jobs_without_a_gpu_on_the_submit_host(finished: Path)
     }
 
 
-def test_require_fails_clearly_on_a_machine_without_gpu(tmp_path: Path) -> None:
-    result = snakemake(tmp_path, changed(accelerator="require"), "results/timing/gpu/transfer.rep0.json")
+def test_require_fails_clearly_on_a_machine_without_gpu(pristine: Path, tmp_path: Path) -> None:
+    # On a copy of the finished run: its exported data are there, so only the probe and the job run.
+    workdir = copy_of(pristine, tmp_path / "run")
+    result = snakemake(workdir, changed(accelerator="require"), "results/timing/gpu/transfer.rep0.json")
     assert result.returncode != 0
-    log = (tmp_path / "results/logs/time_transfer/rep0.log").read_text()
+    log = (workdir / "results/logs/time_transfer/rep0.log").read_text()
     assert "DeviceUnavailable: this job needs a CUDA device, but none is visible" in log
-    assert not (tmp_path / "results/timing/gpu/transfer.rep0.json").exists()
+    assert not (workdir / "results/timing/gpu/transfer.rep0.json").exists()
 
 
 def test_northstar_selection_outputs(finished: Path) -> None:
@@ -845,8 +847,10 @@ def test_a_second_thread_count_adds_its_own_cells_and_the_verdict_names_the_best
         f"The fastest CPU epoch ({fastest['loader']}, B={fastest['batch_size']}, {fastest['threads']} {words})"
         in report
     )
-    # With fewer cores than a cell's threads, its job refuses to time another configuration.
-    refused = snakemake(workdir, changed(timing={"threads": [1, 2], "batch_sizes": [16], "repeats": 4}), "--cores", "1")
+    # With fewer cores than a cell's threads, its job refuses to time another configuration (asked for
+    # alone: the 1-thread job of the same repeat would time first and prove nothing).
+    more = changed(timing={"threads": [1, 2], "batch_sizes": [16], "repeats": 4})
+    refused = snakemake(workdir, more, "results/timing/cpu/bs16.t2.rep3.json", "--cores", "1")
     assert refused.returncode != 0
     assert "config key timing.threads: this cell is timed at 2 torch threads, but the job was given 1" in (
         refused.stdout + refused.stderr
