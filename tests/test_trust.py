@@ -149,6 +149,7 @@ def test_a_run_ends_by_saying_its_verdict_its_trust_and_where_the_report_is(cell
     assert lines[0].startswith("accel-choice verdict: CPU (CPU). No CUDA device was visible")
     assert lines[1].startswith("This run was contaminated: 2 of 6 timing jobs were flagged") and "**" not in lines[1]
     assert (
-        lines[2] == "Report: results/REPORT.md (tables in results/tables/, the decision figure results/decision.png)."
+        lines[2]
+        == "Report: results/REPORT.md (tables in results/tables/, the decision figure results/figures/decision.png)."
     )
     assert lines[3] == "Check the archive later: .venv/bin/python workflow/scripts/verify_results.py results"
