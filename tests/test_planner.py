@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import typing
 
 import numpy as np
 import pytest
@@ -830,7 +831,8 @@ def test_the_report_says_how_few_grid_jobs_the_interval_rests_on(jobs, confidenc
         assert expected in text
 
 
-def test_the_report_states_each_interval_flags_the_wide_ones_and_says_an_assumed_gpu_is_not_in_them():
+def _narrow_and_wide() -> tuple[typing.Any, typing.Any, tuple[typing.Any, ...]]:
+    """A narrow resident and a wide streamed break-even (5,000 and 5,500 rows) with their curves."""
     narrow = builders.break_even_summary(break_even_low=4000.0, break_even_high=6000.0)
     wide = builders.break_even_summary(placement="streamed", break_even=5500.0)
     curves = tuple(
@@ -838,6 +840,11 @@ def test_the_report_states_each_interval_flags_the_wide_ones_and_says_an_assumed
         for placement in ("resident", "streamed")
         for value, cpu_s in ((1000, 0.2), (10_000, 2.0))
     )
+    return narrow, wide, curves
+
+
+def test_the_report_states_each_interval_flags_the_wide_ones_and_says_an_assumed_gpu_is_not_in_them():
+    narrow, wide, curves = _narrow_and_wide()
     table = builders.break_even_table(summary=(narrow, wide), curves=curves)
     text = render_planner.planner_section(builders.cost_model_table(), table)
     assert "GPU faster from about 5,000 rows (95 % interval 4,000–6,000) | 100%" in text
@@ -854,13 +861,7 @@ def test_the_report_states_each_interval_flags_the_wide_ones_and_says_an_assumed
 
 def test_the_first_screen_answers_at_what_size_a_gpu_would_pay_off_and_on_which_gpu():
     """Issue 27: the break-even belongs in REPORT.md's first screen, each axis and placement with its interval."""
-    narrow = builders.break_even_summary(break_even_low=4000.0, break_even_high=6000.0)
-    wide = builders.break_even_summary(placement="streamed", break_even=5500.0)
-    curves = tuple(
-        builders.curve_row(placement=placement, value=value, cpu_s=cpu_s)
-        for placement in ("resident", "streamed")
-        for value, cpu_s in ((1000, 0.2), (10_000, 2.0))
-    )
+    narrow, wide, curves = _narrow_and_wide()
     text = render_planner.answer_lines(builders.break_even_table(summary=(narrow, wide), curves=curves))
     assert text.startswith("**At what size would a GPU pay off?** Modelled from the cost models, on an assumed GPU")
     assert "- rows (resident): GPU faster from about 5,000 rows (95 % interval 4,000–6,000)" in text
