@@ -190,6 +190,8 @@ def test_the_report_sections_render_from_the_records():
         "**Fastest to target: cpu B=16.**" in selection and "| cpu | 64 | 2 | 2 | 0.6000 | not reached |" in selection
     )
     assert "| 0.4500 | — | 0.1500 |" in selection  # an undefined AUC
+    # Issue 25: the fastest to target rests on one run per batch size, and says so
+    assert "Each batch size is one run: its interval holds that run's epoch-to-epoch spread only" in selection
     seed = northstar.seed_section(seed_limits_record())
     assert "2 seeds at B=16: test log loss 0.4600 ± 0.0141 (0.4500–0.4700)" in seed and "`torch_threads`: 1, 2" in seed
     whole = variance_row(batch_size=256, measured=0.0, predicted=0.0, ratio=None, ratio_2se=None)

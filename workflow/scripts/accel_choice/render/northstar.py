@@ -55,7 +55,9 @@ def selection_section(result: TimeToTarget | None) -> str:
     return (
         "## Northstar model selection: early stopping, test once, time to target\n\n"
         f"Target: validation log loss ≤ {result.target_val_loss:.4f} (within {result.within:.0%} of the best, "
-        f"{result.best_val_loss:.4f}). **Fastest to target: {fastest_words(result)}.**\n\n"
+        f"{result.best_val_loss:.4f}). **Fastest to target: {fastest_words(result)}.** Each batch size is one run: "
+        "its interval holds that run's epoch-to-epoch spread only (its epoch times resampled, the number of epochs "
+        "to the target taken as fixed), not the drift between runs or seeds; the seed section shows that spread.\n\n"
         + table(
             (
                 "device",
