@@ -419,7 +419,9 @@ def test_report_cpu_and_data_tables(rendered):
     assert re.search(r"^\| 32 \| dataloader \| 3 \| 256 \| 120 \| 118–122 \| 119–121 \|", rendered, flags=re.M)
     assert re.search(r"\| 3\.00× \([\d.]+–[\d.]+\), slower \|", rendered)
     assert "the final weights were bitwise identical across loaders in every job." in rendered
-    assert "| benchmark | 8,192 × 32 | 0.501 | `f00df00df00df00d…` | 1,100,000 | 2,000,000 |" in rendered
+    assert (
+        "| benchmark | 8,192 × 32 | 0.501 | `f00df00df00df00d…` | 1,100,000 | 2,000,000 | generated: seed " in rendered
+    )
     assert "0123456789abcdef (uncommitted changes)" in rendered
     assert "Ubuntu 24.04 (x86_64)" in rendered
     assert "seed 20261020" in rendered
@@ -1036,4 +1038,23 @@ def test_a_counted_model_has_its_own_step_6_and_gpu_bound_words(train_records, l
     assert "Bound: Adam fp32 4·P·4" not in counted
     assert "Bound: your model's parameters, gradients and optimizer state as counted (`tables/model_profile.json`)" in (
         counted
+    )
+
+
+def test_the_data_section_names_where_each_data_set_came_from():
+    """Issue 27: generated data with its settings; your own files by name, each with its sha256."""
+    from accel_choice.records.data import BenchmarkGenerator, NorthstarGenerator, UserBenchmarkSource
+    from accel_choice.render import data as data_words
+
+    own = UserBenchmarkSource(
+        kind="arrays", files=("x.npy", "y.npy"), sha256=("a" * 64, "b" * 64), rows=10, sample_shape=(3,), seed=7
+    )
+    assert data_words.source_words(own) == (
+        "your arrays: `x.npy` (sha256 `aaaaaaaaaaaaaaaa…`), `y.npy` (sha256 `bbbbbbbbbbbbbbbb…`)"
+    )
+    assert data_words.source_words(BenchmarkGenerator(rows=10, features=3, noise=0.2, seed=7)) == (
+        "generated: seed 7, noise 0.2"
+    )
+    assert data_words.source_words(NorthstarGenerator(rows=10, late_rate=0.2, seed=7)) == (
+        "generated: seed 7, late rate 0.2"
     )

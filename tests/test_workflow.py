@@ -1206,6 +1206,9 @@ def test_an_example_reruns_what_its_data_and_model_change_and_nothing_of_the_cas
 
 def test_the_residual_mlp_example_reports_counted_figures_matching_a_count_by_hand(residual_mlp: dict) -> None:
     results = residual_mlp["workdir"] / "results"
+    # Issue 27: the report names the file the benchmark data came from, with its sha256
+    data = (results / "REPORT.md").read_text().split("## Data", 1)[1]
+    assert "| your table: `" in data and "orders" in data and "(sha256 `" in data
     profile = read(results / "tables/model_profile.json")
     assert profile["model"] == "models.residual_mlp:build" and profile["widths"] is None
     assert profile["input_shape"] == [19] and profile["optimizer"] == "adamw"

@@ -389,6 +389,7 @@ def data_table(datasets: Sequence[tuple[DatasetMeta, DatasetExport]]) -> DataTab
                 parquet_sha256=parquet.sha256,
                 csv_bytes=csv.bytes,
                 csv_sha256=csv.sha256,
+                source=meta.generator,
             )
         )
     return DataTable(table=tuple(rows))

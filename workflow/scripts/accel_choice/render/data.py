@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from accel_choice.io import paths
+from accel_choice.records.data import BenchmarkGenerator, NorthstarGenerator, UserBenchmarkSource
 from accel_choice.records.decision import DataTable
 from accel_choice.records.environment import EnvironmentReport
 from accel_choice.records.loads import LoadCell, VisibleDevices
@@ -53,12 +54,32 @@ def data_section(data: DataTable) -> str:
             f"`{r.matrix_sha256[:16]}…`",
             f"{r.parquet_bytes:,}",
             f"{r.csv_bytes:,}",
+            source_words(r.source),
         )
         for r in data.table
     ]
     return "## Data\n\n" + table(
-        ("dataset", "rows × features", "positive rate", "sha256 of fp32 matrix", "Parquet bytes", "CSV bytes"), rows
+        (
+            "dataset",
+            "rows × features",
+            "positive rate",
+            "sha256 of fp32 matrix",
+            "Parquet bytes",
+            "CSV bytes",
+            "source",
+        ),
+        rows,
     )
+
+
+def source_words(source: BenchmarkGenerator | NorthstarGenerator | UserBenchmarkSource) -> str:
+    """Where a data set came from: generated with its settings, or your own files, each with its sha256."""
+    if isinstance(source, UserBenchmarkSource):
+        files = ", ".join(f"`{name}` (sha256 `{digest[:16]}…`)" for name, digest in zip(source.files, source.sha256))
+        return f"your {source.kind}: {files}"
+    if isinstance(source, BenchmarkGenerator):
+        return f"generated: seed {source.seed}, noise {source.noise:g}"
+    return f"generated: seed {source.seed}, late rate {source.late_rate:g}"
 
 
 def load_section(load_table: Sequence[LoadCell]) -> str:
