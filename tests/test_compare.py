@@ -1480,10 +1480,14 @@ def test_the_comparison_states_the_slowdown_it_could_catch_and_the_gate_raises_i
             ta.epoch_s_jobs, tb.epoch_s_jobs, 1 + row["noise_floor"], row["confidence"]
         )
     assert gated.detectable["epoch_s"]["best"] > 1.5 > found["worst"]  # a 50 % gate sees nothing below 50 %
+    # ... and how many repeats a side a typical row would need to catch a 10 % slowdown
+    assert found["sized_for"] == 1.1 and (found["jobs_to_catch"] is None or found["jobs_to_catch"] >= 2)
+    assert gated.detectable["epoch_s"]["jobs_to_catch"] is None  # 10 % never gets past a 50 % gate
     assert compare_results.main([str(first), str(second), "--out", str(tmp_path / "cmp")]) == 0
     out = capsys.readouterr().out
     assert "Epoch time: this comparison would catch a slowdown of B of at least" in out
     assert "with 80 % power" in out
+    assert "Catching a 10 % slowdown in a typical row would take about" in out or "Even 200 repeats a side" in out
     assert "## What this comparison could see" in (tmp_path / "cmp" / "comparison.md").read_text()
 
 
@@ -1505,3 +1509,14 @@ def test_a_machine_that_ran_slower_is_seen_through_the_two_runs_sentinels(tmp_pa
     (cpu,) = moved.machine_speed
     assert cpu["outcome"] == "A faster" and cpu["ratio_ci_low"] > 1.2
     assert _mentioning(moved, "the machines themselves ran at different speeds: the cpu sentinel")
+
+
+def test_the_repeats_to_catch_a_slowdown_grow_with_the_spread_and_shrink_with_the_slowdown():
+    rng = np.random.default_rng(3)
+    steady = [[float(x)] for x in rng.lognormal(0, 0.03, 4)]
+    drifting = [[float(x)] for x in rng.lognormal(0, 0.15, 4)]
+    quiet = job_intervals.jobs_to_detect(steady, steady, 1.10)
+    noisy = job_intervals.jobs_to_detect(drifting, drifting, 1.10)
+    assert quiet is not None and noisy is not None and 2 <= quiet < noisy
+    assert job_intervals.jobs_to_detect(drifting, drifting, 1.30) < noisy
+    assert job_intervals.jobs_to_detect(steady, steady, 1.10, beyond=1.2) is None  # nothing to catch beyond 20 %

@@ -23,6 +23,7 @@ from accel_choice.analyze.job_intervals import gate_fails, outcome, ratio_interv
 from accel_choice.analyze.compare_match import (
     METRIC_NAMES,
     OUTCOME_WORDS,
+    SIZED_FOR,
     TIME_METRICS,
     choose_full_path_format,
     comparison_rows,
@@ -55,8 +56,17 @@ class Comparison:
         found: dict[str, Any] = {}
         for name in TIME_METRICS:
             ratios = sorted(r[f"{name}_detectable_ratio"] for r in self.rows if r[f"{name}_detectable_ratio"])
+            jobs = sorted(r[f"{name}_jobs_to_catch"] or math.inf for r in self.rows if r[f"{name}_detectable_ratio"])
             found[name] = (
-                {"best": ratios[0], "median": statistics.median(ratios), "worst": ratios[-1], "rows": len(ratios)}
+                {
+                    "best": ratios[0],
+                    "median": statistics.median(ratios),
+                    "worst": ratios[-1],
+                    "rows": len(ratios),
+                    # repeats a side for a typical row to catch a slowdown of SIZED_FOR (None: more than 200)
+                    "jobs_to_catch": _finite(statistics.median_low(jobs)),
+                    "sized_for": SIZED_FOR,
+                }
                 if ratios
                 else None
             )
@@ -186,6 +196,10 @@ def compare(
         warnings=warnings,
         machine_speed=machine,
     )
+
+
+def _finite(value: float) -> int | None:
+    return None if math.isinf(value) else int(value)
 
 
 def machine_speed(a: ResultsFolder, b: ResultsFolder) -> list[dict[str, Any]]:

@@ -11,7 +11,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from accel_choice import records
-from accel_choice.analyze.job_intervals import detectable_ratio, outcome, ratio_interval, simultaneous_level
+from accel_choice.analyze.job_intervals import (
+    detectable_ratio,
+    jobs_to_detect,
+    outcome,
+    ratio_interval,
+    simultaneous_level,
+)
 from accel_choice.records.estimate import Estimate
 from accel_choice.io import envinfo
 from accel_choice.io.results_folder import ResultsFolder
@@ -22,6 +28,8 @@ PREFERRED_FORMAT = "parquet"
 TIME_METRICS = ("epoch_s", "eval_s")
 METRIC_NAMES = {"epoch_s": "epoch time", "eval_s": "eval time"}
 OUTCOME_WORDS = {"b_faster": "B faster", "a_faster": "A faster", "no_difference": "no measurable difference"}
+# The slowdown a design is sized for: how many repeats a side would catch B this much slower (80 % power).
+SIZED_FOR = 1.10
 NO_INTERVAL = "no interval"  # the full path: sums of medians, nothing to resample
 CI = ("ci_low", "ci_high")  # a side's own interval, from its table
 MIN_MAX = ("min", "max")
@@ -180,14 +188,12 @@ def _row(
         row.update(_side_columns(name, "b", _estimate_values(tb, name), CI))
         estimate, words = time_ratio(name, ta, tb, floor or 0.0, level) if both else (None, None)  # type: ignore[arg-type]
         row.update(_ratio_columns(name, estimate, words))
-        # The slowdown of B this row would catch with 80 % power: beyond the noise floor and the gate.
-        row[f"{name}_detectable_ratio"] = (
-            detectable_ratio(
-                getattr(ta, f"{name}_jobs"), getattr(tb, f"{name}_jobs"), 1 + max(floor or 0.0, gate / 100), level
-            )
-            if both
-            else None
-        )
+        # The slowdown of B this row would catch with 80 % power beyond the noise floor and the gate, and the
+        # repeats a side that would catch one of SIZED_FOR.
+        beyond = 1 + max(floor or 0.0, gate / 100)
+        jobs = (getattr(ta, f"{name}_jobs"), getattr(tb, f"{name}_jobs")) if both else None  # type: ignore[union-attr]
+        row[f"{name}_detectable_ratio"] = detectable_ratio(*jobs, beyond, level) if jobs else None  # type: ignore[arg-type]
+        row[f"{name}_jobs_to_catch"] = jobs_to_detect(*jobs, SIZED_FOR, beyond, level) if jobs else None  # type: ignore[arg-type]
         epoch = estimate if name == "epoch_s" else epoch
     row.update(_side_columns("samples_per_s", "a", _estimate_values(ta, "samples_per_s"), CI))
     row.update(_side_columns("samples_per_s", "b", _estimate_values(tb, "samples_per_s"), CI))

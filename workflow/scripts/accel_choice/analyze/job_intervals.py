@@ -153,28 +153,49 @@ def detectable_ratio(
     return beyond * math.exp(quantiles * se)
 
 
+def _pooled_spread(la: np.ndarray, lb: np.ndarray) -> float:
+    """The two sides' pooled standard deviation of log job medians."""
+    return math.sqrt(
+        ((len(la) - 1) * np.var(la, ddof=1) + (len(lb) - 1) * np.var(lb, ddof=1)) / (len(la) + len(lb) - 2)
+    )
+
+
+def _jobs_for(distance: float, spread: float, level: float, power: float, most: int) -> int | None:
+    """The fewest jobs a side with (t(1 - α/2) + t(power)) · spread · √(2/n) below `distance` (log scale, 2n - 2
+    degrees of freedom): a two-sample t test's sample size. None past `most`, or with nothing to go on."""
+    if distance <= 0 or spread == 0:
+        return None
+    for n in range(2, most + 1):
+        quantiles = float(stats.t.ppf(1 - (1 - level) / 2, 2 * n - 2)) + float(stats.t.ppf(power, 2 * n - 2))
+        if quantiles * spread * math.sqrt(2 / n) < distance:
+            return n
+    return None
+
+
 def jobs_to_settle(
     a: Groups, b: Groups, threshold: float, level: float = 0.95, power: float = 0.8, most: int = 200
 ) -> int | None:
     """How many jobs a side needs for the B/A interval to clear `threshold` with probability `power`, from
-    the jobs' observed spread: the fewest n with (t(1 - α/2) + t(power)) · s · √(2/n) below the distance
-    from the ratio to the threshold on the log scale (2n - 2 degrees of freedom; s: the two sides' pooled
-    spread of log job medians) - the sample size of a two-sample t test. None when that takes more than
-    `most` jobs, or when the ratio is the threshold or nothing varied."""
+    the jobs' observed spread: the distance from the ratio to the threshold on the log scale, at the sample
+    size of a two-sample t test (`_jobs_for`). None when that takes more than `most` jobs, or when the ratio
+    is the threshold or nothing varied."""
     la, lb = job_logs(a), job_logs(b)
+    if len(la) + len(lb) < 3:
+        return None
     distance = abs(float(np.mean(lb) - np.mean(la)) - math.log(threshold))
-    if len(la) + len(lb) < 3 or distance == 0:
+    return _jobs_for(distance, _pooled_spread(la, lb), level, power, most)
+
+
+def jobs_to_detect(
+    a: Groups, b: Groups, slowdown: float, beyond: float = 1.0, level: float = 0.95, power: float = 0.8, most: int = 200
+) -> int | None:
+    """How many jobs a side would let a comparison of jobs spread like `a` and `b` catch a true B/A of
+    `slowdown` beyond `beyond` (the noise floor and the gate) with probability `power`. None past `most` jobs,
+    or where `slowdown` does not exceed `beyond`."""
+    la, lb = job_logs(a), job_logs(b)
+    if len(la) + len(lb) < 3:
         return None
-    pooled = math.sqrt(
-        ((len(la) - 1) * np.var(la, ddof=1) + (len(lb) - 1) * np.var(lb, ddof=1)) / (len(la) + len(lb) - 2)
-    )
-    if pooled == 0:
-        return None
-    for n in range(2, most + 1):
-        quantiles = float(stats.t.ppf(1 - (1 - level) / 2, 2 * n - 2)) + float(stats.t.ppf(power, 2 * n - 2))
-        if quantiles * pooled * math.sqrt(2 / n) < distance:
-            return n
-    return None
+    return _jobs_for(math.log(slowdown) - math.log(beyond), _pooled_spread(la, lb), level, power, most)
 
 
 def outcome(ratio: Estimate, noise_floor: float = 0.0) -> Outcome:

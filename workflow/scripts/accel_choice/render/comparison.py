@@ -226,7 +226,14 @@ def sensitivity_lines(result: Comparison) -> list[str]:
             f"{METRIC_NAMES[name].capitalize()}: this comparison would catch a slowdown of {b} of at least "
             f"{_percent(found['median'])} in a typical row (median of {found['rows']}; the most sensitive row "
             f"{_percent(found['best'])}, the least {_percent(found['worst'])}) with 80 % power; smaller ones pass as "
-            "no measurable difference. More repeats (timing.repeats) on both sides narrow it."
+            "no measurable difference. "
+            + (
+                f"Catching a {_percent(found['sized_for'])} slowdown in a typical row would take about "
+                f"{found['jobs_to_catch']} repeats a side (timing.repeats)."
+                if found["jobs_to_catch"]
+                else f"Even 200 repeats a side would not catch a {_percent(found['sized_for'])} slowdown in a "
+                "typical row beyond its noise floor and the gate."
+            )
         )
     for m in result.machine_speed:
         lines.append(
