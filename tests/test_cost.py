@@ -27,6 +27,8 @@ def comparison(speedup: float, low: float, high: float) -> DeviceComparison:
         cpu=CPU,
         gpu=GPU,
         speedup=Estimate(point=speedup, low=low, high=high, level=0.95, method=BOOTSTRAP, jobs=3),
+        epochs=1,
+        speedup_per_epoch=Estimate(point=speedup, low=low, high=high, level=0.95, method=BOOTSTRAP, jobs=3),
         speedup_without_startup=speedup,
         threshold=1.5,
         gpu_wins=low > 1.5,

@@ -11,7 +11,16 @@ import statistics
 import pytest
 
 from accel_choice.analyze.figures import Figures
-from accel_choice.analyze import aggregate, decision, decision_intervals, fullpath, job_intervals, loads, theory
+from accel_choice.analyze import (
+    aggregate,
+    decision,
+    decision_intervals,
+    decision_tables,
+    fullpath,
+    job_intervals,
+    loads,
+    theory,
+)
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import tables
 from accel_choice.records.decision import Decision
@@ -311,7 +320,7 @@ def _datasets():
         "parquet": exported_file("parquet", bytes=1_100_000, sha256="c" * 64),
         "csv": exported_file("csv", bytes=2_000_000, sha256="d" * 64),
     }
-    return decision.data_table(
+    return decision_tables.data_table(
         [
             (
                 dataset_meta(
@@ -349,7 +358,7 @@ def _inputs(train_records, load_table, *, env, probe=None, transfers=None, accel
         decision=decided,
         environment=environment_report(env, os="Ubuntu 24.04 (x86_64)"),
         data=_datasets(),
-        theory=decision.theory_table(table, Figures(WIDTHS), ROWS, BATCH_SIZES, 8),
+        theory=decision_tables.theory_table(table, Figures(WIDTHS), ROWS, BATCH_SIZES, 8),
         train_table=table,
         non_finite=aggregate.non_finite_runs(train_records),
         load_table=load_table,
@@ -1058,3 +1067,27 @@ def test_the_data_section_names_where_each_data_set_came_from():
     assert data_words.source_words(NorthstarGenerator(rows=10, late_rate=0.2, seed=7)) == (
         "generated: seed 7, late rate 0.2"
     )
+
+
+def test_one_off_costs_are_paid_once_over_the_epochs_the_job_trains(train_records, load_table):
+    """Issue 25 item 4: over 1 epoch the GPU's start-up and copies weigh; over 20 epochs the speedup nears the
+    per-epoch one, which is stated beside it; the epochs default to what the Northstar selection needed."""
+    table, rows, _ = _gpu_case(train_records, load_table, "gpu_wins", startup=0.05)
+    one = decision.compare_devices(rows, 1.5, table)
+    many = decision.compare_devices(rows, 1.5, table, epochs=20)
+    assert (one.epochs, many.epochs) == (1, 20)
+    assert one.speedup_per_epoch.point == pytest.approx(many.speedup_per_epoch.point)  # (its level: the family)
+    assert one.speedup.point < 1 < many.speedup.point < many.speedup_per_epoch.point  # the start-up, repaid
+    by_key = {cell.key: cell for cell in table}
+    twenty = [decision_intervals.full_path_jobs(row, by_key[row.key], 20) for row in (many.gpu, many.cpu)]
+    assert many.speedup == job_intervals.ratio_interval(*twenty, level=many.speedup.level)
+    v = _verdict(table, rows, probe=GPU_PROBE, epochs=20)
+    assert "Measured full path of 20 epochs (gpu.epochs or Northstar's), each side's one-off costs" in words.claim(v)
+    assert f"each further epoch {many.speedup_per_epoch.point:.2f}×" in words.claim(v)
+
+
+def test_the_epochs_default_to_what_the_northstar_selection_needed():
+    from builders_northstar import time_to_target_record
+
+    reached = time_to_target_record()  # B=16 reaches the target at epoch 2; B=64 does not
+    assert decision.epochs_to_target(reached) == next(r.epoch for r in reached.rows if r.run == reached.fastest)

@@ -31,6 +31,8 @@ rule decide:
         load_convert=results(paths.LOAD_CONVERT_TABLE),
         probe=results(paths.DEVICE_PROBE),
         profile=results(paths.MODEL_PROFILE),
+        # the epochs the Northstar selection needed: the default of gpu.epochs
+        time_to_target=results(paths.TIME_TO_TARGET),
         code=code("decide.py"),
     output:
         decision=results(paths.DECISION),
@@ -55,6 +57,7 @@ rule decide:
         bandwidth_gb_s=config["report"]["bandwidth_gb_s"],
         accelerator=config["accelerator"],
         speedup_threshold=config["gpu"]["speedup_threshold"],
+        epochs=config["gpu"]["epochs"],
         noise=NOISE_RULES,
     script:
         "../scripts/decide.py"

@@ -1,7 +1,7 @@
 """Rule decide: the full path, the decision sheet, the verdict and the derived tables, as records."""
 
 from accel_choice import records
-from accel_choice.analyze import aggregate, decision, fullpath, trust
+from accel_choice.analyze import aggregate, decision, decision_tables, fullpath, trust
 from accel_choice.analyze.figures import Figures
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import atomic, envinfo, tables
@@ -11,6 +11,7 @@ from accel_choice.records.decision import Decision, DecisionSheet, FullPathTable
 from accel_choice.records.environment import EnvironmentReport
 from accel_choice.records.model import ModelProfile
 from accel_choice.records.loads import DeviceProbe, LoadTable, TransferTable
+from accel_choice.records.time_to_target import TimeToTarget
 from accel_choice.records.training import TrainingTable
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output
@@ -53,6 +54,8 @@ with job(snakemake.log[0], snakemake.threads) as log:
         noise_floor=cpu_table.sentinel.noise_floor,
         # Every timing job of the training tables, the flagged ones, and whether the run was contaminated.
         trust=trust.run_trust(list(zip(("cpu", "gpu"), measured)), NoiseRules(**p.noise).bad_run_share),
+        # The epochs the real job trains: gpu.epochs, or what the Northstar selection's fastest run needed.
+        epochs=p.epochs or decision.epochs_to_target(records.read(TimeToTarget, inp.time_to_target)),
     )
     atomic.write_record(
         out.decision,
@@ -79,10 +82,10 @@ with job(snakemake.log[0], snakemake.threads) as log:
             for s in sheet
         ],
     )
-    theory = decision.theory_table(train_table, figures, p.rows, p.batch_sizes, p.bandwidth_gb_s)
+    theory = decision_tables.theory_table(train_table, figures, p.rows, p.batch_sizes, p.bandwidth_gb_s)
     atomic.write_record(out.theory_json, theory)
     tables.write_csv(out.theory_csv, theory.table)
-    data = decision.data_table(
+    data = decision_tables.data_table(
         [
             (records.read(DatasetMeta, meta), records.read(DatasetExport, export))
             for meta, export in zip(inp.metas, inp.exports)

@@ -1,8 +1,9 @@
 """Cost per epoch and per time-to-target at the user's prices, and whether the faster device is
 also the cheaper one: decided by intervals, never by two medians alone.
 
-Per epoch: the GPU's cost over the CPU's is price ratio / speedup, so its interval is the price
-ratio over the speedup's bootstrap interval (the prices are exact). To target: each device's
+Per epoch: the GPU's cost over the CPU's is price ratio / the speedup of each further epoch (training and
+evaluation, DeviceComparison.speedup_per_epoch), so its interval is the price ratio over that speedup's
+interval (the prices are exact). To target: each device's
 fastest run has its own interval of seconds; one device is cheaper only when the two cost
 intervals do not overlap.
 """
@@ -90,21 +91,21 @@ def cost_table(
         )
     gpu = cost_line(comparison.gpu.device, gpu_price, comparison.gpu, target)
     price_ratio = gpu_price / per_hour["cpu"]
-    low, high = price_ratio / comparison.speedup.high, price_ratio / comparison.speedup.low
+    low, high = price_ratio / comparison.speedup_per_epoch.high, price_ratio / comparison.speedup_per_epoch.low
     return CostTable(
         currency=currency,
         lines=(lines[0], gpu),
         unpriced=(),
-        confidence=comparison.speedup.level,
-        speedup=comparison.speedup,
+        confidence=comparison.speedup_per_epoch.level,
+        speedup=comparison.speedup_per_epoch,
         price_ratio=price_ratio,
         cost_ratio=Estimate(
-            point=price_ratio / comparison.speedup.point,
+            point=price_ratio / comparison.speedup_per_epoch.point,
             low=low,
             high=high,
-            level=comparison.speedup.level,
-            method=f"price ratio over the speedup's interval ({comparison.speedup.method})",
-            jobs=comparison.speedup.jobs,
+            level=comparison.speedup_per_epoch.level,
+            method=f"price ratio over the speedup's interval ({comparison.speedup_per_epoch.method})",
+            jobs=comparison.speedup_per_epoch.jobs,
         ),
         epoch_outcome=side_of_one(low, high),
         target_outcome=disjoint(lines[0], gpu),

@@ -10,19 +10,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from accel_choice.analyze.figures import Figures
-from accel_choice.analyze import theory
-from accel_choice.analyze.job_intervals import jobs_to_settle
+from accel_choice.analyze.job_intervals import jobs_to_settle, ratio_interval, simultaneous_level
 from accel_choice.analyze.decision_intervals import (
     contenders,
     fastest_ties,
     full_path_jobs,
+    per_epoch_jobs,
     speedup_estimate,
     step_scaling,
 )
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.records.decision import (
-    DataRow,
-    DataTable,
     DeviceComparison,
     EvidenceValue,
     FastestEpoch,
@@ -34,14 +32,12 @@ from accel_choice.records.decision import (
     Reason,
     SheetStep,
     StepScaling,
-    TheoryRow,
-    TheoryTable,
     RunTrust,
     Verdict,
 )
-from accel_choice.records.data import DatasetExport, DatasetMeta
 from accel_choice.records.environment import Environment
 from accel_choice.records.loads import LoadCell, TransferTable, VisibleDevices
+from accel_choice.records.time_to_target import TimeToTarget
 from accel_choice.records.training import FullPathRow, TrainingCell, variant_fields
 
 
@@ -188,9 +184,10 @@ def compare_devices(
     threshold: float,
     cells: Sequence[TrainingCell] = (),
     rules: NoiseRules = NoiseRules(),
+    epochs: int = 1,
 ) -> DeviceComparison | None:
-    """Each device's fastest one-epoch full path with its start-up, the speedup CPU/GPU with its
-    t interval (decision_intervals.speedup_estimate, from `cells`) held at the level of a family as large
+    """Each device's fastest full path over `epochs` epochs (one-off costs and start-up paid once), the
+    speedup CPU/GPU with its t interval (decision_intervals.speedup_estimate, from `cells`) held at the level of a family as large
     as the pairs of paths that could have been the two fastest (decision_intervals.contenders), whether
     the GPU wins (the whole interval above `threshold`), and after how many epochs the GPU's per-epoch
     gain repays its larger one-off costs (start-up, resident copy, load)."""
@@ -198,10 +195,17 @@ def compare_devices(
     gpu = [r for r in full_path_rows if r.device != "cpu"]
     if not cpu or not gpu:
         return None
-    best_cpu = min(cpu, key=lambda r: r.total_with_startup_s)
-    best_gpu = min(gpu, key=lambda r: r.total_with_startup_s)
-    family = contenders(cpu, best_cpu, cells, rules.confidence) * contenders(gpu, best_gpu, cells, rules.confidence)
-    speedup = speedup_estimate(best_cpu, best_gpu, cells, rules, family)
+    best_cpu, best_gpu = (min(rows, key=lambda r: r.one_off_s + epochs * r.per_epoch_s) for rows in (cpu, gpu))
+    family = contenders(cpu, best_cpu, cells, rules.confidence, epochs) * contenders(
+        gpu, best_gpu, cells, rules.confidence, epochs
+    )
+    speedup = speedup_estimate(best_cpu, best_gpu, cells, rules, family, epochs)
+    by_variant = {c.key: c for c in cells}
+    per_epoch = ratio_interval(
+        per_epoch_jobs(by_variant[best_gpu.key]),
+        per_epoch_jobs(by_variant[best_cpu.key]),
+        level=simultaneous_level(rules.confidence, family),
+    )
     # The GPU row that repays its extra one-off costs soonest: not always the fastest one-epoch
     # path (a resident copy costs once what a streamed path pays every epoch).
     repaid = [
@@ -214,12 +218,21 @@ def compare_devices(
         cpu=best_cpu,
         gpu=best_gpu,
         speedup=speedup,
+        epochs=epochs,
+        speedup_per_epoch=per_epoch,
         speedup_without_startup=best_cpu.total_s / best_gpu.total_s,
         threshold=threshold,
         gpu_wins=speedup.low > threshold,
         break_even_epochs=soonest[0] if soonest else None,
         break_even_gpu=soonest[1] if soonest else None,
     )
+
+
+def epochs_to_target(selection: TimeToTarget) -> int:
+    """The epochs a real job trains, as the Northstar selection measured them: its fastest run's epochs to the
+    target; where none reached it, the most any run trained before stopping."""
+    fastest = next((row for row in selection.rows if row.run == selection.fastest and row.epoch), None)
+    return fastest.epoch if fastest else max(row.stopped_epoch for row in selection.rows)
 
 
 def memory_check(
@@ -260,6 +273,7 @@ def verdict(
     rules: NoiseRules = NoiseRules(),
     noise_floor: float | None = None,
     trust: RunTrust | None = None,
+    epochs: int = 1,
 ) -> Verdict:
     """GPU only when it was measured and its full-path speedup interval lies wholly above `threshold`;
     CPU when the interval lies at or below it; undecided when it straddles it, with the jobs per side that
@@ -270,7 +284,7 @@ def verdict(
     best = min((r for r in full_path_rows if r.device == "cpu"), key=lambda r: r.total_s)
     fastest = min(cpu_train, key=lambda r: r.epoch_s.point)
     flop = figures.epoch_flops_3x(fastest.samples, fastest.batch_size)
-    comparison = compare_devices(full_path_rows, threshold, train_table, rules)
+    comparison = compare_devices(full_path_rows, threshold, train_table, rules, epochs)
     settle = None
     if comparison is None:
         reason: Reason = "gpu_visible_not_measured" if gpu.visible else "no_gpu_visible"
@@ -285,8 +299,8 @@ def verdict(
         reason, outcome = "interval_straddles_threshold", "undecided"
         by_variant = {c.key: c for c in train_table}
         settle = jobs_to_settle(
-            full_path_jobs(comparison.gpu, by_variant[comparison.gpu.key]),
-            full_path_jobs(comparison.cpu, by_variant[comparison.cpu.key]),
+            full_path_jobs(comparison.gpu, by_variant[comparison.gpu.key], epochs),
+            full_path_jobs(comparison.cpu, by_variant[comparison.cpu.key], epochs),
             threshold,
             rules.confidence,
         )
@@ -327,69 +341,3 @@ def _undecided_if(scaling: StepScaling | None, trust: RunTrust | None) -> StepSc
     if scaling is None or trust is None or not trust.contaminated:
         return scaling
     return dataclasses.replace(scaling, growth="undecided", overhead_bound=False)
-
-
-def theory_table(
-    train_table: Sequence[TrainingCell],
-    figures: Figures,
-    rows: int,
-    batch_sizes: Sequence[int],
-    bandwidth_gb_s: float,
-) -> TheoryTable:
-    """The estimates per batch size (the textbook's formulas, or counts for a user's model), with the
-    achieved rate of the measured fast-path epoch."""
-    # Per batch size the fastest thread count's fast-path cell (timing.threads may hold several).
-    measured: dict[tuple[int, str], TrainingCell] = {}
-    for r in sorted((r for r in train_table if r.device == "cpu" and not r.compiled), key=lambda r: -r.epoch_s.point):
-        measured[(r.batch_size, r.loader)] = r
-    table = []
-    for b in batch_sizes:
-        fast = measured.get((b, "fastpath"))
-        table.append(
-            TheoryRow(
-                batch_size=b,
-                steps_per_epoch=theory.steps_per_epoch(rows, b),
-                forward_flop_per_batch=figures.forward_flops(b),
-                forward_backward_flop_per_batch_3x=figures.step_flops_3x(b),
-                forward_backward_flop_per_batch_counted=figures.step_flops_counted(b),
-                forward_backward_flop_per_epoch_3x=figures.epoch_flops_3x(rows, b),
-                forward_activation_bytes_per_batch=figures.activation_bytes(b),
-                batch_transfer_s_assumed=theory.transfer_seconds(b * figures.sample_bytes, bandwidth_gb_s),
-                achieved_gflop_per_s_3x=figures.epoch_flops_3x(rows, b) / fast.epoch_s.point / 1e9 if fast else None,
-            )
-        )
-    matrix_bytes = rows * figures.sample_bytes
-    return TheoryTable(
-        model=figures.model,
-        figures=figures.source,
-        widths=figures.widths,
-        params=figures.params,
-        adam_fp32_bytes=figures.state_bytes,
-        input_bytes=matrix_bytes,
-        rows=rows,
-        bandwidth_gb_s=bandwidth_gb_s,
-        input_transfer_s_assumed=theory.transfer_seconds(matrix_bytes, bandwidth_gb_s),
-        table=tuple(table),
-    )
-
-
-def data_table(datasets: Sequence[tuple[DatasetMeta, DatasetExport]]) -> DataTable:
-    """One row per data set from its generation metadata and export record (the pairs, in order)."""
-    rows = []
-    for meta, export in datasets:
-        parquet, csv = export.files["parquet"], export.files["csv"]
-        rows.append(
-            DataRow(
-                dataset=meta.name,
-                rows=meta.rows,
-                features=len(meta.feature_columns),
-                positive_rate=meta.positive_rate,
-                matrix_sha256=meta.matrix_sha256,
-                parquet_bytes=parquet.bytes,
-                parquet_sha256=parquet.sha256,
-                csv_bytes=csv.bytes,
-                csv_sha256=csv.sha256,
-                source=meta.generator,
-            )
-        )
-    return DataTable(table=tuple(rows))

@@ -18,24 +18,37 @@ def _epoch_and_eval(cell: TrainingCell) -> list[list[float]]:
     return [[t + e for t, e in zip(train, ev)] for train, ev in zip(cell.epoch_s_jobs, cell.eval_s_jobs)]
 
 
-def full_path_jobs(row: FullPathRow, cell: TrainingCell) -> list[list[float]]:
-    """Each timing job's full path of one epoch: the row's one-off costs (load, conversion, copies,
-    start-up: medians of their own jobs) plus that job's epochs of training + evaluation."""
-    return [[row.one_off_s + t for t in job] for job in _epoch_and_eval(cell)]
+def full_path_jobs(row: FullPathRow, cell: TrainingCell, epochs: int = 1) -> list[list[float]]:
+    """Each timing job's full path of `epochs` epochs: the row's one-off costs (load, conversion, copies,
+    start-up: medians of their own jobs) paid once, plus `epochs` × that job's training + evaluation epoch."""
+    return [[row.one_off_s + epochs * t for t in job] for job in _epoch_and_eval(cell)]
 
 
-def contenders(rows: Sequence[FullPathRow], best: FullPathRow, cells: Sequence[TrainingCell], level: float) -> int:
-    """How many of one device's full paths `rows` could have been its fastest, `best` among them
-    (job_intervals.contenders on each row's per-job full paths)."""
+def per_epoch_jobs(cell: TrainingCell) -> list[list[float]]:
+    """Each timing job's training + evaluation epochs: what a longer job repeats, without its one-off costs."""
+    return _epoch_and_eval(cell)
+
+
+def contenders(
+    rows: Sequence[FullPathRow], best: FullPathRow, cells: Sequence[TrainingCell], level: float, epochs: int = 1
+) -> int:
+    """How many of one device's full paths `rows` could have been its fastest over `epochs` epochs, `best`
+    among them (job_intervals.contenders on each row's per-job full paths)."""
     by_variant = {c.key: c for c in cells}
-    jobs = [full_path_jobs(row, by_variant[row.key]) for row in rows]
+    jobs = [full_path_jobs(row, by_variant[row.key], epochs) for row in rows]
     return job_intervals.contenders(jobs, rows.index(best), level)
 
 
 def speedup_estimate(
-    cpu: FullPathRow, gpu: FullPathRow, cells: Sequence[TrainingCell], rules: NoiseRules, family: int = 1
+    cpu: FullPathRow,
+    gpu: FullPathRow,
+    cells: Sequence[TrainingCell],
+    rules: NoiseRules,
+    family: int = 1,
+    epochs: int = 1,
 ) -> Estimate:
-    """CPU/GPU full-path time of one epoch, each side with its start-up, with its t interval (Welch: the
+    """CPU/GPU full-path time of `epochs` epochs, each side's one-off costs and start-up paid once, with its t
+    interval (Welch: the
     two sides ran in different jobs) at the level of a family of `family` comparisons (see `contenders`).
 
     Each job's training + evaluation is its own; the load, conversion, copies and start-up are medians
@@ -43,8 +56,8 @@ def speedup_estimate(
     """
     by_variant = {c.key: c for c in cells}
     return ratio_interval(
-        full_path_jobs(gpu, by_variant[gpu.key]),
-        full_path_jobs(cpu, by_variant[cpu.key]),
+        full_path_jobs(gpu, by_variant[gpu.key], epochs),
+        full_path_jobs(cpu, by_variant[cpu.key], epochs),
         level=simultaneous_level(rules.confidence, family),
     )
 

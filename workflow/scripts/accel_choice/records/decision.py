@@ -171,13 +171,16 @@ class MemoryCheck:
 
 @record
 class DeviceComparison:
-    """Each device's fastest full path of one epoch, the GPU with its fixed start-up, and the speedup
-    CPU/GPU with its bootstrap interval (training and evaluation epochs resampled by job, then epoch;
-    the load, conversion, copy and start-up medians held fixed)."""
+    """Each device's fastest full path over `epochs` epochs (its one-off costs and start-up paid once) and
+    the speedup CPU/GPU with its interval (Welch t on the per-job full paths: each job's training and
+    evaluation epochs, the load, conversion, copy and start-up medians held fixed), beside the speedup
+    per further epoch."""
 
     cpu: FullPathRow
     gpu: FullPathRow
-    speedup: Estimate  # its jobs: the timing repeats the interval rests on (the side with fewer)
+    speedup: Estimate  # over `epochs` epochs, one-off costs paid once; its jobs: the repeats it rests on
+    epochs: PositiveCount  # the epochs the real job trains (gpu.epochs, or the Northstar selection's)
+    speedup_per_epoch: Estimate  # training + evaluation only: what each further epoch gains
     speedup_without_startup: Positive
     threshold: Positive
     gpu_wins: bool  # the whole interval above the threshold
@@ -260,7 +263,7 @@ class GpuMemory(Variant):
     epoch_over_bound: NonNegative | None
 
 
-@record(schema="decision", version=6)
+@record(schema="decision", version=7)
 class Decision:
     """tables/decision.json: the verdict, the decision sheet and the full path it rests on."""
 

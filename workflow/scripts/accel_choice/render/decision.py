@@ -67,12 +67,14 @@ def claim(verdict: Verdict) -> str:
         return f"{gpu_line(verdict.gpu)}, but no GPU timing was taken in this run: no speedup is claimed."
     c = verdict.comparison
     assert c is not None
+    span, e = ("one epoch", c.epochs) if c.epochs == 1 else (f"{c.epochs} epochs (gpu.epochs or Northstar's)", c.epochs)
     measured = (
-        f"Measured full path of one epoch, each side's one-off start-up included: best CPU ({path_name(c.cpu)}) "
-        f"{ms(c.cpu.total_with_startup_s)} ms, of which {ms(c.cpu.startup_s)} ms start-up, vs best GPU "
-        f"({path_name(c.gpu)}) {ms(c.gpu.total_with_startup_s)} ms, of which "
+        f"Measured full path of {span}, each side's one-off costs and start-up paid once: best CPU ({path_name(c.cpu)}) "
+        f"{ms(c.cpu.one_off_s + e * c.cpu.per_epoch_s)} ms, of which {ms(c.cpu.startup_s)} ms start-up, vs best GPU "
+        f"({path_name(c.gpu)}) {ms(c.gpu.one_off_s + e * c.gpu.per_epoch_s)} ms, of which "
         f"{ms(c.gpu.startup_s)} ms start-up (context and first-step costs): speedup {c.speedup.point:.2f}× "
-        f"({level_words(c.speedup.level)} interval {c.speedup.low:.2f}–{c.speedup.high:.2f}×; without start-up {c.speedup_without_startup:.2f}×)."
+        f"({level_words(c.speedup.level)} interval {c.speedup.low:.2f}–{c.speedup.high:.2f}×; each further epoch "
+        f"{c.speedup_per_epoch.point:.2f}×, {c.speedup_per_epoch.low:.2f}–{c.speedup_per_epoch.high:.2f}×)."
     )
     if verdict.outcome == "GPU":
         return f"{measured} The whole interval lies above the {c.threshold:g}× threshold: the GPU pays off."
