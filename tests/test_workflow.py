@@ -388,8 +388,9 @@ def test_changing_the_largest_selection_batch_size_retrains_only_it_and_does_not
     # history (selection, seed limits) or every job's benchmark (the resource table) and the report;
     # prepare_northstar and the B=16 run stay.
     plan = planned_jobs(snakemake(finished, changed(selection={"batch_sizes": [16, 32]}), "-n"))
-    # The decision does not read the selection: decide stays.
+    # The decision reads the selection's epochs to target (the default of gpu.epochs): decide re-runs too.
     assert plan == {
+        "decide": 1,
         "train_northstar": 1,
         "northstar_selection": 1,
         "seed_limits": 1,
