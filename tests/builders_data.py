@@ -17,8 +17,8 @@ from accel_choice.records.data import (
     NorthstarGenerator,
 )
 from accel_choice.records.environment import Environment, Workflow
-from accel_choice.records.estimate import PositiveEstimate
-from accel_choice.analyze import job_intervals
+from accel_choice.records.estimate import Estimate, PositiveEstimate
+from accel_choice.analyze import bootstrap, job_intervals
 from accel_choice.records.loads import (
     CopyCell,
     CopyTiming,
@@ -247,16 +247,14 @@ def copy_cell(
         "memory": memory,
         "bytes": 1 << 20,
         "repeats": 3,
-        "seconds_median": 1e-4,
-        "seconds_ci_low": 0.9e-4,
-        "seconds_ci_high": 1.2e-4,
+        "seconds": Estimate(point=1e-4, low=0.9e-4, high=1.2e-4, level=0.95, method=bootstrap.METHOD, jobs=3),
         "seconds_min": 0.9e-4,
         "seconds_max": 1.2e-4,
         "noisy": False,
     }
     fields = fields | overrides
     if "gb_per_s" not in fields:
-        fields["gb_per_s"] = fields["bytes"] / fields["seconds_median"] / 1e9
+        fields["gb_per_s"] = fields["bytes"] / fields["seconds"].point / 1e9
     return CopyCell(**fields)
 
 

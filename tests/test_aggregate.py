@@ -492,7 +492,7 @@ def test_aggregate_transfers_of_typed_jobs():
     ]
     matrix = table.copies[1]
     assert matrix.repeats == 3
-    assert (matrix.seconds_median, matrix.seconds_min, matrix.seconds_max) == pytest.approx((2e-4, 1e-4, 3e-4))
+    assert (matrix.seconds.point, matrix.seconds_min, matrix.seconds_max) == pytest.approx((2e-4, 1e-4, 3e-4))
     assert matrix.gb_per_s == pytest.approx((1 << 20) / 2e-4 / 1e9)
     startup = table.context_startup_s
     assert (startup.median, startup.min, startup.max) == pytest.approx((0.21, 0.2, 0.22))
@@ -513,7 +513,7 @@ def test_transfer_invariants():
         copy_timing(passes=())
     with pytest.raises(ValueError, match="gb_per_s is None for 0.0001 seconds"):
         copy_timing(gb_per_s=None)
-    with pytest.raises(ValueError, match="seconds_min 0.5 <= seconds_median"):
+    with pytest.raises(ValueError, match="seconds_min 0.5 <= seconds.point"):
         copy_cell(seconds_min=0.5)
     with pytest.raises(ValueError, match="min 0.3 <= median 0.2"):
         SecondsSpread(median=0.2, min=0.3, max=0.4)

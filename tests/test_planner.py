@@ -17,6 +17,7 @@ from builders_planner import fit_point, grid_record, mlp
 
 from accel_choice import records
 from accel_choice.analyze import bootstrap, breakeven_interval, costmodel, planner, theory
+from accel_choice.records.estimate import BOOTSTRAP, Estimate
 from accel_choice.io import atomic, envinfo
 from accel_choice.analyze.costmodel import BreakEvenCurve
 from accel_choice.analyze.stats import NoiseRules
@@ -328,9 +329,7 @@ def _at(gb_per_s, *args, **kwargs):
     return copy_cell(
         *args,
         **kwargs,
-        seconds_median=seconds,
-        seconds_ci_low=seconds,
-        seconds_ci_high=seconds,
+        seconds=Estimate(point=seconds, low=seconds, high=seconds, level=0.95, method=BOOTSTRAP, jobs=1),
         seconds_min=seconds,
         seconds_max=seconds,
     )

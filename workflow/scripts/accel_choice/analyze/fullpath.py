@@ -22,7 +22,7 @@ def _copy_seconds(transfers: TransferTable | None, what: str, direction: str) ->
     row = pageable_copy(transfers, what, direction)
     if row is None:
         raise ValueError(f"no {direction} transfer of {what!r} in the transfer table")
-    return row.seconds_median, row.seconds_min, row.seconds_max
+    return row.seconds.point, row.seconds_min, row.seconds_max
 
 
 def full_path(

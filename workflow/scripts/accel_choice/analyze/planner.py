@@ -361,10 +361,10 @@ def host_to_device_bytes_per_s(transfers: TransferTable | None, assumed_gb_s: fl
     copied that way), so pinned wins only where pinning and copying beat a pageable copy."""
     rates = {}
     for c in transfers.copies if transfers else ():
-        if (c.what, c.direction) != ("matrix", "host_to_device") or c.seconds_median <= 0:
+        if (c.what, c.direction) != ("matrix", "host_to_device") or c.seconds.point <= 0:
             continue
         pin = (transfers.pin_memory_s_median or 0.0) if c.memory == "pinned" else 0.0
-        rates[c.memory] = c.bytes / (c.seconds_median + pin)
+        rates[c.memory] = c.bytes / (c.seconds.point + pin)
     if rates:
         memory = max(rates, key=rates.__getitem__)
         return rates[memory], "measured", memory

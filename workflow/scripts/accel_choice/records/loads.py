@@ -22,7 +22,7 @@ from accel_choice.records import (
     record,
 )
 from accel_choice.records.environment import Environment
-from accel_choice.records.estimate import PositiveEstimate
+from accel_choice.records.estimate import Estimate, PositiveEstimate
 from accel_choice.records.training import Contamination
 
 # The stages of loading one file, in order; `total_s` is their sum within one pass.
@@ -205,22 +205,18 @@ class CopyCell:
     memory: Literal["pageable", "pinned"]
     bytes: Count
     repeats: PositiveCount
-    seconds_median: NonNegativeSeconds
-    seconds_ci_low: NonNegativeSeconds  # bootstrap interval at aggregate.confidence: jobs, then their passes
-    seconds_ci_high: NonNegativeSeconds
+    # The median of the jobs' median passes with its bootstrap interval at aggregate.confidence (jobs, then
+    # their passes; a copy can take no measurable time, so an Estimate, not a PositiveEstimate).
+    seconds: Estimate
     seconds_min: NonNegativeSeconds
     seconds_max: NonNegativeSeconds
     gb_per_s: NonNegative
     noisy: bool
 
     def __post_init__(self) -> None:
-        ordered(self.seconds_min, self.seconds_median, self.seconds_max, "seconds_min seconds_median seconds_max")
-        ordered(
-            self.seconds_ci_low,
-            self.seconds_median,
-            self.seconds_ci_high,
-            "seconds_ci_low seconds_median seconds_ci_high",
-        )
+        ordered(self.seconds_min, self.seconds.point, self.seconds_max, "seconds_min seconds.point seconds_max")
+        if self.seconds.low < 0:
+            raise ValueError(f"seconds.low {self.seconds.low} below 0: a damaged record")
 
 
 @record
@@ -235,7 +231,7 @@ class SecondsSpread:
         ordered(self.min, self.median, self.max, "min median max")
 
 
-@record(schema="transfer-table", version=2)
+@record(schema="transfer-table", version=3)
 class TransferTable:
     """tables/transfers.json: the copies of every transfer job aggregated, and the fixed costs."""
 

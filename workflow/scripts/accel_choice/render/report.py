@@ -255,8 +255,8 @@ def _gpu_section(inputs: ReportInputs) -> str:
                 c.direction.replace("_", " "),
                 c.memory,
                 f"{c.bytes:,}",
-                f"{c.seconds_median * 1e6:.1f}",
-                f"{c.seconds_ci_low * 1e6:.1f}–{c.seconds_ci_high * 1e6:.1f}",
+                f"{c.seconds.point * 1e6:.1f}",
+                f"{c.seconds.low * 1e6:.1f}–{c.seconds.high * 1e6:.1f}",
                 f"{c.seconds_min * 1e6:.1f}–{c.seconds_max * 1e6:.1f}",
                 number(c.gb_per_s, ".2f"),
             )
