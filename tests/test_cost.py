@@ -14,7 +14,7 @@ from accel_choice.analyze import cost
 from accel_choice.records.cost import CostTable
 from accel_choice.records.decision import DeviceComparison
 from accel_choice.records.estimate import BOOTSTRAP, Estimate
-from accel_choice.render.cost import cost_section
+from accel_choice.render.cost import cost_headline, cost_section
 
 CPU = full_path_row(total_s=0.31, total_min_s=0.30, total_max_s=0.32, startup_s=0.0)
 GPU = full_path_row(
@@ -50,6 +50,9 @@ def test_gpu_faster_and_dearer_per_epoch_is_said_with_both_intervals() -> None:
     text = cost_section(table)
     assert "the GPU is 3.1× faster (95% interval 2.80–3.40×) and 1.8× more expensive per epoch" in text
     assert "0.5 EUR per hour for the CPU, 2.79 EUR for the GPU: 5.58× the CPU's" in text
+    # the same sentence is REPORT.md's first-screen cost line (issue 27 item 1)
+    assert cost_headline(table) in text and cost_headline(table).startswith("**At these prices")
+    assert cost_headline(None) == ""
     assert records.from_json(CostTable, records.to_json(table), "cost.json") == table
 
 

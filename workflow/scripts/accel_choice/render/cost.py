@@ -52,6 +52,26 @@ TARGET_WORDS = {
 }
 
 
+def cost_headline(c: CostTable | None) -> str:
+    """What the measured times cost at the user's prices, in a sentence or two (also REPORT.md's first screen)."""
+    if c is None:
+        return ""
+    if c.epoch_outcome is not None:
+        gpu_price = c.lines[1].per_hour
+        head = (
+            f"**At these prices ({money(c.lines[0].per_hour, c.currency)} per hour for the CPU, "
+            f"{money(gpu_price, c.currency)} for the GPU: {c.price_ratio:.2f}× the CPU's), "
+            f"{speed_words(c)} and {cost_words(c)}.**"
+        )
+        return head + (" " + TARGET_WORDS[c.target_outcome] if c.target_outcome is not None else "")
+    if c.unpriced:
+        return (
+            f"The {', '.join(d.upper() for d in c.unpriced)} was measured, but `cost.per_hour` gives no price for it: "
+            "the CPU's costs alone, no comparison."
+        )
+    return "No GPU was measured in this run: the CPU's costs alone, no comparison."
+
+
 def cost_section(c: CostTable | None) -> str:
     if c is None:
         return ""
@@ -66,25 +86,9 @@ def cost_section(c: CostTable | None) -> str:
         )
         for line in c.lines
     ]
-    if c.epoch_outcome is not None:
-        gpu_price = c.lines[1].per_hour
-        head = (
-            f"**At these prices ({money(c.lines[0].per_hour, c.currency)} per hour for the CPU, "
-            f"{money(gpu_price, c.currency)} for the GPU: {c.price_ratio:.2f}× the CPU's), "
-            f"{speed_words(c)} and {cost_words(c)}.**"
-        )
-        if c.target_outcome is not None:
-            head += " " + TARGET_WORDS[c.target_outcome]
-    elif c.unpriced:
-        head = (
-            f"The {', '.join(d.upper() for d in c.unpriced)} was measured, but `cost.per_hour` gives no price for it: "
-            "the CPU's costs alone, no comparison."
-        )
-    else:
-        head = "No GPU was measured in this run: the CPU's costs alone, no comparison."
     return (
         "## Cost at your prices\n\n"
-        + head
+        + cost_headline(c)
         + "\n\n"
         + table(
             (

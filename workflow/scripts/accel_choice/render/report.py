@@ -339,6 +339,7 @@ def render(inputs: ReportInputs) -> str:
         "# accel-choice: is a CPU enough for this training job?",
         decision_words.headline(verdict),
         planner.answer_lines(inputs.break_even),
+        cost.cost_headline(inputs.cost),
         decision_words.sheet_section(inputs.decision.sheet, verdict.gpu, counted=inputs.theory.figures == "counted"),
         _cpu_section(inputs.train_table),
         _gpu_section(inputs),
