@@ -976,10 +976,10 @@ def test_report_transfers_and_comparison(rendered_gpu):
 def test_report_gpu_full_path_flags_and_environment(rendered_gpu):
     # full-path row: device, format, precision, placement, loader, B, load, convert, transfer, train, eval, total
     assert (
-        "| cuda | parquet | fp32 | resident | fastpath | 512 | 5.00 | 1.01 | 0.12 | 2.00 | 0.50 | 8.63 |"
+        "| cuda | parquet | fp32 | resident | fastpath | 512 | 1 | 5.00 | 1.01 | 0.12 | 2.00 | 0.50 | 8.63 |"
         in rendered_gpu
     )
-    assert "| cpu | parquet | fp32 | host | fastpath | 512 | 5.00 | 1.01 | 0 | 10.0 | 4.00 | 20.0 |" in rendered_gpu
+    assert "| cpu | parquet | fp32 | host | fastpath | 512 | 1 | 5.00 | 1.01 | 0 | 10.0 | 4.00 | 20.0 |" in rendered_gpu
     assert (
         "- cuda fp16 without GradScaler resident B=512 fastpath repeat 1: first non-finite loss at step 5"
         in rendered_gpu
