@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -173,7 +174,18 @@ def _with_leftovers(tmp_path):
     (root / "elsewhere").symlink_to(outside, target_is_directory=True)
     for name in manifest.AFTER_THE_MANIFEST:
         atomic.write_text(root / name, "written after the manifest\n")
+    _html_report(root, {"REPORT.md": (root / "REPORT.md").read_bytes()})
     return root
+
+
+def _html_report(root, embedded: dict) -> None:
+    """An HTML report shaped as Snakemake writes it: each result under its path, with its bytes as a data URI."""
+    results = ", ".join(
+        f'"results/{name}": {{"caption": "", "data_uri": "data:text/plain;charset=utf8;filename={name};base64,'
+        f'{base64.b64encode(data).decode()}"}}'
+        for name, data in embedded.items()
+    )
+    atomic.write_text(root / paths.SNAKEMAKE_REPORT_HTML, f"<html><script>var results = {{{results}}};</script></html>")
 
 
 def test_walk_never_follows_a_symbolic_link(tmp_path):
@@ -433,7 +445,25 @@ VERIFY_CASES = [
         "ManifestError",
     ),
     ("empty manifest", lambda root, tmp_path: (root / paths.MANIFEST).write_text(""), False, "ManifestError"),
-    ("late files written after the manifest", _write("snakemake-report.html"), True, []),
+    ("late files written after the manifest", _write(paths.ARCHIVE_LOG), True, []),
+    (
+        "a forged HTML report",
+        _write(paths.SNAKEMAKE_REPORT_HTML, "<html>all fine</html>"),
+        True,
+        ["HTML report not of this run"],
+    ),
+    (
+        "an HTML report of other results",
+        lambda root, tmp_path: _html_report(root, {"REPORT.md": b"# Verdict: GPU\n"}),
+        True,
+        ["HTML report not of this run"],
+    ),
+    (
+        "an HTML report of this run",
+        lambda root, tmp_path: _html_report(root, {"REPORT.md": (root / "REPORT.md").read_bytes()}),
+        True,
+        [],
+    ),
 ]
 
 
@@ -499,7 +529,8 @@ def test_verify_results_speaks_json_and_lists_its_exit_codes(tmp_path):
     found = json.loads(done.stdout)
     assert done.returncode == found["status"] == 1 and found["matches"] is False
     assert found["missing"] == ["config.yaml"] and found["listed"] == 10 and found["foreign"] == 4
-    assert found["unchecked"] == [paths.ARCHIVE_LOG, paths.SNAKEMAKE_REPORT_HTML, paths.SNAKEMAKE_REPORT_ZIP]
+    assert found["unchecked"] == [paths.ARCHIVE_LOG, paths.SNAKEMAKE_REPORT_ZIP]
+    assert found["report_vouched"] == [[paths.SNAKEMAKE_REPORT_HTML, 1]]  # every result it embeds is the listed one
     (root / paths.MANIFEST).unlink()
     done = subprocess.run(
         [sys.executable, str(SCRIPTS / "verify_results.py"), "--json", str(root)], capture_output=True, text=True
@@ -520,12 +551,14 @@ def test_verify_results_exit_codes_and_messages(tmp_path):
         "all 10 listed files match; nothing added, removed or linked; 4 entries not made by this configuration"
         in done.stdout
     )
-    # The archive's log and Snakemake's reports (a forged one, say) were written after the manifest: they pass,
-    # and the reader is told they were not checked.
-    assert done.stdout.splitlines()[-1] == (
+    # Snakemake's HTML report is vouched for by the results it embeds; the archive's log and the .zip report
+    # were written after the manifest: they pass, and the reader is told they were not checked.
+    assert done.stdout.splitlines()[-2:] == [
+        f"{paths.SNAKEMAKE_REPORT_HTML}: vouched for: all 1 results it embeds match the manifest (its captions are "
+        "the code's)",
         "not checked (written after the manifest, so nothing vouches for their contents): "
-        f"{paths.ARCHIVE_LOG}, {paths.SNAKEMAKE_REPORT_HTML}, {paths.SNAKEMAKE_REPORT_ZIP}"
-    )
+        f"{paths.ARCHIVE_LOG}, {paths.SNAKEMAKE_REPORT_ZIP}",
+    ]
     (root / "config.yaml").unlink()
     (root / ".dot").write_text("x")
     (root / "tables" / "link").symlink_to("/etc/hostname")

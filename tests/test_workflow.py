@@ -1073,6 +1073,13 @@ def test_lab_report_profile_writes_a_snakemake_report_that_renders(finished: Pat
     names = zipfile.ZipFile(results / "snakemake-report.zip").namelist()
     assert any(n.endswith("report.html") for n in names) and any(n.endswith("break_even.png") for n in names)
     assert _sha256sum_check(results).returncode == 0, "the report must not touch the archived files"
+    # The HTML report is vouched for: every result it embeds is byte-identical to the listed file (issue 28).
+    from accel_choice.io import manifest
+
+    checked = manifest.verify(results)
+    assert checked.matches and checked.report_mismatch == (), checked
+    ((name, embedded),) = checked.report_vouched
+    assert name == "snakemake-report.html" and embedded >= 10
     if CHROMIUM is None:
         if os.environ.get("CI") == "true":
             pytest.fail("chromium is not installed (.ci/run installs Debian's chromium)")

@@ -55,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.results}: all {result.listed} listed files match; nothing added, removed or linked{foreign}"
         + (", unchanged" if result.foreign else "")
     )
+    for name, embedded in result.report_vouched:
+        print(f"{name}: vouched for: all {embedded} results it embeds match the manifest (its captions are the code's)")
     if result.unchecked:
         print(
             f"not checked (written after the manifest, so nothing vouches for their contents): "

@@ -22,6 +22,7 @@ from typing import Any
 from accel_choice.records import UserInputError
 from accel_choice.io import atomic, paths
 from accel_choice.io.provenance import provenance
+from accel_choice.io.report_check import report_problems
 
 # Snakemake's HTML report, made from the listed files once the run has finished.
 SNAKEMAKE_REPORTS = (paths.SNAKEMAKE_REPORT_HTML, paths.SNAKEMAKE_REPORT_ZIP)
@@ -246,13 +247,19 @@ class Verification:
     added: tuple[str, ...] = ()  # not listed anywhere: a file, dot-file, link or other entry added since
     foreign: int = 0  # entries provenance.json lists as not made by this configuration
     foreign_changed: tuple[str, ...] = ()  # one of those, changed, replaced or gone since
-    # Present but written after the manifest (AFTER_THE_MANIFEST: the archive's log, Snakemake's reports):
+    # Present but written after the manifest (AFTER_THE_MANIFEST: the archive's log, Snakemake's .zip report):
     # nothing vouches for their bytes, so a reader is told they were not checked.
     unchecked: tuple[str, ...] = ()
+    # Snakemake's HTML report, written after the manifest: vouched for when every result it embeds is
+    # byte-identical to the listed file (io.report_check), with how many it embeds; else what does not match.
+    report_vouched: tuple[tuple[str, int], ...] = ()
+    report_mismatch: tuple[str, ...] = ()
 
     @property
     def matches(self) -> bool:
-        return not (self.changed or self.missing or self.symlinked or self.added or self.foreign_changed)
+        return not (
+            self.changed or self.missing or self.symlinked or self.added or self.foreign_changed or self.report_mismatch
+        )
 
     def problems(self) -> list[tuple[str, str]]:
         """(what, path) for every difference, in a fixed order."""
@@ -262,6 +269,7 @@ class Verification:
             ("symbolic link (not followed)", self.symlinked),
             ("added", self.added),
             ("changed or gone, not made by this configuration", self.foreign_changed),
+            ("HTML report not of this run", self.report_mismatch),
         )
         return [(what, name) for what, names in kinds for name in names]
 
@@ -311,9 +319,17 @@ def verify(results_dir: str | os.PathLike[str]) -> Verification:
             changed.append(name)
     foreign = _foreign_listed(root, listed)
     added, foreign_changed, unchecked, seen = [], [], [], set()
+    vouched, mismatch = [], []
     for entry in walk(root):
         if entry.path == paths.MANIFEST or entry.path in listed:
             continue  # a listed path that became a link or a FIFO is reported above
+        if entry.kind == "file" and entry.path == paths.SNAKEMAKE_REPORT_HTML:
+            matched, problems = report_problems(root / entry.path, listed)
+            if problems:
+                mismatch.extend(problems)
+            else:
+                vouched.append((entry.path, matched))
+            continue
         if entry.kind == "file" and entry.path in AFTER_THE_MANIFEST:
             unchecked.append(entry.path)
             continue
@@ -333,6 +349,8 @@ def verify(results_dir: str | os.PathLike[str]) -> Verification:
         len(foreign),
         tuple(sorted(foreign_changed)),
         tuple(sorted(unchecked)),
+        tuple(vouched),
+        tuple(mismatch),
     )
 
 
