@@ -44,7 +44,8 @@ def terminal_lines(result: Comparison, width: int = WIDTH) -> list[str]:
     if not rows:
         return [*lines, "No row was measured on both sides: no epoch ratio to show."]
     level = levels(result)
-    lines.append(f"Epoch time, A = {a}, B = {b}: ratio B/A below 1 means B is faster ({level} intervals, together)")
+    lines.append(f"A = {a}, B = {b}")
+    lines.append(f"Epoch time B/A (below 1: B is faster), {level} intervals held together:")
     header = ("variant", "batch", "A ms", "B ms", "B/A", "interval", "outcome")
     cells = [_cells(row) for row in rows]
     widths = [max(len(line[i]) for line in (header, *cells)) for i in range(len(header))]
