@@ -31,7 +31,7 @@ from accel_choice.analyze.compare_match import (
     environment_differences,
     fastest_full_path,
 )
-from accel_choice.io import paths
+from accel_choice.io import paths, results_folder
 from accel_choice.io.results_folder import ManifestCheck, ResultsFolder
 from accel_choice.records.sentinel import SentinelSummary
 from accel_choice.records.training import Variant
@@ -47,6 +47,8 @@ class Comparison:
     config_differences: list[dict[str, Any]]
     warnings: list[str]
     machine_speed: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    # B a byte-identical copy of A: "folder" (every file), "tables" (the training tables only), None (two runs).
+    copy: str | None = None
 
     @property
     def detectable(self) -> dict[str, Any]:
@@ -106,6 +108,7 @@ class Comparison:
             "environment_differences": self.environment_differences,
             "config_differences": self.config_differences,
             "warnings": self.warnings,
+            "byte_identical_copy": self.copy,
         }
 
 
@@ -178,14 +181,19 @@ def compare(
     rows = comparison_rows(a, b, fmt, gate)
     configs = config_differences(a, b)
     machine = machine_speed(a, b)
-    warnings = compare_warnings.warnings(a, b, rows, configs, fmt) + [
-        f"the machines themselves ran at different speeds: the {m['table']} sentinel ({m['workload']}) took "
-        f"{m['ratio_b_over_a']:.3f}× as long in {b.label} as in {a.label} ({m['confidence'] * 100:g} % interval "
-        f"{m['ratio_ci_low']:.3f}–{m['ratio_ci_high']:.3f}); rows that differ by about that much differ by the "
-        "machine, not the code"
-        for m in machine
-        if m["outcome"] != OUTCOME_WORDS["no_difference"]
-    ]
+    copy = results_folder.copy_of(a.path, b.path)
+    warnings = (
+        compare_warnings.copy_warnings(copy, a.label, b.label)
+        + compare_warnings.warnings(a, b, rows, configs, fmt)
+        + [
+            f"the machines themselves ran at different speeds: the {m['table']} sentinel ({m['workload']}) took "
+            f"{m['ratio_b_over_a']:.3f}× as long in {b.label} as in {a.label} ({m['confidence'] * 100:g} % interval "
+            f"{m['ratio_ci_low']:.3f}–{m['ratio_ci_high']:.3f}); rows that differ by about that much differ by the "
+            "machine, not the code"
+            for m in machine
+            if m["outcome"] != OUTCOME_WORDS["no_difference"]
+        ]
+    )
     return Comparison(
         sides=(side_summary(a), side_summary(b)),
         rows=rows,
@@ -195,6 +203,7 @@ def compare(
         config_differences=configs,
         warnings=warnings,
         machine_speed=machine,
+        copy=copy,
     )
 
 

@@ -222,6 +222,18 @@ def format_warnings(fmt: str | None) -> list[str]:
     return []
 
 
+def copy_warnings(copy: str | None, label_a: str, label_b: str) -> list[str]:
+    """B a byte-identical copy of A (io.results_folder.copy_of): "folder" or "tables", first of all warnings."""
+    if copy is None:
+        return []
+    what = (
+        f"{label_b} is a byte-identical copy of {label_a} (the same files, the same bytes)"
+        if copy == "folder"
+        else f"{label_b}'s training tables are byte-identical copies of {label_a}'s"
+    )
+    return [f"{what}: every ratio is 1 by construction: compare two runs."]
+
+
 def warnings(
     a: ResultsFolder,
     b: ResultsFolder,

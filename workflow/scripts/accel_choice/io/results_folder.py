@@ -165,3 +165,27 @@ def verify_manifest(folder: Path) -> ManifestCheck:
         return ManifestCheck(present=True, result=manifest.verify(folder))
     except (OSError, manifest.ManifestError) as error:
         return ManifestCheck(present=True, error=str(error))
+
+
+# ---------------------------------------------------------------- a copy, not a second run
+
+
+def copy_of(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> str | None:
+    """Whether folder `b` is a byte-identical copy of folder `a` (two different folders): "folder" when both hold
+    the same files with the same bytes (nothing but regular files); "tables" when only the training tables the
+    comparison reads are the same bytes; None otherwise, and for one folder given twice."""
+    a, b = Path(a), Path(b)
+    if a.resolve() == b.resolve():
+        return None
+    tables = [name for name in (paths.CPU_TABLE, paths.GPU_TABLE) if (a / name).is_file() or (b / name).is_file()]
+    if not all(_same_bytes(a / name, b / name) for name in tables):
+        return None
+    entries = [manifest.walk(folder) for folder in (a, b)]
+    if entries[0] == entries[1] and all(entry.kind == "file" for entry in entries[0]):
+        if all(_same_bytes(a / entry.path, b / entry.path) for entry in entries[0]):
+            return "folder"
+    return "tables"
+
+
+def _same_bytes(first: Path, second: Path) -> bool:
+    return first.is_file() and second.is_file() and atomic.sha256_file(first) == atomic.sha256_file(second)

@@ -1,0 +1,2 @@
+"""The commands: `accel-choice compare` and `accel-choice verify` (also `python -m accel_choice` and the scripts
+workflow/scripts/compare_results.py and verify_results.py)."""

@@ -1,0 +1,35 @@
+"""The `accel-choice` command: `accel-choice compare A B --out DIR` and `accel-choice verify RESULTS`, each with
+the options and exit codes of its script (workflow/scripts/compare_results.py, verify_results.py)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from accel_choice.cli import compare, verify
+
+COMMANDS = {
+    "compare": (compare.main, "compare two results folders side by side (ratios B/A, a terminal table)"),
+    "verify": (verify.main, "check an archived results folder against its MANIFEST.sha256"),
+}
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "accel-choice") -> int:
+    """Dispatch to a command; its own parser reads the rest of the arguments (so `accel-choice compare --help`
+    is compare's help, exit codes included)."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Is a CPU enough for this training job? The commands that read a lab report (results/).",
+        epilog="Each command's --help lists its options and exit codes.",
+    )
+    parser.add_argument("command", choices=COMMANDS, help="; ".join(f"{n}: {h}" for n, (_, h) in COMMANDS.items()))
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="the command's arguments (see COMMAND --help)")
+    args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    run, _ = COMMANDS[args.command]
+    return run(args.args, prog=f"{prog} {args.command}")
+
+
+def entry_point() -> None:
+    """The console script `accel-choice` (pyproject.toml's [project.scripts])."""
+    sys.exit(main())

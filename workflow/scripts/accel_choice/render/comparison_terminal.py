@@ -1,0 +1,58 @@
+"""The comparison in the terminal (pyperf's compare_to is the model): one line per row measured on both sides,
+its epoch ratio B/A with its interval and the outcome, at most WIDTH columns; and the line that says B is a
+byte-identical copy of A."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accel_choice.analyze.compare import Comparison
+from accel_choice.analyze.compare_warnings import copy_warnings
+from accel_choice.records.training import Variant
+from accel_choice.render.comparison import levels
+from accel_choice.render.formatting import ms
+
+WIDTH = 100  # columns, the widest line printed
+
+
+def copy_line(result: Comparison) -> str | None:
+    """The copy, said in words (a warning of the comparison says the same), or None for two runs."""
+    a, b = (side["label"] for side in result.sides)
+    said = copy_warnings(result.copy, a, b)
+    return said[0] if said else None
+
+
+def _cells(row: dict[str, Any]) -> tuple[str, ...]:
+    return (
+        Variant.of(row).name,
+        str(row["batch_size"]),
+        ms(row["epoch_s_a"]),
+        ms(row["epoch_s_b"]),
+        f"{row['epoch_s_ratio_b_over_a']:.3f}",
+        f"{row['epoch_s_ratio_ci_low']:.3f}–{row['epoch_s_ratio_ci_high']:.3f}",
+        row["epoch_s_outcome"],
+    )
+
+
+def terminal_lines(result: Comparison, width: int = WIDTH) -> list[str]:
+    """The copy line (if B is a copy of A), a title, a header and one line per row measured on both sides with an
+    epoch interval; the variant is shortened with "…" where the line would pass `width`."""
+    a, b = (side["label"] for side in result.sides)
+    copy = copy_line(result)
+    lines = [f"NOTE: {copy}"] if copy else []
+    rows = [r for r in result.rows if r["present"] == "both" and r["epoch_s_ratio_ci_low"] is not None]
+    if not rows:
+        return [*lines, "No row was measured on both sides: no epoch ratio to show."]
+    level = levels(result)
+    lines.append(f"A = {a}, B = {b}")
+    lines.append(f"Epoch time B/A (below 1: B is faster), {level} intervals held together:")
+    header = ("variant", "batch", "A ms", "B ms", "B/A", "interval", "outcome")
+    cells = [_cells(row) for row in rows]
+    widths = [max(len(line[i]) for line in (header, *cells)) for i in range(len(header))]
+    room = width - (sum(widths[1:]) + 2 * (len(widths) - 1))
+    widths[0] = max(8, min(widths[0], room))
+    for line in (header, *cells):
+        name = line[0] if len(line[0]) <= widths[0] else line[0][: widths[0] - 1] + "…"
+        numbers = [f"{cell:>{w}}" for cell, w in zip(line[1:-1], widths[1:-1])]
+        lines.append("  ".join([f"{name:<{widths[0]}}", *numbers, line[-1]]).rstrip())
+    return lines
