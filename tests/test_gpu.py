@@ -22,7 +22,7 @@ import torch
 
 from accel_choice.analyze import theory
 from accel_choice.io import envinfo
-from accel_choice.measure import acceptance, datagen, devices, loaders, placement, steps, training, transfer
+from accel_choice.measure import acceptance, datagen, devices, loaders, placement, sentinel, steps, training, transfer
 from accel_choice.measure import model as models
 from accel_choice.measure.job import Envelope
 from accel_choice.records.model import ModelSpec
@@ -357,3 +357,50 @@ def test_a_verdict_is_computed_from_real_cpu_and_gpu_records(benchmark, tmp_path
         threshold=1.5,
     )
     assert outcome.outcome in ("GPU", "CPU", "undecided") and outcome.reason
+
+
+# --- fair measurements (issue 26 item 3) --------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+def test_the_sentinel_holds_no_device_memory_between_ticks(device):
+    """Its operands are copied to the device for a tick and dropped after: what is allocated after a
+    tick is what was before it, so no timed epoch carries the sentinel's 2 x 64 MiB in its peak."""
+    torch.mm(torch.ones(8, 8, device=device), torch.ones(8, 8, device=device))  # cuBLAS's workspace first
+    devices.synchronize(device)
+    before = devices.allocated_memory_bytes(device)
+    probe = sentinel.Sentinel(device)
+    probe.tick()
+    devices.synchronize(device)
+    assert probe.held_on_device() == () and probe.a.device.type == "cpu"
+    assert devices.allocated_memory_bytes(device) == before  # None == None on the CPU: no allocator to ask
+
+
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+def test_a_planted_over_allocation_fails_the_memory_check(benchmark, device, monkeypatch):
+    """An update that also holds 32 MiB for the whole epoch: its epoch's own memory exceeds the
+    formulas' bound, and the acceptance's memory check names every such variant. (The CPU twin runs
+    the same planted job; its records carry no memory figure, which the check fails as well.)"""
+    planted, step = 32 * 2**20, steps.Trainer.step
+    held = []
+
+    def hoarding_step(self, xb, yb):
+        if not hasattr(self, "hoard"):
+            self.hoard = torch.empty(planted, dtype=torch.uint8, device=self.device)
+            held.append(self.hoard.numel())
+        return step(self, xb, yb)
+
+    monkeypatch.setattr(steps.Trainer, "step", hoarding_step)
+    x, y = benchmark
+    records, _ = _job(
+        x, y, steps.gpu_variants(["fp32"], ["resident", "streamed"], batch_size=LARGE, device=device.type)
+    )
+    assert len(held) >= len(records) * EPOCHS  # every timed epoch's trainer held it
+    rows = ROWS[device.type]
+    runs = [acceptance.variant_run(r, rows) for r in records]
+    problems = acceptance.memory_problems(runs, rows)
+    assert len(problems) == len(records), problems
+    if device.type == "cuda":
+        assert all(r.epoch_memory_bytes >= planted > r.memory_bound_bytes for r in runs), runs
+    else:
+        assert all(r.epoch_memory_bytes is None for r in runs) and all("None not in" in p for p in problems)
