@@ -50,6 +50,8 @@ def grid_record(**overrides: Any) -> GridRecord:
         "loader": "fastpath",
         **shape,
         "grad_scaler": False,
+        "matmul_precision": "highest",
+        "optimizer_impl": "Adam fused",
         "repeat": 0,
         "samples": rows,
         "steps": steps,

@@ -42,6 +42,8 @@ def training_record(
         loader=loader,
         batch_size=batch_size,
         grad_scaler=precision == "fp16",
+        matmul_precision="highest",
+        optimizer_impl="Adam fused",
         repeat=repeat,
         position_in_job=0 if (repeat % 2 == 0) == (loader == "dataloader") else 1,
         samples=rows,

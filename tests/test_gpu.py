@@ -151,9 +151,45 @@ def test_no_host_sync_inside_a_resident_training_step(benchmark, precision, devi
     assert losses.device.type == device.type and torch.isfinite(losses).all()
 
 
-def test_adam_is_fused_on_the_gpu(device):
+def test_adam_is_fused_on_both_sides_and_every_record_names_it(device, gpu_jobs):
+    """The same optimizer implementation on the CPU and the GPU (issue 26), in every record."""
     trainer = steps.Trainer(models.build(SPEC, (FEATURES,), SEED).to(device), SPEC, device)  # an fp32 step
-    assert trainer.optimizer.defaults["fused"] is (True if device.type == "cuda" else None)
+    assert trainer.optimizer.defaults["fused"] is True
+    records = [r for records, _ in gpu_jobs.values() for r in records]
+    assert {r.optimizer_impl for r in records} == {"Adam fused"}
+    assert {r.matmul_precision for r in records} == {"highest"}  # the default, set explicitly
+
+
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+def test_the_matmul_precision_is_set_for_the_job_recorded_and_restored(benchmark, device, monkeypatch):
+    """timing.matmul_precision holds for the whole job (TF32 on CUDA with "high"), every record says
+    which ran, the sentinel's fixed work stays fp32, and the process's setting is restored after."""
+    seen = {"step": set(), "sentinel": set()}
+    step, tick = steps.Trainer.step, sentinel.Sentinel._run
+
+    def watched_step(self, xb, yb):
+        seen["step"].add((torch.get_float32_matmul_precision(), torch.backends.cuda.matmul.allow_tf32))
+        return step(self, xb, yb)
+
+    def watched_tick(self, iterations):
+        seen["sentinel"].add(torch.get_float32_matmul_precision())
+        return tick(self, iterations)
+
+    monkeypatch.setattr(steps.Trainer, "step", watched_step)
+    monkeypatch.setattr(sentinel.Sentinel, "_run", watched_tick)
+    before = torch.get_float32_matmul_precision()
+    records, _ = training.measure_training_job(
+        *benchmark,
+        steps.gpu_variants(["fp32"], ["resident"], batch_size=LARGE, device=device.type),
+        repeat=0,
+        seed=SEED,
+        spec=SPEC,
+        warmup_steps=2,
+        precision="high",
+    )
+    assert [r.matmul_precision for r in records] == ["high"]
+    assert seen["step"] == {("high", True)} and seen["sentinel"] == {"highest"}
+    assert torch.get_float32_matmul_precision() == before == "highest"
 
 
 def test_the_timed_evaluation_is_warm(gpu_jobs, device):

@@ -29,7 +29,7 @@ from accel_choice.measure.contention import steal_seconds
 from accel_choice.measure.devices import device_uuid
 from accel_choice.measure.devices import nvml_answer as _answer
 from accel_choice.measure.devices import nvml_library as _nvml
-from accel_choice.measure.devices import synchronize
+from accel_choice.measure.devices import matmul_precision, synchronize
 from accel_choice.records.sentinel import GpuState, SentinelReadings
 
 WORKLOADS = {"cpu": (256, 96), "cuda": (4096, 20)}  # matrix side, iterations
@@ -153,10 +153,12 @@ class Sentinel:
     @contextmanager
     def _on_device(self) -> Iterator[None]:
         """The operands on the device for the block (a copy on a GPU, the host tensors on the CPU);
-        nothing of the sentinel's stays allocated there after it."""
+        nothing of the sentinel's stays allocated there after it. Its matmuls run in fp32 whatever
+        timing.matmul_precision says: the same work in every job."""
         self._operands = (self.a.to(self.device), self.b.to(self.device))
         try:
-            yield
+            with matmul_precision("highest"):
+                yield
         finally:
             self._operands = None
 

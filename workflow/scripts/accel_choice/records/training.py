@@ -81,12 +81,19 @@ class Invariants:
     samples_per_s_eq_samples_over_epoch_s: bool
 
 
+# torch.set_float32_matmul_precision (timing.matmul_precision): "highest" keeps fp32 matmuls in fp32;
+# "high" lets CUDA use TF32 (and the CPU bf16 passes where oneDNN offers them), "medium" bf16.
+MatmulPrecision = Literal["highest", "high", "medium"]
+
+
 @record
 class EpochMeasurement(Variant):
     """One timed training epoch and one evaluation pass of one variant (measure.training.measure_interleaved):
     the fields a training job's records and the cost-model grid's share."""
 
     grad_scaler: bool
+    matmul_precision: MatmulPrecision  # torch's float32 matmul precision while the epochs ran
+    optimizer_impl: str  # which implementation stepped the optimizer: 'Adam fused', 'Adam for-loop', ...
     repeat: Count
     samples: Count
     steps: Count
@@ -153,7 +160,7 @@ WALL_CLOCK_SLACK_S = 0.5
 CPU_CLOCK_SLACK_S = 0.01
 
 
-@record(schema="training-job", version=5)
+@record(schema="training-job", version=6)
 class TrainingJob:
     """timing/{cpu,gpu}/bs<B>.rep<r>.json: every variant of one batch size, timed in one process,
     with the job's drift sentinel."""
