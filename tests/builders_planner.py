@@ -51,6 +51,7 @@ def grid_record(**overrides: Any) -> GridRecord:
         **shape,
         "grad_scaler": False,
         "matmul_precision": "highest",
+        "scaler_skipped_steps": None,
         "optimizer_impl": "Adam fused",
         "repeat": 0,
         "samples": rows,

@@ -43,6 +43,7 @@ def training_record(
         batch_size=batch_size,
         grad_scaler=precision == "fp16",
         matmul_precision="highest",
+        scaler_skipped_steps=0 if precision == "fp16" else None,
         optimizer_impl="Adam fused",
         repeat=repeat,
         position_in_job=0 if (repeat % 2 == 0) == (loader == "dataloader") else 1,

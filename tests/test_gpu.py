@@ -440,3 +440,41 @@ def test_a_planted_over_allocation_fails_the_memory_check(benchmark, device, mon
         assert all(r.epoch_memory_bytes >= planted > r.memory_bound_bytes for r in runs), runs
     else:
         assert all(r.epoch_memory_bytes is None for r in runs) and all("None not in" in p for p in problems)
+
+
+def test_skipped_grad_scaler_steps_are_counted_and_recorded(benchmark, device, gpu_jobs):
+    """A GradScaler skips an update whose gradient overflowed: a scale far too large overflows every
+    fp16 gradient, so every step of the epoch is skipped (the weights do not move) and counted, with
+    no host sync inside the loop; the default scale skips none here. Every fp16 record counts them,
+    no other record has a count."""
+    x, y = benchmark
+    xd, yd = x.to(device), y.reshape(-1, 1).to(device)
+
+    def epoch(init_scale):
+        update = steps.Step(precision="fp16", scaler=True)
+        trainer = steps.Trainer(models.build(SPEC, (FEATURES,), SEED).to(device), SPEC, device, update)
+        trainer.scaler = torch.amp.GradScaler(device.type, init_scale=init_scale)
+        trainer.prime()
+        before = models.state_sha256(trainer.model)
+        batches = list(placement.batches("resident", "fastpath", x, y, LARGE, True, SEED, device, xd, yd))
+        result = steps.train_epoch(trainer, batches, len(batches))
+        return result, before == models.state_sha256(trainer.model)
+
+    overflowing, unmoved = epoch(2.0**100)
+    assert overflowing.skipped_steps == overflowing.steps > 0 and unmoved
+    taken, unmoved = epoch(2.0**8)
+    assert taken.skipped_steps == 0 and not unmoved
+    eager = steps.train_epoch(steps.Trainer(models.build(SPEC, (FEATURES,), SEED).to(device), SPEC, device), [], 1)
+    assert eager.skipped_steps is None  # no scaler, no count
+    for records, _ in gpu_jobs.values():
+        for r in records:
+            assert (r.scaler_skipped_steps is None) is (r.precision != "fp16"), r
+            assert r.scaler_skipped_steps is None or 0 <= r.scaler_skipped_steps <= r.steps
+
+
+def test_skipped_updates_are_the_scales_decreases():
+    scales = torch.tensor([2.0**16, 2.0**15, 2.0**15, 2.0**16, 2.0**15, 2.0**14])
+    assert steps.skipped_updates(scales, 0.5) == 3
+    assert steps.skipped_updates(torch.tensor([8.0]), 0.5) == 0
+    with pytest.raises(ValueError, match="backs off"):
+        steps.skipped_updates(scales, 1.0)

@@ -237,6 +237,7 @@ def _variant_result(p: Prepared, runs: list[dict[str, Any]], position: int, load
         "mean_train_loss": last.mean_loss,
         "finite": all(e.finite for e in epochs),
         "nonfinite_step": next((e.nonfinite_step for e in epochs if not e.finite), None),
+        "scaler_skipped_steps": None if not p.update.scaler else max(e.skipped_steps or 0 for e in epochs),
         "peak_memory_bytes": max(peaks) if peaks else None,
         "epoch_memory_bytes": max(own) if own else None,
         "warmup_steps": p.warm.steps,

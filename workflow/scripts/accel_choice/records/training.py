@@ -110,6 +110,8 @@ class EpochMeasurement(Variant):
     mean_train_loss: float | None
     finite: bool
     nonfinite_step: Count | None
+    # The most updates the GradScaler skipped (an inf/NaN gradient) in any timed epoch; null: no scaler.
+    scaler_skipped_steps: Count | None
     peak_memory_bytes: Count | None  # torch.cuda.max_memory_allocated over the epochs; null: not CUDA
     epoch_memory_bytes: Count | None  # the epoch's own: its peak less what was allocated when it began
     warmup_steps: Count
@@ -126,6 +128,11 @@ class EpochMeasurement(Variant):
     def __post_init__(self) -> None:
         if self.finite != (self.nonfinite_step is None):
             raise ValueError(f"finite is {self.finite} but nonfinite_step is {self.nonfinite_step!r}")
+        if (self.scaler_skipped_steps is None) == self.grad_scaler or (self.scaler_skipped_steps or 0) > self.steps:
+            raise ValueError(
+                f"scaler_skipped_steps {self.scaler_skipped_steps!r} must be null exactly without a GradScaler "
+                f"(grad_scaler {self.grad_scaler}) and at most steps {self.steps}"
+            )
         if (self.peak_memory_bytes is None) != (self.epoch_memory_bytes is None) or (
             self.epoch_memory_bytes is not None and self.epoch_memory_bytes > self.peak_memory_bytes
         ):
