@@ -450,20 +450,23 @@ def test_skipped_grad_scaler_steps_are_counted_and_recorded(benchmark, device, g
     x, y = benchmark
     xd, yd = x.to(device), y.reshape(-1, 1).to(device)
 
-    def epoch(init_scale):
+    def epoch(init_scale, spec):
         update = steps.Step(precision="fp16", scaler=True)
-        trainer = steps.Trainer(models.build(SPEC, (FEATURES,), SEED).to(device), SPEC, device, update)
+        trainer = steps.Trainer(models.build(spec, (FEATURES,), SEED).to(device), spec, device, update)
         trainer.scaler = torch.amp.GradScaler(device.type, init_scale=init_scale)
         trainer.prime()
+        assert (steps.optimizer_steps(trainer.optimizer) == 0) is (spec.optimizer == "adam")  # which way counts
         before = models.state_sha256(trainer.model)
         batches = list(placement.batches("resident", "fastpath", x, y, LARGE, True, SEED, device, xd, yd))
         result = steps.train_epoch(trainer, batches, len(batches))
         return result, before == models.state_sha256(trainer.model)
 
-    overflowing, unmoved = epoch(2.0**100)
-    assert overflowing.skipped_steps == overflowing.steps > 0 and unmoved
-    taken, unmoved = epoch(2.0**8)
-    assert taken.skipped_steps == 0 and not unmoved
+    # Adam counts its steps (no work in the loop); SGD keeps no count (the scale after each update)
+    for spec in (SPEC, dataclasses.replace(SPEC, optimizer="sgd")):
+        overflowing, unmoved = epoch(2.0**100, spec)
+        assert overflowing.skipped_steps == overflowing.steps > 0 and unmoved, spec
+        taken, unmoved = epoch(2.0**8, spec)
+        assert taken.skipped_steps == 0 and not unmoved, spec
     eager = steps.train_epoch(steps.Trainer(models.build(SPEC, (FEATURES,), SEED).to(device), SPEC, device), [], 1)
     assert eager.skipped_steps is None  # no scaler, no count
     for records, _ in gpu_jobs.values():

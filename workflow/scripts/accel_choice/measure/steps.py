@@ -211,9 +211,12 @@ def train_epoch(trainer: Trainer, batches: Iterable[Batch], max_steps: int) -> E
     weights = torch.zeros(max_steps)
     samples = steps = 0
     scaler = trainer.scaler if trainer.scaler.is_enabled() else None
-    # The scale after each update, kept on the device (no host sync per step): a skipped step halves it.
-    scales = None if scaler is None else torch.empty(max_steps + 1, device=device)
-    if scaler is not None:
+    # Skipped updates, counted with no work inside the loop where the optimizer counts its steps
+    # (Adam, AdamW: a skipped update leaves the count as it was); else (SGD) from the scale after
+    # each update, kept on the device (no host sync per step): a skipped update halves it.
+    counted = None if scaler is None else optimizer_steps(trainer.optimizer)
+    scales = None if scaler is None or counted is not None else torch.empty(max_steps + 1, device=device)
+    if scales is not None:
         trainer.prime_scaler()
         scales[:1] = scaler._scale
     synchronize(device)
@@ -227,7 +230,11 @@ def train_epoch(trainer: Trainer, batches: Iterable[Batch], max_steps: int) -> E
         steps += 1
     synchronize(device)
     seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - cpu0
-    skipped = None if scales is None else skipped_updates(scales[: steps + 1].cpu(), scaler.get_backoff_factor())
+    skipped = None
+    if counted is not None:
+        skipped = steps - (optimizer_steps(trainer.optimizer) - counted)
+    elif scales is not None:
+        skipped = skipped_updates(scales[: steps + 1].cpu(), scaler.get_backoff_factor())
     losses = losses[:steps].float().cpu()
     bad = (~torch.isfinite(losses)).nonzero()
     nonfinite_step = int(bad[0]) if len(bad) else None
@@ -244,6 +251,15 @@ def train_epoch(trainer: Trainer, batches: Iterable[Batch], max_steps: int) -> E
         nonfinite_step is None and params_finite,
         skipped,
     )
+
+
+def optimizer_steps(optimizer: torch.optim.Optimizer) -> int | None:
+    """The updates the optimizer has taken (its state's step count: Adam's, AdamW's), None where it
+    keeps none (SGD without momentum) or has no state yet (Trainer.prime makes it)."""
+    counts = [state["step"] for state in optimizer.state.values() if "step" in state]
+    if not counts:
+        return None
+    return int(counts[0]) if torch.is_tensor(counts[0]) else counts[0]
 
 
 def skipped_updates(scales: torch.Tensor, backoff: float) -> int:
