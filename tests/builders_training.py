@@ -42,6 +42,8 @@ def training_record(
         loader=loader,
         batch_size=batch_size,
         grad_scaler=precision == "fp16",
+        matmul_precision="highest",
+        optimizer_impl="Adam fused",
         repeat=repeat,
         position_in_job=0 if (repeat % 2 == 0) == (loader == "dataloader") else 1,
         samples=rows,
@@ -88,6 +90,8 @@ def training_record(
     fields.update(overrides)
     if "startup_s" not in overrides:  # the context alone: no first-step excess by default
         fields["startup_s"] = fields["context_startup_s"] or 0.0
+    if "scaler_skipped_steps" not in overrides:  # a count exactly with a GradScaler: none skipped by default
+        fields["scaler_skipped_steps"] = 0 if fields["grad_scaler"] else None
     if "epoch_memory_bytes" not in overrides:  # the epoch's own memory: 40 % of its peak by default
         peak = fields["peak_memory_bytes"]
         fields["epoch_memory_bytes"] = None if peak is None else peak * 2 // 5

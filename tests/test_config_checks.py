@@ -283,3 +283,11 @@ def test_a_value_of_the_wrong_kind_is_one_line_naming_the_key(schema, config, sa
     config_checks.normalize_config(config)  # runs first at parse time: it must not trip over them
     (message,) = config_checks.schema_errors(config, schema)
     assert message.startswith(says)
+
+
+def test_the_matmul_precision_is_one_of_torchs_three(schema):
+    """timing.matmul_precision: torch.set_float32_matmul_precision's values; anything else is refused."""
+    for value in ("highest", "high", "medium"):
+        assert config_checks.schema_errors({"timing": {"matmul_precision": value}}, schema) == []
+    (message,) = config_checks.schema_errors({"timing": {"matmul_precision": "tf32"}}, schema)
+    assert "tf32" in message and "matmul_precision" in message

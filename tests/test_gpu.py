@@ -22,7 +22,7 @@ import torch
 
 from accel_choice.analyze import theory
 from accel_choice.io import envinfo
-from accel_choice.measure import acceptance, datagen, devices, loaders, placement, steps, training, transfer
+from accel_choice.measure import acceptance, datagen, devices, loaders, placement, sentinel, steps, training, transfer
 from accel_choice.measure import model as models
 from accel_choice.measure.job import Envelope
 from accel_choice.records.model import ModelSpec
@@ -151,9 +151,45 @@ def test_no_host_sync_inside_a_resident_training_step(benchmark, precision, devi
     assert losses.device.type == device.type and torch.isfinite(losses).all()
 
 
-def test_adam_is_fused_on_the_gpu(device):
+def test_adam_is_fused_on_both_sides_and_every_record_names_it(device, gpu_jobs):
+    """The same optimizer implementation on the CPU and the GPU (issue 26), in every record."""
     trainer = steps.Trainer(models.build(SPEC, (FEATURES,), SEED).to(device), SPEC, device)  # an fp32 step
-    assert trainer.optimizer.defaults["fused"] is (True if device.type == "cuda" else None)
+    assert trainer.optimizer.defaults["fused"] is True
+    records = [r for records, _ in gpu_jobs.values() for r in records]
+    assert {r.optimizer_impl for r in records} == {"Adam fused"}
+    assert {r.matmul_precision for r in records} == {"highest"}  # the default, set explicitly
+
+
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+def test_the_matmul_precision_is_set_for_the_job_recorded_and_restored(benchmark, device, monkeypatch):
+    """timing.matmul_precision holds for the whole job (TF32 on CUDA with "high"), every record says
+    which ran, the sentinel's fixed work stays fp32, and the process's setting is restored after."""
+    seen = {"step": set(), "sentinel": set()}
+    step, tick = steps.Trainer.step, sentinel.Sentinel._run
+
+    def watched_step(self, xb, yb):
+        seen["step"].add((torch.get_float32_matmul_precision(), torch.backends.cuda.matmul.allow_tf32))
+        return step(self, xb, yb)
+
+    def watched_tick(self, iterations):
+        seen["sentinel"].add(torch.get_float32_matmul_precision())
+        return tick(self, iterations)
+
+    monkeypatch.setattr(steps.Trainer, "step", watched_step)
+    monkeypatch.setattr(sentinel.Sentinel, "_run", watched_tick)
+    before = torch.get_float32_matmul_precision()
+    records, _ = training.measure_training_job(
+        *benchmark,
+        steps.gpu_variants(["fp32"], ["resident"], batch_size=LARGE, device=device.type),
+        repeat=0,
+        seed=SEED,
+        spec=SPEC,
+        warmup_steps=2,
+        precision="high",
+    )
+    assert [r.matmul_precision for r in records] == ["high"]
+    assert seen["step"] == {("high", True)} and seen["sentinel"] == {"highest"}
+    assert torch.get_float32_matmul_precision() == before == "highest"
 
 
 def test_the_timed_evaluation_is_warm(gpu_jobs, device):
@@ -357,3 +393,91 @@ def test_a_verdict_is_computed_from_real_cpu_and_gpu_records(benchmark, tmp_path
         threshold=1.5,
     )
     assert outcome.outcome in ("GPU", "CPU", "undecided") and outcome.reason
+
+
+# --- fair measurements (issue 26 item 3) --------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+def test_the_sentinel_holds_no_device_memory_between_ticks(device):
+    """Its operands are copied to the device for a tick and dropped after: what is allocated after a
+    tick is what was before it, so no timed epoch carries the sentinel's 2 x 64 MiB in its peak."""
+    sentinel.Sentinel(device).tick()  # first-call allocations (cuBLAS's workspaces) out of the way
+    devices.synchronize(device)
+    before = devices.allocated_memory_bytes(device)
+    probe = sentinel.Sentinel(device)
+    probe.tick()
+    devices.synchronize(device)
+    assert probe.held_on_device() == () and probe.a.device.type == "cpu"
+    assert devices.allocated_memory_bytes(device) == before  # None == None on the CPU: no allocator to ask
+
+
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+def test_a_planted_over_allocation_fails_the_memory_check(benchmark, device, monkeypatch):
+    """An update that also holds 32 MiB for the whole epoch: its epoch's own memory exceeds the
+    formulas' bound, and the acceptance's memory check names every such variant. (The CPU twin runs
+    the same planted job; its records carry no memory figure, which the check fails as well.)"""
+    planted, step = 32 * 2**20, steps.Trainer.step
+    held = []
+
+    def hoarding_step(self, xb, yb):
+        if not hasattr(self, "hoard"):
+            self.hoard = torch.empty(planted, dtype=torch.uint8, device=self.device)
+            held.append(self.hoard.numel())
+        return step(self, xb, yb)
+
+    monkeypatch.setattr(steps.Trainer, "step", hoarding_step)
+    x, y = benchmark
+    records, _ = _job(
+        x, y, steps.gpu_variants(["fp32"], ["resident", "streamed"], batch_size=LARGE, device=device.type)
+    )
+    assert len(held) >= len(records) * EPOCHS  # every timed epoch's trainer held it
+    rows = ROWS[device.type]
+    runs = [acceptance.variant_run(r, rows) for r in records]
+    problems = acceptance.memory_problems(runs, rows)
+    assert len(problems) == len(records), problems
+    if device.type == "cuda":
+        assert all(r.epoch_memory_bytes >= planted > r.memory_bound_bytes for r in runs), runs
+    else:
+        assert all(r.epoch_memory_bytes is None for r in runs) and all("None not in" in p for p in problems)
+
+
+def test_skipped_grad_scaler_steps_are_counted_and_recorded(benchmark, device, gpu_jobs):
+    """A GradScaler skips an update whose gradient overflowed: a scale far too large overflows every
+    fp16 gradient, so every step of the epoch is skipped (the weights do not move) and counted, with
+    no host sync inside the loop; the default scale skips none here. Every fp16 record counts them,
+    no other record has a count."""
+    x, y = benchmark
+    xd, yd = x.to(device), y.reshape(-1, 1).to(device)
+
+    def epoch(init_scale, spec):
+        update = steps.Step(precision="fp16", scaler=True)
+        trainer = steps.Trainer(models.build(spec, (FEATURES,), SEED).to(device), spec, device, update)
+        trainer.scaler = torch.amp.GradScaler(device.type, init_scale=init_scale)
+        trainer.prime()
+        assert (steps.optimizer_steps(trainer.optimizer) == 0) is (spec.optimizer == "adam")  # which way counts
+        before = models.state_sha256(trainer.model)
+        batches = list(placement.batches("resident", "fastpath", x, y, LARGE, True, SEED, device, xd, yd))
+        result = steps.train_epoch(trainer, batches, len(batches))
+        return result, before == models.state_sha256(trainer.model)
+
+    # Adam counts its steps (no work in the loop); SGD keeps no count (the scale after each update)
+    for spec in (SPEC, dataclasses.replace(SPEC, optimizer="sgd")):
+        overflowing, unmoved = epoch(2.0**100, spec)
+        assert overflowing.skipped_steps == overflowing.steps > 0 and unmoved, spec
+        taken, unmoved = epoch(2.0**8, spec)
+        assert taken.skipped_steps == 0 and not unmoved, spec
+    eager = steps.train_epoch(steps.Trainer(models.build(SPEC, (FEATURES,), SEED).to(device), SPEC, device), [], 1)
+    assert eager.skipped_steps is None  # no scaler, no count
+    for records, _ in gpu_jobs.values():
+        for r in records:
+            assert (r.scaler_skipped_steps is None) is (r.precision != "fp16"), r
+            assert r.scaler_skipped_steps is None or 0 <= r.scaler_skipped_steps <= r.steps
+
+
+def test_skipped_updates_are_the_scales_decreases():
+    scales = torch.tensor([2.0**16, 2.0**15, 2.0**15, 2.0**16, 2.0**15, 2.0**14])
+    assert steps.skipped_updates(scales, 0.5) == 3
+    assert steps.skipped_updates(torch.tensor([8.0]), 0.5) == 0
+    with pytest.raises(ValueError, match="backs off"):
+        steps.skipped_updates(scales, 1.0)

@@ -264,11 +264,24 @@ def test_priming_creates_the_optimizer_state_and_changes_no_result(precision):
     assert epoch(primed=True) == epoch(primed=False)  # the same trajectory, bit for bit
 
 
-def test_adam_is_fused_on_cuda_and_plain_on_the_cpu():
+def test_the_optimizer_is_fused_on_the_cpu_and_on_cuda_and_its_implementation_is_named():
+    """The same implementation on both sides of the comparison (issue 26): torch has fused Adam,
+    AdamW and SGD for the CPU and CUDA; without a device, torch's default, named as such."""
     net = model.build_model(4, 5, 0)
     assert model.make_optimizer(net, LR).defaults["fused"] is None
-    assert model.make_optimizer(net, LR, torch.device("cpu")).defaults["fused"] is None
+    assert model.optimizer_impl(model.make_optimizer(net, LR)) == "Adam for-loop"
+    for kind, name in (("adam", "Adam"), ("adamw", "AdamW"), ("sgd", "SGD")):
+        cpu = model.make_optimizer(net, LR, torch.device("cpu"), kind)
+        assert cpu.defaults["fused"] is True and model.optimizer_impl(cpu) == f"{name} fused"
     assert model.make_optimizer(net, LR, torch.device("cuda")).defaults["fused"] is True
+    plain = torch.optim.Adam(net.parameters(), lr=LR, foreach=True)
+    assert model.optimizer_impl(plain) == "Adam foreach"
+    # a fused CPU step works: a gradient moves the weights
+    fused = model.make_optimizer(net, LR, torch.device("cpu"))
+    before = model.state_sha256(net)
+    net(torch.randn(3, 4)).sum().backward()
+    fused.step()
+    assert model.state_sha256(net) != before
 
 
 def test_the_start_up_runs_to_the_first_step_and_adds_each_later_variants_own_first_step(job_b64_r0):

@@ -210,3 +210,21 @@ def test_an_estimate_is_checked_when_made_and_flattens_into_the_table_columns():
     assert estimate.inverted(6.0) == Estimate(
         point=3.0, low=2.0, high=4.0, level=0.95, method=estimate.method, jobs=3
     )  # a rate from a time: the ends swap
+
+
+def test_a_training_record_counts_skipped_scaler_steps_exactly_with_a_scaler():
+    """scaler_skipped_steps: a count (at most the steps) with a GradScaler, null without one."""
+    from builders_training import replaced, training_record
+
+    fp16 = training_record(precision="fp16", device="cuda", placement="resident")
+    assert fp16.grad_scaler and fp16.scaler_skipped_steps == 0
+    assert replaced(fp16, scaler_skipped_steps=fp16.steps).scaler_skipped_steps == fp16.steps
+    fp32 = training_record()
+    assert fp32.scaler_skipped_steps is None
+    for bad in (
+        lambda: replaced(fp16, scaler_skipped_steps=None),
+        lambda: replaced(fp16, scaler_skipped_steps=fp16.steps + 1),
+        lambda: replaced(fp32, scaler_skipped_steps=0),
+    ):
+        with pytest.raises(ValueError, match="scaler_skipped_steps"):
+            bad()

@@ -437,3 +437,17 @@ def test_the_aggregate_of_real_jobs_has_intervals_and_the_run_sentinel(jobs):
     assert [row.job for row in table.sentinel.jobs] == ["bs16.t1.rep0", "bs16.t1.rep1", "bs16.t1.rep2"]
     assert table.sentinel.run_median_s == statistics.median(job.sentinel.median_s for job in jobs)
     assert table.non_finite == ()
+
+
+def test_the_sentinel_holds_nothing_on_its_device_between_ticks(one_thread, monkeypatch):
+    """Its operands live on the host; a tick copies them to the device before the clock starts and
+    drops them after, so a timed epoch's peak memory is the epoch's own (issue 26)."""
+    probe = sentinel.Sentinel(torch.device("cpu"))
+    assert probe.a.device.type == probe.b.device.type == "cpu" and probe.held_on_device() == ()
+    during = []
+    run = probe._run
+    monkeypatch.setattr(probe, "_run", lambda iterations: (during.append(probe.held_on_device()), run(iterations)))
+    assert probe.tick() > 0
+    assert [len(held) for held in during] == [2] and probe.held_on_device() == ()
+    with pytest.raises(RuntimeError, match="inside _on_device"):
+        run(1)

@@ -281,6 +281,9 @@ def test_every_training_record_holds_the_invariants(finished: Path) -> None:
             assert record["samples"] == 256 and all(record["invariants"].values())
             assert record["samples_per_s"] == pytest.approx(record["samples"] / record["epoch_s"], rel=1e-12)
             assert record["threads"] == 1
+            # issue 26: the matmul precision set by config, the fused optimizer, no GradScaler on the CPU
+            assert (record["matmul_precision"], record["optimizer_impl"]) == ("highest", "Adam fused")
+            assert record["scaler_skipped_steps"] is None
             assert len(record["loadavg_before"]) == len(record["loadavg_after"]) == 3
             initial.add(record["initial_weights_sha256"])
         assert job["environment"]["torch_version"]

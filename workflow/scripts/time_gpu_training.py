@@ -25,6 +25,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
             spec=ModelSpec(**p.model),
             warmup_steps=p.warmup_steps,
             epochs=p.epochs_per_job,
+            precision=p.matmul_precision,
         )
         probe = devices.probe()
         envelope.finish(

@@ -227,3 +227,16 @@ def peak_memory_bytes(device: torch.device) -> int | None:
     if device.type == "cuda":
         return int(torch.cuda.max_memory_allocated(device))
     return None
+
+
+@contextlib.contextmanager
+def matmul_precision(precision: str) -> Iterator[None]:
+    """torch's float32 matmul precision (timing.matmul_precision) for the block, restored after it:
+    set explicitly for every job, so neither side runs on whatever the process started with
+    ("high" lets a GPU use TF32; "highest", the default, keeps fp32 on both sides)."""
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)

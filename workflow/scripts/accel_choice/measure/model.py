@@ -122,18 +122,35 @@ def correct(spec: ModelSpec, logits: torch.Tensor, y: torch.Tensor) -> torch.Ten
     return None
 
 
+FUSED_DEVICES = ("cpu", "cuda")  # where torch.optim has fused Adam, AdamW and SGD (torch >= 2.4 on the CPU)
+
+
 def make_optimizer(
     model: nn.Module, lr: float, device: torch.device | None = None, kind: str = "adam"
 ) -> torch.optim.Optimizer:
-    """Adam (the textbook's), AdamW or plain SGD. On CUDA the fused implementation, for every
-    precision: the plain one makes GradScaler.step read the found-inf flag on the host (`.item()`, a
-    device sync every step), which would time fp16 with a sync that fp32 and bf16 do not pay; the
-    fused step takes the scaler's flag and scale on the device. On the CPU the plain ones."""
-    fused = True if device is not None and device.type == "cuda" else None
+    """Adam (the textbook's), AdamW or plain SGD, the fused implementation on the CPU and on CUDA
+    (torch has both): the same implementation on either side of the comparison (issue 26), and on
+    CUDA the plain one would make GradScaler.step read the found-inf flag on the host (`.item()`, a
+    device sync every step), timing fp16 with a sync that fp32 and bf16 do not pay; the fused step
+    takes the scaler's flag and scale on the device. Elsewhere (MPS) and without a device, torch's
+    default (`optimizer_impl` names which ran)."""
+    fused = True if device is not None and device.type in FUSED_DEVICES else None
     optimizers = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "sgd": torch.optim.SGD}
     if kind not in optimizers:
         raise ModelError(f"config key model.optimizer: {kind!r}; allowed: {', '.join(optimizers)}")
     return optimizers[kind](model.parameters(), lr=lr, fused=fused)
+
+
+def optimizer_impl(optimizer: torch.optim.Optimizer) -> str:
+    """Which implementation steps `optimizer`: 'Adam fused', 'Adam foreach' or 'Adam for-loop' (torch's
+    default picks foreach for CUDA tensors when neither is asked for)."""
+    fused, foreach = optimizer.defaults.get("fused"), optimizer.defaults.get("foreach")
+    if fused:
+        return f"{type(optimizer).__name__} fused"
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    if foreach is None:
+        foreach = bool(params) and all(p.device.type == "cuda" for p in params)
+    return f"{type(optimizer).__name__} {'foreach' if foreach else 'for-loop'}"
 
 
 def state_sha256(model: nn.Module) -> str:

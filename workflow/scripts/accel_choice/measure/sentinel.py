@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ from accel_choice.measure.contention import steal_seconds
 from accel_choice.measure.devices import device_uuid
 from accel_choice.measure.devices import nvml_answer as _answer
 from accel_choice.measure.devices import nvml_library as _nvml
-from accel_choice.measure.devices import synchronize
+from accel_choice.measure.devices import matmul_precision, synchronize
 from accel_choice.records.sentinel import GpuState, SentinelReadings
 
 WORKLOADS = {"cpu": (256, 96), "cuda": (4096, 20)}  # matrix side, iterations
@@ -136,35 +138,60 @@ class Sentinel:
         self.device = device
         side, self.iterations = WORKLOADS["cpu" if device.type == "cpu" else "cuda"]
         generator = torch.Generator().manual_seed(0)
-        self.a = torch.randn(side, side, generator=generator).to(device)
-        self.b = torch.randn(side, side, generator=generator).to(device)
-        self._run(2)  # first-call costs (allocator, kernel selection) stay out of every reading
+        # Host tensors: the device holds its copies only during a tick (see the module's text).
+        self.a = torch.randn(side, side, generator=generator)
+        self.b = torch.randn(side, side, generator=generator)
+        self._operands: tuple[torch.Tensor, torch.Tensor] | None = None
+        with self._on_device():
+            self._run(2)  # first-call costs (allocator, kernel selection) stay out of every reading
+            synchronize(device)
         self.seconds: list[float] = []
         self._steal0, self._wall0 = steal_seconds(), time.perf_counter()
         self._mhz0 = cpu_mhz()
         self._gpu0 = gpu_state(device)
 
+    @contextmanager
+    def _on_device(self) -> Iterator[None]:
+        """The operands on the device for the block (a copy on a GPU, the host tensors on the CPU);
+        nothing of the sentinel's stays allocated there after it. Its matmuls run in fp32 whatever
+        timing.matmul_precision says: the same work in every job."""
+        self._operands = (self.a.to(self.device), self.b.to(self.device))
+        try:
+            with matmul_precision("highest"):
+                yield
+        finally:
+            self._operands = None
+
     def _run(self, iterations: int) -> None:
+        if self._operands is None:
+            raise RuntimeError("the sentinel's work runs inside _on_device() only")
+        a, b = self._operands
         for _ in range(iterations):
-            torch.mm(self.a, self.b).relu_().sum()
+            torch.mm(a, b).relu_().sum()
 
     def tick(self) -> float:
         """One timing of the fixed work. On the CPU on one thread, whatever the job's own thread count
         (timing.threads): the same work on the same threads in every job, so jobs of different thread
-        counts compare."""
+        counts compare. The operands' copy to a GPU is made before the clock starts."""
         threads = torch.get_num_threads()
         if self.device.type == "cpu":
             torch.set_num_threads(1)
         try:
-            synchronize(self.device)
-            t0 = time.perf_counter()
-            self._run(self.iterations)
-            synchronize(self.device)
-            seconds = time.perf_counter() - t0
+            with self._on_device():
+                synchronize(self.device)
+                t0 = time.perf_counter()
+                self._run(self.iterations)
+                synchronize(self.device)
+                seconds = time.perf_counter() - t0
         finally:
             torch.set_num_threads(threads)
         self.seconds.append(seconds)
         return seconds
+
+    def held_on_device(self) -> tuple[torch.Tensor, ...]:
+        """The operands the work holds on the device now: a tick's own, none between ticks (the host
+        tensors `a` and `b` are the only ones kept)."""
+        return self._operands or ()
 
     def readings(self) -> SentinelReadings:
         steal1, wall = steal_seconds(), time.perf_counter() - self._wall0

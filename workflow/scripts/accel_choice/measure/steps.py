@@ -167,7 +167,11 @@ class Trainer:
                 step.zero_()
             elif step is not None:
                 state["step"] = 0
-        if self.scaler.is_enabled():
+        self.prime_scaler()
+
+    def prime_scaler(self) -> None:
+        """The GradScaler's scale and growth tracker made now (they are made lazily at its first use)."""
+        if self.scaler.is_enabled() and self.scaler._scale is None:
             self.scaler.scale(torch.zeros((), device=self.device))
 
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
@@ -196,6 +200,7 @@ class EpochResult:
     mean_loss: float
     nonfinite_step: int | None
     finite: bool
+    skipped_steps: int | None = None  # updates the GradScaler skipped (an inf/NaN gradient); None: no scaler
 
 
 def train_epoch(trainer: Trainer, batches: Iterable[Batch], max_steps: int) -> EpochResult:
@@ -205,15 +210,31 @@ def train_epoch(trainer: Trainer, batches: Iterable[Batch], max_steps: int) -> E
     losses = torch.full((max_steps,), float("nan"), device=device)
     weights = torch.zeros(max_steps)
     samples = steps = 0
+    scaler = trainer.scaler if trainer.scaler.is_enabled() else None
+    # Skipped updates, counted with no work inside the loop where the optimizer counts its steps
+    # (Adam, AdamW: a skipped update leaves the count as it was); else (SGD) from the scale after
+    # each update, kept on the device (no host sync per step): a skipped update halves it.
+    counted = None if scaler is None else optimizer_steps(trainer.optimizer)
+    scales = None if scaler is None or counted is not None else torch.empty(max_steps + 1, device=device)
+    if scales is not None:
+        trainer.prime_scaler()
+        scales[:1] = scaler._scale
     synchronize(device)
     cpu0, t0 = time.process_time(), time.perf_counter()
     for xb, yb in batches:
         losses[steps] = trainer.step(xb, yb)
+        if scales is not None:
+            scales[steps + 1 : steps + 2] = scaler._scale
         weights[steps] = xb.shape[0]
         samples += xb.shape[0]
         steps += 1
     synchronize(device)
     seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - cpu0
+    skipped = None
+    if counted is not None:
+        skipped = steps - (optimizer_steps(trainer.optimizer) - counted)
+    elif scales is not None:
+        skipped = skipped_updates(scales[: steps + 1].cpu(), scaler.get_backoff_factor())
     losses = losses[:steps].float().cpu()
     bad = (~torch.isfinite(losses)).nonzero()
     nonfinite_step = int(bad[0]) if len(bad) else None
@@ -228,7 +249,26 @@ def train_epoch(trainer: Trainer, batches: Iterable[Batch], max_steps: int) -> E
         mean_loss,
         nonfinite_step if nonfinite_step is not None else (None if params_finite else steps - 1),
         nonfinite_step is None and params_finite,
+        skipped,
     )
+
+
+def optimizer_steps(optimizer: torch.optim.Optimizer) -> int | None:
+    """The updates the optimizer has taken (its state's step count: Adam's, AdamW's), None where it
+    keeps none (SGD without momentum) or has no state yet (Trainer.prime makes it)."""
+    counts = [state["step"] for state in optimizer.state.values() if "step" in state]
+    if not counts:
+        return None
+    return int(counts[0]) if torch.is_tensor(counts[0]) else counts[0]
+
+
+def skipped_updates(scales: torch.Tensor, backoff: float) -> int:
+    """How many updates a GradScaler skipped, from its scale before the first and after each: a
+    skipped update (an inf or NaN gradient) multiplies the scale by the backoff factor (< 1); a
+    taken one keeps it or grows it (growth_factor > 1, every growth_interval taken steps)."""
+    if not 0 < backoff < 1:
+        raise ValueError(f"a GradScaler backs off by a factor in (0, 1), got {backoff}")
+    return int((scales[1:] < scales[:-1]).sum())
 
 
 @dataclass

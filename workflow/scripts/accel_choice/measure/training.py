@@ -39,8 +39,14 @@ import torch
 
 from accel_choice.analyze import theory
 from accel_choice.measure.contention import ForeignCpuMeter
-from accel_choice.measure.devices import allocated_memory_bytes, peak_memory_bytes, reset_peak_memory, synchronize
-from accel_choice.measure.model import build, check_targets, state_sha256, targets
+from accel_choice.measure.devices import (
+    allocated_memory_bytes,
+    matmul_precision,
+    peak_memory_bytes,
+    reset_peak_memory,
+    synchronize,
+)
+from accel_choice.measure.model import build, check_targets, optimizer_impl, state_sha256, targets
 from accel_choice.measure.placement import placed, variant_batches
 from accel_choice.measure.sentinel import Sentinel
 from accel_choice.measure.steps import (
@@ -169,6 +175,8 @@ def time_epoch(prepared: Prepared) -> dict[str, Any]:
         "peak_memory_bytes": peak,
         "epoch_memory_bytes": None if peak is None or baseline is None else peak - baseline,
         "final_weights_sha256": state_sha256(model),
+        "optimizer_impl": optimizer_impl(trainer.optimizer),
+        "matmul_precision": torch.get_float32_matmul_precision(),
     }
 
 
@@ -213,6 +221,7 @@ def _variant_result(p: Prepared, runs: list[dict[str, Any]], position: int, load
     record: dict[str, Any] = {
         **variant_fields(p.variant),
         "grad_scaler": p.update.scaler,
+        **_one_each(runs, "matmul_precision", "optimizer_impl"),
         "samples": last.samples,
         "steps": last.steps,
         "epoch_s": epoch_s,
@@ -228,6 +237,7 @@ def _variant_result(p: Prepared, runs: list[dict[str, Any]], position: int, load
         "mean_train_loss": last.mean_loss,
         "finite": all(e.finite for e in epochs),
         "nonfinite_step": next((e.nonfinite_step for e in epochs if not e.finite), None),
+        "scaler_skipped_steps": None if not p.update.scaler else max(e.skipped_steps or 0 for e in epochs),
         "peak_memory_bytes": max(peaks) if peaks else None,
         "epoch_memory_bytes": max(own) if own else None,
         "warmup_steps": p.warm.steps,
@@ -243,6 +253,15 @@ def _variant_result(p: Prepared, runs: list[dict[str, Any]], position: int, load
     }
     record["invariants"] = check_invariants(record, p.x.shape[0])
     return record
+
+
+def _one_each(runs: list[dict[str, Any]], *keys: str) -> dict[str, Any]:
+    """The value every epoch of a variant ran with, for each of `keys`; a change between epochs is a bug."""
+    found = {key: {run[key] for run in runs} for key in keys}
+    changed = {key: sorted(values) for key, values in found.items() if len(values) != 1}
+    if changed:
+        raise InvariantError(f"the epochs of one variant ran with different settings: {changed}")
+    return {key: values.pop() for key, values in found.items()}
 
 
 def context_startup_seconds(device: torch.device) -> float | None:
@@ -267,10 +286,12 @@ def measure_training_job(
     warmup_steps: int,
     grad_scaler: bool = True,
     epochs: int = 1,
+    precision: str = "highest",
 ) -> tuple[list[TrainingRecord], SentinelReadings]:
     """Every variant (one batch size, one device: a job's) warmed up, then `epochs` interleaved rounds of
     one epoch each (epoch_order), the drift sentinel ticking around them; the records and the job's
-    sentinel readings. `grad_scaler` (gpu.grad_scaler): fp16 variants scale their loss with a GradScaler."""
+    sentinel readings. `grad_scaler` (gpu.grad_scaler): fp16 variants scale their loss with a GradScaler;
+    `precision` (timing.matmul_precision): torch's float32 matmul precision for the whole job."""
     sizes, on = {v.batch_size for v in variants}, {v.device for v in variants}
     if len(sizes) != 1 or len(on) != 1:
         raise ValueError(f"a timing job times one batch size on one device, got {sorted(sizes)} on {sorted(on)}")
@@ -284,24 +305,25 @@ def measure_training_job(
     context = context_startup_seconds(target)
     check_targets(spec, y)
     y = targets(spec, y)
-    prepared = [
-        prepare_variant(v, x, y, grad_scaler=grad_scaler, seed=seed, spec=spec, warmup_steps=warmup_steps)
-        for v in variants
-    ]
-    # Other processes' CPU while the epochs are timed (after the warm-up: torch.compile's worker
-    # processes, which compile a compiled variant's kernels there, are not a contamination of them).
-    meter = ForeignCpuMeter().start()
-    # The one-off start-up: everything from before the first device call (the runtime's context,
-    # cuBLAS handles and workspace, lazy kernel loading, the first variant's model, data placement
-    # and first allocations, the optimizer's first-call imports) to the synchronised end of the
-    # first variant's first warm-up step, less one steady step; each later variant adds what its
-    # own first step paid beyond a steady one (its precision's kernels, the scaler's, pinning).
-    # The sentinel's own first matmuls come after, so they take none of it away.
-    first = prepared[0].warm
-    process = max(first.first_step_end - started - first.steady_step_s, 0.0)
-    startups = [process] + [process + max(p.warm.first_step_s - p.warm.steady_step_s, 0.0) for p in prepared[1:]]
-    sentinel = Sentinel(target)
-    measured = measure_interleaved(prepared, epochs, repeat, sentinel)
+    with matmul_precision(precision):  # the whole job, warm-up included: its kernels are the timed ones
+        prepared = [
+            prepare_variant(v, x, y, grad_scaler=grad_scaler, seed=seed, spec=spec, warmup_steps=warmup_steps)
+            for v in variants
+        ]
+        # Other processes' CPU while the epochs are timed (after the warm-up: torch.compile's worker
+        # processes, which compile a compiled variant's kernels there, are not a contamination of them).
+        meter = ForeignCpuMeter().start()
+        # The one-off start-up: everything from before the first device call (the runtime's context,
+        # cuBLAS handles and workspace, lazy kernel loading, the first variant's model, data placement
+        # and first allocations, the optimizer's first-call imports) to the synchronised end of the
+        # first variant's first warm-up step, less one steady step; each later variant adds what its
+        # own first step paid beyond a steady one (its precision's kernels, the scaler's, pinning).
+        # The sentinel's own first matmuls come after, so they take none of it away.
+        first = prepared[0].warm
+        process = max(first.first_step_end - started - first.steady_step_s, 0.0)
+        startups = [process] + [process + max(p.warm.first_step_s - p.warm.steady_step_s, 0.0) for p in prepared[1:]]
+        sentinel = Sentinel(target)
+        measured = measure_interleaved(prepared, epochs, repeat, sentinel)
     for result, startup in zip(measured, startups):
         result["startup_s"] = startup
     foreign = meter.stop()

@@ -81,12 +81,19 @@ class Invariants:
     samples_per_s_eq_samples_over_epoch_s: bool
 
 
+# torch.set_float32_matmul_precision (timing.matmul_precision): "highest" keeps fp32 matmuls in fp32;
+# "high" lets CUDA use TF32 (and the CPU bf16 passes where oneDNN offers them), "medium" bf16.
+MatmulPrecision = Literal["highest", "high", "medium"]
+
+
 @record
 class EpochMeasurement(Variant):
     """One timed training epoch and one evaluation pass of one variant (measure.training.measure_interleaved):
     the fields a training job's records and the cost-model grid's share."""
 
     grad_scaler: bool
+    matmul_precision: MatmulPrecision  # torch's float32 matmul precision while the epochs ran
+    optimizer_impl: str  # which implementation stepped the optimizer: 'Adam fused', 'Adam for-loop', ...
     repeat: Count
     samples: Count
     steps: Count
@@ -103,6 +110,8 @@ class EpochMeasurement(Variant):
     mean_train_loss: float | None
     finite: bool
     nonfinite_step: Count | None
+    # The most updates the GradScaler skipped (an inf/NaN gradient) in any timed epoch; null: no scaler.
+    scaler_skipped_steps: Count | None
     peak_memory_bytes: Count | None  # torch.cuda.max_memory_allocated over the epochs; null: not CUDA
     epoch_memory_bytes: Count | None  # the epoch's own: its peak less what was allocated when it began
     warmup_steps: Count
@@ -119,6 +128,11 @@ class EpochMeasurement(Variant):
     def __post_init__(self) -> None:
         if self.finite != (self.nonfinite_step is None):
             raise ValueError(f"finite is {self.finite} but nonfinite_step is {self.nonfinite_step!r}")
+        if (self.scaler_skipped_steps is None) == self.grad_scaler or (self.scaler_skipped_steps or 0) > self.steps:
+            raise ValueError(
+                f"scaler_skipped_steps {self.scaler_skipped_steps!r} must be null exactly without a GradScaler "
+                f"(grad_scaler {self.grad_scaler}) and at most steps {self.steps}"
+            )
         if (self.peak_memory_bytes is None) != (self.epoch_memory_bytes is None) or (
             self.epoch_memory_bytes is not None and self.epoch_memory_bytes > self.peak_memory_bytes
         ):
@@ -153,7 +167,7 @@ WALL_CLOCK_SLACK_S = 0.5
 CPU_CLOCK_SLACK_S = 0.01
 
 
-@record(schema="training-job", version=5)
+@record(schema="training-job", version=6)
 class TrainingJob:
     """timing/{cpu,gpu}/bs<B>.rep<r>.json: every variant of one batch size, timed in one process,
     with the job's drift sentinel."""
