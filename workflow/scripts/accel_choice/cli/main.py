@@ -8,10 +8,11 @@ import sys
 from collections.abc import Sequence
 
 from accel_choice.cli import compare, verify
+from accel_choice.io import paths
 
 COMMANDS = {
     "compare": (compare.main, "compare two results folders side by side (ratios B/A, a terminal table)"),
-    "verify": (verify.main, "check an archived results folder against its MANIFEST.sha256"),
+    "verify": (verify.main, f"check an archived results folder against its {paths.MANIFEST}"),
 }
 
 
