@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -177,6 +178,29 @@ def test_a_thread_pool_reads_ahead_in_the_order_without_workers(tmp_path, fmt) -
     assert len(pooled) == len(alone) and all(
         torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(alone, pooled)
     )
+
+
+def test_the_pool_threads_never_parse_an_npy_header(tmp_path, monkeypatch) -> None:
+    # numpy parses a header with ast.literal_eval, which CPython 3.11 can fail in several threads at
+    # once (python/cpython#106905: "AST constructor recursion depth mismatch", seen in this suite):
+    # headers are read once, where the dataset is opened
+    grow(tmp_path, "npy", 4096)
+    readers: list[bool] = []
+
+    def recording(parse):
+        def parsed(handle, *args, **kwargs):
+            readers.append(threading.current_thread() is threading.main_thread())
+            return parse(handle, *args, **kwargs)
+
+        return parsed
+
+    for name in ("read_array_header_1_0", "read_array_header_2_0"):
+        monkeypatch.setattr(np.lib.format, name, recording(getattr(np.lib.format, name)))
+    data = streaming.StreamedBatches(tmp_path, 128, seed=1)
+    opened = len(readers)
+    rows = sum(len(x) for x, _ in streaming.threaded(data, 3))
+    assert rows == 4096 and opened >= len({path for path, _, _ in data.units}) >= 2
+    assert readers == [True] * opened  # every header parsed in this thread, none during the epoch
 
 
 def test_the_first_rows_of_a_dataset_are_a_smaller_dataset(tmp_path) -> None:

@@ -35,8 +35,11 @@ Batch = tuple[torch.Tensor, torch.Tensor]
 Unit = tuple[Path, int, int]
 
 
-def read_unit(fmt: str, path: Path, start: int, rows: int, features: int) -> tuple[np.ndarray, np.ndarray]:
-    """One unit's rows decoded to numpy: float32 features (rows × features) and the 0/1 target (float32)."""
+def read_unit(
+    fmt: str, path: Path, start: int, rows: int, features: int, data_offset: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """One unit's rows decoded to numpy: float32 features (rows × features) and the 0/1 target (float32).
+    `data_offset`: where an .npy file's data begin (`npy_data_offset`), read from its header if not given."""
     if fmt == "parquet":
         # Opened for this unit alone: a ParquetFile kept open held on to about a row group's memory per
         # part (RSS grew with the number of parts: 11 GB at 48 GB), and re-reading the footer costs less.
@@ -47,12 +50,16 @@ def read_unit(fmt: str, path: Path, start: int, rows: int, features: int) -> tup
         for j in range(features):
             x[:, j] = table.column(j).to_numpy()
         return x, table.column(features).to_numpy().astype(np.float32)
-    return _npy_window(path, start, rows, features)
+    header = npy_data_offset(path, features) if data_offset is None else data_offset
+    return _npy_window(path, header, start, rows, features + 1)
 
 
-def _npy_window(path: Path, start: int, rows: int, features: int) -> tuple[np.ndarray, np.ndarray]:
-    """The rows start … start+rows of an .npy matrix, through a memmap of just that window (page
-    aligned), copied out and unmapped: the mapping never holds more than one window."""
+def npy_data_offset(path: Path, features: int) -> int:
+    """Where the data of an .npy matrix of `features` + 1 float32 columns begin, its header checked.
+
+    Read once per file, in the thread that opens the dataset: numpy parses the header with
+    `ast.literal_eval`, which CPython 3.11 can fail in several threads at once ("SystemError: AST
+    constructor recursion depth mismatch", python/cpython#106905), as `threaded`'s pool would."""
     with open(path, "rb") as handle:
         version = np.lib.format.read_magic(handle)
         readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
@@ -60,9 +67,15 @@ def _npy_window(path: Path, start: int, rows: int, features: int) -> tuple[np.nd
             raise ValueError(f"{path}: .npy format version {version}, expected 1.0 or 2.0")
         shape, _, dtype = readers[version](handle)
         header = handle.tell()
-    width = shape[1]
-    if width != features + 1 or dtype != np.float32:
+    if len(shape) != 2 or shape[1] != features + 1 or dtype != np.float32:
         raise ValueError(f"{path}: a {shape} {dtype} matrix, expected (rows, {features + 1}) float32")
+    return header
+
+
+def _npy_window(path: Path, header: int, start: int, rows: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows start … start+rows of an .npy matrix of `width` float32 columns whose data begin at
+    `header`, through a memmap of just that window (page aligned), copied out and unmapped: the mapping
+    never holds more than one window."""
     offset = header + start * width * 4
     aligned = offset - offset % mmap.ALLOCATIONGRANULARITY
     window = np.memmap(path, dtype=np.uint8, mode="r", offset=aligned, shape=(offset - aligned + rows * width * 4,))
@@ -70,7 +83,7 @@ def _npy_window(path: Path, start: int, rows: int, features: int) -> tuple[np.nd
         matrix = np.array(window[offset - aligned :].view(np.float32).reshape(rows, width))
     finally:
         window._mmap.close()  # noqa: SLF001 - unmap now, not when the garbage collector runs
-    return matrix[:, :features], np.ascontiguousarray(matrix[:, features])
+    return matrix[:, : width - 1], np.ascontiguousarray(matrix[:, width - 1])
 
 
 def to_batches(x: np.ndarray, y: np.ndarray, batch_size: int, generator: torch.Generator | None) -> Iterator[Batch]:
@@ -95,6 +108,10 @@ class StreamedBatches(IterableDataset):
             self.units = _first_rows(self.units, rows)
         self.batch_size, self.seed, self.shuffle = batch_size, seed, shuffle
         self.epoch = 0
+        features = self.dataset.features
+        self.data_offsets = (
+            {path: npy_data_offset(path, features) for path, _, _ in self.units} if self.dataset.format == "npy" else {}
+        )
 
     def order(self) -> list[int]:
         """The epoch's unit order: a seeded permutation (file order without shuffle)."""
@@ -106,7 +123,8 @@ class StreamedBatches(IterableDataset):
     def read(self, index: int) -> tuple[np.ndarray, np.ndarray]:
         """Unit `index` decoded to numpy."""
         path, start, rows = self.units[index]
-        return read_unit(self.dataset.format, path, start, rows, self.dataset.features)
+        offset = self.data_offsets.get(path)
+        return read_unit(self.dataset.format, path, start, rows, self.dataset.features, offset)
 
     def batches(self, index: int, x: np.ndarray, y: np.ndarray) -> Iterator[Batch]:
         """Unit `index`'s rows as torch batches, shuffled within the unit by a seeded generator of its own."""
