@@ -414,8 +414,11 @@ def test_report_theory_numbers(rendered):
 
 
 def test_report_flags_noise_and_non_finite(rendered):
-    assert "- training cpu fp32 host B=512 dataloader: " in rendered
+    # every flag counted in one table (issue 27), each cell's own reasons in its table's flag column
+    assert "| noisy: a repeat > 2× the median | training cells | 1 of 4 | B=512 dataloader, 1 thread |" in rendered
+    assert "| noisy: IQR/median > 10% | training cells | 1 of 4 | B=512 dataloader, 1 thread |" in rendered
     assert "a repeat is 3.00x the median (> 2x)" in rendered
+    assert "| non-finite loss or weights (left out of the medians) | runs | 1 | listed below |" in rendered
     assert (
         "Non-finite runs (NaN/inf loss or weights), excluded from the medians:\n"
         "- cpu fp32 host B=32 dataloader repeat 3: first non-finite loss at step 17"

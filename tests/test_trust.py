@@ -97,6 +97,32 @@ def test_a_run_with_more_flagged_jobs_than_allowed_is_contaminated_and_says_how_
     assert "more than the 25% the configuration allows (aggregate.bad_run_share)" in banner and command in banner
 
 
+def test_every_flag_of_a_busy_run_is_counted_in_one_table_by_reason(cells):
+    # a busy run: 3 of 6 jobs at another machine speed, two of them also beside other processes' CPU;
+    # the report folds the per-job and per-repeat lists into one row per reason (issue 27, item 1)
+    speeds = dict.fromkeys(LABELS, 1.0) | {"bs32.t1.rep0": 1.6, "bs32.t1.rep1": 1.6, "bs512.t1.rep2": 0.5}
+    busy = [
+        dataclasses.replace(
+            cell,
+            contaminated=tuple(Contamination(repeat=r, reasons=("other processes used 1.20 cores",)) for r in (0, 1)),
+        )
+        if cell.batch_size == 32
+        else cell
+        for cell in cells
+    ]
+    found = trust.run_trust([("cpu", _table(busy, speeds))], 0.25)
+    text = noise.flags_section(busy, [], [], found, NoiseRules())
+    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| flag")]
+    assert rows[:2] == [
+        "| the machine's speed (sentinel) | timing jobs | 3 of 6 | bs32.t1.rep0, bs32.t1.rep1, bs512.t1.rep2 |",
+        "| other processes' CPU | timing jobs | 2 of 6 | bs32.t1.rep0, bs32.t1.rep1 |",
+    ]
+    assert "repeat 1: other processes" not in text  # no per-repeat list
+    quiet = trust.run_trust([("cpu", _table(cells, dict.fromkeys(LABELS, 1.0)))], 0.25)
+    clean = [dataclasses.replace(cell, noisy=False, noise_reasons=()) for cell in cells]
+    assert "Nothing was flagged" in noise.flags_section(clean, [], [], quiet, NoiseRules())
+
+
 def test_a_record_claiming_a_clean_run_with_too_many_flagged_jobs_is_refused():
     job = trust.FlaggedJob(
         table="cpu", job="bs32.t1.rep0", record="results/timing/cpu/bs32.t1.rep0.json", reasons=("x",)

@@ -1,13 +1,26 @@
-"""The run's own noise floor in words: how far this machine's speed moved between timing jobs, and
-which jobs ran at another speed (the drift sentinel, records.sentinel)."""
+"""The run's own noise floor in words: how far this machine's speed moved between timing jobs (the drift
+sentinel, records.sentinel), and every flag the run raised, counted by reason in one table."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from accel_choice.analyze.stats import NoiseRules
 from accel_choice.analyze.trust import remeasure_command
 from accel_choice.records.decision import RunTrust
+from accel_choice.records.loads import LoadCell
 from accel_choice.records.sentinel import SentinelSummary
+from accel_choice.records.training import NonFiniteRun, TrainingCell
+from accel_choice.render.formatting import table
+
+# A flagged job's reasons by kind: the words each reason holds, and the kind's name in the report
+JOB_FLAG_KINDS = {
+    "sentinel": "the machine's speed (sentinel)",
+    "stole": "hypervisor steal",
+    "GPU clocks": "GPU clocks held down",
+    "other processes": "other processes' CPU",
+    "load average": "a rising load average",
+}
 
 
 def noise_floor_section(sentinels: Sequence[tuple[str, SentinelSummary]]) -> str:
@@ -35,9 +48,11 @@ def noise_floor_section(sentinels: Sequence[tuple[str, SentinelSummary]]) -> str
             )
         flagged = [j for j in s.jobs if j.reasons]
         if flagged:
+            worst = max(flagged, key=lambda j: abs(j.over_run_median - 1))
             text += (
-                f"\n\n{len(flagged)} job(s) flagged (tolerance ±{s.tolerance:.0%} of the run's speed; kept in the "
-                "tables, their cells marked):\n" + "\n".join(f"- {j.job}: " + "; ".join(j.reasons) for j in flagged)
+                f" {len(flagged)} job(s) flagged (tolerance ±{s.tolerance:.0%} of the run's speed; the farthest, "
+                f"{worst.job}, ran at {worst.over_run_median:.2f}× the run median; kept in the tables, their cells "
+                "marked; counted by reason under Measurement conditions and flags)."
             )
         else:
             text += f" No job ran more than ±{s.tolerance:.0%} off the run's speed, and none lost CPU to steal."
@@ -47,19 +62,89 @@ def noise_floor_section(sentinels: Sequence[tuple[str, SentinelSummary]]) -> str
 
 def _why(trust: RunTrust) -> str:
     """The flags' reasons by kind, counted in jobs: "the machine's speed (sentinel) 20, other processes' CPU 12"."""
-    kinds = {
-        "sentinel": "the machine's speed (sentinel)",
-        "stole": "hypervisor steal",
-        "GPU clocks": "GPU clocks held down",
-        "other processes": "other processes' CPU",
-        "load average": "a rising load average",
-    }
-    counts = dict.fromkeys(kinds.values(), 0)
+    counts = {kind: len(jobs) for kind, jobs in _jobs_by_kind(trust).items()}
+    return ", ".join(f"{kind} {n}" for kind, n in counts.items() if n) or "other reasons"
+
+
+def _jobs_by_kind(trust: RunTrust) -> dict[str, list[str]]:
+    """The flagged jobs under each kind of reason (a job flagged for two reasons is under both)."""
+    jobs: dict[str, list[str]] = {kind: [] for kind in [*JOB_FLAG_KINDS.values(), "other reasons"]}
     for job in trust.flagged:
         text = " ".join(job.reasons)
-        for key, kind in kinds.items():
-            counts[kind] += key in text
-    return ", ".join(f"{kind} {n}" for kind, n in counts.items() if n) or "other reasons"
+        kinds = [kind for key, kind in JOB_FLAG_KINDS.items() if key in text] or ["other reasons"]
+        for kind in kinds:
+            jobs[kind].append(job.job if job.table == "cpu" else f"{job.table} {job.job}")
+    return jobs
+
+
+def _cell(cell: TrainingCell) -> str:
+    """A training cell in a few words: 'B=32 dataloader, 2 threads' (device, precision, placement where not the CPU's)."""
+    where = "" if cell.device == "cpu" else f"{cell.device} {cell.precision} {cell.placement} "
+    threads = f", {cell.threads} thread{'s' if cell.threads != 1 else ''}" if cell.device == "cpu" else ""
+    return f"{where}B={cell.batch_size} {cell.loader}{threads}{' compiled' if cell.compiled else ''}"
+
+
+def flags_section(
+    cells: Sequence[TrainingCell],
+    loads: Sequence[LoadCell],
+    non_finite: Sequence[NonFiniteRun],
+    trust: RunTrust | None,
+    rules: NoiseRules,
+) -> str:
+    """Every flag the run raised in one table - what was flagged, over how many, and which - then the runs that
+    went non-finite. Each cell's own reasons stay in its table's flag column."""
+    iqr, outlier = f"IQR/median > {rules.noise_iqr_ratio:.0%}", f"a repeat > {rules.outlier_factor:g}× the median"
+    rows: list[list[str]] = []
+    if trust is not None:
+        for kind, jobs in _jobs_by_kind(trust).items():
+            if jobs:
+                rows.append([kind, "timing jobs", f"{len(jobs)} of {trust.jobs}", ", ".join(jobs)])
+    for words, key in ((iqr, "IQR/median"), (outlier, "the median (>")):
+        noisy = [_cell(c) for c in cells if any(key in reason for reason in c.noise_reasons)]
+        if noisy:
+            rows.append([f"noisy: {words}", "training cells", f"{len(noisy)} of {len(cells)}", "; ".join(noisy)])
+        noisy_loads = [f"{c.dataset} {c.format}" for c in loads if any(key in reason for reason in c.noise_reasons)]
+        if noisy_loads:
+            rows.append(
+                [f"noisy: {words}", "load/convert cells", f"{len(noisy_loads)} of {len(loads)}", "; ".join(noisy_loads)]
+            )
+    busy_loads = [f"{c.dataset} {c.format} repeat {r.repeat}" for c in loads for r in c.contaminated]
+    if busy_loads:
+        repeats = sum(c.repeats for c in loads)
+        rows.append(
+            ["beside other work", "load/convert repeats", f"{len(busy_loads)} of {repeats}", "; ".join(busy_loads)]
+        )
+    if non_finite:
+        rows.append(
+            ["non-finite loss or weights (left out of the medians)", "runs", str(len(non_finite)), "listed below"]
+        )
+    highest = max([c.loadavg_max for c in cells] or [0.0])
+    text = (
+        "## Measurement conditions and flags\n\n"
+        f"A cell is flagged noisy when IQR/median > {rules.noise_iqr_ratio:.0%} or a repeat exceeds "
+        f"{rules.outlier_factor:g}× the median; a timing job or repeat is flagged when the drift sentinel saw another "
+        "machine speed or hypervisor steal, other processes used more than the configured share of a core during it "
+        "(from /proc/stat, or psutil where /proc is absent), or the load average rose. Highest 1-minute load average "
+        f"seen around a training measurement: {highest:.2f}.\n\n"
+    ) + (
+        "Every flag this run raised, counted (flagged measurements stay in the tables, marked, never averaged away):"
+        "\n\n" + table(["flag", "counted in", "count", "which"], rows)
+        if rows
+        else "Nothing was flagged: no timing job ran beside other work or at another machine speed, and no cell was noisy."
+    )
+    if non_finite:
+        text += "\n\nNon-finite runs (NaN/inf loss or weights), excluded from the medians:\n" + "\n".join(
+            f"- {r.device} {r.precision}{_scaler_words(r)} {r.placement} "
+            f"B={r.batch_size} {r.loader} repeat {r.repeat}: first non-finite loss at step {r.nonfinite_step}"
+            for r in non_finite
+        )
+    return text
+
+
+def _scaler_words(row: NonFiniteRun) -> str:
+    if row.precision != "fp16":
+        return ""
+    return " + GradScaler" if row.grad_scaler else " without GradScaler"
 
 
 def trust_banner(trust: RunTrust | None) -> str:

@@ -282,59 +282,6 @@ def _gpu_section(inputs: ReportInputs) -> str:
     return text
 
 
-def _scaler_words(row: NonFiniteRun) -> str:
-    if row.precision != "fp16":
-        return ""
-    return " + GradScaler" if row.grad_scaler else " without GradScaler"
-
-
-def _flags_section(inputs: ReportInputs) -> str:
-    noisy = [
-        f"- training {r.device} {r.precision} {r.placement} B={r.batch_size} {r.loader}: " + "; ".join(r.noise_reasons)
-        for r in inputs.train_table
-        if r.noisy
-    ]
-    noisy += [f"- load {r.dataset} {r.format}: " + "; ".join(r.noise_reasons) for r in inputs.load_table if r.noisy]
-    contaminated = [
-        f"- training {r.device} {r.precision} {r.placement} B={r.batch_size} {r.loader}, repeat {c.repeat}: "
-        + "; ".join(c.reasons)
-        for r in inputs.train_table
-        for c in r.contaminated
-    ] + [
-        f"- load {r.dataset} {r.format}, repeat {c.repeat}: " + "; ".join(c.reasons)
-        for r in inputs.load_table
-        for c in r.contaminated
-    ]
-    non_finite = [
-        f"- {r.device} {r.precision}{_scaler_words(r)} {r.placement} "
-        f"B={r.batch_size} {r.loader} repeat {r.repeat}: first non-finite loss at step {r.nonfinite_step}"
-        for r in inputs.non_finite
-    ]
-    loads = [r.loadavg_max for r in inputs.train_table] or [0.0]
-    text = (
-        "## Measurement conditions and flags\n\n"
-        f"A cell is flagged noisy when IQR/median > {inputs.noise.noise_iqr_ratio:.0%} or a repeat exceeds "
-        f"{inputs.noise.outlier_factor:g}× the median; a repeat is flagged as taken on a busy machine when other processes "
-        "used more than the configured share of a core during its job (from /proc/stat) or the load average rose. "
-        "Highest 1-minute load average seen around a training measurement: "
-        f"{max(loads):.2f}.\n\n"
-    )
-    text += (
-        ("Flagged cells (kept in the tables, not averaged away):\n" + "\n".join(noisy))
-        if noisy
-        else "No cell was flagged noisy."
-    )
-    text += (
-        "\n\nMeasurements taken while the machine was busy (kept, flagged; compare with care):\n"
-        + "\n".join(contaminated)
-        if contaminated
-        else "\n\nNo measurement shared the machine with another busy process (foreign CPU from /proc/stat, load average)."
-    )
-    if non_finite:
-        text += "\n\nNon-finite runs (NaN/inf loss or weights), excluded from the medians:\n" + "\n".join(non_finite)
-    return text
-
-
 def render(inputs: ReportInputs) -> str:
     verdict = inputs.decision.verdict
     sections = [
@@ -358,7 +305,9 @@ def render(inputs: ReportInputs) -> str:
         scale.scale_section(inputs.scale, inputs.scale_jobs, inputs.scale_steps),
         data.data_section(inputs.data),
         noise.noise_floor_section(inputs.sentinels),
-        _flags_section(inputs),
+        noise.flags_section(
+            inputs.train_table, inputs.load_table, inputs.non_finite, inputs.decision.verdict.trust, inputs.noise
+        ),
         data.environment_section(inputs.environment, inputs.probe, inputs.accelerator),
         archive.resources_section(inputs.resources),
         archive.provenance_section(inputs.provenance),
