@@ -1055,10 +1055,10 @@ def test_a_counted_model_has_its_own_step_6_and_gpu_bound_words(train_records, l
 
 def test_the_data_section_names_where_each_data_set_came_from():
     """Issue 27: generated data with its settings; your own files by name, each with its sha256."""
-    from accel_choice.records.data import BenchmarkGenerator, NorthstarGenerator, UserBenchmarkSource
+    from accel_choice.records.data import BenchmarkGenerator, NorthstarGenerator, UserDataSource
     from accel_choice.render import data as data_words
 
-    own = UserBenchmarkSource(
+    own = UserDataSource(
         kind="arrays", files=("x.npy", "y.npy"), sha256=("a" * 64, "b" * 64), rows=10, sample_shape=(3,), seed=7
     )
     assert data_words.source_words(own) == (

@@ -6,6 +6,7 @@ plans after one config change, then bad configs that must fail before any job ru
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -19,6 +20,7 @@ import pytest
 import yaml
 
 from accel_choice import records
+from accel_choice.records.loads import LoadConvertJob
 from accel_choice.records.northstar import (
     GradientVariance,
     NorthstarHistory,
@@ -523,16 +525,26 @@ def test_own_table_runs_and_a_bad_one_fails_before_training(tmp_path: Path) -> N
     frame.to_csv(tmp_path / "orders.csv", index=False)
     own = {"path": str(tmp_path / "orders.csv"), "target": "late", "features": ["a", "split"]}
     good = changed(data={"northstar": {"table": own}})
-    result = snakemake(tmp_path, good, "results/northstar/cpu/bs16/history.json")
+    assert "generate_northstar" not in planned_jobs(snakemake(tmp_path, good, "-n"))  # nobody asked for it
+    loaded = "results/timing/load_convert/rep0.json"
+    result = snakemake(tmp_path, good, "results/northstar/cpu/bs16/history.json", loaded)
     assert result.returncode == 0, result.stderr[-3000:]
     prepare = records.read(NorthstarPrepare, tmp_path / "results/northstar/prepare.json")
     assert prepare.source.kind == "user table" and prepare.split_column == "split_1"
+    assert prepare.source.sha256 == hashlib.sha256((tmp_path / "orders.csv").read_bytes()).hexdigest()
     assert records.read(NorthstarHistory, tmp_path / "results/northstar/cpu/bs16/history.json").test.rows == 40
+    # Issue 27: everything that speaks of the Northstar data is of your table - its metadata (the Data
+    # section's source) and the files whose load and conversion are timed
+    meta = read(tmp_path / "results/data/northstar.meta.json")
+    assert meta["generator"]["files"] == [own["path"]] and meta["generator"]["sha256"] == [prepare.source.sha256]
+    assert meta["rows"] == 200 and meta["feature_columns"] == ["a", "split"]
+    timed = [load for load in records.read(LoadConvertJob, tmp_path / loaded).loads if load.dataset == "northstar"]
+    assert timed and {(load.rows, load.features) for load in timed} == {(200, 2)}
 
     frame.rename(columns={"split": "c"}).to_csv(tmp_path / "orders.csv", index=False)
     result = snakemake(tmp_path, good, "results/northstar/cpu/bs64/history.json")
     assert result.returncode != 0
-    log = (tmp_path / "results/logs/prepare_northstar.log").read_text()
+    log = (tmp_path / "results/logs/import_northstar.log").read_text()
     assert "column(s) split not found; the table has a, c, late" in log
     assert not (tmp_path / "results/northstar/cpu/bs64").exists()
 
@@ -564,7 +576,7 @@ def test_own_table_smaller_than_a_batch_size_stops_that_batch_sizes_job(tmp_path
     assert not (tmp_path / "results/northstar/cpu/bs128/history.json").exists()
 
 
-def test_own_table_with_inf_in_val_and_test_rows_stops_at_prepare_northstar(tmp_path: Path) -> None:
+def test_own_table_with_inf_in_val_and_test_rows_stops_at_import_northstar(tmp_path: Path) -> None:
     import numpy as np
     import pandas as pd
     from accel_choice.analyze.selection import stratified_split
@@ -581,7 +593,7 @@ def test_own_table_with_inf_in_val_and_test_rows_stops_at_prepare_northstar(tmp_
     own = {"path": str(tmp_path / "orders.csv"), "target": "late", "features": ["a", "b"]}
     result = snakemake(tmp_path, changed(data={"northstar": {"table": own}}), "results/northstar/cpu/bs16/history.json")
     assert result.returncode != 0
-    log = (tmp_path / "results/logs/prepare_northstar.log").read_text()
+    log = (tmp_path / "results/logs/import_northstar.log").read_text()
     assert (
         f"{tmp_path / 'orders.csv'}: column(s) a (1 row), b (2 rows) hold values that are not finite as float32" in log
     ), log[-2000:]

@@ -135,11 +135,11 @@ DEVICES = ["cpu"] + ([GPU_DEVICE] if GPU_DEVICE else [])
 NORTHSTAR_DEVICES = DEVICES
 PLANNER_REPEATS = list(range(config["planner"]["repeats"]))
 USER_TABLE = config["data"]["northstar"]["table"]
-NORTHSTAR_SOURCE = (
-    [USER_TABLE["path"]]
-    if USER_TABLE
-    else [results(paths.DATASET_MATRIX, dataset="northstar"), results(paths.DATASET_META, dataset="northstar")]
-)
+# The Northstar data as the canonical matrix: generated, or your table imported (data.smk)
+NORTHSTAR_SOURCE = [
+    results(paths.DATASET_MATRIX, dataset="northstar"),
+    results(paths.DATASET_META, dataset="northstar"),
+]
 
 
 def probe_for_device(wildcards):
@@ -165,7 +165,8 @@ def jobs(**axes):
 JOBS = {
     "generate_benchmark": [] if USER_BENCHMARK else jobs(),
     "import_benchmark": jobs() if USER_BENCHMARK else [],
-    "generate_northstar": jobs(),
+    "generate_northstar": [] if USER_TABLE else jobs(),
+    "import_northstar": jobs() if USER_TABLE else [],
     "export_data": jobs(dataset=DATASETS),
     "profile_model": jobs(),
     "time_load_convert": jobs(repeat=REPEATS),

@@ -53,27 +53,55 @@ else:
             "../scripts/generate_benchmark.py"
 
 
-rule generate_northstar:
-    input:
-        code=code("generate_northstar.py"),
-    output:
-        npy=results(paths.DATASET_MATRIX, dataset="northstar"),
-        meta=results(paths.DATASET_META, dataset="northstar"),
-    log:
-        results(paths.log("generate_northstar")),
-    benchmark:
-        results(paths.benchmark("generate_northstar"))
-    conda:
-        ENV
-    threads: 1
-    resources:
-        timing_slot=OTHER_JOB,
-    params:
-        rows=config["data"]["northstar"]["rows"],
-        late_rate=config["data"]["northstar"]["late_rate"],
-        seed=config["seed"],
-    script:
-        "../scripts/generate_northstar.py"
+if USER_TABLE:
+
+    # Your own Northstar table (data.northstar.table) in place of the generated one: checked and written
+    # as the same canonical .npy and metadata, so its export, load/convert timing and split are of it.
+    rule import_northstar:
+        input:
+            table=USER_TABLE["path"],
+            code=code("import_northstar.py"),
+        output:
+            npy=results(paths.DATASET_MATRIX, dataset="northstar"),
+            meta=results(paths.DATASET_META, dataset="northstar"),
+        log:
+            results(paths.log("import_northstar")),
+        benchmark:
+            results(paths.benchmark("import_northstar"))
+        conda:
+            ENV
+        threads: 1
+        resources:
+            timing_slot=OTHER_JOB,
+        params:
+            table=sorted_keys(USER_TABLE),
+            seed=config["seed"],
+        script:
+            "../scripts/import_northstar.py"
+
+else:
+
+    rule generate_northstar:
+        input:
+            code=code("generate_northstar.py"),
+        output:
+            npy=results(paths.DATASET_MATRIX, dataset="northstar"),
+            meta=results(paths.DATASET_META, dataset="northstar"),
+        log:
+            results(paths.log("generate_northstar")),
+        benchmark:
+            results(paths.benchmark("generate_northstar"))
+        conda:
+            ENV
+        threads: 1
+        resources:
+            timing_slot=OTHER_JOB,
+        params:
+            rows=config["data"]["northstar"]["rows"],
+            late_rate=config["data"]["northstar"]["late_rate"],
+            seed=config["seed"],
+        script:
+            "../scripts/generate_northstar.py"
 
 
 rule export_data:

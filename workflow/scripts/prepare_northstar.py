@@ -7,9 +7,11 @@ fits the training split (train_northstar, seed_limits).
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from accel_choice.io import atomic, dataio, envinfo, usertable
+from accel_choice import records
+from accel_choice.io import atomic, dataio, envinfo
 from accel_choice.analyze import selection
 from accel_choice.io.runtime import job
+from accel_choice.records.data import DatasetMeta, UserDataSource
 from accel_choice.records.northstar import (
     FittedStandardizer,
     GeneratedSource,
@@ -22,15 +24,16 @@ from accel_choice.records.northstar import (
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output
 with job(snakemake.log[0], snakemake.threads) as log:
+    meta = records.read(DatasetMeta, inp.source[1])
+    dataset = dataio.load_dataset(inp.source[0], meta)  # your table, imported and checked by import_northstar
     if p.user_table:
-        table = p.user_table
-        dataset = usertable.load_user_table(table["path"], table["target"], table["features"])
-        source = UserTableSource(kind="user table", path=table["path"], sha256=atomic.sha256_file(table["path"]))
-        described = table["path"]
+        path = p.user_table["path"]
+        if not isinstance(meta.generator, UserDataSource) or meta.generator.files != (path,):
+            raise ValueError(f"{inp.source[1]} was not imported from data.northstar.table {path}")
+        source = UserTableSource(kind="user table", path=path, sha256=meta.generator.sha256[0])
+        described = path
     else:
-        meta = atomic.read_json(inp.source[1])
-        dataset = dataio.load_dataset(inp.source[0], meta)
-        source = GeneratedSource(kind="generated", matrix_sha256=meta["matrix_sha256"])
+        source = GeneratedSource(kind="generated", matrix_sha256=meta.matrix_sha256)
         described = f"the generated table {inp.source[0]} (data.northstar.rows, data.northstar.late_rate)"
     labels = selection.stratified_split(dataset.target, p.ratios, p.seed)
     selection.check_split_classes(dataset.target, labels, described)

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from accel_choice.io import atomic
 from accel_choice.io.targets import DataError
 from accel_choice.io.usertable import TableError, check_table, read_table
-from accel_choice.records.data import Dataset, UserBenchmarkSource
+from accel_choice.records.data import Dataset, UserDataSource
 
 TABLE, ARRAYS = "data.benchmark.table", "data.benchmark.arrays"
 
@@ -124,7 +124,7 @@ def resolve(config: dict[str, Any]) -> tuple[int, ...]:
     return sample
 
 
-def load(found: dict[str, Any], seed: int) -> tuple[Dataset, tuple[int, ...], UserBenchmarkSource]:
+def load(found: dict[str, Any], seed: int) -> tuple[Dataset, tuple[int, ...], UserDataSource]:
     """The user's data, every value checked, as a Dataset of flattened float32 samples (target last)."""
     if found["kind"] == "table":
         path, target, features = found["path"], found["target"], list(found["features"])
@@ -150,7 +150,7 @@ def load(found: dict[str, Any], seed: int) -> tuple[Dataset, tuple[int, ...], Us
         paths, columns, name = [found["x"], found["y"]], tuple(f"x{i}" for i in range(math.prod(x.shape[1:]))), "y"
     sample = tuple(int(n) for n in x.shape[1:])
     matrix = np.ascontiguousarray(np.column_stack([x.reshape(len(x), -1), y]), dtype=np.float32)
-    made = UserBenchmarkSource(
+    made = UserDataSource(
         kind=found["kind"],
         files=tuple(str(p) for p in paths),
         sha256=tuple(atomic.sha256_file(p) for p in paths),

@@ -29,7 +29,7 @@ from accel_choice.records.data import (
     DatasetMeta,
     ExportedFile,
     NorthstarGenerator,
-    UserBenchmarkSource,
+    UserDataSource,
 )
 from accel_choice.records.environment import Environment
 
@@ -49,7 +49,7 @@ def save_dataset(
     dataset: Dataset,
     npy_path: str | os.PathLike[str],
     meta_path: str | os.PathLike[str],
-    generator: BenchmarkGenerator | NorthstarGenerator | UserBenchmarkSource,
+    generator: BenchmarkGenerator | NorthstarGenerator | UserDataSource,
     environment: Environment,
     sample_shape: Sequence[int] | None = None,
 ) -> DatasetMeta:

@@ -64,8 +64,8 @@ class NorthstarGenerator:
 
 
 @record
-class UserBenchmarkSource:
-    """Your own benchmark data (data.benchmark.table or .arrays): the files it was read from, with
+class UserDataSource:
+    """Your own data (data.benchmark.table or .arrays, data.northstar.table): the files it was read from, with
     their sha256, and the shape of one sample (the flattened columns are reshaped to it for the model)."""
 
     kind: Literal["table", "arrays"]
@@ -96,7 +96,7 @@ class DatasetMeta:
     matrix_sha256: Sha256  # of the float32 matrix's bytes, C order: the same for every file holding the data
     file_sha256: Sha256  # of the .npy file
     file_bytes: Count
-    generator: BenchmarkGenerator | NorthstarGenerator | UserBenchmarkSource
+    generator: BenchmarkGenerator | NorthstarGenerator | UserDataSource
     environment: Environment
 
     def __post_init__(self) -> None:

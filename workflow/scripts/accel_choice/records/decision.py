@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Literal
 
 from accel_choice.records import Count, Fraction, NonNegative, Positive, PositiveCount, Seconds, record
-from accel_choice.records.data import BenchmarkGenerator, NorthstarGenerator, UserBenchmarkSource
+from accel_choice.records.data import BenchmarkGenerator, NorthstarGenerator, UserDataSource
 from accel_choice.records.environment import Environment
 from accel_choice.records.estimate import Estimate
 from accel_choice.records.training import FullPathRow, Variant
@@ -333,7 +333,7 @@ class DataRow:
     csv_bytes: Count
     csv_sha256: str
     # Where the data came from: generated (with its settings) or your own files (each with its sha256).
-    source: BenchmarkGenerator | NorthstarGenerator | UserBenchmarkSource
+    source: BenchmarkGenerator | NorthstarGenerator | UserDataSource
 
 
 @record(schema="data-table", version=3)

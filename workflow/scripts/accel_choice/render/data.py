@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from accel_choice.io import paths
-from accel_choice.records.data import BenchmarkGenerator, NorthstarGenerator, UserBenchmarkSource
+from accel_choice.records.data import BenchmarkGenerator, NorthstarGenerator, UserDataSource
 from accel_choice.records.decision import DataTable
 from accel_choice.records.environment import EnvironmentReport
 from accel_choice.records.loads import LoadCell, VisibleDevices
@@ -72,9 +72,9 @@ def data_section(data: DataTable) -> str:
     )
 
 
-def source_words(source: BenchmarkGenerator | NorthstarGenerator | UserBenchmarkSource) -> str:
+def source_words(source: BenchmarkGenerator | NorthstarGenerator | UserDataSource) -> str:
     """Where a data set came from: generated with its settings, or your own files, each with its sha256."""
-    if isinstance(source, UserBenchmarkSource):
+    if isinstance(source, UserDataSource):
         files = ", ".join(f"`{name}` (sha256 `{digest[:16]}…`)" for name, digest in zip(source.files, source.sha256))
         return f"your {source.kind}: {files}"
     if isinstance(source, BenchmarkGenerator):
