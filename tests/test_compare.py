@@ -1523,3 +1523,9 @@ def test_the_repeats_to_catch_a_slowdown_grow_with_the_spread_and_shrink_with_th
     assert quiet is not None and noisy is not None and 2 <= quiet < noisy
     assert job_intervals.jobs_to_detect(drifting, drifting, 1.30) < noisy
     assert job_intervals.jobs_to_detect(steady, steady, 1.10, beyond=1.2) is None  # nothing to catch beyond 20 %
+    # the repeats that settle an undecided verdict grow with the spread, not with the ratio's nearness
+    # to the threshold (the least known figure of an undecided run); none past 200
+    settle = job_intervals.jobs_to_settle(steady, steady, 1.5)
+    assert settle is not None and settle < job_intervals.jobs_to_settle(drifting, drifting, 1.5)
+    assert job_intervals.jobs_to_settle(steady, steady, 1.3) == settle
+    assert job_intervals.jobs_to_settle([[1.0], [3.0], [9.0]], [[1.0], [3.0], [9.0]], 1.5) is None

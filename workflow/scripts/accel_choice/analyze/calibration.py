@@ -152,7 +152,12 @@ def verdict_error_at_threshold(
 
 
 def settle_rate(
-    method: Method, design: Design, draws: int, away: float = 1.2, threshold: float = 1.5, seed: int = 4
+    method: Method,
+    design: Design,
+    draws: int,
+    away: float = job_intervals.SETTLE_AWAY,
+    threshold: float = 1.5,
+    seed: int = 4,
 ) -> tuple[float | None, int]:
     """A true speedup `away` times the threshold: of the runs left undecided, how often a re-run with the
     jobs the method suggests decides it rightly; a suggestion past 200 jobs, or none, counts as not

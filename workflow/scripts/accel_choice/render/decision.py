@@ -15,6 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from accel_choice.analyze.job_intervals import SETTLE_AWAY  # noqa: E402
 from accel_choice.records.decision import GpuVisibility, SheetStep, Verdict  # noqa: E402
 from accel_choice.records.training import FullPathRow, TrainingCell  # noqa: E402
 from accel_choice.render.formatting import level_words, ms, save_figure, table  # noqa: E402
@@ -84,10 +85,11 @@ def claim(verdict: Verdict) -> str:
         )
     if verdict.reason == "run_contaminated":
         return f"{measured} Undecided: the run was contaminated (see above), so this speedup is not evidence."
-    more = (  # judged from the spread these jobs showed
-        f" About {verdict.repeats_to_settle} timing repeats (timing.repeats) would settle it with 80 % probability."
+    more = (  # planned from the spread these jobs showed (job_intervals.jobs_to_settle)
+        f" About {verdict.repeats_to_settle} timing repeats (timing.repeats) would settle it, at least 80 % of the "
+        f"time when the true speedup lies {SETTLE_AWAY:g}× or more from the threshold (docs/statistics.md)."
         if verdict.repeats_to_settle
-        else " No practical number of repeats (up to 200) would settle it: the speedup sits too close to the threshold."
+        else " No practical number of repeats (up to 200) would settle it: its jobs spread too widely."
     )
     return f"{measured} Undecided: the interval straddles the {c.threshold:g}× threshold, so this run cannot say.{more}"
 
