@@ -10,9 +10,9 @@ from typing import Any
 
 from accel_choice.io import envinfo
 from accel_choice.records.breakeven import BreakEvenSummary, BreakEvenTable
+from accel_choice.records.breakeven import CurveRow
 from accel_choice.records.planner import (
     CostModelTable,
-    CurveRow,
     FitPoint,
     FlopCheck,
     FlopRow,

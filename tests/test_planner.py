@@ -560,10 +560,9 @@ def test_a_record_that_breaks_an_invariant_is_refused(build, message):
 )
 def test_a_planner_file_round_trips_and_a_damaged_one_is_refused_naming_the_field(tmp_path, build, cls, edit, field):
     from accel_choice.records import RecordError
-    from accel_choice.records import grid as grid_records
-    from accel_choice.records import planner as planner_records
+    from accel_choice.records import breakeven, grid, planner
 
-    record_type = getattr(grid_records if cls == "GridJob" else planner_records, cls)
+    record_type = getattr(grid if cls == "GridJob" else breakeven if cls == "BreakEvenTable" else planner, cls)
     path = tmp_path / "record.json"
     atomic.write_record(path, build())
     assert records.read(record_type, path) == build()
@@ -578,7 +577,7 @@ def test_a_planner_file_round_trips_and_a_damaged_one_is_refused_naming_the_fiel
 
 
 def test_the_break_even_summary_file_is_a_list_of_summary_rows(tmp_path):
-    from accel_choice.records.planner import BreakEvenSummary
+    from accel_choice.records.breakeven import BreakEvenSummary
 
     path = tmp_path / "break_even_summary.json"
     summary = (builders.break_even_summary(), BEYOND)

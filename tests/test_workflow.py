@@ -1000,7 +1000,8 @@ def test_planner_reproduces_exercise_4_and_labels_what_is_modelled(finished: Pat
     from accel_choice import records
     from accel_choice.analyze import theory
     from accel_choice.records.grid import GridJob
-    from accel_choice.records.planner import BreakEvenSummary, BreakEvenTable, CostModelTable, FlopCheck, Scenario
+    from accel_choice.records.breakeven import BreakEvenSummary, BreakEvenTable
+    from accel_choice.records.planner import CostModelTable, FlopCheck, Scenario
 
     results = finished / "results"
     scenario = records.read(Scenario, results / "tables/scenario.json")

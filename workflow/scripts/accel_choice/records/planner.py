@@ -21,10 +21,6 @@ from accel_choice.records import (
     record,
 )
 
-# The break-even tables live in records.breakeven; imported here too, where they were first defined.
-from accel_choice.records.breakeven import BreakEvenSummary as BreakEvenSummary
-from accel_choice.records.breakeven import BreakEvenTable as BreakEvenTable
-from accel_choice.records.breakeven import CurveRow as CurveRow
 from accel_choice.records.breakeven import ModelSource
 from accel_choice.records.environment import Environment
 from accel_choice.records.grid import Workload, steps_per_epoch

@@ -14,7 +14,8 @@ from accel_choice.records.environment import EnvironmentReport
 from accel_choice.records.loads import LoadCell, TransferTable, VisibleDevices
 from accel_choice.records.northstar import GradientVariance, SeedLimits
 from accel_choice.records.time_to_target import TimeToTarget
-from accel_choice.records.planner import BreakEvenTable, CostModelTable, FlopCheck, Scenario
+from accel_choice.records.breakeven import BreakEvenTable
+from accel_choice.records.planner import CostModelTable, FlopCheck, Scenario
 from accel_choice.records.resources import ResourceTable
 from accel_choice.records.scale import ScaleJob, ScaleTable, StepRate
 from accel_choice.records.sentinel import SentinelSummary
