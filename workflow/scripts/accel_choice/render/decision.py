@@ -321,7 +321,27 @@ def _series(row: TrainingCell) -> str:
     return f"{row.device.upper()} {row.precision} {row.placement}" + (" compiled" if row.compiled else "")
 
 
+# One colour per meaning: a throughput line's colour names its loader (CPU) or precision (GPU), drawn from
+# tab10's saturated blue, orange, green, red and brown; its line style the thread count (CPU) or placement
+# (GPU); the full path's stages take tab20's light grey, olive, cyan, purple and pink, which no line uses;
+# a flag is black.
+LINE_COLOURS = tuple(matplotlib.colormaps["tab10"].colors[i] for i in (0, 1, 2, 3, 5))
+LINE_STYLES = ("-", "--", ":", "-.")
+STAGE_COLOURS = tuple(matplotlib.colormaps["tab20"].colors[i] for i in (15, 17, 19, 9, 13))
+
+
+def _family(row: TrainingCell) -> str:
+    return row.loader if row.device == "cpu" else f"{row.device} {row.precision}"
+
+
+def _style_key(row: TrainingCell) -> str:
+    return str(row.threads) if row.device == "cpu" else row.placement
+
+
 def _throughput_panel(axes: Any, train_table: Sequence[TrainingCell]) -> None:
+    families, keys = sorted({_family(r) for r in train_table}), sorted({_style_key(r) for r in train_table})
+    colours = {family: LINE_COLOURS[i % len(LINE_COLOURS)] for i, family in enumerate(families)}
+    styles = {key: LINE_STYLES[i % len(LINE_STYLES)] for i, key in enumerate(keys)}
     for series in sorted({_series(row) for row in train_table}):
         rows = sorted((r for r in train_table if _series(r) == series), key=lambda r: r.batch_size)
         sizes = [r.batch_size for r in rows]
@@ -331,13 +351,24 @@ def _throughput_panel(axes: Any, train_table: Sequence[TrainingCell]) -> None:
         high = [r.samples_per_s.high - m for m, r in zip(median, rows)]
         level = f"{rows[0].confidence:.0%}" if rows else ""
         axes.errorbar(
-            sizes, median, yerr=[low, high], marker="o", capsize=4, label=f"{series} (point, {level} interval)"
+            sizes,
+            median,
+            yerr=[low, high],
+            marker="s" if rows[0].compiled else "o",
+            capsize=4,
+            color=colours[_family(rows[0])],
+            linestyle=styles[_style_key(rows[0])],
+            label=f"{series} (point, {level} interval)",
         )
         noisy = [(s, m) for s, m, r in zip(sizes, median, rows) if r.noisy]
         if noisy:
             labelled = "noisy (flagged)" in axes.get_legend_handles_labels()[1]
             axes.scatter(
-                *zip(*noisy), s=160, facecolors="none", edgecolors="red", label=None if labelled else "noisy (flagged)"
+                *zip(*noisy),
+                s=160,
+                facecolors="none",
+                edgecolors="black",
+                label=None if labelled else "noisy (flagged)",
             )
     axes.set_xscale("log", base=2)
     axes.set_xticks(sorted({r.batch_size for r in train_table}))
@@ -366,7 +397,7 @@ def _full_path_panel(axes: Any, full_path_rows: Sequence[FullPathRow]) -> None:
         if cells:
             paths.append((cells, label + (f", {thread_words(threads)}" if device == "cpu" else ""), hatch))
     width = 0.8 / max(len(paths), 1)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colors = STAGE_COLOURS
     handles = [Patch(facecolor=color, edgecolor="black", label=stage) for (_, stage), color in zip(STAGES, colors)]
     for number, (cells, label, hatch) in enumerate(paths):
         positions = [i + (number - (len(paths) - 1) / 2) * width for i in range(len(sizes))]
