@@ -7,6 +7,7 @@ import json
 import math
 
 import numpy as np
+import matplotlib.image
 import pytest
 import builders_planner as builders
 from builders_planner import fit_point
@@ -281,6 +282,9 @@ def test_break_even_figure_writes_png_and_svg(tmp_path):
     break_even_figure(curves, measured, png, svg, gpu_label="GPU (assumed: 10 TFLOP/s)")
     assert png.stat().st_size > 0 and svg.stat().st_size > 0
     assert "modelled" in svg.read_text() and "interval" not in svg.read_text()
+    # readable at the size it is written: two panels a row, each at least 900 pixels wide (issue 27)
+    height, width = matplotlib.image.imread(png).shape[:2]
+    assert 1800 <= width <= 2000 and height >= 800
     # With intervals: a band on the first panel (cut at the sweep's end), words on the second.
     curves = [dataclasses.replace(curve, placement="resident") for curve in curves]
     hidden = builders.break_even_summary(

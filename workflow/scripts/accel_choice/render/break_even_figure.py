@@ -52,9 +52,15 @@ def break_even_figure(
     """
     if not curves:
         raise ValueError("break_even_figure needs at least one break_even() curve")
-    figure, panels = plt.subplots(1, len(curves), figsize=(5.5 * len(curves), 5.6), squeeze=False)
+    # Two panels a row at most, each as wide as a page: readable at the size it is written (three panels in
+    # one row made a 2145 × 728 image whose lettering was too small to read).
+    columns = min(2, len(curves))
+    rows = -(-len(curves) // columns)
+    figure, panels = plt.subplots(rows, columns, figsize=(7.5 * columns, 6.4 * rows), squeeze=False)
+    for unused in panels.flat[len(curves) :]:
+        unused.set_visible(False)
     by_curve = {(s.axis, s.placement): s for s in intervals}
-    for axes, curve in zip(panels[0], curves):
+    for axes, curve in zip(panels.flat, curves):
         if storage is not None:  # (bytes per second, label): each epoch's input read from disk at that rate
             seconds = [copy_bytes(replace(curve.base, **{curve.axis: v})) / storage[0] for v in curve.values]
             axes.plot(curve.values, seconds, color="grey", linestyle=":", label=storage[1])
@@ -100,7 +106,7 @@ def _break_even_panel(axes: Any, curve: BreakEvenCurve, points: Sequence[FitPoin
             label=f"break-even ≈ {curve.break_even:,.0f} (modelled)",
         )
     elif curve.gpu_always_faster:
-        axes.text(0.02, 0.02, "GPU faster over the whole range", transform=axes.transAxes, fontsize=8)
+        axes.text(0.02, 0.02, "GPU faster over the whole range", transform=axes.transAxes, fontsize=10)
     base = ", ".join(
         f"{f}={v:,}" if isinstance(v, int) else str(v)
         for f, v in _base(curve).items()
@@ -110,10 +116,10 @@ def _break_even_panel(axes: Any, curve: BreakEvenCurve, points: Sequence[FitPoin
     axes.set_yscale("log")
     axes.set_xlabel(axis)
     axes.set_ylabel("seconds per epoch")
-    axes.set_title(f"modelled epoch time vs {axis}\n({base})", fontsize=9)
+    axes.set_title(f"modelled epoch time vs {axis}\n({base})", fontsize=11)
     axes.grid(True, which="both", alpha=0.3)
     # Below the panel: inside it, the legend hid measured points.
-    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
+    axes.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
 
 
 def _interval_band(axes: Any, curve: BreakEvenCurve, s: BreakEvenSummary) -> None:
@@ -123,7 +129,7 @@ def _interval_band(axes: Any, curve: BreakEvenCurve, s: BreakEvenSummary) -> Non
     low = s.break_even_low if s.break_even_low is not None else ends[s.break_even_low_where]
     high = s.break_even_high if s.break_even_high is not None else ends[s.break_even_high_where]
     if s.break_even_low_where == s.break_even_high_where != "in_sweep":
-        axes.text(0.02, 0.94, f"{interval_text(s)} (modelled)", transform=axes.transAxes, fontsize=8)
+        axes.text(0.02, 0.94, f"{interval_text(s)} (modelled)", transform=axes.transAxes, fontsize=10)
     else:
         axes.axvspan(low, high, color="grey", alpha=0.2, linewidth=0, label=f"{interval_text(s)} (modelled)")
-    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
+    axes.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
