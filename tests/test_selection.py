@@ -14,7 +14,14 @@ from accel_choice.analyze import selection
 from accel_choice.measure.model import build_model, state_sha256
 from accel_choice.records.northstar import FittedStandardizer
 from accel_choice.render import northstar as northstar_render
-from builders_northstar import history_record, northstar_environment, prepare_record, seed_limits_record
+from builders_northstar import (
+    SHA_B,
+    history_record,
+    northstar_environment,
+    prepare_record,
+    seed_limits_record,
+    seed_run,
+)
 
 RATIOS = {"train": 0.6, "val": 0.2, "test": 0.2}
 
@@ -299,3 +306,33 @@ def test_time_to_target_with_steady_epochs_names_one_fastest():
     result = selection.time_to_target(histories, within=0.03)
     assert result.fastest_set == ("cpu B=32",)
     assert northstar_render.fastest_words(result) == "cpu B=32"
+
+
+def test_the_learning_curves_show_the_seed_runs_spread_at_their_batch_size(tmp_path):
+    # issue 27: the Northstar curves carry the spread of the seed runs (min–max per epoch, at the seed batch
+    # size's epoch times), not a single curve per batch size
+    runs = [history_record([0.7, 0.6, 0.55]), history_record([0.7, 0.65], batch_size=64)]
+    seeds = seed_limits_record(
+        runs=(
+            seed_run(val_losses=(0.72, 0.61, 0.50)),
+            seed_run(seed=8, best_state_sha256=SHA_B, val_losses=(0.68, 0.57, None)),
+        )
+    )
+    png, svg = tmp_path / "curves.png", tmp_path / "curves.svg"
+    northstar_render.learning_curves(runs, 0.6, png, svg, seeds=seeds)
+    text = svg.read_text()
+    assert "2 seeds at B=16: min–max validation loss per epoch" in text
+    plain = tmp_path / "plain.svg"
+    northstar_render.learning_curves(runs, 0.6, tmp_path / "plain.png", plain)
+    assert "seeds at B=" not in plain.read_text()
+    # the band's corners: epochs 1 and 2 (two finite seeds each) at the B=16 run's times 1 s and 2 s
+    figure_band = northstar_render._seed_band  # noqa: SLF001 - drawn on an axes we can read back
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots()
+    figure_band(axes, runs, seeds)
+    (band,) = axes.collections
+    vertices = band.get_paths()[0].vertices
+    assert {tuple(v) for v in vertices} >= {(1.0, 0.68), (1.0, 0.72), (2.0, 0.57), (2.0, 0.61)}
+    assert max(v[0] for v in vertices) == 2.0  # epoch 3 has one finite seed: no spread to draw
+    plt.close(figure)

@@ -71,6 +71,7 @@ rule northstar_selection:
             device=NORTHSTAR_DEVICES,
             batch_size=config["selection"]["batch_sizes"],
         ),
+        seeds=results(paths.SEED_LIMITS),
         code=code("northstar_selection.py"),
     output:
         json=results(paths.TIME_TO_TARGET),

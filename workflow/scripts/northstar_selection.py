@@ -1,4 +1,5 @@
-"""Rule northstar_selection: time-to-target per device and batch size, and the learning-curve figure."""
+"""Rule northstar_selection: time-to-target per device and batch size, and the learning-curve figure (with the
+seed runs' spread)."""
 
 from accel_choice import records
 from accel_choice.io import atomic, tables
@@ -6,7 +7,7 @@ from accel_choice.render import northstar
 from accel_choice.analyze import selection
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io.runtime import job
-from accel_choice.records.northstar import NorthstarHistory
+from accel_choice.records.northstar import NorthstarHistory, SeedLimits
 
 out = snakemake.output
 with job(snakemake.log[0], snakemake.threads) as log:
@@ -14,5 +15,6 @@ with job(snakemake.log[0], snakemake.threads) as log:
     result = selection.time_to_target(runs, snakemake.params.within, NoiseRules(**snakemake.params.noise))
     atomic.write_record(out.json, result)
     tables.write_csv(out.csv, result.rows)  # seconds as its columns (TargetRow.table_row)
-    northstar.learning_curves(runs, result.target_val_loss, out.png, out.svg)
+    seeds = records.read(SeedLimits, snakemake.input.seeds)
+    northstar.learning_curves(runs, result.target_val_loss, out.png, out.svg, seeds=seeds)
     log.info("fastest to target: %s (not told apart: %s)", result.fastest, ", ".join(result.fastest_set))

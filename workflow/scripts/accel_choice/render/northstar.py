@@ -162,8 +162,13 @@ def learning_curves(
     target: float,
     png_path: str | os.PathLike[str],
     svg_path: str | os.PathLike[str],
+    seeds: SeedLimits | None = None,
 ) -> None:
+    """Validation loss against wall time, one curve per device and batch size; with `seeds`, the spread of the
+    seed runs (min–max of their validation losses per epoch) as a band at the seed batch size's epoch times."""
     figure, axes = plt.subplots(figsize=(7, 4.5))
+    if seeds is not None:
+        _seed_band(axes, histories, seeds)
     for run in histories:
         # A loss that was not finite (null) leaves a gap in the curve.
         axes.plot(
@@ -180,6 +185,32 @@ def learning_curves(
     axes.legend(fontsize=7)
     figure.tight_layout()
     save_figure(figure, png_path, svg_path)
+
+
+def _seed_band(axes: Any, histories: Sequence[NorthstarHistory], seeds: SeedLimits) -> None:
+    """The seed runs' spread: their validation losses per epoch, min to max wherever two or more are finite,
+    placed at the epoch times of the CPU run of the seed batch size (the seeds trained the same work)."""
+    run = next((r for r in histories if r.device == "cpu" and r.batch_size == seeds.batch_size), None)
+    if run is None:
+        return
+    times, low, high = [], [], []
+    for epoch, row in enumerate(run.history):
+        losses = [s.val_losses[epoch] for s in seeds.runs if epoch < len(s.val_losses)]
+        finite = [v for v in losses if v is not None and math.isfinite(v)]
+        if len(finite) >= 2:
+            times.append(row.cumulative_s)
+            low.append(min(finite))
+            high.append(max(finite))
+    if times:
+        axes.fill_between(
+            times,
+            low,
+            high,
+            color="grey",
+            alpha=0.3,
+            linewidth=0,
+            label=f"{len(seeds.runs)} seeds at B={seeds.batch_size}: min–max validation loss per epoch",
+        )
 
 
 def gradient_variance_figure(
