@@ -179,3 +179,38 @@ def test_a_run_ends_by_saying_its_verdict_its_trust_and_where_the_report_is(cell
         == "Report: results/REPORT.md (tables in results/tables/, the decision figure results/figures/decision.png)."
     )
     assert lines[3] == "Check the archive later: .venv/bin/python workflow/scripts/verify_results.py results"
+
+
+def test_a_timing_job_names_what_it_saw_of_other_work_as_it_finishes():
+    # issue 27 item 4: a contaminated job logs a WARNING with its reason as it finishes (the run-wide
+    # sentinel comparison waits for aggregation); these are the reasons it logs
+    from types import SimpleNamespace
+
+    def job(foreign, rise, threads=1):
+        return SimpleNamespace(
+            foreign_cpu_share=foreign, loadavg_before=(0.5,), loadavg_after=(0.5 + rise,), threads=threads
+        )
+
+    def readings(*seconds, steal=0.0):
+        return SentinelReadings(
+            workload=WORKLOAD,
+            seconds=seconds,
+            median_s=sorted(seconds)[len(seconds) // 2],
+            steal_share=steal,
+            cpu_mhz=None,
+            governor=None,
+        )
+
+    rules = NoiseRules()
+    assert trust.job_warnings([job(0.01, 0.1), job(0.02, 0.0)], readings(0.010, 0.011, 0.0105), rules) == []
+    said = trust.job_warnings([job(1.20, 0.0), job(1.20, 0.0)], readings(0.010, 0.016, 0.011, steal=0.3), rules)
+    assert said == [
+        "other processes used 1.20 cores during the job (> 0.25)",  # once, though both records saw it
+        "the hypervisor stole 0.30 cores during the job (> 0.1)",
+        "its sentinel readings moved 1.60x within the job (> 1.25x)",
+    ]
+    assert (
+        trust.job_warnings([job(0.0, 1.4, threads=2)], None, rules)
+        == ["1-min load average rose by 1.40 (> 1.5)"][:0] + []
+    )
+    assert trust.job_warnings([job(0.0, 1.6, threads=2)], None, rules) == ["1-min load average rose by 1.60 (> 1.5)"]

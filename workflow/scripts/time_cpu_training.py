@@ -1,5 +1,7 @@
 """Rule time_cpu_training: one repeat of one batch size, every loader, on the CPU."""
 
+from accel_choice.analyze import trust
+from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import dataio
 from accel_choice.io.runtime import job
 from accel_choice.measure import steps, training
@@ -30,6 +32,8 @@ with job(snakemake.log[0], snakemake.threads) as log:
             precision=p.matmul_precision,
         )
         envelope.finish(TrainingJob, records=tuple(records), sentinel=sentinel)
+    for reason in trust.job_warnings(records, sentinel, NoiseRules(**snakemake.config["aggregate"])):
+        log.warning("this timing job may have measured the machine, not the code: %s", reason)
     for r in records:
         log.info(
             "B=%s %s threads=%s: epoch %.2f ms, %.0f samples/s, eval %.2f ms",
