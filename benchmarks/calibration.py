@@ -3,6 +3,7 @@ gate and verdict really do on synthetic runs, for 3 and 5 jobs and job-to-job sp
 
     .venv/bin/python benchmarks/calibration.py                    # both methods, markdown table
     .venv/bin/python benchmarks/calibration.py --method job-t --draws 2000
+    .venv/bin/python benchmarks/calibration.py --flagged           # keep a flagged job, or leave it out?
 
 The runs are drawn through the library's own functions (accel_choice.analyze.calibration): the
 interval of a cell, the ratio of two, its outcome, the gate's rule and the verdict's. Every coverage,
@@ -50,6 +51,27 @@ def row(method: c.Method, name: str, design: c.Design, draws: int, gate_draws: i
     ]
 
 
+def flagged_table(jobs_list: list[int], sigmas: list[float], draws: int) -> int:
+    """One job of every cell flagged and truly 1, 1.3 or 2 times slower: the t interval with it (kept) and
+    without it (dropped)."""
+    started = time.perf_counter()
+    print(
+        "| jobs | σJ | flagged job's slowdown | coverage kept / dropped | width kept / dropped | A/A differs kept / dropped |"
+    )
+    print("|---|---|---|---|---|---|")
+    for jobs in jobs_list:
+        for sigma in sigmas:
+            for slow in (1.0, 1.3, 2.0):
+                f = c.flagged_job_choice(c.Design(jobs=jobs, sigma_job=sigma), draws, slow)
+                print(
+                    f"| {jobs} | {sigma:.0%} | {slow:g}× | {f.coverage_kept:.3f} / {f.coverage_dropped:.3f} | "
+                    f"{f.width_kept:.2f}× / {f.width_dropped:.2f}× | {f.aa_differs_kept:.3f} / {f.aa_differs_dropped:.3f} |",
+                    flush=True,
+                )
+    print(f"\n{draws} draws a row, level {c.LEVEL:.0%}; {time.perf_counter() - started:.0f} s")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--method", choices=[*METHODS, "both"], default="both")
@@ -57,7 +79,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gate-draws", type=int, default=300, help="synthetic tables per gate figure (default 300)")
     parser.add_argument("--jobs", type=int, nargs="+", default=[3, 5])
     parser.add_argument("--sigma-job", type=float, nargs="+", default=[0.05, 0.10, 0.20, 0.30])
+    parser.add_argument(
+        "--flagged",
+        action="store_true",
+        help="instead: what keeping a flagged job in the intervals does, against leaving it out (analyze.trust)",
+    )
     args = parser.parse_args(argv)
+    if args.flagged:
+        return flagged_table(args.jobs, args.sigma_job, args.draws)
     chosen = METHODS if args.method == "both" else {args.method: METHODS[args.method]}
     started = time.perf_counter()
     print(f"| {' | '.join(COLUMNS)} |")

@@ -38,6 +38,16 @@ def test_the_suggested_repeats_settle_an_undecided_verdict_as_promised_at_20_per
     assert undecided > 150 and rate >= c.binomial_bounds(0.8, undecided)[0]
 
 
+def test_a_flagged_job_kept_in_the_interval_never_lowers_its_coverage():
+    # why the tables keep flagged jobs (docs/statistics.md): kept, a truly slow flagged job widens the interval
+    # instead of breaking it; dropped, three jobs leave a one-degree-of-freedom interval far wider at 20 % spread
+    slow = c.flagged_job_choice(c.Design(jobs=3, sigma_job=0.2), DRAWS, slow=2.0)
+    assert slow.coverage_kept >= c.binomial_bounds(c.LEVEL, DRAWS)[0]
+    assert slow.aa_differs_kept <= c.binomial_bounds(0.05, DRAWS)[1]
+    same = c.flagged_job_choice(c.Design(jobs=3, sigma_job=0.2), DRAWS, slow=1.0)
+    assert same.width_dropped > 3 * same.width_kept
+
+
 def test_the_percentile_bootstrap_of_three_jobs_covers_less_than_it_says():
     """What the harness found and why the tables moved on: 3 jobs, 20 % job spread, "95 %" covers about 76 %."""
     assert c.coverage(c.BOOTSTRAP, c.Design(jobs=3, sigma_job=0.2), 200) < c.binomial_bounds(c.LEVEL, 200)[0]
