@@ -25,6 +25,7 @@ from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import tables
 from accel_choice.records.decision import Decision
 from accel_choice.render import decision as words
+from accel_choice.render.decision_figure import decision_figure
 from accel_choice.render import formatting, report
 from builders_data import (
     copy_timing,
@@ -448,7 +449,7 @@ def test_report_table_helper():
 
 def test_decision_figure_writes_png_and_svg(tmp_path, train_table, full_path_rows):
     png, svg = tmp_path / "fig" / "decision.png", tmp_path / "fig" / "decision.svg"
-    words.decision_figure(train_table, full_path_rows, png, svg, title="test figure")
+    decision_figure(train_table, full_path_rows, png, svg, title="test figure")
     assert png.stat().st_size > 1000
     assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     text = svg.read_text()
@@ -1020,7 +1021,7 @@ def test_decision_figure_with_gpu_rows(tmp_path, train_records, load_table):
     table, rows, _ = _gpu_case(train_records, load_table, "gpu_wins")
     png, svg = tmp_path / "decision.png", tmp_path / "decision.svg"
     with matplotlib.rc_context({"svg.fonttype": "none"}):  # text as text, so the labels can be read back
-        words.decision_figure(table, rows, png, svg, title="gpu figure")
+        decision_figure(table, rows, png, svg, title="gpu figure")
     assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and png.stat().st_size > 1000
     text = svg.read_text()
     assert "<svg" in text and text.rstrip().endswith("</svg>")
@@ -1035,7 +1036,7 @@ def test_decision_figure_without_gpu_rows_has_no_gpu_series(tmp_path, train_tabl
     matplotlib = pytest.importorskip("matplotlib")
     svg = tmp_path / "decision.svg"
     with matplotlib.rc_context({"svg.fonttype": "none"}):
-        words.decision_figure(train_table, full_path_rows, tmp_path / "decision.png", svg, title="cpu figure")
+        decision_figure(train_table, full_path_rows, tmp_path / "decision.png", svg, title="cpu figure")
     text = svg.read_text()
     assert "CPU: Parquet + fast path" in text
     assert "GPU:" not in text and "CUDA" not in text

@@ -17,7 +17,7 @@ from accel_choice.records.planner import CostModelTable, FlopCheck, Scenario
 from accel_choice.records.resources import ResourceTable
 from accel_choice.records.scale import ScaleJob, ScaleTable, StepRate
 from accel_choice.records.training import TrainingTable
-from accel_choice.render import decision as decision_words
+from accel_choice.render.decision_figure import decision_figure
 from accel_choice.render import report
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output
@@ -35,7 +35,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
         transfers = records.read(TransferTable, inp.transfers[0])
     theory = records.read(TheoryTable, inp.theory)
     rows = theory.rows
-    decision_words.decision_figure(
+    decision_figure(
         train_table,
         decided.full_path,
         out.png,
