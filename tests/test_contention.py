@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 import torch
 
-from accel_choice.analyze import aggregate
+from accel_choice.analyze import aggregate, stats
 from accel_choice.analyze.stats import NoiseRules
 from builders_training import training_record
 from accel_choice.measure import contention, datagen, steps, training
@@ -109,7 +109,7 @@ def test_a_repeat_with_a_busy_neighbour_is_flagged(busy_neighbours):
 )
 def test_contamination_reasons(share, before, after, expected):
     record = training_record(foreign_cpu_share=share, loadavg_before=(before, 0, 0), loadavg_after=(after, 0, 0))
-    assert aggregate.contamination(record) == expected
+    assert stats.contamination(record) == expected
 
 
 # --- where /proc/stat is missing (macOS, Windows): psutil's CPU times, or an honest None -------

@@ -134,6 +134,22 @@ def test_the_measure_modules_a_timing_script_runs_leave_the_envelope_to_it(rule:
     assert {name: calls for name, calls in found.items() if calls} == {}
 
 
+# Analysis and drawing belong to the jobs that read the records: scipy alone costs a timing job about a
+# second of start-up (and a GPU machine may lack it). These timing jobs compute an interval of their own
+# measurement as they finish, and may import it: the Northstar run its test ROC AUC interval, the
+# streaming study its rates.
+MAY_ANALYZE = {"train_northstar", "time_scale", "time_scale_step"}
+
+
+@pytest.mark.parametrize("rule", sorted(set(TIMING_RULES) - MAY_ANALYZE))
+def test_a_timing_job_imports_no_analysis_or_drawing_library(rule: str) -> None:
+    from conftest import _needs
+
+    needs = _needs(SCRIPTS / TIMING_RULES[rule])
+    assert "torch" in needs  # the closure is read: a timing job needs torch
+    assert not needs & {"scipy", "matplotlib", "sklearn"}, f"{TIMING_RULES[rule]} needs {sorted(needs)}"
+
+
 def test_a_timing_script_that_copies_the_envelope_is_caught() -> None:
     copied = (
         "import time\n"

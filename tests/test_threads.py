@@ -9,7 +9,7 @@ import pytest
 
 from builders_training import training_record
 
-from accel_choice.analyze import aggregate, decision_intervals
+from accel_choice.analyze import aggregate, decision_intervals, stats
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io.config_checks import normalize_config
 
@@ -91,8 +91,8 @@ def test_a_jobs_own_threads_do_not_count_as_a_rising_load() -> None:
     two = training_record(
         batch_size=32, loader="fastpath", threads=2, loadavg_before=(0.5, 0.4, 0.3), loadavg_after=(1.7, 0.4, 0.3)
     )
-    assert aggregate.contamination(one, NoiseRules()) == ["1-min load average rose by 1.20 (> 0.5)"]
-    assert aggregate.contamination(two, NoiseRules()) == []  # up to 0.5 + 1 for its second thread
+    assert stats.contamination(one, NoiseRules()) == ["1-min load average rose by 1.20 (> 0.5)"]
+    assert stats.contamination(two, NoiseRules()) == []  # up to 0.5 + 1 for its second thread
 
 
 def test_the_cpu_sentinel_runs_on_one_thread_whatever_the_jobs_count(monkeypatch) -> None:

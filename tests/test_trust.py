@@ -16,7 +16,7 @@ from test_decision_report import (  # noqa: F401 - fixtures used by name
     train_table,
 )
 
-from accel_choice.analyze import aggregate, trust
+from accel_choice.analyze import aggregate, stats, trust
 from accel_choice.analyze.sentinel import summarize_sentinels
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.records.decision import RunTrust, Verdict
@@ -202,15 +202,15 @@ def test_a_timing_job_names_what_it_saw_of_other_work_as_it_finishes():
         )
 
     rules = NoiseRules()
-    assert trust.job_warnings([job(0.01, 0.1), job(0.02, 0.0)], readings(0.010, 0.011, 0.0105), rules) == []
-    said = trust.job_warnings([job(1.20, 0.0), job(1.20, 0.0)], readings(0.010, 0.016, 0.011, steal=0.3), rules)
+    assert stats.job_warnings([job(0.01, 0.1), job(0.02, 0.0)], readings(0.010, 0.011, 0.0105), rules) == []
+    said = stats.job_warnings([job(1.20, 0.0), job(1.20, 0.0)], readings(0.010, 0.016, 0.011, steal=0.3), rules)
     assert said == [
         "other processes used 1.20 cores during the job (> 0.25)",  # once, though both records saw it
         "the hypervisor stole 0.30 cores during the job (> 0.1)",
         "its sentinel readings moved 1.60x within the job (> 1.25x)",
     ]
     assert (
-        trust.job_warnings([job(0.0, 1.4, threads=2)], None, rules)
+        stats.job_warnings([job(0.0, 1.4, threads=2)], None, rules)
         == ["1-min load average rose by 1.40 (> 1.5)"][:0] + []
     )
-    assert trust.job_warnings([job(0.0, 1.6, threads=2)], None, rules) == ["1-min load average rose by 1.60 (> 1.5)"]
+    assert stats.job_warnings([job(0.0, 1.6, threads=2)], None, rules) == ["1-min load average rose by 1.60 (> 1.5)"]

@@ -12,7 +12,7 @@ from typing import Any
 from accel_choice import records
 from accel_choice.analyze.job_intervals import median_interval, outcome, ratio_interval
 from accel_choice.analyze.sentinel import summarize_sentinels
-from accel_choice.analyze.stats import NoiseRules, shared_cpu_reasons, summarize
+from accel_choice.analyze.stats import NoiseRules, contamination, summarize
 from accel_choice.records import UserInputError
 from accel_choice.records.estimate import positive
 from accel_choice.records.environment import Environment
@@ -34,18 +34,6 @@ def group_by(rows: Iterable[Any], keys: Sequence[str]) -> dict[tuple[Any, ...], 
     for row in rows:
         groups[tuple(getattr(row, k) for k in keys)].append(row)
     return dict(sorted(groups.items()))
-
-
-def contamination(record: Any, rules: NoiseRules = NoiseRules()) -> list[str]:
-    """Why a measurement (a training, grid or load/convert record) may have shared the machine: other
-    processes' CPU during the job, or a rising load average. Empty when neither was seen."""
-    reasons = shared_cpu_reasons(record.foreign_cpu_share, None, rules, " during the job")
-    # A job of T threads raises the load average by up to T − 1 more than a one-thread job: its own.
-    allowed = rules.loadavg_rise + getattr(record, "threads", 1) - 1
-    rise = record.loadavg_after[0] - record.loadavg_before[0]
-    if rise > allowed:
-        reasons.append(f"1-min load average rose by {rise:.2f} (> {allowed:g})")
-    return reasons
 
 
 def contaminated_repeats(

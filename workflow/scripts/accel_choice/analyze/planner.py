@@ -10,7 +10,6 @@ from typing import Any
 
 from accel_choice import records
 from accel_choice.analyze import costmodel, counted_fit, model_work, stats, theory
-from accel_choice.analyze.aggregate import contamination
 from accel_choice.analyze.breakeven_interval import Interval, grid_groups, is_fit_cell
 from accel_choice.analyze.costmodel import AnyWorkload, BreakEvenCurve, CostModel
 from accel_choice.analyze.model_work import CountedWorkload, PerSample
@@ -86,7 +85,7 @@ def grid_points(grid: Sequence[GridRecord], rules: stats.NoiseRules) -> list[Fit
     points = []
     for (device, rows, features, hidden, batch_size), group in grid_groups(grid).items():
         summary = stats.summarize([r.epoch_s for r in group], rules)
-        busy = sum(1 for r in group if contamination(r, rules))
+        busy = sum(1 for r in group if stats.contamination(r, rules))
         points.append(
             FitPoint(
                 device=device,

@@ -1,13 +1,15 @@
-"""Robust summaries of repeated measurements, with an explicit noise flag."""
+"""Robust summaries of repeated measurements, with an explicit noise flag, and what a record says of the
+machine it ran on (contamination, job_warnings). Light on purpose: timing jobs import it (no scipy)."""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from accel_choice.records.estimate import quartiles
+from accel_choice.records.sentinel import SentinelReadings
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,3 +90,31 @@ def shared_cpu_reasons(foreign: float | None, steal: float | None, rules: NoiseR
 def off_speed(ratio: float, rules: NoiseRules) -> bool:
     """A sentinel `ratio` (a timing over its reference) more than the tolerance off, either way."""
     return ratio > 1 + rules.sentinel_tolerance or ratio < 1 / (1 + rules.sentinel_tolerance)
+
+
+def contamination(record: Any, rules: NoiseRules = NoiseRules()) -> list[str]:
+    """Why a measurement (a training, grid or load/convert record) may have shared the machine: other
+    processes' CPU during the job, or a rising load average. Empty when neither was seen."""
+    reasons = shared_cpu_reasons(record.foreign_cpu_share, None, rules, " during the job")
+    # A job of T threads raises the load average by up to T − 1 more than a one-thread job: its own.
+    allowed = rules.loadavg_rise + getattr(record, "threads", 1) - 1
+    rise = record.loadavg_after[0] - record.loadavg_before[0]
+    if rise > allowed:
+        reasons.append(f"1-min load average rose by {rise:.2f} (> {allowed:g})")
+    return reasons
+
+
+def job_warnings(records: Sequence[Any], sentinel: SentinelReadings | None, rules: NoiseRules) -> list[str]:
+    """What a timing job can tell of itself as it finishes, for a WARNING in its log: other processes' CPU or
+    a rising load average in any of its records, the hypervisor's steal, or its own sentinel readings
+    moving more than the tolerance within the job. (Whether it ran at the run's speed is known only when
+    every job has run: analyze.sentinel, at aggregation.)"""
+    reasons = dict.fromkeys(reason for record in records for reason in contamination(record, rules))
+    if sentinel is not None:
+        reasons.update(dict.fromkeys(shared_cpu_reasons(None, sentinel.steal_share, rules, " during the job")))
+        moved = max(sentinel.seconds) / min(sentinel.seconds)
+        if off_speed(moved, rules):
+            reasons[
+                f"its sentinel readings moved {moved:.2f}x within the job (> {1 + rules.sentinel_tolerance:g}x)"
+            ] = None
+    return list(reasons)

@@ -11,13 +11,10 @@ every time towards the fast; a run where many were flagged is named as such inst
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from accel_choice.analyze.aggregate import contamination, parse_job_label
-from accel_choice.analyze.stats import NoiseRules, off_speed, shared_cpu_reasons
+from accel_choice.analyze.aggregate import parse_job_label
 from accel_choice.io import paths
 from accel_choice.records.decision import FlaggedJob, RunTrust
-from accel_choice.records.sentinel import SentinelReadings
 from accel_choice.records.training import TrainingTable
 
 
@@ -54,19 +51,3 @@ def remeasure_command(trust: RunTrust, cores: int = 4) -> str:
     """The command that measures only the flagged jobs again, then brings every table and the report up to date."""
     targets = " ".join(job.record for job in trust.flagged)
     return f"snakemake --cores {cores} --force {targets} && snakemake --cores {cores}"
-
-
-def job_warnings(records: Sequence[Any], sentinel: SentinelReadings | None, rules: NoiseRules) -> list[str]:
-    """What a timing job can tell of itself as it finishes, for a WARNING in its log: other processes' CPU or
-    a rising load average in any of its records, the hypervisor's steal, or its own sentinel readings
-    moving more than the tolerance within the job. (Whether it ran at the run's speed is known only when
-    every job has run: analyze.sentinel, at aggregation.)"""
-    reasons = dict.fromkeys(reason for record in records for reason in contamination(record, rules))
-    if sentinel is not None:
-        reasons.update(dict.fromkeys(shared_cpu_reasons(None, sentinel.steal_share, rules, " during the job")))
-        moved = max(sentinel.seconds) / min(sentinel.seconds)
-        if off_speed(moved, rules):
-            reasons[
-                f"its sentinel readings moved {moved:.2f}x within the job (> {1 + rules.sentinel_tolerance:g}x)"
-            ] = None
-    return list(reasons)
