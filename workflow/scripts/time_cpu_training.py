@@ -1,6 +1,6 @@
 """Rule time_cpu_training: one repeat of one batch size, every loader, on the CPU."""
 
-from accel_choice.analyze.stats import NoiseRules, job_warnings
+from accel_choice.analyze.stats import NoiseRules, log_job_warnings
 from accel_choice.io import dataio
 from accel_choice.io.runtime import job
 from accel_choice.measure import steps, training
@@ -31,8 +31,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
             precision=p.matmul_precision,
         )
         envelope.finish(TrainingJob, records=tuple(records), sentinel=sentinel)
-    for reason in job_warnings(records, sentinel, NoiseRules(**snakemake.config["aggregate"])):
-        log.warning("this timing job may have measured the machine, not the code: %s", reason)
+    log_job_warnings(log, records, sentinel, NoiseRules(**snakemake.config["aggregate"]))
     for r in records:
         log.info(
             "B=%s %s threads=%s: epoch %.2f ms, %.0f samples/s, eval %.2f ms",

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from accel_choice import records
-from accel_choice.analyze.stats import NoiseRules, job_warnings
+from accel_choice.analyze.stats import NoiseRules, log_job_warnings
 from accel_choice.io import dataio
 from accel_choice.io.runtime import job
 from accel_choice.measure import loadconv
@@ -30,7 +30,6 @@ with job(snakemake.log[0], snakemake.threads) as log:
             files, passes=snakemake.params.passes, repeat=int(snakemake.wildcards.repeat), envelope=envelope
         )
         envelope.write(record)
-    for reason in job_warnings([record], None, NoiseRules(**snakemake.config["aggregate"])):
-        log.warning("this timing job may have measured the machine, not the code: %s", reason)
+    log_job_warnings(log, [record], None, NoiseRules(**snakemake.config["aggregate"]))
     for load in record.loads:
         log.info("%s %s: total %.3f ms", load.dataset, load.format, load.total_s * 1e3)

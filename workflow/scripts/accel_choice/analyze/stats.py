@@ -3,6 +3,7 @@ machine it ran on (contamination, job_warnings). Light on purpose: timing jobs i
 
 from __future__ import annotations
 
+import logging
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -118,3 +119,11 @@ def job_warnings(records: Sequence[Any], sentinel: SentinelReadings | None, rule
                 f"its sentinel readings moved {moved:.2f}x within the job (> {1 + rules.sentinel_tolerance:g}x)"
             ] = None
     return list(reasons)
+
+
+def log_job_warnings(
+    log: logging.Logger, records: Sequence[Any], sentinel: SentinelReadings | None, rules: NoiseRules
+) -> None:
+    """Each of job_warnings' reasons as a WARNING line of the job's log (and so of Snakemake's output)."""
+    for reason in job_warnings(records, sentinel, rules):
+        log.warning("this timing job may have measured the machine, not the code: %s", reason)
