@@ -24,9 +24,6 @@ from accel_choice.measure.parse_time import prepare  # noqa: E402
 configfile: "config/config.yaml"
 
 
-report: "workflow/report/workflow.rst"
-
-
 # The config checked once, one line per problem naming the key, and completed with the schema's
 # defaults; your own data and model tried; the command line recorded (measure.parse_time).
 SAMPLE_SHAPE = prepare(config, workflow.configfiles, REPO / "workflow" / "schemas" / "config.schema.yaml")
@@ -43,6 +40,12 @@ include: "workflow/rules/planner.smk"
 include: "workflow/rules/scale.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/archive.smk"
+
+
+# The HTML report's landing page: REPORT.md's first screen above the workflow's description, written by
+# the report job (render/html.py); `snakemake --report` after a finished run. An absolute path: results/
+# lies in the working directory, not beside this file.
+report: os.path.abspath(results(paths.LANDING))
 
 
 # Every file this configuration's jobs make is a target (archive.smk), not only the report:

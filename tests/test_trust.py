@@ -148,6 +148,10 @@ def test_a_contaminated_run_leaves_a_measured_speedup_undecided_and_says_so_firs
     assert "Which CPU configuration is fastest is undecided: the run was contaminated (see above); by its point" in said
     with pytest.raises(ValueError, match="reason gpu_pays_off with a contaminated run"):
         dataclasses.replace(clean, trust=bad)
+    # A clean run says so on the first screen too, under the verdict (issue 27 item 1)
+    quiet = trust.run_trust([("cpu", _table(cells, dict.fromkeys(LABELS, 1.0)))], 0.25)
+    said = words.headline(_verdict(table, rows, probe=GPU_PROBE, trust=quiet))
+    assert said.startswith("**Verdict: GPU.**") and said.endswith("\n\nAll 6 timing jobs ran clean (no job flagged).")
 
 
 def test_without_a_gpu_a_contaminated_run_keeps_its_cpu_verdict_and_says_its_figures_are_unreliable(

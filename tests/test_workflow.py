@@ -1084,6 +1084,13 @@ def test_lab_report_profile_writes_a_snakemake_report_that_renders(finished: Pat
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     html = results / "snakemake-report.html"
     assert html.stat().st_size > 100_000
+    # Its landing page opens with REPORT.md's first screen: the verdict and the run's trust (issue 27 item 3),
+    # and REPORT.md is there as a page with HTML tables too, listed in the manifest like REPORT.md.
+    page = html.read_text()
+    assert "<strong>Verdict: " in page and "timing jobs" in page and "accel-choice-answer" in page
+    assert "<table>" in (results / "REPORT.html").read_text()
+    listed = (results / "MANIFEST.sha256").read_text()
+    assert "  REPORT.html\n" in listed and "  report/landing.rst\n" in listed
     zipped = snakemake(finished, TINY, "--report", str(results / "snakemake-report.zip"))
     assert zipped.returncode == 0, zipped.stderr[-3000:]
     names = zipfile.ZipFile(results / "snakemake-report.zip").namelist()
@@ -1105,6 +1112,7 @@ def test_lab_report_profile_writes_a_snakemake_report_that_renders(finished: Pat
     # The categories are drawn by the report's JavaScript: present in the DOM only if it ran.
     for category in ("Data", "Load and convert", "CPU training", "Training", "Decision", "Planner", "Resources"):
         assert f">{category}<" in dom.stdout, category
+    assert "<strong>Verdict: " in dom.stdout  # the landing page shows it beside the rule graph
     shot = tmp_path / "report.png"
     _chromium(tmp_path, "--window-size=1400,1000", f"--screenshot={shot}", html.as_uri())
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000

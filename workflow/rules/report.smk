@@ -109,10 +109,14 @@ rule report:
         scale_jobs=SCALE_JOBS,
         scale_steps=expand(results(paths.SCALE_STEP), device=DEVICES) if SCALE_ON else [],
         code=code("make_report.py"),
+        # The workflow's description, under REPORT.md's first screen on the HTML report's landing page.
+        description=os.path.relpath(REPO / "workflow" / "report" / "workflow.rst"),
     output:
         md=report(results(paths.REPORT), caption="../report/report_md.rst", category="Decision"),
+        html=report(results(paths.REPORT_HTML), caption="../report/report_html.rst", category="Decision"),
+        landing=results(paths.LANDING),
         png=report(results(paths.DECISION_PNG), caption="../report/decision_figure.rst", category="Decision"),
-        svg=results(paths.DECISION_SVG),
+        svg=report(results(paths.DECISION_SVG), caption="../report/decision_figure.rst", category="Decision"),
     log:
         results(paths.log("report")),
     conda:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from accel_choice import records
 from accel_choice.analyze.stats import NoiseRules
-from accel_choice.io import atomic, envinfo, provenance
+from accel_choice.io import atomic, envinfo, paths, provenance
 from accel_choice.io.runtime import job
 from accel_choice.records.cost import CostTable
 from accel_choice.records.decision import DataTable, Decision, TheoryTable
@@ -18,7 +18,7 @@ from accel_choice.records.resources import ResourceTable
 from accel_choice.records.scale import ScaleJob, ScaleTable, StepRate
 from accel_choice.records.training import TrainingTable
 from accel_choice.render.decision_figure import decision_figure
-from accel_choice.render import report
+from accel_choice.render import html, report
 
 inp, p, out = snakemake.input, snakemake.params, snakemake.output
 with job(snakemake.log[0], snakemake.threads) as log:
@@ -83,4 +83,6 @@ with job(snakemake.log[0], snakemake.threads) as log:
         )
     )
     atomic.write_text(out.md, text)
+    atomic.write_text(out.html, html.report_page(text, title=f"accel-choice: {paths.REPORT}"))
+    atomic.write_text(out.landing, html.landing_rst(text, Path(inp.description).read_text(encoding="utf-8")))
     log.info("verdict: %s (%s)", decided.verdict.device, decided.verdict.outcome)

@@ -112,6 +112,9 @@ THEORY_CSV = f"{TABLES}/theory.csv"
 DECISION_SHEET = f"{TABLES}/decision_sheet.json"
 DECISION_SHEET_CSV = f"{TABLES}/decision_sheet.csv"
 REPORT = "REPORT.md"
+REPORT_HTML = "REPORT.html"  # REPORT.md as a page, its tables as HTML tables
+# The landing page of Snakemake's HTML report (the Snakefile's `report:`): REPORT.md's first screen.
+LANDING = "report/landing.rst"
 DECISION_PNG = f"{FIGURES}/decision.png"
 DECISION_SVG = f"{FIGURES}/decision.svg"
 

@@ -190,10 +190,12 @@ def _memory_sentence(verdict: Verdict) -> str:
 
 
 def headline(verdict: Verdict) -> str:
-    """The first screen: the run's trust where any job was flagged, the verdict, and its reasons."""
-    banner = [trust_banner(verdict.trust)] if verdict.trust and verdict.trust.flagged else []
+    """The first screen: the run's trust (above the verdict where any job was flagged, under it where none
+    was), the verdict, and its reasons."""
+    flagged = bool(verdict.trust and verdict.trust.flagged)
     said = f"**Verdict: {verdict.device}.** {claim(verdict)}\n\n" + "\n".join(f"- {r}" for r in reasons(verdict))
-    return "\n\n".join([*banner, said])
+    trust = trust_banner(verdict.trust)
+    return "\n\n".join([trust, said] if flagged else [said, trust] if trust else [said])
 
 
 def status_words(step: SheetStep) -> str:
