@@ -1,6 +1,6 @@
 """The decision in words: the verdict and its reasons, the GPU decision sheet and the CPU vs GPU table
-(the decision figure is render/decision_figure.py). Every sentence follows from a field of the decision records (no number
-is computed here, and no sentence is said unless its figures show it)."""
+(the decision figure is render/decision_figure.py). Every sentence follows from a field of the decision
+records (no number is computed here, and no sentence is said unless its figures show it)."""
 
 from __future__ import annotations
 
@@ -192,10 +192,10 @@ def _memory_sentence(verdict: Verdict) -> str:
 def headline(verdict: Verdict) -> str:
     """The first screen: the run's trust (above the verdict where any job was flagged, under it where none
     was), the verdict, and its reasons."""
-    flagged = bool(verdict.trust and verdict.trust.flagged)
     said = f"**Verdict: {verdict.device}.** {claim(verdict)}\n\n" + "\n".join(f"- {r}" for r in reasons(verdict))
-    trust = trust_banner(verdict.trust)
-    return "\n\n".join([trust, said] if flagged else [said, trust] if trust else [said])
+    trust = trust_banner(verdict.trust)  # "" without a trust record
+    parts = [trust, said] if verdict.trust and verdict.trust.flagged else [said, trust]
+    return "\n\n".join(part for part in parts if part)
 
 
 def status_words(step: SheetStep) -> str:
