@@ -15,6 +15,18 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, each worker's torch gets its share of the cores (one thread each with `-n 2` on 2
+    cores). torch's default, a thread per core in every worker, oversubscribes the machine beside the other
+    worker and the shared run, and its OpenMP threads spin waiting for each other: the CPU twin of the GPU
+    jobs took 7.6 s beside two busy processes at 2 threads, 1.8 s at 1 (2026-12-04)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    if workers > 1:
+        import torch
+
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 from accel_choice.analyze.sentinel import summarize_sentinels
 from accel_choice.analyze.stats import NoiseRules, off_speed, shared_cpu_reasons
@@ -53,6 +52,8 @@ def rate(amounts: Sequence[float], seconds: Sequence[float], *, seed: int = 0) -
     per_s = float(a.sum() / s.sum())
     low = high = per_s
     if len(a) > 1 and np.ptp(a / s) > 0:
+        from scipy import stats  # here, not at the top: the planner reads a scale record without resampling one
+
         result = stats.bootstrap(
             (a, s),
             lambda x, t, axis=-1: np.sum(x, axis=axis) / np.sum(t, axis=axis),

@@ -44,12 +44,15 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from accel_choice.analyze import compare
-from accel_choice.io import folder_checks, paths, results_folder
-from accel_choice.records.training import Variant
-from accel_choice.render import comparison, comparison_terminal
+from accel_choice.io import paths
+
+if TYPE_CHECKING:
+    from accel_choice.analyze.compare import Comparison
+
+# The comparison's own modules (scipy, matplotlib: about two seconds) are imported by the functions that
+# compare, after the arguments are read, so `--help` and a usage error answer at once.
 
 REGRESSION = 1  # --fail-if-slower: a row of B slower than A beyond PCT, the whole interval beyond it
 BAD_INPUT = 2  # also argparse's own code for a usage error
@@ -118,6 +121,10 @@ def parse_args(argv: Sequence[str] | None, prog: str | None = None) -> argparse.
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     args = parse_args(argv, prog)
+    from accel_choice.analyze import compare
+    from accel_choice.io import folder_checks, results_folder
+    from accel_choice.render import comparison, comparison_terminal
+
     try:
         a = results_folder.load_results(args.results_a, args.label_a)
         b = results_folder.load_results(args.results_b, args.label_b)
@@ -153,8 +160,11 @@ def _json_error(args: argparse.Namespace, status: int, message: str) -> None:
         print(json.dumps({"status": status, "error": message}))
 
 
-def _json_report(args: argparse.Namespace, result: compare.Comparison, written: Sequence[Path]) -> int:
+def _json_report(args: argparse.Namespace, result: Comparison, written: Sequence[Path]) -> int:
     """--json: the comparison as one object on stdout; the gate's regressions in it (and on stderr)."""
+    from accel_choice.analyze import compare
+    from accel_choice.records.training import Variant
+
     slower = [] if args.fail_if_slower is None else compare.regressions(result, args.fail_if_slower)
     for regression in slower:
         print(f"regression: {regression.line(args.label_a, args.label_b, args.fail_if_slower)}", file=sys.stderr)
@@ -173,8 +183,10 @@ def _json_report(args: argparse.Namespace, result: compare.Comparison, written: 
     return status
 
 
-def gate(result: compare.Comparison, pct: float, label_a: str, label_b: str) -> int:
+def gate(result: Comparison, pct: float, label_a: str, label_b: str) -> int:
     """Exit code of --fail-if-slower: each row of B slower than A beyond `pct` on stderr, then 1; else 0."""
+    from accel_choice.analyze import compare
+
     slower = compare.regressions(result, pct)
     for regression in slower:
         print(f"regression: {regression.line(label_a, label_b, pct)}", file=sys.stderr)

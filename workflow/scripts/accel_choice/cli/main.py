@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from accel_choice.cli import compare, verify
 from accel_choice.io import paths
 
+# Each command's module imports what it runs on only once its arguments are read: `--help` answers at once.
 COMMANDS = {
     "compare": (compare.main, "compare two results folders side by side (ratios B/A, a terminal table)"),
     "verify": (verify.main, f"check an archived results folder against its {paths.MANIFEST}"),
