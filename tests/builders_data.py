@@ -182,6 +182,8 @@ def load_cell(**overrides: Any) -> LoadCell:
         "to_pandas_s_median": 0.001,
         "to_numpy_s_median": 0.001,
         "to_torch_s_median": 0.00001,
+        "load_s_jobs": (0.005, 0.005, 0.005),
+        "convert_s_jobs": (0.00101, 0.00101, 0.00101),
         "total_s": PositiveEstimate(
             point=0.00601, low=0.006, high=0.0062, level=0.95, method=job_intervals.METHOD, jobs=3
         ),
@@ -247,9 +249,8 @@ def copy_cell(
         "memory": memory,
         "bytes": 1 << 20,
         "repeats": 3,
+        "seconds_jobs": (0.9e-4, 1e-4, 1.2e-4),
         "seconds": Estimate(point=1e-4, low=0.9e-4, high=1.2e-4, level=0.95, method=bootstrap.METHOD, jobs=3),
-        "seconds_min": 0.9e-4,
-        "seconds_max": 1.2e-4,
         "noisy": False,
     }
     fields = fields | overrides
@@ -263,7 +264,7 @@ def transfer_table(**overrides: Any) -> TransferTable:
         "device": "cuda",
         "copies": (copy_cell("predictions", "device_to_host", bytes=1 << 15), copy_cell()),
         "context_startup_s": SecondsSpread(median=0.2, min=0.19, max=0.22),
-        "pin_memory_s_median": None,
+        "pin_memory_s_jobs": (),
     }
     return TransferTable(**(fields | overrides))
 

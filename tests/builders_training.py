@@ -153,7 +153,7 @@ def training_cell(
         epoch_memory_bytes_max=None if device == "cpu" else 400_000,
         contaminated=(),
         context_startup_s_median=None if device == "cpu" else 0.2,
-        startup_s_median=0.0 if device == "cpu" else 0.2,
+        startup_s_jobs=(0.0 if device == "cpu" else 0.2,) * 3,
         epoch_s_over_fastpath=None,
         versus_fastpath=None,
     )
@@ -198,6 +198,7 @@ def full_path_row(**overrides: Any) -> FullPathRow:
     # The sums follow their parts unless a test sets them.
     fields.setdefault("per_epoch_s", fields["train_s"] + fields["eval_s"])
     fields.setdefault("one_off_s", fields["load_s"] + fields["convert_s"] + fields["transfer_s"] + fields["startup_s"])
+    fields.setdefault("one_off_s_jobs", (fields["one_off_s"],) * 3)
     if "total_with_startup_s" not in overrides:
         fields["total_with_startup_s"] = fields["total_s"] + fields["startup_s"]
     return FullPathRow(**fields)

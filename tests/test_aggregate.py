@@ -514,7 +514,7 @@ def test_transfer_invariants():
     with pytest.raises(ValueError, match="gb_per_s is None for 0.0001 seconds"):
         copy_timing(gb_per_s=None)
     with pytest.raises(ValueError, match="seconds_min 0.5 <= seconds.point"):
-        copy_cell(seconds_min=0.5)
+        copy_cell(seconds_jobs=(0.5, 0.5, 0.5))
     with pytest.raises(ValueError, match="min 0.3 <= median 0.2"):
         SecondsSpread(median=0.2, min=0.3, max=0.4)
     with pytest.raises(ValueError, match="wall_interval .* ends before it starts"):

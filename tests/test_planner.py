@@ -330,8 +330,7 @@ def _at(gb_per_s, *args, **kwargs):
         *args,
         **kwargs,
         seconds=Estimate(point=seconds, low=seconds, high=seconds, level=0.95, method=BOOTSTRAP, jobs=1),
-        seconds_min=seconds,
-        seconds_max=seconds,
+        seconds_jobs=(seconds,) * 3,
     )
 
 
@@ -349,17 +348,17 @@ TRANSFERS = transfer_table(
 def test_measured_transfers_and_start_up_win_over_assumptions():
     cells = [
         _table_row("cpu", "fastpath", "fp32", "host", 32, 0.5),
-        training_cell(device="cuda", placement="resident", startup_s_median=2.5),
-        training_cell(device="cuda", placement="streamed", startup_s_median=2.7),
+        training_cell(device="cuda", placement="resident", startup_s_jobs=(2.5,) * 3),
+        training_cell(device="cuda", placement="streamed", startup_s_jobs=(2.7,) * 3),
     ]
-    cells[0] = dataclasses.replace(cells[0], startup_s_median=1.6)
+    cells[0] = dataclasses.replace(cells[0], startup_s_jobs=(1.6,) * 3)
     # the GPU's one-off beyond the CPU's (both jobs pay the process's first-step imports)
     assert planner.gpu_startup_seconds(cells, 0.3) == (pytest.approx(1.0), "measured")
     assert planner.gpu_startup_seconds(cells[:1], 0.3) == (0.3, "assumed")
     # the faster of the pageable (12 GB/s) and pinned (25 GB/s) matrix copies, and which it was
     assert planner.host_to_device_bytes_per_s(TRANSFERS, 8) == (pytest.approx(25e9), "measured", "pinned")
     # ... the pinned copy charged its pinning: 100 µs to pin 1 MiB leaves it 7.4 GB/s, so pageable wins
-    pinning = dataclasses.replace(TRANSFERS, pin_memory_s_median=1e-4)
+    pinning = dataclasses.replace(TRANSFERS, pin_memory_s_jobs=(1e-4,))
     assert planner.host_to_device_bytes_per_s(pinning, 8) == (pytest.approx(12e9), "measured", "pageable")
 
 

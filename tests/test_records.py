@@ -153,9 +153,6 @@ LEGACY_STATISTIC_FIELDS = {
     "loads.LoadCell.total_s_iqr",
     "loads.LoadCell.total_s_max",
     "loads.LoadCell.total_s_min",
-    "loads.CopyCell.seconds_max",
-    "loads.CopyCell.seconds_min",
-    "loads.TransferTable.pin_memory_s_median",
     "planner.FitPoint.epoch_s_max",
     "planner.FitPoint.epoch_s_min",
     "sentinel.SentinelJob.over_run_median",
@@ -165,7 +162,6 @@ LEGACY_STATISTIC_FIELDS = {
     "training.TrainingCell.loadavg_max",
     "training.TrainingCell.mean_train_loss_median",
     "training.TrainingCell.peak_memory_bytes_max",
-    "training.TrainingCell.startup_s_median",
     "training.TrainingCell.warmup_first_over_steady_median",
 }
 FLATTENED = re.compile(r".+_(ci_low|ci_high|low|high|median|min|max|iqr)$")

@@ -148,7 +148,7 @@ def aggregate_training(
             epoch_memory_bytes_max=max(own) if own else None,
             contaminated=contaminated_repeats(group, rules, job_reasons),
             context_startup_s_median=_median(startups) if startups else None,
-            startup_s_median=_median([r.startup_s for r in group]),
+            startup_s_jobs=tuple(r.startup_s for r in group),
             **versus_fastpath(key, groups, rules, noise_floor),
         )
     table = [TrainingCell(**c) for c in cells.values()]

@@ -19,9 +19,14 @@ def _epoch_and_eval(cell: TrainingCell) -> list[list[float]]:
 
 
 def full_path_jobs(row: FullPathRow, cell: TrainingCell, epochs: int = 1) -> list[list[float]]:
-    """Each timing job's full path of `epochs` epochs: the row's one-off costs (load, conversion, copies,
-    start-up: medians of their own jobs) paid once, plus `epochs` × that job's training + evaluation epoch."""
-    return [[row.one_off_s + epochs * t for t in job] for job in _epoch_and_eval(cell)]
+    """Each timing job's full path of `epochs` epochs: its one-off costs (its start-up and the load,
+    conversion and copies of the data-path jobs of its repeat: `row.one_off_s_jobs`) paid once, plus
+    `epochs` × that job's training + evaluation epoch."""
+    if len(row.one_off_s_jobs) != len(cell.epoch_s_jobs):
+        raise ValueError(
+            f"{len(row.one_off_s_jobs)} one-off costs for {len(cell.epoch_s_jobs)} timing jobs of {row.name}"
+        )
+    return [[one_off + epochs * t for t in job] for one_off, job in zip(row.one_off_s_jobs, _epoch_and_eval(cell))]
 
 
 def per_epoch_jobs(cell: TrainingCell) -> list[list[float]]:
@@ -51,8 +56,9 @@ def speedup_estimate(
     interval (Welch: the
     two sides ran in different jobs) at the level of a family of `family` comparisons (see `contenders`).
 
-    Each job's training + evaluation is its own; the load, conversion, copies and start-up are medians
-    of other jobs, added to every job of their side, so the interval is the one of the part repeated here.
+    Each job's training, evaluation and start-up are its own; its load, conversion and copies are those of
+    the data-path jobs of its repeat (independent jobs, `full_path_jobs`), so the interval carries the
+    spread of every term of the full path.
     """
     by_variant = {c.key: c for c in cells}
     return ratio_interval(

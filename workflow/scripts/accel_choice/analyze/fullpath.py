@@ -16,13 +16,34 @@ def pageable_copy(transfers: TransferTable | None, what: str, direction: str) ->
     return None
 
 
-def _copy_seconds(transfers: TransferTable | None, what: str, direction: str) -> tuple[float, float, float]:
-    if not transfers:
-        return 0.0, 0.0, 0.0
+def _copy_cell(transfers: TransferTable, what: str, direction: str) -> CopyCell:
     row = pageable_copy(transfers, what, direction)
     if row is None:
         raise ValueError(f"no {direction} transfer of {what!r} in the transfer table")
+    return row
+
+
+def _copy_seconds(transfers: TransferTable | None, what: str, direction: str) -> tuple[float, float, float]:
+    if not transfers:
+        return 0.0, 0.0, 0.0
+    row = _copy_cell(transfers, what, direction)
     return row.seconds.point, row.seconds_min, row.seconds_max
+
+
+def _copy_jobs(transfers: TransferTable | None, what: str, direction: str) -> tuple[float, ...]:
+    """Each transfer job's seconds for one pageable copy; (0.0,) where nothing is copied."""
+    return _copy_cell(transfers, what, direction).seconds_jobs if transfers else (0.0,)
+
+
+def one_off_jobs(train: TrainingCell, parts: Sequence[Sequence[float]]) -> tuple[float, ...]:
+    """The one-off costs each of `train`'s jobs pays: its own start-up plus, for every part (load, conversion,
+    a copy: each a sequence of per-job times from jobs of its own), the time of the part's job of the same
+    repeat, cycled where the part ran fewer repeats. The part's jobs ran apart from the training job, so
+    pairing them by repeat draws each sum from independent jobs: an interval over the sums carries the
+    spread of every term, not that of training alone."""
+    return tuple(
+        startup + sum(part[repeat % len(part)] for part in parts) for repeat, startup in enumerate(train.startup_s_jobs)
+    )
 
 
 def full_path(
@@ -37,7 +58,8 @@ def full_path(
     min/max (and the transfers' min/max) to the load medians. Every row also carries its timing
     jobs' one-off start-up (the training cell's `startup_s_median`: on a GPU the context and the
     first step's costs), separately and in `total_with_startup_s`, and splits the total into
-    what recurs every epoch (`per_epoch_s`) and what is paid once (`one_off_s`). Transfer:
+    what recurs every epoch (`per_epoch_s`) and what is paid once (`one_off_s`; per training job, from raw
+    times, `one_off_s_jobs`: see `one_off_jobs`). Transfer:
     resident data pay one pageable host→device copy of the matrix and the target, prefetched data the
     pinning of the matrix; every device row pays the device→host copy of the predictions; streamed
     and prefetched rows pay their batch copies inside the epoch.
@@ -52,14 +74,24 @@ def full_path(
                 raise ValueError(f"a {train.device} training row needs the transfer table for its full path")
             device_transfers = transfers if on_device else None
             matrix = (0.0, 0.0, 0.0)
+            matrix_jobs: tuple[float, ...] = (0.0,)
             if train.placement == "resident":
                 features = _copy_seconds(device_transfers, "matrix", "host_to_device")
                 target = _copy_seconds(device_transfers, "target", "host_to_device")
                 matrix = tuple(a + b for a, b in zip(features, target))
+                matrix_jobs = tuple(
+                    a + b
+                    for a, b in zip(
+                        _copy_jobs(device_transfers, "matrix", "host_to_device"),
+                        _copy_jobs(device_transfers, "target", "host_to_device"),
+                    )
+                )
             elif train.placement == "prefetched" and device_transfers and device_transfers.pin_memory_s_median:
                 pin = device_transfers.pin_memory_s_median  # the matrix pinned once, before the first epoch
                 matrix = (pin, pin, pin)
+                matrix_jobs = device_transfers.pin_memory_s_jobs
             predictions = _copy_seconds(device_transfers, "predictions", "device_to_host")
+            predictions_jobs = _copy_jobs(device_transfers, "predictions", "device_to_host")
             startup = train.startup_s_median
             fixed = load_s + convert_s
             total = fixed + matrix[0] + predictions[0] + train.epoch_s.point + train.eval_s.point
@@ -79,6 +111,9 @@ def full_path(
                     total_with_startup_s=total + startup,
                     per_epoch_s=train.epoch_s.point + train.eval_s.point,
                     one_off_s=fixed + matrix[0] + predictions[0] + startup,
+                    one_off_s_jobs=one_off_jobs(
+                        train, (load.load_s_jobs, load.convert_s_jobs, matrix_jobs, predictions_jobs)
+                    ),
                     train_share=train.epoch_s.point / total,
                     noisy=bool(load.noisy or train.noisy),
                 )

@@ -41,7 +41,8 @@ def aggregate_load_convert(
         for load in job.loads:
             files.setdefault((load.dataset, load.format), []).append((job, load))
     table = []
-    for (dataset, fmt), pairs in sorted(files.items()):
+    for (dataset, fmt), unordered in sorted(files.items()):
+        pairs = sorted(unordered, key=lambda pair: pair[0].repeat)
         group = [load for _, load in pairs]
         total = summarize([r.total_s for r in group], rules)
         # Each job's median pass, their geometric mean with its t interval (the jobs are the repeats).
@@ -61,6 +62,8 @@ def aggregate_load_convert(
                 to_pandas_s_median=statistics.median(r.to_pandas_s for r in group),
                 to_numpy_s_median=statistics.median(r.to_numpy_s for r in group),
                 to_torch_s_median=statistics.median(r.to_torch_s for r in group),
+                load_s_jobs=tuple(r.read_s + r.to_pandas_s for r in group),
+                convert_s_jobs=tuple(r.to_numpy_s + r.to_torch_s for r in group),
                 total_s=interval,
                 total_s_min=total["min"],
                 total_s_max=total["max"],
@@ -91,6 +94,7 @@ def aggregate_transfers(jobs: Sequence[TransferJob], rules: NoiseRules = NoiseRu
             f"transfer repeat(s) {unstarted} timed no context start-up: copies on the CPU are not "
             "transfers to aggregate"
         )
+    jobs = sorted(jobs, key=lambda job: job.repeat)
     copies: list[CopyTiming] = [copy for job in jobs for copy in job.copies]
     table = []
     for (what, direction, memory), group in group_by(copies, ("what", "direction", "memory")).items():
@@ -109,9 +113,8 @@ def aggregate_transfers(jobs: Sequence[TransferJob], rules: NoiseRules = NoiseRu
                 memory=memory,
                 bytes=group[0].bytes,
                 repeats=len(group),
+                seconds_jobs=tuple(c.seconds for c in group),
                 seconds=interval,
-                seconds_min=seconds["min"],
-                seconds_max=seconds["max"],
                 gb_per_s=group[0].bytes / seconds["median"] / 1e9,
                 noisy=seconds["noisy"],
             )
@@ -122,5 +125,5 @@ def aggregate_transfers(jobs: Sequence[TransferJob], rules: NoiseRules = NoiseRu
         device=jobs[0].device,
         copies=tuple(sorted(table, key=lambda c: (c.direction, c.memory, c.bytes))),
         context_startup_s=SecondsSpread(median=startup["median"], min=startup["min"], max=startup["max"]),
-        pin_memory_s_median=statistics.median(pins) if pins else None,
+        pin_memory_s_jobs=tuple(pins),
     )

@@ -40,7 +40,7 @@ class CostLine:
             raise ValueError(f"target_run {self.target_run!r} with time and cost {target}")
 
 
-@record(schema="cost", version=3)
+@record(schema="cost", version=4)
 class CostTable:
     """tables/cost.json: the cost lines and, where a GPU was measured and priced, the comparison."""
 

@@ -263,7 +263,7 @@ class GpuMemory(Variant):
     epoch_over_bound: NonNegative | None
 
 
-@record(schema="decision", version=7)
+@record(schema="decision", version=8)
 class Decision:
     """tables/decision.json: the verdict, the decision sheet and the full path it rests on."""
 
@@ -274,7 +274,7 @@ class Decision:
     environment: Environment
 
 
-@record(schema="full-path", version=2)
+@record(schema="full-path", version=3)
 class FullPathTable:
     """tables/full_path.json: load + convert + transfer + train + eval per format and variant."""
 

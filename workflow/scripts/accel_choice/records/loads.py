@@ -9,6 +9,7 @@ Arrow-to-pandas step) is 0. Each timing file carries the wall-clock interval of 
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Literal
 
 from accel_choice.records import (
@@ -114,7 +115,8 @@ class LoadConvertJob:
 
 @record
 class LoadCell:
-    """One dataset and format aggregated over its repeats: each stage's median, the total's spread, flags."""
+    """One dataset and format aggregated over its repeats: each stage's median, the total's spread, flags,
+    and each job's load and conversion (the full path's one-off terms, with the spread of their jobs)."""
 
     dataset: str
     format: str
@@ -126,6 +128,8 @@ class LoadCell:
     to_pandas_s_median: NonNegativeSeconds
     to_numpy_s_median: NonNegativeSeconds
     to_torch_s_median: NonNegativeSeconds
+    load_s_jobs: tuple[Seconds, ...]  # each job's read + Arrow-to-pandas (its stage medians), in repeat order
+    convert_s_jobs: tuple[NonNegativeSeconds, ...]  # each job's pandas-to-numpy + numpy-to-torch
     total_s: PositiveEstimate  # its jobs' median passes: geometric mean and t interval (analyze.job_intervals)
     total_s_min: Seconds
     total_s_max: Seconds
@@ -137,11 +141,14 @@ class LoadCell:
 
     def __post_init__(self) -> None:
         ordered(self.total_s_min, self.total_s.point, self.total_s_max, "total_s_min total_s.point total_s_max")
+        for name in ("load_s_jobs", "convert_s_jobs"):
+            if len(getattr(self, name)) != self.repeats:
+                raise ValueError(f"{len(getattr(self, name))} {name} for {self.repeats} repeats")
         if self.noisy != bool(self.noise_reasons):
             raise ValueError(f"noisy is {self.noisy} but noise_reasons is {list(self.noise_reasons)}")
 
 
-@record(schema="load-convert-table", version=4)
+@record(schema="load-convert-table", version=5)
 class LoadTable:
     """tables/load_convert.json: one cell per (dataset, format)."""
 
@@ -198,25 +205,35 @@ class TransferJob:
 
 @record
 class CopyCell:
-    """One copy (what, direction, memory) over the repeats: median, min and max seconds, GB/s from the median."""
+    """One copy (what, direction, memory) over the repeats: each job's seconds, their median with its interval,
+    GB/s from the median; min and max are read from the jobs' seconds."""
 
     what: str
     direction: Literal["host_to_device", "device_to_host"]
     memory: Literal["pageable", "pinned"]
     bytes: Count
     repeats: PositiveCount
+    seconds_jobs: tuple[NonNegativeSeconds, ...]  # each job's median pass, in repeat order
     # The median of the jobs' median passes with its bootstrap interval at aggregate.confidence (jobs, then
     # their passes; a copy can take no measurable time, so an Estimate, not a PositiveEstimate).
     seconds: Estimate
-    seconds_min: NonNegativeSeconds
-    seconds_max: NonNegativeSeconds
     gb_per_s: NonNegative
     noisy: bool
 
     def __post_init__(self) -> None:
+        if len(self.seconds_jobs) != self.repeats:
+            raise ValueError(f"{len(self.seconds_jobs)} seconds_jobs for {self.repeats} repeats")
         ordered(self.seconds_min, self.seconds.point, self.seconds_max, "seconds_min seconds.point seconds_max")
         if self.seconds.low < 0:
             raise ValueError(f"seconds.low {self.seconds.low} below 0: a damaged record")
+
+    @property
+    def seconds_min(self) -> float:
+        return min(self.seconds_jobs)
+
+    @property
+    def seconds_max(self) -> float:
+        return max(self.seconds_jobs)
 
 
 @record
@@ -231,14 +248,19 @@ class SecondsSpread:
         ordered(self.min, self.median, self.max, "min median max")
 
 
-@record(schema="transfer-table", version=3)
+@record(schema="transfer-table", version=4)
 class TransferTable:
     """tables/transfers.json: the copies of every transfer job aggregated, and the fixed costs."""
 
     device: str
     copies: tuple[CopyCell, ...]  # by direction, memory, bytes
     context_startup_s: SecondsSpread
-    pin_memory_s_median: NonNegativeSeconds | None  # null: nothing was pinned
+    pin_memory_s_jobs: tuple[NonNegativeSeconds, ...]  # each job's pinning of the matrix; empty: nothing pinned
+
+    @property
+    def pin_memory_s_median(self) -> float | None:
+        """The jobs' median pinning; None where nothing was pinned."""
+        return statistics.median(self.pin_memory_s_jobs) if self.pin_memory_s_jobs else None
 
 
 # --- the device probe ------------------------------------------------------------------------------

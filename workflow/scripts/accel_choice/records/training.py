@@ -231,14 +231,14 @@ class TrainingCell(Variant):
     epoch_memory_bytes_max: Count | None  # the largest epoch's own memory (peak less its baseline)
     contaminated: tuple[Contamination, ...]
     context_startup_s_median: Seconds | None
-    startup_s_median: NonNegativeSeconds  # the jobs' one-off start-up (TrainingRecord.startup_s)
+    startup_s_jobs: tuple[NonNegativeSeconds, ...]  # each job's one-off start-up (TrainingRecord.startup_s)
     epoch_s_over_fastpath: (
         PositiveEstimate | None
     )  # this cell's epoch over the fast path's, same device/precision/placement/B
     versus_fastpath: Literal["slower", "faster", "no_difference"] | None  # decided by the interval and the noise floor
 
     def __post_init__(self) -> None:
-        for name in ("epoch_s_jobs", "eval_s_jobs"):
+        for name in ("epoch_s_jobs", "eval_s_jobs", "startup_s_jobs"):
             if len(getattr(self, name)) != self.repeats:
                 raise ValueError(f"{len(getattr(self, name))} {name} for {self.repeats} repeats")
         for name in ("epoch_s", "eval_s"):
@@ -256,6 +256,11 @@ class TrainingCell(Variant):
     def confidence(self) -> float:
         """The level of the cell's intervals."""
         return self.epoch_s.level
+
+    @property
+    def startup_s_median(self) -> float:
+        """The jobs' median one-off start-up."""
+        return statistics.median(self.startup_s_jobs)
 
     @property
     def epoch_s_runs(self) -> tuple[float, ...]:
@@ -333,7 +338,7 @@ class NonFiniteRun(Variant):
     mean_train_loss: float | None
 
 
-@record(schema="training-table", version=5)
+@record(schema="training-table", version=6)
 class TrainingTable:
     """tables/{cpu,gpu}_training.json: the cells of one device, the runs left out of them, the
     run's drift sentinel (its machine speed, flagged jobs and noise floor), and the memory of the
@@ -354,7 +359,10 @@ class FullPathRow(Variant):
     evaluation and the copies to the load medians; startup_s is the process's one-off start-up (on
     a GPU the context and first-step costs). What a longer job repeats every epoch is per_epoch_s
     (train + eval, streamed copies inside train); what it pays once is one_off_s (load, convert,
-    the resident and prediction copies, start-up).
+    the resident and prediction copies, start-up). `one_off_s_jobs` are the one-off costs of each of the
+    training cell's jobs, from raw times: its own start-up plus the load, conversion and copies of the
+    data-path jobs of the same repeat (analyze.fullpath.one_off_jobs), so an interval over the jobs carries
+    their spread too.
     """
 
     format: str
@@ -370,11 +378,14 @@ class FullPathRow(Variant):
     total_with_startup_s: Seconds
     per_epoch_s: Seconds
     one_off_s: NonNegativeSeconds
+    one_off_s_jobs: tuple[NonNegativeSeconds, ...]  # one per job of the training cell, in repeat order
     train_share: Positive
     noisy: bool
 
     def __post_init__(self) -> None:
         ordered(self.total_min_s, self.total_s, self.total_max_s, "total_min_s total_s total_max_s")
+        if not self.one_off_s_jobs:
+            raise ValueError("one_off_s_jobs is empty: a full path of no timing job")
         parts = {
             "total_with_startup_s": (self.total_with_startup_s, self.total_s + self.startup_s),
             "per_epoch_s": (self.per_epoch_s, self.train_s + self.eval_s),
