@@ -391,16 +391,16 @@ def test_a_folder_against_itself_gives_ratio_one_and_no_config_warning(tmp_path)
     result = _compare(folder, folder)
     assert len(result.rows) == 2 * (2 + len(GPU_VARIANTS))
     for row in result.rows:
-        assert row["present"] == "both"
+        assert row.present == "both"
         for name in ("epoch_s", "samples_per_s", "full_path_s"):
-            assert row[f"{name}_ratio_b_over_a"] == 1.0
+            assert row.ratio_values(name)[0] == 1.0
         for name in ("epoch_s", "eval_s"):
-            assert row[f"{name}_ratio_ci_low"] <= 1.0 <= row[f"{name}_ratio_ci_high"]
-            assert row[f"{name}_outcome"] == "no measurable difference"
-        assert row["samples_per_s_ratio_ci_low"] <= 1.0 <= row["samples_per_s_ratio_ci_high"]
-        assert row["full_path_s_outcome"] == "no interval" and row["full_path_s_ratio_ci_low"] is None
-        assert row["epoch_comparison"] == "same median"
-        assert not any(key.endswith("spreads_overlap") for key in row)
+            assert row.part(name).ratio.low <= 1.0 <= row.part(name).ratio.high
+            assert row.part(name).outcome == "no measurable difference"
+        assert row.samples_per_s.ratio.low <= 1.0 <= row.samples_per_s.ratio.high
+        assert row.full_path.outcome == "no interval" and row.ratio_values("full_path_s")[1:] == (None, None)
+        assert row.epoch_comparison == "same median"
+        assert not any(key.endswith("spreads_overlap") for key in row.flat())
     assert result.config_differences == [] and result.environment_differences == []
     assert result.warnings == []
     assert result.full_path_format == "parquet"
@@ -411,9 +411,7 @@ def test_rows_are_matched_on_the_real_variant_keys(tmp_path):
     result = _compare(folder, folder)
     real_keys = set(json.loads((folder / paths.CPU_TABLE).read_text())["table"][0])
     assert set(VARIANT_KEYS) <= real_keys
-    assert {tuple(r[k] for k in VARIANT_KEYS) for r in result.rows} == {
-        r.key for r in results_folder.load_results(folder, "x").training
-    }
+    assert {r.key for r in result.rows} == {r.key for r in results_folder.load_results(folder, "x").training}
 
 
 # ---------------------------------------------------------------- ratios and wording
@@ -422,24 +420,22 @@ def test_rows_are_matched_on_the_real_variant_keys(tmp_path):
 def test_ratios_are_b_over_a_and_the_wording_names_the_faster_side(tmp_path):
     laptop = make_results(tmp_path, "laptop")
     server = make_results(tmp_path, "server", scale=0.5)
-    row = next(r for r in _compare(laptop, server).rows if r["loader"] == "fastpath" and r["batch_size"] == 32)
-    assert row["epoch_s_ratio_b_over_a"] == pytest.approx(0.5)
-    assert row["samples_per_s_ratio_b_over_a"] == pytest.approx(2.0)
-    assert row["epoch_comparison"] == "server 2× faster than laptop"
-    assert row["epoch_s_ratio_ci_low"] <= 0.5 <= row["epoch_s_ratio_ci_high"] < 1
-    assert row["epoch_s_outcome"] == row["eval_s_outcome"] == "B faster"
+    row = next(r for r in _compare(laptop, server).rows if r.loader == "fastpath" and r.batch_size == 32)
+    assert row.epoch_s.ratio.point == pytest.approx(0.5)
+    assert row.samples_per_s.ratio.point == pytest.approx(2.0)
+    assert row.epoch_comparison == "server 2× faster than laptop"
+    assert row.epoch_s.ratio.low <= 0.5 <= row.epoch_s.ratio.high < 1
+    assert row.epoch_s.outcome == row.eval_s.outcome == "B faster"
     # samples/s is samples over the median epoch: its interval is the epoch interval's, inverted.
-    assert row["samples_per_s_ratio_ci_low"] == pytest.approx(1 / row["epoch_s_ratio_ci_high"])
-    assert row["samples_per_s_ratio_ci_high"] == pytest.approx(1 / row["epoch_s_ratio_ci_low"])
-    assert row["full_path_s_ratio_b_over_a"] < 1
+    assert row.samples_per_s.ratio.low == pytest.approx(1 / row.epoch_s.ratio.high)
+    assert row.samples_per_s.ratio.high == pytest.approx(1 / row.epoch_s.ratio.low)
+    assert row.full_path.ratio < 1
     reverse = next(
-        r
-        for r in _compare(server, laptop, "server", "laptop").rows
-        if r["loader"] == "fastpath" and r["batch_size"] == 32
+        r for r in _compare(server, laptop, "server", "laptop").rows if r.loader == "fastpath" and r.batch_size == 32
     )
-    assert reverse["epoch_s_ratio_b_over_a"] == pytest.approx(2.0)
-    assert reverse["epoch_comparison"] == "server 2× faster than laptop"
-    assert reverse["epoch_s_outcome"] == "A faster"
+    assert reverse.epoch_s.ratio.point == pytest.approx(2.0)
+    assert reverse.epoch_comparison == "server 2× faster than laptop"
+    assert reverse.epoch_s.outcome == "A faster"
 
 
 def test_time_wording_for_missing_sides():
@@ -466,7 +462,7 @@ TIGHT = Draws(epochs=5, seed=11, job_sd=0.002, epoch_sd=0.004)  # a quiet machin
 
 
 def _row(result: compare.Comparison, loader: str = "fastpath", batch_size: int = 32, device: str = "cpu"):
-    return next(r for r in result.rows if (r["loader"], r["batch_size"], r["device"]) == (loader, batch_size, device))
+    return next(r for r in result.rows if (r.loader, r.batch_size, r.device) == (loader, batch_size, device))
 
 
 def _cell(jobs: tuple[tuple[float, ...], ...], **variant: Any) -> TrainingCell:
@@ -508,9 +504,9 @@ def test_the_ratio_interval_is_welch_t_on_the_job_medians_at_the_level_given():
 def test_the_rows_of_a_comparison_are_one_family_held_at_the_tables_level(tmp_path):
     """16 ratios (8 rows, epoch and eval): each at 1 - 0.05/16, so together at 95 % (Bonferroni)."""
     result = _compare(make_results(tmp_path, "a", gpu=True), make_results(tmp_path, "b", gpu=True))
-    assert {row["family"] for row in result.rows} == {16}
-    assert {row["family_confidence"] for row in result.rows} == {0.95}
-    assert [row["confidence"] for row in result.rows] == pytest.approx([1 - 0.05 / 16] * len(result.rows))
+    assert {row.family for row in result.rows} == {16}
+    assert {row.family_confidence for row in result.rows} == {0.95}
+    assert [row.confidence for row in result.rows] == pytest.approx([1 - 0.05 / 16] * len(result.rows))
 
 
 def test_the_row_floor_is_the_larger_of_the_two_sides_and_zero_without_one(tmp_path):
@@ -521,7 +517,7 @@ def test_the_row_floor_is_the_larger_of_the_two_sides_and_zero_without_one(tmp_p
     assert compare_match.row_floor(none, low, "cpu") == 0.01
     assert compare_match.row_floor(high, low, "cpu") == compare_match.row_floor(low, high, "cpu") == 0.04
     result = compare.compare(none, low)
-    assert {row["noise_floor"] for row in result.rows} == {0.01}
+    assert {row.noise_floor for row in result.rows} == {0.01}
     assert _mentioning(result, "a: its CPU jobs have no noise floor")
 
 
@@ -530,13 +526,14 @@ def test_an_a_a_pair_shows_no_measurable_difference_on_every_row_and_passes_the_
     first = make_results(tmp_path, "first", gpu=True, draws=Draws(epochs=5, seed=1))
     second = make_results(tmp_path, "second", gpu=True, draws=Draws(epochs=5, seed=2))
     result = _compare(first, second)
-    assert len(result.rows) == 8 and all(r["present"] == "both" for r in result.rows)
-    assert {r["epoch_s_ratio_b_over_a"] for r in result.rows} != {1.0}  # different draws
+    assert len(result.rows) == 8 and all(r.present == "both" for r in result.rows)
+    assert {r.epoch_s.ratio.point for r in result.rows} != {1.0}  # different draws
     for row in result.rows:
         for name in ("epoch_s", "eval_s"):
-            assert row[f"{name}_outcome"] == "no measurable difference", (row, name)
-            assert row[f"{name}_ratio_ci_low"] <= row[f"{name}_ratio_b_over_a"] <= row[f"{name}_ratio_ci_high"]
-        assert row["noise_floor"] > 0 and row["family_confidence"] == 0.95
+            assert row.part(name).outcome == "no measurable difference", (row, name)
+            ratio = row.part(name).ratio
+            assert ratio.low <= ratio.point <= ratio.high
+        assert row.noise_floor > 0 and row.family_confidence == 0.95
     assert result.tally["epoch_s"] == {"B faster": 0, "A faster": 0, "no measurable difference": 8}
     assert compare.regressions(result, 5) == []
     out = tmp_path / "cmp"
@@ -563,10 +560,10 @@ def test_a_row_30_percent_slower_is_a_faster_and_fails_a_5_percent_gate_naming_i
     base, slow = _slower_pair(tmp_path, 1.3)
     result = _compare(base, slow, "base", "slow")
     row = _row(result)
-    assert row["epoch_s_ratio_b_over_a"] == pytest.approx(1.3, rel=0.02)
-    assert row["epoch_s_ratio_ci_low"] > 1.25 and row["epoch_s_outcome"] == row["eval_s_outcome"] == "A faster"
+    assert row.epoch_s.ratio.point == pytest.approx(1.3, rel=0.02)
+    assert row.epoch_s.ratio.low > 1.25 and row.epoch_s.outcome == row.eval_s.outcome == "A faster"
     others = [r for r in result.rows if r is not row]
-    assert {r["epoch_s_outcome"] for r in others} == {"no measurable difference"}
+    assert {r.epoch_s.outcome for r in others} == {"no measurable difference"}
     assert result.tally["epoch_s"] == {"B faster": 0, "A faster": 1, "no measurable difference": 3}
     out = tmp_path / "cmp"
     args = [str(base), str(slow), "--out", str(out), "--label-a", "base", "--label-b", "slow"]
@@ -586,9 +583,9 @@ def test_a_row_30_percent_slower_is_a_faster_and_fails_a_5_percent_gate_naming_i
 def test_the_gate_needs_the_whole_interval_beyond_the_threshold(tmp_path):
     base, slow = _slower_pair(tmp_path, 1.3)
     result = _compare(base, slow)
-    low = _row(result)["epoch_s_ratio_ci_low"]
+    low = _row(result).epoch_s.ratio.low
     percent = (low - 1) * 100
-    assert [(r.row["loader"], r.metric) for r in compare.regressions(result, percent - 0.5)][:1] == [
+    assert [(r.row.loader, r.metric) for r in compare.regressions(result, percent - 0.5)][:1] == [
         ("fastpath", "epoch_s")
     ]
     assert "epoch_s" not in {r.metric for r in compare.regressions(result, percent + 0.5)}
@@ -598,13 +595,13 @@ def test_a_slower_row_inside_the_noise_floor_does_not_fail_the_gate(tmp_path):
     base, slow = _slower_pair(tmp_path, 1.03, noise_floor=0.05)
     result = _compare(base, slow)
     row = _row(result)
-    assert row["noise_floor"] == 0.05 and 1.0 < row["epoch_s_ratio_ci_low"] < 1.05
-    assert row["epoch_s_outcome"] == "no measurable difference"
+    assert row.noise_floor == 0.05 and 1.0 < row.epoch_s.ratio.low < 1.05
+    assert row.epoch_s.outcome == "no measurable difference"
     assert compare.regressions(result, 0) == []
     quiet_base, quiet_slow = _slower_pair(tmp_path / "quiet", 1.03, noise_floor=0.0)
     quiet = _compare(quiet_base, quiet_slow)
-    assert _row(quiet)["epoch_s_outcome"] == "A faster"
-    assert {(r.row["loader"], r.row["batch_size"]) for r in compare.regressions(quiet, 0)} == {("fastpath", 32)}
+    assert _row(quiet).epoch_s.outcome == "A faster"
+    assert {(r.row.loader, r.row.batch_size) for r in compare.regressions(quiet, 0)} == {("fastpath", 32)}
 
 
 def test_intervals_at_different_levels_use_the_higher_and_say_so(tmp_path):
@@ -619,7 +616,7 @@ def test_intervals_at_different_levels_use_the_higher_and_say_so(tmp_path):
         ],
     )
     result = _compare(laptop, server)
-    assert {row["family_confidence"] for row in result.rows} == {0.95}
+    assert {row.family_confidence for row in result.rows} == {0.95}
     assert _mentioning(result, "intervals are at different levels (laptop: [0.95], server: [0.9])")
 
 
@@ -638,9 +635,9 @@ def test_a_gate_percent_that_is_not_a_non_negative_number_is_refused(tmp_path, c
 def test_full_path_rows_have_a_ratio_but_no_interval(tmp_path):
     result = _compare(make_results(tmp_path, "laptop"), make_results(tmp_path, "server", scale=0.5))
     for row in result.rows:
-        assert row["full_path_s_ratio_b_over_a"] < 1 and row["full_path_s_outcome"] == "no interval"
-        assert row["full_path_s_ratio_ci_low"] is None and row["full_path_s_ratio_ci_high"] is None
-        assert row["full_path_s_a_min"] <= row["full_path_s_a"] <= row["full_path_s_a_max"]
+        assert row.full_path.ratio < 1 and row.full_path.outcome == "no interval"
+        assert row.ratio_values("full_path_s")[1:] == (None, None)
+        assert row.full_path.a.min <= row.full_path.a.point <= row.full_path.a.max
     text = comparison.markdown(result)
     assert "(no interval)" in text
 
@@ -659,9 +656,7 @@ def test_the_outputs_show_intervals_outcomes_floors_and_the_tally(tmp_path):
         "0 rows on one side only." in text
     )
     row = _row(result)
-    shown = (
-        f"{row['epoch_s_ratio_b_over_a']:.3f} ({row['epoch_s_ratio_ci_low']:.3f}–{row['epoch_s_ratio_ci_high']:.3f})"
-    )
+    shown = f"{row.epoch_s.ratio.point:.3f} ({row.epoch_s.ratio.low:.3f}–{row.epoch_s.ratio.high:.3f})"
     assert shown in text and "**A faster** (base 1.3× faster than slow)" in text
     assert "epoch slow/base (95 % CI)" in text and "**no measurable difference** (medians: " in text
     document = json.loads((out / "comparison.json").read_text())
@@ -691,10 +686,10 @@ def test_the_figure_draws_each_interval_and_hollow_markers_for_no_measurable_dif
 
 def test_gpu_rows_on_one_side_are_listed_and_the_cpu_only_side_is_named(tmp_path):
     result = _compare(make_results(tmp_path, "laptop"), make_results(tmp_path, "server", gpu=True))
-    only = [r for r in result.rows if r["present"] == "b_only"]
-    assert len(only) == 2 * len(GPU_VARIANTS) and all(r["device"] == "cuda" for r in only)
-    assert all(r["epoch_s_a"] is None and r["epoch_s_ratio_b_over_a"] is None for r in only)
-    assert all(r["epoch_comparison"] == "only in server" for r in only)
+    only = [r for r in result.rows if r.present == "b_only"]
+    assert len(only) == 2 * len(GPU_VARIANTS) and all(r.device == "cuda" for r in only)
+    assert all(r.epoch_s.a is None and r.epoch_s.ratio is None for r in only)
+    assert all(r.epoch_comparison == "only in server" for r in only)
     assert _mentioning(result, "laptop has no GPU rows (no tables/gpu_training.json)")
     assert _mentioning(result, f"{len(only)} row(s) exist only in server")
 
@@ -702,7 +697,7 @@ def test_gpu_rows_on_one_side_are_listed_and_the_cpu_only_side_is_named(tmp_path
 def test_batch_sizes_on_one_side_only_are_warned_about_and_kept(tmp_path):
     result = _compare(make_results(tmp_path, "laptop", batch_sizes=(32,)), make_results(tmp_path, "server"))
     assert _mentioning(result, "Batch size(s) 512 were measured only in server")
-    assert {r["present"] for r in result.rows if r["batch_size"] == 512} == {"b_only"}
+    assert {r.present for r in result.rows if r.batch_size == 512} == {"b_only"}
 
 
 # ---------------------------------------------------------------- fairness warnings
@@ -785,10 +780,8 @@ def test_noisy_busy_and_non_finite_sides_are_named(tmp_path):
     assert _mentioning(result, "ran on a busy machine")
     assert _mentioning(result, "server: 2 training run(s) went NaN/inf")
     assert not _mentioning(result, "laptop:")
-    noisy_row = next(
-        r for r in result.rows if r["loader"] == "fastpath" and r["batch_size"] == 32 and r["device"] == "cpu"
-    )
-    assert (noisy_row["noisy_a"], noisy_row["noisy_b"]) == (False, True)
+    noisy_row = next(r for r in result.rows if r.loader == "fastpath" and r.batch_size == 32 and r.device == "cpu")
+    assert (noisy_row.noisy_a, noisy_row.noisy_b) == (False, True)
 
 
 def _full_path_warnings(result: compare.Comparison) -> list[str]:
@@ -1255,8 +1248,8 @@ def test_start_up_is_zero_on_the_cpu_and_absent_for_a_row_one_side_lacks(tmp_pat
     laptop, server = make_results(tmp_path, "laptop"), make_results(tmp_path, "server", gpu=True)
     assert {row.startup_s for row in results_folder.load_results(laptop, "a").full_path} == {0.0}
     result = _compare(laptop, server)
-    gpu_only = [row for row in result.rows if row["present"] == "b_only"]
-    assert gpu_only and all(row["startup_s_a"] is None and row["startup_s_b"] > 0 for row in gpu_only)
+    gpu_only = [row for row in result.rows if row.present == "b_only"]
+    assert gpu_only and all(row.full_path.startup_s_a is None and row.full_path.startup_s_b > 0 for row in gpu_only)
 
 
 # ---------------------------------------------------------------- outputs and the CLI
@@ -1478,9 +1471,9 @@ def test_the_comparison_states_the_slowdown_it_could_catch_and_the_gate_raises_i
     found = plain.detectable["epoch_s"]
     assert found["rows"] == len(plain.rows) and 1 < found["best"] <= found["median"] <= found["worst"]
     for row in plain.rows:  # beyond the row's noise floor, at the row's level, from its jobs
-        ta, tb = (next(c for c in side.training if c.key == Variant.of(row).key) for side in (a, b))
-        assert row["epoch_s_detectable_ratio"] == job_intervals.detectable_ratio(
-            ta.epoch_s_jobs, tb.epoch_s_jobs, 1 + row["noise_floor"], row["confidence"]
+        ta, tb = (next(c for c in side.training if c.key == row.key) for side in (a, b))
+        assert row.epoch_s.detectable_ratio == job_intervals.detectable_ratio(
+            ta.epoch_s_jobs, tb.epoch_s_jobs, 1 + row.noise_floor, row.confidence
         )
     assert gated.detectable["epoch_s"]["best"] > 1.5 > found["worst"]  # a 50 % gate sees nothing below 50 %
     # ... and how many repeats a side a typical row would need to catch a 10 % slowdown
@@ -1529,3 +1522,22 @@ def test_the_repeats_to_catch_a_slowdown_grow_with_the_spread_and_shrink_with_th
     assert settle is not None and settle < job_intervals.jobs_to_settle(drifting, drifting, 1.5)
     assert job_intervals.jobs_to_settle(steady, steady, 1.3) == settle
     assert job_intervals.jobs_to_settle([[1.0], [3.0], [9.0]], [[1.0], [3.0], [9.0]], 1.5) is None
+
+
+def test_rows_are_listed_in_one_order_whatever_order_the_variants_arrive_in():
+    """Rows differing only in threads (or compiled) once kept the order a set's hashing gave them, which changes
+    from one process to the next: two runs of the same comparison wrote different files."""
+    variants = [
+        Variant(
+            device="cpu", precision="fp32", placement="host", loader=loader, batch_size=32, threads=threads, compiled=c
+        )
+        for loader in ("fastpath", "dataloader")
+        for threads in (2, 1)
+        for c in (True, False)
+    ]
+    orders = {
+        tuple(sorted((v.key for v in arrived), key=compare_match._sort_key)) for arrived in (variants, variants[::-1])
+    }
+    assert len(orders) == 1
+    (order,) = orders
+    assert [(key[3], key[5], key[6]) for key in order][:2] == [("dataloader", 1, False), ("dataloader", 1, True)]

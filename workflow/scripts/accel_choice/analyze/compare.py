@@ -33,14 +33,14 @@ from accel_choice.analyze.compare_match import (
 )
 from accel_choice.io import paths, results_folder
 from accel_choice.io.results_folder import ManifestCheck, ResultsFolder
+from accel_choice.records.comparison import ComparisonRow
 from accel_choice.records.sentinel import SentinelSummary
-from accel_choice.records.training import Variant
 
 
 @dataclass(frozen=True)
 class Comparison:
     sides: tuple[dict[str, Any], dict[str, Any]]
-    rows: list[dict[str, Any]]
+    rows: list[ComparisonRow]
     full_path_format: str | None
     fastest: dict[str, Any]
     environment_differences: list[dict[str, Any]]
@@ -57,8 +57,9 @@ class Comparison:
         None where no row has two jobs a side."""
         found: dict[str, Any] = {}
         for name in TIME_METRICS:
-            ratios = sorted(r[f"{name}_detectable_ratio"] for r in self.rows if r[f"{name}_detectable_ratio"])
-            jobs = sorted(r[f"{name}_jobs_to_catch"] or math.inf for r in self.rows if r[f"{name}_detectable_ratio"])
+            times = [r.part(name) for r in self.rows]
+            ratios = sorted(t.detectable_ratio for t in times if t.detectable_ratio)
+            jobs = sorted(t.jobs_to_catch or math.inf for t in times if t.detectable_ratio)
             found[name] = (
                 {
                     "best": ratios[0],
@@ -78,7 +79,7 @@ class Comparison:
     def tally(self) -> dict[str, Any]:
         """Rows per outcome for each time with an interval, and the rows one side lacks."""
         counts: dict[str, Any] = {name: tally(self.rows, name) for name in TIME_METRICS}
-        counts["one_sided"] = sum(row["present"] != "both" for row in self.rows)
+        counts["one_sided"] = sum(row.present != "both" for row in self.rows)
         return counts
 
     def as_json(self) -> dict[str, Any]:
@@ -104,7 +105,7 @@ class Comparison:
             "full_path_format": self.full_path_format,
             "fastest_full_path": self.fastest,
             "machine_speed": self.machine_speed,
-            "rows": self.rows,
+            "rows": [row.flat() for row in self.rows],
             "environment_differences": self.environment_differences,
             "config_differences": self.config_differences,
             "warnings": self.warnings,
@@ -237,12 +238,12 @@ def machine_speed(a: ResultsFolder, b: ResultsFolder) -> list[dict[str, Any]]:
     return found
 
 
-def tally(rows: Sequence[dict[str, Any]], metric: str = "epoch_s") -> dict[str, int]:
+def tally(rows: Sequence[ComparisonRow], metric: str = "epoch_s") -> dict[str, int]:
     """How many rows measured on both sides have each outcome for `metric` (a time with an interval)."""
     counts = dict.fromkeys(OUTCOME_WORDS.values(), 0)
     for row in rows:
-        if row[f"{metric}_outcome"] in counts:
-            counts[row[f"{metric}_outcome"]] += 1
+        if row.part(metric).outcome in counts:
+            counts[row.part(metric).outcome] += 1
     return counts
 
 
@@ -253,16 +254,17 @@ def tally(rows: Sequence[dict[str, Any]], metric: str = "epoch_s") -> dict[str, 
 class Regression:
     """A row where B is slower than A by more than the gate allows, the whole interval beyond it."""
 
-    row: dict[str, Any]
+    row: ComparisonRow
     metric: str  # a name in TIME_METRICS
 
     def line(self, label_a: str, label_b: str, percent: float) -> str:
         row, name = self.row, self.metric
-        floor = row["noise_floor"] or 0.0
+        floor = row.noise_floor or 0.0
+        ratio = row.part(name).ratio
         return (
-            f"{Variant.of(row).name} B={row['batch_size']}: {METRIC_NAMES[name]} {label_b}/{label_a} "
-            f"{row[f'{name}_ratio_b_over_a']:.3f} ({row['confidence'] * 100:g} % interval "
-            f"{row[f'{name}_ratio_ci_low']:.3f}–{row[f'{name}_ratio_ci_high']:.3f}): {label_b} slower by more than "
+            f"{row.name} B={row.batch_size}: {METRIC_NAMES[name]} {label_b}/{label_a} "
+            f"{ratio.point:.3f} ({row.confidence * 100:g} % interval "
+            f"{ratio.low:.3f}–{ratio.high:.3f}): {label_b} slower by more than "
             f"{percent:g} % (noise floor ±{floor * 100:.1f} %)"
         )
 
@@ -279,6 +281,6 @@ def regressions(result: Comparison, percent: float) -> list[Regression]:
         Regression(row, name)
         for row in result.rows
         for name in TIME_METRICS
-        if row[f"{name}_ratio_ci_low"] is not None
-        and gate_fails(row[f"{name}_ratio_ci_low"], outcomes[row[f"{name}_outcome"]], percent)
+        if row.part(name).ratio is not None
+        and gate_fails(row.part(name).ratio.low, outcomes[row.part(name).outcome], percent)
     ]

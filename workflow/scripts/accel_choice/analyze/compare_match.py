@@ -7,7 +7,6 @@ noise floors, which side is faster in words, and the keys where environments and
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 from accel_choice import records
@@ -18,6 +17,7 @@ from accel_choice.analyze.job_intervals import (
     ratio_interval,
     simultaneous_level,
 )
+from accel_choice.records.comparison import ComparisonRow, FullPathComparison, Range, RateComparison, TimeComparison
 from accel_choice.records.estimate import Estimate
 from accel_choice.io import envinfo
 from accel_choice.io.results_folder import ResultsFolder
@@ -31,8 +31,6 @@ OUTCOME_WORDS = {"b_faster": "B faster", "a_faster": "A faster", "no_difference"
 # The slowdown a design is sized for: how many repeats a side would catch B this much slower (80 % power).
 SIZED_FOR = 1.10
 NO_INTERVAL = "no interval"  # the full path: sums of medians, nothing to resample
-CI = ("ci_low", "ci_high")  # a side's own interval, from its table
-MIN_MAX = ("min", "max")
 # collect_env fields worth a row of their own; the quick record covers the rest.
 COLLECT_ENV_KEYS = (
     "torch_version",
@@ -50,6 +48,9 @@ COLLECT_ENV_KEYS = (
 
 
 def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Rows by batch size, CPU first, then every other variant key: a total order, so two runs of the same
+    comparison list their rows alike (without threads and compiled the order of such ties followed the
+    hashing of a set, which changes from one process to the next)."""
     row = dict(zip(VARIANT_KEYS, key))
     return (
         row["batch_size"],
@@ -58,6 +59,8 @@ def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
         str(row["precision"]),
         str(row["placement"]),
         str(row["loader"]),
+        row["threads"],
+        row["compiled"],
     )
 
 
@@ -72,31 +75,6 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     if a is None or b is None or not a or not math.isfinite(b / a):
         return None
     return b / a
-
-
-def _side_columns(name: str, side: str, values: tuple[Any, Any, Any] | None, bounds: tuple[str, str]) -> dict[str, Any]:
-    """A side's median and its bounds: the interval of a training cell, or the min–max of a full-path row."""
-    median, low, high = values if values else (None, None, None)
-    return {f"{name}_{side}": median, f"{name}_{side}_{bounds[0]}": low, f"{name}_{side}_{bounds[1]}": high}
-
-
-def _cell_values(cell: Any, fields: Sequence[str]) -> tuple[Any, Any, Any] | None:
-    return None if cell is None else tuple(getattr(cell, f) for f in fields)
-
-
-def _estimate_values(cell: TrainingCell | None, name: str) -> tuple[float, float, float] | None:
-    """A cell's estimate `name` as (point, low, high)."""
-    estimate = None if cell is None else getattr(cell, name)
-    return None if estimate is None else (estimate.point, estimate.low, estimate.high)
-
-
-def _ratio_columns(name: str, estimate: Estimate | None, words: str | None) -> dict[str, Any]:
-    return {
-        f"{name}_ratio_b_over_a": estimate.point if estimate else None,
-        f"{name}_ratio_ci_low": estimate.low if estimate else None,
-        f"{name}_ratio_ci_high": estimate.high if estimate else None,
-        f"{name}_outcome": words,
-    }
 
 
 def table_level(ta: TrainingCell, tb: TrainingCell) -> float:
@@ -142,93 +120,101 @@ def time_wording(a: float | None, b: float | None, label_a: str, label_b: str) -
     return f"{faster} {shown}× faster than {slower}"
 
 
-def comparison_rows(a: ResultsFolder, b: ResultsFolder, fmt: str | None, gate: float = 0.0) -> list[dict[str, Any]]:
+def comparison_rows(a: ResultsFolder, b: ResultsFolder, fmt: str | None, gate: float = 0.0) -> list[ComparisonRow]:
     """One row per training variant of either side; `gate`: the regression gate's percent (0 without one),
-    which with the row's noise floor sets what a slowdown must exceed to be caught (`*_detectable_ratio`)."""
+    which with the row's noise floor sets what a slowdown must exceed to be caught (`detectable_ratio`)."""
     train_a = {r.key: r for r in a.training}
     train_b = {r.key: r for r in b.training}
     path_a = {r.key: r for r in a.full_path if r.format == fmt}
     path_b = {r.key: r for r in b.full_path if r.format == fmt}
     keys = sorted(set(train_a) | set(train_b), key=_sort_key)
-    rows = []
     family = family_size(a, b)
+    rows = []
     for key in keys:
         ta, tb = train_a.get(key), train_b.get(key)
-        floor = row_floor(a, b, dict(zip(VARIANT_KEYS, key))["device"]) if ta and tb else None
-        row = _row(key, ta, tb, floor, family, a.label, b.label, gate)
-        row.update(_full_path_columns(path_a.get(key), path_b.get(key), fmt, a.label, b.label))
-        rows.append(row)
+        variant = dict(zip(VARIANT_KEYS, key))
+        floor = row_floor(a, b, variant["device"]) if ta and tb else None
+        path = _full_path(path_a.get(key), path_b.get(key), fmt, a.label, b.label)
+        rows.append(_row(variant, ta, tb, floor, family, path, a.label, b.label, gate))
     return rows
 
 
+def _time(
+    name: str, ta: TrainingCell | None, tb: TrainingCell | None, floor: float, level: float | None, gate: float
+) -> TimeComparison:
+    """One time of a row: the sides' estimates; where both sides have the cell, the ratio B/A with its interval
+    and outcome, and the slowdown of B the row would catch with 80 % power beyond the noise floor and the gate,
+    with the repeats a side that would catch one of SIZED_FOR."""
+    sides = {"a": getattr(ta, name) if ta else None, "b": getattr(tb, name) if tb else None}
+    if ta is None or tb is None or level is None:
+        return TimeComparison(**sides)
+    estimate, words = time_ratio(name, ta, tb, floor, level)
+    jobs = (getattr(ta, f"{name}_jobs"), getattr(tb, f"{name}_jobs"))
+    beyond = 1 + max(floor, gate / 100)
+    return TimeComparison(
+        **sides,
+        ratio=estimate,
+        outcome=words,
+        detectable_ratio=detectable_ratio(*jobs, beyond, level),
+        jobs_to_catch=jobs_to_detect(*jobs, SIZED_FOR, beyond, level),
+    )
+
+
 def _row(
-    key: tuple[Any, ...],
+    variant: dict[str, Any],
     ta: TrainingCell | None,
     tb: TrainingCell | None,
     floor: float | None,
     family: int,
+    path: FullPathComparison,
     label_a: str,
     label_b: str,
     gate: float = 0.0,
-) -> dict[str, Any]:
+) -> ComparisonRow:
     both = ta is not None and tb is not None
     joint = table_level(ta, tb) if both else None  # type: ignore[arg-type]
     level = simultaneous_level(joint, family) if joint else None
-    row: dict[str, Any] = {
-        **dict(zip(VARIANT_KEYS, key)),
-        "present": "both" if both else "a_only" if ta else "b_only",
-        "confidence": level,
-        "family_confidence": joint,
-        "family": family if both else None,
-        "noise_floor": floor,
-    }
-    epoch = None
-    for name in TIME_METRICS:
-        row.update(_side_columns(name, "a", _estimate_values(ta, name), CI))
-        row.update(_side_columns(name, "b", _estimate_values(tb, name), CI))
-        estimate, words = time_ratio(name, ta, tb, floor or 0.0, level) if both else (None, None)  # type: ignore[arg-type]
-        row.update(_ratio_columns(name, estimate, words))
-        # The slowdown of B this row would catch with 80 % power beyond the noise floor and the gate, and the
-        # repeats a side that would catch one of SIZED_FOR.
-        beyond = 1 + max(floor or 0.0, gate / 100)
-        jobs = (getattr(ta, f"{name}_jobs"), getattr(tb, f"{name}_jobs")) if both else None  # type: ignore[union-attr]
-        row[f"{name}_detectable_ratio"] = detectable_ratio(*jobs, beyond, level) if jobs else None  # type: ignore[arg-type]
-        row[f"{name}_jobs_to_catch"] = jobs_to_detect(*jobs, SIZED_FOR, beyond, level) if jobs else None  # type: ignore[arg-type]
-        epoch = estimate if name == "epoch_s" else epoch
-    row.update(_side_columns("samples_per_s", "a", _estimate_values(ta, "samples_per_s"), CI))
-    row.update(_side_columns("samples_per_s", "b", _estimate_values(tb, "samples_per_s"), CI))
-    rate_ratio = _rate_ratio(epoch, ta, tb) if both and epoch else None
-    row.update({k: v for k, v in _ratio_columns("samples_per_s", rate_ratio, None).items() if "outcome" not in k})
-    row["epoch_comparison"] = time_wording(row["epoch_s_a"], row["epoch_s_b"], label_a, label_b)
-    row["noisy_a"] = ta.noisy if ta else None
-    row["noisy_b"] = tb.noisy if tb else None
-    return row
+    epoch = _time("epoch_s", ta, tb, floor or 0.0, level, gate)
+    rate = RateComparison(
+        a=ta.samples_per_s if ta else None,
+        b=tb.samples_per_s if tb else None,
+        ratio=_rate_ratio(epoch.ratio, ta, tb) if both and epoch.ratio else None,  # type: ignore[arg-type]
+    )
+    return ComparisonRow(
+        **variant,
+        present="both" if both else "a_only" if ta else "b_only",
+        confidence=level,
+        family_confidence=joint,
+        family=family if both else None,
+        noise_floor=floor,
+        epoch_s=epoch,
+        eval_s=_time("eval_s", ta, tb, floor or 0.0, level, gate),
+        samples_per_s=rate,
+        epoch_comparison=time_wording(
+            ta.epoch_s.point if ta else None, tb.epoch_s.point if tb else None, label_a, label_b
+        ),
+        noisy_a=ta.noisy if ta else None,
+        noisy_b=tb.noisy if tb else None,
+        full_path=path,
+    )
 
 
-def _full_path_columns(
+def _full_path(
     pa: FullPathRow | None, pb: FullPathRow | None, fmt: str | None, label_a: str, label_b: str
-) -> dict[str, Any]:
+) -> FullPathComparison:
     """The full path per epoch: sums of medians with the sums of the parts' min–max, no per-job data, so its
     ratio has no interval and its outcome says so ("no interval") rather than deciding."""
-    fields = ("total_s", "total_min_s", "total_max_s")
-    columns: dict[str, Any] = {"full_path_format": fmt}
-    columns.update(_side_columns("full_path_s", "a", _cell_values(pa, fields), MIN_MAX))
-    columns.update(_side_columns("full_path_s", "b", _cell_values(pb, fields), MIN_MAX))
     ratio = _ratio(pa.total_s if pa else None, pb.total_s if pb else None)
-    columns.update(
-        {
-            "full_path_s_ratio_b_over_a": ratio,
-            "full_path_s_ratio_ci_low": None,
-            "full_path_s_ratio_ci_high": None,
-            "full_path_s_outcome": NO_INTERVAL if ratio is not None else None,
-            "startup_s_a": pa.startup_s if pa else None,
-            "startup_s_b": pb.startup_s if pb else None,
-            "full_path_comparison": time_wording(
-                pa.total_s if pa else None, pb.total_s if pb else None, label_a, label_b
-            ),
-        }
+    return FullPathComparison(
+        format=fmt,
+        a=Range(point=pa.total_s, min=pa.total_min_s, max=pa.total_max_s) if pa else None,
+        b=Range(point=pb.total_s, min=pb.total_min_s, max=pb.total_max_s) if pb else None,
+        ratio=ratio,
+        outcome=NO_INTERVAL if ratio is not None else None,
+        startup_s_a=pa.startup_s if pa else None,
+        startup_s_b=pb.startup_s if pb else None,
+        comparison=time_wording(pa.total_s if pa else None, pb.total_s if pb else None, label_a, label_b),
     )
-    return columns
 
 
 def fastest_full_path(a: ResultsFolder, b: ResultsFolder) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 from accel_choice.analyze.compare_match import environment_record
 from accel_choice.io import paths
 from accel_choice.io.results_folder import ResultsFolder
-from accel_choice.records.training import Variant
+from accel_choice.records.comparison import ComparisonRow
 
 # Config keys whose difference makes timings incomparable, and why.
 FAIRNESS_CONFIG = {
@@ -105,10 +105,10 @@ def batch_size_warnings(a: ResultsFolder, b: ResultsFolder) -> list[str]:
     ]
 
 
-def one_sided_warnings(rows: Sequence[dict[str, Any]], a: ResultsFolder, b: ResultsFolder) -> list[str]:
+def one_sided_warnings(rows: Sequence[ComparisonRow], a: ResultsFolder, b: ResultsFolder) -> list[str]:
     warnings = []
     for present, label, other in (("a_only", a.label, b.label), ("b_only", b.label, a.label)):
-        only = [Variant.of(r) for r in rows if r["present"] == present]
+        only = [r for r in rows if r.present == present]
         if only:
             warnings.append(
                 f"{len(only)} row(s) exist only in {label} and have no counterpart in {other} "
@@ -204,11 +204,11 @@ def sentinel_warnings(side: ResultsFolder) -> list[str]:
     ]
 
 
-def level_warnings(rows: Sequence[dict[str, Any]], a: ResultsFolder, b: ResultsFolder) -> list[str]:
+def level_warnings(rows: Sequence[ComparisonRow], a: ResultsFolder, b: ResultsFolder) -> list[str]:
     levels = [sorted({cell.confidence for cell in side.training}) for side in (a, b)]
     if levels[0] == levels[1]:
         return []
-    mixed = sorted({r["confidence"] for r in rows if r["confidence"] is not None})
+    mixed = sorted({r.confidence for r in rows if r.confidence is not None})
     return [
         f"The two sides' intervals are at different levels ({a.label}: {shown(levels[0])}, "
         f"{b.label}: {shown(levels[1])}): each row's ratio interval is at the higher of its two cells' "
@@ -237,7 +237,7 @@ def copy_warnings(copy: str | None, label_a: str, label_b: str) -> list[str]:
 def warnings(
     a: ResultsFolder,
     b: ResultsFolder,
-    rows: Sequence[dict[str, Any]],
+    rows: Sequence[ComparisonRow],
     configs: Sequence[dict[str, Any]],
     fmt: str | None,
 ) -> list[str]:

@@ -163,7 +163,6 @@ def _json_error(args: argparse.Namespace, status: int, message: str) -> None:
 def _json_report(args: argparse.Namespace, result: Comparison, written: Sequence[Path]) -> int:
     """--json: the comparison as one object on stdout; the gate's regressions in it (and on stderr)."""
     from accel_choice.analyze import compare
-    from accel_choice.records.training import Variant
 
     slower = [] if args.fail_if_slower is None else compare.regressions(result, args.fail_if_slower)
     for regression in slower:
@@ -174,7 +173,7 @@ def _json_report(args: argparse.Namespace, result: Comparison, written: Sequence
         "written": [str(p) for p in written],
         "fail_if_slower": args.fail_if_slower,
         "regressions": [
-            {"variant": Variant.of(r.row).name, "batch_size": r.row["batch_size"]}
+            {"variant": r.row.name, "batch_size": r.row.batch_size}
             | {"metric": r.metric, "line": r.line(args.label_a, args.label_b, args.fail_if_slower)}
             for r in slower
         ],

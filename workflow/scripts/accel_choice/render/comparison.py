@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from accel_choice.analyze.compare import Comparison
-from accel_choice.analyze.compare_match import CI, METRIC_NAMES, MIN_MAX, NO_INTERVAL, OUTCOME_WORDS, TIME_METRICS
+from accel_choice.analyze.compare_match import METRIC_NAMES, NO_INTERVAL, OUTCOME_WORDS, TIME_METRICS
 from accel_choice.analyze.compare_warnings import shown
 from accel_choice.io import atomic, paths, tables
-from accel_choice.records.training import VARIANT_KEYS, Variant
+from accel_choice.records.comparison import ComparisonRow
+from accel_choice.records.training import VARIANT_KEYS
 from accel_choice.render.comparison_figure import comparison_figure
 from accel_choice.render.formatting import ms, table
 
@@ -30,43 +31,45 @@ def _ratio_text(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
-def _bounded(row: dict[str, Any], name: str, side: str, show: Any, bounds: tuple[str, str]) -> str:
+def _bounded(row: ComparisonRow, name: str, side: str, show: Any) -> str:
     """A side's median with its interval (a training cell) or its min–max (the full path)."""
-    median = row[f"{name}_{side}"]
-    if median is None:
+    values = row.side(name, side)
+    if values is None:
         return "—"
-    return f"{show(median)} ({show(row[f'{name}_{side}_{bounds[0]}'])}–{show(row[f'{name}_{side}_{bounds[1]}'])})"
+    median, low, high = values
+    return f"{show(median)} ({show(low)}–{show(high)})"
 
 
-def _ratio_cell(row: dict[str, Any], name: str) -> str:
+def _ratio_cell(row: ComparisonRow, name: str) -> str:
     """The ratio B/A with its interval, or with "no interval" where there is nothing to resample."""
-    value, low = row[f"{name}_ratio_b_over_a"], row[f"{name}_ratio_ci_low"]
-    if value is None:
+    ratio = row.ratio_values(name)
+    if ratio is None:
         return "—"
-    if low is None:
+    value, low, high = ratio
+    if low is None or high is None:
         return f"{_ratio_text(value)} ({NO_INTERVAL})"
-    return f"{_ratio_text(value)} ({_ratio_text(low)}–{_ratio_text(row[f'{name}_ratio_ci_high'])})"
+    return f"{_ratio_text(value)} ({_ratio_text(low)}–{_ratio_text(high)})"
 
 
-def _variant_cell(row: dict[str, Any], label_a: str, label_b: str) -> str:
-    noisy = [label for label, flag in ((label_a, row["noisy_a"]), (label_b, row["noisy_b"])) if flag]
-    return Variant.of(row).name + (f" (noisy: {', '.join(noisy)})" if noisy else "")
+def _variant_cell(row: ComparisonRow, label_a: str, label_b: str) -> str:
+    noisy = [label for label, flag in ((label_a, row.noisy_a), (label_b, row.noisy_b)) if flag]
+    return row.name + (f" (noisy: {', '.join(noisy)})" if noisy else "")
 
 
-def _epoch_cell(row: dict[str, Any]) -> str:
+def _epoch_cell(row: ComparisonRow) -> str:
     """The epoch outcome in bold, with which median is lower in words; only the words for a one-sided row."""
-    outcome, words = row["epoch_s_outcome"], row["epoch_comparison"]
+    outcome, words = row.epoch_s.outcome, row.epoch_comparison
     if outcome is None:
         return words
     return f"**{outcome}** ({'medians: ' if outcome == OUTCOME_WORDS['no_difference'] else ''}{words})"
 
 
-def _eval_cell(row: dict[str, Any]) -> str:
-    outcome = row["eval_s_outcome"]
+def _eval_cell(row: ComparisonRow) -> str:
+    outcome = row.eval_s.outcome
     return "—" if outcome is None else f"{_ratio_cell(row, 'eval_s')}: {outcome}"
 
 
-def batch_size_table(rows: Sequence[dict[str, Any]], label_a: str, label_b: str, level: str = "") -> str:
+def batch_size_table(rows: Sequence[ComparisonRow], label_a: str, label_b: str, level: str = "") -> str:
     ratio = f"{label_b}/{label_a}"
     ci = f"{level} CI".strip()
     headers = (
@@ -86,16 +89,16 @@ def batch_size_table(rows: Sequence[dict[str, Any]], label_a: str, label_b: str,
     cells = [
         (
             _variant_cell(r, label_a, label_b),
-            _bounded(r, "epoch_s", "a", ms, CI),
-            _bounded(r, "epoch_s", "b", ms, CI),
+            _bounded(r, "epoch_s", "a", ms),
+            _bounded(r, "epoch_s", "b", ms),
             _ratio_cell(r, "epoch_s"),
             _epoch_cell(r),
             _eval_cell(r),
-            _bounded(r, "samples_per_s", "a", _rate, CI),
-            _bounded(r, "samples_per_s", "b", _rate, CI),
+            _bounded(r, "samples_per_s", "a", _rate),
+            _bounded(r, "samples_per_s", "b", _rate),
             _ratio_cell(r, "samples_per_s"),
-            _bounded(r, "full_path_s", "a", ms, MIN_MAX),
-            _bounded(r, "full_path_s", "b", ms, MIN_MAX),
+            _bounded(r, "full_path_s", "a", ms),
+            _bounded(r, "full_path_s", "b", ms),
             _ratio_cell(r, "full_path_s"),
         )
         for r in rows
@@ -106,7 +109,7 @@ def batch_size_table(rows: Sequence[dict[str, Any]], label_a: str, label_b: str,
 def levels(result: Comparison) -> str:
     """The level the table's ratio intervals hold at together ("95 %"; "90 %/95 %" where rows differ; "" with
     no row on both)."""
-    found = sorted({r["family_confidence"] for r in result.rows if r["family_confidence"] is not None})
+    found = sorted({r.family_confidence for r in result.rows if r.family_confidence is not None})
     return "/".join(f"{level * 100:g} %" for level in found)
 
 
@@ -287,8 +290,8 @@ def markdown(result: Comparison) -> str:
         _sensitivity_section(result),
         _fastest_section(result),
     ]
-    for size in sorted({r["batch_size"] for r in result.rows}):
-        rows = [r for r in result.rows if r["batch_size"] == size]
+    for size in sorted({r.batch_size for r in result.rows}):
+        rows = [r for r in result.rows if r.batch_size == size]
         sections.append(f"## Batch size {size}\n\n" + batch_size_table(rows, a, b, levels(result)))
     sections.append(_difference_section("Environment differences", result.environment_differences, a, b))
     sections.append(_difference_section("Configuration differences", result.config_differences, a, b))
@@ -310,7 +313,7 @@ def write_comparison(result: Comparison, out: str | os.PathLike[str]) -> list[Pa
     with atomic.staged_folder(out, OUTPUT_NAMES) as staging:
         markdown_path, csv_path, json_path, png_path, svg_path = (staging / name for name in OUTPUT_NAMES)
         atomic.write_text(markdown_path, markdown(result))
-        tables.write_csv(csv_path, result.rows)
+        tables.write_csv(csv_path, [row.flat() for row in result.rows])
         atomic.write_json(json_path, result.as_json())
         comparison_figure(result, png_path, svg_path)
     return [out / name for name in OUTPUT_NAMES]

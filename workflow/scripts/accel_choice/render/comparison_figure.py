@@ -13,8 +13,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from accel_choice.analyze.compare import Comparison  # noqa: E402
-from accel_choice.analyze.compare_match import CI, MIN_MAX, OUTCOME_WORDS  # noqa: E402
-from accel_choice.records.training import Variant  # noqa: E402
+from accel_choice.analyze.compare_match import OUTCOME_WORDS  # noqa: E402
+from accel_choice.records.comparison import ComparisonRow  # noqa: E402
 from accel_choice.render.formatting import save_figure  # noqa: E402
 
 # Ratio panels: (title, y label with {a}/{b}, ((metric, line style, marker, legend text), ...)).
@@ -33,7 +33,7 @@ RATIO_PANELS = (
 SIDE_STYLES = (("a", "-", "o"), ("b", "--", "s"))  # A solid circles, B dashed squares
 # The outcome a ratio's marker shows: samples/s is decided by the epoch time it is computed from; the full path
 # (no interval) by nothing.
-OUTCOME_OF = {"epoch_s": "epoch_s_outcome", "samples_per_s": "epoch_s_outcome"}
+OUTCOME_OF = {"epoch_s": "epoch_s", "samples_per_s": "epoch_s"}
 UNDECIDED = OUTCOME_WORDS["no_difference"]
 
 
@@ -52,7 +52,7 @@ def comparison_figure(result: Comparison, png_path: str | os.PathLike[str], svg_
 
 
 def _level(result: Comparison) -> str:
-    found = sorted({r["confidence"] for r in result.rows if r["confidence"] is not None})
+    found = sorted({r.confidence for r in result.rows if r.confidence is not None})
     return "/".join(f"{level * 100:g} %" for level in found) or "the tables'"
 
 
@@ -60,13 +60,13 @@ def _draw(figure: Any, grid: Any, result: Comparison) -> None:
     a, b = (side["label"] for side in result.sides)
     (epoch, path), ratios = grid
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    variants = sorted({Variant.of(r).name for r in result.rows})
+    variants = sorted({r.name for r in result.rows})
     for number, name in enumerate(variants):
-        rows = sorted((r for r in result.rows if Variant.of(r).name == name), key=lambda r: r["batch_size"])
+        rows = sorted((r for r in result.rows if r.name == name), key=lambda r: r.batch_size)
         color = colors[number % len(colors)]
         for side, line, marker in SIDE_STYLES:
-            _time_series(epoch, rows, "epoch_s", side, CI, (f"{name} · {side}", color, line, marker))
-            _time_series(path, rows, "full_path_s", side, MIN_MAX, (f"{name} · {side}", color, line, marker))
+            _time_series(epoch, rows, "epoch_s", side, (f"{name} · {side}", color, line, marker))
+            _time_series(path, rows, "full_path_s", side, (f"{name} · {side}", color, line, marker))
         for axes, (_, _, metrics) in zip(ratios, RATIO_PANELS):
             for metric, line, marker, _ in metrics:
                 _ratio_series(axes, rows, metric, (f"{name} · {metric}", color, line, marker))
@@ -98,19 +98,17 @@ def _draw(figure: Any, grid: Any, result: Comparison) -> None:
     )
 
 
-def _time_series(
-    axes: Any, rows: Sequence[dict[str, Any]], metric: str, side: str, bounds: tuple[str, str], style: tuple
-) -> None:
-    """A side's medians with error bars from `bounds` (its interval, or the full path's min–max)."""
+def _time_series(axes: Any, rows: Sequence[ComparisonRow], metric: str, side: str, style: tuple) -> None:
+    """A side's medians with error bars: its interval, or the full path's min–max."""
     label, color, line, marker = style
-    shown = [r for r in rows if r[f"{metric}_{side}"] is not None]
+    shown = [(r, r.side(metric, side)) for r in rows if r.side(metric, side) is not None]
     if not shown:
         return
-    median = [r[f"{metric}_{side}"] * 1e3 for r in shown]
-    low = [m - r[f"{metric}_{side}_{bounds[0]}"] * 1e3 for m, r in zip(median, shown)]
-    high = [r[f"{metric}_{side}_{bounds[1]}"] * 1e3 - m for m, r in zip(median, shown)]
+    median = [values[0] * 1e3 for _, values in shown]
+    low = [m - values[1] * 1e3 for m, (_, values) in zip(median, shown)]
+    high = [values[2] * 1e3 - m for m, (_, values) in zip(median, shown)]
     axes.errorbar(
-        [r["batch_size"] for r in shown],
+        [r.batch_size for r, _ in shown],
         median,
         yerr=[low, high],
         color=color,
@@ -121,39 +119,41 @@ def _time_series(
     )
 
 
-def _ratio_series(axes: Any, rows: Sequence[dict[str, Any]], metric: str, style: tuple) -> None:
+def _ratio_series(axes: Any, rows: Sequence[ComparisonRow], metric: str, style: tuple) -> None:
     """The ratios of one variant with their intervals as bars; hollow markers where nothing is measurable."""
     label, color, line, marker = style
-    shown = [r for r in rows if r[f"{metric}_ratio_b_over_a"] is not None]
+    shown = [(r, r.ratio_values(metric)) for r in rows if r.ratio_values(metric) is not None]
     if not shown:
         return
     axes.plot(
-        [r["batch_size"] for r in shown],
-        [r[f"{metric}_ratio_b_over_a"] for r in shown],
+        [r.batch_size for r, _ in shown],
+        [ratio[0] for _, ratio in shown],
         color=color,
         linestyle=line,
         marker=marker,
         label=label,
     )
-    bounded = [r for r in shown if r[f"{metric}_ratio_ci_low"] is not None]
+    bounded = [(r, ratio) for r, ratio in shown if ratio[1] is not None]
     if bounded:
-        values = [r[f"{metric}_ratio_b_over_a"] for r in bounded]
+        values = [ratio[0] for _, ratio in bounded]
         axes.errorbar(
-            [r["batch_size"] for r in bounded],
+            [r.batch_size for r, _ in bounded],
             values,
             yerr=[
-                [v - r[f"{metric}_ratio_ci_low"] for v, r in zip(values, bounded)],
-                [r[f"{metric}_ratio_ci_high"] - v for v, r in zip(values, bounded)],
+                [v - ratio[1] for v, (_, ratio) in zip(values, bounded)],
+                [ratio[2] - v for v, (_, ratio) in zip(values, bounded)],
             ],
             fmt="none",
             ecolor=color,
             capsize=3,
         )
-    undecided = [r for r in shown if metric in OUTCOME_OF and r[OUTCOME_OF[metric]] == UNDECIDED]
+    undecided = [
+        (r, ratio) for r, ratio in shown if metric in OUTCOME_OF and r.part(OUTCOME_OF[metric]).outcome == UNDECIDED
+    ]
     if undecided:
         axes.plot(
-            [r["batch_size"] for r in undecided],
-            [r[f"{metric}_ratio_b_over_a"] for r in undecided],
+            [r.batch_size for r, _ in undecided],
+            [ratio[0] for _, ratio in undecided],
             linestyle="none",
             marker=marker,
             markerfacecolor="white",
@@ -164,7 +164,7 @@ def _ratio_series(axes: Any, rows: Sequence[dict[str, Any]], metric: str, style:
 
 def _batch_axis(axes: Any, result: Comparison) -> None:
     axes.set_xscale("log", base=2)
-    axes.set_xticks(sorted({r["batch_size"] for r in result.rows}))
+    axes.set_xticks(sorted({r.batch_size for r in result.rows}))
     axes.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
     axes.get_xaxis().set_minor_formatter(matplotlib.ticker.NullFormatter())
     axes.set_xlabel("batch size B")
@@ -221,7 +221,7 @@ def _style_ratios(axes: Any, result: Comparison, panel: tuple[Any, ...], a: str,
     if not axes.get_legend_handles_labels()[0]:
         _empty(axes, "no row measured on both sides")
         return
-    floor = max((r["noise_floor"] for r in result.rows if r["noise_floor"] is not None), default=0.0)
+    floor = max((r.noise_floor for r in result.rows if r.noise_floor is not None), default=0.0)
     extra = [
         matplotlib.lines.Line2D(
             [], [], color="black", linestyle="none", marker="o", markerfacecolor="white", label=UNDECIDED

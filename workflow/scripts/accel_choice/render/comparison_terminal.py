@@ -4,11 +4,9 @@ byte-identical copy of A."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from accel_choice.analyze.compare import Comparison
 from accel_choice.analyze.compare_warnings import copy_warnings
-from accel_choice.records.training import Variant
+from accel_choice.records.comparison import ComparisonRow
 from accel_choice.render.comparison import levels
 from accel_choice.render.formatting import ms
 
@@ -22,15 +20,16 @@ def copy_line(result: Comparison) -> str | None:
     return said[0] if said else None
 
 
-def _cells(row: dict[str, Any]) -> tuple[str, ...]:
+def _cells(row: ComparisonRow) -> tuple[str, ...]:
+    epoch = row.epoch_s
     return (
-        Variant.of(row).name,
-        str(row["batch_size"]),
-        ms(row["epoch_s_a"]),
-        ms(row["epoch_s_b"]),
-        f"{row['epoch_s_ratio_b_over_a']:.3f}",
-        f"{row['epoch_s_ratio_ci_low']:.3f}–{row['epoch_s_ratio_ci_high']:.3f}",
-        row["epoch_s_outcome"],
+        row.name,
+        str(row.batch_size),
+        ms(epoch.a.point),
+        ms(epoch.b.point),
+        f"{epoch.ratio.point:.3f}",
+        f"{epoch.ratio.low:.3f}–{epoch.ratio.high:.3f}",
+        epoch.outcome,
     )
 
 
@@ -40,7 +39,7 @@ def terminal_lines(result: Comparison, width: int = WIDTH) -> list[str]:
     a, b = (side["label"] for side in result.sides)
     copy = copy_line(result)
     lines = [f"NOTE: {copy}"] if copy else []
-    rows = [r for r in result.rows if r["present"] == "both" and r["epoch_s_ratio_ci_low"] is not None]
+    rows = [r for r in result.rows if r.present == "both" and r.epoch_s.ratio is not None]
     if not rows:
         return [*lines, "No row was measured on both sides: no epoch ratio to show."]
     level = levels(result)

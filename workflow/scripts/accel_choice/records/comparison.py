@@ -1,0 +1,154 @@
+"""One matched row of two results folders (`accel-choice compare`): a training variant with each side's
+times and rates, their ratios B/A with their intervals and outcomes, and the full path.
+
+The row is a record of Estimates (records.estimate), not a family of flattened fields: every reader asks
+the row (`row.epoch_s.ratio.low`, `row.part("eval_s")`), and the flat columns of comparison.csv and of
+comparison.json's `rows` are spelled in one place, `ComparisonRow.flat`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from accel_choice.records import Count, PositiveCount, Seconds, ordered, record
+from accel_choice.records.estimate import Estimate, columns
+from accel_choice.records.training import Variant
+
+Present = Literal["both", "a_only", "b_only"]
+SIDES = ("a", "b")
+
+
+@record
+class Range:
+    """A sum of medians with the sums of its parts' min and max (the full path: no per-job data)."""
+
+    point: Seconds
+    min: Seconds
+    max: Seconds
+
+    def __post_init__(self) -> None:
+        ordered(self.min, self.point, self.max, "min point max")
+
+
+@record
+class TimeComparison:
+    """One time of a row (epoch or eval): each side's estimate from its table, the ratio B/A with its t interval
+    at the row's level and its outcome in words, the slowdown of B the row would catch with 80 % power beyond
+    its noise floor and the gate (`detectable_ratio`), and the repeats a side that would catch one of
+    compare_match.SIZED_FOR (`jobs_to_catch`; None past 200). Only the sides are set on a one-sided row."""
+
+    a: Estimate | None
+    b: Estimate | None
+    ratio: Estimate | None = None
+    outcome: str | None = None
+    detectable_ratio: float | None = None
+    jobs_to_catch: PositiveCount | None = None
+
+
+@record
+class RateComparison:
+    """samples/s: each side's estimate and the ratio B/A (the epoch ratio inverted, so its ends swap)."""
+
+    a: Estimate | None
+    b: Estimate | None
+    ratio: Estimate | None = None
+
+
+@record
+class FullPathComparison:
+    """The full path per epoch in one file format: each side's sum of medians with its min–max, their ratio
+    (no interval: "no interval" is its outcome), each side's one-off start-up and which is faster in words."""
+
+    format: str | None
+    a: Range | None
+    b: Range | None
+    ratio: float | None
+    outcome: str | None
+    startup_s_a: float | None
+    startup_s_b: float | None
+    comparison: str
+
+
+@record
+class ComparisonRow(Variant):
+    """One training variant of either side: its level (`confidence`, the row's share of the `family` of ratios
+    held together at `family_confidence`), the noise floor its outcomes are decided against, its times, rate and
+    full path, which side's cell was flagged noisy, and which median is lower in words."""
+
+    present: Present
+    confidence: float | None
+    family_confidence: float | None
+    family: Count | None
+    noise_floor: float | None
+    epoch_s: TimeComparison
+    eval_s: TimeComparison
+    samples_per_s: RateComparison
+    epoch_comparison: str
+    noisy_a: bool | None
+    noisy_b: bool | None
+    full_path: FullPathComparison
+
+    def part(self, metric: str) -> TimeComparison | RateComparison | FullPathComparison:
+        """The comparison of `metric`: "epoch_s", "eval_s", "samples_per_s" or "full_path_s"."""
+        return self.full_path if metric == "full_path_s" else getattr(self, metric)
+
+    def side(self, metric: str, side: str) -> tuple[float, float, float] | None:
+        """Side `side` ("a" or "b") of `metric` as (point, low, high): an interval, or the full path's min–max."""
+        value = getattr(self.part(metric), side)
+        if value is None:
+            return None
+        return (value.point, value.min, value.max) if isinstance(value, Range) else (value.point, value.low, value.high)
+
+    def ratio_values(self, metric: str) -> tuple[float, float | None, float | None] | None:
+        """The ratio B/A of `metric` with its interval's ends (None, None for the full path: no interval)."""
+        ratio = self.part(metric).ratio
+        if ratio is None:
+            return None
+        return (ratio, None, None) if isinstance(ratio, float) else (ratio.point, ratio.low, ratio.high)
+
+    def flat(self) -> dict[str, Any]:
+        """The row as the flat columns of comparison.csv and comparison.json: `<metric>_<side>` with its bounds
+        (`_ci_low`/`_ci_high`; the full path's `_min`/`_max`), `<metric>_ratio_b_over_a` with `_ratio_ci_low`
+        and `_ratio_ci_high`, `<metric>_outcome`: the one place these names are spelled."""
+        flat: dict[str, Any] = {name: getattr(self, name) for name in Variant.__dataclass_fields__}
+        flat |= {
+            "present": self.present,
+            "confidence": self.confidence,
+            "family_confidence": self.family_confidence,
+            "family": self.family,
+            "noise_floor": self.noise_floor,
+        }
+        for name in ("epoch_s", "eval_s"):
+            time = self.part(name)
+            flat |= _sides(name, time) | _ratio(name, time.ratio) | {f"{name}_outcome": time.outcome}
+            flat |= {f"{name}_detectable_ratio": time.detectable_ratio, f"{name}_jobs_to_catch": time.jobs_to_catch}
+        flat |= _sides("samples_per_s", self.samples_per_s) | _ratio("samples_per_s", self.samples_per_s.ratio)
+        flat |= {"epoch_comparison": self.epoch_comparison, "noisy_a": self.noisy_a, "noisy_b": self.noisy_b}
+        path = self.full_path
+        flat["full_path_format"] = path.format
+        for side in SIDES:
+            span = getattr(path, side)
+            point, low, high = (span.point, span.min, span.max) if span else (None, None, None)
+            flat |= {f"full_path_s_{side}": point, f"full_path_s_{side}_min": low, f"full_path_s_{side}_max": high}
+        flat |= {
+            "full_path_s_ratio_b_over_a": path.ratio,
+            "full_path_s_ratio_ci_low": None,
+            "full_path_s_ratio_ci_high": None,
+            "full_path_s_outcome": path.outcome,
+            "startup_s_a": path.startup_s_a,
+            "startup_s_b": path.startup_s_b,
+            "full_path_comparison": path.comparison,
+        }
+        return flat
+
+
+def _sides(name: str, part: TimeComparison | RateComparison) -> dict[str, Any]:
+    return columns(f"{name}_a", part.a) | columns(f"{name}_b", part.b)
+
+
+def _ratio(name: str, ratio: Estimate | None) -> dict[str, Any]:
+    return {
+        f"{name}_ratio_b_over_a": ratio.point if ratio else None,
+        f"{name}_ratio_ci_low": ratio.low if ratio else None,
+        f"{name}_ratio_ci_high": ratio.high if ratio else None,
+    }
