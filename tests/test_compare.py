@@ -400,7 +400,7 @@ def test_a_folder_against_itself_gives_ratio_one_and_no_config_warning(tmp_path)
         assert row.samples_per_s.ratio.low <= 1.0 <= row.samples_per_s.ratio.high
         assert row.full_path.outcome == "no interval" and row.ratio_values("full_path_s")[1:] == (None, None)
         assert row.epoch_comparison == "same median"
-        assert not any(key.endswith("spreads_overlap") for key in row.flat())
+        assert not any(key.endswith("spreads_overlap") for key in row.table_row())
     assert result.config_differences == [] and result.environment_differences == []
     assert result.warnings == []
     assert result.full_path_format == "parquet"

@@ -105,7 +105,7 @@ class Comparison:
             "full_path_format": self.full_path_format,
             "fastest_full_path": self.fastest,
             "machine_speed": self.machine_speed,
-            "rows": [row.flat() for row in self.rows],
+            "rows": [row.table_row() for row in self.rows],
             "environment_differences": self.environment_differences,
             "config_differences": self.config_differences,
             "warnings": self.warnings,

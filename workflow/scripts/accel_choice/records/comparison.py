@@ -3,7 +3,7 @@ times and rates, their ratios B/A with their intervals and outcomes, and the ful
 
 The row is a record of Estimates (records.estimate), not a family of flattened fields: every reader asks
 the row (`row.epoch_s.ratio.low`, `row.part("eval_s")`), and the flat columns of comparison.csv and of
-comparison.json's `rows` are spelled in one place, `ComparisonRow.flat`.
+comparison.json's `rows` are spelled in one place, `ComparisonRow.table_row` (io.tables.write_csv asks a record for it).
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class ComparisonRow(Variant):
             return None
         return (ratio, None, None) if isinstance(ratio, float) else (ratio.point, ratio.low, ratio.high)
 
-    def flat(self) -> dict[str, Any]:
+    def table_row(self) -> dict[str, Any]:
         """The row as the flat columns of comparison.csv and comparison.json: `<metric>_<side>` with its bounds
         (`_ci_low`/`_ci_high`; the full path's `_min`/`_max`), `<metric>_ratio_b_over_a` with `_ratio_ci_low`
         and `_ratio_ci_high`, `<metric>_outcome`: the one place these names are spelled."""
@@ -147,8 +147,4 @@ def _sides(name: str, part: TimeComparison | RateComparison) -> dict[str, Any]:
 
 
 def _ratio(name: str, ratio: Estimate | None) -> dict[str, Any]:
-    return {
-        f"{name}_ratio_b_over_a": ratio.point if ratio else None,
-        f"{name}_ratio_ci_low": ratio.low if ratio else None,
-        f"{name}_ratio_ci_high": ratio.high if ratio else None,
-    }
+    return columns(f"{name}_ratio", ratio, point=f"{name}_ratio_b_over_a")

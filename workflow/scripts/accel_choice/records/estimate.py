@@ -85,11 +85,13 @@ def positive(estimate: Estimate) -> PositiveEstimate:
     return PositiveEstimate(**{field.name: getattr(estimate, field.name) for field in dataclasses.fields(Estimate)})
 
 
-def columns(name: str, estimate: Estimate | None) -> dict[str, Any]:
-    """An estimate's columns in a flat table: `name`, `name_ci_low`, `name_ci_high` (empty for None)."""
+def columns(name: str, estimate: Estimate | None, point: str | None = None) -> dict[str, Any]:
+    """An estimate's columns in a flat table: `name`, `name_ci_low`, `name_ci_high` (empty for None);
+    `point` names the point's column where it is not `name` (a comparison's `epoch_s_ratio_b_over_a`)."""
+    point = point or name
     if estimate is None:
-        return {name: None, f"{name}_ci_low": None, f"{name}_ci_high": None}
-    return {name: estimate.point, f"{name}_ci_low": estimate.low, f"{name}_ci_high": estimate.high}
+        return {point: None, f"{name}_ci_low": None, f"{name}_ci_high": None}
+    return {point: estimate.point, f"{name}_ci_low": estimate.low, f"{name}_ci_high": estimate.high}
 
 
 def flat_row(row: Any, estimates: Sequence[str]) -> dict[str, Any]:

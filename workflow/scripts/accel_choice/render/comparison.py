@@ -313,7 +313,7 @@ def write_comparison(result: Comparison, out: str | os.PathLike[str]) -> list[Pa
     with atomic.staged_folder(out, OUTPUT_NAMES) as staging:
         markdown_path, csv_path, json_path, png_path, svg_path = (staging / name for name in OUTPUT_NAMES)
         atomic.write_text(markdown_path, markdown(result))
-        tables.write_csv(csv_path, [row.flat() for row in result.rows])
+        tables.write_csv(csv_path, result.rows)
         atomic.write_json(json_path, result.as_json())
         comparison_figure(result, png_path, svg_path)
     return [out / name for name in OUTPUT_NAMES]
