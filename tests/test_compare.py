@@ -637,7 +637,7 @@ def test_full_path_rows_have_a_ratio_but_no_interval(tmp_path):
     for row in result.rows:
         assert row.full_path.ratio < 1 and row.full_path.outcome == "no interval"
         assert row.ratio_values("full_path_s")[1:] == (None, None)
-        assert row.full_path.a.min <= row.full_path.a.point <= row.full_path.a.max
+        assert row.full_path.a.min <= row.full_path.a.median <= row.full_path.a.max
     text = comparison.markdown(result)
     assert "(no interval)" in text
 

@@ -17,8 +17,9 @@ from accel_choice.analyze.job_intervals import (
     ratio_interval,
     simultaneous_level,
 )
-from accel_choice.records.comparison import ComparisonRow, FullPathComparison, Range, RateComparison, TimeComparison
+from accel_choice.records.comparison import ComparisonRow, FullPathComparison, RateComparison, TimeComparison
 from accel_choice.records.estimate import Estimate
+from accel_choice.records.loads import SecondsSpread
 from accel_choice.io import envinfo
 from accel_choice.io.results_folder import ResultsFolder
 from accel_choice.records.training import VARIANT_KEYS, FullPathRow, TrainingCell
@@ -207,8 +208,8 @@ def _full_path(
     ratio = _ratio(pa.total_s if pa else None, pb.total_s if pb else None)
     return FullPathComparison(
         format=fmt,
-        a=Range(point=pa.total_s, min=pa.total_min_s, max=pa.total_max_s) if pa else None,
-        b=Range(point=pb.total_s, min=pb.total_min_s, max=pb.total_max_s) if pb else None,
+        a=SecondsSpread(median=pa.total_s, min=pa.total_min_s, max=pa.total_max_s) if pa else None,
+        b=SecondsSpread(median=pb.total_s, min=pb.total_min_s, max=pb.total_max_s) if pb else None,
         ratio=ratio,
         outcome=NO_INTERVAL if ratio is not None else None,
         startup_s_a=pa.startup_s if pa else None,

@@ -10,24 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from accel_choice.records import Count, PositiveCount, Seconds, ordered, record
+from accel_choice.records import Count, PositiveCount, record
 from accel_choice.records.estimate import Estimate, columns
+from accel_choice.records.loads import SecondsSpread
 from accel_choice.records.training import Variant
 
 Present = Literal["both", "a_only", "b_only"]
 SIDES = ("a", "b")
-
-
-@record
-class Range:
-    """A sum of medians with the sums of its parts' min and max (the full path: no per-job data)."""
-
-    point: Seconds
-    min: Seconds
-    max: Seconds
-
-    def __post_init__(self) -> None:
-        ordered(self.min, self.point, self.max, "min point max")
 
 
 @record
@@ -60,8 +49,8 @@ class FullPathComparison:
     (no interval: "no interval" is its outcome), each side's one-off start-up and which is faster in words."""
 
     format: str | None
-    a: Range | None
-    b: Range | None
+    a: SecondsSpread | None  # the sum of the parts' medians, and of their min and max
+    b: SecondsSpread | None
     ratio: float | None
     outcome: str | None
     startup_s_a: float | None
@@ -97,7 +86,11 @@ class ComparisonRow(Variant):
         value = getattr(self.part(metric), side)
         if value is None:
             return None
-        return (value.point, value.min, value.max) if isinstance(value, Range) else (value.point, value.low, value.high)
+        return (
+            (value.median, value.min, value.max)
+            if isinstance(value, SecondsSpread)
+            else (value.point, value.low, value.high)
+        )
 
     def ratio_values(self, metric: str) -> tuple[float, float | None, float | None] | None:
         """The ratio B/A of `metric` with its interval's ends (None, None for the full path: no interval)."""
@@ -128,7 +121,7 @@ class ComparisonRow(Variant):
         flat["full_path_format"] = path.format
         for side in SIDES:
             span = getattr(path, side)
-            point, low, high = (span.point, span.min, span.max) if span else (None, None, None)
+            point, low, high = (span.median, span.min, span.max) if span else (None, None, None)
             flat |= {f"full_path_s_{side}": point, f"full_path_s_{side}_min": low, f"full_path_s_{side}_max": high}
         flat |= {
             "full_path_s_ratio_b_over_a": path.ratio,
