@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -23,6 +24,8 @@ def test_the_cpu_run_passes_prints_its_table_and_writes_its_report(tmp_path):
         capture_output=True,
         text=True,
         timeout=300,
+        # torch's threads as this worker's (tests/conftest.py): a thread per core beside the other worker spins
+        env={**os.environ, "OMP_NUM_THREADS": str(torch.get_num_threads())},
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = records.read(AcceptanceReport, out)
