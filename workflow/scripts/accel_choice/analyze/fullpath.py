@@ -16,23 +16,25 @@ def pageable_copy(transfers: TransferTable | None, what: str, direction: str) ->
     return None
 
 
-def _copy_cell(transfers: TransferTable, what: str, direction: str) -> CopyCell:
+NO_COPY = ((0.0, 0.0, 0.0), (0.0,))
+
+
+def _copy(
+    transfers: TransferTable | None, what: str, direction: str
+) -> tuple[tuple[float, float, float], tuple[float, ...]]:
+    """One pageable copy's (median, min, max) seconds and each transfer job's seconds; NO_COPY without transfers."""
+    if not transfers:
+        return NO_COPY
     row = pageable_copy(transfers, what, direction)
     if row is None:
         raise ValueError(f"no {direction} transfer of {what!r} in the transfer table")
-    return row
+    return (row.seconds.point, row.seconds_min, row.seconds_max), row.seconds_jobs
 
 
-def _copy_seconds(transfers: TransferTable | None, what: str, direction: str) -> tuple[float, float, float]:
-    if not transfers:
-        return 0.0, 0.0, 0.0
-    row = _copy_cell(transfers, what, direction)
-    return row.seconds.point, row.seconds_min, row.seconds_max
-
-
-def _copy_jobs(transfers: TransferTable | None, what: str, direction: str) -> tuple[float, ...]:
-    """Each transfer job's seconds for one pageable copy; (0.0,) where nothing is copied."""
-    return _copy_cell(transfers, what, direction).seconds_jobs if transfers else (0.0,)
+def _added(*copies: tuple[Sequence[float], Sequence[float]]) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Copies paid together (the matrix and the target): their seconds added term by term, job by job."""
+    spreads, jobs = zip(*copies)
+    return tuple(map(sum, zip(*spreads))), tuple(map(sum, zip(*jobs)))
 
 
 def one_off_jobs(train: TrainingCell, parts: Sequence[Sequence[float]]) -> tuple[float, ...]:
@@ -73,25 +75,16 @@ def full_path(
             if on_device and not transfers:
                 raise ValueError(f"a {train.device} training row needs the transfer table for its full path")
             device_transfers = transfers if on_device else None
-            matrix = (0.0, 0.0, 0.0)
-            matrix_jobs: tuple[float, ...] = (0.0,)
+            matrix, matrix_jobs = NO_COPY
             if train.placement == "resident":
-                features = _copy_seconds(device_transfers, "matrix", "host_to_device")
-                target = _copy_seconds(device_transfers, "target", "host_to_device")
-                matrix = tuple(a + b for a, b in zip(features, target))
-                matrix_jobs = tuple(
-                    a + b
-                    for a, b in zip(
-                        _copy_jobs(device_transfers, "matrix", "host_to_device"),
-                        _copy_jobs(device_transfers, "target", "host_to_device"),
-                    )
+                matrix, matrix_jobs = _added(
+                    _copy(device_transfers, "matrix", "host_to_device"),
+                    _copy(device_transfers, "target", "host_to_device"),
                 )
             elif train.placement == "prefetched" and device_transfers and device_transfers.pin_memory_s_median:
                 pin = device_transfers.pin_memory_s_median  # the matrix pinned once, before the first epoch
-                matrix = (pin, pin, pin)
-                matrix_jobs = device_transfers.pin_memory_s_jobs
-            predictions = _copy_seconds(device_transfers, "predictions", "device_to_host")
-            predictions_jobs = _copy_jobs(device_transfers, "predictions", "device_to_host")
+                matrix, matrix_jobs = (pin, pin, pin), device_transfers.pin_memory_s_jobs
+            predictions, predictions_jobs = _copy(device_transfers, "predictions", "device_to_host")
             startup = train.startup_s_median
             fixed = load_s + convert_s
             total = fixed + matrix[0] + predictions[0] + train.epoch_s.point + train.eval_s.point

@@ -80,6 +80,13 @@ def ordered(low: float, middle: float, high: float, names: str) -> None:
         )
 
 
+def one_per_repeat(record: Any, *names: str) -> None:
+    """Refuse a record whose per-job fields `names` do not hold one value for each of its `repeats`."""
+    for name in names:
+        if len(getattr(record, name)) != record.repeats:
+            raise ValueError(f"{len(getattr(record, name))} {name} for {record.repeats} repeats")
+
+
 @functools.cache
 def _adapter(cls: type) -> TypeAdapter[Any]:
     return TypeAdapter(cls)

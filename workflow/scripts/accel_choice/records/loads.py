@@ -19,6 +19,7 @@ from accel_choice.records import (
     NonNegativeSeconds,
     PositiveCount,
     Seconds,
+    one_per_repeat,
     ordered,
     record,
 )
@@ -141,9 +142,7 @@ class LoadCell:
 
     def __post_init__(self) -> None:
         ordered(self.total_s_min, self.total_s.point, self.total_s_max, "total_s_min total_s.point total_s_max")
-        for name in ("load_s_jobs", "convert_s_jobs"):
-            if len(getattr(self, name)) != self.repeats:
-                raise ValueError(f"{len(getattr(self, name))} {name} for {self.repeats} repeats")
+        one_per_repeat(self, "load_s_jobs", "convert_s_jobs")
         if self.noisy != bool(self.noise_reasons):
             raise ValueError(f"noisy is {self.noisy} but noise_reasons is {list(self.noise_reasons)}")
 
@@ -221,8 +220,7 @@ class CopyCell:
     noisy: bool
 
     def __post_init__(self) -> None:
-        if len(self.seconds_jobs) != self.repeats:
-            raise ValueError(f"{len(self.seconds_jobs)} seconds_jobs for {self.repeats} repeats")
+        one_per_repeat(self, "seconds_jobs")
         ordered(self.seconds_min, self.seconds.point, self.seconds_max, "seconds_min seconds.point seconds_max")
         if self.seconds.low < 0:
             raise ValueError(f"seconds.low {self.seconds.low} below 0: a damaged record")

@@ -22,6 +22,7 @@ from accel_choice.records import (
     PositiveCount,
     Seconds,
     Sha256,
+    one_per_repeat,
     ordered,
     record,
 )
@@ -238,9 +239,7 @@ class TrainingCell(Variant):
     versus_fastpath: Literal["slower", "faster", "no_difference"] | None  # decided by the interval and the noise floor
 
     def __post_init__(self) -> None:
-        for name in ("epoch_s_jobs", "eval_s_jobs", "startup_s_jobs"):
-            if len(getattr(self, name)) != self.repeats:
-                raise ValueError(f"{len(getattr(self, name))} {name} for {self.repeats} repeats")
+        one_per_repeat(self, "epoch_s_jobs", "eval_s_jobs", "startup_s_jobs")
         for name in ("epoch_s", "eval_s"):
             jobs, estimate = getattr(self, f"{name}_jobs"), getattr(self, name)
             point = point_of(estimate.method, jobs) if all(jobs) else None
