@@ -13,7 +13,7 @@ from typing import Any, Literal
 from accel_choice.records import Count, PositiveCount, record
 from accel_choice.records.estimate import Estimate, columns
 from accel_choice.records.loads import SecondsSpread
-from accel_choice.records.training import Variant
+from accel_choice.records.training import Variant, variant_fields
 
 Present = Literal["both", "a_only", "b_only"]
 SIDES = ("a", "b")
@@ -103,7 +103,7 @@ class ComparisonRow(Variant):
         """The row as the flat columns of comparison.csv and comparison.json: `<metric>_<side>` with its bounds
         (`_ci_low`/`_ci_high`; the full path's `_min`/`_max`), `<metric>_ratio_b_over_a` with `_ratio_ci_low`
         and `_ratio_ci_high`, `<metric>_outcome`: the one place these names are spelled."""
-        flat: dict[str, Any] = {name: getattr(self, name) for name in Variant.__dataclass_fields__}
+        flat: dict[str, Any] = variant_fields(self)
         flat |= {
             "present": self.present,
             "confidence": self.confidence,
