@@ -139,6 +139,7 @@ def test_resumed_report_has_the_structure_of_a_clean_run(finished: Path) -> None
         "## Planner: cost model and break-even (modelled)",
         "## Data",
         "## The run's noise floor (drift sentinel)",
+        "## Accuracy: the pipeline against a plain loop",
         "## Measurement conditions and flags",
         "## Environment",
         "## Resources per rule (Snakemake `benchmark:` beside the in-script timings)",

@@ -150,6 +150,7 @@ def aggregate_training(
             context_startup_s_median=_median(startups) if startups else None,
             startup_s_jobs=tuple(r.startup_s for r in group),
             **versus_fastpath(key, groups, rules, noise_floor),
+            **versus_reference(group, rules),
         )
     table = [TrainingCell(**c) for c in cells.values()]
     return sorted(
@@ -183,6 +184,19 @@ def versus_fastpath(
         "epoch_s_over_fastpath": positive(ratio),
         "versus_fastpath": {"a_faster": "slower", "b_faster": "faster", "no_difference": "no_difference"}[said],
     }
+
+
+def versus_reference(group: Sequence[TrainingRecord], rules: NoiseRules) -> dict[str, Any]:
+    """The cell's epoch over its plain-loop reference (measure.reference) with a paired interval: each job's
+    median epoch over the reference epoch timed in the same job, so the drift they shared cancels. None
+    where a job of the cell timed no reference."""
+    if any(r.reference_epoch_s is None for r in group):
+        return {}
+    reference = tuple(r.reference_epoch_s for r in group)
+    ratio = ratio_interval(
+        [(s,) for s in reference], [r.epoch_s_each for r in group], paired=True, level=rules.confidence
+    )
+    return {"reference_s_jobs": reference, "epoch_s_over_reference": positive(ratio)}
 
 
 def _median(values: Sequence[float]) -> float:

@@ -89,7 +89,7 @@ def grid_record(
     foreign_cpu_share: float | None,
 ) -> GridRecord:
     """The grid's record of one workload from measure_interleaved's result (a loss that is not finite is null)."""
-    left_out = ("final_weights_each", "position_in_job")  # what only a training job's record keeps
+    left_out = ("final_weights_each", "position_in_job", "reference_epoch_s")  # what only a training job's record keeps
     return GridRecord(
         **{
             **{key: value for key, value in timed.items() if key not in left_out},

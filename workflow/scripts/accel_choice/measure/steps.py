@@ -181,9 +181,15 @@ class Trainer:
 
     def step(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
         self.optimizer.zero_grad(set_to_none=True)
+        if self.dtype is None and not self.scaler.is_enabled():
+            # The plain update a user writes: no autocast or scaler calls on the clock (their
+            # disabled forms cost a few microseconds a step, several per cent of a small model's).
+            loss = self.loss_fn(outputs(self.spec, self.forward(xb), yb), yb)
+            loss.backward()
+            self.optimizer.step()
+            return loss.detach()
         with self.autocast():
             loss = self.loss_fn(outputs(self.spec, self.forward(xb), yb), yb)
-        # A disabled GradScaler passes straight through to backward() and optimizer.step().
         self.scaler.scale(loss).backward()
         self.scaler.step(self.optimizer)
         self.scaler.update()
@@ -207,9 +213,12 @@ def train_epoch(trainer: Trainer, batches: Iterable[Batch], max_steps: int) -> E
     """Time one pass over `batches`, loader iteration included: that is part of the path."""
     trainer.model.train()
     device = trainer.device
-    losses = torch.full((max_steps,), float("nan"), device=device)
-    weights = torch.zeros(max_steps)
-    samples = steps = 0
+    # Each step's loss (a device tensor: no host sync) and batch size go into Python lists, a few
+    # hundred nanoseconds a step; writing them into preallocated tensors cost ~20 microseconds a step each
+    # on the CPU, 10-15 % of the textbook MLP's epoch at B=32 (measured against measure.reference).
+    losses: list[torch.Tensor] = []
+    sizes: list[int] = []
+    steps = 0
     scaler = trainer.scaler if trainer.scaler.is_enabled() else None
     # Skipped updates, counted with no work inside the loop where the optimizer counts its steps
     # (Adam, AdamW: a skipped update leaves the count as it was); else (SGD) from the scale after
@@ -222,30 +231,32 @@ def train_epoch(trainer: Trainer, batches: Iterable[Batch], max_steps: int) -> E
     synchronize(device)
     cpu0, t0 = time.process_time(), time.perf_counter()
     for xb, yb in batches:
-        losses[steps] = trainer.step(xb, yb)
+        losses.append(trainer.step(xb, yb))
         if scales is not None:
             scales[steps + 1 : steps + 2] = scaler._scale
-        weights[steps] = xb.shape[0]
-        samples += xb.shape[0]
+        sizes.append(xb.shape[0])
         steps += 1
     synchronize(device)
     seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - cpu0
+    if steps > max_steps:
+        raise ValueError(f"an epoch took {steps} steps, more than the {max_steps} it may take")
+    samples = sum(sizes)
     skipped = None
     if counted is not None:
         skipped = steps - (optimizer_steps(trainer.optimizer) - counted)
     elif scales is not None:
         skipped = skipped_updates(scales[: steps + 1].cpu(), scaler.get_backoff_factor())
-    losses = losses[:steps].float().cpu()
-    bad = (~torch.isfinite(losses)).nonzero()
+    loss_values = torch.stack(losses).float().cpu() if losses else torch.empty(0)
+    bad = (~torch.isfinite(loss_values)).nonzero()
     nonfinite_step = int(bad[0]) if len(bad) else None
     params_finite = all(bool(torch.isfinite(p).all()) for p in trainer.model.parameters())
-    mean_loss = float((losses * weights[:steps]).sum()) / max(samples, 1)
+    mean_loss = float((loss_values * torch.tensor(sizes, dtype=torch.float32)).sum()) / max(samples, 1)
     return EpochResult(
         samples,
         steps,
         seconds,
         cpu_seconds,
-        float(losses[-1]) if steps else math.nan,
+        float(loss_values[-1]) if steps else math.nan,
         mean_loss,
         nonfinite_step if nonfinite_step is not None else (None if params_finite else steps - 1),
         nonfinite_step is None and params_finite,

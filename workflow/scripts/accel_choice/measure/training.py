@@ -4,13 +4,12 @@ the start, between rounds and at the end. Every epoch starts from the seeded ini
 runs the same batches; the record keeps every epoch and its median (pyperf's processes × values:
 the jobs are the processes, these epochs the values).
 
-A variant is records.training.Variant (device, precision, placement, loader, batch size, threads,
-compiled), the one name of what is measured: the CPU job runs every loader in fp32 on host data; a GPU
-job runs fp32/fp16/bf16 with data resident on the device (sliced there) or streamed from the host batch
-by batch. What the loop needs beyond it (the GradScaler setting, the compiled forward) is its
-`steps.Step`, made from the Variant by `steps.step_of`; `steps.cpu_variants` and `steps.gpu_variants`
-list a job's variants. Measurement discipline (torch.utils.benchmark's,
-applied to a whole epoch):
+A variant is records.training.Variant, the one name of what is measured: the CPU job runs every loader in
+fp32 on host data, each beside its plain-loop reference (measure.reference); a GPU job runs fp32/fp16/bf16
+with data resident on the device or streamed from the host batch by batch. What the loop needs beyond it
+(the GradScaler setting, the compiled forward) is its `steps.Step` (`steps.step_of`); `steps.cpu_variants`
+and `steps.gpu_variants` list a job's variants. Measurement discipline (torch.utils.benchmark's, applied
+to a whole epoch):
 - `time.perf_counter()` around the loop, the device synchronized before each clock read;
 - a warm-up on a throw-away copy of the model, so first-call costs (allocator, kernel
   selection, Adam's lazy state) are paid before the clock starts and the timed model
@@ -48,6 +47,7 @@ from accel_choice.measure.devices import (
 )
 from accel_choice.measure.model import build, check_targets, optimizer_impl, state_sha256, targets
 from accel_choice.measure.placement import placed, variant_batches
+from accel_choice.measure.reference import Reference, has_reference
 from accel_choice.measure.sentinel import Sentinel
 from accel_choice.measure.steps import (
     Step,
@@ -189,11 +189,18 @@ def epoch_order(variants: Sequence[Any], epochs: int, repeat: int) -> list[int]:
 
 
 def measure_interleaved(
-    prepared: Sequence[Prepared], epochs: int, repeat: int, sentinel: Sentinel | None = None
+    prepared: Sequence[Prepared],
+    epochs: int,
+    repeat: int,
+    sentinel: Sentinel | None = None,
+    references: Sequence[Reference | None] | None = None,
 ) -> list[dict[str, Any]]:
     """Every variant `epochs` times, rounds interleaved; the sentinel ticks at the start, between rounds
-    and at the end. One dict per variant (a record's fields), every epoch kept."""
+    and at the end. One dict per variant (a record's fields), every epoch kept. `references`, one per
+    variant (None: none): each is timed once, in the middle round, right after its variant's epoch."""
     timed: list[list[dict[str, Any]]] = [[] for _ in prepared]
+    reference_s: list[float | None] = [None for _ in prepared]
+    middle = epochs // 2
     first_seen: list[int] = []
     loads: list[list[list[float]]] = [[] for _ in prepared]  # the load average before the first epoch, after the last
     if sentinel is not None:
@@ -203,11 +210,16 @@ def measure_interleaved(
             first_seen.append(index)
             loads[index].append(load_average())
         timed[index].append(time_epoch(prepared[index]))
+        if references is not None and references[index] is not None and len(timed[index]) == middle + 1:
+            reference_s[index] = references[index].time()
         if len(timed[index]) == epochs:
             loads[index].append(load_average())
         if sentinel is not None and (step + 1) % len(prepared) == 0:
             sentinel.tick()
-    return [_variant_result(p, runs, first_seen.index(i), loads[i]) for i, (p, runs) in enumerate(zip(prepared, timed))]
+    return [
+        {**_variant_result(p, runs, first_seen.index(i), loads[i]), "reference_epoch_s": reference_s[i]}
+        for i, (p, runs) in enumerate(zip(prepared, timed))
+    ]
 
 
 def _variant_result(p: Prepared, runs: list[dict[str, Any]], position: int, loads: list[list[float]]) -> dict[str, Any]:
@@ -322,8 +334,10 @@ def measure_training_job(
         first = prepared[0].warm
         process = max(first.first_step_end - started - first.steady_step_s, 0.0)
         startups = [process] + [process + max(p.warm.first_step_s - p.warm.steady_step_s, 0.0) for p in prepared[1:]]
+        # The plain loop each eager fp32 CPU variant is checked against (measure.reference).
+        references = [Reference(v, x, y, spec, seed) if has_reference(v) else None for v in variants]
         sentinel = Sentinel(target)
-        measured = measure_interleaved(prepared, epochs, repeat, sentinel)
+        measured = measure_interleaved(prepared, epochs, repeat, sentinel, references)
     for result, startup in zip(measured, startups):
         result["startup_s"] = startup
     foreign = meter.stop()

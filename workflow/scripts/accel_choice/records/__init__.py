@@ -81,9 +81,10 @@ def ordered(low: float, middle: float, high: float, names: str) -> None:
 
 
 def one_per_repeat(record: Any, *names: str) -> None:
-    """Refuse a record whose per-job fields `names` do not hold one value for each of its `repeats`."""
+    """Refuse a record whose per-job fields `names` do not hold one value for each of its `repeats` (a null
+    field, one that was not measured, holds none to count)."""
     for name in names:
-        if len(getattr(record, name)) != record.repeats:
+        if getattr(record, name) is not None and len(getattr(record, name)) != record.repeats:
             raise ValueError(f"{len(getattr(record, name))} {name} for {record.repeats} repeats")
 
 

@@ -161,6 +161,10 @@ class TrainingRecord(EpochMeasurement):
     # variant's first warm-up step, less a steady step (context_startup_s on a GPU is part of it),
     # plus, for a later variant, its own first step's excess over a steady one.
     startup_s: NonNegativeSeconds
+    # Seconds per epoch of the plain loop (measure.reference, torch.utils.benchmark.Timer: the mean of
+    # its timed epochs) in the job's middle round beside this variant's; null where the variant has none
+    # (GPU, compiled).
+    reference_epoch_s: Seconds | None = None
 
 
 # time.time() may be stepped by the clock's synchronisation during a job; process CPU time is counted in ticks.
@@ -168,7 +172,7 @@ WALL_CLOCK_SLACK_S = 0.5
 CPU_CLOCK_SLACK_S = 0.01
 
 
-@record(schema="training-job", version=6)
+@record(schema="training-job", version=7)
 class TrainingJob:
     """timing/{cpu,gpu}/bs<B>.rep<r>.json: every variant of one batch size, timed in one process,
     with the job's drift sentinel."""
@@ -182,7 +186,7 @@ class TrainingJob:
     def __post_init__(self) -> None:
         # What one process can do in its wall interval: a record edited by hand rarely still adds up.
         start, end = self.wall_interval
-        timed = sum(sum(r.epoch_s_each) + sum(r.eval_s_each) for r in self.records)
+        timed = sum(sum(r.epoch_s_each) + sum(r.eval_s_each) + (r.reference_epoch_s or 0.0) for r in self.records)
         if not start <= end or timed > end - start + WALL_CLOCK_SLACK_S:
             raise ValueError(
                 f"the timed epochs and evaluations add up to {timed:.6g} s, more than the job's wall interval "
@@ -237,9 +241,15 @@ class TrainingCell(Variant):
         PositiveEstimate | None
     )  # this cell's epoch over the fast path's, same device/precision/placement/B
     versus_fastpath: Literal["slower", "faster", "no_difference"] | None  # decided by the interval and the noise floor
+    # Each job's plain-loop epoch (TrainingRecord.reference_epoch_s), and this cell's epoch over it with
+    # a paired interval (analyze.aggregate.versus_reference); null where the cell has no reference.
+    reference_s_jobs: tuple[Seconds, ...] | None = None
+    epoch_s_over_reference: PositiveEstimate | None = None
 
     def __post_init__(self) -> None:
-        one_per_repeat(self, "epoch_s_jobs", "eval_s_jobs", "startup_s_jobs")
+        one_per_repeat(self, "epoch_s_jobs", "eval_s_jobs", "startup_s_jobs", "reference_s_jobs")
+        if (self.reference_s_jobs is None) != (self.epoch_s_over_reference is None):
+            raise ValueError("reference_s_jobs and epoch_s_over_reference are null together or not at all")
         for name in ("epoch_s", "eval_s"):
             jobs, estimate = getattr(self, f"{name}_jobs"), getattr(self, name)
             point = point_of(estimate.method, jobs) if all(jobs) else None
@@ -284,14 +294,6 @@ class TrainingCell(Variant):
         return q3 - q1
 
     @property
-    def eval_s_min(self) -> float:
-        return min(self.eval_s_runs)
-
-    @property
-    def eval_s_max(self) -> float:
-        return max(self.eval_s_runs)
-
-    @property
     def samples_per_s_min(self) -> float:
         return self.samples / self.epoch_s_max
 
@@ -307,16 +309,18 @@ class TrainingCell(Variant):
     def table_row(self) -> dict[str, Any]:
         """The cell as one row of tables/{cpu,gpu}_training.csv: its fields, each estimate as its columns
         (records.estimate.columns: point, ci_low, ci_high) with its method, and the jobs' spread."""
-        estimates = ("epoch_s", "samples_per_s", "eval_s", "epoch_s_over_fastpath")
+        estimates = ("epoch_s", "samples_per_s", "eval_s", "epoch_s_over_fastpath", "epoch_s_over_reference")
         row = {name: getattr(self, name) for name in self.__dataclass_fields__ if name not in estimates}
         row["contaminated"] = tuple(c.repeat for c in self.contaminated)
         for name in estimates:
             row.update(columns(name, getattr(self, name)))
-        spread = ("epoch_s_runs", "epoch_s_min", "epoch_s_max", "epoch_s_iqr", "eval_s_min", "eval_s_max")
+        spread = ("epoch_s_runs", "epoch_s_min", "epoch_s_max", "epoch_s_iqr")
         return (
             row
             | {name: getattr(self, name) for name in spread}
             | {
+                "eval_s_min": min(self.eval_s_runs),
+                "eval_s_max": max(self.eval_s_runs),
                 "samples_per_s_min": self.samples_per_s_min,
                 "samples_per_s_max": self.samples_per_s_max,
                 "step_us": self.step_us,
@@ -337,7 +341,7 @@ class NonFiniteRun(Variant):
     mean_train_loss: float | None
 
 
-@record(schema="training-table", version=6)
+@record(schema="training-table", version=7)
 class TrainingTable:
     """tables/{cpu,gpu}_training.json: the cells of one device, the runs left out of them, the
     run's drift sentinel (its machine speed, flagged jobs and noise floor), and the memory of the

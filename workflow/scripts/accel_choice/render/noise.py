@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from accel_choice.analyze import accuracy
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.analyze.trust import remeasure_command
 from accel_choice.records.decision import RunTrust
 from accel_choice.records.loads import LoadCell
 from accel_choice.records.sentinel import SentinelSummary
 from accel_choice.records.training import NonFiniteRun, TrainingCell
-from accel_choice.render.formatting import table
+from accel_choice.render.formatting import ms, table
 
 # A flagged job's reasons by kind: the words each reason holds, and the kind's name in the report
 JOB_FLAG_KINDS = {
@@ -160,4 +161,60 @@ def trust_banner(trust: RunTrust | None) -> str:
         "(aggregate.bad_run_share). Every figure measured in it is unreliable, and every outcome resting on its timings "
         "(a measured speedup, the step-time growth) is undecided.** Re-measure only the flagged jobs on a quiet "
         f"machine: `{remeasure_command(trust)}`"
+    )
+
+
+def accuracy_section(cells: Sequence[TrainingCell], cores: int | None) -> str:
+    """Each CPU cell's epoch over the plain loop timed beside it (analyze.accuracy), and what each thread count
+    shows; "" where no cell has a reference."""
+    timed = [c for c in cells if c.epoch_s_over_reference is not None]
+    if not timed:
+        return ""
+    tolerance = f"±{accuracy.TOLERANCE:.0%}"
+    words = {"within": "within {}", "outside": "**outside {}**", "unsettled": "unsettled (reaches {})"}
+    rows = []
+    for c in timed:
+        ratio = c.epoch_s_over_reference
+        rows.append(
+            (
+                c.batch_size,
+                c.loader,
+                c.threads,
+                ms(c.epoch_s.point),
+                ms(c.epoch_s.point / ratio.point),  # the references' geometric mean
+                f"{ratio.point:.2f}× ({ratio.low:.2f}–{ratio.high:.2f})",
+                words[accuracy.judge(ratio)].format(tolerance),
+            )
+        )
+    level = f"{timed[0].confidence:.0%}"
+    lines = []
+    for group in accuracy.by_threads(timed, cores):
+        pooled = group.pooled
+        line = (
+            f"- {group.threads} thread(s), {group.cells} cell(s), {len(group.job_ratios)} jobs: pipeline / plain "
+            f"{pooled.point:.2f}× ({pooled.low:.2f}–{pooled.high:.2f}) over all of them; one job's two timings of "
+            f"the same work differ by {group.spread:.1%} (standard deviation of the log ratio), "
+            f"{group.jobs_outside} of {len(group.job_ratios)} jobs beyond {tolerance}: "
+        )
+        if group.measurable:
+            line += f"these cells are measured to {tolerance}."
+        else:
+            line += f"**these cells cannot be measured to {tolerance} on this machine"
+            if group.every_core:
+                line += (
+                    f": {group.threads} thread(s) use every core it gave the jobs ({cores}), which the loop shares with "
+                    "the system and the harness"
+                )
+            line += "; read their times, and every comparison that rests on them, as this spread at best.**"
+        lines.append(line)
+    return (
+        "## Accuracy: the pipeline against a plain loop\n\n"
+        "Every CPU timing job also timed the loop a user writes (zero_grad, forward, loss, backward, step over the "
+        "same loader) under `torch.utils.benchmark.Timer`, in its middle round right after each cell's own epoch "
+        "(the mean of 3 epochs after the Timer's 2 warm-up runs). A cell's epoch over it is what the harness adds "
+        f"to the user's loop: 1.00× is an accurate harness. The ratio is paired by job, with its {level} t interval, "
+        f"and judged against {tolerance} (docs/statistics.md).\n\n"
+        + table(("B", "loader", "threads", "pipeline (ms)", "plain loop (ms)", "pipeline / plain", "interval"), rows)
+        + "\n\n"
+        + "\n".join(lines)
     )

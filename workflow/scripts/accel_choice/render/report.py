@@ -306,6 +306,9 @@ def render(inputs: ReportInputs) -> str:
         scale.scale_section(inputs.scale, inputs.scale_jobs, inputs.scale_steps),
         data.data_section(inputs.data),
         noise.noise_floor_section(inputs.sentinels),
+        noise.accuracy_section(
+            inputs.train_table, inputs.environment.quick.affinity_cores or inputs.environment.quick.logical_cores
+        ),
         noise.flags_section(
             inputs.train_table, inputs.load_table, inputs.non_finite, inputs.decision.verdict.trust, inputs.noise
         ),

@@ -1,0 +1,188 @@
+"""The plain-loop reference a CPU cell is checked against (measure.reference, issue 25 item 6): timed in
+the same job, in the middle round beside its variant's epoch, kept in the record, aggregated as the
+cell's epoch over it with a paired interval, judged against ±10 % and shown in the report."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from builders_planner import sentinel_readings
+from builders_training import environment, estimate, training_cell, training_record
+
+from accel_choice.analyze import accuracy
+from accel_choice.analyze.aggregate import aggregate_training
+from accel_choice.measure import datagen, reference, steps, training
+from accel_choice.records.estimate import Estimate
+from accel_choice.records.model import ModelSpec
+from accel_choice.records.training import TrainingJob, Variant
+from accel_choice.render import noise
+
+SEED = 11
+SPEC = ModelSpec(hidden=8, lr=0.01)
+
+
+@pytest.fixture(scope="module")
+def data():
+    made = datagen.make_benchmark(512, 6, 0.2, SEED)
+    return torch.from_numpy(made.features.copy()), training.targets(SPEC, torch.from_numpy(made.target.copy()))
+
+
+def _variant(**changes) -> Variant:
+    base = steps.cpu_variants(["fastpath"], batch_size=64, threads=torch.get_num_threads())[0]
+    return dataclasses.replace(base, **changes)
+
+
+@pytest.mark.parametrize(
+    "changes, has",
+    [
+        ({}, True),
+        ({"loader": "dataloader"}, True),
+        ({"compiled": True}, False),
+        ({"device": "cuda", "placement": "resident"}, False),
+        ({"precision": "bf16"}, False),
+    ],
+)
+def test_only_eager_fp32_host_variants_have_a_reference(changes, has):
+    assert reference.has_reference(_variant(**changes)) is has
+
+
+def test_a_variant_without_a_reference_is_refused(data):
+    x, y = data
+    with pytest.raises(ValueError, match="only eager fp32 CPU variants"):
+        reference.Reference(_variant(compiled=True), x, y, SPEC, SEED)
+
+
+@pytest.mark.parametrize("loader", ["fastpath", "dataloader"])
+def test_the_plain_loop_is_timed_per_epoch(data, loader):
+    x, y = data
+    assert reference.Reference(_variant(loader=loader), x, y, SPEC, SEED).time() > 0
+
+
+class _Clock:
+    """A stand-in for a Reference that notes when it was timed, between which epochs."""
+
+    def __init__(self, log: list[str], name: str):
+        self.log, self.name = log, name
+
+    def time(self) -> float:
+        self.log.append(f"reference {self.name}")
+        return 0.001
+
+
+def test_each_reference_is_timed_once_right_after_its_variants_middle_epoch(data, monkeypatch):
+    x, y = data
+    variants = steps.cpu_variants(["dataloader", "fastpath"], batch_size=64)
+    prepared = [
+        training.prepare_variant(v, x, y, grad_scaler=False, seed=SEED, spec=SPEC, warmup_steps=1) for v in variants
+    ]
+    log: list[str] = []
+    real = training.time_epoch
+
+    def noted(p):
+        log.append(p.variant.loader)
+        return real(p)
+
+    monkeypatch.setattr(training, "time_epoch", noted)
+    clocks = [_Clock(log, "dataloader"), None]  # the fast path without one: its record says null
+    measured = training.measure_interleaved(prepared, 5, 0, references=clocks)
+    assert log == [
+        "dataloader",
+        "fastpath",
+        "fastpath",
+        "dataloader",
+        "dataloader",  # the middle (third) round
+        "reference dataloader",
+        "fastpath",
+        "fastpath",
+        "dataloader",
+        "dataloader",
+        "fastpath",
+    ]
+    assert [m["reference_epoch_s"] for m in measured] == [0.001, None]
+
+
+def test_a_timing_job_records_each_cpu_variants_reference(data):
+    x, y = data
+    records, _ = training.measure_training_job(
+        x,
+        y,
+        steps.cpu_variants(["dataloader", "fastpath"], batch_size=64),
+        repeat=0,
+        seed=SEED,
+        spec=SPEC,
+        warmup_steps=1,
+    )
+    assert all(r.reference_epoch_s is not None and r.reference_epoch_s > 0 for r in records)
+
+
+def test_the_wall_interval_counts_the_reference():
+    """A reference epoch longer than the job took is a damaged record, like an epoch would be."""
+    records = (training_record(reference_epoch_s=5.0),)
+    with pytest.raises(ValueError, match="more than the job's wall interval"):
+        TrainingJob(records=records, wall_interval=(0.0, 1.0), environment=environment(), sentinel=sentinel_readings())
+    TrainingJob(records=records, wall_interval=(0.0, 6.0), environment=environment(), sentinel=sentinel_readings())
+
+
+def test_a_cell_is_its_epoch_over_its_reference_paired_by_job():
+    group = [
+        training_record(repeat=r, epoch_s=e, epoch_s_each=(e,), reference_epoch_s=ref)
+        for r, (e, ref) in enumerate([(0.011, 0.010), (0.022, 0.020), (0.0165, 0.015)])
+    ]
+    (cell,) = aggregate_training(group, group[0].samples)
+    assert cell.reference_s_jobs == (0.010, 0.020, 0.015)
+    # Each job 1.1x its reference: the paired ratio is 1.1 with no spread, whatever the jobs' drift.
+    assert cell.epoch_s_over_reference.point == pytest.approx(1.1)
+    assert cell.epoch_s_over_reference.high - cell.epoch_s_over_reference.low == pytest.approx(0, abs=1e-9)
+
+
+def test_a_cell_with_a_job_that_timed_no_reference_has_none():
+    group = [training_record(repeat=0, reference_epoch_s=0.01), training_record(repeat=1)]
+    (cell,) = aggregate_training(group, group[0].samples)
+    assert cell.reference_s_jobs is None and cell.epoch_s_over_reference is None
+
+
+def test_a_cell_refuses_a_reference_without_its_ratio_or_of_the_wrong_length():
+    with pytest.raises(ValueError, match="null together"):
+        training_cell(reference_s_jobs=(0.01, 0.01, 0.01))
+    ratio = estimate(1.0, 0.9, 1.1)
+    with pytest.raises(ValueError, match="reference_s_jobs for 3 repeats"):
+        training_cell(reference_s_jobs=(0.01,), epoch_s_over_reference=ratio)
+
+
+@pytest.mark.parametrize(
+    "low, high, said",
+    [(0.95, 1.08, "within"), (1.12, 1.4, "outside"), (0.5, 0.85, "outside"), (0.95, 1.2, "unsettled")],
+)
+def test_a_ratio_is_within_outside_or_unsettled_against_the_tolerance(low, high, said):
+    ratio = Estimate(point=(low + high) / 2, low=low, high=high, level=0.95, method="m", jobs=3)
+    assert accuracy.judge(ratio) == said
+
+
+def _cell(threads: int, epochs: tuple[float, ...], references: tuple[float, ...]):
+    group = [
+        training_record(repeat=r, epoch_s=e, epoch_s_each=(e,), reference_epoch_s=ref, threads=threads)
+        for r, (e, ref) in enumerate(zip(epochs, references))
+    ]
+    (cell,) = aggregate_training(group, group[0].samples)
+    return cell
+
+
+def test_a_thread_count_whose_jobs_disagree_with_their_plain_loop_cannot_be_measured():
+    steady = _cell(1, (0.0101, 0.0203, 0.0152), (0.010, 0.020, 0.015))  # each job within 1.5 % of its loop
+    shaky = _cell(2, (0.008, 0.026, 0.015), (0.010, 0.020, 0.015))  # 0.8x, 1.3x, 1.0x
+    one, two = accuracy.by_threads([steady, shaky], cores=2)
+    assert (one.threads, one.every_core, one.measurable, one.jobs_outside) == (1, False, True, 0)
+    assert (two.threads, two.every_core, two.measurable, two.jobs_outside) == (2, True, False, 2)
+    assert one.pooled.point == pytest.approx((1.01 * 1.015 * 1.0133333) ** (1 / 3), rel=1e-3)
+    text = noise.accuracy_section([steady, shaky], cores=2)
+    assert "| 1 | 0.01" not in text  # a row per cell, with the batch size first
+    assert "1.01× (" in text and "within ±10%" in text and "unsettled (reaches ±10%)" in text
+    assert "these cells are measured to ±10%" in text
+    assert "**these cells cannot be measured to ±10% on this machine: 2 thread(s) use every core" in text
+    assert "2 of 3 jobs beyond ±10%" in text
+
+
+def test_no_reference_no_section():
+    assert noise.accuracy_section([training_cell()], cores=2) == ""
