@@ -4,6 +4,7 @@ gate and verdict really do on synthetic runs, for 3 and 5 jobs and job-to-job sp
     .venv/bin/python benchmarks/calibration.py                    # both methods, markdown table
     .venv/bin/python benchmarks/calibration.py --method job-t --draws 2000
     .venv/bin/python benchmarks/calibration.py --flagged           # keep a flagged job, or leave it out?
+    .venv/bin/python benchmarks/calibration.py --whole-table       # the whole-table gate: false alarm, power
 
 The runs are drawn through the library's own functions (accel_choice.analyze.calibration): the
 interval of a cell, the ratio of two, its outcome, the gate's rule and the verdict's. Every coverage,
@@ -72,6 +73,25 @@ def flagged_table(jobs_list: list[int], sigmas: list[float], draws: int) -> int:
     return 0
 
 
+def whole_table(jobs_list: list[int], sigmas: list[float], draws: int) -> int:
+    """The whole-table gate (analyze.compare_table) on a default CPU table: its A/A false alarm and its power
+    against every cell 10/20/30 % slower, with each run's machine speed apart by σR (seen by its sentinel)."""
+    started = time.perf_counter()
+    print("| jobs | σJ | σR (run to run) | A/A fails | power 10 % | power 20 % | power 30 % |")
+    print("|---|---|---|---|---|---|---|")
+    for jobs in jobs_list:
+        for sigma in sigmas:
+            for run in (0.0, 0.05, 0.10):
+                design = c.Design(jobs=jobs, sigma_job=sigma)
+                rates = [c.table_gate_rate(design, draws, slowdown=s, sigma_run=run) for s in (0.0, 0.1, 0.2, 0.3)]
+                print(f"| {jobs} | {sigma:.0%} | {run:.0%} | {' | '.join(f'{r:.3f}' for r in rates)} |", flush=True)
+    print(
+        f"\n{draws} table pairs a figure, 10 job groups × 2 cells, gate at {c.GATE_PERCENT:g} %, interval at "
+        f"{c.TABLE_LEVEL:.0%}; {time.perf_counter() - started:.0f} s"
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--method", choices=[*METHODS, "both"], default="both")
@@ -84,7 +104,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="instead: what keeping a flagged job in the intervals does, against leaving it out (analyze.trust)",
     )
+    parser.add_argument(
+        "--whole-table",
+        action="store_true",
+        help="instead: the whole-table gate's false alarm and power (analyze.compare_table)",
+    )
     args = parser.parse_args(argv)
+    if args.whole_table:
+        return whole_table(args.jobs, args.sigma_job, args.draws)
     if args.flagged:
         return flagged_table(args.jobs, args.sigma_job, args.draws)
     chosen = METHODS if args.method == "both" else {args.method: METHODS[args.method]}

@@ -31,6 +31,14 @@ def test_job_t_gate_over_a_whole_table_and_verdict_among_five_candidates_keep_th
     assert c.gate_rates(c.JOB_T, c.Design(jobs=5, sigma_job=0.05), 100, slowdown=0.3) >= 0.6
 
 
+def test_the_whole_table_gate_keeps_quiet_in_a_a_even_when_the_machine_moves_and_catches_20_percent():
+    design = c.Design(jobs=3, sigma_job=0.1)
+    # A/A: below 1 % (its level's one-sided half), with each run's machine 10 % apart as its sentinel sees it
+    assert c.table_gate_rate(design, 200, sigma_run=0.1) <= c.binomial_bounds(0.01, 200)[1]
+    # every cell 20 % slower, on a quiet machine: caught nearly always (the rows' gate alone: under 1 %)
+    assert c.table_gate_rate(design, 200, slowdown=0.2) >= c.binomial_bounds(0.95, 200)[0]
+
+
 def test_the_suggested_repeats_settle_an_undecided_verdict_as_promised_at_20_percent_job_spread():
     # issue 25 item 7: >= 80 % of the undecided runs settled rightly by a re-run with the suggested jobs when
     # the true speedup lies 1.2x from the threshold, at job spreads up to 20 %

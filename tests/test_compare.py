@@ -109,7 +109,7 @@ COLLECT_ENV: dict[str, Any] = {
     "is_cuda_available": "False",
     "cpu_info": "Architecture: x86_64\nModel name:                              AMD EPYC\n",
 }
-FAST_EPOCH_S = {32: 0.040, 512: 0.010}  # fastpath; the DataLoader takes 1.5× as long
+FAST_EPOCH_S = {32: 0.040, 64: 0.025, 128: 0.018, 256: 0.013, 512: 0.010}  # fastpath; the DataLoader 1.5×
 GPU_VARIANTS = (("fp32", "resident"), ("fp16", "streamed"))
 WIDTHS = (32, 48, 1)
 
@@ -570,10 +570,13 @@ def test_a_row_30_percent_slower_is_a_faster_and_fails_a_5_percent_gate_naming_i
     assert compare_results.main([*args, "--fail-if-slower", "5"]) == compare_results.REGRESSION == 1
     err = capsys.readouterr().err
     regressions = [line for line in err.splitlines() if line.startswith("regression: ")]
-    assert [line.split(":")[1].strip() for line in regressions] == ["cpu fastpath 1 thread B=32"] * 2
+    assert [line.split(":")[1].strip() for line in regressions] == ["cpu fastpath 1 thread B=32"] * 2 + [
+        "the whole cpu table (4 cells in 2 job groups)"  # one cell 30 % slower of four: the table's mean 7 %
+    ]
     assert "epoch time slow/base 1.30" in regressions[0] and "eval time slow/base" in regressions[1]
     assert "slow slower by more than 5 %" in regressions[0]
-    assert "error: 1 row(s) of slow slower than base by more than 5 % (--fail-if-slower)" in err
+    assert "at their points: cpu fastpath 1 thread B=32 (1.30×)" in regressions[2]
+    assert "error: 1 row(s) and the whole cpu table of slow slower than base by more than 5 % (--fail-if-slower)" in err
     # The comparison is written before the gate decides.
     assert sorted(p.name for p in out.iterdir()) == sorted(comparison.OUTPUT_NAMES)
     assert compare_results.main([*args, "--fail-if-slower", "50"]) == 0
@@ -1541,3 +1544,70 @@ def test_rows_are_listed_in_one_order_whatever_order_the_variants_arrive_in():
     assert len(orders) == 1
     (order,) = orders
     assert [(key[3], key[5], key[6]) for key in order][:2] == [("dataloader", 1, False), ("dataloader", 1, True)]
+
+
+# ---------------------------------------------------------------- the whole table (analyze.compare_table)
+
+DRIFTING = Draws(seed=31, job_sd=0.15)  # jobs 15 % apart: no single row of three jobs can see 30 %
+SIZES = (32, 64, 128, 256, 512)
+
+
+def test_every_row_30_percent_slower_on_a_drifting_machine_fails_the_gate_as_a_whole_table(tmp_path, capsys):
+    from accel_choice.analyze.compare_table import TableRegression
+
+    base = make_results(tmp_path, "base", batch_sizes=SIZES, draws=DRIFTING)
+    slow = make_results(tmp_path, "slow", batch_sizes=SIZES, scale=1.3, draws=dataclasses.replace(DRIFTING, seed=32))
+    result = _compare(base, slow, "base", "slow")
+    (shift,) = result.whole_table
+    assert (shift.device, shift.cells, shift.groups) == ("cpu", 10, 5)
+    assert 1.15 < shift.ratio.point < 1.45 and shift.ratio.low > 1.05 and shift.fails(5)
+    # Most rows alone see nothing: each has 2-4 degrees of freedom
+    rows = {id(r.row) for r in compare.regressions(result, 5) if r.metric == "epoch_s"}
+    assert len(rows) <= len(result.rows) // 2
+    assert isinstance(compare.all_regressions(result, 5)[-1], TableRegression)
+    out = tmp_path / "cmp"
+    args = [str(base), str(slow), "--out", str(out), "--label-a", "base", "--label-b", "slow", "--fail-if-slower", "5"]
+    assert compare_results.main(args) == compare_results.REGRESSION
+    err = capsys.readouterr().err
+    assert "regression: the whole cpu table (10 cells in 5 job groups): epoch time slow/base" in err
+    assert "the cells slower than that at their points: cpu " in err  # named, each with its ratio
+    assert "the whole cpu table of slow slower than base by more than 5 % (--fail-if-slower)" in err
+    document = json.loads((out / "comparison.json").read_text())
+    assert document["whole_table"][0]["job_groups"] == 5 and document["whole_table"][0]["confidence"] == 0.99
+    assert compare_results.main([*args[:-1], "40"]) == 0  # 30 % is inside a 40 % gate
+
+
+def test_an_a_a_pair_on_a_drifting_machine_passes_the_whole_table_gate(tmp_path, capsys):
+    first = make_results(tmp_path, "first", batch_sizes=SIZES, draws=DRIFTING)
+    second = make_results(tmp_path, "second", batch_sizes=SIZES, draws=dataclasses.replace(DRIFTING, seed=33))
+    (shift,) = _compare(first, second).whole_table
+    assert shift.ratio.low < 1 < shift.ratio.high and not shift.fails(0)
+    out = tmp_path / "cmp"
+    assert compare_results.main([str(first), str(second), "--out", str(out), "--fail-if-slower", "5"]) == 0
+    assert "nor a whole table" in capsys.readouterr().out
+
+
+def test_a_machine_slower_by_itself_does_not_fail_the_whole_table_gate():
+    from accel_choice.analyze.compare_table import TableShift
+    from accel_choice.records.estimate import Estimate
+
+    ratio = Estimate(point=1.2, low=1.1, high=1.3, level=0.99, method="m", jobs=30)
+    assert TableShift("cpu", 20, 10, ratio, machine_high=None).fails(5)
+    assert TableShift("cpu", 20, 10, ratio, machine_high=1.04).fails(5)
+    assert not TableShift("cpu", 20, 10, ratio, machine_high=1.12).fails(5)  # the sentinel saw up to 12 %
+    assert not TableShift("cpu", 20, 10, ratio, machine_high=None).fails(10)
+
+
+def test_the_table_ratio_pools_the_job_groups_and_leaves_out_those_without_spread():
+    from accel_choice.analyze.job_intervals import table_ratio
+
+    a = [(1.0, 1.1, 0.9), (2.0, 2.2, 1.8), (3.0, 3.3, 2.7)]
+    b = [tuple(1.2 * v for v in reversed(group)) for group in a]
+    one = table_ratio([(a[0], b[0])], 0.95)
+    pooled = table_ratio(list(zip(a, b)), 0.95)
+    assert one.point == pytest.approx(1.2) and pooled.point == pytest.approx(1.2)
+    assert pooled.high / pooled.low < one.high / one.low  # three groups: more degrees of freedom, a smaller se
+    assert pooled.jobs == 9
+    assert table_ratio([*zip(a, b), ((1.0,), (1.0, 2.0))], 0.95) == pooled
+    with pytest.raises(ValueError, match="no job group with two jobs on each side"):
+        table_ratio([((1.0,), (1.0,))], 0.95)

@@ -179,8 +179,8 @@ def test_a_thread_count_whose_jobs_disagree_with_their_plain_loop_cannot_be_meas
     text = noise.accuracy_section([steady, shaky], cores=2)
     assert "| 1 | 0.01" not in text  # a row per cell, with the batch size first
     assert "1.01× (" in text and "within ±10%" in text and "unsettled (reaches ±10%)" in text
-    assert "these cells are measured to ±10%" in text
-    assert "**these cells cannot be measured to ±10% on this machine: 2 thread(s) use every core" in text
+    assert "in this run these cells were timed to ±10%" in text
+    assert "**in this run these cells could not be timed to ±10%: 2 thread(s) use every core" in text
     assert "2 of 3 jobs beyond ±10%" in text
 
 

@@ -229,3 +229,24 @@ def test_a_timing_job_names_what_it_saw_of_other_work_as_it_finishes(caplog: pyt
             "during the job (> 0.25)",
         )
     ]
+
+
+def test_a_training_job_logs_its_warnings_then_a_line_per_variant(caplog):
+    from builders_training import training_record
+
+    log = logging.getLogger("accel_choice.test_training_job_log")
+    records = [
+        training_record(epoch_s=0.02, foreign_cpu_share=1.2),
+        training_record(loader="dataloader", finite=False, epoch_s=0.03),
+    ]
+    with caplog.at_level(logging.INFO, logger=log.name):
+        stats.log_training_job(log, records, None, NoiseRules())
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        (
+            "WARNING",
+            "this timing job may have measured the machine, not the code: other processes used 1.20 cores "
+            "during the job (> 0.25)",
+        ),
+        ("INFO", "cpu fastpath 1 thread B=32: epoch 20.00 ms, 102400 samples/s, eval 5.00 ms"),
+        ("INFO", "cpu dataloader 1 thread B=32: epoch 30.00 ms, 68267 samples/s, eval 5.00 ms, not finite from step 3"),
+    ]

@@ -1,6 +1,6 @@
 """Rule time_cpu_training: one repeat of one batch size, every loader, on the CPU."""
 
-from accel_choice.analyze.stats import NoiseRules, log_job_warnings
+from accel_choice.analyze.stats import NoiseRules, log_training_job
 from accel_choice.io import dataio
 from accel_choice.io.runtime import job
 from accel_choice.measure import steps, training
@@ -31,14 +31,4 @@ with job(snakemake.log[0], snakemake.threads) as log:
             precision=p.matmul_precision,
         )
         envelope.finish(TrainingJob, records=tuple(records), sentinel=sentinel)
-    log_job_warnings(log, records, sentinel, NoiseRules(**snakemake.config["aggregate"]))
-    for r in records:
-        log.info(
-            "B=%s %s threads=%s: epoch %.2f ms, %.0f samples/s, eval %.2f ms",
-            r.batch_size,
-            r.loader,
-            r.threads,
-            r.epoch_s * 1e3,
-            r.samples_per_s,
-            r.eval_s * 1e3,
-        )
+    log_training_job(log, records, sentinel, NoiseRules(**snakemake.config["aggregate"]))

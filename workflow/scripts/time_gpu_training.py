@@ -1,7 +1,7 @@
 """Rule time_gpu_training: one repeat of one batch size, every precision and placement, on the GPU."""
 
 from accel_choice import records as record_files
-from accel_choice.analyze.stats import NoiseRules, log_job_warnings
+from accel_choice.analyze.stats import NoiseRules, log_training_job
 from accel_choice.io import dataio
 from accel_choice.io.runtime import job
 from accel_choice.measure import devices, steps, training
@@ -35,14 +35,4 @@ with job(snakemake.log[0], snakemake.threads) as log:
             sentinel=sentinel,
             probe=probe if isinstance(probe, dict) else record_files.to_json(probe),
         )
-    log_job_warnings(log, records, sentinel, NoiseRules(**snakemake.config["aggregate"]))
-    for r in records:
-        log.info(
-            "B=%s %s %s: epoch %.2f ms, finite=%s, peak %s bytes",
-            r.batch_size,
-            r.precision,
-            r.placement,
-            r.epoch_s * 1e3,
-            r.finite,
-            r.peak_memory_bytes,
-        )
+    log_training_job(log, records, sentinel, NoiseRules(**snakemake.config["aggregate"]))

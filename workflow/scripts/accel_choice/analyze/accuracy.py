@@ -38,11 +38,14 @@ class ThreadsAccuracy:
     jobs could use, so the loop shares them with the system and the harness."""
 
     threads: int
-    cells: int
     judgements: tuple[Judgement, ...]
     job_ratios: tuple[float, ...]
     every_core: bool
     level: float
+
+    @property
+    def cells(self) -> int:
+        return len(self.judgements)
 
     @property
     def pooled(self) -> Estimate:
@@ -74,7 +77,6 @@ def by_threads(cells: Sequence[TrainingCell], cores: int | None) -> list[Threads
     return [
         ThreadsAccuracy(
             threads=threads,
-            cells=sum(c.threads == threads for c in found),
             judgements=tuple(judge(c.epoch_s_over_reference) for c in found if c.threads == threads),  # type: ignore[arg-type]
             job_ratios=tuple(
                 statistics.median(epochs) / reference

@@ -22,6 +22,7 @@ import numpy as np
 
 from accel_choice.analyze import bootstrap, job_intervals
 from accel_choice.analyze.compare_match import TIME_METRICS
+from accel_choice.analyze.compare_table import TABLE_LEVEL, TableShift  # noqa: F401 (TABLE_LEVEL: the harness prints it)
 from accel_choice.analyze.bootstrap import repeats_to_settle
 from accel_choice.analyze.job_intervals import Groups, gate_fails, outcome
 from accel_choice.records.estimate import Estimate
@@ -224,3 +225,45 @@ def binomial_bounds(p: float, draws: int, z: float = 3.0) -> tuple[float, float]
     """Where a rate of true value `p` lands in `draws` draws, ±`z` standard errors: a test's tolerance."""
     half = z * (p * (1 - p) / draws) ** 0.5
     return max(0.0, p - half), min(1.0, p + half)
+
+
+SENTINEL_JOBS, SENTINEL_SPREAD = 30, 0.05  # a default run's CPU timing jobs, and its sentinel's spread between them
+
+
+def table_gate_rate(
+    design: Design,
+    draws: int,
+    slowdown: float = 0.0,
+    sigma_run: float = 0.0,
+    groups: int = 10,
+    cells: int = 2,
+    percent: float = GATE_PERCENT,
+    seed: int = 6,
+) -> float:
+    """How often the whole-table gate (analyze.compare_table) fails: two runs of `groups` job groups (a default
+    CPU table: 5 batch sizes × 2 thread counts) of `cells` cells each (the loaders, sharing each job's speed), B
+    every cell `slowdown` slower (0: an A/A pair). Each run has its own machine speed (log-normal, `sigma_run`),
+    which its sentinel sees too (SENTINEL_JOBS jobs spread SENTINEL_SPREAD): the gate's guard against it."""
+    rng = np.random.default_rng(seed)
+    fails = 0
+    for _ in range(draws):
+        pairs: list[list[list[float]]] = [[], []]
+        sentinels = []
+        for side, scale in enumerate((1.0, 1.0 + slowdown)):
+            machine = scale * float(rng.lognormal(0.0, sigma_run)) if sigma_run else scale
+            for _ in range(groups):
+                jobs = rng.lognormal(0.0, design.sigma_job, size=design.jobs)
+                epochs = rng.lognormal(0.0, design.sigma_epoch, size=(design.jobs, cells, design.epochs))
+                per_job = machine * jobs * np.exp(np.log(np.median(epochs, axis=2)).mean(axis=1))
+                pairs[side].append([float(v) for v in per_job])
+            sentinels.append([[machine / scale * float(v)] for v in rng.lognormal(0.0, SENTINEL_SPREAD, SENTINEL_JOBS)])
+        machine_ratio = job_intervals.ratio_interval(sentinels[0], sentinels[1], level=LEVEL)
+        shift = TableShift(
+            device="cpu",
+            cells=groups * cells,
+            groups=groups,
+            ratio=job_intervals.table_ratio(list(zip(pairs[0], pairs[1])), TABLE_LEVEL),
+            machine_high=machine_ratio.high,
+        )
+        fails += shift.fails(percent)
+    return fails / draws

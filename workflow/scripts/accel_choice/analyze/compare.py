@@ -19,6 +19,7 @@ from typing import Any
 
 from accel_choice import records
 from accel_choice.analyze import compare_warnings
+from accel_choice.analyze.compare_table import TableRegression, TableShift, table_regressions, table_shifts
 from accel_choice.analyze.job_intervals import gate_fails, outcome, ratio_interval
 from accel_choice.analyze.compare_match import (
     METRIC_NAMES,
@@ -47,6 +48,8 @@ class Comparison:
     config_differences: list[dict[str, Any]]
     warnings: list[str]
     machine_speed: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    # Each device's whole table in B over A (analyze.compare_table): one figure for a shift every row shares.
+    whole_table: list[TableShift] = dataclasses.field(default_factory=list)
     # B a byte-identical copy of A: "folder" (every file), "tables" (the training tables only), None (two runs).
     copy: str | None = None
 
@@ -105,6 +108,12 @@ class Comparison:
             "full_path_format": self.full_path_format,
             "fastest_full_path": self.fastest,
             "machine_speed": self.machine_speed,
+            "whole_table": [shift.as_json() for shift in self.whole_table],
+            "whole_table_means": (
+                "each device's epoch time over all its cells measured on both sides: per timing job the geometric "
+                "mean of its cells' median epochs, B/A over the job groups with a Welch t interval at `confidence`; "
+                "--fail-if-slower fails when its low end passes 1 + PCT and machine_ratio_ci_high (the sentinels')"
+            ),
             "rows": [row.table_row() for row in self.rows],
             "environment_differences": self.environment_differences,
             "config_differences": self.config_differences,
@@ -204,6 +213,7 @@ def compare(
         config_differences=configs,
         warnings=warnings,
         machine_speed=machine,
+        whole_table=table_shifts(a, b, machine),
         copy=copy,
     )
 
@@ -257,6 +267,11 @@ class Regression:
     row: ComparisonRow
     metric: str  # a name in TIME_METRICS
 
+    def as_json(self, label_a: str, label_b: str, percent: float) -> dict[str, Any]:
+        return {"variant": self.row.name, "batch_size": self.row.batch_size, "metric": self.metric} | {
+            "line": self.line(label_a, label_b, percent)
+        }
+
     def line(self, label_a: str, label_b: str, percent: float) -> str:
         row, name = self.row, self.metric
         floor = row.noise_floor or 0.0
@@ -267,6 +282,12 @@ class Regression:
             f"{ratio.low:.3f}–{ratio.high:.3f}): {label_b} slower by more than "
             f"{percent:g} % (noise floor ±{floor * 100:.1f} %)"
         )
+
+
+def all_regressions(result: Comparison, percent: float) -> list[Regression | TableRegression]:
+    """What fails --fail-if-slower: the rows beyond the gate (`regressions`), then each device's whole table
+    beyond it (analyze.compare_table)."""
+    return [*regressions(result, percent), *table_regressions(result.whole_table, result.rows, percent)]
 
 
 def regressions(result: Comparison, percent: float) -> list[Regression]:

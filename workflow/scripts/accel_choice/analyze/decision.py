@@ -23,6 +23,7 @@ from accel_choice.analyze.stats import NoiseRules
 from accel_choice.records.decision import (
     DeviceComparison,
     EvidenceValue,
+    CpuConfiguration,
     FastestEpoch,
     GpuMemory,
     GpuVisibility,
@@ -317,11 +318,7 @@ def verdict(
         threshold=threshold,
         fastest_cpu_path=best,
         fastest_cpu_epoch=FastestEpoch(
-            loader=fastest.loader,
-            batch_size=fastest.batch_size,
-            threads=fastest.threads,
-            compiled=fastest.compiled,
-            epoch_s=fastest.epoch_s.point,
+            **CpuConfiguration.of(fastest),
             flop_3x=flop,
             flop_per_s_3x=flop / fastest.epoch_s.point,
             figures=figures.source,

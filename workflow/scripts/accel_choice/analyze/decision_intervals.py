@@ -9,7 +9,7 @@ from accel_choice.analyze import job_intervals
 from accel_choice.analyze.job_intervals import outcome, ratio_interval, simultaneous_level
 from accel_choice.records.estimate import Estimate
 from accel_choice.analyze.stats import NoiseRules
-from accel_choice.records.decision import StepScaling, TiedConfiguration
+from accel_choice.records.decision import StepScaling, CpuConfiguration, TiedConfiguration
 from accel_choice.records.training import FullPathRow, TrainingCell
 
 
@@ -83,16 +83,7 @@ def fastest_ties(
         )
         ratio = ratio_interval(fastest.epoch_s_jobs, cell.epoch_s_jobs, paired=paired, level=rules.confidence)
         if outcome(ratio, floor or 0.0) == "no_difference":
-            ties.append(
-                TiedConfiguration(
-                    loader=cell.loader,
-                    batch_size=cell.batch_size,
-                    threads=cell.threads,
-                    compiled=cell.compiled,
-                    epoch_s=cell.epoch_s.point,
-                    over_fastest=ratio,
-                )
-            )
+            ties.append(TiedConfiguration(**CpuConfiguration.of(cell), over_fastest=ratio))
     return tuple(sorted(ties, key=lambda t: t.over_fastest.point))
 
 

@@ -115,6 +115,36 @@ def ratio_interval(a: Groups, b: Groups, *, paired: bool = False, level: float =
     return _t_estimate(float(np.mean(lb) - np.mean(la)), se, df, level, jobs, WELCH)
 
 
+TABLE = "Welch t on the mean over job groups of B's and A's mean log job values"
+
+
+def table_ratio(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], level: float = 0.95) -> Estimate:
+    """B/A over a whole table, one figure for a shift every row shares (a slower commit slows every cell).
+    `pairs[g]` are job group g's per-job values on side A and side B (a job's value: the geometric mean of the
+    median epochs of the cells it timed; the jobs of a group are independent processes, the cells inside one
+    job are not). Each group's difference of mean logs, the groups weighted alike; the interval is Welch's t,
+    its variance the sum of every group's two variances over the groups squared, its degrees of freedom
+    Welch-Satterthwaite's over all of them (so three jobs a side in each of ten groups give about 40, where one
+    row has 2-4). Groups with fewer than two jobs on a side tell no spread and are left out."""
+    diffs, parts, jobs = [], [], 0
+    for a, b in pairs:
+        la, lb = np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float))
+        if min(len(la), len(lb)) < 2:
+            continue
+        jobs += min(len(la), len(lb))
+        diffs.append(float(lb.mean() - la.mean()))
+        parts += [
+            (float(np.var(la, ddof=1)) / len(la), len(la) - 1),
+            (float(np.var(lb, ddof=1)) / len(lb), len(lb) - 1),
+        ]
+    if not diffs:
+        raise ValueError("no job group with two jobs on each side: no whole-table interval")
+    total = sum(v for v, _ in parts)
+    se = math.sqrt(total) / len(diffs)
+    df = total**2 / sum(v**2 / dof for v, dof in parts) if total > 0 else 1.0
+    return _t_estimate(float(np.mean(diffs)), se, df, level, jobs, TABLE)
+
+
 def can_pair(a: Groups, b: Groups) -> bool:
     """A paired comparison needs the same jobs with the same number of epochs on both sides."""
     return len(a) == len(b) and all(len(x) == len(y) for x, y in zip(a, b))

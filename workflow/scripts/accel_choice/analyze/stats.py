@@ -127,3 +127,21 @@ def log_job_warnings(
     """Each of job_warnings' reasons as a WARNING line of the job's log (and so of Snakemake's output)."""
     for reason in job_warnings(records, sentinel, rules):
         log.warning("this timing job may have measured the machine, not the code: %s", reason)
+
+
+def log_training_job(
+    log: logging.Logger, records: Sequence[Any], sentinel: SentinelReadings | None, rules: NoiseRules
+) -> None:
+    """A training job's warnings (`log_job_warnings`), then one INFO line per variant it timed."""
+    log_job_warnings(log, records, sentinel, rules)
+    for r in records:
+        log.info(
+            "%s B=%s: epoch %.2f ms, %.0f samples/s, eval %.2f ms%s%s",
+            r.name,
+            r.batch_size,
+            r.epoch_s * 1e3,
+            r.samples_per_s,
+            r.eval_s * 1e3,
+            "" if r.finite else f", not finite from step {r.nonfinite_step}",
+            "" if r.peak_memory_bytes is None else f", peak {r.peak_memory_bytes} bytes",
+        )

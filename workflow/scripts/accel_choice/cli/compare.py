@@ -18,13 +18,18 @@ construction.
 --fail-if-slower PCT makes it a regression gate (pytest-benchmark's --benchmark-compare-fail is the model): after
 writing the comparison as without it, exit 1 when B is slower than A by more than PCT percent in the epoch or eval
 time of at least one row, with the whole interval beyond it (ratio_ci_low > 1 + PCT/100) and beyond the row's
-noise floor (its outcome is "A faster"); each such row is printed on stderr. Rows on one side only and the full
-path (sums of medians, no interval) are never gated.
+noise floor (its outcome is "A faster"); each such row is printed on stderr. It fails too when a device's whole
+table is slower: its epoch time over every cell measured on both sides (analyze.compare_table: per timing job the
+geometric mean of its cells, a Welch t interval over the job groups at 99 %) lies wholly above 1 + PCT/100 and above
+the machines' own change (the sentinels' B/A upper end); printed with the cells slower than PCT at their points. A
+slower commit slows every cell a little, which no row of three jobs can see alone. Rows on one side only and the
+full path (sums of medians, no interval) are never gated.
 
 Exit codes:
     0  the comparison was written (and, with --fail-if-slower, no row is slower by more than PCT).
-    1  --fail-if-slower only: the comparison was written and at least one row of B is slower than A by more than
-       PCT percent, the whole interval beyond it; one "regression: ..." line per row and time on stderr.
+    1  --fail-if-slower only: the comparison was written and at least one row of B, or a whole table, is slower
+       than A by more than PCT percent, the whole interval beyond it; one "regression: ..." line per row and time,
+       and per table, on stderr.
     2  bad input, before anything is written. One line naming the file: a folder that is not a results folder,
        or a value the comparison reads that the workflow never writes (a time or rate that is not a positive
        finite number, min > median or median > max, a batch size that is not a positive integer, a string or
@@ -54,7 +59,7 @@ if TYPE_CHECKING:
 # The comparison's own modules (scipy, matplotlib: about two seconds) are imported by the functions that
 # compare, after the arguments are read, so `--help` and a usage error answer at once.
 
-REGRESSION = 1  # --fail-if-slower: a row of B slower than A beyond PCT, the whole interval beyond it
+REGRESSION = 1  # --fail-if-slower: a row of B, or a whole table, slower than A beyond PCT, the whole interval beyond it
 BAD_INPUT = 2  # also argparse's own code for a usage error
 NOT_WRITTEN = 3
 
@@ -93,7 +98,8 @@ def parse_args(argv: Sequence[str] | None, prog: str | None = None) -> argparse.
         metavar="PCT",
         help=(
             f"exit {REGRESSION} when a row of B is slower than A by more than PCT %% in epoch or eval time, "
-            "the whole interval (and the noise floor) beyond it"
+            "the whole interval (and the noise floor) beyond it, or a whole table's epoch time is (beyond the "
+            "machines' own change too)"
         ),
     )
     parser.add_argument(
@@ -164,7 +170,7 @@ def _json_report(args: argparse.Namespace, result: Comparison, written: Sequence
     """--json: the comparison as one object on stdout; the gate's regressions in it (and on stderr)."""
     from accel_choice.analyze import compare
 
-    slower = [] if args.fail_if_slower is None else compare.regressions(result, args.fail_if_slower)
+    slower = [] if args.fail_if_slower is None else compare.all_regressions(result, args.fail_if_slower)
     for regression in slower:
         print(f"regression: {regression.line(args.label_a, args.label_b, args.fail_if_slower)}", file=sys.stderr)
     status = REGRESSION if slower else 0
@@ -172,31 +178,30 @@ def _json_report(args: argparse.Namespace, result: Comparison, written: Sequence
         "status": status,
         "written": [str(p) for p in written],
         "fail_if_slower": args.fail_if_slower,
-        "regressions": [
-            {"variant": r.row.name, "batch_size": r.row.batch_size}
-            | {"metric": r.metric, "line": r.line(args.label_a, args.label_b, args.fail_if_slower)}
-            for r in slower
-        ],
+        "regressions": [r.as_json(args.label_a, args.label_b, args.fail_if_slower) for r in slower],
     }
     print(json.dumps(document | result.as_json(), indent=2, allow_nan=False))
     return status
 
 
 def gate(result: Comparison, pct: float, label_a: str, label_b: str) -> int:
-    """Exit code of --fail-if-slower: each row of B slower than A beyond `pct` on stderr, then 1; else 0."""
+    """Exit code of --fail-if-slower: each row of B, and each whole table, slower than A beyond `pct` on stderr,
+    then 1; else 0."""
     from accel_choice.analyze import compare
 
     slower = compare.regressions(result, pct)
-    for regression in slower:
+    tables = compare.table_regressions(result.whole_table, result.rows, pct)
+    for regression in [*slower, *tables]:
         print(f"regression: {regression.line(label_a, label_b, pct)}", file=sys.stderr)
-    if slower:
+    if slower or tables:
         rows = len({id(regression.row) for regression in slower})
+        found = [f"{rows} row(s)"] * bool(slower) + [f"the whole {t.shift.device} table" for t in tables]
         print(
-            f"error: {rows} row(s) of {label_b} slower than {label_a} by more than {pct:g} % (--fail-if-slower)",
+            f"error: {' and '.join(found)} of {label_b} slower than {label_a} by more than {pct:g} % (--fail-if-slower)",
             file=sys.stderr,
         )
         return REGRESSION
-    print(f"no row of {label_b} slower than {label_a} by more than {pct:g} % beyond its interval")
+    print(f"no row of {label_b} slower than {label_a} by more than {pct:g} % beyond its interval, nor a whole table")
     return 0
 
 

@@ -6,7 +6,7 @@ a status or an outcome is a code, and every figure a sentence would state is a f
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from accel_choice.records import Count, Fraction, NonNegative, Positive, PositiveCount, Seconds, record
 from accel_choice.records.data import BenchmarkGenerator, NorthstarGenerator, UserDataSource
@@ -108,14 +108,31 @@ class SheetStep:
 
 
 @record
-class FastestEpoch:
-    """The fastest CPU training epoch and the arithmetic rate it achieved (3× rule)."""
+class CpuConfiguration:
+    """A CPU training configuration the verdict names, and its epoch (the cell's point)."""
 
     loader: str
     batch_size: PositiveCount
     threads: PositiveCount
     compiled: bool
     epoch_s: Seconds
+
+    @staticmethod
+    def of(cell: Any) -> dict[str, Any]:
+        """The fields of a training cell's configuration, to build a record that names it."""
+        return {
+            "loader": cell.loader,
+            "batch_size": cell.batch_size,
+            "threads": cell.threads,
+            "compiled": cell.compiled,
+            "epoch_s": cell.epoch_s.point,
+        }
+
+
+@record
+class FastestEpoch(CpuConfiguration):
+    """The fastest CPU training epoch and the arithmetic rate it achieved (3× rule)."""
+
     flop_3x: Count
     flop_per_s_3x: Positive
     figures: Literal["formula", "counted"]  # the 3× rule on the textbook's formula, or on the counted forward
@@ -202,15 +219,10 @@ class DeviceComparison:
 
 
 @record
-class TiedConfiguration:
+class TiedConfiguration(CpuConfiguration):
     """A CPU configuration not measurably slower than the fastest: its epoch over the fastest's
     with the interval (the tie: the interval holds 1 or stays inside the run's noise floor)."""
 
-    loader: str
-    batch_size: PositiveCount
-    threads: PositiveCount
-    compiled: bool
-    epoch_s: Seconds
     over_fastest: Estimate  # its epoch over the fastest's
 
 

@@ -215,7 +215,8 @@ def _floor_section(result: Comparison) -> str:
 
 def sensitivity_lines(result: Comparison) -> list[str]:
     """What this comparison could have seen, in sentences: per time metric the slowdown of B a row would catch
-    with 80 % power (the median row's and the best row's), and whether each table's machine itself changed."""
+    with 80 % power (the median row's and the best row's), whether each table's machine itself changed, and
+    each whole table's shift (analyze.compare_table)."""
     a, b = (side["label"] for side in result.sides)
     lines = []
     for name in TIME_METRICS:
@@ -243,6 +244,13 @@ def sensitivity_lines(result: Comparison) -> list[str]:
             f"Machine: the {m['table'].upper()} sentinel ({m['workload']}) took {m['ratio_b_over_a']:.3f}× as long in "
             f"{b} as in {a} ({m['confidence'] * 100:g} % interval {m['ratio_ci_low']:.3f}–{m['ratio_ci_high']:.3f}, "
             f"{m['jobs_a']} and {m['jobs_b']} jobs): {m['outcome']}."
+        )
+    for t in result.whole_table:
+        lines.append(
+            f"Whole {t.device.upper()} table: epoch time {b}/{a} {t.ratio.point:.3f}× over its {t.cells} cells in "
+            f"{t.groups} timing-job groups ({t.ratio.level * 100:g} % interval {t.ratio.low:.3f}–{t.ratio.high:.3f}): "
+            "a shift every row shares, which no row of a few jobs can see alone; --fail-if-slower fails when the "
+            "interval lies wholly above its percent and above the machines' own change."
         )
     return lines
 

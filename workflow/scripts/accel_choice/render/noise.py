@@ -197,9 +197,9 @@ def accuracy_section(cells: Sequence[TrainingCell], cores: int | None) -> str:
             f"{group.jobs_outside} of {len(group.job_ratios)} jobs beyond {tolerance}: "
         )
         if group.measurable:
-            line += f"these cells are measured to {tolerance}."
+            line += f"in this run these cells were timed to {tolerance}."
         else:
-            line += f"**these cells cannot be measured to {tolerance} on this machine"
+            line += f"**in this run these cells could not be timed to {tolerance}"
             if group.every_core:
                 line += (
                     f": {group.threads} thread(s) use every core it gave the jobs ({cores}), which the loop shares with "
