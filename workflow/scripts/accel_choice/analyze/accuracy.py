@@ -1,7 +1,8 @@
 """How accurate the harness is (issue 25, accuracy): each CPU cell's epoch over the plain loop timed in
 the same jobs (measure.reference; the ratio with its paired interval, analyze.aggregate.versus_reference)
 judged against a tolerance, and, per thread count, whether a job can time its cells to that tolerance at all
-(on a 2-core machine, 2 threads could not). Numbers and codes only; render.noise says them."""
+(decided per run: on a 2-core VM, 2 threads were the worse in three runs of four). Numbers and codes
+only; render.noise says them."""
 
 from __future__ import annotations
 
@@ -66,8 +67,8 @@ class ThreadsAccuracy:
     def measurable(self) -> bool:
         """Whether a job can time these cells to ±TOLERANCE: the same work timed twice in one job (pipeline and
         plain loop, side by side) disagrees by less than the tolerance (its log spread under log(1 + TOLERANCE)).
-        Measured on this 2-core VM (2026-12-04): 1 thread 5.3 % (4 of 30 jobs beyond ±10 %), 2 threads
-        15.2 % (14 of 30): two threads on two cores share them with the system and the harness."""
+        Measured on this 2-core VM (2026-12-04, docs/statistics.md): in a quiet run 1 thread 5.3 % (4 of 30 jobs
+        beyond ±10 %), 2 threads 15.2 % (14 of 30); in busier ones 10-20 % at either."""
         return self.spread <= math.log(1 + TOLERANCE)
 
 
