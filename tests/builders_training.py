@@ -14,7 +14,8 @@ from accel_choice.analyze import theory
 from accel_choice.analyze.bootstrap import METHOD
 from accel_choice.records.estimate import Estimate, PositiveEstimate, positive
 from accel_choice.records.environment import Environment, EnvironmentReport, Workflow
-from accel_choice.records.training import Contamination, FullPathRow, Invariants, TrainingCell, TrainingRecord
+from accel_choice.records.training import Contamination, Invariants, TrainingCell, TrainingRecord
+from accel_choice.records.fullpath import FullPathRow
 
 ROWS = 2048
 SHA_INITIAL = "a" * 64

@@ -22,7 +22,8 @@ from accel_choice.records.estimate import Estimate
 from accel_choice.records.loads import SecondsSpread
 from accel_choice.io import envinfo
 from accel_choice.io.results_folder import ResultsFolder
-from accel_choice.records.training import VARIANT_KEYS, FullPathRow, TrainingCell
+from accel_choice.records.training import VARIANT_KEYS, TrainingCell
+from accel_choice.records.fullpath import FullPathRow
 
 PREFERRED_FORMAT = "parquet"
 # Times with per-job data in both cells: each gets an interval of its ratio and an outcome.

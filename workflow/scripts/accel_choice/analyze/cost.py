@@ -16,7 +16,7 @@ from accel_choice.records.cost import CostLine, CostOutcome, CostTable
 from accel_choice.records.decision import DeviceComparison
 from accel_choice.records.estimate import Estimate
 from accel_choice.records.time_to_target import TargetRow, TimeToTarget
-from accel_choice.records.training import FullPathRow
+from accel_choice.records.fullpath import FullPathRow
 
 HOUR = 3600.0
 

@@ -39,7 +39,8 @@ from accel_choice.records.decision import (
 from accel_choice.records.environment import Environment
 from accel_choice.records.loads import LoadCell, TransferTable, VisibleDevices
 from accel_choice.records.time_to_target import TimeToTarget
-from accel_choice.records.training import FullPathRow, TrainingCell, variant_fields
+from accel_choice.records.training import TrainingCell, variant_fields
+from accel_choice.records.fullpath import FullPathRow
 
 
 def gpu_visibility(probe: VisibleDevices | None, environment: Environment) -> GpuVisibility:

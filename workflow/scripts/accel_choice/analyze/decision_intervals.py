@@ -10,7 +10,8 @@ from accel_choice.analyze.job_intervals import outcome, ratio_interval, simultan
 from accel_choice.records.estimate import Estimate
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.records.decision import StepScaling, CpuConfiguration, TiedConfiguration
-from accel_choice.records.training import FullPathRow, TrainingCell
+from accel_choice.records.training import TrainingCell
+from accel_choice.records.fullpath import FullPathRow
 
 
 def _epoch_and_eval(cell: TrainingCell) -> list[list[float]]:

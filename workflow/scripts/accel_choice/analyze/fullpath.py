@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from accel_choice.records.loads import CopyCell, LoadCell, TransferTable
-from accel_choice.records.training import FullPathRow, TrainingCell, variant_fields
+from accel_choice.records.training import TrainingCell, variant_fields
+from accel_choice.records.fullpath import FullPathRow
 
 
 def pageable_copy(transfers: TransferTable | None, what: str, direction: str) -> CopyCell | None:

@@ -18,7 +18,8 @@ from accel_choice.io.folder_checks import DamagedRecord, NotAResultsFolder, inco
 from accel_choice.records.decision import Decision, FullPathTable, Verdict
 from accel_choice.records.environment import Environment, EnvironmentReport
 from accel_choice.records.sentinel import SentinelSummary
-from accel_choice.records.training import FullPathRow, NonFiniteRun, TrainingCell, TrainingTable
+from accel_choice.records.training import NonFiniteRun, TrainingCell, TrainingTable
+from accel_choice.records.fullpath import FullPathRow
 
 R = TypeVar("R")
 

@@ -11,7 +11,7 @@ from typing import Literal
 
 from accel_choice.records import Fraction, Positive, record
 from accel_choice.records.estimate import Estimate, PositiveEstimate
-from accel_choice.records.training import FullPathRow
+from accel_choice.records.fullpath import FullPathRow
 
 # gpu_cheaper / cpu_cheaper: the whole interval of the cost ratio lies on one side of 1 (per epoch),
 # or the two devices' intervals do not overlap (to target); no_difference otherwise.

@@ -12,7 +12,8 @@ from accel_choice.records import Count, Fraction, NonNegative, Positive, Positiv
 from accel_choice.records.data import BenchmarkGenerator, NorthstarGenerator, UserDataSource
 from accel_choice.records.environment import Environment
 from accel_choice.records.estimate import Estimate
-from accel_choice.records.training import FullPathRow, Variant
+from accel_choice.records.training import Variant
+from accel_choice.records.fullpath import FullPathRow
 
 # Status codes of a decision-sheet step.
 Status = Literal[

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 
 from accel_choice.analyze.job_intervals import SETTLE_AWAY
 from accel_choice.records.decision import GpuVisibility, SheetStep, Verdict
-from accel_choice.records.training import FullPathRow, TrainingCell
+from accel_choice.records.training import TrainingCell
+from accel_choice.records.fullpath import FullPathRow
 from accel_choice.render.formatting import level_words, ms, table
 from accel_choice.render.noise import trust_banner
 

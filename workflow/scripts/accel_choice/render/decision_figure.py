@@ -13,7 +13,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from accel_choice.records.training import FullPathRow, TrainingCell  # noqa: E402
+from accel_choice.records.training import TrainingCell  # noqa: E402
+from accel_choice.records.fullpath import FullPathRow
 from accel_choice.render.decision import thread_words  # noqa: E402
 from accel_choice.render.formatting import save_figure  # noqa: E402
 

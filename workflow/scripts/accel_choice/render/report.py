@@ -19,7 +19,8 @@ from accel_choice.records.planner import CostModelTable, FlopCheck, Scenario
 from accel_choice.records.resources import ResourceTable
 from accel_choice.records.scale import ScaleJob, ScaleTable, StepRate
 from accel_choice.records.sentinel import SentinelSummary
-from accel_choice.records.training import FullPathRow, NonFiniteRun, TrainingCell
+from accel_choice.records.training import NonFiniteRun, TrainingCell
+from accel_choice.records.fullpath import FullPathRow
 from accel_choice.render import archive, cost, data, noise, northstar, planner, scale, theory
 from accel_choice.render import decision as decision_words
 from accel_choice.render.formatting import cell_flags, ms, number, table
