@@ -93,6 +93,8 @@ def training_record(
         fields["startup_s"] = fields["context_startup_s"] or 0.0
     if "scaler_skipped_steps" not in overrides:  # a count exactly with a GradScaler: none skipped by default
         fields["scaler_skipped_steps"] = 0 if fields["grad_scaler"] else None
+    if fields["compiled"] and "compile_mode" not in overrides:  # compiled: torch's default mode, no break
+        fields["compile_mode"], fields["graph_breaks"] = "default", overrides.get("graph_breaks", 0)
     if "epoch_memory_bytes" not in overrides:  # the epoch's own memory: 40 % of its peak by default
         peak = fields["peak_memory_bytes"]
         fields["epoch_memory_bytes"] = None if peak is None else peak * 2 // 5

@@ -85,6 +85,9 @@ def code(script):
 # user's model (model.factory) is also an input through its source: its module and every module it
 # imports from model.path, so editing the model re-runs what timed it.
 MODEL = sorted_keys(config["model"])
+# torch.compile's mode: a param of the training jobs only where a compiled variant is timed (else no result
+# depends on it, and changing it re-runs nothing).
+COMPILE_MODE = config["timing"]["compile_mode"] if True in config["timing"]["compile"] else None
 # The workload of the planner's grid: the textbook MLP trained with Adam on BCE. Any other model is
 # planned from its counted profile (analyze.model_work).
 GRID_MODEL = (

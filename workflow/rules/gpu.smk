@@ -87,6 +87,7 @@ rule time_gpu_training:
         warmup_steps=config["timing"]["warmup_steps"],
         epochs_per_job=config["timing"]["epochs_per_job"],
         compile=config["timing"]["compile"],
+        compile_mode=COMPILE_MODE,
         matmul_precision=config["timing"]["matmul_precision"],
     script:
         "../scripts/time_gpu_training.py"

@@ -29,6 +29,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
             warmup_steps=p.warmup_steps,
             epochs=p.epochs_per_job,
             precision=p.matmul_precision,
+            compile_mode=p.compile_mode or "default",
         )
         envelope.finish(TrainingJob, records=tuple(records), sentinel=sentinel)
     log_training_job(log, records, sentinel, NoiseRules(**snakemake.config["aggregate"]))

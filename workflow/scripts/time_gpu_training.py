@@ -27,6 +27,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
             warmup_steps=p.warmup_steps,
             epochs=p.epochs_per_job,
             precision=p.matmul_precision,
+            compile_mode=p.compile_mode or "default",
         )
         probe = devices.probe()
         envelope.finish(

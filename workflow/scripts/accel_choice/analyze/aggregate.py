@@ -149,6 +149,7 @@ def aggregate_training(
             contaminated=contaminated_repeats(group, rules, job_reasons),
             context_startup_s_median=_median(startups) if startups else None,
             startup_s_jobs=tuple(r.startup_s for r in group),
+            graph_breaks=max((r.graph_breaks for r in group if r.graph_breaks is not None), default=None),
             **versus_fastpath(key, groups, rules, noise_floor),
             **versus_reference(group, rules),
         )

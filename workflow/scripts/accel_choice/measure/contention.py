@@ -13,6 +13,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+
+def load_average() -> list[float]:
+    """The 1-, 5- and 15-minute load averages, taken around a measurement."""
+    return list(os.getloadavg())
+
+
 _BUSY_FIELDS = (0, 1, 2, 5, 6, 7)  # user nice system irq softirq steal (idle and iowait are not busy)
 _STEAL_FIELD = 7  # user nice system idle iowait irq softirq steal
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,7 +10,7 @@ import torch
 from accel_choice.measure.contention import ForeignCpuMeter
 from accel_choice.measure.model import targets
 from accel_choice.measure.sentinel import Sentinel
-from accel_choice.measure.training import context_startup_seconds, measure_interleaved, prepare_variant
+from accel_choice.measure.training import context_startup_seconds, finite_or_none, measure_interleaved, prepare_variant
 from accel_choice.records.model import ModelSpec
 from accel_choice.records.grid import GridRecord, Workload
 from accel_choice.records.sentinel import SentinelReadings
@@ -76,10 +75,6 @@ def measure_grid(
     return records, sentinel.readings()
 
 
-def _finite_or_none(value: float) -> float | None:
-    return value if math.isfinite(value) else None
-
-
 def grid_record(
     timed: dict[str, Any],
     workload: Workload,
@@ -93,9 +88,9 @@ def grid_record(
     return GridRecord(
         **{
             **{key: value for key, value in timed.items() if key not in left_out},
-            "eval_loss": _finite_or_none(timed["eval_loss"]),
-            "final_loss": _finite_or_none(timed["final_loss"]),
-            "mean_train_loss": _finite_or_none(timed["mean_train_loss"]),
+            "eval_loss": finite_or_none(timed["eval_loss"]),
+            "final_loss": finite_or_none(timed["final_loss"]),
+            "mean_train_loss": finite_or_none(timed["mean_train_loss"]),
             "loadavg_before": tuple(timed["loadavg_before"]),
             "loadavg_after": tuple(timed["loadavg_after"]),
             "invariants": Invariants(**timed["invariants"]),

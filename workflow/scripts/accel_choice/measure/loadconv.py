@@ -31,7 +31,7 @@ import torch
 from accel_choice.measure.contention import ForeignCpuMeter
 from accel_choice.io.dataio import matrix_sha256
 from accel_choice.measure.job import Envelope
-from accel_choice.measure.training import load_average
+from accel_choice.measure.contention import load_average
 from accel_choice.records.loads import LOAD_STAGES, FileLoad, LoadConvertJob, PassStages
 
 FORMATS = ("csv", "parquet")

@@ -37,6 +37,14 @@ COMPILE_BACKEND = "inductor"
 RECOMPILE_LIMIT = 64
 
 
+def graph_breaks() -> int:
+    """Graph breaks dynamo has met in this process so far (torch._dynamo.utils.counters): a compiled forward
+    that breaks runs its pieces between the graphs eagerly, so it is not the whole model compiled."""
+    from torch._dynamo.utils import counters
+
+    return sum(counters["graph_break"].values())
+
+
 def compiling(step: Step) -> contextlib.AbstractContextManager[Any]:
     """The warm-up of a compiled variant: compile what it needs, and fail loudly past the limit."""
     if not step.compiled:
@@ -120,15 +128,23 @@ class Step:
     precision: str = "fp32"
     compiled: bool = False  # the model's forward through torch.compile (timing.compile)
     scaler: bool = False  # a GradScaler scales the loss: fp16 with timing's gpu.grad_scaler on
+    compile_mode: str = "default"  # torch.compile's mode (timing.compile_mode): reduce-overhead, CUDA graphs
 
 
-def step_of(variant: Variant, *, grad_scaler: bool) -> Step:
-    """The update of `variant`; `grad_scaler` (gpu.grad_scaler) is used by fp16 only."""
+def compile_mode(update: Step) -> str | None:
+    """What a compiled variant's record says of its mode: timing.compile_mode; None for an eager one."""
+    return update.compile_mode if update.compiled else None
+
+
+def step_of(variant: Variant, *, grad_scaler: bool, compile_mode: str = "default") -> Step:
+    """The update of `variant`; `grad_scaler` (gpu.grad_scaler) is used by fp16 only, `compile_mode` by a
+    compiled variant only."""
     check_variant(variant)
     return Step(
         precision=variant.precision,
         compiled=variant.compiled,
         scaler=variant.precision == "fp16" and grad_scaler,
+        compile_mode=compile_mode,
     )
 
 
@@ -139,7 +155,8 @@ class Trainer:
         self.model, self.spec, self.device = model, spec, device
         # torch.compile wraps the module (its weights stay the model's); the compiled code is cached by
         # torch per process, so a fresh model of the same class reuses what the warm-up compiled.
-        self.forward = torch.compile(model, backend=COMPILE_BACKEND) if update.compiled else model
+        mode = None if update.compile_mode == "default" else update.compile_mode
+        self.forward = torch.compile(model, backend=COMPILE_BACKEND, mode=mode) if update.compiled else model
         self.optimizer = make_optimizer(model, spec.lr, device, spec.optimizer)
         self.loss_fn = make_loss(spec)
         self.dtype = PRECISIONS[update.precision]

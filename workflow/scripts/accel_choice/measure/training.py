@@ -11,23 +11,19 @@ with data resident on the device or streamed from the host batch by batch. What 
 and `steps.gpu_variants` list a job's variants. Measurement discipline (torch.utils.benchmark's, applied
 to a whole epoch):
 - `time.perf_counter()` around the loop, the device synchronized before each clock read;
-- a warm-up on a throw-away copy of the model, so first-call costs (allocator, kernel
-  selection, Adam's lazy state) are paid before the clock starts and the timed model
-  still starts from the seeded initial weights;
-- the load average before the variant's first epoch and after its last, the CPU that other processes took during the job
-  (`foreign_cpu_share`, from /proc/stat), the process CPU time and (CUDA) the peak
-  memory, kept in every record;
+- a warm-up on a throw-away copy of the model, so first-call costs (allocator, kernel selection, Adam's
+  lazy state, compilation) are paid before the clock starts and the timed model starts from the seeded weights;
+- the load average before the variant's first epoch and after its last, the CPU that other processes took
+  during the job (`foreign_cpu_share`, /proc/stat), the process CPU time and (CUDA) the peak memory;
 - the invariants of section 28.3.5 checked on every record;
-- non-finite losses caught without a host sync per step: each step's loss is stored in a
-  device buffer and inspected after the clock stops. A non-finite gradient surfaces there
-  too: Adam turns it into non-finite weights, hence a non-finite next loss (or non-finite
-  final weights, which are checked); with a GradScaler an inf gradient only skips the step.
+- non-finite losses caught without a host sync per step: each step's loss tensor is kept and inspected
+  after the clock stops. A non-finite gradient surfaces there too: Adam turns it into non-finite weights,
+  hence a non-finite next loss (or final weights, which are checked); a GradScaler only skips the step.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import statistics
 import time
 from collections.abc import Sequence
@@ -37,7 +33,7 @@ from typing import Any
 import torch
 
 from accel_choice.analyze import theory
-from accel_choice.measure.contention import ForeignCpuMeter
+from accel_choice.measure.contention import ForeignCpuMeter, load_average
 from accel_choice.measure.devices import (
     allocated_memory_bytes,
     matmul_precision,
@@ -53,8 +49,10 @@ from accel_choice.measure.steps import (
     Step,
     Trainer,
     WarmupResult,
+    compile_mode as compile_mode_of,
     compiled_already,
     evaluate,
+    graph_breaks,
     step_of,
     train_epoch,
     warm_up,
@@ -67,10 +65,6 @@ from accel_choice.records.training import Invariants, TrainingRecord, Variant, v
 
 class InvariantError(AssertionError):
     """A timing record broke an invariant: the measurement, not the machine, is wrong."""
-
-
-def load_average() -> list[float]:
-    return list(os.getloadavg())
 
 
 def check_invariants(record: dict[str, Any], rows: int) -> dict[str, bool]:
@@ -118,6 +112,7 @@ def prepare_variant(
     seed: int,
     spec: ModelSpec,
     warmup_steps: int,
+    compile_mode: str = "default",
 ) -> Prepared:
     """Warm a variant up on a throw-away copy of its seeded model (x, y are host tensors, y as
     measure.model.targets shapes it), on the variant's device at torch's present thread count."""
@@ -125,7 +120,7 @@ def prepare_variant(
         raise ValueError(
             f"{variant.name}: timed at {variant.threads} threads, but torch runs {torch.get_num_threads()}"
         )
-    update = step_of(variant, grad_scaler=grad_scaler)
+    update = step_of(variant, grad_scaler=grad_scaler, compile_mode=compile_mode)
     device = torch.device(variant.device)
     data = placed(variant, x, y)
     model = build(spec, x.shape[1:], seed).to(device)
@@ -299,11 +294,13 @@ def measure_training_job(
     grad_scaler: bool = True,
     epochs: int = 1,
     precision: str = "highest",
+    compile_mode: str = "default",
 ) -> tuple[list[TrainingRecord], SentinelReadings]:
     """Every variant (one batch size, one device: a job's) warmed up, then `epochs` interleaved rounds of
     one epoch each (epoch_order), the drift sentinel ticking around them; the records and the job's
     sentinel readings. `grad_scaler` (gpu.grad_scaler): fp16 variants scale their loss with a GradScaler;
-    `precision` (timing.matmul_precision): torch's float32 matmul precision for the whole job."""
+    `precision` (timing.matmul_precision): torch's float32 matmul precision for the whole job; `compile_mode`
+    (timing.compile_mode) the compiled variants', whose records say it with the job's graph breaks."""
     sizes, on = {v.batch_size for v in variants}, {v.device for v in variants}
     if len(sizes) != 1 or len(on) != 1:
         raise ValueError(f"a timing job times one batch size on one device, got {sorted(sizes)} on {sorted(on)}")
@@ -318,10 +315,12 @@ def measure_training_job(
     check_targets(spec, y)
     y = targets(spec, y)
     with matmul_precision(precision):  # the whole job, warm-up included: its kernels are the timed ones
-        prepared = [
-            prepare_variant(v, x, y, grad_scaler=grad_scaler, seed=seed, spec=spec, warmup_steps=warmup_steps)
-            for v in variants
-        ]
+        breaks = graph_breaks()  # compiled frames are cached per process: the job's breaks, in whichever warm-up
+        options = dict(
+            grad_scaler=grad_scaler, seed=seed, spec=spec, warmup_steps=warmup_steps, compile_mode=compile_mode
+        )
+        prepared = [prepare_variant(v, x, y, **options) for v in variants]
+        breaks = graph_breaks() - breaks
         # Other processes' CPU while the epochs are timed (after the warm-up: torch.compile's worker
         # processes, which compile a compiled variant's kernels there, are not a contamination of them).
         meter = ForeignCpuMeter().start()
@@ -338,8 +337,9 @@ def measure_training_job(
         references = [Reference(v, x, y, spec, seed) if has_reference(v) else None for v in variants]
         sentinel = Sentinel(target)
         measured = measure_interleaved(prepared, epochs, repeat, sentinel, references)
-    for result, startup in zip(measured, startups):
-        result["startup_s"] = startup
+    for result, startup, p in zip(measured, startups, prepared):
+        mode = compile_mode_of(p.update)
+        result |= {"startup_s": startup, "compile_mode": mode, "graph_breaks": None if mode is None else breaks}
     foreign = meter.stop()
     # Identical batches in identical order at one precision must give identical weights, whatever
     # the loader, placement or epoch: a check that the variants really did the same work. Compiled
@@ -377,7 +377,7 @@ def check_some_step_finite(records: list[TrainingRecord], spec: ModelSpec) -> No
         )
 
 
-def _finite_or_none(value: float) -> float | None:
+def finite_or_none(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
@@ -392,7 +392,7 @@ def training_record(measured: dict[str, Any], **job: Any) -> TrainingRecord:
             for key, value in measured.items()
             if key not in (*losses, "invariants", "loadavg_before", "loadavg_after")
         },
-        **{key: _finite_or_none(measured[key]) for key in losses},
+        **{key: finite_or_none(measured[key]) for key in losses},
         loadavg_before=tuple(measured["loadavg_before"]),
         loadavg_after=tuple(measured["loadavg_after"]),
         invariants=Invariants(**measured["invariants"]),

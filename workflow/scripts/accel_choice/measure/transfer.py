@@ -16,7 +16,8 @@ import torch
 
 from accel_choice.measure.devices import synchronize
 from accel_choice.measure.job import Envelope
-from accel_choice.measure.training import context_startup_seconds, load_average
+from accel_choice.measure.contention import load_average
+from accel_choice.measure.training import context_startup_seconds
 from accel_choice.records.loads import CopyTiming, TransferJob
 
 

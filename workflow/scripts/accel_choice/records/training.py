@@ -164,6 +164,18 @@ class TrainingRecord(EpochMeasurement):
     # its timed epochs) in the job's middle round beside this variant's; null where the variant has none
     # (GPU, compiled).
     reference_epoch_s: Seconds | None = None
+    # A compiled variant's torch.compile mode (timing.compile_mode) and the graph breaks dynamo met while its
+    # job compiled (a compiled model that breaks runs the code between its graphs eagerly); null when eager.
+    compile_mode: str | None = None
+    graph_breaks: Count | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if (self.compile_mode is None or self.graph_breaks is None) == self.compiled:
+            raise ValueError(
+                f"compile_mode {self.compile_mode!r} and graph_breaks {self.graph_breaks!r} must be set exactly "
+                f"for a compiled variant (compiled {self.compiled})"
+            )
 
 
 # time.time() may be stepped by the clock's synchronisation during a job; process CPU time is counted in ticks.
@@ -171,7 +183,7 @@ WALL_CLOCK_SLACK_S = 0.5
 CPU_CLOCK_SLACK_S = 0.01
 
 
-@record(schema="training-job", version=7)
+@record(schema="training-job", version=8)
 class TrainingJob:
     """timing/{cpu,gpu}/bs<B>.rep<r>.json: every variant of one batch size, timed in one process,
     with the job's drift sentinel."""
@@ -244,6 +256,7 @@ class TrainingCell(Variant):
     # a paired interval (analyze.aggregate.versus_reference); null where the cell has no reference.
     reference_s_jobs: tuple[Seconds, ...] | None = None
     epoch_s_over_reference: PositiveEstimate | None = None
+    graph_breaks: Count | None = None  # a compiled cell: the most graph breaks a job of it met
 
     def __post_init__(self) -> None:
         one_per_repeat(self, "epoch_s_jobs", "eval_s_jobs", "startup_s_jobs", "reference_s_jobs")
@@ -340,7 +353,7 @@ class NonFiniteRun(Variant):
     mean_train_loss: float | None
 
 
-@record(schema="training-table", version=7)
+@record(schema="training-table", version=8)
 class TrainingTable:
     """tables/{cpu,gpu}_training.json: the cells of one device, the runs left out of them, the
     run's drift sentinel (its machine speed, flagged jobs and noise floor), and the memory of the

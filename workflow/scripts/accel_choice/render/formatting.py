@@ -48,6 +48,8 @@ def cell_flags(cell: Any) -> str:
     flags = ["**noisy**: " + "; ".join(cell.noise_reasons)] if cell.noisy else []
     if cell.contaminated:
         flags.append(f"**busy machine** in repeat(s) {', '.join(str(c.repeat) for c in cell.contaminated)}")
+    if getattr(cell, "graph_breaks", None):
+        flags.append(f"**{cell.graph_breaks} graph break(s)**: the compiled model runs in pieces")
     return "; ".join(flags)
 
 
