@@ -21,6 +21,7 @@ from accel_choice.measure import contention, sentinel, steps, training
 from accel_choice.records.sentinel import GpuState, SentinelReadings
 from accel_choice.records.training import TrainingJob
 from accel_choice.records.model import ModelSpec
+from accel_choice.render import noise
 
 CPU_WORKLOAD = sentinel.workload_name(torch.device("cpu"))
 
@@ -451,3 +452,38 @@ def test_the_sentinel_holds_nothing_on_its_device_between_ticks(one_thread, monk
     assert [len(held) for held in during] == [2] and probe.held_on_device() == ()
     with pytest.raises(RuntimeError, match="inside _on_device"):
         run(1)
+
+
+# --- a GPU job's host sentinel (issue 26: host drift slows a launch-bound model unseen by the GPU) ----------
+
+
+def test_a_host_sentinel_times_the_cpu_work_after_every_tick(one_thread):
+    """The GPU path's host readings, run on the CPU (its twin): one host reading per tick, kept in the readings."""
+    probe = sentinel.Sentinel(torch.device("cpu"), host=True)
+    ticks = [probe.tick() for _ in range(3)]
+    readings = probe.readings()
+    assert readings.seconds == tuple(ticks)
+    assert len(readings.host_seconds) == 3 and all(s > 0 for s in readings.host_seconds)
+    assert readings.host_median_s == statistics.median(readings.host_seconds)
+    cpu_only = sentinel.Sentinel(torch.device("cpu"))
+    cpu_only.tick()
+    assert cpu_only.readings().host_seconds is None and cpu_only.host is None
+
+
+def test_readings_refuse_host_readings_that_are_not_one_per_tick():
+    with pytest.raises(ValueError, match="2 host_seconds for 3 ticks"):
+        _readings(0.05, host_seconds=(0.03, 0.03))
+
+
+def test_a_job_whose_host_ran_at_another_speed_is_flagged_and_warned():
+    steady = [(f"bs64.rep{r}", _readings(0.05, host_seconds=(0.030, 0.030, 0.031))) for r in range(4)]
+    slow_host = ("bs64.rep4", _readings(0.05, host_seconds=(0.045, 0.046, 0.045)))
+    summary = summarize_sentinels([*steady, slow_host], NoiseRules())
+    assert summary.host_run_median_s == pytest.approx(0.030)
+    assert summary.jobs[4].reasons == ("the host's speed changed during this job (host sentinel 1.50x the run median)",)
+    assert not any(row.reasons for row in summary.jobs[:4])
+    from accel_choice.analyze.stats import job_warnings
+
+    moving = _readings(0.05, host_seconds=(0.030, 0.031, 0.045))
+    assert job_warnings([], moving, NoiseRules()) == ["its host sentinel readings moved 1.50x within the job (> 1.25x)"]
+    assert "CPU's fixed work on its host" in noise.noise_floor_section([("GPU", summary)])

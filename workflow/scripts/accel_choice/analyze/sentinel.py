@@ -11,13 +11,20 @@ from accel_choice.analyze.stats import NoiseRules, off_speed, shared_cpu_reasons
 from accel_choice.records.sentinel import SentinelJob, SentinelReadings, SentinelSummary
 
 
-def job_reasons(readings: SentinelReadings, run_median_s: float, rules: NoiseRules) -> list[str]:
-    """Why a job's machine was not the run's machine: its sentinel off the run's median by more than
-    the tolerance (either way), or the hypervisor taking CPU from it."""
+def job_reasons(
+    readings: SentinelReadings, run_median_s: float, rules: NoiseRules, host_run_median_s: float | None = None
+) -> list[str]:
+    """Why a job's machine was not the run's machine: its sentinel (or a GPU job's host sentinel) off the run's
+    median by more than the tolerance (either way), or the hypervisor taking CPU from it."""
     reasons = []
     ratio = readings.median_s / run_median_s
     if off_speed(ratio, rules):
         reasons.append(f"machine speed changed during this job (sentinel {ratio:.2f}x the run median)")
+    host = readings.host_median_s
+    if host is not None and host_run_median_s and off_speed(host / host_run_median_s, rules):
+        reasons.append(
+            f"the host's speed changed during this job (host sentinel {host / host_run_median_s:.2f}x the run median)"
+        )
     reasons += shared_cpu_reasons(None, readings.steal_share, rules, " during the job")
     gpu_reasons = sorted({r for state in (readings.gpu_start, readings.gpu_end) if state for r in state.reasons})
     if gpu_reasons:
@@ -37,6 +44,8 @@ def summarize_sentinels(jobs: Sequence[tuple[str, SentinelReadings]], rules: Noi
     if len(workloads) != 1:
         raise ValueError(f"sentinels of different workloads cannot be compared: {sorted(workloads)}")
     run_median = statistics.median(readings.median_s for _, readings in jobs)
+    hosts = [readings.host_median_s for _, readings in jobs if readings.host_median_s is not None]
+    host_median = statistics.median(hosts) if hosts else None
     rows = []
     for label, readings in jobs:
         rows.append(
@@ -45,7 +54,7 @@ def summarize_sentinels(jobs: Sequence[tuple[str, SentinelReadings]], rules: Noi
                 median_s=readings.median_s,
                 over_run_median=readings.median_s / run_median,
                 steal_share=readings.steal_share,
-                reasons=tuple(job_reasons(readings, run_median, rules)),
+                reasons=tuple(job_reasons(readings, run_median, rules, host_median)),
             )
         )
     clean = [row.median_s for row in rows if not row.reasons]
@@ -57,4 +66,5 @@ def summarize_sentinels(jobs: Sequence[tuple[str, SentinelReadings]], rules: Noi
         flagged=sum(bool(row.reasons) for row in rows),
         jobs=tuple(rows),
         confidence=rules.confidence,
+        host_run_median_s=host_median,
     )

@@ -113,11 +113,12 @@ def job_warnings(records: Sequence[Any], sentinel: SentinelReadings | None, rule
     reasons = dict.fromkeys(reason for record in records for reason in contamination(record, rules))
     if sentinel is not None:
         reasons.update(dict.fromkeys(shared_cpu_reasons(None, sentinel.steal_share, rules, " during the job")))
-        moved = max(sentinel.seconds) / min(sentinel.seconds)
-        if off_speed(moved, rules):
-            reasons[
-                f"its sentinel readings moved {moved:.2f}x within the job (> {1 + rules.sentinel_tolerance:g}x)"
-            ] = None
+        for name, seconds in (("sentinel", sentinel.seconds), ("host sentinel", sentinel.host_seconds or ())):
+            moved = max(seconds, default=1.0) / min(seconds, default=1.0)
+            if off_speed(moved, rules):
+                reasons[
+                    f"its {name} readings moved {moved:.2f}x within the job (> {1 + rules.sentinel_tolerance:g}x)"
+                ] = None
     return list(reasons)
 
 

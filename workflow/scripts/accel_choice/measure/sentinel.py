@@ -8,7 +8,8 @@ every time on a device (never calibrated to the machine, or it would hide the dr
 - CPU: 96 × (256×256 fp32 matmul, in-place ReLU, sum), ~30–45 ms on one thread of the 2-vCPU VM,
   a mix of arithmetic and per-op dispatch like the training step's;
 - CUDA: 20 × a 4096×4096 fp32 matmul (~50 ms on a data-centre GPU), synchronized before each clock
-  read, no host sync inside the loop.
+  read, no host sync inside the loop; and after it the CPU's work on the host, whose drift slows a
+  launch-bound model with no sign on the GPU (`host_seconds`).
 Beside it: the hypervisor's steal time (/proc/stat), the cores' clock and governor where the VM
 exposes them, and on a GPU its clocks, temperature, power and throttle reasons (NVML, through the
 `nvidia-ml-py` package, where the driver answers).
@@ -33,6 +34,7 @@ from accel_choice.measure.devices import matmul_precision, synchronize
 from accel_choice.records.sentinel import GpuState, SentinelReadings
 
 WORKLOADS = {"cpu": (256, 96), "cuda": (4096, 20)}  # matrix side, iterations
+HOST_WORKLOAD = "cpu: 96 x mm(256x256) fp32"  # what a GPU job's host sentinel times: the CPU's work
 
 # NVML's clocks-event (throttle) reason bits; GpuIdle (1) is not a slowdown and is left out.
 NVML_REASONS = {
@@ -134,13 +136,18 @@ class Sentinel:
     start, between rounds and at the end.
     """
 
-    def __init__(self, device: torch.device):
+    def __init__(self, device: torch.device, host: bool | None = None):
         self.device = device
         side, self.iterations = WORKLOADS["cpu" if device.type == "cpu" else "cuda"]
         generator = torch.Generator().manual_seed(0)
         # Host tensors: the device holds its copies only during a tick (see the module's text).
         self.a = torch.randn(side, side, generator=generator)
         self.b = torch.randn(side, side, generator=generator)
+        # A GPU job's host launches its kernels: its drift slows a launch-bound model with no sign on the GPU's
+        # clocks, so each tick times the CPU's work too (`host`: default on a non-CPU device; tests set it).
+        self.host = (
+            Sentinel(torch.device("cpu"), host=False) if (device.type != "cpu" if host is None else host) else None
+        )
         self._operands: tuple[torch.Tensor, torch.Tensor] | None = None
         with self._on_device():
             self._run(2)  # first-call costs (allocator, kernel selection) stay out of every reading
@@ -186,6 +193,8 @@ class Sentinel:
         finally:
             torch.set_num_threads(threads)
         self.seconds.append(seconds)
+        if self.host is not None:
+            self.host.tick()
         return seconds
 
     def held_on_device(self) -> tuple[torch.Tensor, ...]:
@@ -206,4 +215,5 @@ class Sentinel:
             governor=governor(),
             gpu_start=self._gpu0,
             gpu_end=gpu_state(self.device),
+            host_seconds=None if self.host is None else tuple(self.host.seconds),
         )

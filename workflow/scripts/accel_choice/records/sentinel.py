@@ -39,10 +39,19 @@ class SentinelReadings:
     governor: str | None  # cpufreq scaling governor, where the VM exposes one
     gpu_start: GpuState | None = None
     gpu_end: GpuState | None = None
+    # A GPU job's host side, which launches its kernels: the CPU's fixed work (measure.sentinel.HOST_WORKLOAD)
+    # timed right after each tick's device work; null in a CPU job, whose sentinel is the host's.
+    host_seconds: tuple[Seconds, ...] | None = None
+
+    @property
+    def host_median_s(self) -> float | None:
+        return None if self.host_seconds is None else statistics.median(self.host_seconds)
 
     def __post_init__(self) -> None:
         if not self.seconds:
             raise ValueError("a sentinel holds at least one timing")
+        if self.host_seconds is not None and len(self.host_seconds) != len(self.seconds):
+            raise ValueError(f"{len(self.host_seconds)} host_seconds for {len(self.seconds)} ticks")
         median = statistics.median(self.seconds)
         if abs(median - self.median_s) > 1e-12 * max(1.0, median):
             raise ValueError(f"median_s {self.median_s} is not the median of seconds ({median})")
@@ -75,3 +84,4 @@ class SentinelSummary:
     flagged: Count
     jobs: tuple[SentinelJob, ...]
     confidence: Fraction  # the level of the run's intervals, stated beside the floor
+    host_run_median_s: Seconds | None = None  # GPU jobs: the median of their host sentinels' medians

@@ -47,6 +47,12 @@ def noise_floor_section(sentinels: Sequence[tuple[str, SentinelSummary]]) -> str
                 f"and every comparison in this report counts a difference only when its {s.confidence:.0%} "
                 "interval lies wholly beyond it."
             )
+        if s.host_run_median_s is not None:
+            text += (
+                f" Each {device} job also timed the CPU's fixed work on its host right after every tick (the host "
+                f"launches the kernels: its drift slows a launch-bound model with no sign on the GPU): the median took "
+                f"{s.host_run_median_s * 1e3:.1f} ms, and a job off it by more than the tolerance is flagged too."
+            )
         flagged = [j for j in s.jobs if j.reasons]
         if flagged:
             worst = max(flagged, key=lambda j: abs(j.over_run_median - 1))
