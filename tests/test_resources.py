@@ -214,3 +214,29 @@ def test_a_damaged_resource_table_is_refused_naming_the_field(tmp_path):
         RecordError, match=r"resources\.json: jobs\[0\]\.peak_rss_mb: Input should be greater than or equal to 0"
     ):
         records.read(ResourceTable, path)
+
+
+def test_a_training_job_takes_its_options_from_its_rules_params():
+    from types import SimpleNamespace
+
+    from accel_choice.io.runtime import training_options
+    from accel_choice.records.model import ModelSpec
+
+    params = SimpleNamespace(
+        seed=7,
+        model={"hidden": 8, "lr": 0.01},
+        warmup_steps=3,
+        epochs_per_job=2,
+        matmul_precision="high",
+        compile_mode=None,  # no compiled variant: the rule gives no mode
+    )
+    assert training_options(params) == {
+        "seed": 7,
+        "spec": ModelSpec(hidden=8, lr=0.01),
+        "warmup_steps": 3,
+        "epochs": 2,
+        "precision": "high",
+        "compile_mode": "default",
+    }
+    params.compile_mode = "reduce-overhead"
+    assert training_options(params)["compile_mode"] == "reduce-overhead"

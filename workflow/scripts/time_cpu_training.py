@@ -2,10 +2,9 @@
 
 from accel_choice.analyze.stats import NoiseRules, log_training_job
 from accel_choice.io import dataio
-from accel_choice.io.runtime import job
+from accel_choice.io.runtime import job, training_options
 from accel_choice.measure import steps, training
 from accel_choice.measure.job import timing_job
-from accel_choice.records.model import ModelSpec
 from accel_choice.records.training import TrainingJob
 
 inp, wc, p = snakemake.input, snakemake.wildcards, snakemake.params
@@ -24,12 +23,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
             y,
             steps.cpu_variants(p.loaders, p.compile, batch_size=int(wc.batch_size)),
             repeat=int(wc.repeat),
-            seed=p.seed,
-            spec=ModelSpec(**p.model),
-            warmup_steps=p.warmup_steps,
-            epochs=p.epochs_per_job,
-            precision=p.matmul_precision,
-            compile_mode=p.compile_mode or "default",
+            **training_options(p),
         )
         envelope.finish(TrainingJob, records=tuple(records), sentinel=sentinel)
     log_training_job(log, records, sentinel, NoiseRules(**snakemake.config["aggregate"]))

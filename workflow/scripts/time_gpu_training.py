@@ -3,10 +3,9 @@
 from accel_choice import records as record_files
 from accel_choice.analyze.stats import NoiseRules, log_training_job
 from accel_choice.io import dataio
-from accel_choice.io.runtime import job
+from accel_choice.io.runtime import job, training_options
 from accel_choice.measure import devices, steps, training
 from accel_choice.measure.job import timing_job
-from accel_choice.records.model import ModelSpec
 from accel_choice.records.training import TrainingJob
 
 inp, wc, p = snakemake.input, snakemake.wildcards, snakemake.params
@@ -22,12 +21,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
             ),
             repeat=int(wc.repeat),
             grad_scaler=p.grad_scaler,
-            seed=p.seed,
-            spec=ModelSpec(**p.model),
-            warmup_steps=p.warmup_steps,
-            epochs=p.epochs_per_job,
-            precision=p.matmul_precision,
-            compile_mode=p.compile_mode or "default",
+            **training_options(p),
         )
         probe = devices.probe()
         envelope.finish(

@@ -11,10 +11,12 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from accel_choice import records
 from accel_choice.io import atomic
 from accel_choice.records import UserInputError
+from accel_choice.records.model import ModelSpec
 
 log = logging.getLogger("accel_choice")
 
@@ -88,3 +90,17 @@ def read_body_line(log_text: str) -> dict[str, float] | None:
         return None
     wall, cpu, rss = (float(v) for v in matches[-1])
     return {"body_wall_s": wall, "body_cpu_s": cpu, "peak_rss_mb": rss}
+
+
+def training_options(params: Any) -> dict[str, Any]:
+    """What a training timing job passes measure.training.measure_training_job from its rule's params (the
+    CPU and the GPU rule alike): the seed, the model, the warm-up, the epochs per job, the matmul precision
+    and, where a compiled variant is timed, torch.compile's mode."""
+    return {
+        "seed": params.seed,
+        "spec": ModelSpec(**params.model),
+        "warmup_steps": params.warmup_steps,
+        "epochs": params.epochs_per_job,
+        "precision": params.matmul_precision,
+        "compile_mode": params.compile_mode or "default",
+    }
