@@ -182,6 +182,10 @@ def test_a_thread_count_whose_jobs_disagree_with_their_plain_loop_cannot_be_meas
     assert "in this run these cells were timed to ±10%" in text
     assert "**in this run these cells could not be timed to ±10%: 2 thread(s) use every core" in text
     assert "2 of 3 jobs beyond ±10%" in text
+    first = noise.accuracy_line([steady, shaky], cores=2)
+    assert first.startswith("**Accuracy:** in this run one job's two timings of the same work")
+    assert "differed by 24% at 2 thread(s), more than ±10%" in first and "at 1 thread" not in first
+    assert noise.accuracy_line([steady], cores=2) == ""
 
 
 def test_no_reference_no_section():

@@ -224,3 +224,17 @@ def accuracy_section(cells: Sequence[TrainingCell], cores: int | None) -> str:
         + "\n\n"
         + "\n".join(lines)
     )
+
+
+def accuracy_line(cells: Sequence[TrainingCell], cores: int | None) -> str:
+    """For the first screen: the thread counts whose jobs could not time their cells to the tolerance in this run
+    (analyze.accuracy); "" where every one could, or no cell has a reference."""
+    short = [group for group in accuracy.by_threads(cells, cores) if not group.measurable]
+    if not short:
+        return ""
+    spreads = ", ".join(f"{group.spread:.0%} at {group.threads} thread(s)" for group in short)
+    return (
+        f"**Accuracy:** in this run one job's two timings of the same work (the pipeline's epoch and a plain loop's, "
+        f"side by side) differed by {spreads}, more than ±{accuracy.TOLERANCE:.0%}: smaller differences between "
+        "those cells are not measured (see Accuracy: the pipeline against a plain loop)."
+    )

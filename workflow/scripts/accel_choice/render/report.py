@@ -286,9 +286,11 @@ def _gpu_section(inputs: ReportInputs) -> str:
 
 def render(inputs: ReportInputs) -> str:
     verdict = inputs.decision.verdict
+    cores = inputs.environment.quick.affinity_cores or inputs.environment.quick.logical_cores
     sections = [
         "# accel-choice: is a CPU enough for this training job?",
         decision_words.headline(verdict),
+        noise.accuracy_line(inputs.train_table, cores),
         planner.answer_lines(inputs.break_even),
         cost.cost_headline(inputs.cost),
         decision_words.sheet_section(inputs.decision.sheet, verdict.gpu, counted=inputs.theory.figures == "counted"),
@@ -307,9 +309,7 @@ def render(inputs: ReportInputs) -> str:
         scale.scale_section(inputs.scale, inputs.scale_jobs, inputs.scale_steps),
         data.data_section(inputs.data),
         noise.noise_floor_section(inputs.sentinels),
-        noise.accuracy_section(
-            inputs.train_table, inputs.environment.quick.affinity_cores or inputs.environment.quick.logical_cores
-        ),
+        noise.accuracy_section(inputs.train_table, cores),
         noise.flags_section(
             inputs.train_table, inputs.load_table, inputs.non_finite, inputs.decision.verdict.trust, inputs.noise
         ),
