@@ -34,7 +34,6 @@ from accel_choice.measure.devices import matmul_precision, synchronize
 from accel_choice.records.sentinel import GpuState, SentinelReadings
 
 WORKLOADS = {"cpu": (256, 96), "cuda": (4096, 20)}  # matrix side, iterations
-HOST_WORKLOAD = "cpu: 96 x mm(256x256) fp32"  # what a GPU job's host sentinel times: the CPU's work
 
 # NVML's clocks-event (throttle) reason bits; GpuIdle (1) is not a slowdown and is left out.
 NVML_REASONS = {
@@ -145,9 +144,9 @@ class Sentinel:
         self.b = torch.randn(side, side, generator=generator)
         # A GPU job's host launches its kernels: its drift slows a launch-bound model with no sign on the GPU's
         # clocks, so each tick times the CPU's work too (`host`: default on a non-CPU device; tests set it).
-        self.host = (
-            Sentinel(torch.device("cpu"), host=False) if (device.type != "cpu" if host is None else host) else None
-        )
+        if host is None:
+            host = device.type != "cpu"
+        self.host = Sentinel(torch.device("cpu"), host=False) if host else None
         self._operands: tuple[torch.Tensor, torch.Tensor] | None = None
         with self._on_device():
             self._run(2)  # first-call costs (allocator, kernel selection) stay out of every reading

@@ -131,7 +131,7 @@ class Step:
     compile_mode: str = "default"  # torch.compile's mode (timing.compile_mode): reduce-overhead, CUDA graphs
 
 
-def compile_mode(update: Step) -> str | None:
+def compile_mode_of(update: Step) -> str | None:
     """What a compiled variant's record says of its mode: timing.compile_mode; None for an eager one."""
     return update.compile_mode if update.compiled else None
 

@@ -49,7 +49,7 @@ from accel_choice.measure.steps import (
     Step,
     Trainer,
     WarmupResult,
-    compile_mode as compile_mode_of,
+    compile_mode_of,
     compiled_already,
     evaluate,
     graph_breaks,

@@ -39,7 +39,7 @@ class SentinelReadings:
     governor: str | None  # cpufreq scaling governor, where the VM exposes one
     gpu_start: GpuState | None = None
     gpu_end: GpuState | None = None
-    # A GPU job's host side, which launches its kernels: the CPU's fixed work (measure.sentinel.HOST_WORKLOAD)
+    # A GPU job's host side, which launches its kernels: the CPU's fixed work (measure.sentinel.WORKLOADS["cpu"])
     # timed right after each tick's device work; null in a CPU job, whose sentinel is the host's.
     host_seconds: tuple[Seconds, ...] | None = None
 
