@@ -10,16 +10,8 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from accel_choice.records import (
-    Count,
-    NonNegative,
-    NonNegativeSeconds,
-    Positive,
-    PositiveCount,
-    Seconds,
-    ordered,
-    record,
-)
+from accel_choice.records import Count, NonNegative, NonNegativeSeconds, Positive, PositiveCount, Seconds, record
+from accel_choice.records import ordered
 
 from accel_choice.records.breakeven import ModelSource
 from accel_choice.records.environment import Environment

@@ -11,15 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from accel_choice.records import (
-    Count,
-    NonNegative,
-    NonNegativeSeconds,
-    Positive,
-    PositiveCount,
-    Seconds,
-    record,
-)
+from accel_choice.records import Count, NonNegative, NonNegativeSeconds, Positive, PositiveCount, Seconds, record
 from accel_choice.records.environment import Environment
 from accel_choice.records.estimate import PositiveEstimate, flat_row
 from accel_choice.records.sentinel import SentinelReadings

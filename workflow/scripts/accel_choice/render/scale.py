@@ -14,14 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from accel_choice.io import paths  # noqa: E402
 from accel_choice.records.estimate import Estimate  # noqa: E402
-from accel_choice.records.scale import (  # noqa: E402
-    Rate,
-    ReaderPass,
-    ScaleJob,
-    ScaleTable,
-    SizeMeasurement,
-    StepRate,
-)
+from accel_choice.records.scale import Rate, ReaderPass, ScaleJob, ScaleTable, SizeMeasurement, StepRate  # noqa: E402
 from accel_choice.render.formatting import save_figure, table  # noqa: E402
 
 GB = 1e9
