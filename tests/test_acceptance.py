@@ -67,3 +67,22 @@ def test_without_a_cuda_device_it_says_so_and_exits_2(tmp_path, capsys):
     assert gpu_acceptance.main(["--out", str(tmp_path / "a.json")]) == 2
     assert "this job needs a CUDA device, but none is visible" in capsys.readouterr().err
     assert not (tmp_path / "a.json").exists()
+
+
+def test_the_compiled_checks_run_on_the_cpu_whole_and_without_cuda_graphs(monkeypatch):
+    """The two compiled checks on the CPU (their CUDA run differs only in what the CUDA-graph one expects):
+    the forward compiled whole, default mode; reduce-overhead recorded as such, inductor counting its graphs as
+    run without CUDA graphs (none exist on a CPU). One variant, one batch size: the compile is the cost."""
+    for name, value in (("PRECISIONS", ("fp32",)), ("PLACEMENTS", ("resident",)), ("BATCH_SIZES", (64,))):
+        monkeypatch.setattr(acceptance, name, value)
+    report = acceptance.run("cpu", rows=256)
+    checks = {c.name: c for c in report.checks}
+    assert report.passed, acceptance.table(report)
+    default = checks["a compiled variant (torch.compile) trains whole"]
+    graphs = checks["reduce-overhead: no CUDA graphs on a CPU"]
+    assert default.found.endswith("0 graph breaks") and "graphs run without CUDA graphs" in graphs.found
+    assert int(graphs.found.split(", ")[-1].split()[0]) > 0
+    compiled = [(r.compile_mode, r.graph_breaks) for r in report.runs if r.compiled]
+    assert compiled == [("default", 0), ("reduce-overhead", 0)]
+    assert [(r.compile_mode, r.graph_breaks) for r in report.runs if not r.compiled] == [(None, None)]
+    assert "reduce-overhead" in acceptance.table(report)

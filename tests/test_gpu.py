@@ -233,6 +233,32 @@ def test_fp16_without_grad_scaler(benchmark, device):
         assert all(dataclasses.asdict(r.invariants).values())
 
 
+def test_cuda_graphs_are_captured_and_replayed_in_the_timed_epochs(benchmark, device):
+    """timing.compile_mode reduce-overhead: on CUDA every compiled graph runs as a CUDA graph (inductor
+    skipped none: no CPU tensor, no mutated input, each update marked as a new iteration) and trains finite,
+    the fp16 one under its GradScaler too; the record names the mode, with no graph break. The CPU twin runs
+    the same job, where inductor counts every graph as run without CUDA graphs."""
+    precisions = ["fp32", "fp16"] if device.type == "cuda" else ["fp32"]  # the CPU twin: the compile is the cost
+    variants = steps.gpu_variants(precisions, ["resident"], [True], batch_size=LARGE, device=device.type)
+    skipped = steps.cudagraph_skips()
+    records, _ = training.measure_training_job(
+        *benchmark,
+        variants,
+        repeat=0,
+        grad_scaler=True,
+        seed=SEED,
+        spec=SPEC,
+        warmup_steps=WARMUP,
+        epochs=EPOCHS,
+        compile_mode="reduce-overhead",
+    )
+    skipped = steps.cudagraph_skips() - skipped
+    assert [(r.precision, r.compile_mode, r.graph_breaks, r.finite) for r in records] == [
+        (p, "reduce-overhead", 0, True) for p in precisions
+    ]
+    assert skipped == 0 if device.type == "cuda" else skipped > 0
+
+
 @pytest.mark.parametrize("device", DEVICES, indirect=True)
 def test_streamed_peak_does_not_include_the_resident_matrix(device):
     rows = 262_144 if device.type == "cuda" else 8192  # 32 MiB of features: far above any allocator noise

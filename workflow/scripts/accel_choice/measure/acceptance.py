@@ -5,7 +5,7 @@
 
 It needs neither Snakemake nor pandas, pyarrow, scipy, matplotlib or pytest (docs/gpu.md): every
 precision (fp32, fp16, bf16) × placement (resident, streamed, prefetched) at two batch sizes through
-measure.training, a compiled variant, the copies (pageable and pinned, two batch sizes), the probe,
+measure.training, a compiled variant and a CUDA-graph one (reduce-overhead), the copies (pageable and pinned, two batch sizes), the probe,
 each epoch's own memory against the formulas' bound, and no host synchronisation inside a warmed
 training step (torch's sync debug mode "error"). Each check holds or fails naming what was found;
 an exception inside a check fails that check, not the run.
@@ -75,6 +75,8 @@ def variant_run(r: TrainingRecord, rows: int) -> VariantRun:
         placement=r.placement,
         batch_size=r.batch_size,
         compiled=r.compiled,
+        compile_mode=r.compile_mode,
+        graph_breaks=r.graph_breaks,
         epoch_ms=r.epoch_s * 1e3,
         samples_per_s=r.samples_per_s,
         finite=r.finite,
@@ -122,10 +124,19 @@ def run(device_type: str, rows: int | None = None, compile_variant: bool = True)
         ),
     )
 
-    def timed(variants: list[Variant]) -> list[TrainingRecord]:
+    def timed(variants: list[Variant], compile_mode: str = "default") -> list[TrainingRecord]:
         """One timing job of `variants` (a GradScaler for fp16), its runs kept for the memory check."""
         records, _ = training.measure_training_job(
-            x, y, variants, repeat=0, grad_scaler=True, seed=SEED, spec=SPEC, warmup_steps=WARMUP, epochs=EPOCHS
+            x,
+            y,
+            variants,
+            repeat=0,
+            grad_scaler=True,
+            seed=SEED,
+            spec=SPEC,
+            warmup_steps=WARMUP,
+            epochs=EPOCHS,
+            compile_mode=compile_mode,
         )
         runs.extend(variant_run(r, rows) for r in records)
         return records
@@ -140,14 +151,28 @@ def run(device_type: str, rows: int | None = None, compile_variant: bool = True)
 
     check("every precision and placement trains, finite, from the same weights", variants)
 
-    def compiled() -> tuple[bool, str]:
-        records = timed(
-            steps.gpu_variants(["fp32"], ["resident"], [True], batch_size=BATCH_SIZES[-1], device=device.type)
+    def compiled(mode: str) -> tuple[bool, str]:
+        """fp32 resident at the larger batch size compiled in `mode`, whole (no graph break); in a CUDA-graph
+        mode on CUDA every graph captured and replayed (none skipped), on a CPU every one skipped (no graphs)."""
+        skipped = steps.cudagraph_skips()
+        (record,) = timed(
+            steps.gpu_variants(["fp32"], ["resident"], [True], batch_size=BATCH_SIZES[-1], device=device.type), mode
         )
-        return all(r.finite and r.compiled for r in records), f"epoch {records[0].epoch_s * 1e3:.3f} ms"
+        skipped = steps.cudagraph_skips() - skipped
+        graphs = mode in steps.CUDA_GRAPH_MODES
+        graphs_as_expected = not graphs or (skipped == 0 if cuda else skipped > 0)
+        passed = record.finite and record.compiled and record.graph_breaks == 0 and graphs_as_expected
+        found = f"epoch {record.epoch_s * 1e3:.3f} ms, {record.graph_breaks} graph breaks"
+        return passed, found + (f", {skipped} graphs run without CUDA graphs" if graphs else "")
 
     if compile_variant:
-        check("a compiled variant (torch.compile) trains", compiled)
+        check("a compiled variant (torch.compile) trains whole", lambda: compiled("default"))
+        check(
+            "CUDA graphs (reduce-overhead) captured and replayed"
+            if cuda
+            else "reduce-overhead: no CUDA graphs on a CPU",
+            lambda: compiled("reduce-overhead"),
+        )
     if cuda:
         check("each epoch's own memory within the formulas' bound", lambda: _memory_bound(runs, rows))
     check("no host sync inside a warmed training step", lambda: _no_host_sync(x, y, device))
@@ -191,13 +216,13 @@ def table(report: AcceptanceReport) -> str:
     """The report as text: one line per variant, then one per check."""
     lines = [
         f"accel-choice GPU acceptance on {report.device} ({report.rows} rows, {report.seconds:.1f} s)",
-        f"{'precision':<9} {'placement':<10} {'B':>4} {'compiled':<8} {'epoch ms':>9} {'samples/s':>11} "
+        f"{'precision':<9} {'placement':<10} {'B':>4} {'compiled':<15} {'epoch ms':>9} {'samples/s':>11} "
         f"{'finite':<6} {'epoch MiB':>9} {'bound MiB':>9}",
     ]
     for r in report.runs:
         held = "-" if r.epoch_memory_bytes is None else f"{r.epoch_memory_bytes / 2**20:.2f}"
         lines.append(
-            f"{r.precision:<9} {r.placement:<10} {r.batch_size:>4} {str(r.compiled):<8} {r.epoch_ms:>9.3f} "
+            f"{r.precision:<9} {r.placement:<10} {r.batch_size:>4} {r.compile_mode or 'no':<15} {r.epoch_ms:>9.3f} "
             f"{r.samples_per_s:>11.0f} {str(r.finite):<6} {held:>9} {r.memory_bound_bytes / 2**20:>9.2f}"
         )
     lines.append("")

@@ -45,6 +45,18 @@ def graph_breaks() -> int:
     return sum(counters["graph_break"].values())
 
 
+# torch.compile's modes that ask inductor for CUDA graphs (one launch replays a whole graph's kernels).
+CUDA_GRAPH_MODES = frozenset({"reduce-overhead", "max-autotune"})
+
+
+def cudagraph_skips() -> int:
+    """Compiled graphs run without the CUDA graphs their mode asked for, in this process so far: every graph on
+    a CPU; on a GPU one that holds a CPU tensor, mutates an input or cannot be captured (launched kernel by kernel)."""
+    from torch._dynamo.utils import counters
+
+    return counters["inductor"]["cudagraph_skips"]
+
+
 def compiling(step: Step) -> contextlib.AbstractContextManager[Any]:
     """The warm-up of a compiled variant: compile what it needs, and fail loudly past the limit."""
     if not step.compiled:
@@ -157,6 +169,8 @@ class Trainer:
         # torch per process, so a fresh model of the same class reuses what the warm-up compiled.
         mode = None if update.compile_mode == "default" else update.compile_mode
         self.forward = torch.compile(model, backend=COMPILE_BACKEND, mode=mode) if update.compiled else model
+        # CUDA graphs (reduce-overhead): each update marks a new iteration, as torch asks of a training loop.
+        self.graphed = update.compiled and update.compile_mode in CUDA_GRAPH_MODES and device.type == "cuda"
         self.optimizer = make_optimizer(model, spec.lr, device, spec.optimizer)
         self.loss_fn = make_loss(spec)
         self.dtype = PRECISIONS[update.precision]
@@ -197,6 +211,8 @@ class Trainer:
         return torch.autocast(device_type=self.device.type, dtype=self.dtype)
 
     def step(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        if self.graphed:
+            torch.compiler.cudagraph_mark_step_begin()
         self.optimizer.zero_grad(set_to_none=True)
         if self.dtype is None and not self.scaler.is_enabled():
             # The plain update a user writes: no autocast or scaler calls on the clock (their

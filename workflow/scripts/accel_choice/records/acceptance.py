@@ -24,6 +24,8 @@ class VariantRun:
     placement: str
     batch_size: PositiveCount
     compiled: bool
+    compile_mode: str | None  # torch.compile's mode of a compiled variant; null for an eager one
+    graph_breaks: Count | None  # the graph breaks dynamo met compiling it (its job's); null for an eager one
     epoch_ms: float
     samples_per_s: float
     finite: bool
@@ -31,7 +33,7 @@ class VariantRun:
     memory_bound_bytes: Count  # the formulas' bound for this variant (analyze.theory)
 
 
-@record(schema="gpu-acceptance", version=1)
+@record(schema="gpu-acceptance", version=2)
 class AcceptanceReport:
     """gpu_acceptance.json: one run of `python workflow/scripts/gpu_acceptance.py`."""
 
