@@ -51,6 +51,10 @@ def test_the_landing_page_opens_with_the_verdict_and_keeps_the_description() -> 
     assert "All 30 timing jobs ran clean (no job flagged)." in shown
     assert "{{ config }} {% raw %}" in shown  # the report's text is not read as a template
     assert "GPU decision sheet" not in shown and "system-message" not in shown
+    # its own style: the answer in a box with the bar a screenshot is checked for, the page's vertical
+    # centring (which cut a long landing text's top off) undone, code spans without added backticks
+    style = shown.split("<style>", 1)[1].split("</style>", 1)[0]
+    assert f"solid rgb{html.ANSWER_BAR}" in style and ":has(.accel-choice-answer){align-items:flex-start}" in style
 
 
 def test_a_report_that_closes_the_template_escape_still_renders_literally() -> None:

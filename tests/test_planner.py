@@ -26,6 +26,7 @@ from accel_choice.records.loads import SecondsSpread
 from accel_choice.records.grid import GridJob, Workload, grid_workloads
 from accel_choice.records.breakeven import BreakEvenSummary
 from accel_choice.records.planner import Scenario, ScenarioModelled
+from accel_choice.render import html as render_html
 from accel_choice.render import planner as render_planner
 
 GIB = 1 << 30
@@ -866,6 +867,8 @@ def test_the_first_screen_answers_at_what_size_a_gpu_would_pay_off_and_on_which_
     assert text.startswith("**At what size would a GPU pay off?** Modelled from the cost models, on an assumed GPU")
     assert "- rows (resident): GPU faster from about 5,000 rows (95 % interval 4,000–6,000)" in text
     assert "- rows (streamed): GPU faster from about 5,500 rows" in text
+    # a list after its paragraph, not lines run into it (python-markdown needs the blank line; REPORT.html)
+    assert "<li>rows (resident): GPU faster from about 5,000 rows" in render_html.to_html(text)
     measured = builders.break_even_table(summary=(narrow,), curves=curves[:2], gpu_model_source="fitted")
     assert "on a GPU measured in this run" in render_planner.answer_lines(measured)
     assert render_planner.answer_lines(None) == ""

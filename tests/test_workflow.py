@@ -1117,6 +1117,25 @@ def test_lab_report_profile_writes_a_snakemake_report_that_renders(finished: Pat
     shot = tmp_path / "report.png"
     _chromium(tmp_path, "--window-size=1400,1000", f"--screenshot={shot}", html.as_uri())
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+    # The screenshot shows the answer's box from its top: its teal bar starts below the title, on the first
+    # screen. (Snakemake's page centres its content in the window: unstyled, a landing text taller than the
+    # window lost its top, the verdict, above the window, with no way to scroll to it - the bar then starts at 0.)
+    columns, top = _answer_bar(shot)
+    assert len(columns) >= 4 and 20 <= top <= 300, (columns, top)
+
+
+def _answer_bar(png: Path) -> tuple[list[int], int | None]:
+    """The columns of a screenshot holding a vertical run of render.html.ANSWER_BAR's colour at least 200 pixels
+    long, and the first row of it in the first such column."""
+    import numpy as np
+    from matplotlib import image
+
+    from accel_choice.render.html import ANSWER_BAR
+
+    pixels = np.rint(image.imread(png)[:, :, :3] * 255).astype(int)
+    bar = np.abs(pixels - np.array(ANSWER_BAR)).max(axis=2) <= 8
+    columns = np.flatnonzero(bar.sum(axis=0) >= 200).tolist()
+    return columns, (int(np.flatnonzero(bar[:, columns[0]])[0]) if columns else None)
 
 
 def test_no_config_value_is_evaluated_as_code() -> None:

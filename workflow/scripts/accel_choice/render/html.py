@@ -20,6 +20,19 @@ STYLE = (
 )
 
 
+# The landing page's own style, in its raw block (Snakemake's report shows it through the page's HTML, where a
+# <style> applies): the answer in a box with a teal bar (ANSWER_BAR, which tests/test_workflow.py finds in a
+# screenshot); the page's container, which centres its content vertically in the window (Tailwind's
+# `items-center h-screen`) and so cuts off the top of a landing text taller than the window - the verdict - with
+# no way to scroll up to it, set to start at the top; code spans without the backticks Tailwind's `prose` adds.
+ANSWER_BAR = (15, 118, 110)
+LANDING_STYLE = (
+    f".accel-choice-answer{{border-left:6px solid rgb{ANSWER_BAR};padding:.1rem 0 .1rem .9rem;margin:1rem 0}}"
+    "div.items-center:has(.accel-choice-answer){align-items:flex-start}"
+    ".accel-choice-answer code::before,.accel-choice-answer code::after{content:none}"
+)
+
+
 def to_html(text: str) -> str:
     """Markdown (REPORT.md's) as an HTML fragment."""
     return markdown.markdown(text, extensions=list(EXTENSIONS), output_format="html")
@@ -52,6 +65,7 @@ def landing_rst(text: str, description: str) -> str:
     return (
         "accel-choice lab report\n=======================\n\n"
         "{% raw %}\n.. raw:: html\n\n"
+        f"   <style>{LANDING_STYLE}</style>\n"
         f'   <div class="accel-choice-answer">\n{block}\n   </div>\n\n'
         "{% endraw %}\n"
         f"The whole decision report is ``{paths.REPORT}`` (category Decision; ``{paths.REPORT_HTML}`` there shows it "

@@ -72,7 +72,7 @@ def answer_lines(break_even: BreakEvenTable | None) -> str:
     ]
     return (
         f"**At what size would a GPU pay off?** Modelled from the cost models, {source}; each size grows one "
-        "axis of the benchmark workload (see the planner section):\n" + "\n".join(lines)
+        "axis of the benchmark workload (see the planner section):\n\n" + "\n".join(lines)
     )
 
 
