@@ -226,6 +226,21 @@ def test_inventory_tells_this_configurations_files_from_everything_else(tmp_path
     assert "REPORT.link.md" not in manifest.inventory(root, [*MADE, "REPORT.link.md"]).made
 
 
+def test_an_html_report_the_run_made_is_listed_and_kept_one_it_did_not_make_is_removed(tmp_path):
+    """Config lab_report: the run's own job made snakemake-report.html, so it is among the made files: listed, not
+    late, and the archive job keeps it; an earlier run's (not made by this one) is deleted as before."""
+    root = _with_leftovers(tmp_path)
+    made = [*MADE, paths.SNAKEMAKE_REPORT_HTML]
+    found = manifest.inventory(root, made)
+    assert paths.SNAKEMAKE_REPORT_HTML in found.made and paths.SNAKEMAKE_REPORT_HTML not in found.late
+    assert manifest.files_record(root, found)["written_after_the_manifest"] == [
+        name for name in manifest.AFTER_THE_MANIFEST if name != paths.SNAKEMAKE_REPORT_HTML
+    ]
+    assert manifest.remove_stale_reports(root, made) == [paths.SNAKEMAKE_REPORT_ZIP]
+    assert (root / paths.SNAKEMAKE_REPORT_HTML).is_file()
+    assert manifest.remove_stale_reports(root, MADE) == [paths.SNAKEMAKE_REPORT_HTML]
+
+
 def test_seal_vouches_for_this_configurations_files_and_lists_the_rest(tmp_path, monkeypatch):
     monkeypatch.setenv(provenance.INVOCATION_VARIABLE, provenance.invocation_record(ARGV, str(tmp_path), "9.27.1"))
     root = _with_leftovers(tmp_path)

@@ -34,6 +34,28 @@ rule resource_table:
         "../scripts/resource_table.py"
 
 
+# Snakemake's HTML report as a job (config lab_report; profiles/lab-report sets it), from every other job's files: so
+# the manifest lists it like any other file. `snakemake --report` runs inside the job (scripts/lab_report.py).
+REPORTED_FILES = [path for name in JOBS if name != "lab_report" for path in job_files(name)]
+
+
+rule lab_report:
+    input:
+        made=REPORTED_FILES,
+        code=code("lab_report.py"),
+    output:
+        html=results(paths.SNAKEMAKE_REPORT_HTML),
+    log:
+        results(paths.log("lab_report")),
+    conda:
+        ENV
+    threads: 1
+    resources:
+        timing_slot=OTHER_JOB,
+    script:
+        "../scripts/lab_report.py"
+
+
 # Every rule but `all` and `archive` must say what its jobs are: a rule left out of JOBS would
 # have its files neither rebuilt when lost nor told apart from an earlier configuration's.
 _rules_without_jobs = sorted(set(own_rules()) - set(JOBS) - {"all", "archive"})

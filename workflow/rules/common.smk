@@ -200,6 +200,7 @@ JOBS = {
     "report": jobs(),
     "config_snapshot": jobs(),
     "resource_table": jobs(),
+    "lab_report": jobs() if config["lab_report"] else [],
 }
 
 

@@ -8,9 +8,9 @@ from accel_choice.io.runtime import job
 inp, out = snakemake.input, snakemake.output
 with job(snakemake.log[0], snakemake.threads) as log:
     results = Path(out.manifest).parent
-    for name in manifest.remove_stale_reports(results):
-        log.info("removed %s: made from the files of an earlier run", name)
     made = [Path(path).relative_to(results).as_posix() for path in inp.made]
+    for name in manifest.remove_stale_reports(results, made):
+        log.info("removed %s: made from the files of an earlier run", name)
     record, found = manifest.seal(results, made, envinfo.workflow_commit())
     log.info(
         "manifest: %d files; its own sha256 %s (note it elsewhere to detect an edited manifest)",

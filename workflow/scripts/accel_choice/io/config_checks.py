@@ -105,8 +105,13 @@ def _looks_like(text: str, kind: Any) -> bool:
 
 def _text_hint(kind: Any) -> str:
     # Snakemake reads the values inside a nested `--config key={...}` as text (YAML's BaseLoader).
-    what = "true or false" if kind == "boolean" or kind == ["boolean"] else "a number"
-    return f" ({what} written as text: --config KEY={{...}} passes nested values as text; set them in a --configfile)"
+    boolean = kind == "boolean" or kind == ["boolean"]
+    what = "true or false" if boolean else "a number"
+    # a top-level flag reads as a boolean only written True or False (Snakemake's own parser)
+    top = "; --config KEY=True or KEY=False for a top-level one" if boolean else ""
+    return (
+        f" ({what} written as text: --config KEY={{...}} passes nested values as text; set them in a --configfile{top})"
+    )
 
 
 def _float_problem(value: float, schema: dict[str, Any]) -> str | None:

@@ -26,7 +26,8 @@ from accel_choice.io.report_check import report_problems
 
 # Snakemake's HTML report, made from the listed files once the run has finished.
 SNAKEMAKE_REPORTS = (paths.SNAKEMAKE_REPORT_HTML, paths.SNAKEMAKE_REPORT_ZIP)
-# Written after the manifest, so never listed in it: the archive job's own log, and the reports.
+# Written after the manifest, so never listed in it: the archive job's own log, and the reports (unless the
+# run made the HTML report itself: rule lab_report, config lab_report).
 AFTER_THE_MANIFEST = (paths.ARCHIVE_LOG, *SNAKEMAKE_REPORTS)
 # ---------------------------------------------------------------- what is in the folder
 
@@ -83,12 +84,12 @@ def inventory(results_dir: str | os.PathLike[str], made: Iterable[str]) -> Inven
     for entry in walk(results_dir):
         if entry.path == paths.MANIFEST:
             continue
-        if entry.kind == "file" and entry.path in AFTER_THE_MANIFEST:
-            late.append(entry.path)
-        elif entry.kind == "file" and (
+        if entry.kind == "file" and (
             entry.path in made_names or any(str(parent) in made_names for parent in PurePosixPath(entry.path).parents)
         ):
-            vouched.append(entry.path)
+            vouched.append(entry.path)  # the HTML report too, where a job of the run made it (config lab_report)
+        elif entry.kind == "file" and entry.path in AFTER_THE_MANIFEST:
+            late.append(entry.path)
         else:
             foreign.append(entry)
     return Inventory(tuple(vouched), tuple(foreign), tuple(late))
@@ -109,7 +110,7 @@ def files_record(results_dir: str | os.PathLike[str], found: Inventory) -> dict[
     return {
         "made_by_this_configuration": len(found.made),
         "not_made_by_this_configuration": [describe(results_dir, entry) for entry in found.foreign],
-        "written_after_the_manifest": list(AFTER_THE_MANIFEST),
+        "written_after_the_manifest": [name for name in AFTER_THE_MANIFEST if name not in found.made],
     }
 
 
@@ -141,15 +142,16 @@ def manifest_text(results_dir: str | os.PathLike[str], files: Iterable[str]) -> 
     return "".join(f"{atomic.sha256_file(root / name)}  {name}\n" for name in files)
 
 
-def remove_stale_reports(results_dir: str | os.PathLike[str]) -> list[str]:
+def remove_stale_reports(results_dir: str | os.PathLike[str], made: Iterable[str] = ()) -> list[str]:
     """Delete Snakemake reports of an earlier run: this run changed the files they embed.
 
-    They are not in the manifest, so `sha256sum --check` could not show they are out of date.
+    They are not in the manifest, so `sha256sum --check` could not show they are out of date. A report
+    among `made` is this run's own (rule lab_report, config lab_report), listed like any other file: kept.
     """
-    removed = []
+    removed, kept = [], set(made)
     for name in SNAKEMAKE_REPORTS:
         path = Path(results_dir) / name
-        if path.is_file():
+        if name not in kept and path.is_file():
             path.unlink()
             removed.append(name)
     return removed
