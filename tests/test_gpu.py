@@ -22,7 +22,18 @@ import torch
 
 from accel_choice.analyze import theory
 from accel_choice.io import envinfo
-from accel_choice.measure import acceptance, datagen, devices, loaders, placement, sentinel, steps, training, transfer
+from accel_choice.measure import (
+    acceptance,
+    compile_counts,
+    datagen,
+    devices,
+    loaders,
+    placement,
+    sentinel,
+    steps,
+    training,
+    transfer,
+)
 from accel_choice.measure import model as models
 from accel_choice.measure.job import Envelope
 from accel_choice.records.model import ModelSpec
@@ -240,7 +251,7 @@ def test_cuda_graphs_are_captured_and_replayed_in_the_timed_epochs(benchmark, de
     the same job, where inductor counts every graph as run without CUDA graphs."""
     precisions = ["fp32", "fp16"] if device.type == "cuda" else ["fp32"]  # the CPU twin: the compile is the cost
     variants = steps.gpu_variants(precisions, ["resident"], [True], batch_size=LARGE, device=device.type)
-    skipped = steps.cudagraph_skips()
+    skipped = compile_counts.cudagraph_skips()
     records, _ = training.measure_training_job(
         *benchmark,
         variants,
@@ -252,7 +263,7 @@ def test_cuda_graphs_are_captured_and_replayed_in_the_timed_epochs(benchmark, de
         epochs=EPOCHS,
         compile_mode="reduce-overhead",
     )
-    skipped = steps.cudagraph_skips() - skipped
+    skipped = compile_counts.cudagraph_skips() - skipped
     assert [(r.precision, r.compile_mode, r.graph_breaks, r.finite) for r in records] == [
         (p, "reduce-overhead", 0, True) for p in precisions
     ]

@@ -5,9 +5,9 @@
 
 It needs neither Snakemake nor pandas, pyarrow, scipy, matplotlib or pytest (docs/gpu.md): every
 precision (fp32, fp16, bf16) × placement (resident, streamed, prefetched) at two batch sizes through
-measure.training, a compiled variant and a CUDA-graph one (reduce-overhead), the copies (pageable and pinned, two batch sizes), the probe,
-each epoch's own memory against the formulas' bound, and no host synchronisation inside a warmed
-training step (torch's sync debug mode "error"). Each check holds or fails naming what was found;
+measure.training, a compiled variant and a CUDA-graph one (reduce-overhead), the copies (pageable and
+pinned, two batch sizes), the probe, each epoch's own memory against the formulas' bound, and no host
+synchronisation inside a warmed training step (torch's sync debug mode "error"). Each check holds or fails naming what was found;
 an exception inside a check fails that check, not the run.
 """
 
@@ -20,7 +20,7 @@ import torch
 
 from accel_choice.analyze import theory
 from accel_choice.io import envinfo
-from accel_choice.measure import datagen, devices, placement, steps, training, transfer
+from accel_choice.measure import compile_counts, datagen, devices, placement, steps, training, transfer
 from accel_choice.measure import model as models
 from accel_choice.measure.job import Envelope
 from accel_choice.records.acceptance import AcceptanceReport, Check, VariantRun
@@ -154,12 +154,12 @@ def run(device_type: str, rows: int | None = None, compile_variant: bool = True)
     def compiled(mode: str) -> tuple[bool, str]:
         """fp32 resident at the larger batch size compiled in `mode`, whole (no graph break); in a CUDA-graph
         mode on CUDA every graph captured and replayed (none skipped), on a CPU every one skipped (no graphs)."""
-        skipped = steps.cudagraph_skips()
+        skipped = compile_counts.cudagraph_skips()
         (record,) = timed(
             steps.gpu_variants(["fp32"], ["resident"], [True], batch_size=BATCH_SIZES[-1], device=device.type), mode
         )
-        skipped = steps.cudagraph_skips() - skipped
-        graphs = mode in steps.CUDA_GRAPH_MODES
+        skipped = compile_counts.cudagraph_skips() - skipped
+        graphs = mode in compile_counts.CUDA_GRAPH_MODES
         graphs_as_expected = not graphs or (skipped == 0 if cuda else skipped > 0)
         passed = record.finite and record.compiled and record.graph_breaks == 0 and graphs_as_expected
         found = f"epoch {record.epoch_s * 1e3:.3f} ms, {record.graph_breaks} graph breaks"

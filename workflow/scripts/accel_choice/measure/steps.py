@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from accel_choice.measure.compile_counts import CUDA_GRAPH_MODES
 from accel_choice.measure.devices import synchronize
 from accel_choice.measure.loaders import Batch
 from accel_choice.measure.model import correct, make_loss, make_optimizer, outputs
@@ -35,26 +36,6 @@ COMPILE_BACKEND = "inductor"
 # Cache entries a compiled frame may gather in the warm-up (every batch shape, train and eval, each
 # precision); past it the warm-up fails instead of dynamo falling back to eager code unannounced.
 RECOMPILE_LIMIT = 64
-
-
-def graph_breaks() -> int:
-    """Graph breaks dynamo has met in this process so far (torch._dynamo.utils.counters): a compiled forward
-    that breaks runs its pieces between the graphs eagerly, so it is not the whole model compiled."""
-    from torch._dynamo.utils import counters
-
-    return sum(counters["graph_break"].values())
-
-
-# torch.compile's modes that ask inductor for CUDA graphs (one launch replays a whole graph's kernels).
-CUDA_GRAPH_MODES = frozenset({"reduce-overhead", "max-autotune"})
-
-
-def cudagraph_skips() -> int:
-    """Compiled graphs run without the CUDA graphs their mode asked for, in this process so far: every graph on
-    a CPU; on a GPU one that holds a CPU tensor, mutates an input or cannot be captured (launched kernel by kernel)."""
-    from torch._dynamo.utils import counters
-
-    return counters["inductor"]["cudagraph_skips"]
 
 
 def compiling(step: Step) -> contextlib.AbstractContextManager[Any]:

@@ -42,6 +42,7 @@ from accel_choice.measure.devices import (
     synchronize,
 )
 from accel_choice.measure.model import build, check_targets, optimizer_impl, state_sha256, targets
+from accel_choice.measure.compile_counts import graph_breaks
 from accel_choice.measure.placement import placed, variant_batches
 from accel_choice.measure.reference import Reference, has_reference
 from accel_choice.measure.sentinel import Sentinel
@@ -52,7 +53,6 @@ from accel_choice.measure.steps import (
     compile_mode_of,
     compiled_already,
     evaluate,
-    graph_breaks,
     step_of,
     train_epoch,
     warm_up,
