@@ -151,7 +151,19 @@ def test_a_contaminated_run_leaves_a_measured_speedup_undecided_and_says_so_firs
     # A clean run says so on the first screen too, under the verdict (issue 27 item 1)
     quiet = trust.run_trust([("cpu", _table(cells, dict.fromkeys(LABELS, 1.0)))], 0.25)
     said = words.headline(_verdict(table, rows, probe=GPU_PROBE, trust=quiet))
-    assert said.startswith("**Verdict: GPU.**") and said.endswith("\n\nAll 6 timing jobs ran clean (no job flagged).")
+    assert (
+        said.startswith("**Verdict: GPU.**") and "\n\nAll 6 timing jobs ran clean (no job flagged). Noise floor" in said
+    )
+    # with what the noise floor is and what it rests on, or that there is none
+    floor = _verdict(table, rows, probe=GPU_PROBE, trust=quiet).noise_floor
+    assert said.endswith(words.floor_words(_verdict(table, rows, probe=GPU_PROBE, trust=quiet)))
+    assert (
+        (f"Noise floor ±{floor:.1%}: how far this machine's own speed moved" in said)
+        if floor is not None
+        else ("Noise floor: none could be stated" in said)
+    )
+    none = dataclasses.replace(_verdict(table, rows, probe=GPU_PROBE, trust=quiet), noise_floor=None)
+    assert "Noise floor: none could be stated (too few unflagged timing jobs" in words.headline(none)
 
 
 def test_without_a_gpu_a_contaminated_run_keeps_its_cpu_verdict_and_says_its_figures_are_unreliable(
