@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from accel_choice.io import atomic
+from accel_choice.io import atomic, paths
 
 
 def command(snakefile: Path, workdir: Path, configfile: Path, html: Path, targets: Sequence[str]) -> list[str]:
@@ -47,10 +47,10 @@ def make_report(
     """Write Snakemake's report of `targets` to `html`; what Snakemake printed. RuntimeError, naming its last
     lines, when it fails (then `html` is left as it was)."""
     with tempfile.TemporaryDirectory(prefix="accel-choice-report.") as folder:
-        configfile = Path(folder) / "config.yaml"
+        configfile = Path(folder) / "run.yaml"  # a temporary file, not a results/ one
         # The run's config as its jobs saw it (checked and completed): the report's jobs are the run's.
         configfile.write_text(yaml.safe_dump(json.loads(json.dumps(config)), sort_keys=False))
-        made = Path(folder) / "snakemake-report.html"  # --report takes a name ending in .html
+        made = Path(folder) / paths.SNAKEMAKE_REPORT_HTML  # --report takes a name ending in .html
         done = subprocess.run(
             command(snakefile, workdir, configfile, made, targets), capture_output=True, text=True, cwd=workdir
         )
