@@ -162,6 +162,11 @@ def test_a_contaminated_run_leaves_a_measured_speedup_undecided_and_says_so_firs
         if floor is not None
         else ("Noise floor: none could be stated" in said)
     )
+    # a run with a flagged job points to the noise-floor section once, from its trust line
+    one = trust.run_trust([("cpu", _table(cells, dict.fromkeys(LABELS, 1.0) | {"bs32.t1.rep0": 2.0}))], 0.25)
+    assert len(one.flagged) == 1 and not one.contaminated
+    said = words.headline(dataclasses.replace(_verdict(table, rows, probe=GPU_PROBE, trust=one), noise_floor=0.05))
+    assert said.count("(see The run's noise floor)") == 1 and "Noise floor ±5.0%: how far" in said
     none = dataclasses.replace(_verdict(table, rows, probe=GPU_PROBE, trust=quiet), noise_floor=None)
     assert "Noise floor: none could be stated (too few unflagged timing jobs" in words.headline(none)
 

@@ -190,8 +190,9 @@ def _memory_sentence(verdict: Verdict) -> str:
     return f"Memory does not decide here: {need}, within {' and '.join(words for _, words in capacities)}."
 
 
-def floor_words(verdict: Verdict) -> str:
-    """The run's noise floor and what it rests on, for the first screen beside the trust line."""
+def floor_words(verdict: Verdict, pointer: bool = True) -> str:
+    """The run's noise floor and what it rests on, for the first screen beside the trust line (which may point
+    to its section already: `pointer` False)."""
     if verdict.noise_floor is None:
         return (
             "Noise floor: none could be stated (too few unflagged timing jobs for the drift sentinel to show how far "
@@ -200,7 +201,8 @@ def floor_words(verdict: Verdict) -> str:
     return (
         f"Noise floor ±{verdict.noise_floor:.1%}: how far this machine's own speed moved between the run's "
         "unflagged timing jobs (the drift sentinel's fixed work, timed in every job); a difference counts only "
-        f"when its {verdict.confidence:.0%} interval lies wholly beyond it (see The run's noise floor)."
+        f"when its {verdict.confidence:.0%} interval lies wholly beyond it"
+        + (" (see The run's noise floor)." if pointer else ".")
     )
 
 
@@ -209,7 +211,7 @@ def headline(verdict: Verdict) -> str:
     was flagged, under it where none was), the verdict, and its reasons."""
     said = f"**Verdict: {verdict.device}.** {claim(verdict)}\n\n" + "\n".join(f"- {r}" for r in reasons(verdict))
     trust = trust_banner(verdict.trust)  # "" without a trust record
-    trust = f"{trust} {floor_words(verdict)}" if trust else ""
+    trust = f"{trust} {floor_words(verdict, pointer='noise floor)' not in trust)}" if trust else ""
     parts = [trust, said] if verdict.trust and verdict.trust.flagged else [said, trust]
     return "\n\n".join(part for part in parts if part)
 
