@@ -93,6 +93,10 @@ def test_a_run_with_more_flagged_jobs_than_allowed_is_contaminated_and_says_how_
         "snakemake --cores 4 --force results/timing/cpu/bs32.t1.rep0.json results/timing/cpu/bs512.t1.rep2.json "
         "&& snakemake --cores 4"
     )
+    # every job flagged (a busy machine throughout): the rule, re-run whole, instead of a line of every record
+    everyone = trust.run_trust([("cpu", _table(cells, dict(zip(LABELS, (0.5, 2.0) * 3))))], 0.25)
+    assert len(everyone.flagged) == everyone.jobs == 6
+    assert trust.remeasure_command(everyone) == "snakemake --cores 4 --forcerun time_cpu_training"
     banner = noise.trust_banner(found)
     assert banner.startswith("**This run was contaminated: 2 of 6 timing jobs were flagged")
     assert "more than the 25% the configuration allows (aggregate.bad_run_share)" in banner and command in banner
@@ -168,7 +172,9 @@ def test_a_contaminated_run_leaves_a_measured_speedup_undecided_and_says_so_firs
     said = words.headline(dataclasses.replace(_verdict(table, rows, probe=GPU_PROBE, trust=one), noise_floor=0.05))
     assert said.count("(see The run's noise floor)") == 1 and "Noise floor ±5.0%: how far" in said
     none = dataclasses.replace(_verdict(table, rows, probe=GPU_PROBE, trust=quiet), noise_floor=None)
-    assert "Noise floor: none could be stated (too few unflagged timing jobs" in words.headline(none)
+    assert "Noise floor: none could be stated (too few timing jobs the drift sentinel did not flag" in words.headline(
+        none
+    )
 
 
 def test_without_a_gpu_a_contaminated_run_keeps_its_cpu_verdict_and_says_its_figures_are_unreliable(

@@ -195,12 +195,12 @@ def floor_words(verdict: Verdict, pointer: bool = True) -> str:
     to its section already: `pointer` False)."""
     if verdict.noise_floor is None:
         return (
-            "Noise floor: none could be stated (too few unflagged timing jobs for the drift sentinel to show how far "
+            "Noise floor: none could be stated (too few timing jobs the drift sentinel did not flag to show how far "
             "this machine's speed moved): every small difference is unproven."
         )
     return (
-        f"Noise floor ±{verdict.noise_floor:.1%}: how far this machine's own speed moved between the run's "
-        "unflagged timing jobs (the drift sentinel's fixed work, timed in every job); a difference counts only "
+        f"Noise floor ±{verdict.noise_floor:.1%}: how far this machine's own speed moved between the timing jobs "
+        "the drift sentinel did not flag (its fixed work, timed in every job); a difference counts only "
         f"when its {verdict.confidence:.0%} interval lies wholly beyond it"
         + (" (see The run's noise floor)." if pointer else ".")
     )
