@@ -63,7 +63,7 @@ def benchmark(device):
     return torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy())
 
 
-def _job(x, y, variants, repeat=0, grad_scaler=True):
+def _job(x, y, variants, repeat=0, grad_scaler=True, compile_mode="default"):
     return training.measure_training_job(
         x,
         y,
@@ -74,6 +74,7 @@ def _job(x, y, variants, repeat=0, grad_scaler=True):
         spec=ModelSpec(hidden=HIDDEN, lr=LR),
         warmup_steps=WARMUP,
         epochs=EPOCHS,
+        compile_mode=compile_mode,
     )
 
 
@@ -252,17 +253,7 @@ def test_cuda_graphs_are_captured_and_replayed_in_the_timed_epochs(benchmark, de
     precisions = ["fp32", "fp16"] if device.type == "cuda" else ["fp32"]  # the CPU twin: the compile is the cost
     variants = steps.gpu_variants(precisions, ["resident"], [True], batch_size=LARGE, device=device.type)
     skipped = compile_counts.cudagraph_skips()
-    records, _ = training.measure_training_job(
-        *benchmark,
-        variants,
-        repeat=0,
-        grad_scaler=True,
-        seed=SEED,
-        spec=SPEC,
-        warmup_steps=WARMUP,
-        epochs=EPOCHS,
-        compile_mode="reduce-overhead",
-    )
+    records, _ = _job(*benchmark, variants, compile_mode="reduce-overhead")
     skipped = compile_counts.cudagraph_skips() - skipped
     assert [(r.precision, r.compile_mode, r.graph_breaks, r.finite) for r in records] == [
         (p, "reduce-overhead", 0, True) for p in precisions

@@ -35,6 +35,8 @@ PRECISIONS, PLACEMENTS = ("fp32", "fp16", "bf16"), ("resident", "streamed", "pre
 BATCH_SIZES = (32, 512)
 ROWS = {"cuda": 65_536, "cpu": 1_024}  # the CPU run checks the code, not the speed: small
 WARMUP, EPOCHS = 10, 2
+# Every timing job of the acceptance: one repeat, fp16 with its GradScaler, the acceptance's model.
+JOB = dict(repeat=0, grad_scaler=True, seed=SEED, spec=SPEC, warmup_steps=WARMUP, epochs=EPOCHS)
 # The caching allocator rounds every block up to 512 bytes; an epoch holds a few dozen small blocks
 # (parameters, gradients, Adam's state, scalars) beyond what the formulas count.
 ROUNDING_ALLOWANCE = 64 * 512
@@ -69,16 +71,14 @@ def steps_without_host_sync(
     return losses
 
 
+# What a VariantRun copies from its TrainingRecord as it is.
+COPIED = ("precision", "placement", "batch_size", "compiled", "compile_mode", "graph_breaks", "samples_per_s")
+
+
 def variant_run(r: TrainingRecord, rows: int) -> VariantRun:
     return VariantRun(
-        precision=r.precision,
-        placement=r.placement,
-        batch_size=r.batch_size,
-        compiled=r.compiled,
-        compile_mode=r.compile_mode,
-        graph_breaks=r.graph_breaks,
+        **{name: getattr(r, name) for name in COPIED},
         epoch_ms=r.epoch_s * 1e3,
-        samples_per_s=r.samples_per_s,
         finite=r.finite,
         epoch_memory_bytes=r.epoch_memory_bytes,
         memory_bound_bytes=theory.memory_bound_bytes(WIDTHS, r.batch_size, rows, r.placement == "resident"),
@@ -126,18 +126,7 @@ def run(device_type: str, rows: int | None = None, compile_variant: bool = True)
 
     def timed(variants: list[Variant], compile_mode: str = "default") -> list[TrainingRecord]:
         """One timing job of `variants` (a GradScaler for fp16), its runs kept for the memory check."""
-        records, _ = training.measure_training_job(
-            x,
-            y,
-            variants,
-            repeat=0,
-            grad_scaler=True,
-            seed=SEED,
-            spec=SPEC,
-            warmup_steps=WARMUP,
-            epochs=EPOCHS,
-            compile_mode=compile_mode,
-        )
+        records, _ = training.measure_training_job(x, y, variants, compile_mode=compile_mode, **JOB)
         runs.extend(variant_run(r, rows) for r in records)
         return records
 
