@@ -211,7 +211,9 @@ def headline(verdict: Verdict) -> str:
     was flagged, under it where none was), the verdict, and its reasons."""
     said = f"**Verdict: {verdict.device}.** {claim(verdict)}\n\n" + "\n".join(f"- {r}" for r in reasons(verdict))
     trust = trust_banner(verdict.trust)  # "" without a trust record
-    trust = f"{trust} {floor_words(verdict, pointer='noise floor)' not in trust)}" if trust else ""
+    # a flagged run that is not contaminated already points to the noise-floor section (noise.trust_banner)
+    points = bool(verdict.trust and verdict.trust.flagged and not verdict.trust.contaminated)
+    trust = f"{trust} {floor_words(verdict, pointer=not points)}" if trust else ""
     parts = [trust, said] if verdict.trust and verdict.trust.flagged else [said, trust]
     return "\n\n".join(part for part in parts if part)
 
