@@ -40,6 +40,9 @@ def save_figure(figure: Any, png_path: str | os.PathLike[str], svg_path: str | o
     for path, kind in ((png_path, "png"), (svg_path, "svg")):
         with atomic.atomic_path(path) as tmp:
             figure.savefig(tmp, format=kind, dpi=130, metadata={"Date": None} if kind == "svg" else None)
+        # The layout the PNG's drawing settled (constrained layout, a solver run per draw) holds for the SVG
+        # of the same figure: drawing it again with the engine on would only solve it again.
+        figure.set_layout_engine("none")
     plt.close(figure)
 
 
