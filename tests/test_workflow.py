@@ -29,7 +29,7 @@ from accel_choice.records.northstar import (
 )
 from accel_choice.records.time_to_target import TimeToTarget
 import workflow_runs
-from workflow_runs import REPO, TINY, checkout, copy_of, planned_jobs, snakefile, snakemake
+from workflow_runs import REPO, TINY, checkout, copy_of, planned_jobs, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -171,9 +171,10 @@ def test_an_edited_export_is_refused_naming_the_file(finished: Path, tmp_path: P
     data = bytearray(parquet.read_bytes())
     data[len(data) // 2] ^= 0xFF  # one damaged byte
     parquet.write_bytes(bytes(data))
-    result = snakemake(copy, TINY, "--forcerun", "time_load_convert", "--until", "time_load_convert")
+    # One load-and-convert job, run again on it (each of the three reads the same export)
+    result = snakemake(copy, TINY, "--force", "results/timing/load_convert/rep0.json")
     assert result.returncode != 0
-    logs = "".join(p.read_text() for p in (copy / "results/logs/time_load_convert").glob("rep*.log"))
+    logs = (copy / "results/logs/time_load_convert/rep0.log").read_text()
     assert "benchmark.parquet has sha256" in logs and "the file was changed or damaged" in logs
     assert "re-run the workflow to regenerate it with the export_data rule" in logs
 
@@ -689,8 +690,8 @@ def test_unknown_accelerator_mode_fails_naming_the_key(tmp_path: Path) -> None:
     assert not (tmp_path / "results").exists()
 
 
-@pytest.mark.parametrize(("case", "override", "key"), BAD_CONFIGS, ids=[c[0] for c in BAD_CONFIGS])
-def test_bad_config_fails_before_any_job_naming_the_key(tmp_path: Path, case: str, override: dict, key: str) -> None:
+def _bad(override: dict) -> dict:
+    """TINY with `override` merged in, as the CLI reads it back from a config file (YAML's floats, NaN, inf)."""
     config = json.loads(json.dumps(TINY))
     for section, values in override.items():
         if not isinstance(values, dict):  # a top-level key such as seed
@@ -702,7 +703,51 @@ def test_bad_config_fails_before_any_job_naming_the_key(tmp_path: Path, case: st
                 target.setdefault(name, {}).update(value)
             else:
                 target[name] = value
-    result = snakemake(tmp_path, config, "-n")
+    return yaml.safe_load(yaml.safe_dump(config))
+
+
+def _prepare(config: dict, configfiles: list[Path], monkeypatch: pytest.MonkeyPatch, where: Path) -> None:
+    """What the Snakefile runs on the config when Snakemake parses it (measure.parse_time.prepare), in this
+    process: every check that refuses a config before a job is planned is in it."""
+    from accel_choice.io.provenance import INVOCATION_VARIABLE
+    from accel_choice.measure.parse_time import prepare
+
+    monkeypatch.setenv(INVOCATION_VARIABLE, "{}")  # prepare records the command line for the run's jobs
+    monkeypatch.chdir(where)
+    prepare(config, configfiles, REPO / "workflow/schemas/config.schema.yaml")
+
+
+@pytest.mark.parametrize(("case", "override", "key"), BAD_CONFIGS, ids=[c[0] for c in BAD_CONFIGS])
+def test_bad_config_is_refused_when_the_workflow_is_parsed_naming_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, override: dict, key: str
+) -> None:
+    from accel_choice.records import UserInputError
+
+    with pytest.raises(UserInputError) as refused:
+        _prepare(_bad(override), [], monkeypatch, tmp_path)
+    assert key in str(refused.value), case
+    assert not (tmp_path / "results").exists()
+
+
+# One refused config of each kind of check, through the CLI: the schema, a relation between keys, a file
+# named by a key, the seed's range. The CLI shows prepare's message and plans no job; every case is refused
+# by that one call (the test above).
+CLI_BAD_CONFIGS = [
+    case
+    for case in BAD_CONFIGS
+    if case[0]
+    in {
+        "negative batch size",
+        "batch size larger than the data",
+        "own table path that is a directory",
+        "seed that overflows with the seed-limits offset",
+    }
+]
+
+
+@pytest.mark.parametrize(("case", "override", "key"), CLI_BAD_CONFIGS, ids=[c[0] for c in CLI_BAD_CONFIGS])
+def test_bad_config_fails_before_any_job_naming_the_key(tmp_path: Path, case: str, override: dict, key: str) -> None:
+    result = snakemake(tmp_path, _bad(override), "-n")
     output = result.stdout + result.stderr
     assert result.returncode != 0, case
     assert key in output, output[-2000:]
@@ -710,8 +755,8 @@ def test_bad_config_fails_before_any_job_naming_the_key(tmp_path: Path, case: st
     assert not (tmp_path / "results").exists()
 
 
-@pytest.mark.parametrize("nested", [False, True], ids=["seed twice", "timing.repeats twice"])
-def test_a_key_set_twice_in_a_config_file_fails_naming_file_key_and_lines(tmp_path: Path, nested: bool) -> None:
+def _set_twice(nested: bool) -> tuple[str, str, list[int]]:
+    """TINY's YAML with a key set twice: the text, the key and the two lines."""
     text = yaml.safe_dump(TINY)
     if nested:  # a second `repeats: 4` as the first line of the timing block; TINY's repeats: 3 comes later
         text = text.replace("timing:\n", "timing:\n  repeats: 4\n", 1)
@@ -723,13 +768,36 @@ def test_a_key_set_twice_in_a_config_file_fails_naming_file_key_and_lines(tmp_pa
         text += "seed: 8\n"
         key, lines = "seed", [n for n, line in enumerate(text.splitlines(), 1) if line.startswith("seed:")]
     assert len(lines) == 2
+    return text, key, lines
+
+
+def _said_twice(file: Path, key: str, lines: list[int]) -> str:
+    return (
+        f"config file {file}: key {key} is set twice, on lines {lines[0]} and {lines[1]}; only the last would count: "
+        "keep one"
+    )
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["seed twice", "timing.repeats twice"])
+def test_a_key_set_twice_in_a_config_file_is_refused_naming_file_key_and_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nested: bool
+) -> None:
+    from accel_choice.records import UserInputError
+
+    text, key, lines = _set_twice(nested)
+    file = tmp_path / "config.yaml"
+    file.write_text(text)
+    with pytest.raises(UserInputError) as refused:
+        _prepare(yaml.safe_load(text), [file], monkeypatch, tmp_path)
+    assert _said_twice(file, key, lines) in str(refused.value)
+
+
+def test_a_key_set_twice_in_a_config_file_fails_naming_file_key_and_lines(tmp_path: Path) -> None:
+    text, key, lines = _set_twice(nested=True)
     result = snakemake(tmp_path, text, "-n")
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert (
-        f"config file {tmp_path / 'test-config.yaml'}: key {key} is set twice, on lines {lines[0]} and {lines[1]}; "
-        "only the last would count: keep one"
-    ) in output, output[-2000:]
+    assert _said_twice(tmp_path / "test-config.yaml", key, lines) in output, output[-2000:]
     assert "Job stats" not in output
     assert not (tmp_path / "results").exists()
 
@@ -761,32 +829,6 @@ def test_the_test_config_runs_from_its_catalog_folder(tmp_path: Path) -> None:
     assert plan["time_cpu_training"] == len(TINY["timing"]["batch_sizes"]) * TINY["timing"]["repeats"]
     assert plan["time_load_convert"] == TINY["timing"]["repeats"]  # one job per repeat loads every file
     assert not (copy / "results").exists()
-
-
-def test_snakemake_report_builds_html_with_the_figure(finished: Path) -> None:
-    config_path = finished / "test-config.yaml"
-    config_path.write_text(yaml.safe_dump(TINY))
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "--snakefile",
-            str(snakefile(finished)),
-            "--directory",
-            str(finished),
-            "--configfile",
-            str(config_path),
-            "--report",
-            str(finished / "report.html"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    html = (finished / "report.html").read_text()
-    assert "decision.png" in html and "cpu_training.csv" in html
 
 
 # Written after MANIFEST.sha256 by design (accel_choice.archive.AFTER_THE_MANIFEST).
@@ -843,46 +885,35 @@ def _verify_results(results: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_second_thread_count_adds_its_own_cells_and_the_verdict_names_the_best(
-    pristine: Path, tmp_path: Path
-) -> None:
-    workdir = copy_of(pristine, tmp_path / "run")
-    # One batch size keeps the run short (its 1-thread cells are measured already); a second thread count
-    # adds its own cells beside them whatever the batch sizes.
-    config = changed(timing={"threads": [1, 2], "batch_sizes": [16]})
-    plan = planned_jobs(snakemake(workdir, config, "-n"))
-    # Only the new cells' jobs are timed; the 1-thread cells, load/convert and the grid stay.
-    assert plan["time_cpu_training"] == 3 and "time_load_convert" not in plan and "time_cost_model" not in plan
-    result = snakemake(workdir, config)
-    assert result.returncode == 0, result.stderr[-3000:]
-    cells = read(workdir / "results/tables/cpu_training.json")["table"]
-    assert sorted({(c["batch_size"], c["threads"]) for c in cells}) == [(16, 1), (16, 2)]
-    fastest = read(workdir / "results/tables/decision.json")["verdict"]["fastest_cpu_epoch"]
-    report = (workdir / "results/REPORT.md").read_text()
-    words = "thread" if fastest["threads"] == 1 else "threads"
-    assert (
-        f"The fastest CPU epoch ({fastest['loader']}, B={fastest['batch_size']}, {fastest['threads']} {words})"
-        in report
-    )
-    # With fewer cores than a cell's threads, its job refuses to time another configuration (asked for
-    # alone: the 1-thread job of the same repeat would time first and prove nothing).
-    more = changed(timing={"threads": [1, 2], "batch_sizes": [16], "repeats": 4})
-    refused = snakemake(workdir, more, "results/timing/cpu/bs16.t2.rep3.json", "--cores", "1")
-    assert refused.returncode != 0
-    assert "config key timing.threads: this cell is timed at 2 torch threads, but the job was given 1" in (
-        refused.stdout + refused.stderr
-    )
-    assert not list((workdir / "results/timing/cpu").glob("*.t2.rep3.json"))
+TINY_SCALE = {
+    "enabled": True,
+    "sizes_gb": [0.002, 0.004],
+    "features": 15,
+    "hidden": 8,
+    "batch_size": 128,
+    "row_group_rows": 512,
+    "part_gb": 0.002,
+    "workers": [0, 1],
+    "step_blocks": 2,
+    "step_steps": 5,
+}
+
+
+PRICES = {"per_hour": {"cpu": 0.17, "cuda": 3.2}, "currency": "EUR"}
+# The finished run after a user's usual changes at once (made once a session, `varied`): a second thread count
+# over one batch size, prices, and the streaming study.
+VARIED = changed(timing={"threads": [1, 2], "batch_sizes": [16]}, cost=PRICES, scale=TINY_SCALE)
 
 
 @pytest.fixture(scope="session")
-def lost_and_stale(pristine: Path, shared_folder: Path) -> dict:
-    """A finished run that loses a record and is run again, then is run with one batch size fewer
-    (made once a session: workflow_runs.shared)."""
-    return workflow_runs.shared(shared_folder, "lost", lambda folder: _lose_a_record(pristine, folder))
+def varied(pristine: Path, shared_folder: Path) -> dict:
+    """A finished run that loses a record and is run again, then is run with VARIED: one batch size fewer, a
+    second thread count, prices and the streaming study (made once a session: workflow_runs.shared). One run
+    of the changes, one rerun of what follows them; what each change alone plans is dry-run before it."""
+    return workflow_runs.shared(shared_folder, "varied", lambda folder: _vary(pristine, folder))
 
 
-def _lose_a_record(pristine: Path, folder: Path) -> dict:
+def _vary(pristine: Path, folder: Path) -> dict:
     workdir = copy_of(pristine, folder / "run")
     results = workdir / "results"
     lost = results / "timing/cpu/bs64.t1.rep1.json"
@@ -897,13 +928,27 @@ def _lose_a_record(pristine: Path, folder: Path) -> dict:
     parquet.unlink()  # what the sha256 message tells the user to do with a damaged export
     events["data_plan"] = planned_jobs(snakemake(workdir, TINY, "-n"))
     shutil.copy2(kept, parquet)  # put back: writing it again would re-measure every job that reads it
-    events["fewer"] = snakemake(workdir, changed(timing={"batch_sizes": [16]}))
-    events["verify_fewer"] = _verify_results(results)
+    # What each change alone plans on the finished run, then the run of all of them.
+    events["threads_plan"] = planned_jobs(snakemake(workdir, changed(timing=VARIED["timing"]), "-n"))
+    events["prices_plan"] = planned_jobs(snakemake(workdir, changed(cost=PRICES), "-n"))
+    events["scale_plan"] = planned_jobs(snakemake(workdir, changed(scale=TINY_SCALE), "-n"))
+    events["varied"] = snakemake(workdir, VARIED)
+    events["verify_varied"] = _verify_results(results)
+    events["noop"] = planned_jobs(snakemake(workdir, VARIED, "-n"))
+    cheaper = {**VARIED, "cost": {**PRICES, "per_hour": {"cpu": 0.1, "cuda": 3.2}}}
+    events["cheaper_plan"] = planned_jobs(snakemake(workdir, cheaper, "-n"))
+    # With fewer cores than a cell's threads, its job refuses to time another configuration (asked for
+    # alone: the 1-thread job of the same repeat would time first and prove nothing); in a copy, whose
+    # log of the refused job is no file of VARIED's.
+    more = {**VARIED, "timing": {**VARIED["timing"], "repeats": 4}}
+    refusing = copy_of(workdir, folder / "refused")
+    events["refused"] = snakemake(refusing, more, "results/timing/cpu/bs16.t2.rep3.json", "--cores", "1")
+    events["refused_made"] = [str(p) for p in (refusing / "results/timing/cpu").glob("*.t2.rep3.json")]
     return events
 
 
-def test_a_lost_record_is_measured_again_and_the_archive_verifies(lost_and_stale: dict) -> None:
-    assert lost_and_stale["plan"] == {
+def test_a_lost_record_is_measured_again_and_the_archive_verifies(varied: dict) -> None:
+    assert varied["plan"] == {
         "time_cpu_training": 1,
         "aggregate_training": 1,
         "resource_table": 1,
@@ -913,25 +958,25 @@ def test_a_lost_record_is_measured_again_and_the_archive_verifies(lost_and_stale
         "archive": 1,
         "all": 1,
     }
-    rerun = lost_and_stale["rerun"]
+    rerun = varied["rerun"]
     assert rerun.returncode == 0, rerun.stderr[-3000:]
-    after = lost_and_stale["after"]
-    assert after is not None and after["wall_interval"][0] > lost_and_stale["before"]["wall_interval"][1]
-    verify = lost_and_stale["verify_after_rerun"]
+    after = varied["after"]
+    assert after is not None and after["wall_interval"][0] > varied["before"]["wall_interval"][1]
+    verify = varied["verify_after_rerun"]
     assert verify.returncode == 0 and "all" in verify.stdout and "listed files match" in verify.stdout, verify.stdout
 
 
-def test_a_deleted_data_file_is_written_again_with_everything_that_read_it(lost_and_stale: dict) -> None:
-    plan = lost_and_stale["data_plan"]
+def test_a_deleted_data_file_is_written_again_with_everything_that_read_it(varied: dict) -> None:
+    plan = varied["data_plan"]
     assert plan["export_data"] == 1 and plan["time_load_convert"] == 3 and plan["time_cpu_training"] == 6
     assert plan["gradient_variance"] == 1 and plan["archive"] == 1
     assert "generate_benchmark" not in plan and "train_northstar" not in plan
 
 
-def test_files_of_an_earlier_configuration_are_listed_not_vouched_for(lost_and_stale: dict) -> None:
-    fewer = lost_and_stale["fewer"]
-    assert fewer.returncode == 0, fewer.stderr[-3000:]
-    results = lost_and_stale["workdir"] / "results"
+def test_files_of_an_earlier_configuration_are_listed_not_vouched_for(varied: dict, tmp_path: Path) -> None:
+    run = varied["varied"]
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = varied["workdir"] / "results"
     listed = {line.split("  ", 1)[1] for line in (results / "MANIFEST.sha256").read_text().splitlines()}
     provenance = read(results / "provenance.json")
     stale = {
@@ -949,14 +994,83 @@ def test_files_of_an_earlier_configuration_are_listed_not_vouched_for(lost_and_s
         )
     }
     assert not stale & listed and (results / "timing/cpu/bs64.t1.rep0.json").exists()  # listed, not deleted
-    assert [row["batch_size"] for row in read(results / "tables/cpu_training.json")["table"]] == [16, 16]
-    verify = lost_and_stale["verify_fewer"]
+    # B=16 only: both loaders at each thread count
+    assert [row["batch_size"] for row in read(results / "tables/cpu_training.json")["table"]] == [16] * 4
+    verify = varied["verify_varied"]
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert "not made by this configuration, listed in provenance.json, unchanged" in verify.stdout
-    # The leftovers are checked too: an edit to one of them is a difference.
-    (results / "timing/cpu/bs64.t1.rep0.json").write_text("{}\n")
-    verify = _verify_results(results)
+    # The leftovers are checked too: an edit to one of them is a difference (in a copy: the run is shared).
+    copy = shutil.copytree(results, tmp_path / "results", symlinks=True)
+    (copy / "timing/cpu/bs64.t1.rep0.json").write_text("{}\n")
+    verify = _verify_results(copy)
     assert verify.returncode == 1 and "timing/cpu/bs64.t1.rep0.json" in verify.stdout
+
+
+def test_a_second_thread_count_adds_its_own_cells_and_the_verdict_names_the_best(varied: dict) -> None:
+    # Only the new cells' jobs are timed; the 1-thread cells, load/convert and the grid stay.
+    plan = varied["threads_plan"]
+    assert plan["time_cpu_training"] == 3 and "time_load_convert" not in plan and "time_cost_model" not in plan
+    assert varied["varied"].returncode == 0, varied["varied"].stderr[-3000:]
+    results = varied["workdir"] / "results"
+    cells = read(results / "tables/cpu_training.json")["table"]
+    assert sorted({(c["batch_size"], c["threads"]) for c in cells}) == [(16, 1), (16, 2)]
+    fastest = read(results / "tables/decision.json")["verdict"]["fastest_cpu_epoch"]
+    report = (results / "REPORT.md").read_text()
+    words = "thread" if fastest["threads"] == 1 else "threads"
+    assert (
+        f"The fastest CPU epoch ({fastest['loader']}, B={fastest['batch_size']}, {fastest['threads']} {words})"
+        in report
+    )
+    # With fewer cores than a cell's threads, its job refuses to time another configuration (_vary).
+    refused = varied["refused"]
+    assert refused.returncode != 0
+    assert "config key timing.threads: this cell is timed at 2 torch threads, but the job was given 1" in (
+        refused.stdout + refused.stderr
+    )
+    assert varied["refused_made"] == []
+
+
+def test_the_streaming_study_measures_every_stage_and_leaves_no_data_behind(varied: dict) -> None:
+    plan = varied["scale_plan"]
+    # The study's own jobs, and what reads them: the planner (the storage line) and the report.
+    assert plan["time_scale"] == 2 and plan["time_scale_step"] == 1 and plan["scale_table"] == 1
+    assert plan["planner_break_even"] == 1 and "time_cpu_training" not in plan and "time_cost_model" not in plan
+    assert not {"planner_cost_model", "planner_flop_check", "planner_scenario"} & set(plan)
+    assert varied["varied"].returncode == 0, varied["varied"].stderr[-3000:]
+    workdir = varied["workdir"]
+    results = workdir / "results"
+    for fmt in ("parquet", "npy"):
+        job = read(results / f"timing/scale/{fmt}.json")
+        assert [s["target_gb"] for s in job["sizes"]] == [0.002, 0.004]
+        # none, 1 worker process, 1 thread; cold and warm (the tiny files fit in the page cache)
+        assert all(len(s["readers"]) == 6 and s["decode"] is not None for s in job["sizes"])
+        # what could contaminate it: other CPU and steal per size, the sentinel at the start and after each
+        assert all(s["foreign_cpu_share"] is not None and s["steal_share"] is not None for s in job["sizes"])
+        assert len(job["sentinel"]["seconds"]) == 3
+    table = read(results / "tables/scale.json")
+    assert [s["device"] for s in table["scenario"]] == ["cpu", "gpu"] and table["bottlenecks"]
+    report = (results / "REPORT.md").read_text()
+    assert (
+        "## Streaming data beyond memory (measured)" in report and "The scale scenario with measured storage" in report
+    )
+    assert "shared the machine" in report and "| other CPU / steal (cores) |" in report
+    assert (results / "figures/scale.png").stat().st_size > 0
+    # The datasets are scratch: deleted once timed.
+    assert not list((workdir / "scratch/scale").rglob("part-*"))
+    assert varied["noop"] == {}
+
+
+def test_prices_add_a_cost_section_and_rerun_no_measurement(varied: dict) -> None:
+    assert set(varied["prices_plan"]) == {"cost_table", "report", "config_snapshot", "archive", "all"}
+    assert varied["varied"].returncode == 0, varied["varied"].stderr[-3000:]
+    results = varied["workdir"] / "results"
+    table = read(results / "tables/cost.json")
+    assert table["currency"] == "EUR" and [line["device"] for line in table["lines"]] == ["cpu"]
+    report = (results / "REPORT.md").read_text()
+    assert "## Cost at your prices" in report
+    assert "No GPU was measured in this run: the CPU's costs alone, no comparison." in report
+    # A new price re-runs the cost table and what renders it, nothing measured.
+    assert set(varied["cheaper_plan"]) == {"cost_table", "report", "config_snapshot", "archive", "all"}
 
 
 def test_provenance_names_the_commit_snakemake_version_and_command(finished: Path, timeline: dict) -> None:
@@ -1089,6 +1203,7 @@ def test_lab_report_profile_writes_a_snakemake_report_that_renders(finished: Pat
     # and REPORT.md is there as a page with HTML tables too, listed in the manifest like REPORT.md.
     page = html.read_text()
     assert "<strong>Verdict: " in page and "timing jobs" in page and "accel-choice-answer" in page
+    assert "decision.png" in page and "cpu_training.csv" in page  # the figures and tables as its results
     assert "<table>" in (results / "REPORT.html").read_text()
     # The profile's lab_report job made it inside the run: the manifest lists it like every other file.
     listed = (results / "MANIFEST.sha256").read_text()
@@ -1223,10 +1338,16 @@ def _example_data(folder: Path) -> dict:
     return {"folder": folder}
 
 
-def _run_example(finished: Path, destination: Path, config: dict, edit: str | None = None) -> dict:
+def _run_example(finished: Path, destination: Path, config: dict, edit: str | None = None, plans: bool = True) -> dict:
+    """The example's run on a copy of `finished`; with `plans`, the dry runs before and after it (and after
+    an `edit` of a file of the copy)."""
     workdir = copy_of(finished, destination)
-    events = {"workdir": workdir, "plan": planned_jobs(snakemake(workdir, config, "-n"))}
+    events = (
+        {"workdir": workdir, "plan": planned_jobs(snakemake(workdir, config, "-n"))} if plans else {"workdir": workdir}
+    )
     events["run"] = snakemake(workdir, config)
+    if not plans:
+        return events
     events["noop"] = planned_jobs(snakemake(workdir, config, "-n"))
     if edit:
         source = workdir / edit
@@ -1249,7 +1370,10 @@ def residual_mlp(pristine: Path, example_data: Path, shared_folder: Path) -> dic
 def conv1d(pristine: Path, example_data: Path, shared_folder: Path) -> dict:
     """The finished run with worked example 2: the 1-D conv net on (tiny) sequences, three classes."""
     config = _example("conv1d", example_data)
-    return workflow_runs.shared(shared_folder, "conv1d", lambda folder: _run_example(pristine, folder / "run", config))
+    # its plans are the residual MLP's test's
+    return workflow_runs.shared(
+        shared_folder, "conv1d", lambda folder: _run_example(pristine, folder / "run", config, plans=False)
+    )
 
 
 def test_an_example_reruns_what_its_data_and_model_change_and_nothing_of_the_case_study(residual_mlp: dict) -> None:
@@ -1324,52 +1448,6 @@ def test_the_conv1d_example_trains_three_classes_on_sequences(conv1d: dict) -> N
     assert "## Gradient variance" not in report
 
 
-TINY_SCALE = {
-    "enabled": True,
-    "sizes_gb": [0.002, 0.004],
-    "features": 15,
-    "hidden": 8,
-    "batch_size": 128,
-    "row_group_rows": 512,
-    "part_gb": 0.002,
-    "workers": [0, 1],
-    "step_blocks": 2,
-    "step_steps": 5,
-}
-
-
-def test_the_streaming_study_measures_every_stage_and_leaves_no_data_behind(pristine: Path, tmp_path: Path) -> None:
-    workdir = copy_of(pristine, tmp_path / "run")
-    config = changed(scale=TINY_SCALE)
-    plan = planned_jobs(snakemake(workdir, config, "-n"))
-    # The study's own jobs, and what reads them: the planner (the storage line) and the report.
-    assert plan["time_scale"] == 2 and plan["time_scale_step"] == 1 and plan["scale_table"] == 1
-    assert plan["planner_break_even"] == 1 and "time_cpu_training" not in plan and "time_cost_model" not in plan
-    assert not {"planner_cost_model", "planner_flop_check", "planner_scenario"} & set(plan)
-    result = snakemake(workdir, config)
-    assert result.returncode == 0, result.stderr[-3000:]
-    results = workdir / "results"
-    for fmt in ("parquet", "npy"):
-        job = read(results / f"timing/scale/{fmt}.json")
-        assert [s["target_gb"] for s in job["sizes"]] == [0.002, 0.004]
-        # none, 1 worker process, 1 thread; cold and warm (the tiny files fit in the page cache)
-        assert all(len(s["readers"]) == 6 and s["decode"] is not None for s in job["sizes"])
-        # what could contaminate it: other CPU and steal per size, the sentinel at the start and after each
-        assert all(s["foreign_cpu_share"] is not None and s["steal_share"] is not None for s in job["sizes"])
-        assert len(job["sentinel"]["seconds"]) == 3
-    table = read(results / "tables/scale.json")
-    assert [s["device"] for s in table["scenario"]] == ["cpu", "gpu"] and table["bottlenecks"]
-    report = (results / "REPORT.md").read_text()
-    assert (
-        "## Streaming data beyond memory (measured)" in report and "The scale scenario with measured storage" in report
-    )
-    assert "shared the machine" in report and "| other CPU / steal (cores) |" in report
-    assert (results / "figures/scale.png").stat().st_size > 0
-    # The datasets are scratch: deleted once timed.
-    assert not list((workdir / "scratch/scale").rglob("part-*"))
-    assert planned_jobs(snakemake(workdir, config, "-n")) == {}
-
-
 def test_a_streaming_study_larger_than_the_free_disk_is_refused_before_writing(finished: Path) -> None:
     before = {p: p.stat().st_mtime_ns for p in (finished / "results").rglob("*") if p.is_file()}
     result = snakemake(finished, changed(scale={**TINY_SCALE, "sizes_gb": [0.002, 10**6]}), "-n")
@@ -1379,29 +1457,6 @@ def test_a_streaming_study_larger_than_the_free_disk_is_refused_before_writing(f
     assert "GB free; lower scale.sizes_gb or set scale.scratch" in output
     assert {p: p.stat().st_mtime_ns for p in (finished / "results").rglob("*") if p.is_file()} == before
     assert not (finished / "scratch").exists()
-
-
-def test_prices_add_a_cost_section_and_rerun_no_measurement(pristine: Path, tmp_path: Path) -> None:
-    workdir = copy_of(pristine, tmp_path / "run")
-    config = changed(cost={"per_hour": {"cpu": 0.17, "cuda": 3.2}, "currency": "EUR"})
-    plan = planned_jobs(snakemake(workdir, config, "-n"))
-    assert set(plan) == {"cost_table", "report", "config_snapshot", "archive", "all"}, plan
-    result = snakemake(workdir, config)
-    assert result.returncode == 0, result.stderr[-3000:]
-    table = read(workdir / "results/tables/cost.json")
-    assert table["currency"] == "EUR" and [line["device"] for line in table["lines"]] == ["cpu"]
-    report = (workdir / "results/REPORT.md").read_text()
-    assert "## Cost at your prices" in report
-    assert "No GPU was measured in this run: the CPU's costs alone, no comparison." in report
-    # A new price re-runs the cost table and what renders it, nothing measured.
-    cheaper = changed(cost={"per_hour": {"cpu": 0.1, "cuda": 3.2}, "currency": "EUR"})
-    assert set(planned_jobs(snakemake(workdir, cheaper, "-n"))) == {
-        "cost_table",
-        "report",
-        "config_snapshot",
-        "archive",
-        "all",
-    }
 
 
 @pytest.mark.parametrize("name", ["residual_mlp", "conv1d"])
