@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workflow_runs import REPO, TINY, planned_jobs, snakemake
+from workflow_runs import REPO, TINY, planned_jobs, seeded, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -39,7 +39,7 @@ def _project(folder: Path, renamed: str) -> Path:
     (folder / "config").mkdir(parents=True)
     (folder / "config/config.yaml").write_text(yaml.safe_dump(TINY))
     (folder / "Snakefile").write_text(IMPORTER.format(snakefile=REPO / "Snakefile", renamed=renamed))
-    return folder
+    return seeded(folder)
 
 
 def _dry_run(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -55,7 +55,7 @@ def _dry_run(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def plain(tmp_path_factory: pytest.TempPathFactory) -> dict[str, int]:
     """The jobs of a dry run of this checkout's Snakefile on the tiny config."""
-    return planned_jobs(snakemake(tmp_path_factory.mktemp("plain"), TINY, "-n"))
+    return planned_jobs(snakemake(seeded(tmp_path_factory.mktemp("plain")), TINY, "-n"))
 
 
 @pytest.mark.parametrize("prefix", ["accel_choice_", ""], ids=["renamed", "as is"])

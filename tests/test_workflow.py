@@ -29,7 +29,7 @@ from accel_choice.records.northstar import (
 )
 from accel_choice.records.time_to_target import TimeToTarget
 import workflow_runs
-from workflow_runs import REPO, TINY, checkout, copy_of, planned_jobs, snakemake
+from workflow_runs import REPO, TINY, checkout, copy_of, planned_jobs, seeded, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -527,6 +527,7 @@ def test_own_table_runs_and_a_bad_one_fails_before_training(tmp_path: Path) -> N
     frame.to_csv(tmp_path / "orders.csv", index=False)
     own = {"path": str(tmp_path / "orders.csv"), "target": "late", "features": ["a", "split"]}
     good = changed(data={"northstar": {"table": own}})
+    seeded(tmp_path)
     assert "generate_northstar" not in planned_jobs(snakemake(tmp_path, good, "-n"))  # nobody asked for it
     loaded = "results/timing/load_convert/rep0.json"
     result = snakemake(tmp_path, good, "results/northstar/cpu/bs16/history.json", loaded)
@@ -566,6 +567,7 @@ def test_own_table_smaller_than_a_batch_size_stops_that_batch_sizes_job(tmp_path
     assert train_rows < 128
     own = {"path": str(tmp_path / "orders.csv"), "target": "late", "features": ["a"]}
     config = changed(data={"northstar": {"table": own}}, selection={"batch_sizes": [16, 128]})
+    seeded(tmp_path)
     result = snakemake(tmp_path, config, "results/northstar/cpu/bs128/history.json")
     assert result.returncode != 0
     log = (tmp_path / "results/logs/train_northstar/cpu_bs128.log").read_text()
@@ -593,7 +595,9 @@ def test_own_table_with_inf_in_val_and_test_rows_stops_at_import_northstar(tmp_p
     frame.loc[np.flatnonzero(labels == "test")[:2], "b"] = 1e39  # a float64, beyond float32: inf after the cast
     frame.to_csv(tmp_path / "orders.csv", index=False)
     own = {"path": str(tmp_path / "orders.csv"), "target": "late", "features": ["a", "b"]}
-    result = snakemake(tmp_path, changed(data={"northstar": {"table": own}}), "results/northstar/cpu/bs16/history.json")
+    result = snakemake(
+        seeded(tmp_path), changed(data={"northstar": {"table": own}}), "results/northstar/cpu/bs16/history.json"
+    )
     assert result.returncode != 0
     log = (tmp_path / "results/logs/import_northstar.log").read_text()
     assert (
@@ -818,6 +822,7 @@ def test_the_test_config_runs_from_its_catalog_folder(tmp_path: Path) -> None:
     """`snakemake --directory .test` (the Snakemake workflow catalog's convention) reads .test/config/config.yaml
     as the workflow's own config: a dry run in a copy of the checkout plans the whole tiny DAG there."""
     copy = checkout(tmp_path / "checkout")
+    seeded(copy / ".test")
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "-n", "--cores", "2", "--directory", ".test"],
         capture_output=True,
@@ -1464,7 +1469,7 @@ def test_each_example_plans_at_full_size_with_its_one_command(tmp_path: Path, na
     """`snakemake --cores 4 --configfile examples/<name>.yaml` from a checkout (3 batch sizes × 2 thread counts × 3
     repeats of CPU training): its shipped data and model parse
     and check, and the whole workflow is planned on them."""
-    workdir = checkout(tmp_path / "checkout")
+    workdir = seeded(checkout(tmp_path / "checkout"))
     command = [sys.executable, "-m", "snakemake", "--cores", "4", "--configfile", f"examples/{name}.yaml", "-n"]
     result = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=300)
     plan = planned_jobs(result)

@@ -17,6 +17,7 @@ shares this one:
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import re
@@ -94,6 +95,40 @@ def checkout(destination: Path) -> Path:
         ),
     )
     return destination
+
+
+@functools.cache
+def _parse_caches() -> dict[str, str]:
+    """What a first `snakemake` call in a folder writes to its .snakemake/accel-choice/ before anything else:
+    the device plan for the tiny config's accelerator mode on this machine (measure.device_plan, torch's
+    answer) and what each library file imports (io.imports.ImportCache), made once per test process."""
+    import tempfile
+
+    from accel_choice.io.imports import ImportCache, closure
+    from accel_choice.measure.device_plan import CACHE, planned_device
+
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    mode = TINY.get("accelerator", schema["properties"]["accelerator"]["default"])
+    library = REPO / "workflow" / "scripts"
+    with tempfile.TemporaryDirectory() as tmp:
+        plan = Path(tmp) / CACHE
+        planned_device(mode, cache=plan)
+        imports = ImportCache(plan.with_name("imports.json"))
+        for script in sorted(library.glob("*.py")):
+            closure(script, library, cache=imports)
+        return {path.name: path.read_text() for path in (plan, imports.path)}
+
+
+def seeded(workdir: Path) -> Path:
+    """`workdir` with this session's parse-time caches (_parse_caches), as a folder has them after its first
+    `snakemake` call: the plan and the rules' code inputs are the same, without importing torch at parse time
+    and reading every library file again (3-4 s of a fresh folder's first dry run on 2 cores). For the tests
+    whose subject is not that first call."""
+    folder = workdir / ".snakemake" / "accel-choice"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in _parse_caches().items():
+        (folder / name).write_text(text)
+    return workdir
 
 
 def copy_of(finished: Path, destination: Path) -> Path:
