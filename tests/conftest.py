@@ -86,12 +86,15 @@ def shared_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Order the workflow tests for two processes and the shared run made beside them: after the unit
     tests (about a minute), first those that need no finished run (refused configs, dry runs of a fresh
-    checkout) while the shared run is still being made, then the tests that make whole runs of their
-    own from it (they take `pristine`, not `finished`), then the tests that read a whole run another of
-    them makes (`workflow_runs.shared`: the second and third test of the lost record, the second of the
-    residual MLP example), so that the other process is never handed one while the first still makes
-    it, and the many short dry runs on a finished run last, filling in around the long ones instead of
-    one long run ending the session alone (the scheduler below hands each workflow test out alone)."""
+    checkout) while the shared run is still being made, then the tests that make a whole run other tests
+    read (`workflow_runs.shared`: the user's usual changes, the worked examples), the longest of all,
+    then the tests that make whole runs of their own from it (they take `pristine`, not `finished`),
+    then the many short dry runs on a finished run, and last the tests that read a run another test made.
+    The scheduler below hands each workflow test out alone, and a process holds the test it runs and the
+    next: a reader handed out while the other process still makes its run would wait for it, idle (a test of the lost
+    record waited 106 s, one of the residual MLP 77 s, 2026-12-04); with every shorter test between the
+    makers and the readers, the runs are made by the time a reader asks. The makers are GAP tests apart,
+    so that two are not queued in one process (the conv1d example waited 143 s behind the changes' run)."""
     made: set[str] = set()
 
     def order(item: pytest.Item) -> int:
@@ -101,16 +104,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "pristine" in names and "finished" not in names:
             builds = _shared_builds(item)
             if builds and builds <= made:
-                return 2  # read once made by an earlier test
+                return 4  # read once made by an earlier test
             made.update(builds)
-            return 1
+            return 1 if builds else 2
         return 3
 
     workflow = [item for item in items if item.get_closest_marker("workflow")]
     if workflow:
         rest = [item for item in items if not item.get_closest_marker("workflow")]
         ranks = {item: order(item) for item in workflow}  # in collection order: the first asker makes it
-        items[:] = rest + sorted(workflow, key=ranks.__getitem__)
+        ranked = sorted(workflow, key=ranks.__getitem__)
+        makers = [item for item in ranked if ranks[item] == 1]
+        between = [item for item in ranked if ranks[item] in (2, 3)]
+        # A process holds the test it runs and the next (Units._reschedule): shorter tests between two makers
+        # send the second to the other process while the first makes its run (not queued behind it).
+        spaced = []
+        for maker in makers:
+            spaced += [maker, *between[:GAP]]
+            del between[:GAP]
+        early = [item for item in ranked if ranks[item] == 0]
+        items[:] = rest + early + spaced + between + [item for item in ranked if ranks[item] == 4]
+
+
+GAP = 3  # tests between two that make a shared run: more than a process holds beside the one it runs
 
 
 def _shared_builds(item: pytest.Item) -> set[str]:
@@ -144,6 +160,19 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
             return nodeid if path in ONE_UNIT_PER_TEST else path
+
+        def _reschedule(self, node) -> None:
+            """LoadScopeScheduling's, but a process gets its next unit only when it holds one test or none: the
+            test it runs and the one after (a worker runs a test once it knows the next). pytest-xdist tops
+            a process up at two, so a process that started a long run could hold two units behind it that
+            the other process was free to run."""
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            if self._pending_of(self.assigned_work[node]) <= 1:
+                self._assign_work_unit(node)
 
     config.option.loadscopereorder = False  # keep the collection's order, not the largest unit first
     return Units(config, log)

@@ -1296,15 +1296,37 @@ BAD_FACTORIES = {
 }
 
 
-@pytest.mark.parametrize("case", list(BAD_FACTORIES))
-def test_a_bad_factory_stops_the_run_naming_the_key_and_leaves_results_untouched(
-    finished: Path, tmp_path: Path, case: str
-) -> None:
-    source, factory, words = BAD_FACTORIES[case]
-    package = tmp_path / "broken"
+def _broken_package(folder: Path, source: str) -> None:
+    package = folder / "broken"
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "net.py").write_text(source)
+
+
+@pytest.mark.parametrize("case", list(BAD_FACTORIES))
+def test_a_bad_factory_is_refused_when_the_workflow_is_parsed_naming_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    from accel_choice.records import UserInputError
+
+    source, factory, words = BAD_FACTORIES[case]
+    _broken_package(tmp_path, source)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the factory's folder goes on it (measure.model.load_factory)
+    try:
+        with pytest.raises(UserInputError) as refused:
+            _prepare(changed(model={"factory": factory, "path": str(tmp_path)}), [], monkeypatch, tmp_path)
+    finally:  # each case's own `broken` package, imported afresh
+        for name in [name for name in sys.modules if name == "broken" or name.startswith("broken.")]:
+            del sys.modules[name]
+    assert "config key model.factory" in str(refused.value) and words in str(refused.value), str(refused.value)
+
+
+def test_a_bad_factory_stops_the_run_naming_the_key_and_leaves_results_untouched(
+    finished: Path, tmp_path: Path
+) -> None:
+    """One of BAD_FACTORIES through the CLI (each is refused by the one parse-time check, the test above)."""
+    source, factory, words = BAD_FACTORIES["raises"]
+    _broken_package(tmp_path, source)
     before = {p: p.stat().st_mtime_ns for p in (finished / "results").rglob("*") if p.is_file()}
     result = snakemake(finished, changed(model={"factory": factory, "path": str(tmp_path)}))
     assert result.returncode != 0
