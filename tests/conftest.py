@@ -91,10 +91,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     then the tests that make whole runs of their own from it (they take `pristine`, not `finished`),
     then the many short dry runs on a finished run, and last the tests that read a run another test made.
     The scheduler below hands each workflow test out alone, and a process holds the test it runs and the
-    next: a reader handed out while the other process still makes its run would wait for it, idle (a test of the lost
-    record waited 106 s, one of the residual MLP 77 s, 2026-12-04); with every shorter test between the
-    makers and the readers, the runs are made by the time a reader asks. The makers are GAP tests apart,
-    so that two are not queued in one process (the conv1d example waited 143 s behind the changes' run)."""
+    next: a reader handed out while the other process still makes its run would wait for it, idle (a
+    test of the lost record waited 106 s, one of the residual MLP 77 s, 2026-12-04); with every shorter
+    test between the makers and the readers, the runs are made by the time a reader asks. The makers are
+    GAP tests apart, so that two are not queued in one process (the conv1d example once waited 143 s
+    behind the changes' run)."""
     made: set[str] = set()
 
     def order(item: pytest.Item) -> int:
