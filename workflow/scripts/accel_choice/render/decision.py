@@ -12,7 +12,7 @@ from accel_choice.records.decision import GpuVisibility, SheetStep, Verdict
 from accel_choice.records.training import TrainingCell
 from accel_choice.records.fullpath import FullPathRow
 from accel_choice.render.formatting import level_words, ms, table
-from accel_choice.render.noise import trust_banner
+from accel_choice.render.noise import FLOOR_POINTER, banner_points_to_floor, trust_banner
 
 STEP_TITLES = {
     1: "CPU baseline: load, convert, train, eval, repeats",
@@ -201,8 +201,7 @@ def floor_words(verdict: Verdict, pointer: bool = True) -> str:
     return (
         f"Noise floor ±{verdict.noise_floor:.1%}: how far this machine's own speed moved between the timing jobs "
         "the drift sentinel did not flag (its fixed work, timed in every job); a difference counts only "
-        f"when its {verdict.confidence:.0%} interval lies wholly beyond it"
-        + (" (see The run's noise floor)." if pointer else ".")
+        f"when its {verdict.confidence:.0%} interval lies wholly beyond it" + (f" {FLOOR_POINTER}." if pointer else ".")
     )
 
 
@@ -211,9 +210,7 @@ def headline(verdict: Verdict) -> str:
     was flagged, under it where none was), the verdict, and its reasons."""
     said = f"**Verdict: {verdict.device}.** {claim(verdict)}\n\n" + "\n".join(f"- {r}" for r in reasons(verdict))
     trust = trust_banner(verdict.trust)  # "" without a trust record
-    # a flagged run that is not contaminated already points to the noise-floor section (noise.trust_banner)
-    points = bool(verdict.trust and verdict.trust.flagged and not verdict.trust.contaminated)
-    trust = f"{trust} {floor_words(verdict, pointer=not points)}" if trust else ""
+    trust = f"{trust} {floor_words(verdict, pointer=not banner_points_to_floor(verdict.trust))}" if trust else ""
     parts = [trust, said] if verdict.trust and verdict.trust.flagged else [said, trust]
     return "\n\n".join(part for part in parts if part)
 

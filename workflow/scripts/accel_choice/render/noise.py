@@ -154,14 +154,24 @@ def _scaler_words(row: NonFiniteRun) -> str:
     return " + GradScaler" if row.grad_scaler else " without GradScaler"
 
 
+# Where the report's lines about the run's noise send the reader.
+FLOOR_POINTER = "(see The run's noise floor)"
+
+
+def banner_points_to_floor(trust: RunTrust | None) -> bool:
+    """Whether trust_banner ends by pointing to the noise-floor section (FLOOR_POINTER): a run with flagged jobs
+    that is not contaminated (a contaminated one names the command that re-measures them instead)."""
+    return trust is not None and bool(trust.flagged) and not trust.contaminated
+
+
 def trust_banner(trust: RunTrust | None) -> str:
     """The report's first lines about the run itself: how many timing jobs were flagged and why; for a
     contaminated run, that its measured outcomes are undecided, and the one command that re-measures them."""
     if trust is None or not trust.flagged:
         return "" if trust is None else f"All {trust.jobs} timing jobs ran clean (no job flagged)."
     said = f"{len(trust.flagged)} of {trust.jobs} timing jobs were flagged (by {_why(trust)})"
-    if not trust.contaminated:
-        return f"{said}: kept in the tables, their cells marked (see The run's noise floor)."
+    if banner_points_to_floor(trust):
+        return f"{said}: kept in the tables, their cells marked {FLOOR_POINTER}."
     return (
         f"**This run was contaminated: {said}, more than the {trust.limit:.0%} the configuration allows "
         "(aggregate.bad_run_share). Every figure measured in it is unreliable, and every outcome resting on its timings "
