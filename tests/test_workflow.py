@@ -29,7 +29,7 @@ from accel_choice.records.northstar import (
 )
 from accel_choice.records.time_to_target import TimeToTarget
 import workflow_runs
-from workflow_runs import REPO, TINY, checkout, copy_of, planned_jobs, seeded, snakemake
+from workflow_runs import REPO, SCHEMA, TINY, checkout, copy_of, planned_jobs, seeded, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -718,7 +718,7 @@ def _prepare(config: dict, configfiles: list[Path], monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setenv(INVOCATION_VARIABLE, "{}")  # prepare records the command line for the run's jobs
     monkeypatch.chdir(where)
-    prepare(config, configfiles, REPO / "workflow/schemas/config.schema.yaml")
+    prepare(config, configfiles, SCHEMA)
 
 
 @pytest.mark.parametrize(("case", "override", "key"), BAD_CONFIGS, ids=[c[0] for c in BAD_CONFIGS])

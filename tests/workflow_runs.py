@@ -35,6 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 # The tiny configuration of the tests and CI, kept where the Snakemake workflow catalog expects it:
 # `snakemake --cores 2 --directory .test` runs it by hand.
 TINY = yaml.safe_load((REPO / ".test/config/config.yaml").read_text())
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 TIMING_LOGS = {"time_cpu_training": "timing/cpu", "time_load_convert": "timing/load_convert"}
 EVENTS = "events.json"  # written last, atomically: the run has ended
 STARTED = "started"  # created exclusively by the one process that starts the run
@@ -104,11 +105,14 @@ def _parse_caches() -> dict[str, str]:
     answer) and what each library file imports (io.imports.ImportCache), made once per test process."""
     import tempfile
 
+    from accel_choice.io.config_checks import normalize_config, validate
     from accel_choice.io.imports import ImportCache, closure
     from accel_choice.measure.device_plan import CACHE, planned_device
 
-    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
-    mode = TINY.get("accelerator", schema["properties"]["accelerator"]["default"])
+    config = json.loads(json.dumps(TINY))
+    normalize_config(config)  # then completed with the schema's defaults, as measure.parse_time.prepare does
+    validate(config, SCHEMA)
+    mode = config["accelerator"]
     library = REPO / "workflow" / "scripts"
     with tempfile.TemporaryDirectory() as tmp:
         plan = Path(tmp) / CACHE
