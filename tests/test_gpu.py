@@ -9,12 +9,15 @@ bounds, not performance claims.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import importlib.util
 import json
 import math
 import re
 import subprocess
 import sys
+import weakref
 from pathlib import Path
 
 import pytest
@@ -58,7 +61,7 @@ def device(request) -> torch.device:
 
 
 @pytest.fixture(scope="module")
-def benchmark(device):
+def bench_data(device):
     d = datagen.make_benchmark(ROWS[device.type], FEATURES, 0.2, SEED)
     return torch.from_numpy(d.features.copy()), torch.from_numpy(d.target.copy())
 
@@ -79,10 +82,10 @@ def _job(x, y, variants, repeat=0, grad_scaler=True, compile_mode="default"):
 
 
 @pytest.fixture(scope="module")
-def gpu_jobs(benchmark, device):
+def gpu_jobs(bench_data, device):
     """Every precision × placement at a small and a large batch size: {B: (records, sentinel)}."""
     return {
-        b: _job(*benchmark, steps.gpu_variants(PRECISIONS, PLACEMENTS, batch_size=b, device=device.type))
+        b: _job(*bench_data, steps.gpu_variants(PRECISIONS, PLACEMENTS, batch_size=b, device=device.type))
         for b in (SMALL, LARGE)
     }
 
@@ -155,11 +158,11 @@ def test_every_precision_and_placement_trains_finite_with_the_invariants(gpu_job
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
-def test_no_host_sync_inside_a_resident_training_step(benchmark, precision, device):
+def test_no_host_sync_inside_a_resident_training_step(bench_data, precision, device):
     """The timed loop of a resident variant must not wait on the GPU (measure.acceptance, whose check
     this is: torch raises on any synchronising call in sync debug mode "error"; on the CPU twin the
     same loop runs, with nothing to synchronise)."""
-    losses = acceptance.steps_without_host_sync(*benchmark, precision, LARGE, device)
+    losses = acceptance.steps_without_host_sync(*bench_data, precision, LARGE, device)
     assert losses.device.type == device.type and torch.isfinite(losses).all()
 
 
@@ -173,7 +176,7 @@ def test_adam_is_fused_on_both_sides_and_every_record_names_it(device, gpu_jobs)
 
 
 @pytest.mark.parametrize("device", DEVICES, indirect=True)
-def test_the_matmul_precision_is_set_for_the_job_recorded_and_restored(benchmark, device, monkeypatch):
+def test_the_matmul_precision_is_set_for_the_job_recorded_and_restored(bench_data, device, monkeypatch):
     """timing.matmul_precision holds for the whole job (TF32 on CUDA with "high"), every record says
     which ran, the sentinel's fixed work stays fp32, and the process's setting is restored after."""
     seen = {"step": set(), "sentinel": set()}
@@ -191,7 +194,7 @@ def test_the_matmul_precision_is_set_for_the_job_recorded_and_restored(benchmark
     monkeypatch.setattr(sentinel.Sentinel, "_run", watched_tick)
     before = torch.get_float32_matmul_precision()
     records, _ = training.measure_training_job(
-        *benchmark,
+        *bench_data,
         steps.gpu_variants(["fp32"], ["resident"], batch_size=LARGE, device=device.type),
         repeat=0,
         seed=SEED,
@@ -233,9 +236,64 @@ def test_the_epochs_own_memory_is_what_the_formulas_bound(gpu_jobs, device):
         assert acceptance.memory_problems([acceptance.variant_run(r, rows) for r in records], rows) == []
 
 
-def test_fp16_without_grad_scaler(benchmark, device):
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+def test_an_epoch_keeps_no_tensor_of_a_step_past_the_next(bench_data, device):
+    """Each step's loss is copied into a slot of one buffer made before the clock: the tensor a step
+    returned is gone when the next step starts. (Kept in a list, each took a 512-byte block of CUDA's
+    allocator, 1 MiB of a 2,048-step epoch, and the first GPU run's memory check failed on it.) More
+    batches than the epoch's steps is an error, not an overrun. The losses recorded are the steps'."""
+    x, y = bench_data
+    xd, yd = x.to(device), y.reshape(-1, 1).to(device)
+    trainer = steps.Trainer(models.build(SPEC, (FEATURES,), SEED).to(device), SPEC, device)
+    returned, alive, step = [], [], trainer.step
+
+    def watched(xb, yb):
+        alive.append(sum(ref() is not None for ref, _ in returned))
+        loss = step(xb, yb)
+        returned.append((weakref.ref(loss), float(loss)))  # float: a host sync, fine outside a timing
+        return loss
+
+    trainer.step = watched
+    batches = list(placement.batches("resident", "fastpath", x, y, SMALL, True, SEED, device, xd, yd))
+    result = steps.train_epoch(trainer, batches, len(batches))
+    assert result.finite and result.steps == len(batches) == len(alive) > 2
+    assert set(alive) == {0}, alive
+    assert result.last_loss == returned[-1][1]
+    with pytest.raises(ValueError, match=f"more than the {len(batches) - 1} steps it may take"):
+        steps.train_epoch(trainer, batches, len(batches) - 1)
+
+
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+def test_the_loss_record_benchmark_runs_the_librarys_step(device, capsys):
+    """benchmarks/loss_record.py, whose per-step figures docs/gpu.md quotes, runs here on a few rows."""
+    spec = importlib.util.spec_from_file_location("loss_record", REPO / "benchmarks" / "loss_record.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    us = bench.main(["--device", device.type, "--rows", "256", "--rounds", "2"])
+    assert set(us) == {"none", "list", "slot"} and all(len(v) == 2 and min(v) > 0 for v in us.values())
+    assert "8 steps of B=32" in capsys.readouterr().out
+
+
+# Fixtures of pytest plugins a GPU machine's Python brings (pytest-benchmark, pytest-mock, pytest-cov,
+# pytest-xdist): a fixture of ours with one of these names breaks the run there.
+PLUGINS_FIXTURES = {"benchmark", "benchmark_weave", "mocker", "module_mocker", "session_mocker", "cov", "worker_id"}
+
+
+def test_no_fixture_of_ours_takes_a_name_a_plugin_owns():
+    """pytest-benchmark, installed on the H200 machine, owns `benchmark`: a module fixture of that name
+    here stopped its first `pytest -m gpu` with an INTERNALERROR before any CUDA test ran."""
+    ours = set()
+    for module in sorted((REPO / "tests").glob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text())):
+            if isinstance(node, ast.FunctionDef) and any("fixture" in ast.unparse(d) for d in node.decorator_list):
+                ours.add(node.name)
+    assert {"device", "bench_data", "gpu_jobs"} <= ours
+    assert not ours & PLUGINS_FIXTURES
+
+
+def test_fp16_without_grad_scaler(bench_data, device):
     variants = steps.gpu_variants(["fp16"], PLACEMENTS, batch_size=LARGE, device=device.type)
-    records, _ = _job(*benchmark, variants, grad_scaler=False)
+    records, _ = _job(*bench_data, variants, grad_scaler=False)
     assert len(records) == len(PLACEMENTS)
     for r in records:
         assert r.grad_scaler is False and r.precision == "fp16"
@@ -245,7 +303,7 @@ def test_fp16_without_grad_scaler(benchmark, device):
         assert all(dataclasses.asdict(r.invariants).values())
 
 
-def test_cuda_graphs_are_captured_and_replayed_in_the_timed_epochs(benchmark, device):
+def test_cuda_graphs_are_captured_and_replayed_in_the_timed_epochs(bench_data, device):
     """timing.compile_mode reduce-overhead: on CUDA every compiled graph runs as a CUDA graph (inductor
     skipped none: no CPU tensor, no mutated input, each update marked as a new iteration) and trains finite,
     the fp16 one under its GradScaler too; the record names the mode, with no graph break. The CPU twin runs
@@ -253,7 +311,7 @@ def test_cuda_graphs_are_captured_and_replayed_in_the_timed_epochs(benchmark, de
     precisions = ["fp32", "fp16"] if device.type == "cuda" else ["fp32"]  # the CPU twin: the compile is the cost
     variants = steps.gpu_variants(precisions, ["resident"], [True], batch_size=LARGE, device=device.type)
     skipped = compile_counts.cudagraph_skips()
-    records, _ = _job(*benchmark, variants, compile_mode="reduce-overhead")
+    records, _ = _job(*bench_data, variants, compile_mode="reduce-overhead")
     skipped = compile_counts.cudagraph_skips() - skipped
     assert [(r.precision, r.compile_mode, r.graph_breaks, r.finite) for r in records] == [
         (p, "reduce-overhead", 0, True) for p in precisions
@@ -320,8 +378,8 @@ print(json.dumps({{"context": r.context_startup_s, "startup": r.startup_s, "firs
     assert found["startup"] >= found["context"] + found["first"] - 2 * found["steady"]
 
 
-def test_prefetched_batches_arrive_intact_through_the_copy_stream(benchmark, device):
-    x, y = benchmark
+def test_prefetched_batches_arrive_intact_through_the_copy_stream(bench_data, device):
+    x, y = bench_data
     y = y.reshape(-1, 1)
     cuda = device.type == "cuda"  # pinned memory and the copy stream are CUDA's; elsewhere the same order
     host_x, host_y = (x.pin_memory(), y.pin_memory()) if cuda else (x, y)
@@ -373,7 +431,7 @@ def test_transfers_on_cuda_and_pinned_memory_is_faster_than_pageable():
 
 
 @pytest.mark.parametrize("device", [CUDA], indirect=True)
-def test_a_verdict_is_computed_from_real_cpu_and_gpu_records(benchmark, tmp_path, device):
+def test_a_verdict_is_computed_from_real_cpu_and_gpu_records(bench_data, tmp_path, device):
     # The analysis and the file formats need what a bare GPU machine may lack (docs/gpu.md): imported here,
     # so the module and every other test collect with torch, numpy and pydantic alone.
     for package in ("pandas", "pyarrow", "scipy", "matplotlib"):
@@ -383,7 +441,7 @@ def test_a_verdict_is_computed_from_real_cpu_and_gpu_records(benchmark, tmp_path
     from accel_choice.io import dataio
     from accel_choice.measure import loadconv
 
-    x, y = benchmark
+    x, y = bench_data
     cpu = [r for repeat in range(2) for r in _job(x, y, steps.cpu_variants(["fastpath"], batch_size=LARGE), repeat)[0]]
     gpu = [
         r
@@ -441,7 +499,7 @@ def test_the_sentinel_holds_no_device_memory_between_ticks(device):
 
 
 @pytest.mark.parametrize("device", DEVICES, indirect=True)
-def test_a_planted_over_allocation_fails_the_memory_check(benchmark, device, monkeypatch):
+def test_a_planted_over_allocation_fails_the_memory_check(bench_data, device, monkeypatch):
     """An update that also holds 32 MiB for the whole epoch: its epoch's own memory exceeds the
     formulas' bound, and the acceptance's memory check names every such variant. (The CPU twin runs
     the same planted job; its records carry no memory figure, which the check fails as well.)"""
@@ -455,7 +513,7 @@ def test_a_planted_over_allocation_fails_the_memory_check(benchmark, device, mon
         return step(self, xb, yb)
 
     monkeypatch.setattr(steps.Trainer, "step", hoarding_step)
-    x, y = benchmark
+    x, y = bench_data
     records, _ = _job(
         x, y, steps.gpu_variants(["fp32"], ["resident", "streamed"], batch_size=LARGE, device=device.type)
     )
@@ -470,12 +528,12 @@ def test_a_planted_over_allocation_fails_the_memory_check(benchmark, device, mon
         assert all(r.epoch_memory_bytes is None for r in runs) and all("None not in" in p for p in problems)
 
 
-def test_skipped_grad_scaler_steps_are_counted_and_recorded(benchmark, device, gpu_jobs):
+def test_skipped_grad_scaler_steps_are_counted_and_recorded(bench_data, device, gpu_jobs):
     """A GradScaler skips an update whose gradient overflowed: a scale far too large overflows every
     fp16 gradient, so every step of the epoch is skipped (the weights do not move) and counted, with
     no host sync inside the loop; the default scale skips none here. Every fp16 record counts them,
     no other record has a count."""
-    x, y = benchmark
+    x, y = bench_data
     xd, yd = x.to(device), y.reshape(-1, 1).to(device)
 
     def epoch(init_scale, spec):

@@ -227,10 +227,13 @@ def train_epoch(trainer: Trainer, batches: Iterable[Batch], max_steps: int) -> E
     """Time one pass over `batches`, loader iteration included: that is part of the path."""
     trainer.model.train()
     device = trainer.device
-    # Each step's loss (a device tensor: no host sync) and batch size go into Python lists, a few
-    # hundred nanoseconds a step; writing them into preallocated tensors cost ~20 microseconds a step each
-    # on the CPU, 10-15 % of the textbook MLP's epoch at B=32 (measured against measure.reference).
-    losses: list[torch.Tensor] = []
+    # Each step's loss is copied, on the device (no host sync), into its slot of one buffer made before
+    # the clock; kept as separate tensors, each took its own 512-byte block of CUDA's caching allocator:
+    # 1 MiB of an epoch of 2,048 steps (B=32 on 65,536 rows), which the first GPU run (an H200) measured
+    # as the epoch's own memory, over the formulas' bound. The copy is one small kernel a step on both
+    # sides, its cost lost in the steps' own spread on the H200 and on the CPU (docs/gpu.md).
+    losses = torch.full((max_steps,), math.nan, device=device)
+    slots = losses.unbind()
     sizes: list[int] = []
     steps = 0
     scaler = trainer.scaler if trainer.scaler.is_enabled() else None
@@ -245,22 +248,22 @@ def train_epoch(trainer: Trainer, batches: Iterable[Batch], max_steps: int) -> E
     synchronize(device)
     cpu0, t0 = time.process_time(), time.perf_counter()
     for xb, yb in batches:
-        losses.append(trainer.step(xb, yb))
+        if steps == max_steps:
+            raise ValueError(f"an epoch took more than the {max_steps} steps it may take")
+        slots[steps].copy_(trainer.step(xb, yb))
         if scales is not None:
             scales[steps + 1 : steps + 2] = scaler._scale
         sizes.append(xb.shape[0])
         steps += 1
     synchronize(device)
     seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - cpu0
-    if steps > max_steps:
-        raise ValueError(f"an epoch took {steps} steps, more than the {max_steps} it may take")
     samples = sum(sizes)
     skipped = None
     if counted is not None:
         skipped = steps - (optimizer_steps(trainer.optimizer) - counted)
     elif scales is not None:
         skipped = skipped_updates(scales[: steps + 1].cpu(), scaler.get_backoff_factor())
-    loss_values = torch.stack(losses).float().cpu() if losses else torch.empty(0)
+    loss_values = losses[:steps].cpu()
     bad = (~torch.isfinite(loss_values)).nonzero()
     nonfinite_step = int(bad[0]) if len(bad) else None
     params_finite = all(bool(torch.isfinite(p).all()) for p in trainer.model.parameters())
