@@ -10,8 +10,10 @@ from __future__ import annotations
 import ast
 import json
 import modulefinder
+import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -254,3 +256,15 @@ def test_ci_runs_the_readmes_test_command() -> None:
     tests = [command for command in commands if "pytest" in command and "snakemake" not in command]
     assert len(tests) == 1, commands
     assert tests[0] in (REPO / ".ci" / "run").read_text().splitlines()
+
+
+def test_the_gpu_check_runs_the_acceptance_and_the_gpu_tests_docs_gpu_md_names() -> None:
+    """.ci/gpu, the prepared check for a GPU machine (run on an H200: docs/gpu.md), parses as bash and runs
+    the acceptance script and `pytest -m gpu`, a marker pytest.ini defines; docs/gpu.md's first section runs it."""
+    script = REPO / ".ci" / "gpu"
+    assert os.access(script, os.X_OK) and subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    text = script.read_text()
+    ran = re.findall(r"python3 (workflow/scripts/\S+\.py)", text)
+    assert ran == ["workflow/scripts/gpu_acceptance.py"] and (REPO / ran[0]).is_file()
+    assert "python3 -m pytest -m gpu" in text and "\n    gpu: " in (REPO / "pytest.ini").read_text()
+    assert "\n.ci/gpu " in (REPO / "docs" / "gpu.md").read_text().split("### Run on an H200")[0]
