@@ -65,7 +65,10 @@ def test_without_a_cuda_device_it_says_so_and_exits_2(tmp_path, capsys):
     import gpu_acceptance
 
     assert gpu_acceptance.main(["--out", str(tmp_path / "a.json")]) == 2
-    assert "this job needs a CUDA device, but none is visible" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "the GPU acceptance needs a CUDA device, but none is visible" in said
+    assert said.endswith("Run it on the GPU machine; --device cpu runs the same code on this CPU.\n")
+    assert "accelerator" not in said and said.count("\n") == 1  # one line, about the acceptance, not the workflow
     assert not (tmp_path / "a.json").exists()
 
 

@@ -35,6 +35,7 @@ PRECISIONS, PLACEMENTS = ("fp32", "fp16", "bf16"), ("resident", "streamed", "pre
 BATCH_SIZES = (32, 512)
 ROWS = {"cuda": 65_536, "cpu": 1_024}  # the CPU run checks the code, not the speed: small
 WARMUP, EPOCHS = 10, 2
+NO_DEVICE_ADVICE = "Run it on the GPU machine; --device cpu runs the same code on this CPU."
 # Every timing job of the acceptance: one repeat, fp16 with its GradScaler, the acceptance's model.
 JOB = dict(repeat=0, grad_scaler=True, seed=SEED, spec=SPEC, warmup_steps=WARMUP, epochs=EPOCHS)
 # The caching allocator rounds every block up to 512 bytes; an epoch holds a few dozen small blocks
@@ -100,7 +101,7 @@ def run(device_type: str, rows: int | None = None, compile_variant: bool = True)
     """The acceptance on `device_type` ("cuda" or "cpu"); every check recorded, none raising."""
     started = time.perf_counter()
     cuda = device_type == "cuda"
-    device = devices.require("cuda") if cuda else torch.device(device_type)
+    device = devices.require("cuda", "the GPU acceptance", NO_DEVICE_ADVICE) if cuda else torch.device(device_type)
     rows = rows or ROWS[device_type]
     data = datagen.make_benchmark(rows, FEATURES, 0.2, SEED)
     x, y = torch.from_numpy(data.features.copy()), torch.from_numpy(data.target.copy())

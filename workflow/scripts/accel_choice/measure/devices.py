@@ -183,15 +183,20 @@ def planned_device(mode: str) -> tuple[str | None, str]:
     return measurable_device(probed), fingerprint(probed)
 
 
-def require(device_type: str) -> torch.device:
-    """The device a GPU job runs on; a clear error if this machine has none of that type."""
+# What a workflow job without its device says to do (the acceptance says its own: measure.acceptance).
+JOB_ADVICE = (
+    "With accelerator: require, GPU jobs must run on a GPU node (SLURM: the rule asks for gpu=1); use "
+    "accelerator: auto to measure the GPU only where one is visible, or off for none."
+)
+
+
+def require(device_type: str, who: str = "this job", advice: str = JOB_ADVICE) -> torch.device:
+    """The device a GPU job (or `who`) runs on; a clear error, ending in `advice`, if this machine has none."""
     available = {"cuda": cuda_available, "mps": torch.backends.mps.is_available}.get(device_type, lambda: False)()
     if not available:
         raise DeviceUnavailable(
-            f"this job needs a {device_type.upper()} device, but none is visible on {_hostname()} "
-            f"(torch {torch.__version__}, CUDA build: {torch.version.cuda or 'none'}). With accelerator: require, "
-            "GPU jobs must run on a GPU node (SLURM: the rule asks for gpu=1); use accelerator: auto to measure "
-            "the GPU only where one is visible, or off for none."
+            f"{who} needs a {device_type.upper()} device, but none is visible on {_hostname()} "
+            f"(torch {torch.__version__}, CUDA build: {torch.version.cuda or 'none'}). {advice}"
         )
     return torch.device(device_type)
 
