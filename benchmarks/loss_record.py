@@ -5,7 +5,8 @@
     .venv/bin/python benchmarks/loss_record.py --device cpu --rows 4096 --rounds 9
     python3 benchmarks/loss_record.py --device cuda --rows 65536 --rounds 6    # on a GPU machine
 
-The acceptance's model (fp32, resident data, B = 32), trained by the project's own `steps.Trainer`;
+The acceptance's model (fp32, resident data, B = 32), each update the project's own `steps.Trainer.step`;
+the loop around it is this file's (the way `steps.train_epoch` records a loss is the "slot" way), and
 the three ways take turns in every round (interleaved, each round starting with the next), each a
 whole epoch with the device synchronised before every clock read, after one warm-up epoch each.
 It prints the medians per step and, per round, each way's difference from nothing recorded:
@@ -67,7 +68,8 @@ def main(argv: list[str] | None = None) -> dict[str, list[float]]:
     parser.add_argument("--rows", type=int, default=4096)
     parser.add_argument("--rounds", type=int, default=9)
     args = parser.parse_args(argv)
-    device = devices.require("cuda") if args.device == "cuda" else torch.device(args.device)
+    advice = "Run it on the GPU machine; --device cpu times the same ways on this CPU."
+    device = devices.require("cuda", "this benchmark", advice) if args.device == "cuda" else torch.device(args.device)
     us = per_step_us(device, args.rows, args.rounds)
     steps_ = -(-args.rows // BATCH_SIZE)
     print(f"{device}, {steps_} steps of B={BATCH_SIZE}, {args.rounds} interleaved rounds; us per step:")

@@ -285,8 +285,11 @@ def test_no_fixture_of_ours_takes_a_name_a_plugin_owns():
     ours = set()
     for module in sorted((REPO / "tests").glob("*.py")):
         for node in ast.walk(ast.parse(module.read_text())):
-            if isinstance(node, ast.FunctionDef) and any("fixture" in ast.unparse(d) for d in node.decorator_list):
-                ours.add(node.name)
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for decorator in (d for d in node.decorator_list if "fixture" in ast.unparse(d)):
+                named = [k.value for k in getattr(decorator, "keywords", []) if k.arg == "name"]
+                ours.add(named[0].value if named and isinstance(named[0], ast.Constant) else node.name)
     assert {"device", "bench_data", "gpu_jobs"} <= ours
     assert not ours & PLUGINS_FIXTURES
 
