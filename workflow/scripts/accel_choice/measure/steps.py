@@ -3,7 +3,8 @@
 Read in one go (nanoGPT's habit): `Trainer.step` is one update under autocast and
 GradScaler, `train_epoch` and `evaluate` are timed with the device synchronized before each clock
 read and no host sync inside the loop (each step's loss is copied, on the device, into a slot of a
-buffer made before the clock and inspected after it stops), and `warm_up` pays every first-call cost on a throw-away copy of the model.
+buffer made before the clock and inspected after it stops), and `warm_up` pays every first-call cost
+on a throw-away copy of the model.
 measure.training runs these per job and turns them into records.
 """
 
