@@ -68,8 +68,10 @@ def main(argv: list[str] | None = None) -> dict[str, list[float]]:
     parser.add_argument("--rows", type=int, default=4096)
     parser.add_argument("--rounds", type=int, default=9)
     args = parser.parse_args(argv)
-    advice = "Run it on the GPU machine; --device cpu times the same ways on this CPU."
-    device = devices.require("cuda", "this benchmark", advice) if args.device == "cuda" else torch.device(args.device)
+    cuda = args.device == "cuda"
+    device = (
+        devices.require("cuda", "this benchmark", acceptance.NO_DEVICE_ADVICE) if cuda else torch.device(args.device)
+    )
     us = per_step_us(device, args.rows, args.rounds)
     steps_ = -(-args.rows // BATCH_SIZE)
     print(f"{device}, {steps_} steps of B={BATCH_SIZE}, {args.rounds} interleaved rounds; us per step:")

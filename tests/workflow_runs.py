@@ -100,14 +100,14 @@ def checkout(destination: Path) -> Path:
 
 @functools.cache
 def _parse_caches() -> dict[str, str]:
-    """What a first `snakemake` call in a folder writes to its .snakemake/accel-choice/ before anything else:
+    """What a first `snakemake` call in a folder writes before anything else, by path relative to the folder:
     the device plan for the tiny config's accelerator mode on this machine (measure.device_plan, torch's
     answer) and what each library file imports (io.imports.ImportCache), made once per test process."""
     import tempfile
 
     from accel_choice.io.config_checks import normalize_config, validate
-    from accel_choice.io.imports import ImportCache, closure
-    from accel_choice.measure.device_plan import CACHE, planned_device
+    from accel_choice.io import imports
+    from accel_choice.measure import device_plan
 
     config = json.loads(json.dumps(TINY))
     normalize_config(config)  # then completed with the schema's defaults, as measure.parse_time.prepare does
@@ -115,12 +115,11 @@ def _parse_caches() -> dict[str, str]:
     mode = config["accelerator"]
     library = REPO / "workflow" / "scripts"
     with tempfile.TemporaryDirectory() as tmp:
-        plan = Path(tmp) / CACHE
-        planned_device(mode, cache=plan)
-        imports = ImportCache(plan.with_name("imports.json"))
+        device_plan.planned_device(mode, cache=Path(tmp) / device_plan.CACHE)
+        cache = imports.ImportCache(Path(tmp) / imports.CACHE)
         for script in sorted(library.glob("*.py")):
-            closure(script, library, cache=imports)
-        return {path.name: path.read_text() for path in (plan, imports.path)}
+            imports.closure(script, library, cache=cache)
+        return {str(made): (Path(tmp) / made).read_text() for made in (device_plan.CACHE, imports.CACHE)}
 
 
 def seeded(workdir: Path) -> Path:
@@ -128,10 +127,9 @@ def seeded(workdir: Path) -> Path:
     `snakemake` call: the plan and the rules' code inputs are the same, without importing torch at parse time
     and reading every library file again (3-4 s of a fresh folder's first dry run on 2 cores). For the tests
     whose subject is not that first call."""
-    folder = workdir / ".snakemake" / "accel-choice"
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, text in _parse_caches().items():
-        (folder / name).write_text(text)
+    for made, text in _parse_caches().items():
+        (workdir / made).parent.mkdir(parents=True, exist_ok=True)
+        (workdir / made).write_text(text)
     return workdir
 
 

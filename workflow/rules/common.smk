@@ -6,7 +6,7 @@ from pathlib import Path
 from snakemake.io import strip_wildcard_constraints
 
 from accel_choice.io import benchmark_data, paths
-from accel_choice.io.imports import ImportCache, closure, module_file, relative_paths
+from accel_choice.io.imports import CACHE, ImportCache, closure, module_file, relative_paths
 from accel_choice.records.model import split_factory
 from accel_choice.measure.device_plan import planned_device
 
@@ -71,7 +71,7 @@ NOISE_RULES = sorted_keys(config["aggregate"])
 
 # What each library file imports, kept between invocations (every one parses the workflow): by content,
 # so an edit is read again. Deleting it costs the next parse about a second.
-IMPORT_CACHE = ImportCache(Path(".snakemake") / "accel-choice" / "imports.json")
+IMPORT_CACHE = ImportCache(CACHE)
 
 
 def code(script):

@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 PACKAGE = "accel_choice"
+# Where the workflow keeps its ImportCache, relative to the working directory (beside measure.device_plan.CACHE).
+CACHE = Path(".snakemake") / "accel-choice" / "imports.json"
 
 
 def _module_file(root: Path, dotted: str) -> Path | None:
