@@ -87,4 +87,7 @@ def main(argv: list[str] | None = None) -> dict[str, list[float]]:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except devices.DeviceUnavailable as error:  # one line, as the acceptance says it
+        sys.exit(f"error: {error}")
