@@ -16,10 +16,9 @@ to a whole epoch):
 - the load average before the variant's first epoch and after its last, the CPU that other processes took
   during the job (`foreign_cpu_share`, /proc/stat), the process CPU time and (CUDA) the peak memory;
 - the invariants of section 28.3.5 checked on every record;
-- non-finite losses caught without a host sync per step: each step's loss is copied into a device buffer
-  and inspected after the clock stops. A non-finite gradient surfaces there too: Adam turns it into
-  non-finite weights, hence a non-finite next loss (or final weights, which are checked); a GradScaler
-  only skips the step.
+- non-finite losses caught without a host sync per step: each step's loss goes into a device buffer,
+  read after the clock stops. A non-finite gradient surfaces there too (Adam makes non-finite weights,
+  hence a non-finite next loss, or final weights, which are checked); a GradScaler only skips the step.
 """
 
 from __future__ import annotations
