@@ -44,8 +44,11 @@ WAIT_S = 1200
 
 
 def snakemake(workdir: Path, config: dict | str, *args: str) -> subprocess.CompletedProcess[str]:
-    """The CLI on `config`: a mapping, or the YAML text itself (to test what a file can hold)."""
-    return subprocess.run(command(workdir, config, *args), capture_output=True, text=True, timeout=600)
+    """The CLI on `config`: a mapping, or the YAML text itself (to test what a file can hold); run as
+    `python -m snakemake` runs it, forked from a process that has imported Snakemake (snakemake_cli)."""
+    import snakemake_cli
+
+    return snakemake_cli.run(command(workdir, config, *args)[3:], timeout=600)
 
 
 def planned_jobs(result: subprocess.CompletedProcess[str]) -> dict[str, int]:
