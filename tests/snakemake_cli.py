@@ -98,7 +98,7 @@ class _Server:
         return json.loads(line)
 
     def run(self, argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
-        args = [sys.executable, "-m", "snakemake", *argv]
+        args = command(argv)
         with self.lock, tempfile.TemporaryDirectory(prefix="snakemake-cli-") as folder:
             out, err = Path(folder, "stdout"), Path(folder, "stderr")
             request = {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "out": str(out), "err": str(err)}
@@ -117,9 +117,14 @@ class _Server:
 _server: _Server | None = None
 
 
+def command(argv: list[str]) -> list[str]:
+    """The `snakemake` process a user starts: `python -m snakemake *argv` with this Python."""
+    return [sys.executable, "-m", "snakemake", *argv]
+
+
 def run(argv: list[str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """What `subprocess.run([sys.executable, "-m", "snakemake", *argv], capture_output=True, text=True,
-    timeout=timeout)` returns, in this process's working directory and environment."""
+    """What `subprocess.run(command(argv), capture_output=True, text=True, timeout=timeout)` returns, in this
+    process's working directory and environment."""
     global _server
     if _server is None or _server.process.poll() is not None:
         _server = _Server()

@@ -27,7 +27,7 @@ rule all:
 
 
 def _process(argv: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "snakemake", *argv], capture_output=True, text=True, timeout=120)
+    return subprocess.run(snakemake_cli.command(argv), capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import snakemake_cli
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,9 +47,7 @@ WAIT_S = 1200
 def snakemake(workdir: Path, config: dict | str, *args: str) -> subprocess.CompletedProcess[str]:
     """The CLI on `config`: a mapping, or the YAML text itself (to test what a file can hold); run as
     `python -m snakemake` runs it, forked from a process that has imported Snakemake (snakemake_cli)."""
-    import snakemake_cli
-
-    return snakemake_cli.run(command(workdir, config, *args)[3:], timeout=600)
+    return snakemake_cli.run(arguments(workdir, config, *args), timeout=600)
 
 
 def planned_jobs(result: subprocess.CompletedProcess[str]) -> dict[str, int]:
@@ -64,13 +63,15 @@ def planned_jobs(result: subprocess.CompletedProcess[str]) -> dict[str, int]:
 
 
 def command(workdir: Path, config: dict | str, *args: str) -> list[str]:
-    """The CLI line on `config` (written to workdir/test-config.yaml), with `--cores 4` and `args`."""
+    """The CLI line on `config`: `python -m snakemake` with arguments()."""
+    return snakemake_cli.command(arguments(workdir, config, *args))
+
+
+def arguments(workdir: Path, config: dict | str, *args: str) -> list[str]:
+    """The CLI's arguments on `config` (written to workdir/test-config.yaml), with `--cores 4` and `args`."""
     config_path = workdir / "test-config.yaml"
     config_path.write_text(config if isinstance(config, str) else yaml.safe_dump(config))
     return [
-        sys.executable,
-        "-m",
-        "snakemake",
         "--snakefile",
         str(snakefile(workdir)),
         "--directory",
