@@ -13,6 +13,7 @@ This package imports nothing else from accel_choice: every layer may depend on i
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -20,10 +21,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, dataclass_transform
 
-from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
-from pydantic.dataclasses import dataclass as _pydantic_dataclass
-
 from accel_choice.records import ledger
+
+try:
+    from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
+    from pydantic.dataclasses import dataclass as _pydantic_dataclass
+
+    VALIDATED = True
+except ModuleNotFoundError:  # a bare machine (torch and numpy): records are written, not read (see `record`)
+    VALIDATED = False
+
+    def Field(**constraints: Any) -> Any:  # noqa: N802 - pydantic's name, kept as a field type's metadata
+        """Keep a field's constraints as metadata; without pydantic nothing checks them."""
+        return constraints
+
+    def ConfigDict(**settings: Any) -> Any:  # noqa: N802
+        """Keep the settings; without pydantic nothing applies them."""
+        return settings
+
 
 T = TypeVar("T")
 
@@ -60,12 +75,19 @@ class RecordError(UserInputError):
 def record(cls: type[T] | None = None, *, schema: str | None = None, version: int = 1) -> Any:
     """Make `cls` a record: a frozen, strictly validated, keyword-only dataclass.
 
+    Without pydantic (a bare GPU machine has torch and numpy only) it is a standard frozen dataclass:
+    `to_json` writes it and its `__post_init__` checks run, but nothing reads records there (`from_json`
+    says pydantic is needed), so every field's type is checked where the record is read.
+
     With `schema`, the record is a whole file: `to_json` writes `schema` and `schema_version`
     first and `read` checks them.
     """
 
     def wrap(klass: type[T]) -> type[T]:
-        made = _pydantic_dataclass(frozen=True, kw_only=True, config=CONFIG)(klass)
+        if VALIDATED:
+            made = _pydantic_dataclass(frozen=True, kw_only=True, config=CONFIG)(klass)
+        else:  # its own invariants (__post_init__) still run; field types and bounds are checked on reading
+            made = dataclasses.dataclass(frozen=True, kw_only=True)(klass)
         made.SCHEMA = schema  # type: ignore[attr-defined]
         made.VERSION = version  # type: ignore[attr-defined]
         return made
@@ -97,9 +119,18 @@ def _adapter(cls: type) -> TypeAdapter[Any]:
 
 def to_json(obj: Any) -> dict[str, Any]:
     """The JSON object of a record, its schema and version first when it is a whole file."""
-    body = _adapter(type(obj)).dump_python(obj, mode="json")
+    body = _adapter(type(obj)).dump_python(obj, mode="json") if VALIDATED else _plain(dataclasses.asdict(obj))
     schema = getattr(type(obj), "SCHEMA", None)
     return {"schema": schema, "schema_version": type(obj).VERSION, **body} if schema else body
+
+
+def _plain(value: Any) -> Any:
+    """A record's fields as JSON values where pydantic is absent: tuples as lists, keys as strings."""
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
 
 
 def _refuse_constant(source: str) -> Callable[[str], Any]:
@@ -127,6 +158,8 @@ def describe_error(error: ValidationError, source: str) -> str:
 
 def from_json(cls: type[T], data: Any, source: str) -> T:
     """A record of type `cls` from parsed JSON (`data`), read from `source` (named in every error)."""
+    if not VALIDATED:
+        raise RecordError(f"{source}: reading a record checks it with pydantic, which is not installed here")
     schema = getattr(cls, "SCHEMA", None)
     if schema:
         if not isinstance(data, dict):
