@@ -5,6 +5,7 @@ gate and verdict really do on synthetic runs, for 3 and 5 jobs and job-to-job sp
     .venv/bin/python benchmarks/calibration.py --method job-t --draws 2000
     .venv/bin/python benchmarks/calibration.py --flagged           # keep a flagged job, or leave it out?
     .venv/bin/python benchmarks/calibration.py --whole-table       # the whole-table gate: false alarm, power
+    .venv/bin/python benchmarks/calibration.py --planner --jobs 3 4 5   # the break-even intervals, by design
 
 The runs are drawn through the library's own functions (accel_choice.analyze.calibration): the
 interval of a cell, the ratio of two, its outcome, the gate's rule and the verdict's. Every coverage,
@@ -12,12 +13,15 @@ false-alarm and power figure docs/statistics.md quotes was printed by this scrip
 """
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
+from accel_choice import records  # noqa: E402
 from accel_choice.analyze import calibration as c  # noqa: E402
+from accel_choice.analyze import planner_calibration as pc  # noqa: E402
 
 METHODS = {"bootstrap": c.BOOTSTRAP, "job-t": c.JOB_T}
 COLUMNS = (
@@ -92,6 +96,22 @@ def whole_table(jobs_list: list[int], sigmas: list[float], draws: int) -> int:
     return 0
 
 
+def planner_table(jobs_list: list[int], machines: list[int], runs: int, resamples: int, seed: int, out: str) -> int:
+    """The break-even intervals' coverage by design (analyze.planner_calibration), printed and written to `out`:
+    the table the planner's report quotes (workflow/resources/planner_coverage.json)."""
+    started = time.perf_counter()
+    print("| grid jobs | profile machines | coverage of a 95 % interval | runs |")
+    print("|---|---|---|---|")
+    found = []
+    for design in pc.designs(jobs_list, machines):
+        covered = pc.coverage(design, runs, resamples, seed)
+        found.append(records.to_json(covered))
+        print(f"| {design.grid_jobs} | {design.machines} | {covered.coverage:.3f} | {runs} |", flush=True)
+    Path(out).write_text(json.dumps({"designs": found}, indent=1) + "\n")
+    print(f"\n{resamples} resamples an interval; written to {out}; {time.perf_counter() - started:.0f} s")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--method", choices=[*METHODS, "both"], default="both")
@@ -109,7 +129,19 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="instead: the whole-table gate's false alarm and power (analyze.compare_table)",
     )
+    parser.add_argument(
+        "--planner",
+        action="store_true",
+        help="instead: the break-even intervals' coverage by grid jobs and profile machines (analyze.planner_calibration)",
+    )
+    parser.add_argument("--machines", type=int, nargs="+", default=[0, 1, 3, 4], help="--planner: profile machines")
+    parser.add_argument("--runs", type=int, default=1000, help="--planner: synthetic runs per design (default 1000)")
+    parser.add_argument("--resamples", type=int, default=200, help="--planner: resamples per interval (default 200)")
+    parser.add_argument("--seed", type=int, default=20261206, help="--planner: the first run's seed")
+    parser.add_argument("--out", default=str(pc.RESOURCE), help="--planner: where the table is written")
     args = parser.parse_args(argv)
+    if args.planner:
+        return planner_table(args.jobs, args.machines, args.runs, args.resamples, args.seed, args.out)
     if args.whole_table:
         return whole_table(args.jobs, args.sigma_job, args.draws)
     if args.flagged:

@@ -9,8 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 from accel_choice.io import envinfo
-from accel_choice.records.breakeven import BreakEvenSummary, BreakEvenTable
+from accel_choice.records.breakeven import BreakEvenSummary, BreakEvenTable, Coverage
 from accel_choice.records.breakeven import CurveRow
+from accel_choice.records.model import TEXTBOOK
 from accel_choice.records.planner import (
     CostModelTable,
     FitPoint,
@@ -207,6 +208,7 @@ def cost_model_table(**overrides: Any) -> CostModelTable:
         "epochs": 10,
         "threads": 1,
         "environment": envinfo.quick_environment(seed=7),
+        "gpu_profile": None,
     }
     return CostModelTable(**{**fields, **overrides})
 
@@ -236,8 +238,32 @@ def break_even_summary(**overrides: Any) -> BreakEvenSummary:
         "base_features": 32,
         "base_hidden": 48,
         "base_batch_size": 512,
+        "base_model": TEXTBOOK,
+        "steps_at_end": 97_657,
+        "cpu_epoch_s_at_end": 50.0,
+        "gpu_epoch_s_at_end": 12.0,
+        "gpu_extra_s_at_end": 2.0,
+        "gpu_host_step_s_at_end": None,
+        "gpu_device_step_s_at_end": None,
     }
     return BreakEvenSummary(**{**fields, **overrides})
+
+
+def coverage(**overrides: Any) -> Coverage:
+    """The harness's record of a design: 3 grid jobs, an assumed GPU, 500 runs."""
+    fields = {
+        "level": 0.95,
+        "coverage": 0.8,
+        "runs": 500,
+        "grid_jobs": 3,
+        "profile_machines": 0,
+        "resamples": 200,
+        "sigma_job": 0.08,
+        "sigma_machine": 0.2,
+        "seed": 20261206,
+        "command": "benchmarks/calibration.py --planner --runs 500 --resamples 200 --seed 20261206",
+    }
+    return Coverage(**{**fields, **overrides})
 
 
 def curve_row(**overrides: Any) -> CurveRow:
@@ -255,6 +281,8 @@ def break_even_table(**overrides: Any) -> BreakEvenTable:
         "label": "modelled",
         "resampled_devices": ("cpu",),
         "seed": 7,
+        "gpu_profile": None,
+        "coverage": None,
     }
     return BreakEvenTable(**{**fields, **overrides})
 

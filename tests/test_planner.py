@@ -16,7 +16,7 @@ from builders_training import training_cell
 from builders_planner import fit_point, grid_record, mlp
 
 from accel_choice import records
-from accel_choice.analyze import bootstrap, breakeven_interval, costmodel, planner, theory
+from accel_choice.analyze import bootstrap, breakeven_interval, costmodel, gpu_costs, planner, theory
 from accel_choice.records.estimate import BOOTSTRAP, Estimate
 from accel_choice.io import atomic, envinfo
 from accel_choice.analyze.costmodel import BreakEvenCurve
@@ -354,29 +354,29 @@ def test_measured_transfers_and_start_up_win_over_assumptions():
     ]
     cells[0] = dataclasses.replace(cells[0], startup_s_jobs=(1.6,) * 3)
     # the GPU's one-off beyond the CPU's (both jobs pay the process's first-step imports)
-    assert planner.gpu_startup_seconds(cells, 0.3) == (pytest.approx(1.0), "measured")
-    assert planner.gpu_startup_seconds(cells[:1], 0.3) == (0.3, "assumed")
+    assert gpu_costs.gpu_startup_seconds(cells, 0.3) == (pytest.approx(1.0), "measured")
+    assert gpu_costs.gpu_startup_seconds(cells[:1], 0.3) == (0.3, "assumed")
     # the faster of the pageable (12 GB/s) and pinned (25 GB/s) matrix copies, and which it was
-    assert planner.host_to_device_bytes_per_s(TRANSFERS, 8) == (pytest.approx(25e9), "measured", "pinned")
+    assert gpu_costs.host_to_device_bytes_per_s(TRANSFERS, 8) == (pytest.approx(25e9), "measured", "pinned")
     # ... the pinned copy charged its pinning: 100 µs to pin 1 MiB leaves it 7.4 GB/s, so pageable wins
     pinning = dataclasses.replace(TRANSFERS, pin_memory_s_jobs=(1e-4,))
-    assert planner.host_to_device_bytes_per_s(pinning, 8) == (pytest.approx(12e9), "measured", "pageable")
+    assert gpu_costs.host_to_device_bytes_per_s(pinning, 8) == (pytest.approx(12e9), "measured", "pageable")
 
 
 @pytest.mark.parametrize("transfers", [None, transfer_table(copies=())], ids=["no GPU", "no matrix copy"])
 def test_assumptions_fill_in_without_transfer_measurements(transfers):
-    assert planner.host_to_device_bytes_per_s(transfers, 8) == (8e9, "assumed", None)
+    assert gpu_costs.host_to_device_bytes_per_s(transfers, 8) == (8e9, "assumed", None)
 
 
 def test_only_a_host_to_device_matrix_copy_counts():
     pageable_only = tuple(row for row in TRANSFERS.copies if row.memory == "pageable")
-    assert planner.host_to_device_bytes_per_s(dataclasses.replace(TRANSFERS, copies=pageable_only), 8) == (
+    assert gpu_costs.host_to_device_bytes_per_s(dataclasses.replace(TRANSFERS, copies=pageable_only), 8) == (
         pytest.approx(12e9),
         "measured",
         "pageable",
     )
     others = tuple(row for row in TRANSFERS.copies if (row.what, row.direction) != ("matrix", "host_to_device"))
-    assert planner.host_to_device_bytes_per_s(dataclasses.replace(TRANSFERS, copies=others), 8) == (
+    assert gpu_costs.host_to_device_bytes_per_s(dataclasses.replace(TRANSFERS, copies=others), 8) == (
         8e9,
         "assumed",
         None,
@@ -389,7 +389,7 @@ def test_only_a_host_to_device_matrix_copy_counts():
 def test_scenario_predictions():
     plan = _plan()
     models = planner.device_models(_points(CPU_TRUE, "cpu"), GPU_ASSUMED)
-    predicted = planner.scenario_predictions(plan, models, 8e9)
+    predicted = planner.scenario_predictions(plan, models["cpu"], models["gpu"], 8e9)
     assert isinstance(predicted, ScenarioModelled)
     workload = Workload(rows=50_000_000, features=256, hidden=128, batch_size=512)
     assert predicted.cpu_epoch_s == pytest.approx(costmodel.predict(models["cpu"], workload))
@@ -804,32 +804,30 @@ def test_with_an_assumed_gpu_only_the_cpu_measurements_are_resampled():
 
 
 @pytest.mark.parametrize(
-    ("jobs", "confidence", "expected"),
+    ("coverage", "expected"),
     [
+        (None, "No simulation covers this design (3 grid jobs, 0 profile machine(s)): run `benchmarks/calibration.py"),
         (
-            3,
-            0.95,
-            "It rests on 3 grid jobs (`planner.repeats`): in a simulation a 95 % interval from 3 grid jobs "
-            "held the true break-even 80 % of the time (docs/planner.md); 5 grid jobs bring it to about 93 %.",
+            {"coverage": 0.793},
+            "In 500 synthetic runs of this design (3 grid jobs at 8% job-to-job spread, and the GPU taken as given), "
+            "a 95 % interval held the true break-even 79 % of the time",
         ),
-        (2, 0.95, "It rests on 2 grid jobs (`planner.repeats`): the percentile interval is narrower than its level"),
-        (3, 0.9, "the percentile interval is narrower than its level says"),
-        (5, 0.95, "held the true break-even 93 % of the time"),
-        (6, 0.95, None),
+        (
+            {"coverage": 0.951, "profile_machines": 4},
+            "and a GPU step recorded on 4 machine(s) (20% apart)), a 95 % interval held the true break-even 95 %",
+        ),
     ],
 )
-def test_the_report_says_how_few_grid_jobs_the_interval_rests_on(jobs, confidence, expected):
-    summary = builders.break_even_summary(break_even_low=4000.0, break_even_high=6000.0, confidence=confidence)
+def test_the_report_quotes_the_harness_coverage_of_its_design_or_says_none_was_simulated(coverage, expected):
+    """No coverage is typed into the code (issue 42): the report quotes the harness's record for the design."""
+    summary = builders.break_even_summary(break_even_low=4000.0, break_even_high=6000.0)
     curves = tuple(builders.curve_row(value=value, cpu_s=cpu_s) for value, cpu_s in ((1000, 0.2), (10_000, 2.0)))
-    table = builders.break_even_table(summary=(summary,), curves=curves)
+    found = None if coverage is None else builders.coverage(**coverage)
+    table = builders.break_even_table(summary=(summary,), curves=curves, coverage=found)
     cost_model = builders.cost_model_table(
-        points=(builders.fit_point(repeats=jobs), builders.fit_point(source="benchmark", batch_size=32, repeats=1))
+        points=(builders.fit_point(repeats=3), builders.fit_point(source="benchmark", batch_size=32, repeats=1))
     )
-    text = render_planner.planner_section(cost_model, table)
-    if expected is None:
-        assert "It rests on" not in text
-    else:
-        assert expected in text
+    assert expected in render_planner.planner_section(cost_model, table)
 
 
 def _narrow_and_wide() -> tuple[typing.Any, typing.Any, tuple[typing.Any, ...]]:
@@ -851,10 +849,20 @@ def test_the_report_states_each_interval_flags_the_wide_ones_and_says_an_assumed
     assert "GPU faster from about 5,000 rows (95 % interval 4,000–6,000) | 100%" in text
     assert "GPU faster from about 5,500 rows (95 % interval 3,000–9,000; **wide**: its ends 3.0× apart)" in text
     assert "percentile interval of 400 bootstrap refits" in text and "seed 7" in text
-    assert "reaching outside the sweep): rows (streamed):" in text
-    assert "No GPU was measured" in text and "resampling the CPU's measurements alone" in text
+    assert "reaching outside the sweep): rows (streamed)." in text
+    assert "No GPU was measured" in text and "your assumption (`planner.gpu_assumed`)" in text
     beyond = render_planner.break_even_verdict(BEYOND)
-    assert beyond == "CPU faster over the whole range (95 % interval beyond the sweep)"
+    assert beyond == (
+        "a GPU like this does not pay off along rows up to 50,000,000: its step (~102 µs) beats this CPU's "
+        "(512 µs), but its start-up and copies add 2 s an epoch (95 % interval beyond the sweep)"
+    )
+    slower = dataclasses.replace(
+        BEYOND, gpu_epoch_s_at_end=100.0, gpu_host_step_s_at_end=1e-3, gpu_device_step_s_at_end=5e-6
+    )
+    assert render_planner.break_even_verdict(slower).startswith(
+        "a GPU like this does not pay off along rows up to 50,000,000: its step costs ~1 ms (its host's work; the "
+        "device's own is 5 µs) against this CPU's 512 µs"
+    )
     measured = builders.break_even_table(summary=(narrow,), curves=curves[:2], gpu_model_source="fitted")
     text = render_planner.planner_section(builders.cost_model_table(), measured)
     assert "No interval is wide" in text and "alone" not in text
@@ -864,7 +872,7 @@ def test_the_first_screen_answers_at_what_size_a_gpu_would_pay_off_and_on_which_
     """Issue 27: the break-even belongs in REPORT.md's first screen, each axis and placement with its interval."""
     narrow, wide, curves = _narrow_and_wide()
     text = render_planner.answer_lines(builders.break_even_table(summary=(narrow, wide), curves=curves))
-    assert text.startswith("**At what size would a GPU pay off?** Modelled from the cost models, on an assumed GPU")
+    assert text.startswith("**At what size would a GPU pay off?** Modelled from the cost models, on your assumed GPU")
     assert "- rows (resident): GPU faster from about 5,000 rows (95 % interval 4,000–6,000)" in text
     assert "- rows (streamed): GPU faster from about 5,500 rows" in text
     # a list after its paragraph, not lines run into it (python-markdown needs the blank line; REPORT.html)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from snakemake.io import strip_wildcard_constraints
 
-from accel_choice.io import benchmark_data, paths
+from accel_choice.io import benchmark_data, gpu_profiles, paths
 from accel_choice.io.imports import CACHE, ImportCache, closure, module_file, relative_paths
 from accel_choice.records.model import split_factory
 from accel_choice.measure.device_plan import planned_device
@@ -131,6 +131,16 @@ GPU_TRAINING_RECORDS = expand(results(paths.GPU_RECORD), batch_size=BATCH_SIZES,
 GPU_TRANSFER_RECORDS = expand(results(paths.TRANSFER_RECORD), repeat=REPEATS) if GPU_DEVICE else []
 GPU_TRAINING_TABLE = [results(paths.GPU_TABLE)] if GPU_DEVICE else []
 TRANSFER_TABLE = [results(paths.TRANSFER_TABLE)] if GPU_DEVICE else []
+
+# The GPU the planner models where none is measured: your numbers (planner.gpu_assumed), else a device
+# profile (planner.gpu_profile: auto, a shipped name or a file), an input of the planner's jobs, so a
+# new profile re-runs them (io.gpu_profiles; docs/planner.md).
+GPU_PROFILE = (
+    []
+    if GPU_DEVICE or config["planner"]["gpu_assumed"] is not None
+    else [os.path.relpath(gpu_profiles.resolve(config["planner"]["gpu_profile"]), os.getcwd())]
+)
+PLANNER_COVERAGE = os.path.relpath(LIBRARY.parent / "resources" / "planner_coverage.json", os.getcwd())
 
 # Northstar model selection and the planner's grid run on the CPU and, where GPU jobs are
 # planned, on the GPU too.

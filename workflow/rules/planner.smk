@@ -41,8 +41,11 @@ PLANNER_FIT_INPUT = dict(
     training=results(paths.CPU_TABLE),
     gpu_training=GPU_TRAINING_TABLE,
     transfers=TRANSFER_TABLE,
-    # Any model but the grid's is planned from its counted profile.
-    profile=[] if GRID_MODEL else results(paths.MODEL_PROFILE),
+    # The model counted: any model but the grid's is planned from it, and every model's ops per step
+    # are what a profile's GPU host pays (analyze.gpu_profile).
+    profile=results(paths.MODEL_PROFILE),
+    # The GPU's device profile where no GPU is measured or assumed (planner.gpu_profile; common.smk).
+    gpu_profile=GPU_PROFILE,
 )
 PLANNER_FIT_PARAMS = dict(
     # The benchmark workload: the base of the break-even curves and the benchmark cells' fit points.
@@ -53,8 +56,10 @@ PLANNER_FIT_PARAMS = dict(
     # trains it (Adam on BCE); any other model enters the fit and the curves as its profile counts it.
     textbook=GRID_MODEL,
     threads=TIMING_THREADS,  # the threads the CPU rates hold for (the grid's; its benchmark cells')
-    # The assumed GPU model where none was measured, and its start-up.
+    # Your own GPU numbers where none was measured (planner.gpu_assumed; null: the profile's GPU), and the
+    # matmul precision that picks a profile's rate (fp32, or TF32 where timing.matmul_precision allows it).
     gpu_assumed=sorted_keys(config["planner"]["gpu_assumed"]),
+    matmul_precision=config["timing"]["matmul_precision"] if GPU_PROFILE else None,
     # report.bandwidth_gb_s: the host→device bandwidth of the break-even curves and the
     # scenario's modelled epochs wherever no host→device copy was measured.
     assumed_host_to_device_gb_s=config["report"]["bandwidth_gb_s"],
@@ -80,6 +85,7 @@ rule planner_cost_model:
     params:
         **PLANNER_FIT_PARAMS,
         epochs=config["planner"]["epochs"],  # the training job the table's start-up is spread over
+        curve_batch_size=config["planner"]["batch_size"],  # the step a profile's GPU row describes
     script:
         "../scripts/plan_cost_model.py"
 
@@ -89,6 +95,8 @@ rule planner_break_even:
         **PLANNER_FIT_INPUT,
         # The streaming study's reader (scale.enabled): the break-even figure's storage line.
         scale_jobs=SCALE_JOBS,
+        # The simulated coverage of the break-even intervals, by design (benchmarks/calibration.py --planner).
+        coverage=PLANNER_COVERAGE,
         code=code("plan_break_even.py"),
     output:
         break_even=results(paths.BREAK_EVEN),
@@ -111,6 +119,7 @@ rule planner_break_even:
         curve_batch_size=config["planner"]["batch_size"],
         epochs=config["planner"]["epochs"],
         sweep=sorted_keys(config["planner"]["sweep"]),
+        grid_jobs=config["planner"]["repeats"],  # the design whose simulated coverage the report quotes
         # The break-even intervals' resamples are seeded by `seed`.
         seed=config["seed"],
     script:

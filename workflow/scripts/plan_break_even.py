@@ -1,7 +1,7 @@
 """Rule planner_break_even: the break-even curves, their bootstrap intervals and the figure."""
 
 from accel_choice import records
-from accel_choice.analyze import breakeven_interval, planner, planner_fit, scale
+from accel_choice.analyze import breakeven_interval, gpu_profile, planner, planner_calibration, planner_fit, scale
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import atomic, tables
 from accel_choice.io.runtime import job
@@ -13,22 +13,31 @@ from accel_choice.render.planner import interval_text
 inp, p, out = snakemake.input, snakemake.params, snakemake.output
 with job(snakemake.log[0], snakemake.threads) as log:
     f = planner_fit.fit(inp, p)
-    cpu, gpu = f.models["cpu"], f.models[f.gpu_name]
+    cpu, gpu = f.models["cpu"], f.gpu
     base = f.workload(p.curve_batch_size)
     curves = planner.break_even_curves(cpu, gpu, base, p.sweep, f.bandwidth, f.startup, p.epochs)
     rules = NoiseRules(**p.noise)
     # Every break-even's interval: the cost model refitted to bootstrap resamples of the timed repeats.
     measured = breakeven_interval.measurements(f.grid, f.benchmark_cells, f.workload)
+    # A profile's GPU (planner.gpu_profile) is drawn in each resample too: a machine, then its values.
     intervals = breakeven_interval.break_even_intervals(
         curves,
         measured,
         f.models,
-        f.gpu_name,
+        f.profile or next(name for name in f.models if name != "cpu"),
         confidence=rules.confidence,
         resamples=rules.bootstrap_resamples,
         seed=p.seed,
+        epochs=p.epochs,
+        fallback_bytes_per_s=f.bandwidth,
     )
-    summary = tuple(planner.break_even_summary(c, i) for c, i in zip(curves, intervals))
+    summary = tuple(planner.break_even_summary(c, i, gpu) for c, i in zip(curves, intervals))
+    profile_use = None if f.profile is None else gpu_profile.use(f.profile, p.curve_batch_size)
+    # The intervals' simulated coverage for this design: the grid's jobs and the machines behind the GPU's step.
+    machines = next((u.machines for u in profile_use.figures if u.what == "host step"), 0) if profile_use else 0
+    coverage = planner_calibration.lookup(
+        inp.coverage, grid_jobs=p.grid_jobs, machines=machines, level=rules.confidence
+    )
     # The streaming study's best sustained reader (scale.enabled): reading each epoch's input from disk.
     scale_jobs = [records.read(ScaleJob, path) for path in inp.scale_jobs]
     break_even_figure(
@@ -36,17 +45,19 @@ with job(snakemake.log[0], snakemake.threads) as log:
         f.points,
         out.png,
         out.svg,
-        gpu_label=f"GPU {gpu.source}, data resident, start-up and one copy spread over {p.epochs} epochs",
+        gpu_label=f"GPU {f.gpu_source}, data resident, start-up and one copy spread over {p.epochs} epochs",
         intervals=summary,
         storage=storage_line(scale.best_reader(scale_jobs)) if scale_jobs else None,
     )
     break_even = BreakEvenTable(
         summary=summary,
         curves=tuple(planner.curve_rows(curves)),
-        gpu_model_source=gpu.source,
+        gpu_model_source=f.gpu_source,
         label="modelled",
         resampled_devices=breakeven_interval.resampled_devices(f.models),
         seed=p.seed,
+        gpu_profile=profile_use,
+        coverage=coverage,
     )
     atomic.write_record(out.break_even, break_even)
     tables.write_csv(out.break_even_csv, [records.to_json(row) for row in break_even.curves])

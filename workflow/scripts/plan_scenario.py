@@ -3,7 +3,7 @@
 import dataclasses
 
 from accel_choice import records
-from accel_choice.analyze import planner, planner_fit
+from accel_choice.analyze import gpu_costs, planner, planner_fit
 from accel_choice.io import atomic, tables
 from accel_choice.io.runtime import job
 from accel_choice.records.loads import DeviceProbe
@@ -11,8 +11,8 @@ from accel_choice.records.loads import DeviceProbe
 p, out = snakemake.params, snakemake.output
 with job(snakemake.log[0], snakemake.threads) as log:
     f = planner_fit.fit(snakemake.input, p)
-    gpu_memory, gpu_memory_source = planner.gpu_memory_bytes(
-        records.read(DeviceProbe, snakemake.input.probe), p.gpu_assumed["memory_gb"]
+    gpu_memory, gpu_memory_source = gpu_costs.gpu_memory_bytes(
+        records.read(DeviceProbe, snakemake.input.probe), p.gpu_assumed, f.profile
     )
     scenario = planner.scenario_plan(
         **p.scenario,
@@ -21,7 +21,9 @@ with job(snakemake.log[0], snakemake.threads) as log:
         gpu_memory_bytes=gpu_memory,
         gpu_memory_source=gpu_memory_source,
     )
-    scenario = dataclasses.replace(scenario, modelled=planner.scenario_predictions(scenario, f.models, f.bandwidth))
+    scenario = dataclasses.replace(
+        scenario, modelled=planner.scenario_predictions(scenario, f.models["cpu"], f.gpu, f.bandwidth)
+    )
     atomic.write_record(out.scenario, scenario)
     tables.write_csv(out.scenario_csv, planner.scenario_rows(scenario))
     log.info("scenario: %d bytes of input, must stream: %s", scenario.input_bytes, scenario.must_stream)

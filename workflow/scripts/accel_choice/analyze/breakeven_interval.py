@@ -36,8 +36,11 @@ from typing import Literal
 
 import numpy as np
 
-from accel_choice.analyze import bootstrap, costmodel, counted_fit
+from accel_choice.analyze import bootstrap, costmodel, counted_fit, gpu_costs, gpu_profile
 from accel_choice.analyze.costmodel import AnyWorkload, BreakEvenCurve, CostModel, Crossing
+from accel_choice.analyze.gpu_costs import copy_bytes
+from accel_choice.analyze.gpu_profile import ProfileModel, Values
+from accel_choice.analyze.profile_draws import Draws
 from accel_choice.analyze.model_work import CountedWorkload
 from accel_choice.records.grid import GridRecord, Workload
 from accel_choice.records.training import TrainingCell
@@ -208,8 +211,28 @@ def curve_outcomes(curve: BreakEvenCurve, cpu: np.ndarray, gpu: np.ndarray) -> n
     the GPU keeps the curve's extra seconds (start-up, copies)."""
     rows = costmodel.design([replace(curve.base, **{curve.axis: v}) for v in curve.values])
     extra = np.asarray(curve.gpu_extra_s, dtype=float) if curve.gpu_extra_s else np.zeros(len(curve.values))
-    cpu_s, gpu_s = cpu @ rows.T, gpu @ rows.T + extra
-    return np.array([position(costmodel.crossing(curve.values, c, g)) for c, g in zip(cpu_s, gpu_s)])
+    return crossings(curve, cpu, gpu @ rows.T + extra)
+
+
+def crossings(curve: BreakEvenCurve, cpu: np.ndarray, gpu_s: np.ndarray) -> np.ndarray:
+    """`curve`'s break-even (as `position`) under each row of resampled CPU coefficients, against the
+    GPU's epoch seconds of the same row (resamples × the curve's values, its extras included)."""
+    rows = costmodel.design([replace(curve.base, **{curve.axis: v}) for v in curve.values])
+    return np.array([position(costmodel.crossing(curve.values, c, g)) for c, g in zip(cpu @ rows.T, gpu_s)])
+
+
+def profile_seconds(
+    curve: BreakEvenCurve, gpu: ProfileModel, drawn: Values, epochs: int, fallback_bytes_per_s: float
+) -> np.ndarray:
+    """The profile GPU's epoch seconds along `curve` in each draw (draws × values), its start-up and
+    copies drawn too (the copy at `fallback_bytes_per_s` where the profile has none)."""
+    columns = []
+    for value in curve.values:
+        w = replace(curve.base, **{curve.axis: value})
+        rate = drawn.copy_bytes_per_s if drawn.copy_bytes_per_s is not None else fallback_bytes_per_s
+        extra = gpu_costs.extra_seconds(curve.placement or "resident", drawn.startup_s, copy_bytes(w) / rate, epochs)
+        columns.append(gpu.epoch_draws(w, drawn) + extra)
+    return np.column_stack(columns)
 
 
 # --- the interval -----------------------------------------------------------------------------------
@@ -263,17 +286,31 @@ def break_even_intervals(
     curves: Sequence[BreakEvenCurve],
     measured: Sequence[Measured],
     models: Mapping[str, CostModel],
-    gpu: str,
+    gpu: str | ProfileModel,
     *,
     confidence: float,
     resamples: int,
     seed: int,
+    epochs: int = 1,
+    fallback_bytes_per_s: float = 8e9,
 ) -> list[Interval]:
-    """The interval of every curve's break-even (the curves of models["cpu"] against models[gpu])."""
+    """The interval of every curve's break-even: models["cpu"] against models[gpu] (measured or assumed),
+    or against a profile's GPU, whose figures are drawn with the CPU's resamples (analyze.profile_draws:
+    a machine, then its values), its start-up and copies with them (`epochs`: the job they are spread
+    over; `fallback_bytes_per_s`: the copy's rate where the profile has none)."""
     fits = resampled_fits(measured, models, resamples, seed)
+    drawn = None
+    if isinstance(gpu, ProfileModel):
+        draws = Draws(resamples, seed + 1)
+        drawn = gpu_profile.values(gpu.profile, gpu.chosen, draws)
     intervals = []
     for c in curves:
         counted = isinstance(c.base, CountedWorkload)
-        outcomes = curve_outcomes(c, fits[("cpu", counted)], fits[(gpu, counted)])
+        if isinstance(gpu, ProfileModel) and drawn is not None:
+            outcomes = crossings(
+                c, fits[("cpu", counted)], profile_seconds(c, gpu, drawn, epochs, fallback_bytes_per_s)
+            )
+        else:
+            outcomes = curve_outcomes(c, fits[("cpu", counted)], fits[(str(gpu), counted)])
         intervals.append(interval(position(c), outcomes, confidence))
     return intervals

@@ -333,7 +333,7 @@ def _collinearity_warning(condition: float, workloads: Sequence[AnyWorkload]) ->
 
 def break_even(
     cpu: CostModel,
-    gpu: CostModel,
+    gpu: CostModel | Callable[[AnyWorkload], float],  # a cost model, or an epoch's seconds (gpu_profile)
     base: AnyWorkload,
     axis: str,
     values: Sequence[int],
@@ -341,17 +341,16 @@ def break_even(
 ) -> BreakEvenCurve:
     """Modelled CPU and GPU epoch seconds along one axis, and where the GPU starts to win.
 
-    `break_even` is the value where the GPU turns from slower to faster, interpolated
-    linearly in log(value) against log(cpu/gpu) between the neighbouring grid values, and
-    `break_even_grid` the first grid value where it is faster; both are None when the GPU
-    is never faster, or is faster from the first value (then `gpu_always_faster` is True
-    if it stays faster). gpu_extra_s adds GPU-only seconds per epoch, e.g. host→device copy.
+    `break_even` is the value where the GPU turns from slower to faster, interpolated linearly in log(value)
+    against log(cpu/gpu) between the neighbouring grid values, and `break_even_grid` the first grid value where it
+    is faster; both are None when the GPU is never faster, or is faster from the first value (then
+    `gpu_always_faster` is True if it stays faster). gpu_extra_s adds GPU-only seconds per epoch (copies).
     """
     _validate_axis(axis, values, model_work.AXES if isinstance(base, CountedWorkload) else AXES)
     workloads = [replace(base, **{axis: int(v)}) for v in values]
-    extra = tuple(gpu_extra_s(w) for w in workloads) if gpu_extra_s else ()
+    extra = tuple(gpu_extra_s(w) for w in workloads) if gpu_extra_s else (0.0,) * len(workloads)
     cpu_s = tuple(predict(cpu, w) for w in workloads)
-    gpu_s = tuple(predict(gpu, w) + (extra[i] if extra else 0.0) for i, w in enumerate(workloads))
+    gpu_s = tuple((gpu(w) if callable(gpu) else predict(gpu, w)) + e for w, e in zip(workloads, extra))
     found = crossing(values, cpu_s, gpu_s)
     return BreakEvenCurve(
         axis=axis,
@@ -364,7 +363,7 @@ def break_even(
         break_even=found.break_even,
         break_even_grid=found.break_even_grid,
         gpu_always_faster=found.gpu_always_faster,
-        gpu_extra_s=extra,
+        gpu_extra_s=extra if gpu_extra_s else (),
     )
 
 

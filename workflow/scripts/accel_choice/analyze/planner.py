@@ -4,22 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from accel_choice import records
-from accel_choice.analyze import costmodel, counted_fit, model_work, stats, theory
+from accel_choice.analyze import costmodel, counted_fit, gpu_costs, model_work, stats, theory
+from accel_choice.analyze.gpu_costs import copy_bytes
 from accel_choice.analyze.breakeven_interval import Interval, grid_groups, is_fit_cell
 from accel_choice.analyze.costmodel import AnyWorkload, BreakEvenCurve, CostModel
+from accel_choice.analyze.gpu_profile import ProfileModel
 from accel_choice.analyze.model_work import CountedWorkload, PerSample
 from accel_choice.records.grid import GridRecord
-from accel_choice.records.loads import TransferTable, VisibleDevices
 from accel_choice.records.breakeven import BreakEvenSummary, CurveRow
 from accel_choice.records.planner import FitPoint, ModelRow, Scenario, ScenarioModelled
 from accel_choice.records.training import TrainingCell
-
-GB = 1e9
 
 
 def scenario_plan(
@@ -115,9 +113,10 @@ def point_workload(point: FitPoint, per_sample: PerSample | None) -> AnyWorkload
 
 
 def device_models(
-    points: Sequence[FitPoint], gpu_assumed: Mapping[str, float], per_sample: PerSample | None = None
+    points: Sequence[FitPoint], gpu_assumed: Mapping[str, float] | None, per_sample: PerSample | None = None
 ) -> dict[str, CostModel]:
-    """A fitted model for every measured device; an assumed GPU model where no GPU was measured.
+    """A fitted model for every measured device; where no GPU was measured, your assumed GPU
+    (planner.gpu_assumed) if you gave one (else the planner models it from a profile: analyze.gpu_profile).
     `per_sample`: the counted model of the benchmark's points where it is not the grid's MLP."""
     models = {}
     for device in dict.fromkeys(p.device for p in points):
@@ -125,7 +124,7 @@ def device_models(
         # The grid's MLPs fit the device's rates; a counted model's cells its own per step and per FLOP.
         model = costmodel.fit(device, [(w, s) for w, s in mine if not isinstance(w, CountedWorkload)])
         models[device] = counted_fit.fit_counted(model, [(w, s) for w, s in mine if isinstance(w, CountedWorkload)])
-    if set(models) == {"cpu"}:
+    if set(models) == {"cpu"} and gpu_assumed is not None:
         models["gpu"] = costmodel.assumed(
             "gpu (assumed)",
             gpu_assumed["seconds_per_step"],
@@ -166,6 +165,30 @@ def model_row(model: CostModel) -> ModelRow:
     )
 
 
+def profile_row(gpu: ProfileModel, w: AnyWorkload) -> ModelRow:
+    """The table row of a profile's GPU: its host's seconds per step of `w` (this model's ops), and the
+    matmul rate and memory bandwidth it reads; no fit, so no quality."""
+    host, _ = gpu.step_parts(w)
+    flop, bandwidth = gpu.chosen.flop.estimate.point, gpu.chosen.bandwidth.estimate.point
+    return ModelRow(
+        device=gpu.device,
+        source="profile",
+        seconds_per_step=float(host[0]),
+        gflop_per_s=flop / 1e9,
+        gb_per_s=bandwidth / 1e9,
+        flop_per_s=flop,
+        bytes_per_s=bandwidth,
+        points=None,
+        r2=None,
+        median_abs_rel_error=None,
+        max_abs_rel_error=None,
+        loo_median_abs_rel_error=None,
+        terms_used=None,
+        identifiable=None,
+        warning=None,
+    )
+
+
 def _counted_fields(model: CostModel) -> dict[str, Any]:
     """A counted model's own rates and fit quality (analyze.counted_fit), where fitted."""
     if model.counted is None or model.counted_quality is None:
@@ -190,7 +213,7 @@ def sweep_values(low: int, high: int, count: int = 25) -> list[int]:
 
 def break_even_curves(
     cpu: CostModel,
-    gpu: CostModel,
+    gpu: CostModel | ProfileModel,
     base: AnyWorkload,
     sweep: Mapping[str, Sequence[int]],
     host_to_device_bytes_per_s: float,
@@ -205,14 +228,10 @@ def break_even_curves(
     features and hidden are the textbook MLP's and are skipped for it.
     """
 
-    def copy_s(w: AnyWorkload) -> float:
-        return copy_bytes(w) / host_to_device_bytes_per_s
-
-    def resident_extra(w: AnyWorkload) -> float:
-        return (startup_s + copy_s(w)) / epochs
-
-    def streamed_extra(w: AnyWorkload) -> float:
-        return startup_s / epochs + copy_s(w)
+    def extra(placement: str) -> Callable[[AnyWorkload], float]:
+        return lambda w: float(
+            gpu_costs.extra_seconds(placement, startup_s, copy_bytes(w) / host_to_device_bytes_per_s, epochs)
+        )
 
     curves = []
     axes = model_work.AXES if isinstance(base, CountedWorkload) else costmodel.AXES
@@ -220,18 +239,11 @@ def break_even_curves(
         if axis not in axes:
             continue
         values = sweep_values(low, high)
-        for placement, extra in (("resident", resident_extra), ("streamed", streamed_extra)):
-            curve = costmodel.break_even(cpu, gpu, base, axis, values, gpu_extra_s=extra)
+        for placement in gpu_costs.PLACEMENTS:
+            gpu_side = gpu.epoch_s if isinstance(gpu, ProfileModel) else gpu
+            curve = costmodel.break_even(cpu, gpu_side, base, axis, values, gpu_extra_s=extra(placement))
             curves.append(dataclasses.replace(curve, placement=placement))
     return curves
-
-
-def copy_bytes(w: AnyWorkload) -> int:
-    """The input the GPU receives for one epoch: the fp32 matrix (the textbook's), or every row's
-    features and target (a counted model's)."""
-    if isinstance(w, CountedWorkload):
-        return w.rows * w.per_sample.row_bytes
-    return theory.input_bytes(w.rows, w.features)
 
 
 def curve_rows(curves: Sequence[BreakEvenCurve]) -> list[CurveRow]:
@@ -251,26 +263,32 @@ def curve_rows(curves: Sequence[BreakEvenCurve]) -> list[CurveRow]:
 
 
 def scenario_predictions(
-    plan: Scenario, models: Mapping[str, CostModel], host_to_device_bytes_per_s: float
+    plan: Scenario, cpu: CostModel, gpu: CostModel | ProfileModel, host_to_device_bytes_per_s: float
 ) -> ScenarioModelled:
     """Modelled epoch times for the scenario: far outside the measured grid, so an extrapolation."""
     workload = plan.workload
-    predicted = {device: costmodel.predict(model, workload) for device, model in models.items()}
-    gpu = next(name for name in models if name != "cpu")
+    gpu_s = gpu.epoch_s(workload) if isinstance(gpu, ProfileModel) else costmodel.predict(gpu, workload)
     copy_s = theory.input_bytes(workload.rows, workload.features) / host_to_device_bytes_per_s
     return ScenarioModelled(
-        cpu_epoch_s=predicted["cpu"],
-        gpu_epoch_s_resident=predicted[gpu],
-        gpu_epoch_s_streamed=predicted[gpu] + copy_s,
-        gpu_model_source=models[gpu].source,
+        cpu_epoch_s=costmodel.predict(cpu, workload),
+        gpu_epoch_s_resident=gpu_s,
+        gpu_epoch_s_streamed=gpu_s + copy_s,
+        gpu_model_source="profile" if isinstance(gpu, ProfileModel) else gpu.source,
         host_to_device_copy_s=copy_s,
     )
 
 
-def break_even_summary(curve: BreakEvenCurve, interval: Interval) -> BreakEvenSummary:
+def break_even_summary(
+    curve: BreakEvenCurve, interval: Interval, gpu: CostModel | ProfileModel | None = None
+) -> BreakEvenSummary:
     """Where along the axis the GPU is faster, in the three shapes a curve can take: never,
     from a break-even on (or over the whole range), or only up to some value; with the
-    break-even's bootstrap interval (analyze.breakeven_interval)."""
+    break-even's bootstrap interval (analyze.breakeven_interval), and both devices at the sweep's end
+    (a profile's GPU, `gpu`, with its step's host and device seconds)."""
+    end = dataclasses.replace(curve.base, **{curve.axis: curve.values[-1]})
+    host = device = None
+    if isinstance(gpu, ProfileModel):
+        host, device = (float(part[0]) for part in gpu.step_parts(end))
     faster = curve.gpu_faster
     faster_until = None
     if faster[0] and not all(faster):
@@ -295,6 +313,12 @@ def break_even_summary(curve: BreakEvenCurve, interval: Interval) -> BreakEvenSu
         sweep_min=curve.values[0],
         sweep_max=curve.values[-1],
         **{f"base_{name}": value for name, value in model_work.identity(base).items()},
+        steps_at_end=int(costmodel.work(end)["steps"]),
+        cpu_epoch_s_at_end=curve.cpu_s[-1],
+        gpu_epoch_s_at_end=curve.gpu_s[-1],
+        gpu_extra_s_at_end=curve.gpu_extra_s[-1] if curve.gpu_extra_s else 0.0,
+        gpu_host_step_s_at_end=host,
+        gpu_device_step_s_at_end=device,
     )
 
 
@@ -338,40 +362,3 @@ def fastpath_cpu_seconds(train_table: Sequence[TrainingCell]) -> dict[int, float
         for r in train_table
         if r.device == "cpu" and r.loader == "fastpath" and not r.compiled
     }
-
-
-def gpu_startup_seconds(train_table: Sequence[TrainingCell], assumed_s: float) -> tuple[float, str]:
-    """The GPU's one-off start-up beyond the CPU's, measured by the timing jobs (the median GPU
-    cell's `startup_s_median` - context and first-step costs - less the median CPU cell's, which a
-    CPU job pays as well), else the configured assumption."""
-    eager = [c for c in train_table if not c.compiled]  # a compiled cell's start-up holds its compilation
-    gpu = [c.startup_s_median for c in eager if c.device != "cpu"]
-    if not gpu:
-        return assumed_s, "assumed"
-    cpu = [c.startup_s_median for c in eager if c.device == "cpu"]
-    return max(statistics.median(gpu) - (statistics.median(cpu) if cpu else 0.0), 0.0), "measured"
-
-
-def host_to_device_bytes_per_s(transfers: TransferTable | None, assumed_gb_s: float) -> tuple[float, str, str | None]:
-    """The measured host→device bandwidth of the benchmark matrix - the faster of its pageable and
-    pinned copies, the one a tuned input pipeline would use, and which it is - else the configured
-    assumption: (bytes/s, "measured" or "assumed", "pageable", "pinned" or None). The pinned copy
-    is charged its pinning too (`pin_memory_s_median`: the matrix must be pinned before it can be
-    copied that way), so pinned wins only where pinning and copying beat a pageable copy."""
-    rates = {}
-    for c in transfers.copies if transfers else ():
-        if (c.what, c.direction) != ("matrix", "host_to_device") or c.seconds.point <= 0:
-            continue
-        pin = (transfers.pin_memory_s_median or 0.0) if c.memory == "pinned" else 0.0
-        rates[c.memory] = c.bytes / (c.seconds.point + pin)
-    if rates:
-        memory = max(rates, key=rates.__getitem__)
-        return rates[memory], "measured", memory
-    return assumed_gb_s * 1e9, "assumed", None
-
-
-def gpu_memory_bytes(probe: VisibleDevices, assumed_gb: float) -> tuple[int, str]:
-    """The probed GPU's memory, else the configured assumption, and where it came from."""
-    if probe.cuda_devices:
-        return probe.cuda_devices[0].total_memory_bytes, "measured"
-    return int(assumed_gb * GB), "assumed (planner.gpu_assumed.memory_gb)"

@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from accel_choice import records
-from accel_choice.analyze import aggregate, model_work, planner
+from accel_choice.analyze import aggregate, gpu_costs, gpu_profile, model_work, planner
 from accel_choice.analyze.costmodel import AnyWorkload, CostModel
+from accel_choice.analyze.gpu_profile import ProfileModel
+from accel_choice.io import gpu_profiles
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.records.grid import GridJob, GridRecord, Workload
 from accel_choice.records.loads import TransferTable
@@ -31,13 +33,25 @@ class Fitted:
     benchmark_cells: list[TrainingCell]  # the benchmark's cells at the grid's thread count
     workload: Callable[[int], AnyWorkload]  # the benchmark's epoch at a batch size
     points: list[FitPoint]
-    models: dict[str, CostModel]
-    gpu_name: str
+    models: dict[str, CostModel]  # every device fitted to this run's timings, and an assumed GPU (planner.gpu_assumed)
+    profile: ProfileModel | None  # the GPU modelled from a device profile (planner.gpu_profile), where neither
     bandwidth: float  # bytes/s
     bandwidth_source: str
     bandwidth_memory: str | None
     startup: float
     startup_source: str
+
+    @property
+    def gpu(self) -> CostModel | ProfileModel:
+        """The GPU side of every break-even: measured in this run, your assumption, or a profile."""
+        if self.profile is not None:
+            return self.profile
+        return next(model for name, model in self.models.items() if name != "cpu")
+
+    @property
+    def gpu_source(self) -> str:
+        """Where the GPU side comes from: fitted (measured in this run), assumed, or profile."""
+        return "profile" if self.profile is not None else self.gpu.source  # type: ignore[union-attr]
 
     @property
     def host_memory_bytes(self) -> int | None:
@@ -51,9 +65,9 @@ def read_tables(training: str, gpu_training: Sequence[str]) -> list[TrainingTabl
 
 
 def fit(inputs: Mapping[str, Any], p: Any) -> Fitted:
-    """Fit the models from a planner job's inputs (grid, training, gpu_training, transfers, profile)
-    and params (rows, features, hidden, textbook, threads, gpu_assumed, assumed_host_to_device_gb_s,
-    noise)."""
+    """Fit the models from a planner job's inputs (grid, training, gpu_training, transfers, profile,
+    gpu_profile) and params (rows, features, hidden, textbook, threads, gpu_assumed, matmul_precision,
+    assumed_host_to_device_gb_s, noise)."""
     grid = [r for path in inputs.get("grid") for r in records.read(GridJob, path).records]
     tables = read_tables(inputs.get("training"), inputs.get("gpu_training") or [])
     train_table = [cell for table in tables for cell in table.table]
@@ -63,7 +77,8 @@ def fit(inputs: Mapping[str, Any], p: Any) -> Fitted:
     benchmark_cells = [c for c in train_table if c.threads == p.threads]
     # The grid times the textbook MLP d → hidden → 1 on Adam and BCE. Any other model (your own, or the
     # textbook MLP trained otherwise) enters the fit, and the curves, as its counted profile describes it.
-    per_sample = None if p.textbook else model_work.PerSample.of(records.read(ModelProfile, inputs.get("profile")))
+    counted = records.read(ModelProfile, inputs.get("profile"))
+    per_sample = None if p.textbook else model_work.PerSample.of(counted)
 
     def workload(batch_size: int) -> AnyWorkload:
         if per_sample is None:
@@ -72,10 +87,22 @@ def fit(inputs: Mapping[str, Any], p: Any) -> Fitted:
 
     points = planner.grid_points(grid, NoiseRules(**p.noise)) + planner.benchmark_points(benchmark_cells, workload)
     models = planner.device_models(points, p.gpu_assumed, per_sample)
-    bandwidth, bandwidth_source, bandwidth_memory = planner.host_to_device_bytes_per_s(
-        transfers, p.assumed_host_to_device_gb_s
+    profile = None
+    if set(models) == {"cpu"}:  # no GPU measured and no numbers of yours: the profile's GPU
+        path = inputs.get("gpu_profile")[0]
+        profile = gpu_profile.model(
+            gpu_profiles.read(path),
+            gpu_profiles.label(path),
+            p.matmul_precision,
+            counted.step_ops,
+            counted.step_kernels,
+        )
+    bandwidth, bandwidth_source, bandwidth_memory = gpu_costs.host_to_device_bytes_per_s(
+        transfers, p.assumed_host_to_device_gb_s, profile
     )
-    startup, startup_source = planner.gpu_startup_seconds(train_table, p.gpu_assumed["startup_s"])
+    startup, startup_source = gpu_costs.gpu_startup_seconds(
+        train_table, None if p.gpu_assumed is None else p.gpu_assumed["startup_s"], profile
+    )
     return Fitted(
         grid=grid,
         tables=tables,
@@ -83,7 +110,7 @@ def fit(inputs: Mapping[str, Any], p: Any) -> Fitted:
         workload=workload,
         points=points,
         models=models,
-        gpu_name=next(name for name in models if name != "cpu"),
+        profile=profile,
         bandwidth=bandwidth,
         bandwidth_source=bandwidth_source,
         bandwidth_memory=bandwidth_memory,

@@ -1,26 +1,33 @@
-"""A device profile's figures as the planner draws them: one machine at random, then its values bootstrapped.
+"""A device profile's figures as the planner draws them: the figure of a new machine of that kind.
 
 A profile's figure holds raw values per machine (records.device_profile). Machines of one kind differ:
-this project's four H200s ran the same step between 0.86 and 1.4 ms (docs/gpu.md). A user who rents
-"an H200" gets one of them, so a break-even for "a GPU like this" must carry the spread between
-machines, not only the uncertainty of their median. One draw therefore picks a machine uniformly,
-the same machine for every figure that has it (a slow host slows every step of it), then bootstraps
-that machine's values and takes their median (its own rounds' noise). A figure without the drawn
-machine draws among its own machines. A datasheet's figure is one quoted value and never moves.
+this project's H200s ran the same step between 0.84 and 1.41 ms (docs/gpu.md). A user who rents
+"an H200" gets one more machine of that kind, so a break-even for "a GPU like this" must carry the
+spread between machines, not only the uncertainty of their median.
+
+So, where a figure has two or more machines, one draw is a new machine's value: the machines' log
+medians give a mean m and a spread s, and a new machine lies at exp(m + s·√(1 + 1/M)·t), t from
+Student's t with M − 1 degrees of freedom (the prediction interval of a normal sample). Every
+figure of one draw takes the same quantile of its t (a slow machine is slow in every figure). A
+figure of one machine cannot say how machines differ: a draw bootstraps that machine's own values,
+and the calibration harness shows how little such an interval covers (analyze.planner_calibration).
+A datasheet's figure is one quoted value and never moves.
 
 A figure's estimate (records.estimate.PositiveEstimate) is the percentile interval of that draw, so
 the interval a profile shows is the spread the break-evens receive. Draws are seeded: the same
-profile and seed give the same draws (numpy's default_rng).
+profile and seed give the same draws. `figure` needs numpy only (it runs on a bare GPU machine);
+`Draws` also needs scipy (the planner's jobs).
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from accel_choice.records.device_profile import DATASHEET, DRAWN, Figure, Machine, Source, Unit
+from accel_choice.records.device_profile import BOOTSTRAPPED, DATASHEET, PREDICTED, Figure, Machine, Source, Unit
 from accel_choice.records.estimate import PositiveEstimate
 
 LEVEL = 0.95
@@ -28,58 +35,55 @@ ESTIMATE_DRAWS = 4000  # draws behind a figure's own interval
 ESTIMATE_SEED = 20261206  # the figures' intervals are the same each time a profile is made from the same values
 
 
+def _log_medians(machines: Sequence[Machine]) -> np.ndarray:
+    return np.log([statistics.median(m.values) for m in machines])
+
+
+def _new_machine(machines: Sequence[Machine], t: np.ndarray) -> np.ndarray:
+    """A new machine's value at each of `t`, Student's t variates with len(machines) − 1 degrees of freedom."""
+    logs = _log_medians(machines)
+    spread = float(np.std(logs, ddof=1)) * math.sqrt(1 + 1 / len(logs))
+    return np.exp(logs.mean() + spread * t)
+
+
+def _bootstrap(machine: Machine, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """The median of `machine`'s values resampled with replacement, `draws` times."""
+    values = np.asarray(machine.values, dtype=float)
+    if len(values) == 1:
+        return np.full(draws, values[0])
+    return np.median(values[rng.integers(len(values), size=(draws, len(values)))], axis=1)
+
+
 def figure(source: Source, unit: Unit, values: Mapping[str, Sequence[float]], reference: str) -> Figure:
     """A figure from its raw values per machine, with its estimate (the draw's percentile interval)."""
     machines = tuple(Machine(machine=label, values=tuple(float(v) for v in vs)) for label, vs in values.items())
-    medians = [statistics.median(m.values) for m in machines]
-    point = statistics.median(medians)
+    point = statistics.median(statistics.median(m.values) for m in machines)
     if source == "datasheet":
         estimate = PositiveEstimate(point=point, low=point, high=point, level=LEVEL, method=DATASHEET, jobs=1)
+        return Figure(source=source, unit=unit, machines=machines, estimate=estimate, reference=reference)
+    rng = np.random.default_rng(ESTIMATE_SEED)
+    if len(machines) >= 2:
+        drawn, method = _new_machine(machines, rng.standard_t(len(machines) - 1, ESTIMATE_DRAWS)), PREDICTED
     else:
-        drawn = draw_figure(machines, ESTIMATE_DRAWS, np.random.default_rng(ESTIMATE_SEED))
-        tail = (1 - LEVEL) / 2
-        low, high = (float(np.quantile(drawn, q)) for q in (tail, 1 - tail))
-        estimate = PositiveEstimate(
-            point=point, low=min(low, point), high=max(high, point), level=LEVEL, method=DRAWN, jobs=len(machines)
-        )
+        drawn, method = _bootstrap(machines[0], ESTIMATE_DRAWS, rng), BOOTSTRAPPED
+    tail = (1 - LEVEL) / 2
+    low, high = (float(np.quantile(drawn, q)) for q in (tail, 1 - tail))
+    estimate = PositiveEstimate(
+        point=point, low=min(low, point), high=max(high, point), level=LEVEL, method=method, jobs=len(machines)
+    )
     return Figure(source=source, unit=unit, machines=machines, estimate=estimate, reference=reference)
 
 
-def _bootstrap_median(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """The median of `values` resampled at the positions `rows` (draws × len(values))."""
-    return np.median(values[rows], axis=1)
-
-
-def draw_figure(
-    machines: Sequence[Machine], draws: int, rng: np.random.Generator, chosen: np.ndarray | None = None
-) -> np.ndarray:
-    """`draws` values of one figure: a machine (`chosen[i]`, an index into `machines`, or uniform), then
-    the median of its values resampled with replacement."""
-    picks = rng.integers(len(machines), size=draws) if chosen is None else chosen
-    out = np.empty(draws)
-    for index, machine in enumerate(machines):
-        mine = picks == index
-        if not mine.any():
-            continue
-        values = np.asarray(machine.values, dtype=float)
-        if len(values) == 1:
-            out[mine] = values[0]
-            continue
-        rows = rng.integers(len(values), size=(int(mine.sum()), len(values)))
-        out[mine] = _bootstrap_median(values, rows)
-    return out
-
-
 class Draws:
-    """Joint draws of a profile's figures: one machine label per draw, shared by every figure that has it."""
+    """Joint draws of a profile's figures: one quantile per draw, shared by every figure (a slow machine is
+    slow throughout); a figure of one machine bootstraps its values instead."""
 
-    def __init__(self, labels: Sequence[str], draws: int, seed: int):
+    def __init__(self, draws: int, seed: int):
         if draws < 1:
             raise ValueError(f"draws must be at least 1, got {draws}")
-        self.labels = tuple(dict.fromkeys(labels))
         self.draws = draws
         self.rng = np.random.default_rng(seed)
-        self.machine = self.rng.integers(len(self.labels), size=draws) if self.labels else np.zeros(0, dtype=int)
+        self.quantile = self.rng.uniform(size=draws)
 
     def of(self, fig: Figure | None) -> np.ndarray | None:
         """`draws` values of `fig` (None for a figure the profile lacks); a datasheet's value in every draw."""
@@ -87,16 +91,8 @@ class Draws:
             return None
         if fig.source == "datasheet":
             return np.full(self.draws, fig.estimate.point)
-        own = [m.machine for m in fig.machines]
-        chosen = np.empty(self.draws, dtype=int)
-        shared = np.array([own.index(label) if label in own else -1 for label in self.labels], dtype=int)
-        mapped = shared[self.machine] if len(self.labels) else np.full(self.draws, -1)
-        missing = mapped < 0
-        chosen[~missing] = mapped[~missing]
-        chosen[missing] = self.rng.integers(len(own), size=int(missing.sum()))
-        return draw_figure(fig.machines, self.draws, self.rng, chosen)
+        if len(fig.machines) >= 2:
+            from scipy import stats
 
-
-def points(figures: Sequence[Figure | None]) -> list[np.ndarray | None]:
-    """Each figure's point as a one-draw array (None stays None): the point curves use the same code."""
-    return [None if f is None else np.array([f.estimate.point]) for f in figures]
+            return _new_machine(fig.machines, stats.t.ppf(self.quantile, len(fig.machines) - 1))
+        return _bootstrap(fig.machines[0], self.draws, self.rng)

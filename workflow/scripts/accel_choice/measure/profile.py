@@ -9,6 +9,7 @@ work (activations, normalisation, the loss, the optimizer update) adds nothing t
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 
@@ -18,6 +19,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from accel_choice.analyze import theory
 from accel_choice.measure.model import build, make_loss, outputs, targets
+from accel_choice.measure.op_count import OpCount, count_step
 from accel_choice.measure.steps import Trainer
 from accel_choice.records.model import ModelProfile, ModelSpec, ProfileRow
 
@@ -55,6 +57,17 @@ def step_counts(
     return {"forward": forward, "backward": backward, "activation_bytes": sum(seen)}
 
 
+def step_ops(model: nn.Module, spec: ModelSpec, input_shape: Sequence[int], batch_size: int, seed: int) -> OpCount:
+    """The aten ops one training step of a copy of `model` dispatches, and how many launch work
+    (measure.op_count): the planner's cost of the step on a GPU's host (docs/planner.md)."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch_size, *input_shape, generator=generator)
+    y = targets(spec, torch.arange(batch_size) % (spec.classes or 2))
+    trainer = Trainer(copy.deepcopy(model), spec, torch.device("cpu"))
+    trainer.prime()
+    return count_step(trainer, x, y)
+
+
 def optimizer_state_bytes(model: nn.Module, spec: ModelSpec) -> int:
     """The bytes the optimizer keeps once it has stepped (Adam's two moments and step counts, none
     for plain SGD): the timing's own priming step (steps.Trainer.prime), which moves no weight."""
@@ -80,6 +93,7 @@ def profile(
             counts[b] = step_counts(model, spec, input_shape, b, seed)
         return counts[b]
 
+    dispatched = step_ops(model, spec, input_shape, max(batch_sizes), seed)
     table = []
     for b in sorted(batch_sizes):
         full, last = divmod(rows, b)
@@ -119,4 +133,6 @@ def profile(
         input_bytes_per_sample=math.prod(input_shape) * theory.FP32_BYTES,
         formula_params=theory.param_count(widths) if widths else None,
         table=tuple(table),
+        step_ops=dispatched.ops,
+        step_kernels=dispatched.kernels,
     )

@@ -11,13 +11,32 @@ import math
 from typing import Literal
 
 from accel_choice.records import Count, Fraction, NonNegative, NonNegativeSeconds, Positive, PositiveCount, record
+from accel_choice.records.device_profile import ProfileUse
 from accel_choice.records.model import TEXTBOOK
 
 Axis = Literal["rows", "features", "hidden", "batch_size"]
 Placement = Literal["resident", "streamed"]
-ModelSource = Literal["fitted", "assumed"]  # a cost model's: fitted to measurements, or assumed (planner.gpu_assumed)
+# A GPU model's source: fitted to this run's measurements, assumed (planner.gpu_assumed), or a device profile's.
+ModelSource = Literal["fitted", "assumed", "profile"]
 Where = Literal["below_sweep", "in_sweep", "beyond_sweep"]  # a break-even, or a bound, against the swept range
 _RANK = {"below_sweep": 0, "in_sweep": 1, "beyond_sweep": 2}
+
+
+@record
+class Coverage:
+    """How often a break-even interval of this design held the true break-even, in synthetic runs drawn
+    through the planner's own functions (analyze.planner_calibration; benchmarks/calibration.py --planner)."""
+
+    level: Fraction  # the intervals' nominal level
+    coverage: Fraction
+    runs: PositiveCount  # simulated runs
+    grid_jobs: PositiveCount  # planner.repeats of the design
+    profile_machines: Count  # machines behind the profile's step (0: no profile drawn)
+    resamples: PositiveCount
+    sigma_job: NonNegative  # log-normal spread of a grid job's speed
+    sigma_machine: NonNegative  # log-normal spread of a GPU machine's step
+    seed: Count
+    command: str  # what made it
 
 
 @record
@@ -52,9 +71,22 @@ class BreakEvenSummary:
     base_features: PositiveCount | None  # null: a counted model (base_model), which has no features or hidden
     base_hidden: PositiveCount | None
     base_batch_size: PositiveCount
-    base_model: str = TEXTBOOK
+    base_model: str
+    # At the sweep's largest value, the best place for a GPU to win: each device's epoch (the GPU's with its
+    # start-up and copies, `gpu_extra_s`), the steps, and where a profile models the GPU its step's host
+    # and device seconds (null otherwise): why a GPU that never turns faster does not ("its step costs ...").
+    steps_at_end: PositiveCount
+    cpu_epoch_s_at_end: Positive
+    gpu_epoch_s_at_end: Positive
+    gpu_extra_s_at_end: NonNegativeSeconds
+    gpu_host_step_s_at_end: Positive | None
+    gpu_device_step_s_at_end: Positive | None
 
     def __post_init__(self) -> None:
+        if self.gpu_extra_s_at_end > self.gpu_epoch_s_at_end * (1 + 1e-9):
+            raise ValueError("the GPU's extra seconds are part of its epoch: gpu_extra_s_at_end > gpu_epoch_s_at_end")
+        if (self.gpu_host_step_s_at_end is None) != (self.gpu_device_step_s_at_end is None):
+            raise ValueError("a profile's GPU has both a host and a device step, any other neither")
         if (self.base_model == TEXTBOOK) != (self.base_features is not None) or (self.base_features is None) != (
             self.base_hidden is None
         ):
@@ -114,10 +146,11 @@ class CurveRow:
             raise ValueError(f"cpu_over_gpu {self.cpu_over_gpu!r} is not cpu_s / gpu_s = {self.cpu_s / self.gpu_s!r}")
 
 
-@record(schema="break-even", version=3)
+@record(schema="break-even", version=4)
 class BreakEvenTable:
     """tables/break_even.json: every break-even curve, value by value, and its summary (all modelled);
-    the intervals resample the measurements of `resampled_devices` only, seeded by `seed` (config)."""
+    the intervals resample the measurements of `resampled_devices` and, where the GPU is a profile's
+    (`gpu_profile`), draw its figures too; seeded by `seed` (config)."""
 
     summary: tuple[BreakEvenSummary, ...]
     curves: tuple[CurveRow, ...]
@@ -125,8 +158,12 @@ class BreakEvenTable:
     label: Literal["modelled"]
     resampled_devices: tuple[str, ...]
     seed: Count
+    gpu_profile: ProfileUse | None
+    coverage: Coverage | None  # the intervals' simulated coverage for this design (analyze.planner_calibration)
 
     def __post_init__(self) -> None:
+        if (self.gpu_model_source == "profile") != (self.gpu_profile is not None):
+            raise ValueError("a profile's GPU names its profile (gpu_profile), and only it")
         if len({(s.confidence, s.resamples) for s in self.summary}) > 1 or not self.resampled_devices:
             raise ValueError("every interval has the same confidence and resamples, from resampled devices")
         summarised = [(s.axis, s.placement) for s in self.summary]

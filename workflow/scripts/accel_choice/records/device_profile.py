@@ -25,8 +25,10 @@ DeviceType = Literal["cpu", "cuda", "mps"]
 Precision = Literal["fp32", "tf32", "bf16"]
 Direction = Literal["host_to_device", "device_to_host"]
 Memory = Literal["pageable", "pinned"]
-# How a figure's estimate is made (analyze.profile_draws): the planner's own draw, or a datasheet's one value.
-DRAWN = "a machine drawn, then its values bootstrapped"
+# How a figure's estimate is made (analyze.profile_draws): the planner's own draw of a new machine (t on the
+# machines' log medians), one machine's values bootstrapped, or a datasheet's one value.
+PREDICTED = "a new machine: t on the machines' log medians"
+BOOTSTRAPPED = "one machine: its values bootstrapped"
 DATASHEET = "datasheet: one quoted value"
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -48,7 +50,7 @@ class Figure:
     """One figure of a profile: its raw values per machine, where they come from, and their estimate.
 
     The point is the median of the machines' medians; the interval is the spread the planner draws
-    from (analyze.profile_draws): a machine drawn at random, then its values bootstrapped.
+    from (analyze.profile_draws): a new machine of the kind, or one machine's values bootstrapped.
     """
 
     source: Source
@@ -70,10 +72,7 @@ class Figure:
             raise ValueError(
                 f"estimate.point {self.estimate.point!r} is not the median of the machines' medians {expected!r}"
             )
-        values = [v for m in self.machines for v in m.values]
-        if not (min(values) * (1 - 1e-9) <= self.estimate.low and self.estimate.high <= max(values) * (1 + 1e-9)):
-            raise ValueError(f"a figure's interval lies within its values {min(values)!r}..{max(values)!r}")
-        method = DATASHEET if self.source == "datasheet" else DRAWN
+        method = DATASHEET if self.source == "datasheet" else PREDICTED if len(labels) >= 2 else BOOTSTRAPPED
         if self.estimate.method != method or self.estimate.jobs != len(self.machines):
             raise ValueError(
                 f"a {self.source} figure's estimate is made by {method!r} from its {len(labels)} machine(s)"
@@ -203,3 +202,40 @@ def completeness(profile: DeviceProfile) -> tuple[int, int, int]:
     in that order): planner.gpu_profile "auto" takes the shipped profile with the largest."""
     sources = [f.source for f in figures(profile)]
     return (sources.count("measured"), sources.count("recorded"), sources.count("datasheet"))
+
+
+# --- what the planner used of a profile (tables/cost_model.json, tables/break_even.json) -------------
+
+Use = Literal["host step", "kernel floor", "matmul", "memory bandwidth", "host-to-device copy", "start-up"]
+
+
+@record
+class UsedFigure:
+    """One figure the planner's GPU reads from a profile: its estimate, source and reference."""
+
+    what: Use
+    how: str  # e.g. "the ladder's line at 42 ops", "the textbook step scaled by ops", "fp32 at n = 4096"
+    source: Source
+    machines: PositiveCount
+    unit: Unit
+    estimate: PositiveEstimate
+    reference: str
+
+
+@record
+class ProfileUse:
+    """The profile a planner job modelled the GPU from, and each figure it read (the first screen names them)."""
+
+    name: str  # the device's
+    file: str  # the profile's file, as configured or shipped
+    made: str
+    machines: PositiveCount
+    measured_by: str | None  # the profile's command; null: nothing in it was measured by one
+    figures: tuple[UsedFigure, ...]
+    missing: tuple[Use, ...]  # what the profile lacks: counted as none (start-up, kernel floor) or taken elsewhere
+    overlapped: bool  # host and device work in parallel (a GPU) or one after the other (a CPU profile)
+
+    def __post_init__(self) -> None:
+        used = [f.what for f in self.figures]
+        if len(set(used)) != len(used) or set(used) & set(self.missing):
+            raise ValueError(f"each figure is used once, or missing: used {used}, missing {self.missing}")

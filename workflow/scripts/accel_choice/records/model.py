@@ -99,7 +99,7 @@ class ProfileRow:
     formula_activation_bytes: Count | None  # theory.activation_bytes (layer outputs; no ReLU output)
 
 
-@record(schema="model-profile")
+@record(schema="model-profile", version=2)
 class ModelProfile:
     """results/model/profile.json: the model counted, not assumed. Parameters from the module,
     FLOP per training step from torch's FlopCounterMode, activations from forward hooks, the
@@ -123,8 +123,14 @@ class ModelProfile:
     input_bytes_per_sample: PositiveCount  # fp32 features
     formula_params: Count | None
     table: tuple[ProfileRow, ...]
+    # One training step's dispatched aten ops and those of them that launch work (measure.op_count),
+    # counted on the CPU at the largest batch size: what a GPU's host does per step (docs/planner.md).
+    step_ops: PositiveCount
+    step_kernels: Count
 
     def __post_init__(self) -> None:
+        if self.step_kernels > self.step_ops:
+            raise ValueError(f"step_kernels {self.step_kernels} > step_ops {self.step_ops}")
         if self.trainable_params > self.params:
             raise ValueError(f"trainable_params {self.trainable_params} > params {self.params}")
         if (self.model == TEXTBOOK) != (self.widths is not None):

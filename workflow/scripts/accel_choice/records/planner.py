@@ -14,11 +14,14 @@ from accel_choice.records import Count, NonNegative, NonNegativeSeconds, Positiv
 from accel_choice.records import ordered
 
 from accel_choice.records.breakeven import ModelSource
+from accel_choice.records.device_profile import ProfileUse
 from accel_choice.records.environment import Environment
 from accel_choice.records.grid import Workload, steps_per_epoch
 from accel_choice.records.model import TEXTBOOK
 
-Source = Literal["measured", "assumed"]
+# Where the GPU's copy rate and start-up come from: measured in this run, assumed (your number), a device
+# profile's, or none in the profile (a start-up counted as zero seconds).
+Source = Literal["measured", "assumed", "profile", "none in the profile"]
 CopyMemory = Literal["pageable", "pinned"]
 
 
@@ -147,9 +150,9 @@ class ModelRow:
             self.terms_used,
             self.identifiable,
         )
-        if self.source == "assumed":
+        if self.source in ("assumed", "profile"):
             if any(value is not None for value in (*quality, self.r2, self.warning)):
-                raise ValueError("an assumed model has no fit: its quality fields must be null")
+                raise ValueError(f"an {self.source} model has no fit: its quality fields must be null")
             return
         if any(value is None for value in quality):
             raise ValueError("a fitted model has points, errors, terms_used and identifiable")
@@ -171,7 +174,7 @@ class ModelRow:
             raise ValueError("a fit that is not identifiable carries a warning, and only such a fit")
 
 
-@record(schema="cost-model", version=4)
+@record(schema="cost-model", version=5)
 class CostModelTable:
     """tables/cost_model.json: the cost model of each device, the points it was fitted to and their
     residuals, and the host→device copy and GPU start-up the break-even curves add."""
@@ -187,11 +190,14 @@ class CostModelTable:
     epochs: PositiveCount
     threads: PositiveCount
     environment: Environment
+    gpu_profile: ProfileUse | None  # the profile the GPU row comes from (planner.gpu_profile), where it does
 
     def __post_init__(self) -> None:
         devices = [m.device for m in self.models]
         if len(set(devices)) != len(devices):
             raise ValueError(f"one model per device, found {devices}")
+        if any(m.source == "profile" for m in self.models) != (self.gpu_profile is not None):
+            raise ValueError("a profile's GPU row names its profile (gpu_profile), and only it")
         for model in self.models:
             if model.source != "fitted":
                 continue

@@ -207,7 +207,7 @@ class StorageScenario:
     storage_s: PositiveEstimate  # the scenario's bytes at the measured sustained reader rate
     epoch_s: Seconds  # the slowest of the three where the reader overlaps the step (workers), else their sum
     bound: Bound
-    source: Literal["fitted", "assumed"]
+    source: Literal["fitted", "assumed", "profile"]
 
 
 @record(schema="scale", version=4)

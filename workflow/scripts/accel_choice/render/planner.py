@@ -8,6 +8,7 @@ from accel_choice.io import paths
 from accel_choice.records.breakeven import BreakEvenSummary, BreakEvenTable
 from accel_choice.records.planner import CostModelTable, FlopCheck, Scenario
 from accel_choice.render.formatting import ms, number, table
+from accel_choice.render.gpu_profile import coverage_sentence, gpu_source_line, never_reason, profile_section
 
 
 # An interval is wide when its ends are more than this factor apart, or it reaches outside the sweep.
@@ -36,7 +37,8 @@ def is_wide(s: BreakEvenSummary) -> bool:
 
 
 def break_even_verdict(s: BreakEvenSummary) -> str:
-    """The break-even in words with its interval: "GPU faster from about N rows (95 % interval L–H)"."""
+    """The break-even in words with its interval: "GPU faster from about N rows (95 % interval L–H)";
+    where the GPU never turns faster, why (render.gpu_profile.never_reason)."""
     if s.break_even is not None:
         where = f"GPU faster from about {s.break_even:,.0f} {_NOUNS[s.axis]}"
     elif s.gpu_always_faster:
@@ -44,7 +46,7 @@ def break_even_verdict(s: BreakEvenSummary) -> str:
     elif s.gpu_faster_until is not None:
         where = f"GPU faster only up to {s.axis} = {s.gpu_faster_until:,} (grid value)"
     else:
-        where = "CPU faster over the whole range"
+        where = never_reason(s)
     wide = ""
     if is_wide(s):
         spread = (
@@ -61,17 +63,13 @@ def answer_lines(break_even: BreakEvenTable | None) -> str:
     and whether it rests on a measured GPU or an assumed one (the planner section gives the model)."""
     if break_even is None or not break_even.summary:
         return ""
-    source = (
-        "on a GPU measured in this run"
-        if break_even.gpu_model_source == "fitted"
-        else "on an assumed GPU (`planner.gpu_assumed`: no GPU was measured here)"
-    )
+    source = gpu_source_line(break_even)
     lines = [
         f"- {_NOUNS[s.axis]} ({s.placement}): {break_even_verdict(s)}"
         for s in sorted(break_even.summary, key=lambda s: (s.axis, s.placement))
     ]
     return (
-        f"**At what size would a GPU pay off?** Modelled from the cost models, {source}; each size grows one "
+        f"**At what size would a GPU pay off?** {source}. Each size grows one "
         "axis of the benchmark workload (see the planner section):\n\n" + "\n".join(lines)
     )
 
@@ -264,14 +262,14 @@ def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTabl
     return (
         "## Planner: cost model and break-even (modelled)\n\n"
         + counted_paragraph(cost_model, break_even)
-        + "Epoch time ≈ steps · (per-step overhead) + FLOP / (sustained FLOP/s) + bytes moved / (bandwidth), with the "
-        "FLOP the matrix products execute (the counter's count, see above) and the bytes of `costmodel.work`, fitted per "
-        "device by non-negative least squares on relative errors, to the planner's timed grid and the benchmark's "
-        f"fast-path cells (`{paths.COST_MODEL}` holds every point and residual). A term the fit dropped is "
-        'marked "dropped". Quote the leave-one-out error: each point predicted by a fit without its workload '
-        f"(its grid and benchmark cells held out together). The CPU rates hold for {cost_model.threads} torch "
-        f"thread(s) (`timing.threads`). Points: {len(points)}; flagged noisy: {noisy}; with a repeat measured while "
-        f"the machine was busy: {busy}. All are kept in the fit and listed in the JSON.\n\n"
+        + "Each device's epoch is modelled as steps · (seconds per step) + FLOP / (FLOP/s) + bytes / (bytes/s). "
+        "The FLOP are those the matrix products execute (the counter's, above); the bytes are `costmodel.work`'s. "
+        "Each measured device is fitted by non-negative least squares on relative errors. "
+        f"The fit points are the planner's timed grid and the benchmark's fast-path cells (`{paths.COST_MODEL}`). "
+        'A term the fit dropped is marked "dropped". '
+        "Quote the leave-one-out error: each point predicted by a fit without its workload. "
+        f"The CPU rates hold for {cost_model.threads} torch thread(s) (`timing.threads`). "
+        f"Points: {len(points)}; flagged noisy: {noisy}; with a busy repeat: {busy}. All stay in the fit.\n\n"
         + table(
             (
                 "device",
@@ -288,34 +286,37 @@ def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTabl
             models,
         )
         + ("\n\n" + "\n".join(warnings) if warnings else "")
-        + f"\n\nGrowing the benchmark workload along one axis at a time (`{paths.BREAK_EVEN_PNG}`; lines modelled, "
-        f"markers measured). A training job of {cost_model.epochs} epochs (`planner.epochs`) is compared: the GPU "
-        f"pays its start-up ({cost_model.gpu_startup_s:.2f} s, {cost_model.gpu_startup_source}) once, and "
-        f"host→device copies at {cost_model.host_to_device_gb_s:.1f} GB/s ({cost_model.host_to_device_source}"
-        f"{f', from {cost_model.host_to_device_memory} memory, the faster measured' if cost_model.host_to_device_memory else ''}"
-        f"{', `report.bandwidth_gb_s`' if cost_model.host_to_device_source == 'assumed' else ''}) "
-        "once for resident data or every epoch when streamed:\n\n"
+        + "\n\n"
+        + profile_section(cost_model.gpu_profile)
+        + f"The break-evens grow the benchmark workload along one axis at a time (`{paths.BREAK_EVEN_PNG}`: lines "
+        "modelled, markers measured). "
+        f"They compare a training job of {cost_model.epochs} epochs (`planner.epochs`). "
+        f"The GPU pays its start-up once: {cost_model.gpu_startup_s:.2f} s ({cost_model.gpu_startup_source}). "
+        f"Its copies run at {cost_model.host_to_device_gb_s:.1f} GB/s ({copy_source(cost_model)}): "
+        "once for resident data, every epoch when streamed.\n\n"
         + table(("axis", "GPU placement", "break-even (modelled)", "resamples with a break-even"), verdicts)
         + "\n\n"
         + interval_paragraph(break_even, grid_jobs(cost_model))
         + (
-            "\n\n**No GPU was measured: the GPU side is the configured assumption (`planner.gpu_assumed`), not a "
-            "measurement, and so is every break-even above.** Its intervals therefore come from resampling the "
-            "CPU's measurements alone (the grid and the benchmark cells): they hold the CPU's timing noise, "
-            "none of the assumption's own uncertainty."
+            "\n\n**No GPU was measured: the GPU side is your assumption (`planner.gpu_assumed`), not a measurement, "
+            "and so is every break-even above.** Its intervals hold the CPU's timing noise, none of your numbers' own "
+            "uncertainty."
             if assumed
             else ""
         )
     )
 
 
+def copy_source(cost_model: CostModelTable) -> str:
+    """Where the copy rate comes from, in words."""
+    memory = f", {cost_model.host_to_device_memory} memory" if cost_model.host_to_device_memory else ""
+    named = {"assumed": "assumed: `report.bandwidth_gb_s`", "profile": "the profile's"}
+    return f"{named.get(cost_model.host_to_device_source, cost_model.host_to_device_source)}{memory}"
+
+
 def grid_jobs(cost_model: CostModelTable) -> int | None:
     """The fewest grid jobs behind a grid fit point (None: no grid point)."""
     return min((p.repeats for p in cost_model.points if p.source == "grid"), default=None)
-
-
-# Simulated coverage of the nominal 95 % break-even interval by grid jobs (docs/planner.md).
-GRID_COVERAGE = {3: 0.80, 4: 0.88, 5: 0.93}
 
 
 def interval_paragraph(break_even: BreakEvenTable, jobs: int | None = None) -> str:
@@ -324,38 +325,32 @@ def interval_paragraph(break_even: BreakEvenTable, jobs: int | None = None) -> s
         return ""
     first = break_even.summary[0]
     wide = [f"{s.axis} ({s.placement})" for s in break_even.summary if is_wide(s)]
+    drawn = (
+        f" The profile's figures are drawn in each refit too: a machine at random, then its values (its "
+        f"{_profile_machines(break_even)} machine(s) behind the host step)."
+        if break_even.gpu_profile
+        else ""
+    )
     return (
         f"Each interval is the {100 * first.confidence:g} % percentile interval of {first.resamples:,} bootstrap "
-        f"refits (`aggregate.confidence`, `aggregate.bootstrap_resamples`; seed {break_even.seed}): in each, the "
-        f"timed repeats (measured on {', '.join(break_even.resampled_devices)}) are drawn with replacement - a grid "
-        "job with every workload it timed, a benchmark cell's jobs on their own - the cost model is refitted to "
-        "their medians and the break-even found again. It holds the spread between "
-        "this run's repeats, not the difference between runs (another day, another machine state) nor the cost "
-        "model's own misfit (the leave-one-out error above): a second run can land outside it. A bound that falls "
-        "among resamples where the GPU is faster over the whole sweep, or never turns faster within it, is written "
-        '"below the sweep" or "beyond the sweep": '
-        "the sweep shows no number for it. The last column is the share of resamples with a break-even inside the "
-        "sweep. "
+        f"refits (`aggregate.confidence`, `aggregate.bootstrap_resamples`; seed {break_even.seed}). "
+        f"Each refit draws the timed repeats of {', '.join(break_even.resampled_devices)} with replacement: "
+        "a grid job with every workload it timed, a benchmark cell's jobs on their own. "
+        f"It refits the cost model to their medians and finds the break-even again.{drawn} "
+        "The interval holds this run's spread, not another day's machine state. "
+        'A bound among refits where the GPU wins over the whole sweep, or never within it, reads "below" or '
+        '"beyond the sweep". '
+        "The last column is the share of refits with a break-even inside the sweep. "
         + (
-            f"Wide (ends more than {WIDE_FACTOR:g}× apart, or reaching outside the sweep): {', '.join(wide)}: the "
-            "timings pin these break-evens down only roughly; more grid repeats (`planner.repeats`) narrow them."
+            f"Wide (ends more than {WIDE_FACTOR:g}× apart, or reaching outside the sweep): {', '.join(wide)}. "
+            "More grid repeats (`planner.repeats`) narrow the CPU's part."
             if wide
             else f"No interval is wide (ends more than {WIDE_FACTOR:g}× apart, or reaching outside the sweep)."
         )
-        + _few_jobs(jobs, first.confidence)
+        + coverage_sentence(break_even.coverage, jobs, _profile_machines(break_even))
     )
 
 
-def _few_jobs(jobs: int | None, confidence: float) -> str:
-    if jobs is None or jobs > max(GRID_COVERAGE):
-        return ""
-    most = max(GRID_COVERAGE)
-    simulated = GRID_COVERAGE.get(jobs)
-    # The simulated coverages are of the 95 % interval: at another level only the direction holds.
-    coverage = (
-        f"in a simulation a 95 % interval from {jobs} grid jobs held the true break-even {100 * simulated:.0f} % of "
-        f"the time (docs/planner.md); {most} grid jobs bring it to about {100 * GRID_COVERAGE[most]:.0f} %"
-        if simulated is not None and confidence == 0.95
-        else "the percentile interval is narrower than its level says (docs/planner.md); more grid jobs bring it closer"
-    )
-    return f" It rests on {jobs} grid job{'s' if jobs != 1 else ''} (`planner.repeats`): {coverage}."
+def _profile_machines(break_even: BreakEvenTable) -> int:
+    use = break_even.gpu_profile
+    return next((f.machines for f in use.figures if f.what == "host step"), 0) if use else 0
