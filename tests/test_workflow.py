@@ -649,7 +649,23 @@ BAD_CONFIGS = [
         {"planner": {"grid": {"rows": [16], "features": [4], "hidden": [8], "batch_sizes": [16, 64]}}},
         "planner.grid",
     ),
-    ("GPU assumption of zero", {"planner": {"gpu_assumed": {"tflop_per_s": 0}}}, "planner.gpu_assumed.tflop_per_s"),
+    (
+        "GPU assumption of zero",
+        {
+            "planner": {
+                "gpu_assumed": {
+                    "seconds_per_step": 1e-4,
+                    "tflop_per_s": 0,
+                    "memory_gb_s": 1000,
+                    "memory_gb": 80,
+                    "startup_s": 0.3,
+                }
+            }
+        },
+        "planner.gpu_assumed.tflop_per_s",
+    ),
+    ("GPU assumption incomplete", {"planner": {"gpu_assumed": {"tflop_per_s": 20}}}, "planner.gpu_assumed"),
+    ("unknown GPU profile", {"planner": {"gpu_profile": "h900"}}, "planner.gpu_profile"),
     ("unknown planner key", {"planner": {"epoch": 5}}, "planner"),
     ("unknown loader", {"timing": {"loaders": ["dataloader", "turbo"]}}, "loaders"),
     ("typo in a key", {"timing": {"batch_size": [16]}}, "batch_size"),
@@ -1138,13 +1154,15 @@ def test_planner_reproduces_exercise_4_and_labels_what_is_modelled(finished: Pat
         262_144,
         2_048,
     )
-    assert scenario.modelled is not None and scenario.modelled.gpu_model_source == "assumed"
+    assert scenario.modelled is not None and scenario.modelled.gpu_model_source == "profile"
     models = {m.device: m for m in records.read(CostModelTable, results / "tables/cost_model.json").models}
     assert models["cpu"].source == "fitted" and models["cpu"].points == 16 + 2  # the grid + the benchmark
     assert models["cpu"].loo_median_abs_rel_error is not None
-    assert models["gpu (assumed)"].source == "assumed"
+    # No GPU here and none assumed: the GPU is the shipped profile's (planner.gpu_profile: auto → h200)
+    assert models["NVIDIA H200 (profile h200)"].source == "profile"
     break_even = records.read(BreakEvenTable, results / "tables/break_even.json")
-    assert break_even.label == "modelled" and break_even.gpu_model_source == "assumed"
+    assert break_even.label == "modelled" and break_even.gpu_model_source == "profile"
+    assert break_even.gpu_profile is not None and break_even.gpu_profile.file == "h200"
     assert {(s.axis, s.placement) for s in break_even.summary} == {
         (axis, placement) for axis in ("rows", "features", "hidden") for placement in ("resident", "streamed")
     }
@@ -1155,7 +1173,8 @@ def test_planner_reproduces_exercise_4_and_labels_what_is_modelled(finished: Pat
     for grid in sorted((results / "timing/cost_model").glob("*.json")):
         assert len(records.read(GridJob, grid).records) == 16
     report = (results / "REPORT.md").read_text()
-    assert "No GPU was measured: the GPU side is the configured assumption" in report
+    assert "**At what size would a GPU pay off?** Modelled on an NVIDIA H200 (profile `h200`: host step recorded" in report
+    assert "a GPU like this does not pay off along rows up to 100,000,000: its step costs" in report
     assert (results / "figures/break_even.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -1166,12 +1185,15 @@ def test_reordered_config_keys_rerun_nothing(finished: Path) -> None:
     assert planned_jobs(snakemake(finished, config, "-n")) == {}
 
 
+GPU_ASSUMED = {"seconds_per_step": 1.5e-4, "tflop_per_s": 20, "memory_gb_s": 1000, "memory_gb": 80, "startup_s": 0.3}
+
+
 def test_changing_a_gpu_assumption_reruns_only_the_planner_and_what_follows(finished: Path) -> None:
     # The decision does not read the planner: decide stays.
     plan = planned_jobs(
-        snakemake(finished, changed(planner={**TINY["planner"], "gpu_assumed": {"tflop_per_s": 20}}), "-n")
+        snakemake(finished, changed(planner={**TINY["planner"], "gpu_assumed": GPU_ASSUMED}), "-n")
     )
-    # The assumed GPU model enters the fit: the cost model, the curves and the scenario; not the FLOP check.
+    # Your GPU numbers replace the profile in the fit: the cost model, the curves and the scenario; not the FLOP check.
     assert plan == {
         **PLANNER_FIT,
         "report": 1,
@@ -1180,6 +1202,13 @@ def test_changing_a_gpu_assumption_reruns_only_the_planner_and_what_follows(fini
         "all": 1,
     }
 
+
+
+def test_a_profile_of_yours_reruns_only_the_planner_and_what_follows(finished: Path, tmp_path: Path, repo: Path) -> None:
+    mine = tmp_path / "my-gpu.json"  # e.g. what `accel-choice profile --device cuda` wrote on a rented GPU
+    mine.write_text((repo / "config/gpu_profiles/h200.json").read_text())
+    plan = planned_jobs(snakemake(finished, changed(planner={**TINY["planner"], "gpu_profile": str(mine)}), "-n"))
+    assert plan == {**PLANNER_FIT, "report": 1, "config_snapshot": 1, "archive": 1, "all": 1}
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_FLAGS = [

@@ -1,6 +1,6 @@
 """Write h200.json: the NVIDIA H200 as this project knows it before any profile was measured on one.
 
-    .venv/bin/python config/gpu_profiles/make_h200.py     # rewrites config/gpu_profiles/h200.json
+    .venv/bin/python config/gpu_profiles/make_h200.py [OUT]    # rewrites config/gpu_profiles/h200.json (or OUT)
 
 Every figure says where it comes from. `recorded`: the four H200 machines of docs/gpu.md ("Run on an
 H200", 2026-12-04), named A to D there; `datasheet`: NVIDIA's H200 Tensor Core GPU datasheet. Nothing
@@ -38,7 +38,7 @@ STEP_REFERENCE = (
 OPS, KERNELS = 42, 18
 
 
-def main() -> None:
+def main(out: Path = HERE / "h200.json") -> None:
     steps = tuple(
         StepFigure(
             model="textbook 32-48-1",
@@ -101,9 +101,8 @@ def main() -> None:
         first_step_s=None,
         timed_s=None,
     )
-    text = json.dumps(records.to_json(profile), indent=1) + "\n"
-    (HERE / "h200.json").write_text(text)
+    Path(out).write_text(json.dumps(records.to_json(profile), indent=1) + "\n")
 
 
 if __name__ == "__main__":
-    main()
+    main(*(Path(a) for a in sys.argv[1:2]))

@@ -41,7 +41,7 @@ BASE = Workload(rows=8192, features=32, hidden=48, batch_size=512)
 AXIS, SWEEP = "hidden", (8, 8192)
 EPOCHS = 10
 COPY_BYTES_PER_S = 8e9  # report.bandwidth_gb_s: the profile in the simulation has no copy
-RESOURCE = Path(__file__).resolve().parents[2] / "resources" / "planner_coverage.json"
+RESOURCE = Path(__file__).resolve().parents[3] / "resources" / "planner_coverage.json"
 
 
 @dataclass(frozen=True)
