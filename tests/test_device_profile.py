@@ -131,7 +131,8 @@ def test_the_summary_table_has_a_line_per_figure(quick):
     lines = out.splitlines()
     assert lines[0].startswith(f"{profile.name} ({profile.device_type}), 3 rounds")
     assert lines[1].split() == ["figure", "point", "95%", "interval", "unit"]
-    assert len(lines) == 2 + len(figures(profile))
+    assert len(lines) == 3 + len(figures(profile))
+    assert lines[-1].startswith("While the rounds ran: ") and lines[-1] in profile.note
     assert any(line.startswith("step textbook 32-48-1 B=512") for line in lines)
 
 

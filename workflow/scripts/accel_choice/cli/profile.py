@@ -9,7 +9,8 @@ the host's fixed cost per step and per op) and of the textbook MLP at B = 32 and
 one kernel replayed in a CUDA graph (CUDA only); matmul FLOP/s over sizes (fp32, and TF32 and bf16
 where the device has them); the device's memory bandwidth; host-device copies, pageable and pinned
 (not on a CPU); the runtime's start-up and a first step's extra cost (one value each). It writes a
-records.device_profile.DeviceProfile as JSON (atomically) and prints a table of the figures.
+records.device_profile.DeviceProfile as JSON (atomically) and prints a table of the figures, then what
+the host gave the rounds (this process's CPU seconds, the load average: a shared machine slows them).
 
 A full run takes about a minute on a 2-core CPU, one to two on a GPU. It needs torch and numpy only
 (no pydantic, pandas or Snakemake): it runs on a bare GPU machine; read the record back where
@@ -41,6 +42,11 @@ if TYPE_CHECKING:
 # torch (about a second) is imported once the arguments are read, so `--help` and a usage error answer at once.
 
 FAILED, UNAVAILABLE, NOT_WRITTEN = 1, 2, 3
+PRECISION_NOTES = {  # how each rated matmul precision was set (measure.device_rates)
+    "fp32": "fp32 at float32 matmul precision 'highest'",
+    "tf32": "tf32 at 'high' (CUDA's TF32)",
+    "bf16": "bf16 tensors",
+}
 DEVICES = ("cpu", "cuda", "mps")
 
 
@@ -120,6 +126,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     )
     for line in table(profile):
         print(line)
+    print(contention(raw))
     return 0
 
 
@@ -182,19 +189,33 @@ def note(raw: RawProfile, quick: bool, no_first_step: bool) -> str:
         f"One machine ({raw.machine}), one run of {plan.rounds} interleaved rounds at {raw.host['threads']} torch "
         "thread(s): each figure's interval is the spread of its rounds on this machine, not between machines.",
         "--quick: a test of the command, not a profile to plan with." if quick else "",
+        contention(raw),
         "context_startup_s and first_step_s are one value each (one run); the first step took "
         f"{raw.first_step_raw_s:.4g} s whole, first_step_s is that less the warm B={batches[0]} step's median"
         + (" (not above it here, so null)." if no_first_step else "."),
         f"Ladder: depth x (Linear({w},{w}), ReLU), then Linear({w},1), B={b}; {TEXTBOOK} at B="
         f"{' and '.join(map(str, batches))}; the project's Trainer (fused Adam, BCE), each loss copied into a slot; "
         "ops and kernels counted on the CPU.",
-        "Matmul: n x n @ n x n, 2n^3 FLOP; fp32 at float32 matmul precision 'highest', tf32 at 'high', bf16 tensors.",
+        "Matmul: n x n @ n x n, 2n^3 FLOP; "
+        + ", ".join(PRECISION_NOTES[p] for p in dict.fromkeys(p for _, p in raw.matmul))
+        + ".",
         "Memory bandwidth: copy_ within the device, read and write bytes counted.",
         "Copies: into a buffer made before the clock, one copy per clock read, pinned ones non_blocking."
         if raw.copies
         else "",
     ]
     return " ".join(p for p in parts if p)
+
+
+def contention(raw: RawProfile) -> str:
+    """What the host gave the rounds: this process's CPU seconds against the wall's, and the load average (a
+    busy machine slows every figure; a 1-thread CPU profile that got well under one core was shared)."""
+    seen = raw.contention
+    load = [f"{seen[k]:.2f}" if seen[k] is not None else "unknown" for k in ("load_before", "load_after")]
+    return (
+        f"While the rounds ran: {seen['cpu_s']:.1f} CPU-s of this process in {seen['wall_s']:.1f} s, "
+        f"load average {load[0]} before and {load[1]} after, on {raw.host['host_cores']} cores."
+    )
 
 
 SCALES = {

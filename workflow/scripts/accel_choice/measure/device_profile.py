@@ -110,6 +110,7 @@ class RawProfile:
     context_startup_s: float
     first_step_raw_s: float  # the fresh model's first step, whole
     first_step_s: float  # less the warm step's median (B = 32): what the first step costs beyond a warm one
+    contention: dict[str, Any]  # while the rounds ran: wall and process CPU seconds, load average before and after
 
 
 def ladder_model(depth: int, seed: int) -> nn.Sequential:
@@ -299,7 +300,14 @@ def _measure(device: torch.device, plan: Plan) -> RawProfile:
     groups = [g for g in (steps, single, matmuls, moved, copies) if g]
     for timed in (t for group in groups for t in group):
         calibrate(timed, plan.target_s, plan.max_reps)
+    load_before, cpu_start, wall_start = load_average(), time.process_time(), time.perf_counter()
     values = run_rounds(groups, plan.rounds)
+    contention = dict(
+        wall_s=time.perf_counter() - wall_start,
+        cpu_s=time.process_time() - cpu_start,
+        load_before=load_before,
+        load_after=load_average(),
+    )
     for model in (*ladder, *reference):
         model.raw.seconds = values[model.timed.key]
     warm_b32 = statistics.median(reference[0].raw.seconds)
@@ -323,4 +331,13 @@ def _measure(device: torch.device, plan: Plan) -> RawProfile:
         context_startup_s=startup,
         first_step_raw_s=first,
         first_step_s=first - warm_b32,
+        contention=contention,
     )
+
+
+def load_average() -> float | None:
+    """The 1-minute load average (other processes' demand on the cores); None where the OS has none."""
+    try:
+        return os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return None
