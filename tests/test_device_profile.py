@@ -144,9 +144,22 @@ def test_a_device_this_machine_lacks_is_one_line_and_exit_2(tmp_path):
     assert not (tmp_path / "p.json").exists()
 
 
-def test_help_lists_the_exit_codes_and_the_options():
+def test_an_out_that_cannot_be_written_is_exit_3_before_measuring(tmp_path, monkeypatch):
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setattr(dp, "measure", lambda *args: pytest.fail("measured before checking --out"))
+    code, out, err = _run_main(["profile", "--out", str(tmp_path / "a-file" / "p.json")])
+    assert code == 3 and out == "" and err.startswith(f"error: cannot write {tmp_path}")
+    assert "nothing measured" in err
+
+
+@pytest.mark.parametrize("door", ["python -m accel_choice", "accel-choice"])
+def test_help_lists_the_exit_codes_and_the_options(door):
+    installed = Path(sys.executable).parent / "accel-choice"
+    if door == "accel-choice" and not installed.exists():
+        pytest.skip("the README's venv installs accel-choice; tests/test_cli.py installs it where it is missing")
+    command = [sys.executable, "-m", "accel_choice"] if door.startswith("python") else [str(installed)]
     done = subprocess.run(
-        [sys.executable, "-m", "accel_choice", "profile", "--help"],
+        [*command, "profile", "--help"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -154,7 +167,7 @@ def test_help_lists_the_exit_codes_and_the_options():
         env=os.environ | {"PYTHONPATH": str(REPO / "workflow" / "scripts")},
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("usage: python -m accel_choice profile ")
+    assert done.stdout.startswith(f"usage: {door} profile ")
     for option in ("--device", "--out", "--rounds", "--quick", "--threads"):
         assert option in done.stdout
     codes = done.stdout.split("exit codes:", 1)[1]

@@ -29,6 +29,7 @@ import argparse
 import datetime
 import shlex
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Sequence
@@ -104,18 +105,22 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     from accel_choice.io import atomic
     from accel_choice.measure import device_profile, devices
 
+    problem = unwritable(Path(args.out))
+    if problem:  # found before the minutes of measuring, not after
+        print(f"error: cannot write {args.out} ({problem}); nothing measured", file=sys.stderr)
+        return NOT_WRITTEN
     plan = device_profile.plan_for(args.device, args.quick, args.rounds)
     threads = args.threads or (1 if args.device == "cpu" else torch.get_num_threads())
     try:
         raw = device_profile.measure(args.device, plan, threads)
+        profile = build(raw, command, args.quick, time.perf_counter() - started)
     except devices.DeviceUnavailable as error:
         print(f"error: {error}", file=sys.stderr)
         return UNAVAILABLE
-    except Exception as error:  # a measurement that failed: its traceback, then one line; nothing written
+    except Exception as error:  # a measurement (or its record) that failed: its traceback, then one line
         traceback.print_exc()
         print(f"error: the profile failed, nothing written: {type(error).__name__}: {error}", file=sys.stderr)
         return FAILED
-    profile = build(raw, command, args.quick, time.perf_counter() - started)
     try:
         atomic.write_record(args.out, profile)
     except OSError as error:
@@ -128,6 +133,17 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         print(line)
     print(contention(raw))
     return 0
+
+
+def unwritable(out: Path) -> str | None:
+    """Why `out` cannot be written (its folder made, a file created there), or None: checked before measuring."""
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.", suffix=".probe"):
+            pass
+    except OSError as error:
+        return error.strerror or str(error)
+    return None
 
 
 def build(raw: RawProfile, command: str, quick: bool, timed_s: float) -> DeviceProfile:
