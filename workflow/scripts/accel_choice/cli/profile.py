@@ -12,9 +12,9 @@ where the device has them); the device's memory bandwidth; host-device copies, p
 records.device_profile.DeviceProfile as JSON (atomically) and prints a table of the figures, then what
 the host gave the rounds (this process's CPU seconds, the load average: a shared machine slows them).
 
-A full run takes about a minute on a 2-core CPU, one to two on a GPU. It needs torch and numpy only
-(no pydantic, pandas or Snakemake): it runs on a bare GPU machine; read the record back where
-pydantic is installed (records.read checks it).
+A full run took about half a minute on a 2-core CPU at 1 thread; on a GPU it is planned for one to two
+minutes (not yet run on one). It needs torch and numpy only (no pydantic, pandas or Snakemake): it runs
+on a bare GPU machine; read the record back where pydantic is installed (records.read checks it).
 
 Exit codes:
     0  the profile was written; its table is printed.
@@ -52,11 +52,13 @@ DEVICES = ("cpu", "cuda", "mps")
 
 
 def exit_codes() -> str:
-    """The module's "Exit codes:" section, for --help."""
+    """Return the module's "Exit codes:" section, for --help."""
     return "exit codes:" + __doc__.split("Exit codes:", 1)[1]
 
 
 def positive(minimum: int) -> Any:
+    """Return an argparse type: a whole number of at least `minimum`."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -70,6 +72,7 @@ def positive(minimum: int) -> Any:
 
 
 def parse_args(argv: Sequence[str], prog: str | None) -> argparse.Namespace:
+    """Read the arguments; argparse's usage line and exit 2 for bad ones (--out a folder among them)."""
     parser = argparse.ArgumentParser(
         prog=prog,
         description=__doc__.splitlines()[0],
@@ -96,6 +99,7 @@ def parse_args(argv: Sequence[str], prog: str | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """Measure the profile, write it, print its table; return the exit code (the module's Exit codes)."""
     started = time.perf_counter()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv, prog)
@@ -136,7 +140,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
 
 
 def unwritable(out: Path) -> str | None:
-    """Why `out` cannot be written (its folder made, a file created there), or None: checked before measuring."""
+    """Say why `out` cannot be written (its folder made, a file created there), or return None."""
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.", suffix=".probe"):
@@ -147,8 +151,9 @@ def unwritable(out: Path) -> str | None:
 
 
 def build(raw: RawProfile, command: str, quick: bool, timed_s: float) -> DeviceProfile:
-    """The record of a measured profile: every raw value kept, each figure with its estimate
-    (analyze.profile_draws: one machine here, its rounds bootstrapped)."""
+    """Build the record of a measured profile: every raw value kept, each figure with its estimate.
+
+    The estimates are analyze.profile_draws': one machine here, its rounds bootstrapped."""
     from accel_choice.analyze.profile_draws import figure
     from accel_choice.records.device_profile import Copy, DeviceProfile, Rate, StepFigure
 
@@ -197,7 +202,7 @@ def build(raw: RawProfile, command: str, quick: bool, timed_s: float) -> DeviceP
 
 
 def note(raw: RawProfile, quick: bool, no_first_step: bool) -> str:
-    """What a reader of the record needs to read its figures right."""
+    """Write what a reader of the record needs to read its figures right."""
     from accel_choice.measure.device_profile import LADDER_BATCH, LADDER_WIDTH, REFERENCE_BATCHES, TEXTBOOK
 
     plan, w, b, batches = raw.plan, LADDER_WIDTH, LADDER_BATCH, REFERENCE_BATCHES
@@ -224,8 +229,9 @@ def note(raw: RawProfile, quick: bool, no_first_step: bool) -> str:
 
 
 def contention(raw: RawProfile) -> str:
-    """What the host gave the rounds: this process's CPU seconds against the wall's, and the load average (a
-    busy machine slows every figure; a 1-thread CPU profile that got well under one core was shared)."""
+    """Say what the host gave the rounds: this process's CPU seconds against the wall's, the load average.
+
+    A busy machine slows every figure; a 1-thread CPU profile that got well under one core was shared."""
     seen = raw.contention
     load = [f"{seen[k]:.2f}" if seen[k] is not None else "unknown" for k in ("load_before", "load_after")]
     return (
@@ -242,13 +248,14 @@ SCALES = {
 
 
 def scaled(fig: Figure) -> tuple[str, str, str]:
-    """A figure's point, interval and unit with an SI prefix fitting its point (1 GB = 1e9 bytes)."""
+    """Return a figure's point, interval and unit, with an SI prefix fitting its point (1 GB = 1e9 B)."""
     est = fig.estimate
     factor, unit = next(((f, u) for f, u in SCALES[fig.unit] if est.point >= f), SCALES[fig.unit][-1])
     return f"{est.point / factor:.4g}", f"{est.low / factor:.4g}-{est.high / factor:.4g}", unit
 
 
 def size_label(size: int) -> str:
+    """Write a size in bytes as KiB or MiB."""
     for factor, unit in ((1 << 20, "MiB"), (1 << 10, "KiB")):
         if size >= factor:
             return f"{size / factor:g} {unit}"
@@ -256,7 +263,7 @@ def size_label(size: int) -> str:
 
 
 def rows(profile: DeviceProfile) -> list[tuple[str, Figure]]:
-    """Every figure of a profile with a label, in the record's order."""
+    """Return every figure of a profile with a label, in the record's order."""
     found = [
         (f"step {s.model} B={s.batch_size} ({s.ops} ops, {s.kernels} kernels)", s.seconds)
         for s in (*profile.ladder, *profile.reference_steps)
@@ -275,7 +282,7 @@ def rows(profile: DeviceProfile) -> list[tuple[str, Figure]]:
 
 
 def table(profile: DeviceProfile) -> list[str]:
-    """The summary: one line per figure (figure, point, 95 % interval, unit)."""
+    """Return the summary's lines: one per figure (figure, point, 95 % interval, unit)."""
     lines = [(label, *scaled(fig)) for label, fig in rows(profile)]
     header = ("figure", "point", "95% interval", "unit")
     widths = [max(len(row[i]) for row in (header, *lines)) for i in range(4)]

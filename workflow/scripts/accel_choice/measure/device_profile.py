@@ -51,7 +51,7 @@ NO_DEVICE_ADVICE = "Run it where torch sees that device; --device cpu profiles t
 
 @dataclass(frozen=True)
 class Plan:
-    """What a profile measures and how long it times each value."""
+    """Say what a profile measures and how long it times each value."""
 
     rounds: int
     target_s: float  # seconds one round's value of one figure is timed for (its reps are fixed once)
@@ -66,7 +66,7 @@ class Plan:
 
 
 def plan_for(device_type: str, quick: bool = False, rounds: int | None = None) -> Plan:
-    """The full plan (about a minute on a 2-core CPU, one to two on a GPU) or the quick one (seconds: tests)."""
+    """Return the full plan (half a minute on a 2-core CPU; planned: one to two on a GPU) or the quick one."""
     gpu = device_type != "cpu"
     if quick:
         plan = Plan(3, 0.004, 3, (1, 2, 4, 8), (64, 128), (1 * MiB,), (4 * KiB, 1 * MiB), floor_kernels=20)
@@ -83,7 +83,7 @@ def plan_for(device_type: str, quick: bool = False, rounds: int | None = None) -
 
 @dataclass
 class RawStep:
-    """A step model's values: seconds per step, one per round, and its counted ops and kernels."""
+    """Hold a step model's values (seconds per step, one per round) and its counted ops and kernels."""
 
     model: str
     batch_size: int
@@ -94,7 +94,7 @@ class RawStep:
 
 @dataclass
 class RawProfile:
-    """Every figure's raw values (one per round; start-up and first step: one per run) and the names."""
+    """Hold every figure's raw values (one per round; start-up and first step: one a run) and the names."""
 
     device: dict[str, Any]  # name, device_type, capability, device_memory_bytes, driver, cuda
     host: dict[str, Any]  # host_cpu, host_cores, threads, torch_version
@@ -114,7 +114,7 @@ class RawProfile:
 
 
 def ladder_model(depth: int, seed: int) -> nn.Sequential:
-    """A near-empty model: `depth` × (Linear(4, 4), ReLU), then a one-output head; seeded."""
+    """Build a near-empty model, seeded: `depth` × (Linear(4, 4), ReLU), then a one-output head."""
     torch.manual_seed(seed)
     layers: list[nn.Module] = []
     for _ in range(depth):
@@ -123,7 +123,7 @@ def ladder_model(depth: int, seed: int) -> nn.Sequential:
 
 
 def batch(features: int, batch_size: int, device: torch.device, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """One fixed batch (inputs, 0/1 targets as one float column), made on the CPU and placed on `device`."""
+    """Make one fixed batch (inputs, 0/1 targets as a float column) on the CPU and place it on `device`."""
     generator = torch.Generator().manual_seed(seed)
     x = torch.randn(batch_size, features, generator=generator)
     y = (torch.rand(batch_size, 1, generator=generator) > 0.5).float()
@@ -131,7 +131,7 @@ def batch(features: int, batch_size: int, device: torch.device, seed: int) -> tu
 
 
 class StepModel:
-    """One model's eager training step, timed N steps per value, each loss copied into its own slot."""
+    """Time one model's eager training step, N steps a value, each loss copied into its own slot."""
 
     def __init__(self, label: str, make: Any, features: int, batch_size: int, device: torch.device):
         # Counted on a CPU copy of the same weights: the dispatcher sees the same ops on every device.
@@ -144,6 +144,7 @@ class StepModel:
         self.timed = rates.Timed(("step", label, batch_size), self.run, work=1, rate=False)
 
     def run(self, reps: int) -> float:
+        """Return the seconds of `reps` steps: synchronised before and after, never between steps."""
         if len(self.slots) < reps:  # made before the clock, once per size
             self.losses = torch.full((reps,), math.nan, device=self.device)
             self.slots = list(self.losses.unbind())
@@ -157,12 +158,15 @@ class StepModel:
 
 
 def textbook(seed: int = SEED) -> nn.Module:
+    """Build the textbook MLP 32 -> 48 -> 1, seeded (measure.model.build)."""
     return models.build(SPEC, (FEATURES,), seed)
 
 
 def first_step_seconds(device: torch.device) -> float:
-    """A fresh textbook MLP's first training step at B = 32, whole (allocator, kernels, library handles,
-    Adam's state): measure it before anything else trains on the device."""
+    """Time a fresh textbook MLP's first training step at B = 32, whole; call it before other training.
+
+    It holds the first-call costs: the allocator, kernels, library handles, Adam's state. The Trainer is
+    made before the clock (its fused Adam imports torch._dynamo: about a second, on every device)."""
     trainer = Trainer(textbook().to(device), SPEC, device)
     xb, yb = batch(FEATURES, REFERENCE_BATCHES[0], device, SEED + 1)
     devices.synchronize(device)
@@ -173,8 +177,9 @@ def first_step_seconds(device: torch.device) -> float:
 
 
 def context_startup_seconds(device: torch.device) -> float:
-    """The runtime's first call (`torch.zeros(1)` on the device, then a sync): CUDA's driver and context;
-    on the CPU the same call, tiny. Call it before anything touches the device."""
+    """Time the runtime's first call (`torch.zeros(1)` on the device, then a sync); call it first.
+
+    On CUDA it is the driver's and the context's start-up; on the CPU the same call, tiny."""
     start = time.perf_counter()
     torch.zeros(1, device=device)
     devices.synchronize(device)
@@ -182,17 +187,19 @@ def context_startup_seconds(device: torch.device) -> float:
 
 
 def target_device(device_type: str) -> torch.device:
-    """The device to profile; devices.DeviceUnavailable (one line) where this machine has none. CUDA is
-    asked through NVML: the context is made by context_startup_seconds, on the clock."""
+    """Return the device to profile; raise devices.DeviceUnavailable (one line) where there is none.
+
+    CUDA is asked through NVML: its context is made by context_startup_seconds, on the clock."""
     if device_type == "cpu":
         return torch.device("cpu")
     return devices.require(device_type, who="accel-choice profile", advice=NO_DEVICE_ADVICE)
 
 
 def calibrate(timed: rates.Timed, target_s: float, max_reps: int) -> None:
-    """Fix `timed.reps` so one value takes about `target_s`: one untimed run first (a cold first call
-    would make the reps far too few), then reps doubled until a run takes a quarter of the target, then
-    scaled (these runs warm it further)."""
+    """Fix `timed.reps` so that one value takes about `target_s`.
+
+    One untimed run first (a cold first call would make the reps far too few), then the reps doubled
+    until a run takes a quarter of the target, then scaled; these runs warm it further."""
     timed.run(1)
     reps = 1
     while True:
@@ -204,7 +211,7 @@ def calibrate(timed: rates.Timed, target_s: float, max_reps: int) -> None:
 
 
 def rotated(items: Sequence[Any], by: int) -> list[Any]:
-    """`items` started at position `by` (mod its length): the order turns from round to round."""
+    """Return `items` started at position `by` (mod its length): the order turns from round to round."""
     if not items:
         return []
     by %= len(items)
@@ -212,7 +219,7 @@ def rotated(items: Sequence[Any], by: int) -> list[Any]:
 
 
 def run_rounds(groups: Sequence[Sequence[rates.Timed]], rounds: int) -> dict[tuple[object, ...], list[float]]:
-    """Every Timed's values, one per round: each round rotates the groups and each group's own order."""
+    """Time every Timed once a round; each round rotates the groups and each group's own order."""
     values: dict[tuple[object, ...], list[float]] = {t.key: [] for group in groups for t in group}
     for index in range(rounds):
         for group in rotated(groups, index):
@@ -222,7 +229,7 @@ def run_rounds(groups: Sequence[Sequence[rates.Timed]], rounds: int) -> dict[tup
 
 
 def describe(device: torch.device) -> dict[str, Any]:
-    """What the record names of the device: name, capability, memory, driver (NVML, where importable), CUDA."""
+    """Name the device as the record does: name, capability, memory, driver (NVML if importable), CUDA."""
     named: dict[str, Any] = dict(device_type=device.type, capability=None, driver=None, cuda=torch.version.cuda)
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
@@ -243,7 +250,7 @@ def describe(device: torch.device) -> dict[str, Any]:
 
 
 def host_cpu() -> str | None:
-    """The host CPU's model (/proc/cpuinfo's model name, else platform.processor()); None where neither says."""
+    """Return the host CPU's model (/proc/cpuinfo, else platform.processor()); None where neither says."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
             for line in handle:
@@ -256,6 +263,7 @@ def host_cpu() -> str | None:
 
 
 def host_memory_bytes() -> int | None:
+    """Return the host's physical memory in bytes (a CPU profile's device memory); None where unknown."""
     try:
         return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")) or None
     except (ValueError, OSError, AttributeError):
@@ -263,7 +271,7 @@ def host_memory_bytes() -> int | None:
 
 
 def measure(device_type: str, plan: Plan, threads: int) -> RawProfile:
-    """A device profile's raw values on `device_type` at `threads` torch threads (restored after)."""
+    """Measure a device profile's raw values on `device_type` at `threads` torch threads (restored after)."""
     device = target_device(device_type)
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
@@ -275,6 +283,7 @@ def measure(device_type: str, plan: Plan, threads: int) -> RawProfile:
 
 
 def _measure(device: torch.device, plan: Plan) -> RawProfile:
+    """Measure in the module's order: start-up, first step, ops counted, warm-up and calibration, rounds."""
     startup = context_startup_seconds(device)
     first = first_step_seconds(device)
     ladder = [
@@ -336,7 +345,7 @@ def _measure(device: torch.device, plan: Plan) -> RawProfile:
 
 
 def load_average() -> float | None:
-    """The 1-minute load average (other processes' demand on the cores); None where the OS has none."""
+    """Return the 1-minute load average (other processes' demand on the cores); None where there is none."""
     try:
         return os.getloadavg()[0]
     except (OSError, AttributeError):

@@ -31,7 +31,7 @@ CPU_BF16_FLAGS = {"avx512_bf16", "amx_bf16", "bf16"}
 
 @dataclass
 class Timed:
-    """One figure's measurement: `run(reps)` does `reps` units of `work` each and returns its seconds."""
+    """Hold one figure's measurement: `run(reps)` does `reps` units of `work` and returns its seconds."""
 
     key: tuple[object, ...]
     run: Callable[[int], float]
@@ -40,14 +40,14 @@ class Timed:
     reps: int = 1
 
     def value(self) -> float:
-        """One round's value: the calibrated reps timed once."""
+        """Time the calibrated reps once; return the round's value (a rate, or seconds per unit of work)."""
         seconds = self.run(self.reps)
         total = self.work * self.reps
         return total / seconds if self.rate else seconds / total
 
 
 def timed_calls(call: Callable[[], object], device: torch.device) -> Callable[[int], float]:
-    """`run(reps)`: `call` made `reps` times, the device synchronised before and after the loop only."""
+    """Return `run(reps)`: `call` made `reps` times, the device synchronised around the loop only."""
 
     def run(reps: int) -> float:
         synchronize(device)
@@ -61,21 +61,23 @@ def timed_calls(call: Callable[[], object], device: torch.device) -> Callable[[i
 
 
 def op_dispatch(device: torch.device) -> Timed:
-    """One tiny eager op on the device (`x.add_(1.0)`, 4 elements): the host's cost to dispatch it
-    (on a GPU it launches a kernel; the loop runs ahead of the device)."""
+    """Time one tiny eager op (`x.add_(1.0)`, 4 elements): the host's cost to dispatch it.
+
+    On a GPU each op launches a kernel; the loop runs ahead of the device."""
     x = torch.zeros(4, device=device)
     return Timed(("op_dispatch",), timed_calls(lambda: x.add_(1.0), device), work=1, rate=False)
 
 
 def chain(x: torch.Tensor, kernels: int) -> None:
-    """`kernels` tiny in-place adds on `x`: one kernel each on a GPU."""
+    """Add 1 to `x` in place `kernels` times: one tiny kernel each on a GPU."""
     for _ in range(kernels):
         x.add_(1.0)
 
 
 def capture_chain(device: torch.device, kernels: int) -> Callable[[], None] | None:
-    """A CUDA graph of `kernels` tiny kernels, captured as PyTorch's CUDA-graph notes say (warm-up on a
-    side stream, then capture on it); its replay. None off CUDA: nothing there replays a graph."""
+    """Capture `kernels` tiny kernels in a CUDA graph and return its replay; None off CUDA.
+
+    As PyTorch's CUDA-graph notes say: warm up on a side stream, then capture on it."""
     if device.type != "cuda":
         return None
     x = torch.zeros(4, device=device)
@@ -93,8 +95,9 @@ def capture_chain(device: torch.device, kernels: int) -> Callable[[], None] | No
 
 
 def kernel_floor(device: torch.device, kernels: int) -> Timed | None:
-    """The device's own floor per kernel: a graph of `kernels` tiny kernels replayed, seconds per kernel
-    (the host launches one graph, not `kernels` ops). None off CUDA."""
+    """Time the device's own floor per kernel, a CUDA graph of `kernels` replayed; None off CUDA.
+
+    The host launches one graph, not `kernels` ops: the seconds per kernel are the device's."""
     replay = capture_chain(device, kernels)
     if replay is None:
         return None
@@ -102,8 +105,10 @@ def kernel_floor(device: torch.device, kernels: int) -> Timed | None:
 
 
 def matmul_precisions(device: torch.device) -> tuple[str, ...]:
-    """What the device rates: fp32 always; TF32 and bf16 on CUDA capability 8.0 and later; bf16 on a CPU
-    with native bf16 instructions (CPU_BF16_FLAGS). MPS: fp32 only."""
+    """Return the matmul precisions the device is rated at.
+
+    fp32 always; TF32 and bf16 on CUDA capability 8.0 and later; bf16 on a CPU with native bf16
+    instructions (CPU_BF16_FLAGS). MPS: fp32 only."""
     if device.type == "cuda":
         return ("fp32", "tf32", "bf16") if torch.cuda.get_device_capability(device) >= (8, 0) else ("fp32",)
     if device.type == "cpu" and cpu_flags() & CPU_BF16_FLAGS:
@@ -112,7 +117,7 @@ def matmul_precisions(device: torch.device) -> tuple[str, ...]:
 
 
 def cpu_flags() -> set[str]:
-    """The host CPU's feature flags (/proc/cpuinfo: x86 `flags`, Arm `Features`); empty where unreadable."""
+    """Return the host CPU's feature flags (/proc/cpuinfo `flags` or `Features`); empty where unreadable."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
             for line in handle:
@@ -125,7 +130,7 @@ def cpu_flags() -> set[str]:
 
 
 def matmul(device: torch.device, n: int, precision: str) -> Timed:
-    """n×n @ n×n into a buffer made before the clock, at `precision`: 2n³ FLOP a product."""
+    """Time n×n @ n×n at `precision` into a buffer made before the clock: 2n³ FLOP a product."""
     dtype = MATMUL_DTYPE[precision]
     a, b = (torch.randn(n, n, device=device).to(dtype) for _ in range(2))
     out = torch.empty(n, n, device=device, dtype=dtype)
@@ -139,25 +144,26 @@ def matmul(device: torch.device, n: int, precision: str) -> Timed:
 
 
 def bandwidth(device: torch.device, size: int) -> Timed:
-    """`dst.copy_(src)` of `size` bytes within the device's memory: 2 × size bytes moved (read and write)."""
+    """Time `dst.copy_(src)` of `size` bytes within the device: 2 × size bytes moved (read and write)."""
     src = torch.ones(size // 4, device=device)
     dst = torch.empty_like(src)
     return Timed(("bandwidth", size), timed_calls(lambda: dst.copy_(src), device), work=2.0 * size, rate=True)
 
 
 def copy_memories(device: torch.device) -> tuple[str, ...]:
-    """The host memories a copy is rated from or into: pinned (page-locked) on CUDA only."""
+    """Return the host memories a copy is rated from or into: pinned (page-locked) on CUDA only."""
     return ("pageable", "pinned") if device.type == "cuda" else ("pageable",)
 
 
 class HostBuffers:
-    """One device buffer and one host buffer per (size, memory), shared by both directions (made once)."""
+    """Make each copy's buffers once: one on the device and one per host memory a size, both directions'."""
 
     def __init__(self, device: torch.device):
         self.device = device
         self.made: dict[tuple[int, str], torch.Tensor] = {}
 
     def get(self, size: int, where: str) -> torch.Tensor:
+        """Return the buffer of `size` bytes in `where` (device, pageable or pinned), made on first use."""
         if (size, where) not in self.made:
             on = self.device if where == "device" else torch.device("cpu")
             self.made[size, where] = torch.ones(size, dtype=torch.uint8, device=on, pin_memory=where == "pinned")
@@ -165,8 +171,10 @@ class HostBuffers:
 
 
 def host_copy(buffers: HostBuffers, direction: str, memory: str, size: int) -> Timed:
-    """A copy of `size` bytes between the host's `memory` and the device, into a buffer made before the
-    clock; pinned copies are asynchronous (non_blocking). One copy per clock read, both ends synchronised."""
+    """Time a copy of `size` bytes between the host's `memory` and the device, one copy per clock read.
+
+    The destination is made before the clock; pinned copies are asynchronous (non_blocking); both ends
+    are synchronised around each copy."""
     host, on_device = buffers.get(size, memory), buffers.get(size, "device")
     dst, src = (on_device, host) if direction == "host_to_device" else (host, on_device)
     device = buffers.device
