@@ -1,4 +1,5 @@
-"""`python -m accel_choice compare A B --out DIR` and `python -m accel_choice verify RESULTS`."""
+"""`python -m accel_choice compare A B --out DIR`, `python -m accel_choice verify RESULTS` and `python -m accel_choice
+profile --device D --out FILE`."""
 
 import sys
 

@@ -1,5 +1,6 @@
-"""The `accel-choice` command: `accel-choice compare A B --out DIR` and `accel-choice verify RESULTS`, each with
-the options and exit codes of its script (workflow/scripts/compare_results.py, verify_results.py)."""
+"""The `accel-choice` command: `accel-choice compare A B --out DIR`, `accel-choice verify RESULTS`, each with the
+options and exit codes of its script (workflow/scripts/compare_results.py, verify_results.py), and
+`accel-choice profile --device D --out FILE` (a device profile: cli/profile.py)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from accel_choice.cli import compare, verify
+from accel_choice.cli import compare, profile, verify
 from accel_choice.io import paths
 
 # Each command's module imports what it runs on only once its arguments are read: `--help` answers at once.
 COMMANDS = {
     "compare": (compare.main, "compare two results folders side by side (ratios B/A, a terminal table)"),
     "verify": (verify.main, f"check an archived results folder against its {paths.MANIFEST}"),
+    "profile": (profile.main, "measure a device profile (steps, dispatch, FLOP/s, bandwidth, copies, start-up)"),
 }
 
 
@@ -22,7 +24,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "accel-choice") -> int:
     is compare's help, exit codes included)."""
     parser = argparse.ArgumentParser(
         prog=prog,
-        description="Is a CPU enough for this training job? The commands that read a lab report (results/).",
+        description="Is a CPU enough for this training job? The commands that read a lab report (results/), and the "
+        "device profile.",
         epilog="Each command's --help lists its options and exit codes.",
     )
     parser.add_argument("command", choices=COMMANDS, help="; ".join(f"{n}: {h}" for n, (_, h) in COMMANDS.items()))
