@@ -319,3 +319,29 @@ def test_the_table_scales_units_to_the_point():
     assert profile_cli.scaled(fig("FLOP/s", est(8.1e10, 8e10, 8.2e10))) == ("81", "80-82", "GFLOP/s")
     assert profile_cli.scaled(fig("B/s", est(5e2, 4e2, 6e2))) == ("500", "400-600", "B/s")
     assert profile_cli.size_label(4096) == "4 KiB" and profile_cli.size_label(256 << 20) == "256 MiB"
+
+
+def test_the_planner_plans_from_a_profile_the_command_made(quick):
+    """Issue 42: a profile straight from `accel-choice profile` models the planner's GPU (a CPU profile here:
+    its host and device work add up), its break-evens carry the profile's draws, and the report names it."""
+    from accel_choice.analyze import breakeven_interval, costmodel, gpu_profile, planner
+    from accel_choice.records.grid import Workload
+    from accel_choice.render import gpu_profile as render_profile
+
+    profile, _, path = quick
+    gpu = gpu_profile.model(profile, str(path), "highest", ops=42, kernels=18)
+    assert gpu.overlapped is (profile.device_type != "cpu")
+    base = Workload(rows=8192, features=32, hidden=48, batch_size=512)
+    host, device = gpu.step_parts(base)
+    assert 0 < host[0] < 1 and 0 < device[0] < 1 and gpu.epoch_s(base) > 0
+    cpu = costmodel.assumed("cpu", 348e-6, 59e9, 30e9)
+    curves = planner.break_even_curves(cpu, gpu, base, {"hidden": (8, 8192)}, 8e9, 0.0, 10)
+    intervals = breakeven_interval.break_even_intervals(
+        curves, [], {"cpu": cpu}, gpu, confidence=0.95, resamples=50, seed=1, epochs=10, fallback_bytes_per_s=8e9
+    )
+    summaries = [planner.break_even_summary(c, i, gpu) for c, i in zip(curves, intervals)]
+    assert all(s.gpu_host_step_s_at_end is not None for s in summaries)
+    use = gpu_profile.use(gpu, 512)
+    assert use.measured_by == profile.command and {f.what for f in use.figures} >= {"host step", "matmul"}
+    assert next(f for f in use.figures if f.what == "host step").source == "measured"
+    assert f"measured on 1 machine on {profile.made}" in render_profile.source_phrase(use)

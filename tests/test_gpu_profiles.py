@@ -34,7 +34,9 @@ BASE = Workload(rows=8192, features=32, hidden=48, batch_size=512)
 CPU = costmodel.assumed("cpu", 348e-6, 59e9, 30e9)  # this VM's fit in a default run (analyze.planner_calibration)
 
 
-def ladder_profile(fixed: float, per_op: float, *, device_type: str = "cuda", floor: float | None = None) -> DeviceProfile:
+def ladder_profile(
+    fixed: float, per_op: float, *, device_type: str = "cuda", floor: float | None = None
+) -> DeviceProfile:
     """A measured profile whose ladder steps cost exactly `fixed` + `per_op` · ops, one machine, three rounds."""
 
     def step(ops: int) -> StepFigure:
@@ -81,7 +83,9 @@ def test_auto_takes_the_most_completely_measured_profile_and_a_bad_name_says_wha
     assert gpu_profiles.resolve("auto", shipped).name == "z-measured.json"
     assert gpu_profiles.resolve("h200", shipped).name == "h200.json"
     assert gpu_profiles.label(shipped / "h200.json", shipped) == "h200"
-    with pytest.raises(UserInputError, match=r"config key planner.gpu_profile: 'h900' .* allowed: auto, h200, z-measured"):
+    with pytest.raises(
+        UserInputError, match=r"config key planner.gpu_profile: 'h900' .* allowed: auto, h200, z-measured"
+    ):
         gpu_profiles.resolve("h900", shipped)
     (shipped / "broken.json").write_text('{"schema": "device-profile", "schema_version": 1, "name": 3}')
     with pytest.raises(records.RecordError, match="broken.json"):

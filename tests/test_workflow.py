@@ -1173,7 +1173,9 @@ def test_planner_reproduces_exercise_4_and_labels_what_is_modelled(finished: Pat
     for grid in sorted((results / "timing/cost_model").glob("*.json")):
         assert len(records.read(GridJob, grid).records) == 16
     report = (results / "REPORT.md").read_text()
-    assert "**At what size would a GPU pay off?** Modelled on an NVIDIA H200 (profile `h200`: host step recorded" in report
+    assert (
+        "**At what size would a GPU pay off?** Modelled on an NVIDIA H200 (profile `h200`: host step recorded" in report
+    )
     assert "a GPU like this does not pay off along rows up to 100,000,000: its step costs" in report
     assert (results / "figures/break_even.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -1190,9 +1192,7 @@ GPU_ASSUMED = {"seconds_per_step": 1.5e-4, "tflop_per_s": 20, "memory_gb_s": 100
 
 def test_changing_a_gpu_assumption_reruns_only_the_planner_and_what_follows(finished: Path) -> None:
     # The decision does not read the planner: decide stays.
-    plan = planned_jobs(
-        snakemake(finished, changed(planner={**TINY["planner"], "gpu_assumed": GPU_ASSUMED}), "-n")
-    )
+    plan = planned_jobs(snakemake(finished, changed(planner={**TINY["planner"], "gpu_assumed": GPU_ASSUMED}), "-n"))
     # Your GPU numbers replace the profile in the fit: the cost model, the curves and the scenario; not the FLOP check.
     assert plan == {
         **PLANNER_FIT,
@@ -1203,12 +1203,14 @@ def test_changing_a_gpu_assumption_reruns_only_the_planner_and_what_follows(fini
     }
 
 
-
-def test_a_profile_of_yours_reruns_only_the_planner_and_what_follows(finished: Path, tmp_path: Path, repo: Path) -> None:
+def test_a_profile_of_yours_reruns_only_the_planner_and_what_follows(
+    finished: Path, tmp_path: Path, repo: Path
+) -> None:
     mine = tmp_path / "my-gpu.json"  # e.g. what `accel-choice profile --device cuda` wrote on a rented GPU
     mine.write_text((repo / "config/gpu_profiles/h200.json").read_text())
     plan = planned_jobs(snakemake(finished, changed(planner={**TINY["planner"], "gpu_profile": str(mine)}), "-n"))
     assert plan == {**PLANNER_FIT, "report": 1, "config_snapshot": 1, "archive": 1, "all": 1}
+
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_FLAGS = [
