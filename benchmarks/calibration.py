@@ -107,7 +107,9 @@ def planner_table(jobs_list: list[int], machines: list[int], runs: int, resample
         covered = pc.coverage(design, runs, resamples, seed)
         found.append(records.to_json(covered))
         print(f"| {design.grid_jobs} | {design.machines} | {covered.coverage:.3f} | {runs} |", flush=True)
-        Path(out).write_text(json.dumps({"designs": found}, indent=1) + "\n")  # after each design: a long run keeps its rows
+        Path(out).write_text(
+            json.dumps({"designs": found}, indent=1) + "\n"
+        )  # after each design: a long run keeps its rows
     print(f"\n{resamples} resamples an interval; written to {out}; {time.perf_counter() - started:.0f} s")
     return 0
 

@@ -267,5 +267,6 @@ def test_the_gpu_check_runs_the_acceptance_and_the_gpu_tests_docs_gpu_md_names()
     ran = re.findall(r"python3 (workflow/scripts/\S+\.py)", text)
     assert ran == ["workflow/scripts/gpu_acceptance.py"] and (REPO / ran[0]).is_file()
     assert "python3 -m pytest -m gpu" in text and "\n    gpu: " in (REPO / "pytest.ini").read_text()
+    assert "python3 -m accel_choice profile --device cuda" in text  # the device profile the planner models a GPU from
     docs = (REPO / "docs" / "gpu.md").read_text()
     assert "\n### Run on an H200" in docs and "\n.ci/gpu " in docs.split("\n### Run on an H200")[0]

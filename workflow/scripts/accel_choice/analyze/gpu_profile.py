@@ -81,12 +81,15 @@ class Chosen:
 
 
 def choose(profile: DeviceProfile, matmul_precision: str) -> Chosen:
-    """The matmul rate at `matmul_precision` (fp32 where the profile has no TF32), the device memory's
-    bandwidth and the host → device copy, each the profile's best point."""
+    """The matmul rate at `matmul_precision` (fp32 where the profile has no TF32) at its best size, the device
+    memory's bandwidth at its largest size, and the fastest of the largest host → device copies."""
     wanted = PRECISION.get(matmul_precision, "fp32")
     precision = wanted if wanted in profile.precisions() else "fp32"
     rates = [r.rate for r in profile.matmul if r.precision == precision]
-    bandwidths = [r.rate for r in profile.memory_bandwidth]
+    # The bandwidth of the largest copy measured: smaller ones run from the caches (a CPU's 58 GB/s at
+    # 1 MiB against 15 GB/s at 64 MiB, docs/profile.md); the planner's bytes are an epoch's, mostly not cached.
+    by_size = sorted(profile.memory_bandwidth, key=lambda r: r.size or 0)
+    bandwidths = [r.rate for r in by_size[-1:]]
     if not rates or not bandwidths:
         raise ValueError(f"the profile of {profile.name} has no {precision} matmul rate or no memory bandwidth")
     copies = [c for c in profile.copies if c.direction == "host_to_device"]
@@ -95,7 +98,7 @@ def choose(profile: DeviceProfile, matmul_precision: str) -> Chosen:
     return Chosen(
         flop=max(rates, key=lambda f: f.estimate.point),
         precision=precision,
-        bandwidth=max(bandwidths, key=lambda f: f.estimate.point),
+        bandwidth=bandwidths[0],
         copy=None if fastest is None else fastest.rate,
         copy_memory=None if fastest is None else fastest.memory,
     )
@@ -261,7 +264,7 @@ def use(gpu: ProfileModel, batch_size: int) -> ProfileUse:
             reference=steps[0].seconds.reference,
         ),
         _used("matmul", f"{chosen.precision}, the profile's best rate", chosen.flop),
-        _used("memory bandwidth", "the profile's best rate", chosen.bandwidth),
+        _used("memory bandwidth", "the largest copy's rate", chosen.bandwidth),
     ]
     missing = []
     if profile.kernel_floor_s is not None:
