@@ -36,10 +36,10 @@ from accel_choice.analyze import theory
 from accel_choice.measure.contention import ForeignCpuMeter, load_average
 from accel_choice.measure.devices import (
     allocated_memory_bytes,
+    context_startup_seconds,
     matmul_precision,
     peak_memory_bytes,
     reset_peak_memory,
-    synchronize,
 )
 from accel_choice.measure.model import build, check_targets, optimizer_impl, state_sha256, targets
 from accel_choice.measure.compile_counts import graph_breaks
@@ -269,17 +269,6 @@ def _one_each(runs: list[dict[str, Any]], *keys: str) -> dict[str, Any]:
     if changed:
         raise InvariantError(f"the epochs of one variant ran with different settings: {changed}")
     return {key: values.pop() for key, values in found.items()}
-
-
-def context_startup_seconds(device: torch.device) -> float | None:
-    """The device runtime's first call (CUDA: driver initialisation and context creation; the
-    availability check before it asks NVML, measure.devices), a fixed cost kept out of the epoch."""
-    if device.type == "cpu":
-        return None
-    t0 = time.perf_counter()
-    torch.zeros(1, device=device)
-    synchronize(device)
-    return time.perf_counter() - t0
 
 
 def measure_training_job(
