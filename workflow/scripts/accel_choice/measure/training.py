@@ -6,7 +6,8 @@ the jobs are the processes, these epochs the values).
 
 A variant is records.training.Variant, the one name of what is measured: the CPU job runs every loader in
 fp32 on host data, each beside its plain-loop reference (measure.reference); a GPU job runs fp32/fp16/bf16
-with data resident on the device or streamed from the host batch by batch. What the loop needs beyond it
+with data resident on the device or streamed from the host batch by batch, its eager fp32 resident variant
+beside its plain loop too. What the loop needs beyond it
 (the GradScaler setting, the compiled forward) is its `steps.Step` (`steps.step_of`); `steps.cpu_variants`
 and `steps.gpu_variants` list a job's variants. Measurement discipline (torch.utils.benchmark's, applied
 to a whole epoch):
@@ -322,7 +323,7 @@ def measure_training_job(
         first = prepared[0].warm
         process = max(first.first_step_end - started - first.steady_step_s, 0.0)
         startups = [process] + [process + max(p.warm.first_step_s - p.warm.steady_step_s, 0.0) for p in prepared[1:]]
-        # The plain loop each eager fp32 CPU variant is checked against (measure.reference).
+        # The plain loop each eager fp32 host or resident variant is checked against (measure.reference).
         references = [Reference(v, x, y, spec, seed) if has_reference(v) else None for v in variants]
         sentinel = Sentinel(target)
         measured = measure_interleaved(prepared, epochs, repeat, sentinel, references)

@@ -182,8 +182,8 @@ def trust_banner(trust: RunTrust | None) -> str:
 
 def accuracy_section(cells: Sequence[TrainingCell], cores: int | None) -> str:
     """Each CPU cell's epoch over the plain loop timed beside it (analyze.accuracy), and what each thread count
-    shows; "" where no cell has a reference."""
-    timed = [c for c in cells if c.epoch_s_over_reference is not None]
+    shows; "" where no CPU cell has a reference."""
+    timed = accuracy.cpu_checked(cells)
     if not timed:
         return ""
     tolerance = f"±{accuracy.TOLERANCE:.0%}"
