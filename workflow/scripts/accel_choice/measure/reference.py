@@ -31,6 +31,7 @@ from accel_choice.measure.devices import synchronize
 from accel_choice.measure.loaders import make_loader
 from accel_choice.measure.model import build, make_loss, make_optimizer, outputs
 from accel_choice.measure.placement import placed
+from accel_choice.records.launch import launch_checked
 from accel_choice.records.model import ModelSpec
 from accel_choice.records.training import Variant
 
@@ -39,10 +40,10 @@ EPOCHS = 3  # timed epochs of a reference per job (after the Timer's two warm-up
 
 def has_reference(variant: Variant) -> bool:
     """Variants with a plain-loop reference: eager fp32 on host data (the CPU cells) and eager fp32 resident
-    on the device (a GPU job's, batches sliced there). Autocast, a scaler, streamed or prefetched
+    on the device (a GPU job's, records.launch.launch_checked). Autocast, a scaler, streamed or prefetched
     batches and a compiled forward are not a plain loop's."""
     on_host = variant.device == "cpu" and variant.placement == "host"
-    return (on_host or variant.placement == "resident") and variant.precision == "fp32" and not variant.compiled
+    return (on_host and variant.precision == "fp32" and not variant.compiled) or launch_checked(variant)
 
 
 def clock(device: torch.device) -> Callable[[], float]:

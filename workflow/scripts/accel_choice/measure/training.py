@@ -7,9 +7,9 @@ the jobs are the processes, these epochs the values).
 A variant is records.training.Variant, the one name of what is measured: the CPU job runs every loader in
 fp32 on host data, each beside its plain-loop reference (measure.reference); a GPU job runs fp32/fp16/bf16
 with data resident on the device or streamed from the host batch by batch, its eager fp32 resident variant
-beside its plain loop too. What the loop needs beyond it
-(the GradScaler setting, the compiled forward) is its `steps.Step` (`steps.step_of`); `steps.cpu_variants`
-and `steps.gpu_variants` list a job's variants. Measurement discipline (torch.utils.benchmark's, applied
+beside its plain loop too and, after the epochs, checked against its launch floor (measure.gpu_checks).
+What the loop needs beyond it (the GradScaler setting, the compiled forward) is its `steps.Step`
+(`steps.step_of`); `steps.cpu_variants` and `steps.gpu_variants` list a job's variants. Measurement discipline (torch.utils.benchmark's, applied
 to a whole epoch):
 - `time.perf_counter()` around the loop, the device synchronized before each clock read;
 - a warm-up on a throw-away copy of the model, so first-call costs (allocator, kernel selection, Adam's
@@ -44,6 +44,7 @@ from accel_choice.measure.devices import (
 )
 from accel_choice.measure.model import build, check_targets, optimizer_impl, state_sha256, targets
 from accel_choice.measure.compile_counts import graph_breaks
+from accel_choice.measure.gpu_checks import launch_checks
 from accel_choice.measure.placement import placed, variant_batches
 from accel_choice.measure.reference import Reference, has_reference
 from accel_choice.measure.sentinel import Sentinel
@@ -61,6 +62,7 @@ from accel_choice.measure.steps import (
 from accel_choice.records import UserInputError
 from accel_choice.records.model import ModelSpec
 from accel_choice.records.sentinel import SentinelReadings
+from accel_choice.records.launch import launch_checked
 from accel_choice.records.training import Invariants, TrainingRecord, Variant, variant_fields
 
 
@@ -327,9 +329,12 @@ def measure_training_job(
         references = [Reference(v, x, y, spec, seed) if has_reference(v) else None for v in variants]
         sentinel = Sentinel(target)
         measured = measure_interleaved(prepared, epochs, repeat, sentinel, references)
-    for result, startup, p in zip(measured, startups, prepared):
+        # After every epoch, nothing timed beside it: the eager fp32 resident step's launch floor and kernels.
+        launches = [launch_checks(v, x, y, spec, seed) if launch_checked(v) else None for v in variants]
+    for result, startup, p, launch in zip(measured, startups, prepared, launches):
         mode = compile_mode_of(p.update)
         result |= {"startup_s": startup, "compile_mode": mode, "graph_breaks": None if mode is None else breaks}
+        result["launch"] = launch
     foreign = meter.stop()
     # Identical batches in identical order at one precision must give identical weights, whatever
     # the loader, placement or epoch: a check that the variants really did the same work. Compiled
