@@ -1,19 +1,21 @@
-"""A GPU cell's plain-loop reference and launch floor, aggregated (issue 42 item 5): its step over the same step
-replayed as a CUDA graph, paired by job with its interval (analyze.gpu_checks), kept in the cell
-(records.launch) and its table row."""
+"""A GPU cell's plain-loop reference and launch floor, aggregated and said (issue 42 item 5): its step over the
+same step replayed as a CUDA graph, paired by job with its interval (analyze.gpu_checks), kept in the cell
+(records.launch) and its table row, and rendered in the report's GPU section (render.gpu_checks)."""
 
 from __future__ import annotations
 
 import dataclasses
 
 import pytest
-from builders_training import cell_launch_checks, launch_checks, training_cell, training_record
+from builders_training import cell_launch_checks, estimate, launch_checks, training_cell, training_record
 
 from accel_choice import records
-from accel_choice.analyze import gpu_checks
+from accel_choice.analyze import accuracy, gpu_checks
 from accel_choice.analyze.aggregate import aggregate_training
 from accel_choice.records.estimate import Estimate
 from accel_choice.records.training import TrainingTable
+from accel_choice.render import gpu_checks as words
+from accel_choice.render import noise
 
 STEPS = 4  # the builders' default: 2,048 rows at B = 512
 B = 512
@@ -51,6 +53,8 @@ def test_a_ratio_with_spread_has_its_t_interval_and_one_job_is_a_single_measurem
     one = alone.launch.step_over_launch_floor
     assert (one.point, one.low, one.high, one.jobs) == (pytest.approx(1.5), one.point, one.point, 1)
     assert alone.launch.launch_bound == "device"
+    text = words.gpu_checks_section([alone])
+    assert "1.50× (one job, a single measurement: no interval) its launch floor" in text
 
 
 @pytest.mark.parametrize(
@@ -69,6 +73,7 @@ def test_a_cell_whose_capture_failed_in_a_job_has_no_floor():
         None,
     ) * 3
     assert len(cell.launch.eager_step_s_jobs) == 3  # the eager step was timed all the same
+    assert "could not be captured as a CUDA graph, so there is no launch floor" in words.gpu_checks_section([cell])
 
 
 def test_the_cpu_twin_cell_keeps_its_eager_step_and_ops_without_a_floor():
@@ -79,6 +84,8 @@ def test_the_cpu_twin_cell_keeps_its_eager_step_and_ops_without_a_floor():
         "cpu_ops",
         None,
     )
+    text = words.gpu_checks_section([cell])
+    assert "| ops per step |" in text and "this device has no CUDA graphs, so there is no launch floor" in text
 
 
 def test_other_cells_have_no_launch_checks_and_the_cell_refuses_them_out_of_place():
@@ -108,3 +115,37 @@ def test_a_table_with_launch_checks_round_trips_and_flattens_to_one_set_of_colum
     assert TrainingTable.VERSION == 9
     again = records.from_json(type(resident), records.to_json(resident), "a cell")
     assert again == resident
+
+
+def test_the_gpu_section_says_the_reference_and_the_launch_floor_from_numbers():
+    resident = training_cell(
+        device="cuda",
+        placement="resident",
+        batch_size=B,
+        epoch_s=0.02,
+        reference_s_jobs=(0.018, 0.02, 0.022),
+        epoch_s_over_reference=estimate(1.03, 0.98, 1.08),
+    )
+    text = words.gpu_checks_section([resident, training_cell(device="cuda", placement="streamed")])
+    assert text.startswith("### Checked against a plain loop and the launch floor")
+    assert "| 512 | 20.0 | 19.4 | 1.03× (0.98–1.08) | within ±10% |" in text
+    assert "| kernels per step |" in text and "| 4.00× (3.60–4.40) | 14 |" in text
+    assert (
+        "- B = 512: this GPU step takes 4.00× (3.60–4.40) its launch floor (the same step replayed as a CUDA graph). "
+        "The host bounds it" in text
+    )
+    assert words.gpu_checks_section([training_cell(device="cuda", placement="streamed")]) == ""
+
+
+def test_the_cpu_accuracy_check_leaves_the_gpu_cells_to_the_gpu_section():
+    cpu = training_cell(reference_s_jobs=(0.01, 0.01, 0.01), epoch_s_over_reference=estimate(1.0, 0.97, 1.03))
+    gpu = training_cell(
+        device="cuda",
+        placement="resident",
+        reference_s_jobs=(0.01, 0.01, 0.01),
+        epoch_s_over_reference=estimate(1.5, 1.4, 1.6),
+    )
+    assert accuracy.cpu_checked([cpu, gpu]) == [cpu]
+    assert [g.cells for g in accuracy.by_threads([cpu, gpu], cores=2)] == [1]
+    assert "1.50×" not in noise.accuracy_section([cpu, gpu], cores=2)
+    assert noise.accuracy_section([gpu], cores=2) == ""
