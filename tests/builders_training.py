@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+from types import SimpleNamespace
 from typing import Any
 
 from accel_choice.analyze import theory
 from accel_choice.analyze.bootstrap import METHOD
 from accel_choice.records.estimate import Estimate, PositiveEstimate, positive
 from accel_choice.records.environment import Environment, EnvironmentReport, Workflow
+from accel_choice.records.launch import CellLaunchChecks, LaunchChecks, launch_checked
 from accel_choice.records.training import Contamination, Invariants, TrainingCell, TrainingRecord
 from accel_choice.records.fullpath import FullPathRow
 
@@ -101,7 +103,44 @@ def training_record(
     for name in ("loadavg_before", "loadavg_after", "epoch_s_each", "eval_s_each"):
         fields[name] = tuple(fields[name])
     fields["samples_per_s"] = overrides.get("samples_per_s", fields["samples"] / fields["epoch_s"])
+    checked = launch_checked(SimpleNamespace(**{k: fields[k] for k in ("precision", "placement", "compiled")}))
+    if "launch" not in overrides:  # an eager fp32 resident variant's checks: its step 4x its floor on CUDA
+        fields["launch"] = launch_checks(fields["device"], fields["epoch_s"] / fields["steps"]) if checked else None
+    if "reference_epoch_s" not in overrides and checked:  # and its plain loop, as fast as its epoch
+        fields["reference_epoch_s"] = fields["epoch_s"]
     return TrainingRecord(**fields)
+
+
+def launch_checks(device: str, step_s: float, **overrides: Any) -> LaunchChecks:
+    """One job's launch checks (records.launch) of a step of `step_s` seconds: on CUDA its floor a quarter of
+    it, 14 kernels; elsewhere no CUDA graphs and the CPU's ops."""
+    cuda = device == "cuda"
+    fields: dict[str, Any] = dict(
+        status="replayed" if cuda else "no_cuda_graphs",
+        launch_floor_step_s=step_s / 4 if cuda else None,
+        eager_step_s=step_s * 0.8,
+        replay_steps=64,
+        counted="cuda_kernels" if cuda else "cpu_ops",
+        step_kernels=14 if cuda else 133,
+        step_kernels_device_s=step_s / 8,
+    )
+    return LaunchChecks(**(fields | overrides))
+
+
+def cell_launch_checks(device: str, step_s: float, jobs: int = 3, **overrides: Any) -> CellLaunchChecks:
+    """A cell's launch checks (records.launch) over `jobs` jobs: on CUDA its step 4x its floor, host-bound."""
+    cuda = device == "cuda"
+    fields: dict[str, Any] = dict(
+        status="replayed" if cuda else "no_cuda_graphs",
+        counted="cuda_kernels" if cuda else "cpu_ops",
+        launch_floor_s_jobs=(step_s / 4,) * jobs if cuda else None,
+        eager_step_s_jobs=(step_s * 0.8,) * jobs,
+        step_kernels_jobs=(14 if cuda else 133,) * jobs,
+        step_kernels_device_s_jobs=(step_s / 8,) * jobs,
+        step_over_launch_floor=estimate(4.0, 3.6, 4.4, jobs=jobs) if cuda else None,
+        launch_bound="host" if cuda else None,
+    )
+    return CellLaunchChecks(**(fields | overrides))
 
 
 def estimate(point: float, low: float, high: float, jobs: int = 3, level: float = 0.95) -> PositiveEstimate:
@@ -161,6 +200,9 @@ def training_cell(
         versus_fastpath=None,
     )
     fields.update(overrides)
+    if "launch" not in overrides:  # an eager fp32 resident cell's launch checks
+        checked = launch_checked(SimpleNamespace(**{k: fields[k] for k in ("precision", "placement", "compiled")}))
+        fields["launch"] = cell_launch_checks(device, epoch_s / steps, fields["repeats"]) if checked else None
     if "contaminated" in overrides:
         fields["contaminated"] = tuple(
             c if isinstance(c, Contamination) else Contamination(**c) for c in overrides["contaminated"]

@@ -996,6 +996,20 @@ def test_report_states_the_gpu_start_up_and_its_parts(rendered_gpu):
     ) in rendered_gpu
 
 
+def test_report_checks_the_gpu_resident_cell_against_its_plain_loop_and_launch_floor(rendered_gpu):
+    """The GPU section says the eager fp32 resident cell's plain loop and launch floor (render.gpu_checks); the
+    CPU's Accuracy section keeps to the CPU cells (none here). The builders' jobs: the plain loop as fast as the epoch, the
+    step 4x its floor in every job (no spread: the report says there is no interval)."""
+    gpu = rendered_gpu[rendered_gpu.index("## GPU training") : rendered_gpu.index("## Transfers")]
+    assert "### Checked against a plain loop and the launch floor" in gpu
+    assert "| 512 | 2.00 | 2.00 | 1.00× (no spread between the jobs: no interval) | within ±10% |" in gpu
+    assert (
+        "- B = 512: this GPU step takes 4.00× (no spread between the jobs: no interval) its launch floor (the same "
+        "step replayed as a CUDA graph). The host bounds it"
+    ) in gpu
+    assert "## Accuracy" not in rendered_gpu  # this fixture's CPU jobs timed no plain loop; the GPU's is said above
+
+
 def test_report_transfers_and_comparison(rendered_gpu):
     assert "Context start-up (fixed cost): 1.0 ms median (0.9–1.2 ms); pinning the matrix: 2.00 ms." in rendered_gpu
     assert (

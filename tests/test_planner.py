@@ -448,6 +448,7 @@ def test_a_grid_record_has_the_fields_of_a_training_record_but_the_job_compariso
         "same_final_weights_across_variants",
         "startup_s",
         "reference_epoch_s",
+        "launch",
         "compile_mode",
         "graph_breaks",
     } | {

@@ -40,17 +40,22 @@ def _variant(**changes) -> Variant:
         ({}, True),
         ({"loader": "dataloader"}, True),
         ({"compiled": True}, False),
-        ({"device": "cuda", "placement": "resident"}, False),
+        ({"device": "cuda", "placement": "resident"}, True),  # a GPU job's, batches sliced on the device
+        ({"device": "cpu", "placement": "resident"}, True),  # its CPU twin
+        ({"device": "cuda", "placement": "resident", "compiled": True}, False),
+        ({"device": "cuda", "placement": "resident", "precision": "bf16"}, False),
+        ({"device": "cuda", "placement": "streamed"}, False),
+        ({"device": "cuda", "placement": "prefetched"}, False),
         ({"precision": "bf16"}, False),
     ],
 )
-def test_only_eager_fp32_host_variants_have_a_reference(changes, has):
+def test_only_eager_fp32_host_or_resident_variants_have_a_reference(changes, has):
     assert reference.has_reference(_variant(**changes)) is has
 
 
 def test_a_variant_without_a_reference_is_refused(data):
     x, y = data
-    with pytest.raises(ValueError, match="only eager fp32 CPU variants"):
+    with pytest.raises(ValueError, match="only eager fp32 host or resident variants"):
         reference.Reference(_variant(compiled=True), x, y, SPEC, SEED)
 
 
@@ -115,6 +120,27 @@ def test_a_timing_job_records_each_cpu_variants_reference(data):
         warmup_steps=1,
     )
     assert all(r.reference_epoch_s is not None and r.reference_epoch_s > 0 for r in records)
+
+
+def test_a_gpu_job_records_the_reference_of_its_eager_fp32_resident_variant_alone(data):
+    """The GPU path on the CPU (tests/test_gpu.py's twin): of fp32 and bf16, resident and streamed, only the eager
+    fp32 resident variant has a plain loop, its model and batches on the variant's device."""
+    x, y = data
+    variants = steps.gpu_variants(["fp32", "bf16"], ["resident", "streamed"], batch_size=64, device="cpu")
+    records, _ = training.measure_training_job(x, y, variants, repeat=0, seed=SEED, spec=SPEC, warmup_steps=1)
+    timed = [(r.precision, r.placement) for r in records if r.reference_epoch_s is not None]
+    assert timed == [("fp32", "resident")] and all(
+        r.reference_epoch_s is None or r.reference_epoch_s > 0 for r in records
+    )
+
+
+def test_the_reference_clock_synchronises_the_variants_device_before_each_read(monkeypatch):
+    """The Timer reads reference.clock: the variant's own device synchronised, then time.perf_counter (torch's
+    default timer synchronises any accelerator it sees, and would start CUDA in a CPU job on a GPU machine)."""
+    seen = []
+    monkeypatch.setattr(reference, "synchronize", lambda device: seen.append(device))
+    read = reference.clock(torch.device("cpu"))
+    assert read() <= read() and seen == [torch.device("cpu")] * 2
 
 
 def test_the_wall_interval_counts_the_reference():

@@ -72,9 +72,15 @@ class ThreadsAccuracy:
         return self.spread <= math.log(1 + TOLERANCE)
 
 
+def cpu_checked(cells: Sequence[TrainingCell]) -> list[TrainingCell]:
+    """The CPU job's cells that have a reference (host data); a GPU job's resident cell, whose reference is
+    timed on another device at other threads, is said in the GPU section (render.gpu_checks)."""
+    return [c for c in cells if c.placement == "host" and c.epoch_s_over_reference is not None]
+
+
 def by_threads(cells: Sequence[TrainingCell], cores: int | None) -> list[ThreadsAccuracy]:
-    """One ThreadsAccuracy per thread count of the cells that have a reference, fewest threads first."""
-    found = [c for c in cells if c.epoch_s_over_reference is not None and c.reference_s_jobs is not None]
+    """One ThreadsAccuracy per thread count of the CPU cells that have a reference, fewest threads first."""
+    found = [c for c in cpu_checked(cells) if c.reference_s_jobs is not None]
     return [
         ThreadsAccuracy(
             threads=threads,

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from accel_choice import records
+from accel_choice.analyze.gpu_checks import cell_launch_checks
 from accel_choice.analyze.job_intervals import median_interval, outcome, ratio_interval
 from accel_choice.analyze.sentinel import summarize_sentinels
 from accel_choice.analyze.stats import NoiseRules, contamination, summarize
@@ -152,6 +153,7 @@ def aggregate_training(
             graph_breaks=max((r.graph_breaks for r in group if r.graph_breaks is not None), default=None),
             **versus_fastpath(key, groups, rules, noise_floor),
             **versus_reference(group, rules),
+            **cell_launch_checks(group, rules),
         )
     table = [TrainingCell(**c) for c in cells.values()]
     return sorted(

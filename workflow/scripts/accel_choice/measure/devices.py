@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -213,6 +214,17 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
     elif device.type == "mps":
         torch.mps.synchronize()
+
+
+def context_startup_seconds(device: torch.device) -> float | None:
+    """The device runtime's first call (CUDA: driver initialisation and context creation; the
+    availability check before it asks NVML, measure.devices), a fixed cost kept out of the epoch."""
+    if device.type == "cpu":
+        return None
+    t0 = time.perf_counter()
+    torch.zeros(1, device=device)
+    synchronize(device)
+    return time.perf_counter() - t0
 
 
 def reset_peak_memory(device: torch.device) -> None:

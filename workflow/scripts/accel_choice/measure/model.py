@@ -126,19 +126,21 @@ FUSED_DEVICES = ("cpu", "cuda")  # where torch.optim has fused Adam, AdamW and S
 
 
 def make_optimizer(
-    model: nn.Module, lr: float, device: torch.device | None = None, kind: str = "adam"
+    model: nn.Module, lr: float, device: torch.device | None = None, kind: str = "adam", *, capturable: bool = False
 ) -> torch.optim.Optimizer:
     """Adam (the textbook's), AdamW or plain SGD, the fused implementation on the CPU and on CUDA
     (torch has both): the same implementation on either side of the comparison (issue 26), and on
     CUDA the plain one would make GradScaler.step read the found-inf flag on the host (`.item()`, a
     device sync every step), timing fp16 with a sync that fp32 and bf16 do not pay; the fused step
     takes the scaler's flag and scale on the device. Elsewhere (MPS) and without a device, torch's
-    default (`optimizer_impl` names which ran)."""
+    default (`optimizer_impl` names which ran). `capturable`: Adam and AdamW safe to capture in a CUDA
+    graph (their step counts on the device; SGD keeps none and has no such switch)."""
     fused = True if device is not None and device.type in FUSED_DEVICES else None
     optimizers = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "sgd": torch.optim.SGD}
     if kind not in optimizers:
         raise ModelError(f"config key model.optimizer: {kind!r}; allowed: {', '.join(optimizers)}")
-    return optimizers[kind](model.parameters(), lr=lr, fused=fused)
+    extra = {"capturable": True} if capturable and kind != "sgd" else {}
+    return optimizers[kind](model.parameters(), lr=lr, fused=fused, **extra)
 
 
 def optimizer_impl(optimizer: torch.optim.Optimizer) -> str:

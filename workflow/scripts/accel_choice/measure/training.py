@@ -6,9 +6,10 @@ the jobs are the processes, these epochs the values).
 
 A variant is records.training.Variant, the one name of what is measured: the CPU job runs every loader in
 fp32 on host data, each beside its plain-loop reference (measure.reference); a GPU job runs fp32/fp16/bf16
-with data resident on the device or streamed from the host batch by batch. What the loop needs beyond it
-(the GradScaler setting, the compiled forward) is its `steps.Step` (`steps.step_of`); `steps.cpu_variants`
-and `steps.gpu_variants` list a job's variants. Measurement discipline (torch.utils.benchmark's, applied
+with data resident on the device or streamed from the host batch by batch, its eager fp32 resident variant
+beside its plain loop too and, after the epochs, checked against its launch floor (measure.gpu_checks).
+What the loop needs beyond it (the GradScaler setting, the compiled forward) is its `steps.Step`
+(`steps.step_of`); `steps.cpu_variants` and `steps.gpu_variants` list a job's variants. Measurement discipline (torch.utils.benchmark's, applied
 to a whole epoch):
 - `time.perf_counter()` around the loop, the device synchronized before each clock read;
 - a warm-up on a throw-away copy of the model, so first-call costs (allocator, kernel selection, Adam's
@@ -36,13 +37,14 @@ from accel_choice.analyze import theory
 from accel_choice.measure.contention import ForeignCpuMeter, load_average
 from accel_choice.measure.devices import (
     allocated_memory_bytes,
+    context_startup_seconds,
     matmul_precision,
     peak_memory_bytes,
     reset_peak_memory,
-    synchronize,
 )
 from accel_choice.measure.model import build, check_targets, optimizer_impl, state_sha256, targets
 from accel_choice.measure.compile_counts import graph_breaks
+from accel_choice.measure.gpu_checks import launch_checks
 from accel_choice.measure.placement import placed, variant_batches
 from accel_choice.measure.reference import Reference, has_reference
 from accel_choice.measure.sentinel import Sentinel
@@ -60,6 +62,7 @@ from accel_choice.measure.steps import (
 from accel_choice.records import UserInputError
 from accel_choice.records.model import ModelSpec
 from accel_choice.records.sentinel import SentinelReadings
+from accel_choice.records.launch import launch_checked
 from accel_choice.records.training import Invariants, TrainingRecord, Variant, variant_fields
 
 
@@ -271,17 +274,6 @@ def _one_each(runs: list[dict[str, Any]], *keys: str) -> dict[str, Any]:
     return {key: values.pop() for key, values in found.items()}
 
 
-def context_startup_seconds(device: torch.device) -> float | None:
-    """The device runtime's first call (CUDA: driver initialisation and context creation; the
-    availability check before it asks NVML, measure.devices), a fixed cost kept out of the epoch."""
-    if device.type == "cpu":
-        return None
-    t0 = time.perf_counter()
-    torch.zeros(1, device=device)
-    synchronize(device)
-    return time.perf_counter() - t0
-
-
 def measure_training_job(
     x: torch.Tensor,
     y: torch.Tensor,
@@ -333,13 +325,16 @@ def measure_training_job(
         first = prepared[0].warm
         process = max(first.first_step_end - started - first.steady_step_s, 0.0)
         startups = [process] + [process + max(p.warm.first_step_s - p.warm.steady_step_s, 0.0) for p in prepared[1:]]
-        # The plain loop each eager fp32 CPU variant is checked against (measure.reference).
+        # The plain loop each eager fp32 host or resident variant is checked against (measure.reference).
         references = [Reference(v, x, y, spec, seed) if has_reference(v) else None for v in variants]
         sentinel = Sentinel(target)
         measured = measure_interleaved(prepared, epochs, repeat, sentinel, references)
-    for result, startup, p in zip(measured, startups, prepared):
+        # After every epoch, nothing timed beside it: the eager fp32 resident step's launch floor and kernels.
+        launches = [launch_checks(v, x, y, spec, seed) if launch_checked(v) else None for v in variants]
+    for result, startup, p, launch in zip(measured, startups, prepared, launches):
         mode = compile_mode_of(p.update)
         result |= {"startup_s": startup, "compile_mode": mode, "graph_breaks": None if mode is None else breaks}
+        result["launch"] = launch
     foreign = meter.stop()
     # Identical batches in identical order at one precision must give identical weights, whatever
     # the loader, placement or epoch: a check that the variants really did the same work. Compiled

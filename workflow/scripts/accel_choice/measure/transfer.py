@@ -14,10 +14,9 @@ from collections.abc import Sequence
 
 import torch
 
-from accel_choice.measure.devices import synchronize
+from accel_choice.measure.devices import context_startup_seconds, synchronize
 from accel_choice.measure.job import Envelope
 from accel_choice.measure.contention import load_average
-from accel_choice.measure.training import context_startup_seconds
 from accel_choice.records.loads import CopyTiming, TransferJob
 
 

@@ -27,6 +27,7 @@ from accel_choice.records import (
 )
 from accel_choice.records.environment import Environment
 from accel_choice.records.estimate import PositiveEstimate, columns, point_of, quartiles
+from accel_choice.records.launch import CellLaunchChecks, LaunchChecks, launch_checked, launch_columns
 from accel_choice.records.sentinel import SentinelReadings, SentinelSummary
 
 
@@ -160,9 +161,12 @@ class TrainingRecord(EpochMeasurement):
     # variant's first warm-up step, less a steady step (context_startup_s on a GPU is part of it),
     # plus, for a later variant, its own first step's excess over a steady one.
     startup_s: NonNegativeSeconds
+    # The launch floor, eager step and kernel count of a GPU job's eager fp32 resident variant
+    # (records.launch, measure.gpu_checks); null for every other variant.
+    launch: LaunchChecks | None
     # Seconds per epoch of the plain loop (measure.reference, torch.utils.benchmark.Timer: the mean of
     # its timed epochs) in the job's middle round beside this variant's; null where the variant has none
-    # (GPU, compiled).
+    # (compiled, autocast, streamed or prefetched). A variant with launch checks has one.
     reference_epoch_s: Seconds | None = None
     # A compiled variant's torch.compile mode (timing.compile_mode) and the graph breaks dynamo met while its
     # job compiled (a compiled model that breaks runs the code between its graphs eagerly); null when eager.
@@ -176,6 +180,13 @@ class TrainingRecord(EpochMeasurement):
                 f"compile_mode {self.compile_mode!r} and graph_breaks {self.graph_breaks!r} must be set exactly "
                 f"for a compiled variant (compiled {self.compiled})"
             )
+        if (self.launch is None) == launch_checked(self) or (launch_checked(self) and self.reference_epoch_s is None):
+            raise ValueError(
+                f"launch {self.launch!r} and reference_epoch_s {self.reference_epoch_s!r} must both be set exactly for "
+                f"an eager fp32 resident variant, and launch null otherwise ({self.name})"
+            )
+        if self.launch is not None:
+            self.launch.check_device(self.device)
 
 
 # time.time() may be stepped by the clock's synchronisation during a job; process CPU time is counted in ticks.
@@ -183,7 +194,7 @@ WALL_CLOCK_SLACK_S = 0.5
 CPU_CLOCK_SLACK_S = 0.01
 
 
-@record(schema="training-job", version=8)
+@record(schema="training-job", version=9)
 class TrainingJob:
     """timing/{cpu,gpu}/bs<B>.rep<r>.json: every variant of one batch size, timed in one process,
     with the job's drift sentinel."""
@@ -257,9 +268,17 @@ class TrainingCell(Variant):
     reference_s_jobs: tuple[Seconds, ...] | None = None
     epoch_s_over_reference: PositiveEstimate | None = None
     graph_breaks: Count | None = None  # a compiled cell: the most graph breaks a job of it met
+    # An eager fp32 resident cell's launch checks, one value per job (analyze.gpu_checks); null for the rest.
+    launch: CellLaunchChecks | None
 
     def __post_init__(self) -> None:
         one_per_repeat(self, "epoch_s_jobs", "eval_s_jobs", "startup_s_jobs", "reference_s_jobs")
+        if (self.launch is None) == launch_checked(self) or (
+            self.launch is not None and self.launch.jobs != self.repeats
+        ):
+            raise ValueError(
+                f"launch must hold one value per repeat exactly for an eager fp32 resident cell ({self.name})"
+            )
         if (self.reference_s_jobs is None) != (self.epoch_s_over_reference is None):
             raise ValueError("reference_s_jobs and epoch_s_over_reference are null together or not at all")
         for name in ("epoch_s", "eval_s"):
@@ -322,10 +341,11 @@ class TrainingCell(Variant):
         """The cell as one row of tables/{cpu,gpu}_training.csv: its fields, each estimate as its columns
         (records.estimate.columns: point, ci_low, ci_high) with its method, and the jobs' spread."""
         estimates = ("epoch_s", "samples_per_s", "eval_s", "epoch_s_over_fastpath", "epoch_s_over_reference")
-        row = {name: getattr(self, name) for name in self.__dataclass_fields__ if name not in estimates}
+        row = {name: getattr(self, name) for name in self.__dataclass_fields__ if name not in (*estimates, "launch")}
         row["contaminated"] = tuple(c.repeat for c in self.contaminated)
         for name in estimates:
             row.update(columns(name, getattr(self, name)))
+        row |= launch_columns(self.launch)
         spread = ("epoch_s_runs", "epoch_s_min", "epoch_s_max", "epoch_s_iqr")
         return (
             row
@@ -353,7 +373,7 @@ class NonFiniteRun(Variant):
     mean_train_loss: float | None
 
 
-@record(schema="training-table", version=8)
+@record(schema="training-table", version=9)
 class TrainingTable:
     """tables/{cpu,gpu}_training.json: the cells of one device, the runs left out of them, the
     run's drift sentinel (its machine speed, flagged jobs and noise floor), and the memory of the

@@ -30,6 +30,15 @@ def number(value: float | None, fmt: str, empty: str = "—") -> str:
     return empty if value is None else format(value, fmt)
 
 
+def ratio_words(ratio: Any) -> str:
+    """A ratio (records.estimate.Estimate) with its interval, or the words that say it has none: one job, or
+    jobs that agree to the last digit."""
+    if ratio.low == ratio.high:
+        alone = "one job, a single measurement" if ratio.jobs < 2 else "no spread between the jobs"
+        return f"{ratio.point:.2f}× ({alone}: no interval)"
+    return f"{ratio.point:.2f}× ({ratio.low:.2f}–{ratio.high:.2f})"
+
+
 def save_figure(figure: Any, png_path: str | os.PathLike[str], svg_path: str | os.PathLike[str]) -> None:
     """Write `figure` as PNG and SVG, each atomically, and close it.
 

@@ -12,7 +12,7 @@ from accel_choice.records.decision import RunTrust
 from accel_choice.records.loads import LoadCell
 from accel_choice.records.sentinel import SentinelSummary
 from accel_choice.records.training import NonFiniteRun, TrainingCell
-from accel_choice.render.formatting import ms, table
+from accel_choice.render.formatting import ms, ratio_words, table
 
 # A flagged job's reasons by kind: the words each reason holds, and the kind's name in the report
 JOB_FLAG_KINDS = {
@@ -182,26 +182,12 @@ def trust_banner(trust: RunTrust | None) -> str:
 
 def accuracy_section(cells: Sequence[TrainingCell], cores: int | None) -> str:
     """Each CPU cell's epoch over the plain loop timed beside it (analyze.accuracy), and what each thread count
-    shows; "" where no cell has a reference."""
-    timed = [c for c in cells if c.epoch_s_over_reference is not None]
+    shows; "" where no CPU cell has a reference."""
+    timed = accuracy.cpu_checked(cells)
     if not timed:
         return ""
     tolerance = f"±{accuracy.TOLERANCE:.0%}"
-    words = {"within": "within {}", "outside": "**outside {}**", "unsettled": "unsettled (reaches {})"}
-    rows = []
-    for c in timed:
-        ratio = c.epoch_s_over_reference
-        rows.append(
-            (
-                c.batch_size,
-                c.loader,
-                c.threads,
-                ms(c.epoch_s.point),
-                ms(c.epoch_s.point / ratio.point),  # the references' geometric mean
-                f"{ratio.point:.2f}× ({ratio.low:.2f}–{ratio.high:.2f})",
-                words[accuracy.judge(ratio)].format(tolerance),
-            )
-        )
+    rows = [(c.batch_size, c.loader, c.threads, *versus_plain_loop(c)) for c in timed]
     level = f"{timed[0].confidence:.0%}"
     lines = []
     for group in accuracy.by_threads(timed, cores):
@@ -233,6 +219,20 @@ def accuracy_section(cells: Sequence[TrainingCell], cores: int | None) -> str:
         + table(("B", "loader", "threads", "pipeline (ms)", "plain loop (ms)", "pipeline / plain", "interval"), rows)
         + "\n\n"
         + "\n".join(lines)
+    )
+
+
+def versus_plain_loop(cell: TrainingCell) -> tuple[str, str, str, str]:
+    """A cell with a reference as the Accuracy table shows it: its epoch (ms), its plain loop's (the references'
+    geometric mean), their ratio with its paired interval, and that interval against the tolerance."""
+    ratio, tolerance = cell.epoch_s_over_reference, f"±{accuracy.TOLERANCE:.0%}"
+    assert ratio is not None
+    words = {"within": "within {}", "outside": "**outside {}**", "unsettled": "unsettled (reaches {})"}
+    return (
+        ms(cell.epoch_s.point),
+        ms(cell.epoch_s.point / ratio.point),
+        ratio_words(ratio),
+        words[accuracy.judge(ratio)].format(tolerance),
     )
 
 

@@ -21,7 +21,7 @@ from accel_choice.records.scale import ScaleJob, ScaleTable, StepRate
 from accel_choice.records.sentinel import SentinelSummary
 from accel_choice.records.training import NonFiniteRun, TrainingCell
 from accel_choice.records.fullpath import FullPathRow
-from accel_choice.render import archive, cost, data, noise, northstar, planner, scale, theory
+from accel_choice.render import archive, cost, data, gpu_checks, noise, northstar, planner, scale, theory
 from accel_choice.render import decision as decision_words
 from accel_choice.render.formatting import cell_flags, ms, number, table
 
@@ -251,6 +251,9 @@ def _gpu_section(inputs: ReportInputs) -> str:
         )
         + decision_words.startup_line(list(cells.values()))
     )
+    checks = gpu_checks.gpu_checks_section(list(cells.values()))
+    if checks:
+        text += "\n\n" + checks
     if inputs.transfers:
         t = inputs.transfers
         copies = [
