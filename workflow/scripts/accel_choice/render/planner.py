@@ -55,6 +55,8 @@ def break_even_verdict(s: BreakEvenSummary) -> str:
             else "it reaches outside the sweep"
         )
         wide = f"; **wide**: {spread}"
+    if s.break_even is None and not s.gpu_always_faster and s.gpu_always_faster_share > 0:
+        wide += f"; the GPU wins over the whole range in {s.gpu_always_faster_share:.0%} of refits"
     return f"{where} ({interval_text(s)}{wide})"
 
 
