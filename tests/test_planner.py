@@ -857,6 +857,13 @@ def test_the_report_states_each_interval_flags_the_wide_ones_and_says_an_assumed
         "a GPU like this does not pay off along rows up to 50,000,000: its step (~102 µs) beats this CPU's "
         "(512 µs), but its start-up and copies add 2 s an epoch (95 % interval beyond the sweep)"
     )
+    either = dataclasses.replace(
+        BEYOND, break_even_low_where="below_sweep", gpu_always_faster_share=0.12, no_break_even_share=0.88
+    )
+    assert render_planner.break_even_verdict(either).endswith(
+        "(95 % interval below the sweep–beyond the sweep; **wide**: it reaches outside the sweep; the GPU wins over "
+        "the whole range in 12% of refits)"
+    )
     slower = dataclasses.replace(
         BEYOND, gpu_epoch_s_at_end=100.0, gpu_host_step_s_at_end=1e-3, gpu_device_step_s_at_end=5e-6
     )
