@@ -11,12 +11,14 @@ coverage; benchmarks/calibration.py --planner writes the table the report quotes
 (workflow/resources/planner_coverage.json), and `lookup` finds this run's design in it.
 
 The true CPU is this VM's fit in a default run (2026-12-06: 348 µs a step, 59 GFLOP/s, 30 GB/s); the
-GPU's step is the H200 profile's recorded median (1.04 ms); `machines` 0 is a GPU assumed exactly
-(planner.gpu_assumed): nothing about it is drawn.
+true GPU is the shipped H200 profile (config/gpu_profiles/h200.json): its recorded median step and its
+datasheet rates; `machines` 0 is a GPU assumed exactly (planner.gpu_assumed): nothing about it is drawn.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import math
 import os
@@ -30,11 +32,11 @@ from accel_choice.analyze.breakeven_interval import Measured, position
 from accel_choice.analyze.costmodel import CostModel
 from accel_choice.analyze.profile_draws import figure
 from accel_choice.records.breakeven import Coverage
-from accel_choice.records.device_profile import DeviceProfile, Rate, StepFigure
+from accel_choice.io import gpu_profiles
+from accel_choice.records.device_profile import DeviceProfile, StepFigure
 from accel_choice.records.grid import Workload, grid_workloads
 
 TRUE_CPU = costmodel.assumed("cpu", 348e-6, 59e9, 30e9)
-TRUE_GPU_STEP_S = 1.045e-3
 OPS, KERNELS = 42, 18
 GRID = grid_workloads([2048, 8192], [32, 256], [48, 256], [32, 512])
 BASE = Workload(rows=8192, features=32, hidden=48, batch_size=512)
@@ -56,38 +58,36 @@ class Design:
     epochs_per_job: int = 2
 
 
+@functools.cache
+def shipped() -> DeviceProfile:
+    """The shipped H200 profile (config/gpu_profiles/h200.json): the synthetic GPU's kind, rates and start-up."""
+    return gpu_profiles.read(gpu_profiles.shipped()["h200"])
+
+
+def true_gpu_step_s() -> float:
+    """The synthetic machines' median step: the shipped profile's textbook step at the curves' batch size."""
+    step = next(s for s in shipped().reference_steps if s.batch_size == BASE.batch_size)
+    return step.seconds.estimate.point
+
+
 def synthetic_profile(steps: list[float]) -> DeviceProfile:
-    """A recorded profile of the H200's kind whose textbook step is `steps`, one value per machine."""
+    """The shipped H200 profile with its textbook step at the curves' batch size recorded as `steps`, one value
+    per synthetic machine, and nothing else of its host (no copy: the curves copy at COPY_BYTES_PER_S)."""
     seconds = figure("recorded", "s", {f"m{i}": [s] for i, s in enumerate(steps)}, "a synthetic run")
-    return DeviceProfile(
-        name="synthetic GPU",
-        device_type="cuda",
-        capability=None,
-        device_memory_bytes=None,
-        driver=None,
-        cuda=None,
-        host_cpu=None,
-        host_cores=None,
-        threads=None,
-        torch_version=None,
-        made="2026-12-06",
-        machines=len(steps),
-        runs=1,
-        command=None,
-        note="analyze.planner_calibration",
-        reference_steps=(
-            StepFigure(model=gpu_profile.TEXTBOOK_STEP, batch_size=512, ops=OPS, kernels=KERNELS, seconds=seconds),
-        ),
-        ladder=(),
-        op_dispatch_s=None,
-        kernel_floor_s=None,
-        matmul=(Rate(size=None, precision="fp32", rate=figure("datasheet", "FLOP/s", {"v": [67e12]}, "H200")),),
-        memory_bandwidth=(Rate(size=None, precision=None, rate=figure("datasheet", "B/s", {"v": [4.8e12]}, "H200")),),
-        copies=(),
-        context_startup_s=None,
-        first_step_s=None,
-        timed_s=None,
+    step = StepFigure(
+        model=gpu_profile.TEXTBOOK_STEP, batch_size=BASE.batch_size, ops=OPS, kernels=KERNELS, seconds=seconds
     )
+    return dataclasses.replace(
+        shipped(), name="synthetic GPU", machines=len(steps), note="analyze.planner_calibration",
+        reference_steps=(step,), copies=(),
+    )  # fmt: skip
+
+
+def _exact_gpu() -> CostModel:
+    """The GPU taken as given (planner.gpu_assumed): the shipped profile's median step and datasheet rates."""
+    model = _gpu([true_gpu_step_s()])
+    flop, bandwidth = model.chosen.flop.estimate.point, model.chosen.bandwidth.estimate.point
+    return costmodel.assumed("gpu", true_gpu_step_s(), flop, bandwidth)
 
 
 def _gpu(steps: list[float]) -> gpu_profile.ProfileModel:
@@ -116,12 +116,12 @@ def simulate_run(rng: np.random.Generator, design: Design, resamples: int, seed:
     points = [(m.workload, float(np.median([v for job in m.jobs for v in job]))) for m in measured]
     cpu = costmodel.fit("cpu", points)
     if design.machines:
-        steps = list(TRUE_GPU_STEP_S * rng.lognormal(0.0, design.sigma_machine, design.machines))
+        steps = list(true_gpu_step_s() * rng.lognormal(0.0, design.sigma_machine, design.machines))
         gpu: gpu_profile.ProfileModel | CostModel = _gpu(steps)
-        truth = _truth(_gpu([TRUE_GPU_STEP_S * rng.lognormal(0.0, design.sigma_machine)]))
+        truth = _truth(_gpu([true_gpu_step_s() * rng.lognormal(0.0, design.sigma_machine)]))
         models, side = {"cpu": cpu}, gpu
     else:
-        gpu = costmodel.assumed("gpu", TRUE_GPU_STEP_S, 67e12, 4.8e12)
+        gpu = _exact_gpu()
         truth = _truth(gpu)
         models, side = {"cpu": cpu, "gpu": gpu}, "gpu"  # type: ignore[assignment]
     (curve,) = _curves(cpu, gpu)
