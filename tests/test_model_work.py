@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from builders_training import training_cell
 
-from accel_choice.analyze import breakeven_interval, costmodel, counted_fit, model_work, planner, theory
+from accel_choice.analyze import breakeven_interval, costmodel, counted_fit, fit_residuals, model_work, planner, theory
 from accel_choice.analyze.model_work import CountedWorkload, PerSample
 from accel_choice.measure import profile
 from accel_choice.records.grid import Workload
@@ -253,7 +253,11 @@ def test_the_report_says_the_planner_models_the_counted_model_at_its_own_rates(t
         for p in [breakeven_interval.position(c)]
     )
     assert {s.base_model for s in summary} == {"mw.net:build"} and {s.base_features for s in summary} == {None}
-    residuals = cpu.quality.residuals + cpu.counted_quality.residuals
+    # Every point's residual with its prediction interval (refits all equal: the misfit alone widens it).
+    refits = {(d, c): np.tile(costmodel.coefficients(x, c), (20, 1)) for d, x in models.items() for c in (False, True)}
+    workloads = [planner.point_workload(p, m) for p in points]
+    residuals = fit_residuals.table_residuals(points, workloads, models, refits, confidence=0.95, seed=1)
+    assert len(residuals) == len(points) and all(r.inside is not None for r in residuals)
     table = builders.cost_model_table(
         points=points, residuals=residuals, models=(planner.model_row(cpu), planner.model_row(gpu))
     )

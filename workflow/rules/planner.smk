@@ -80,6 +80,8 @@ rule planner_cost_model:
     params:
         **PLANNER_FIT_PARAMS,
         epochs=config["planner"]["epochs"],  # the training job the table's start-up is spread over
+        # The points' prediction intervals draw the break-even intervals' resamples, seeded by `seed`.
+        seed=config["seed"],
     script:
         "../scripts/plan_cost_model.py"
 

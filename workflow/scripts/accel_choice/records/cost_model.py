@@ -1,6 +1,6 @@
 """The cost model's table, tables/cost_model.json: the points each device's model is fitted to, its
-rates and fit quality, and every point's residual. Split from
-records.planner, which re-exports these records.
+rates and fit quality, and every point's residual with its prediction interval (issue 42). Split
+from records.planner, which re-exports these records.
 
 Times are seconds; a rate the cost model dropped (an infinite rate, which JSON cannot hold) is null.
 """
@@ -12,6 +12,7 @@ from typing import Literal
 
 from accel_choice.records import (
     Count,
+    Fraction,
     NonNegative,
     NonNegativeSeconds,
     Positive,
@@ -77,8 +78,14 @@ class FitPoint:
 
 @record
 class Residual:
-    """One fit point against the fitted model of its device (a counted model's: no features, hidden), and
-    its prediction by a fit without its workload (`loo_predicted_s`)."""
+    """One fit point against the fitted model of its device (a counted model's: no features, hidden).
+
+    In tables/cost_model.json every residual of a fitted model also has the point's `source`, its
+    prediction by a fit without its workload (`loo_predicted_s`) and the model's prediction interval
+    for a measured epoch of its workload (analyze.prediction: the bootstrap refits' spread and the
+    other workloads' leave-one-out misfit), and says whether the measured epoch lies inside it. A
+    fit's own residuals (analyze.costmodel.FitQuality) have no interval yet: those fields are null.
+    """
 
     rows: PositiveCount
     features: PositiveCount | None
@@ -89,7 +96,11 @@ class Residual:
     rel_error: float  # (predicted - measured) / measured
     device: str
     model: str = TEXTBOOK
+    source: Literal["grid", "benchmark"] | None = None
     loo_predicted_s: NonNegativeSeconds | None = None  # by a fit without this workload
+    interval_low_s: NonNegativeSeconds | None = None  # the prediction interval at the table's interval_confidence
+    interval_high_s: NonNegativeSeconds | None = None
+    inside: bool | None = None  # interval_low_s <= measured_s <= interval_high_s
 
     def __post_init__(self) -> None:
         _check_model(self.model, self.features, self.hidden)
@@ -97,6 +108,20 @@ class Residual:
         if not math.isclose(self.rel_error, expected, rel_tol=1e-9, abs_tol=1e-12):
             raise ValueError(
                 f"rel_error {self.rel_error!r} is not (predicted_s - measured_s) / measured_s = {expected!r}"
+            )
+        interval = (self.interval_low_s, self.interval_high_s, self.inside)
+        if len({value is None for value in interval}) != 1:
+            raise ValueError("interval_low_s, interval_high_s and inside are all set or all null")
+        if self.interval_low_s is None or self.interval_high_s is None:
+            return
+        ordered(
+            self.interval_low_s, self.predicted_s, self.interval_high_s, "interval_low_s predicted_s interval_high_s"
+        )
+        within = self.interval_low_s <= self.measured_s <= self.interval_high_s
+        if self.inside != within:
+            raise ValueError(
+                f"inside {self.inside} but measured_s {self.measured_s!r} lies "
+                f"{'inside' if within else 'outside'} {self.interval_low_s!r}..{self.interval_high_s!r}"
             )
 
     @property
@@ -191,14 +216,17 @@ class ModelRow:
             raise ValueError("a fit that is not identifiable carries a warning, and only such a fit")
 
 
-@record(schema="cost-model", version=5)
+@record(schema="cost-model", version=6)
 class CostModelTable:
     """tables/cost_model.json: the cost model of each device, the points it was fitted to and their
-    residuals, and the host→device copy and GPU start-up the break-even curves add."""
+    residuals - one per point of a fitted model, in the points' order, each with its prediction
+    interval - and the host→device copy and GPU start-up the break-even curves add."""
 
     models: tuple[ModelRow, ...]
     points: tuple[FitPoint, ...]
     residuals: tuple[Residual, ...]
+    interval_confidence: Fraction  # of every residual's prediction interval (aggregate.confidence)
+    interval_resamples: PositiveCount  # the bootstrap refits behind them (aggregate.bootstrap_resamples)
     host_to_device_gb_s: Positive
     host_to_device_source: Source  # assumed: report.bandwidth_gb_s
     host_to_device_memory: CopyMemory | None  # measured: the faster of the pageable and pinned matrix copies
@@ -223,3 +251,19 @@ class CostModelTable:
                     f"{model.device}: the model counts {fitted} points, the table holds {points} "
                     f"points and {residuals} residuals"
                 )
+        if not 0 < self.interval_confidence < 1:
+            raise ValueError(f"interval_confidence {self.interval_confidence} is not in (0, 1)")
+        fitted_devices = {m.device for m in self.models if m.source == "fitted"}
+        points = [p for p in self.points if p.device in fitted_devices]
+        for point, residual in zip(points, [r for r in self.residuals if r.device in fitted_devices]):
+            if _key(point) != _key(residual) or point.epoch_s != residual.measured_s:
+                raise ValueError(
+                    f"residual {_key(residual)} ({residual.measured_s!r} s) is not the point {_key(point)} "
+                    f"({point.epoch_s!r} s) in its place: one residual per point, in order"
+                )
+            if residual.loo_predicted_s is None or residual.inside is None:
+                raise ValueError(f"residual {_key(residual)} has no leave-one-out prediction or interval")
+
+
+def _key(p: FitPoint | Residual) -> tuple[object, ...]:
+    return (p.device, p.source, p.model, p.rows, p.features, p.hidden, p.batch_size)
