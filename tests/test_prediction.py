@@ -1,5 +1,5 @@
 """The cost model's misfit and each fit point's prediction interval (issue 42): analyze.prediction,
-analyze.fit_residuals and their records."""
+analyze.fit_residuals, their records and the report's residual table."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from accel_choice.analyze import breakeven_interval, costmodel, fit_residuals, p
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.records.grid import grid_workloads
 from accel_choice.records.planner import CostModelTable
+from accel_choice.render.planner_residuals import residual_section, workload_text
 
 TRUTH = costmodel.assumed("cpu", 3.1e-4, 8.8e10, 6.6e9, seconds_per_row=2.8e-7, state_bytes_per_s=3.2e10)
 GRID = grid_workloads([2048, 8192], [32, 256], [48, 256], [32, 512])  # the default planner.grid
@@ -232,3 +233,38 @@ def test_a_residual_or_table_that_breaks_an_invariant_is_refused(build, message)
 def test_a_fits_own_residual_has_no_interval_yet():
     r = builders.residual(source=None, interval_low_s=None, interval_high_s=None)
     assert r.inside is None and r.source is None and r.loo_rel_error == pytest.approx(0.075)
+
+
+# ---------------------------------------------------------------- the report
+
+
+def test_the_residual_table_names_the_points_outside_first():
+    outside = builders.residual(source="benchmark", batch_size=32, measured_s=0.03, interval_high_s=0.025)
+    slow = builders.fit_point(source="benchmark", batch_size=32, epoch_s=0.03, epoch_s_max=0.035)
+    table = builders.cost_model_table(points=(builders.fit_point(), slow), residuals=(builders.residual(), outside))
+    text = residual_section(table)
+    assert text.startswith("### The cost model against its points")
+    assert "**1 of 2 measured points lie outside** the model's 95 % prediction interval: cpu benchmark 128 rows" in text
+    lines = [line for line in text.splitlines() if line.startswith("| cpu")]
+    assert len(lines) == 2 and lines[0].startswith("| cpu | benchmark |") and lines[0].endswith("| **no** |")
+    assert "| 30.0 | 21.0 | -30.0% | -28.3% | 18.0–25.0 | **no** |" in lines[0]
+    assert lines[1].endswith("| 18.0–24.0 | yes |")
+    assert "400 bootstrap refits" in text and "at most" in text
+
+
+def test_the_residual_table_says_when_every_point_is_inside_and_flags_noisy_points():
+    points = (builders.fit_point(noisy=True), builders.fit_point(source="benchmark", batch_size=32, busy_repeats=1))
+    text = residual_section(builders.cost_model_table(points=points))
+    assert "All 2 measured points lie inside the model's 95 % prediction intervals." in text
+    assert "20.0 (noisy)" in text and "20.0 (busy)" in text
+    assert residual_section(None) == ""
+    assert (
+        residual_section(builders.cost_model_table(models=(builders.assumed_model_row(),), points=(), residuals=()))
+        == ""
+    )
+
+
+def test_a_workload_is_named_by_its_widths_or_its_model():
+    assert workload_text(builders.residual()) == "128 rows, 4 → 8 → 1, B = 16"
+    counted = builders.residual(model="mine:build", features=None, hidden=None, rows=8192, batch_size=512)
+    assert workload_text(counted) == "`mine:build`, 8,192 rows, B = 512"
