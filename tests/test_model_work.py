@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from builders_training import training_cell
 
-from accel_choice.analyze import breakeven_interval, costmodel, counted_fit, model_work, planner, theory
+from accel_choice.analyze import breakeven_interval, costmodel, counted_fit, fit_residuals, model_work, planner, theory
 from accel_choice.analyze.model_work import CountedWorkload, PerSample
 from accel_choice.measure import profile
 from accel_choice.records.grid import Workload
@@ -45,7 +45,9 @@ def test_the_textbook_mlp_counted_is_the_formulas_work_but_for_what_the_formulas
         # count per parameter tensor (4 tensors), read and written each step.
         relu = 2 * rows * 6 * 4
         step_counts = steps * 2 * 4 * 4
-        assert counted["bytes"] - formula["bytes"] == pytest.approx(relu + step_counts, rel=1e-12)
+        assert counted["bytes"] - formula["bytes"] == pytest.approx(relu, rel=1e-12)
+        assert counted["state_bytes"] - formula["state_bytes"] == pytest.approx(step_counts, rel=1e-12)
+        assert counted["rows"] == formula["rows"] == rows
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +76,9 @@ def test_a_user_models_epoch_is_counted_per_sample_as_by_hand(conv_profile) -> N
     assert work == {
         "steps": steps,
         "flop": pytest.approx(1000 * m.flop_per_sample),
-        "bytes": pytest.approx(1000 * 68 + 2 * 1000 * 35 * 4 + steps * 2 * 320),
+        "bytes": pytest.approx(1000 * 68 + 2 * 1000 * 35 * 4),
+        "state_bytes": steps * 2 * 320,
+        "rows": 1000,
     }
 
 
@@ -106,8 +110,9 @@ GRID = [
 
 def test_a_counted_model_gets_its_own_rates_and_leaves_the_grids_fit_as_it_was(textbook_adam) -> None:
     m = dataclasses.replace(textbook_adam, model="mw.net:build", flop_per_sample=5e4, activation_bytes_per_sample=900)
-    machine = costmodel.assumed("cpu", 2e-5, 3e10, 5e9)
-    # The model: 3 ms per step (many modules) and a third of the MLPs' FLOP rate, at the machine's bandwidth.
+    machine = costmodel.assumed("cpu", 2e-5, 3e10, 5e9, seconds_per_row=2e-7, state_bytes_per_s=4e10)
+    # The model: 3 ms per step (many modules) and a third of the MLPs' FLOP rate, at the machine's bandwidth
+    # and per-row seconds.
     own = dataclasses.replace(machine, counted=(3e-3, 1 / 1e10))
     counted = [CountedWorkload(rows=8192, batch_size=b, per_sample=m) for b in (32, 128, 512)]
     grid_points = [(w, costmodel.predict(machine, w)) for w in GRID]
@@ -132,7 +137,9 @@ def test_a_counted_model_gets_its_own_rates_and_leaves_the_grids_fit_as_it_was(t
     # The grid's rates are exactly those of a fit to the grid alone; the counted model's are its own.
     assert costmodel.coefficients(fitted) == pytest.approx(costmodel.coefficients(grid), rel=1e-12)
     assert fitted.counted == pytest.approx((3e-3, 1e-10), rel=1e-6)
-    assert costmodel.coefficients(fitted, counted=True) == pytest.approx([3e-3, 1e-10, 1 / 5e9], rel=1e-6)
+    assert costmodel.coefficients(fitted, counted=True) == pytest.approx(
+        [3e-3, 1e-10, 1 / 5e9, 1 / 4e10, 2e-7], rel=1e-6
+    )
     quality = fitted.counted_quality
     assert (
         quality.points == 3
@@ -156,12 +163,12 @@ def test_a_counted_model_gets_its_own_rates_and_leaves_the_grids_fit_as_it_was(t
 
 def test_a_counted_models_rates_are_refitted_in_every_resample(textbook_adam) -> None:
     m = dataclasses.replace(textbook_adam, model="mw.net:build", flop_per_sample=5e4)
-    own = dataclasses.replace(costmodel.assumed("cpu", 2e-5, 3e10, 5e9), counted=(3e-3, 1e-10))
+    own = dataclasses.replace(costmodel.assumed("cpu", 2e-5, 3e10, 5e9, 1e-7), counted=(3e-3, 1e-10))
     rows = costmodel.design([CountedWorkload(rows=8192, batch_size=b, per_sample=m) for b in (32, 128, 512)])
     exact = rows @ costmodel.coefficients(own, counted=True)
     noise = np.random.default_rng(0).normal(1, 0.02, (40, 3))
     stack = counted_fit.counted_coefficients(rows, exact * noise, np.tile(costmodel.coefficients(own), (40, 1)))
-    assert stack.shape == (40, 3) and np.all(stack >= 0) and len({tuple(r) for r in stack}) > 10
+    assert stack.shape == (40, 5) and np.all(stack >= 0) and len({tuple(r) for r in stack}) > 10
     assert np.median(stack[:, 0]) == pytest.approx(3e-3, rel=0.1)
     alone = counted_fit.counted_coefficients(rows, exact, costmodel.coefficients(own))
     assert alone == pytest.approx(costmodel.coefficients(own, counted=True), rel=1e-6)
@@ -246,7 +253,11 @@ def test_the_report_says_the_planner_models_the_counted_model_at_its_own_rates(t
         for p in [breakeven_interval.position(c)]
     )
     assert {s.base_model for s in summary} == {"mw.net:build"} and {s.base_features for s in summary} == {None}
-    residuals = cpu.quality.residuals + cpu.counted_quality.residuals
+    # Every point's residual with its prediction interval (refits all equal: the misfit alone widens it).
+    refits = {(d, c): np.tile(costmodel.coefficients(x, c), (20, 1)) for d, x in models.items() for c in (False, True)}
+    workloads = [planner.point_workload(p, m) for p in points]
+    residuals = fit_residuals.table_residuals(points, workloads, models, refits, confidence=0.95, seed=1)
+    assert len(residuals) == len(points) and all(r.inside is not None for r in residuals)
     table = builders.cost_model_table(
         points=points, residuals=residuals, models=(planner.model_row(cpu), planner.model_row(gpu))
     )

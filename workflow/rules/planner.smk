@@ -86,6 +86,8 @@ rule planner_cost_model:
         **PLANNER_FIT_PARAMS,
         epochs=config["planner"]["epochs"],  # the training job the table's start-up is spread over
         curve_batch_size=config["planner"]["batch_size"],  # the step a profile's GPU row describes
+        # The points' prediction intervals draw the break-even intervals' resamples, seeded by `seed`.
+        seed=config["seed"],
     script:
         "../scripts/plan_cost_model.py"
 

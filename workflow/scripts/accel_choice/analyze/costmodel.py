@@ -1,19 +1,28 @@
-"""A three-term cost model of one training epoch, fitted to measured epoch times.
+"""A five-term cost model of one training epoch, fitted to measured epoch times.
 
-epoch seconds ≈ steps · (seconds per step) + FLOP / (FLOP/s) + bytes moved / (bytes/s)
+epoch seconds ≈ steps · (seconds per step) + FLOP / (FLOP/s)
+                + bytes of the rows / (bytes/s) + bytes of the state / (state bytes/s)
+                + rows · (seconds per row)
 
-The first term is per-step overhead (Python, kernel launches, optimizer bookkeeping), the
-second sustained arithmetic and the third memory traffic. `fit` estimates the three rates
-from measured epochs by non-negative least squares on relative residuals; `assumed` builds
-a model from quoted rates (e.g. a GPU that was not measured); `break_even` sweeps one
-workload axis and reports where the GPU's modelled time drops below the CPU's.
+Per-step overhead (Python, kernel launches, optimizer bookkeeping); sustained arithmetic; the
+traffic of every row (its input gathered, its activations written and read back); the traffic
+of the optimizer's state, once per step; and what every row costs beyond its FLOP and bytes (the
+loop's small per-row kernels: the loss, index arithmetic; docs/planner.md).
+
+The three-term form (one rate for all bytes, nothing per row) missed the grid's epochs by
+13-26 %, by batch size (issue 42): a step's cost grows with its rows faster than their FLOP and
+bytes at the one bandwidth say. The rows' traffic runs at a few GB/s on one CPU thread (many
+small kernels), the optimizer's state - small, contiguous and in cache - at ten times that; one
+rate for both had to be the fast one, and left the rows' cost to the per-step term.
+
+`fit` estimates the rates by non-negative least squares on relative residuals (analyze.nnls);
+`assumed` builds a model from quoted rates (e.g. a GPU that was not measured); `break_even`
+sweeps one workload axis and reports where the GPU's modelled time drops below the CPU's.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -21,6 +30,7 @@ import numpy as np
 
 from accel_choice.analyze import model_work, theory
 from accel_choice.analyze.model_work import CountedWorkload
+from accel_choice.analyze.nnls import condition_number, nnls, r_squared
 from accel_choice.records.grid import Workload
 from accel_choice.records.planner import TERMS, Residual
 
@@ -28,10 +38,9 @@ AXES = ("rows", "features", "hidden", "batch_size")
 # Above this condition number of the column-normalised, relatively weighted design, a 1 %
 # timing error can move some combination of the coefficients by more than 10×.
 MAX_CONDITION = 1e3
-# Subsets with fewer terms win when their relative residual sum of squares is no worse than
-# this (absolute, per point): it stops a noise-free fit keeping a 1e-20 coefficient.
-_TIE_RSS_PER_POINT = 1e-12
-_MIN_POINTS = 4
+# The columns of `design`, in the order of `coefficients` (records.planner.TERMS names the terms).
+COUNTS = ("steps", "flop", "bytes", "state_bytes", "rows")
+_MIN_POINTS = len(COUNTS) + 1
 # An epoch the model describes: the textbook MLP of the grid, or a counted model (analyze.model_work).
 AnyWorkload = Workload | CountedWorkload
 
@@ -49,7 +58,7 @@ class FitQuality:
     condition_number: float  # of the column-normalised, relatively weighted design; math.inf when singular
     identifiable: bool
     warning: str | None
-    residuals: tuple[Residual, ...]
+    residuals: tuple[Residual, ...]  # each with its loo_predicted_s (analyze.prediction reads them)
 
 
 @dataclass(frozen=True)
@@ -63,13 +72,15 @@ class CostModel:
     device: str
     seconds_per_step: float
     flop_per_s: float
-    bytes_per_s: float
+    bytes_per_s: float  # the rows' traffic
     source: str  # "fitted" or "assumed"
     quality: FitQuality | None
     # A counted model's own seconds per step and per FLOP, fitted to its cells with this model's bytes/s
     # (analyze.counted_fit); None: it takes this model's rates (an assumed model, or none measured).
     counted: tuple[float, float] | None = None
     counted_quality: FitQuality | None = None
+    state_bytes_per_s: float = math.inf  # the optimizer state's traffic (an assumed model: its bytes_per_s)
+    seconds_per_row: float = 0.0  # 0: none (an assumed model quotes none)
 
 
 @dataclass(frozen=True)
@@ -102,19 +113,21 @@ class Crossing:
 
 
 def work(w: AnyWorkload) -> dict[str, float]:
-    """Steps, training FLOP and bytes moved in one epoch (a counted model's: CountedWorkload.work).
+    """Steps, training FLOP, bytes moved (the rows', the state's) and rows of one epoch (COUNTS; a
+    counted model's: CountedWorkload.work).
 
     FLOP are those the matrix products execute (theory.forward_backward_flops_counted, which
     FlopCounterMode confirms): the 3× rule also counts the first layer's input gradient, which
     is never computed, and would inflate the fitted FLOP/s - above this CPU's peak, measured.
 
-    Bytes moved, a deliberately simple count of fp32 traffic to and from memory:
-      * input and target read once: rows · (features + 1) · 4;
-      * activations written in forward and read back in backward:
-        2 · theory.activation_bytes(rows, widths) (input, hidden output and logits of every row;
-        the input is re-read by the first layer's weight gradient);
-      * the optimizer: steps · 2 · theory.adam_fp32_bytes(widths), because each Adam step reads
-        parameters, gradients and both moments and writes them back (the gradients by backward).
+    Bytes moved, a deliberately simple count of fp32 traffic to and from memory, in two kinds that
+    run at different rates (issue 42):
+      * `bytes`, every row's: its input and target read once, rows · (features + 1) · 4, and its
+        activations written in forward and read back in backward, 2 · theory.activation_bytes(rows,
+        widths) (input, hidden output and logits; the input is re-read by the first layer's weight
+        gradient);
+      * `state_bytes`, the optimizer's: steps · 2 · theory.adam_fp32_bytes(widths), because each Adam
+        step reads parameters, gradients and both moments and writes them back (the gradients by backward).
     Caches are ignored, so for small models this over-counts the traffic that reaches DRAM.
     """
     if isinstance(w, CountedWorkload):
@@ -123,24 +136,29 @@ def work(w: AnyWorkload) -> dict[str, float]:
     steps = theory.steps_per_epoch(w.rows, w.batch_size)
     data = w.rows * (w.features + 1) * theory.FP32_BYTES
     activations = 2 * theory.activation_bytes(w.rows, widths)
-    optimizer = steps * 2 * theory.adam_fp32_bytes(widths)
     return {
         "steps": float(steps),
         "flop": float(theory.forward_backward_flops_counted(w.rows, widths)),
-        "bytes": float(data + activations + optimizer),
+        "bytes": float(data + activations),
+        "state_bytes": float(steps * 2 * theory.adam_fp32_bytes(widths)),
+        "rows": float(w.rows),
     }
-
-
-def _features(w: AnyWorkload) -> np.ndarray:
-    counts = work(w)
-    return np.array([counts["steps"], counts["flop"], counts["bytes"]], dtype=float)
 
 
 def _model_from_coefficients(
     device: str, coefficients: np.ndarray, source: str, quality: FitQuality | None
 ) -> CostModel:
-    per_step, per_flop, per_byte = (float(c) for c in coefficients)
-    return CostModel(device, per_step, _rate(per_flop), _rate(per_byte), source, quality)
+    per_step, per_flop, per_byte, per_state_byte, per_row = (float(c) for c in coefficients)
+    return CostModel(
+        device,
+        per_step,
+        _rate(per_flop),
+        _rate(per_byte),
+        source,
+        quality,
+        state_bytes_per_s=_rate(per_state_byte),
+        seconds_per_row=per_row,
+    )
 
 
 def _rate(seconds_per_unit: float) -> float:
@@ -148,27 +166,26 @@ def _rate(seconds_per_unit: float) -> float:
 
 
 def coefficients(model: CostModel, counted: bool = False) -> np.ndarray:
-    """Seconds per step, per FLOP and per byte: `predict` is the dot product with a workload's `design`
-    row; `counted`: those of a counted model (its own per step and per FLOP where fitted)."""
+    """Seconds per step, per FLOP, per byte of the rows, per byte of the state and per row (COUNTS):
+    `predict` is the dot product with a workload's `design` row; `counted`: those of a counted model
+    (its own per step and per FLOP where fitted, the machine's other rates)."""
+    shared = [1.0 / model.bytes_per_s, 1.0 / model.state_bytes_per_s, model.seconds_per_row]
     if counted and model.counted is not None:
-        return np.array([*model.counted, 1.0 / model.bytes_per_s])
-    return np.array([model.seconds_per_step, 1.0 / model.flop_per_s, 1.0 / model.bytes_per_s])
+        return np.array([*model.counted, *shared])
+    return np.array([model.seconds_per_step, 1.0 / model.flop_per_s, *shared])
 
 
 def design(workloads: Sequence[AnyWorkload]) -> np.ndarray:
-    """Steps, FLOP and bytes of each workload's epoch, one row each: design @ coefficients(model) predicts them all."""
-    return np.array([_features(w) for w in workloads], dtype=float).reshape(len(workloads), 3)
+    """The COUNTS of each workload's epoch, one row each: design @ coefficients(model) predicts them all."""
+    rows = [[work(w)[count] for count in COUNTS] for w in workloads]
+    return np.array(rows, dtype=float).reshape(len(workloads), len(COUNTS))
 
 
 def terms(model: CostModel, w: AnyWorkload) -> dict[str, float]:
-    """Modelled seconds of each term: overhead_s, compute_s, memory_s (a counted model's at its own rates)."""
-    counts = work(w)
-    per_step, per_flop, per_byte = coefficients(model, isinstance(w, CountedWorkload))
-    return {
-        "overhead_s": counts["steps"] * per_step,
-        "compute_s": counts["flop"] * per_flop,
-        "memory_s": counts["bytes"] * per_byte,
-    }
+    """Modelled seconds of each term: overhead_s, compute_s, memory_s, state_s, per_row_s (a counted
+    model's at its own rates)."""
+    seconds = coefficients(model, isinstance(w, CountedWorkload)) * design([w])[0]
+    return dict(zip(("overhead_s", "compute_s", "memory_s", "state_s", "per_row_s"), (float(s) for s in seconds)))
 
 
 def predict(model: CostModel, w: AnyWorkload) -> float:
@@ -176,14 +193,33 @@ def predict(model: CostModel, w: AnyWorkload) -> float:
     return sum(terms(model, w).values())
 
 
-def assumed(device: str, seconds_per_step: float, flop_per_s: float, bytes_per_s: float) -> CostModel:
-    """A model from quoted rates rather than measurements (source "assumed")."""
-    if seconds_per_step < 0 or math.isnan(seconds_per_step):
-        raise ValueError(f"seconds_per_step must be >= 0, got {seconds_per_step}")
-    for name, rate in (("flop_per_s", flop_per_s), ("bytes_per_s", bytes_per_s)):
+def assumed(
+    device: str,
+    seconds_per_step: float,
+    flop_per_s: float,
+    bytes_per_s: float,
+    seconds_per_row: float = 0.0,
+    state_bytes_per_s: float | None = None,
+) -> CostModel:
+    """A model from quoted rates rather than measurements (source "assumed"); the optimizer state
+    moves at `bytes_per_s` unless `state_bytes_per_s` says otherwise."""
+    state = bytes_per_s if state_bytes_per_s is None else state_bytes_per_s
+    for name, seconds in (("seconds_per_step", seconds_per_step), ("seconds_per_row", seconds_per_row)):
+        if not (seconds >= 0 and math.isfinite(seconds)):
+            raise ValueError(f"{name} must be >= 0, got {seconds}")
+    for name, rate in (("flop_per_s", flop_per_s), ("bytes_per_s", bytes_per_s), ("state_bytes_per_s", state)):
         if not rate > 0:
             raise ValueError(f"{name} must be > 0 (math.inf drops the term), got {rate}")
-    return CostModel(device, float(seconds_per_step), float(flop_per_s), float(bytes_per_s), "assumed", None)
+    return CostModel(
+        device,
+        float(seconds_per_step),
+        float(flop_per_s),
+        float(bytes_per_s),
+        "assumed",
+        None,
+        state_bytes_per_s=float(state),
+        seconds_per_row=float(seconds_per_row),
+    )
 
 
 # --- fitting ---------------------------------------------------------------------------
@@ -195,68 +231,14 @@ def _weighted_design(design: np.ndarray, seconds: np.ndarray) -> np.ndarray:
     return design / seconds[..., None]
 
 
-def nnls(weighted: np.ndarray, target: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Non-negative least squares of weighted · c ≈ target (default 1) by trying every subset of terms;
-    `weighted` is (points × terms), or a stack of them (one per bootstrap resample), solved together,
-    `target` (points) or a stack of the same shape.
-
-    The NNLS optimum is the unconstrained fit on its own set of positive terms, so the best
-    feasible subset fit is the exact optimum; with three terms there are only seven subsets (and no
-    term at all, the one feasible fit where a target is negative).
-    Of the subsets within a tie tolerance of the best, the one with the fewest terms wins.
-    """
-    n_points, n_terms = weighted.shape[-2:]
-    goal = np.ones(weighted.shape[:-1]) if target is None else np.broadcast_to(target, weighted.shape[:-1])
-    scale = np.linalg.norm(weighted, axis=-2)  # unit columns: FLOP and step counts differ by 1e9
-    fits, rsss, sizes = [np.zeros((*weighted.shape[:-2], n_terms))], [np.sum(goal**2, axis=-1)], [0]
-    for size in range(1, n_terms + 1):
-        for subset in itertools.combinations(range(n_terms), size):
-            columns = list(subset)
-            unit = weighted[..., columns] / scale[..., None, columns]
-            solution = (np.linalg.pinv(unit) @ goal[..., None])[..., 0] / scale[..., columns]
-            coefficients = np.zeros((*weighted.shape[:-2], n_terms))
-            coefficients[..., columns] = solution
-            rss = np.sum(((weighted @ coefficients[..., None])[..., 0] - goal) ** 2, axis=-1)
-            fits.append(coefficients)
-            rsss.append(np.where(np.any(solution < 0, axis=-1), np.inf, rss))  # infeasible: never chosen
-            sizes.append(size)
-    rss = np.stack(rsss)
-    best = rss.min(axis=0)  # no term at all is always feasible
-    near = rss <= best * (1 + 1e-9) + _TIE_RSS_PER_POINT * n_points
-    size = np.array(sizes).reshape((-1,) + (1,) * best.ndim)
-    fewest = np.where(near, size, n_terms + 1).min(axis=0)
-    chosen = np.where(near & (size == fewest), rss, np.inf).argmin(axis=0)
-    picked = np.take_along_axis(np.stack(fits), chosen[None, ..., None], axis=0)[0]
-    return picked, np.take_along_axis(rss, chosen[None], axis=0)[0]
-
-
-def condition_number(weighted: np.ndarray) -> float:
-    """Of the column-normalised design; math.inf where a column is zero or the columns are dependent."""
-    norms = np.linalg.norm(weighted, axis=0)
-    if np.any(norms == 0):
-        return math.inf
-    singular = np.linalg.svd(weighted / norms, compute_uv=False)
-    return math.inf if singular[-1] == 0 else float(singular[0] / singular[-1])
-
-
-def _leave_one_out_errors(design: np.ndarray, seconds: np.ndarray) -> list[float]:
+def leave_one_out(design: np.ndarray, seconds: np.ndarray) -> np.ndarray:
     """Each point predicted by a fit without its workload: every point of the same workload
     (the same design row, e.g. a grid cell that is also a benchmark cell) is held out with it."""
-    errors = []
-    workloads = [tuple(row) for row in design]
+    predicted = np.empty(len(seconds))
     for held_out in range(len(seconds)):
-        keep = np.array([w != workloads[held_out] for w in workloads])
-        coefficients, _ = nnls(_weighted_design(design[keep], seconds[keep]))
-        predicted = float(design[held_out] @ coefficients)
-        errors.append(abs(predicted - seconds[held_out]) / seconds[held_out])
-    return errors
-
-
-def r_squared(measured: np.ndarray, predicted: np.ndarray) -> float | None:
-    total = float(np.sum((measured - measured.mean()) ** 2))
-    if total == 0:
-        return None  # all times equal: R² is undefined
-    return 1.0 - float(np.sum((measured - predicted) ** 2)) / total
+        keep = np.any(design != design[held_out], axis=1)
+        predicted[held_out] = design[held_out] @ fit_coefficients(design[keep], seconds[keep])
+    return predicted
 
 
 def _validate_points(points: Sequence[tuple[AnyWorkload, float]]) -> None:
@@ -268,16 +250,17 @@ def _validate_points(points: Sequence[tuple[AnyWorkload, float]]) -> None:
 
 
 def fit_coefficients(rows: np.ndarray, seconds: np.ndarray) -> np.ndarray:
-    """Only the fitted coefficients (seconds per step, per FLOP, per byte) of `fit`, without its quality:
-    `rows` is `design(workloads)`, `seconds` their measured epochs, or a stack of resampled epochs
-    (resamples × workloads), each refitted on its own (resamples × 3)."""
+    """Only the fitted coefficients (`coefficients`' order) of `fit`, without its quality: `rows` is
+    `design(workloads)`, `seconds` their measured epochs, or a stack of resampled epochs (resamples ×
+    workloads), each refitted on its own (resamples × len(COUNTS))."""
     if np.any(~(seconds > 0)) or not np.all(np.isfinite(seconds)):
         raise ValueError("measured epoch times must be positive finite numbers of seconds")
     return nnls(_weighted_design(rows, seconds))[0]
 
 
 def fit(device: str, points: Sequence[tuple[AnyWorkload, float]]) -> CostModel:
-    """Fit seconds_per_step, FLOP/s and bytes/s to measured (workload, epoch seconds) points.
+    """Fit the rates (seconds per step, FLOP/s, the rows' and the state's bytes/s, seconds per row) to
+    measured (workload, epoch seconds) points.
 
     Non-negative least squares on relative residuals; a term the fit drops gets rate
     math.inf. quality.loo_median_abs_rel_error (leave-one-out) is the honest
@@ -292,6 +275,7 @@ def fit(device: str, points: Sequence[tuple[AnyWorkload, float]]) -> CostModel:
     fitted, _ = nnls(weighted)
     predicted = rows @ fitted
     relative = (predicted - seconds) / seconds
+    loo = leave_one_out(rows, seconds)
     condition = condition_number(weighted)
     identifiable = condition <= MAX_CONDITION
     quality = FitQuality(
@@ -299,7 +283,7 @@ def fit(device: str, points: Sequence[tuple[AnyWorkload, float]]) -> CostModel:
         r2=r_squared(seconds, predicted),
         median_abs_rel_error=float(np.median(np.abs(relative))),
         max_abs_rel_error=float(np.max(np.abs(relative))),
-        loo_median_abs_rel_error=float(statistics.median(_leave_one_out_errors(rows, seconds))),
+        loo_median_abs_rel_error=float(np.median(np.abs(loo - seconds) / seconds)),
         terms_used=tuple(name for name, c in zip(TERMS, fitted) if c > 0),
         condition_number=condition,
         identifiable=identifiable,
@@ -311,8 +295,9 @@ def fit(device: str, points: Sequence[tuple[AnyWorkload, float]]) -> CostModel:
                 predicted_s=float(p),
                 rel_error=float(r),
                 device=device,
+                loo_predicted_s=float(held_out),
             )
-            for (w, _), s, p, r in zip(points, seconds, predicted, relative)
+            for (w, _), s, p, r, held_out in zip(points, seconds, predicted, relative, loo)
         ),
     )
     return _model_from_coefficients(device, fitted, "fitted", quality)
@@ -321,7 +306,7 @@ def fit(device: str, points: Sequence[tuple[AnyWorkload, float]]) -> CostModel:
 def _collinearity_warning(condition: float, workloads: Sequence[AnyWorkload]) -> str:
     varied = [axis for axis in AXES if len({getattr(w, axis, None) for w in workloads}) > 1]
     return (
-        f"overhead, compute and memory terms are not separately identifiable from these points "
+        f"the overhead, compute, memory, state and per-row terms are not separately identifiable from these points "
         f"(condition number {condition:.3g} > {MAX_CONDITION:g}; varied: {', '.join(varied) or 'nothing'}): "
         "the fit reproduces the measured points but its split into terms, and any extrapolation "
         "along an axis that was not varied, is unreliable"

@@ -180,7 +180,8 @@ class ProfileModel:
         """One step of `w` (its FLOP and bytes spread evenly over its steps), and the steps of its epoch."""
         counts = costmodel.work(w)
         steps = counts["steps"]
-        return StepWork(self.ops, self.kernels, counts["flop"] / steps, counts["bytes"] / steps), int(steps)
+        moved = counts["bytes"] + counts["state_bytes"]  # the rows' traffic and the optimizer state's
+        return StepWork(self.ops, self.kernels, counts["flop"] / steps, moved / steps), int(steps)
 
     def step_parts(self, w: AnyWorkload, v: Values | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The host's and the device's seconds per step of `w` (each an array over `v`'s draws)."""

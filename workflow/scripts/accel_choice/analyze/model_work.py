@@ -88,16 +88,19 @@ class CountedWorkload:
         return self.per_sample.model
 
     def work(self) -> dict[str, float]:
-        """Steps, training FLOP and bytes moved, counted as costmodel.work counts the textbook MLP's:
-        data and target read once, activations written in forward and read back in backward, and
-        each optimizer step reading and writing parameters, gradients and optimizer state."""
+        """Steps, training FLOP, bytes moved (the rows', the state's) and rows, counted as costmodel.work
+        counts the textbook MLP's: data and target read once, activations written in forward and read
+        back in backward, and each optimizer step reading and writing parameters, gradients and
+        optimizer state."""
         m = self.per_sample
         steps = theory.steps_per_epoch(self.rows, self.batch_size)
         activations = m.activation_bytes_per_sample * self.rows + m.activation_bytes_per_step * steps
         return {
             "steps": float(steps),
             "flop": m.flop_per_sample * self.rows + m.flop_per_step * steps,
-            "bytes": float(self.rows * m.row_bytes) + 2 * activations + steps * 2 * m.state_bytes,
+            "bytes": float(self.rows * m.row_bytes) + 2 * activations,
+            "state_bytes": float(steps * 2 * m.state_bytes),
+            "rows": float(self.rows),
         }
 
 
