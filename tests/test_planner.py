@@ -735,8 +735,10 @@ def test_the_interval_holds_the_point_narrows_when_the_repeats_agree_and_widens_
             outcomes = breakeven_interval.curve_outcomes(curves[0], fits[("cpu", False)], fits[(gpu, False)])
             assert 0.1 < np.mean(outcomes < curves[0].break_even) < 0.9
     assert spans[0.0] == pytest.approx(1.0, abs=1e-9)  # identical repeats: every refit is the point fit
-    assert 1.0 < spans[0.02] < 1.1  # 2 % scatter: the ends about 5 % apart
-    assert spans[0.3] > 1.5 and spans[0.3] - 1 > 5 * (spans[0.02] - 1)  # 30 %: about 2× apart
+    # 2 % scatter: the ends about 12 % apart, the refits' spread and the model's leave-one-out misses
+    # (analyze.prediction: each refit's curve scaled by one of them) of about that size
+    assert 1.0 < spans[0.02] < 1.2
+    assert spans[0.3] > 1.5 and spans[0.3] - 1 > 4 * (spans[0.02] - 1)  # 30 %: about 2× apart
 
 
 def test_the_interval_is_the_same_for_the_same_seed():

@@ -36,7 +36,7 @@ from typing import Literal
 
 import numpy as np
 
-from accel_choice.analyze import bootstrap, costmodel, counted_fit, gpu_costs, gpu_profile
+from accel_choice.analyze import bootstrap, costmodel, counted_fit, gpu_costs, gpu_profile, prediction
 from accel_choice.analyze.costmodel import AnyWorkload, BreakEvenCurve, CostModel, Crossing
 from accel_choice.analyze.gpu_costs import copy_bytes
 from accel_choice.analyze.gpu_profile import ProfileModel, Values
@@ -206,19 +206,27 @@ def position(found: Crossing | BreakEvenCurve) -> float:
     return -math.inf if found.gpu_always_faster else math.inf
 
 
-def curve_outcomes(curve: BreakEvenCurve, cpu: np.ndarray, gpu: np.ndarray) -> np.ndarray:
+def curve_outcomes(
+    curve: BreakEvenCurve, cpu: np.ndarray, gpu: np.ndarray, misfit: tuple[np.ndarray, np.ndarray] | None = None
+) -> np.ndarray:
     """`curve`'s break-even (as `position`) under each row of resampled CPU and GPU coefficients;
-    the GPU keeps the curve's extra seconds (start-up, copies)."""
+    the GPU keeps the curve's extra seconds (start-up, copies). `misfit`: each resample's factor on the CPU's
+    and on the GPU's whole curve (analyze.prediction.misfit_factors), or none."""
     rows = costmodel.design([replace(curve.base, **{curve.axis: v}) for v in curve.values])
     extra = np.asarray(curve.gpu_extra_s, dtype=float) if curve.gpu_extra_s else np.zeros(len(curve.values))
-    return crossings(curve, cpu, gpu @ rows.T + extra)
+    cpu_factor, gpu_factor = misfit if misfit is not None else (np.ones(len(cpu)), np.ones(len(cpu)))
+    return crossings(curve, cpu, (gpu @ rows.T) * gpu_factor[:, None] + extra, cpu_factor)
 
 
-def crossings(curve: BreakEvenCurve, cpu: np.ndarray, gpu_s: np.ndarray) -> np.ndarray:
+def crossings(
+    curve: BreakEvenCurve, cpu: np.ndarray, gpu_s: np.ndarray, cpu_factor: np.ndarray | None = None
+) -> np.ndarray:
     """`curve`'s break-even (as `position`) under each row of resampled CPU coefficients, against the
-    GPU's epoch seconds of the same row (resamples × the curve's values, its extras included)."""
+    GPU's epoch seconds of the same row (resamples × the curve's values, its extras included);
+    `cpu_factor`: each row's misfit factor on the CPU's whole curve (analyze.prediction)."""
     rows = costmodel.design([replace(curve.base, **{curve.axis: v}) for v in curve.values])
-    return np.array([position(costmodel.crossing(curve.values, c, g)) for c, g in zip(cpu @ rows.T, gpu_s)])
+    cpu_s = cpu @ rows.T if cpu_factor is None else (cpu @ rows.T) * cpu_factor[:, None]
+    return np.array([position(costmodel.crossing(curve.values, c, g)) for c, g in zip(cpu_s, gpu_s)])
 
 
 def profile_seconds(
@@ -306,11 +314,13 @@ def break_even_intervals(
     intervals = []
     for c in curves:
         counted = isinstance(c.base, CountedWorkload)
+        # Each fitted model's misfit, drawn from its leave-one-out residuals: the curve misses its points.
+        cpu_factor = prediction.misfit_factors(models["cpu"], resamples, seed + 2, counted)
         if isinstance(gpu, ProfileModel) and drawn is not None:
-            outcomes = crossings(
-                c, fits[("cpu", counted)], profile_seconds(c, gpu, drawn, epochs, fallback_bytes_per_s)
-            )
+            gpu_s = profile_seconds(c, gpu, drawn, epochs, fallback_bytes_per_s)
+            outcomes = crossings(c, fits[("cpu", counted)], gpu_s, cpu_factor)
         else:
-            outcomes = curve_outcomes(c, fits[("cpu", counted)], fits[(str(gpu), counted)])
+            gpu_factor = prediction.misfit_factors(models[str(gpu)], resamples, seed + 3, counted)
+            outcomes = curve_outcomes(c, fits[("cpu", counted)], fits[(str(gpu), counted)], (cpu_factor, gpu_factor))
         intervals.append(interval(position(c), outcomes, confidence))
     return intervals

@@ -8,6 +8,7 @@ from accel_choice.io import paths
 from accel_choice.records.breakeven import BreakEvenSummary, BreakEvenTable
 from accel_choice.records.planner import CostModelTable, FlopCheck, Scenario
 from accel_choice.render.formatting import ms, number, table
+from accel_choice.render.planner_residuals import residual_section
 from accel_choice.render.gpu_profile import coverage_sentence, gpu_source_line, never_reason, profile_section
 
 
@@ -289,6 +290,7 @@ def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTabl
         )
         + ("\n\n" + "\n".join(warnings) if warnings else "")
         + "\n\n"
+        + residual_section(cost_model)
         + profile_section(cost_model.gpu_profile)
         + f"The break-evens grow the benchmark workload along one axis at a time (`{paths.BREAK_EVEN_PNG}`: lines "
         "modelled, markers measured). "
@@ -339,6 +341,8 @@ def interval_paragraph(break_even: BreakEvenTable, jobs: int | None = None) -> s
         f"Each refit draws the timed repeats of {', '.join(break_even.resampled_devices)} with replacement: "
         "a grid job with every workload it timed, a benchmark cell's jobs on their own. "
         f"It refits the cost model to their medians and finds the break-even again.{drawn} "
+        "It also scales each fitted curve by one of its model's leave-one-out misses, drawn at random: the "
+        "curve's own misfit (the residuals above). "
         "The interval holds this run's spread, not another day's machine state. "
         'A bound among refits where the GPU wins over the whole sweep, or never within it, reads "below" or '
         '"beyond the sweep". '
