@@ -140,6 +140,8 @@ GPU_PROFILE = (
     if GPU_DEVICE or config["planner"]["gpu_assumed"] is not None
     else [os.path.relpath(gpu_profiles.resolve(config["planner"]["gpu_profile"]), os.getcwd())]
 )
+# How the report names it: a shipped profile by its name, decided here with this checkout's shipped folder.
+GPU_PROFILE_LABEL = gpu_profiles.label(GPU_PROFILE[0]) if GPU_PROFILE else None
 PLANNER_COVERAGE = os.path.relpath(LIBRARY.parent / "resources" / "planner_coverage.json", os.getcwd())
 
 # Northstar model selection and the planner's grid run on the CPU and, where GPU jobs are

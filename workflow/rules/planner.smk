@@ -60,6 +60,7 @@ PLANNER_FIT_PARAMS = dict(
     # matmul precision that picks a profile's rate (fp32, or TF32 where timing.matmul_precision allows it).
     gpu_assumed=sorted_keys(config["planner"]["gpu_assumed"]),
     matmul_precision=config["timing"]["matmul_precision"] if GPU_PROFILE else None,
+    gpu_profile_label=GPU_PROFILE_LABEL,  # the profile's name in the report (common.smk)
     # report.bandwidth_gb_s: the host→device bandwidth of the break-even curves and the
     # scenario's modelled epochs wherever no host→device copy was measured.
     assumed_host_to_device_gb_s=config["report"]["bandwidth_gb_s"],

@@ -67,7 +67,7 @@ def read_tables(training: str, gpu_training: Sequence[str]) -> list[TrainingTabl
 def fit(inputs: Mapping[str, Any], p: Any) -> Fitted:
     """Fit the models from a planner job's inputs (grid, training, gpu_training, transfers, profile,
     gpu_profile) and params (rows, features, hidden, textbook, threads, gpu_assumed, matmul_precision,
-    assumed_host_to_device_gb_s, noise)."""
+    gpu_profile_label, assumed_host_to_device_gb_s, noise)."""
     grid = [r for path in inputs.get("grid") for r in records.read(GridJob, path).records]
     tables = read_tables(inputs.get("training"), inputs.get("gpu_training") or [])
     train_table = [cell for table in tables for cell in table.table]
@@ -92,7 +92,7 @@ def fit(inputs: Mapping[str, Any], p: Any) -> Fitted:
         path = inputs.get("gpu_profile")[0]
         profile = gpu_profile.model(
             gpu_profiles.read(path),
-            gpu_profiles.label(path),
+            p.gpu_profile_label,
             p.matmul_precision,
             counted.step_ops,
             counted.step_kernels,
