@@ -290,7 +290,7 @@ def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTabl
         )
         + ("\n\n" + "\n".join(warnings) if warnings else "")
         + "\n\n"
-        + residual_section(cost_model)
+        + (residual_section(cost_model) + "\n\n" if cost_model.residuals else "")
         + profile_section(cost_model.gpu_profile)
         + f"The break-evens grow the benchmark workload along one axis at a time (`{paths.BREAK_EVEN_PNG}`: lines "
         "modelled, markers measured). "
