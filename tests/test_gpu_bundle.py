@@ -103,6 +103,8 @@ def test_the_bundle_holds_every_package_the_jobs_and_snakemake_import_beyond_the
         ("fonttools", "fonttools-4.68.0.dist-info/RECORD"),
         ("pillow", "PIL/_imaging.cpython-312-x86_64-linux-gnu.so"),
         ("pillow", "PIL/PngImagePlugin.py"),
+        ("pillow", "pillow.libs/libtiff-20b7e810.so.6.3.0"),  # PIL._imaging links it, and libjpeg, libxcb, libXau
+        ("pillow", "pillow.libs/libXau-154567c4.so.6.0.0"),
         ("matplotlib", "matplotlib/mpl-data/fonts/ttf/DejaVuSans.ttf"),
         ("pandas", "pandas/io/parquet.py"),
         ("tensorboard", "tensorboard/summary/writer/event_file_writer.py"),
@@ -122,6 +124,10 @@ def test_trimming_keeps_what_the_jobs_import(project, member):
         ("pyarrow", "pyarrow/include/arrow/api.h"),
         ("fonttools", "fontTools/subset/__init__.py"),
         ("pillow", "PIL/_avif.cpython-312-x86_64-linux-gnu.so"),
+        ("pillow", "PIL/_imagingft.cpython-312-x86_64-linux-gnu.so"),
+        ("pillow", "pillow.libs/libwebpdemux-9fe2abcc.so.2.0.17"),
+        ("pillow", "pillow.libs/libfreetype-57f805ba.so.6.20.6"),
+        ("matplotlib", "matplotlib/mpl-data/fonts/afm/putr8a.afm"),
         ("tensorboard", "tensorboard/webfiles.zip"),
     ],
 )
