@@ -86,3 +86,25 @@ def test_aliases_a_config_really_uses_pass(tmp_path, repo):
     config_files.check_config_files([path, repo / "config" / "config.yaml"])
     assert config_files.expanded_size(yaml.compose(_alias_bomb(4))) <= config_files.MAX_EXPANDED_VALUES
     config_files.duplicate_keys(_alias_bomb(4))
+
+
+# --- the shipped overlays: merged over config/config.yaml, as `--configfile` does ------------------------------
+
+
+def _merged(base: dict, overlay: dict) -> dict:
+    for key, value in overlay.items():
+        base[key] = _merged(base.get(key) or {}, value) if isinstance(value, dict) else value
+    return base
+
+
+@pytest.mark.parametrize("overlay", ["gpu-machine.yaml", "scale.yaml"])
+def test_a_shipped_overlay_over_the_default_config_passes_the_schema_and_the_checks(repo, overlay):
+    from accel_choice.io import config_checks
+
+    path = repo / "config" / overlay
+    config_files.check_config_files([repo / "config" / "config.yaml", path])
+    config = _merged(yaml.safe_load((repo / "config" / "config.yaml").read_text()), yaml.safe_load(path.read_text()))
+    config_checks.validate(config, repo / "workflow" / "schemas" / "config.schema.yaml")
+    if overlay == "gpu-machine.yaml":
+        config_checks.check_config(config)  # scale.yaml's asks the scratch disk for its space: not here
+        assert config["timing"]["repeats"] >= 3 and config["planner"]["repeats"] >= 3  # intervals, as by default
