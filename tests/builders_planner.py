@@ -163,7 +163,7 @@ def residual(**overrides: Any) -> Residual:
 
 
 def model_row(**overrides: Any) -> ModelRow:
-    """A fitted CPU model with all three terms, fitted to 2 points."""
+    """A fitted CPU model with the overhead, compute and memory terms, fitted to 2 points."""
     fields = {
         "device": "cpu",
         "source": "fitted",

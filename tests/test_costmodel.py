@@ -193,7 +193,7 @@ def test_degenerate_design_is_flagged(workloads):
 @pytest.mark.parametrize(
     "truth",
     [TRUE, costmodel.assumed("cpu", 2e-4, 5e10, math.inf), costmodel.assumed("cpu", 0.0, 5e10, 2e10)],
-    ids=["three terms", "no memory term", "no overhead"],
+    ids=["five terms", "no memory term", "no overhead"],
 )
 def test_fit_coefficients_refits_a_stack_of_resamples_each_as_fit_would(truth):
     rng = np.random.default_rng(4)

@@ -34,7 +34,7 @@ SCENARIO = {"rows": 50_000_000, "features": 256, "hidden": 128, "batch_size": 51
 GPU_ASSUMED = {"seconds_per_step": 0.00015, "tflop_per_s": 10, "memory_gb_s": 1000, "memory_gb": 80, "startup_s": 0.3}
 CPU_TRUE = costmodel.assumed("cpu", seconds_per_step=4e-4, flop_per_s=2e10, bytes_per_s=2.5e9)
 GPU_TRUE = costmodel.assumed("cuda", seconds_per_step=1.5e-4, flop_per_s=1e13, bytes_per_s=1e12)
-# The axes vary independently, so the three terms of the cost model can be told apart.
+# The axes vary independently, so the terms of the cost model can be told apart.
 DESIGN = grid_workloads([128, 4096], [4, 64], [8, 256], [16, 64])
 TINY = grid_workloads([64, 128], [4], [4, 8], [16, 32])
 

@@ -65,8 +65,10 @@ def test_misfit_factors_are_seeded_draws_of_the_residuals_one_per_resample():
     factors = prediction.misfit_factors(model, 500, seed=9)
     assert factors.shape == (500,) and np.array_equal(factors, prediction.misfit_factors(model, 500, seed=9))
     assert not np.array_equal(factors, prediction.misfit_factors(model, 500, seed=10))
-    allowed = np.exp(prediction.misfit_log_residuals(model))
+    residuals = prediction.misfit_log_residuals(model)
+    allowed = np.exp(np.concatenate([residuals, -residuals]))  # each residual's size, either way
     assert all(np.isclose(allowed, f, rtol=1e-12).any() for f in factors)
+    assert 0.4 < np.mean(factors > 1) < 0.6
     assert len(set(factors.round(12))) > len(GRID) // 2  # every residual can be drawn
     with pytest.raises(ValueError, match="resamples"):
         prediction.misfit_factors(model, 0, seed=1)
@@ -87,8 +89,13 @@ def test_a_cost_the_terms_cannot_express_shows_in_the_misfit():
 def test_a_prediction_interval_carries_the_refits_spread_and_the_misfit():
     refits = np.full(4000, 0.010)
     assert prediction.prediction_interval(refits, np.zeros(0), 0.010, 0.95, seed=1) == (0.010, 0.010)
+    # Another workload's miss says how far, not to which side: each size is drawn either way.
     low, high = prediction.prediction_interval(refits, np.array([-0.2, 0.0, 0.1]), 0.010, 0.95, seed=1)
-    assert low == pytest.approx(0.010 * math.exp(-0.2)) and high == pytest.approx(0.010 * math.exp(0.1))
+    assert low == pytest.approx(0.010 * math.exp(-0.2)) and high == pytest.approx(0.010 * math.exp(0.2))
+    one_sided = prediction.prediction_interval(refits, np.array([0.18, 0.14]), 0.010, 0.95, seed=1)
+    assert one_sided[0] == pytest.approx(0.010 * math.exp(-0.18)) and one_sided[1] == pytest.approx(
+        0.010 * math.exp(0.18)
+    )
     spread = 0.010 * np.exp(np.random.default_rng(0).normal(0.0, 0.05, 4000))
     low, high = prediction.prediction_interval(spread, np.zeros(0), 0.010, 0.95, seed=1)
     assert low == pytest.approx(0.010 * math.exp(-1.96 * 0.05), rel=0.02)

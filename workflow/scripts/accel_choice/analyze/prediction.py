@@ -11,6 +11,12 @@ ratio, log(measured / predicted), so that measured ≈ predicted · exp(residual
 - `prediction_interval`: one point's interval for a measured epoch of its workload: the refits'
   predictions, each times the exp of a residual drawn from the other workloads' misfit.
 
+Both draw a residual's size with a random sign (`symmetric_draws`): how far another workload's
+epoch lay from a fit without it says how far this one may lie, not to which side. Kept with their
+signs, the draws of a fit with few points lean one way: the three cells of a counted model, each
+predicted by a line through the other two, all miss to the side the curve bends to, and an
+interval made of them left its own, well-fitted, cell outside.
+
 Numbers only (numpy): analyze.fit_residuals makes the records of them.
 """
 
@@ -37,13 +43,13 @@ def misfit_log_residuals(model: CostModel, counted: bool = False) -> np.ndarray:
     points: an empty array (its misfit is unknown, not zero: say so where it is used).
 
     How to widen a break-even with it: in every bootstrap resample b, draw one residual r_b
-    uniformly from this array (with replacement, independently of the resampled timings) and
-    multiply the model's whole curve - the CPU's epoch seconds at every value of the swept axis -
-    by exp(r_b) before finding the crossing (`misfit_factors` makes these factors). One factor per
-    resample, the same along the curve: the misfit at the benchmark's size is a level, and a
-    resample's level moves its crossing. The residuals are not centred: a model that misses to one
-    side moves the interval to that side. They already hold each point's own timing noise, so the
-    widened interval counts that noise twice (once resampled, once in the misfit): on the safe side.
+    uniformly from this array (with replacement, independently of the resampled timings), give it
+    a random sign, and multiply the model's whole curve - the CPU's epoch seconds at every value of
+    the swept axis - by exp(±r_b) before finding the crossing (`misfit_factors` makes these
+    factors). One factor per resample, the same along the curve: the misfit at the benchmark's size
+    is a level, and a resample's level moves its crossing. The residuals already hold each point's
+    own timing noise, so the widened interval counts that noise twice (once resampled, once in the
+    misfit): on the safe side.
     """
     quality = model.counted_quality if counted and model.counted_quality is not None else model.quality
     if quality is None:
@@ -54,23 +60,30 @@ def misfit_log_residuals(model: CostModel, counted: bool = False) -> np.ndarray:
 
 
 def misfit_factors(model: CostModel, resamples: int, seed: int, counted: bool = False) -> np.ndarray:
-    """`resamples` factors exp(r_b), each r_b drawn uniformly from `misfit_log_residuals(model,
-    counted)` by numpy's default_rng(seed): multiply resample b's CPU curve by factors[b]
-    (e.g. `cpu_s = (cpu_coefficients @ design.T) * factors[:, None]`). Ones where the model has no
-    residuals (an assumed model)."""
+    """`resamples` factors exp(±r_b), each r_b drawn uniformly from `misfit_log_residuals(model,
+    counted)` with a random sign (`symmetric_draws`, numpy's default_rng(seed)): multiply resample b's
+    CPU curve by factors[b] (e.g. `cpu_s = (cpu_coefficients @ design.T) * factors[:, None]`). Ones
+    where the model has no residuals (an assumed model)."""
     if resamples < 1:
         raise ValueError(f"resamples must be at least 1, got {resamples}")
-    residuals = misfit_log_residuals(model, counted)
-    if residuals.size == 0:
-        return np.ones(resamples)
-    return np.exp(np.random.default_rng(seed).choice(residuals, size=resamples, replace=True))
+    return np.exp(symmetric_draws(misfit_log_residuals(model, counted), resamples, seed))
+
+
+def symmetric_draws(residuals: np.ndarray, size: int, seed: int) -> np.ndarray:
+    """`size` draws of ±|r|: r uniformly from `residuals` (with replacement), the sign by a fair coin,
+    both from default_rng(seed); zeros where there are no residuals."""
+    values = np.abs(np.asarray(residuals, dtype=float))
+    if values.size == 0:
+        return np.zeros(size)
+    rng = np.random.default_rng(seed)
+    return rng.choice(values, size=size, replace=True) * rng.choice([-1.0, 1.0], size=size)
 
 
 def prediction_interval(
     refitted_s: np.ndarray, misfit: np.ndarray, predicted_s: float, confidence: float, seed: int
 ) -> tuple[float, float]:
     """(low, high) seconds for a measured epoch of one workload: the percentile interval at
-    `confidence` of refitted_s[b] · exp(misfit[j_b]), j_b drawn uniformly by default_rng(seed), widened
+    `confidence` of refitted_s[b] · exp(±misfit[j_b]) (`symmetric_draws(misfit, ..., seed)`), widened
     where needed to hold `predicted_s` (the point fit's prediction).
 
     `refitted_s`: the workload's epoch predicted by each bootstrap refit (the parameters' uncertainty);
@@ -82,9 +95,7 @@ def prediction_interval(
     refitted = np.asarray(refitted_s, dtype=float)
     if refitted.size == 0 or not np.all(np.isfinite(refitted)):
         raise ValueError("prediction_interval needs at least one finite refitted prediction")
-    draws = np.maximum(refitted, _FLOOR_S)
-    if np.asarray(misfit).size:
-        draws = draws * np.exp(np.random.default_rng(seed).choice(np.asarray(misfit, dtype=float), size=draws.size))
+    draws = np.maximum(refitted, _FLOOR_S) * np.exp(symmetric_draws(misfit, refitted.size, seed))
     tail = (1 - confidence) / 2
     low, high = np.quantile(draws, [tail, 1 - tail])
     return min(float(low), predicted_s), max(float(high), predicted_s)
