@@ -324,7 +324,7 @@ def test_the_table_scales_units_to_the_point():
 def test_the_planner_plans_from_a_profile_the_command_made(quick):
     """Issue 42: a profile straight from `accel-choice profile` models the planner's GPU (a CPU profile here:
     its host and device work add up), its break-evens carry the profile's draws, and the report names it."""
-    from accel_choice.analyze import breakeven_interval, costmodel, gpu_profile, planner
+    from accel_choice.analyze import breakeven_interval, gpu_profile, planner, planner_calibration
     from accel_choice.records.grid import Workload
     from accel_choice.render import gpu_profile as render_profile
 
@@ -334,7 +334,7 @@ def test_the_planner_plans_from_a_profile_the_command_made(quick):
     base = Workload(rows=8192, features=32, hidden=48, batch_size=512)
     host, device = gpu.step_parts(base)
     assert 0 < host[0] < 1 and 0 < device[0] < 1 and gpu.epoch_s(base) > 0
-    cpu = costmodel.assumed("cpu", 348e-6, 59e9, 30e9)
+    cpu = planner_calibration.TRUE_CPU
     curves = planner.break_even_curves(cpu, gpu, base, {"hidden": (8, 8192)}, 8e9, 0.0, 10)
     intervals = breakeven_interval.break_even_intervals(
         curves, [], {"cpu": cpu}, gpu, confidence=0.95, resamples=50, seed=1, epochs=10, fallback_bytes_per_s=8e9

@@ -10,7 +10,7 @@ machine of that kind: the GPU a user would rent. Its share of runs inside the in
 coverage; benchmarks/calibration.py --planner writes the table the report quotes
 (workflow/resources/planner_coverage.json), and `lookup` finds this run's design in it.
 
-The true CPU is this VM's fit in a default run (2026-12-06: 348 µs a step, 59 GFLOP/s, 30 GB/s); the
+The true CPU is this VM's five-term fit in a default run (2026-12-06, TRUE_CPU); the
 true GPU is the shipped H200 profile (config/gpu_profiles/h200.json): its recorded median step and its
 datasheet rates; `machines` 0 is a GPU assumed exactly (planner.gpu_assumed): nothing about it is drawn.
 """
@@ -36,7 +36,9 @@ from accel_choice.io import gpu_profiles
 from accel_choice.records.device_profile import DeviceProfile, StepFigure
 from accel_choice.records.grid import Workload, grid_workloads
 
-TRUE_CPU = costmodel.assumed("cpu", 348e-6, 59e9, 30e9)
+# The default run's five-term CPU fit on this VM, 2026-12-06 (docs/planner.md): 374 µs a step, 69.8 GFLOP/s,
+# 4.47 GB/s for the rows' bytes, 83.4 GB/s for the optimizer state's, 0.21 µs a row.
+TRUE_CPU = costmodel.assumed("cpu", 374e-6, 69.8e9, 4.47e9, seconds_per_row=0.21e-6, state_bytes_per_s=83.4e9)
 OPS, KERNELS = 42, 18
 GRID = grid_workloads([2048, 8192], [32, 256], [48, 256], [32, 512])
 BASE = Workload(rows=8192, features=32, hidden=48, batch_size=512)
