@@ -20,7 +20,7 @@ import jsonschema
 import yaml
 
 from accel_choice.records import UserInputError
-from accel_choice.io import streaming_data
+from accel_choice.io import gpu_profiles, streaming_data
 from accel_choice.records.grid import grid_workloads
 from accel_choice.records.model import spec_problem
 
@@ -313,6 +313,8 @@ def _check_planner(planner: dict[str, Any]) -> None:
             f"config key planner.grid: {workloads} workload(s) with batch size <= rows; allowed: at least 4 "
             "(the cost model fits 3 terms and is checked out of sample)"
         )
+    if planner["gpu_assumed"] is None:
+        gpu_profiles.resolve(planner["gpu_profile"])  # a name that is no profile stops the run here, naming the key
     for axis, (low, high) in planner["sweep"].items():
         if low >= high:
             raise ConfigError(
