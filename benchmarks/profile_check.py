@@ -48,7 +48,8 @@ def rows(profile_path: Path, results: Path) -> list[tuple[str, str, float, float
             model = gpu
             w = model_work.CountedWorkload(rows=p.rows, batch_size=p.batch_size, per_sample=per_sample)
             label = f"{p.source} {p.model} B={p.batch_size}"
-        found.append((results.parent.name or str(results), label, p.epoch_s, model.epoch_s(w)))
+        run = results.name if results.name != "results" else results.parent.name
+        found.append((run or str(results), label, p.epoch_s, model.epoch_s(w)))
     return found
 
 
