@@ -5,7 +5,7 @@ predicted from a CPU profile by the planner's own profile model (docs/planner.md
     .venv/bin/python benchmarks/profile_check.py cpu.json results [more results folders ...]
 
 The profile model (analyze.gpu_profile) says a step costs the host's work, read off the ladder's line at
-the model's ops, plus the device's: FLOP at the best matmul rate and bytes at the best bandwidth (a CPU
+the model's ops, plus the device's: FLOP at the best matmul rate and bytes at the largest copy's bandwidth (a CPU
 does both on one thread, so they add). It was made for a GPU, whose host work no CPU measurement shows;
 on the CPU both sides are measured, so its prediction can be set against the run's own epochs: the
 planner grid's workloads (the textbook MLP) and the benchmark's fast-path cells (any model, its ops

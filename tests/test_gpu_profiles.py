@@ -121,7 +121,8 @@ def test_joint_draws_keep_a_slow_machine_slow_in_every_figure():
     step = figure("recorded", "s", {"A": [1.0], "B": [1.4], "C": [1.1]}, "x")
     copy = figure("recorded", "B/s", {"A": [20e9], "B": [28e9], "C": [22e9]}, "x")
     a, b = draws.of(step), draws.of(copy)
-    assert np.corrcoef(np.log(a), np.log(b))[0, 1] > 0.999  # the same quantile of each
+    # a slow machine: more seconds a step and fewer bytes a second, in the same draw
+    assert np.corrcoef(np.log(a), np.log(b))[0, 1] < -0.999
     assert draws.of(None) is None
 
 

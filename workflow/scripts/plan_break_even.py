@@ -19,7 +19,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
     rules = NoiseRules(**p.noise)
     # Every break-even's interval: the cost model refitted to bootstrap resamples of the timed repeats.
     measured = breakeven_interval.measurements(f.grid, f.benchmark_cells, f.workload)
-    # A profile's GPU (planner.gpu_profile) is drawn in each resample too: a machine, then its values.
+    # A profile's GPU (planner.gpu_profile) is drawn in each resample too: a new machine of the kind.
     intervals = breakeven_interval.break_even_intervals(
         curves,
         measured,
@@ -33,10 +33,13 @@ with job(snakemake.log[0], snakemake.threads) as log:
     )
     summary = tuple(planner.break_even_summary(c, i, gpu) for c, i in zip(curves, intervals))
     profile_use = None if f.profile is None else gpu_profile.use(f.profile, p.curve_batch_size)
-    # The intervals' simulated coverage for this design: the grid's jobs and the machines behind the GPU's step.
+    # The intervals' simulated coverage for this design: the grid's jobs and the machines behind the GPU's step;
+    # none for a GPU measured in this run, whose resampled grid and misfit the harness does not simulate.
     machines = next((u.machines for u in profile_use.figures if u.what == "host step"), 0) if profile_use else 0
-    coverage = planner_calibration.lookup(
-        inp.coverage, grid_jobs=p.grid_jobs, machines=machines, level=rules.confidence
+    coverage = (
+        None
+        if f.gpu_source == "fitted"
+        else planner_calibration.lookup(inp.coverage, grid_jobs=p.grid_jobs, machines=machines, level=rules.confidence)
     )
     # The streaming study's best sustained reader (scale.enabled): reading each epoch's input from disk.
     scale_jobs = [records.read(ScaleJob, path) for path in inp.scale_jobs]

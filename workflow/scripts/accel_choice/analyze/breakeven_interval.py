@@ -16,9 +16,11 @@ machine missed each other (docs/statistics.md). A benchmark cell's jobs are proc
 own and are drawn on their own. The cost model of every measured
 device is refitted to the resampled medians (`costmodel.fit_coefficients`: the point fit's
 non-negative least squares) and every break-even curve recomputed with the refitted models
-(`costmodel.crossing`: the point curves' rule). An assumed model (planner.gpu_assumed) has nothing
-to resample and stays as it is, so with an assumed GPU the interval holds the CPU's timing noise
-only; the GPU's start-up and host→device copy stay at their point values too.
+(`costmodel.crossing`: the point curves' rule). Each fitted curve is also scaled by one of its model's
+leave-one-out misses (analyze.prediction). An assumed model (planner.gpu_assumed) has nothing to
+resample and stays as it is, its start-up and copies at their point values. A profile's GPU is drawn
+for a new machine of its kind (analyze.profile_draws), its start-up and copies with it; the profile
+model's own misfit is not drawn: no GPU run has measured it yet.
 
 A resample need not have a break-even: the GPU may be faster over the whole sweep (a break-even, if
 any, lies below it) or never turn faster within it (beyond it). The interval is the percentile
@@ -290,6 +292,12 @@ def interval(point: float, outcomes: np.ndarray, confidence: float) -> Interval:
     )
 
 
+def _streams(seed: int, count: int) -> list[np.random.SeedSequence]:
+    """`count` independent seed sequences for the draws beside the resamples: SeedSequence((seed, k)),
+    apart from SeedSequence(seed) (the resamples') and from a neighbouring seed's."""
+    return [np.random.SeedSequence((seed, k)) for k in range(1, count + 1)]
+
+
 def break_even_intervals(
     curves: Sequence[BreakEvenCurve],
     measured: Sequence[Measured],
@@ -307,20 +315,22 @@ def break_even_intervals(
     a machine, then its values), its start-up and copies with them (`epochs`: the job they are spread
     over; `fallback_bytes_per_s`: the copy's rate where the profile has none)."""
     fits = resampled_fits(measured, models, resamples, seed)
+    # The misfit and profile draws' own streams: spawned from the seed, apart from the resamples' (SeedSequence(seed)).
+    profile_seed, cpu_misfit_seed, gpu_misfit_seed = (int(s.generate_state(1)[0]) for s in _streams(seed, 3))
     drawn = None
     if isinstance(gpu, ProfileModel):
-        draws = Draws(resamples, seed + 1)
+        draws = Draws(resamples, profile_seed)
         drawn = gpu_profile.values(gpu.profile, gpu.chosen, draws)
     intervals = []
     for c in curves:
         counted = isinstance(c.base, CountedWorkload)
         # Each fitted model's misfit, drawn from its leave-one-out residuals: the curve misses its points.
-        cpu_factor = prediction.misfit_factors(models["cpu"], resamples, seed + 2, counted)
+        cpu_factor = prediction.misfit_factors(models["cpu"], resamples, cpu_misfit_seed, counted)
         if isinstance(gpu, ProfileModel) and drawn is not None:
             gpu_s = profile_seconds(c, gpu, drawn, epochs, fallback_bytes_per_s)
             outcomes = crossings(c, fits[("cpu", counted)], gpu_s, cpu_factor)
         else:
-            gpu_factor = prediction.misfit_factors(models[str(gpu)], resamples, seed + 3, counted)
+            gpu_factor = prediction.misfit_factors(models[str(gpu)], resamples, gpu_misfit_seed, counted)
             outcomes = curve_outcomes(c, fits[("cpu", counted)], fits[(str(gpu), counted)], (cpu_factor, gpu_factor))
         intervals.append(interval(position(c), outcomes, confidence))
     return intervals

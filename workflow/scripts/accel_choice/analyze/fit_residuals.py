@@ -41,7 +41,8 @@ def table_residuals(
     fits = _fit_residuals(mine, models)
     keys = [(p.device, isinstance(w, CountedWorkload), _identity(w)) for p, w in mine]
     misfit = np.array([prediction.log_residuals(r.measured_s, r.loo_predicted_s) for r in fits])
-    seeds = np.random.SeedSequence(seed).generate_state(max(len(mine), 1))
+    # Its own stream: SeedSequence(seed) seeds the resamples (breakeven_interval.resampled_fits).
+    seeds = np.random.SeedSequence((seed, 0)).generate_state(max(len(mine), 1))
     residuals = []
     for i, ((point, workload), fit) in enumerate(zip(mine, fits)):
         device, counted, identity = keys[i]

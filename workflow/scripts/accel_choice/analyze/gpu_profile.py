@@ -39,7 +39,7 @@ from accel_choice.records.device_profile import (
 from accel_choice.records.estimate import PositiveEstimate
 
 # timing.matmul_precision → the profile's matmul rate the fp32 path runs at (TF32 where torch may use it).
-PRECISION = {"highest": "fp32", "high": "tf32", "medium": "tf32"}
+PRECISION = {"highest": "fp32", "high": "tf32", "medium": "bf16"}  # "medium" lets torch use bf16 inside
 TEXTBOOK_STEP = "textbook 32-48-1"
 
 
@@ -59,7 +59,7 @@ class Values:
 
     ladder_ops: np.ndarray | None  # (models,)
     ladder_s: np.ndarray | None  # (models, draws)
-    reference_ops: int | None
+    reference_ops: tuple[int, ...]  # each reference step's ops, in reference_batch's order
     reference_batch: tuple[int, ...]
     reference_s: np.ndarray | None  # (batch sizes, draws)
     kernel_floor_s: np.ndarray
@@ -86,8 +86,8 @@ def choose(profile: DeviceProfile, matmul_precision: str) -> Chosen:
     wanted = PRECISION.get(matmul_precision, "fp32")
     precision = wanted if wanted in profile.precisions() else "fp32"
     rates = [r.rate for r in profile.matmul if r.precision == precision]
-    # The bandwidth of the largest copy measured: smaller ones run from the caches (a CPU's 58 GB/s at
-    # 1 MiB against 15 GB/s at 64 MiB, docs/profile.md); the planner's bytes are an epoch's, mostly not cached.
+    # The bandwidth of the largest copy measured: smaller ones run from the caches (this VM's CPU: 85 GB/s at
+    # 1 MiB against 21 GB/s at 64 MiB, docs/profile.md); the planner's bytes are an epoch's, mostly not cached.
     by_size = sorted(profile.memory_bandwidth, key=lambda r: r.size or 0)
     bandwidths = [r.rate for r in by_size[-1:]]
     if not rates or not bandwidths:
@@ -123,7 +123,7 @@ def values(profile: DeviceProfile, chosen: Chosen, draws: Draws | None = None) -
     return Values(
         ladder_ops=np.array([s.ops for s in profile.ladder], dtype=float) if profile.ladder else None,
         ladder_s=np.stack([read(s.seconds) for s in profile.ladder]) if profile.ladder else None,  # type: ignore[misc]
-        reference_ops=references[0].ops if references else None,
+        reference_ops=tuple(s.ops for s in references),
         reference_batch=tuple(s.batch_size for s in references),
         reference_s=np.stack([read(s.seconds) for s in references]) if references else None,  # type: ignore[misc]
         kernel_floor_s=read(profile.kernel_floor_s) if profile.kernel_floor_s else zero,  # type: ignore[arg-type]
@@ -145,10 +145,10 @@ def host_step_s(v: Values, work: StepWork, batch_size: int) -> np.ndarray:
         through_origin = (x[:, None] * s).sum(axis=0) / (x**2).sum()  # a line with no fixed cost
         slope, fixed = np.where(fixed < 0, through_origin, slope), np.maximum(fixed, 0.0)
         return fixed + slope * work.ops
-    if v.reference_s is None or v.reference_ops is None:
+    if v.reference_s is None or not v.reference_ops:
         raise ValueError("a profile without a ladder needs the textbook MLP's reference step")
     nearest = int(np.argmin([abs(math.log(b / batch_size)) for b in v.reference_batch]))
-    return v.reference_s[nearest] * work.ops / v.reference_ops
+    return v.reference_s[nearest] * work.ops / v.reference_ops[nearest]
 
 
 def device_step_s(v: Values, work: StepWork) -> np.ndarray:
@@ -276,8 +276,21 @@ def use(gpu: ProfileModel, batch_size: int) -> ProfileUse:
         figures_used.append(_used("host-to-device copy", f"{chosen.copy_memory} memory, the largest copy", chosen.copy))
     else:
         missing.append("host-to-device copy")
-    if profile.context_startup_s is not None:
-        figures_used.append(_used("start-up", "the runtime's context", profile.context_startup_s))
+    parts = [(name, f) for name, f in (("the runtime's context", profile.context_startup_s),
+             ("a first step's extra", profile.first_step_s)) if f is not None]  # fmt: skip
+    if parts:  # what values() adds up, drawn as the intervals draw it
+        first = parts[0][1]
+        figures_used.append(
+            UsedFigure(
+                what="start-up",
+                how=" + ".join(name for name, _ in parts),
+                source=first.source,
+                machines=len(first.machines),
+                unit="s",
+                estimate=_estimate(drawn.startup_s, float(gpu.point.startup_s[0]), len(first.machines)),
+                reference=first.reference,
+            )
+        )
     else:
         missing.append("start-up")
     return ProfileUse(

@@ -39,7 +39,6 @@ from accel_choice.records.grid import Workload, grid_workloads
 # The default run's five-term CPU fit on this VM, 2026-12-06 (docs/planner.md): 374 µs a step, 69.8 GFLOP/s,
 # 4.47 GB/s for the rows' bytes, 83.4 GB/s for the optimizer state's, 0.21 µs a row.
 TRUE_CPU = costmodel.assumed("cpu", 374e-6, 69.8e9, 4.47e9, seconds_per_row=0.21e-6, state_bytes_per_s=83.4e9)
-OPS, KERNELS = 42, 18
 GRID = grid_workloads([2048, 8192], [32, 256], [48, 256], [32, 512])
 BASE = Workload(rows=8192, features=32, hidden=48, batch_size=512)
 AXIS, SWEEP = "hidden", (8, 8192)
@@ -66,19 +65,21 @@ def shipped() -> DeviceProfile:
     return gpu_profiles.read(gpu_profiles.shipped()["h200"])
 
 
+def textbook_step() -> StepFigure:
+    """The shipped profile's textbook step at the curves' batch size: its seconds, ops and kernels."""
+    return next(s for s in shipped().reference_steps if s.batch_size == BASE.batch_size)
+
+
 def true_gpu_step_s() -> float:
     """The synthetic machines' median step: the shipped profile's textbook step at the curves' batch size."""
-    step = next(s for s in shipped().reference_steps if s.batch_size == BASE.batch_size)
-    return step.seconds.estimate.point
+    return textbook_step().seconds.estimate.point
 
 
 def synthetic_profile(steps: list[float]) -> DeviceProfile:
     """The shipped H200 profile with its textbook step at the curves' batch size recorded as `steps`, one value
     per synthetic machine, and nothing else of its host (no copy: the curves copy at COPY_BYTES_PER_S)."""
     seconds = figure("recorded", "s", {f"m{i}": [s] for i, s in enumerate(steps)}, "a synthetic run")
-    step = StepFigure(
-        model=gpu_profile.TEXTBOOK_STEP, batch_size=BASE.batch_size, ops=OPS, kernels=KERNELS, seconds=seconds
-    )
+    step = dataclasses.replace(textbook_step(), seconds=seconds)
     return dataclasses.replace(
         shipped(), name="synthetic GPU", machines=len(steps), note="analyze.planner_calibration",
         reference_steps=(step,), copies=(),
@@ -93,7 +94,9 @@ def _exact_gpu() -> CostModel:
 
 
 def _gpu(steps: list[float]) -> gpu_profile.ProfileModel:
-    return gpu_profile.model(synthetic_profile(steps), "synthetic.json", "highest", OPS, KERNELS)
+    return gpu_profile.model(
+        synthetic_profile(steps), "synthetic.json", "highest", textbook_step().ops, textbook_step().kernels
+    )
 
 
 def _truth(gpu: gpu_profile.ProfileModel | CostModel) -> float:
@@ -140,7 +143,7 @@ def simulate_run(rng: np.random.Generator, design: Design, resamples: int, seed:
 
 def coverage(design: Design, runs: int, resamples: int = 200, seed: int = 20261206) -> Coverage:
     """The share of `runs` synthetic runs of `design` whose interval held the true break-even."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng((seed, 0))  # the synthetic timings: apart from run i's resamples (seed + i)
     held = sum(simulate_run(rng, design, resamples, seed + i) for i in range(runs))
     return Coverage(
         level=0.95,

@@ -89,6 +89,11 @@ def fit(inputs: Mapping[str, Any], p: Any) -> Fitted:
     models = planner.device_models(points, p.gpu_assumed, per_sample)
     profile = None
     if set(models) == {"cpu"}:  # no GPU measured and no numbers of yours: the profile's GPU
+        if not inputs.get("gpu_profile"):
+            raise ValueError(
+                "the GPU's grid left no finite workload to fit, and no profile was planned in its place: "
+                "read the GPU grid jobs' logs (a non-finite loss), or set planner.gpu_assumed"
+            )
         path = inputs.get("gpu_profile")[0]
         profile = gpu_profile.model(
             gpu_profiles.read(path),

@@ -76,7 +76,8 @@ def figure(source: Source, unit: Unit, values: Mapping[str, Sequence[float]], re
 
 class Draws:
     """Joint draws of a profile's figures: one quantile per draw, shared by every figure (a slow machine is
-    slow throughout); a figure of one machine bootstraps its values instead."""
+    slow throughout: its seconds at that quantile, its rates at the opposite one); a figure of one machine
+    bootstraps its values instead."""
 
     def __init__(self, draws: int, seed: int):
         if draws < 1:
@@ -94,5 +95,7 @@ class Draws:
         if len(fig.machines) >= 2:
             from scipy import stats
 
-            return _new_machine(fig.machines, stats.t.ppf(self.quantile, len(fig.machines) - 1))
+            # A slow machine takes more seconds and moves fewer FLOP and bytes a second: a rate's quantile is 1 − u.
+            quantile = self.quantile if fig.unit == "s" else 1 - self.quantile
+            return _new_machine(fig.machines, stats.t.ppf(quantile, len(fig.machines) - 1))
         return _bootstrap(fig.machines[0], self.draws, self.rng)

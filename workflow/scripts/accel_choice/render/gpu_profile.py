@@ -108,8 +108,8 @@ def profile_section(use: ProfileUse | None) -> str:
     )
     return (
         f"**The GPU: {use.name}, from the profile `{use.file}`** (made {use.made}, {use.machines} machine(s)). "
-        f"{measured} {kind} Each interval is the spread the break-evens draw from: a machine at random, then "
-        f"its values bootstrapped.{missing}\n\n"
+        f"{measured} {kind} Each interval is the spread the break-evens draw from: a new machine of the kind, "
+        f"predicted from the machines' values (one machine: its own values bootstrapped).{missing}\n\n"
         + table(("figure", "how the planner reads it", "value", "95 % spread", "source", "reference"), rows)
         + "\n\n"
     )
@@ -127,10 +127,15 @@ def coverage_sentence(coverage: Coverage | None, jobs: int | None, machines: int
         if coverage.profile_machines
         else "and the GPU taken as given"
     )
+    model = (
+        " The simulation takes the profile's model of a GPU step as right; no GPU run has checked it yet."
+        if coverage.profile_machines
+        else ""
+    )
     return (
         f" In {coverage.runs:,} synthetic runs of this design ({coverage.grid_jobs} grid jobs at "
         f"{coverage.sigma_job:.0%} job-to-job spread, {drawn}), a {100 * coverage.level:g} % interval held the true "
-        f"break-even {100 * coverage.coverage:.0f} % of the time (`{coverage.command}`)."
+        f"break-even {100 * coverage.coverage:.0f} % of the time (`{coverage.command}`).{model}"
     )
 
 

@@ -330,7 +330,7 @@ def interval_paragraph(break_even: BreakEvenTable, jobs: int | None = None) -> s
     first = break_even.summary[0]
     wide = [f"{s.axis} ({s.placement})" for s in break_even.summary if is_wide(s)]
     drawn = (
-        f" The profile's figures are drawn in each refit too: a machine at random, then its values (its "
+        f" The profile's figures are drawn in each refit too, for a new machine of the kind (its "
         f"{_profile_machines(break_even)} machine(s) behind the host step)."
         if break_even.gpu_profile
         else ""
