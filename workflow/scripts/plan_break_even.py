@@ -35,7 +35,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
     profile_use = None if f.profile is None else gpu_profile.use(f.profile, p.curve_batch_size)
     # The intervals' simulated coverage for this design: the grid's jobs and the machines behind the GPU's step;
     # none for a GPU measured in this run, whose resampled grid and misfit the harness does not simulate.
-    machines = next((u.machines for u in profile_use.figures if u.what == "host step"), 0) if profile_use else 0
+    machines = profile_use.host_step_machines if profile_use else 0
     coverage = (
         None
         if f.gpu_source == "fitted"

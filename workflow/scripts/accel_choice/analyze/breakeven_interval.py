@@ -236,10 +236,10 @@ def profile_seconds(
 ) -> np.ndarray:
     """The profile GPU's epoch seconds along `curve` in each draw (draws × values), its start-up and
     copies drawn too (the copy at `fallback_bytes_per_s` where the profile has none)."""
+    rate = drawn.copy_bytes_per_s if drawn.copy_bytes_per_s is not None else fallback_bytes_per_s
     columns = []
     for value in curve.values:
         w = replace(curve.base, **{curve.axis: value})
-        rate = drawn.copy_bytes_per_s if drawn.copy_bytes_per_s is not None else fallback_bytes_per_s
         extra = gpu_costs.extra_seconds(curve.placement or "resident", drawn.startup_s, copy_bytes(w) / rate, epochs)
         columns.append(gpu.epoch_draws(w, drawn) + extra)
     return np.column_stack(columns)
@@ -312,7 +312,7 @@ def break_even_intervals(
 ) -> list[Interval]:
     """The interval of every curve's break-even: models["cpu"] against models[gpu] (measured or assumed),
     or against a profile's GPU, whose figures are drawn with the CPU's resamples (analyze.profile_draws:
-    a machine, then its values), its start-up and copies with them (`epochs`: the job they are spread
+    a new machine of the kind), its start-up and copies with them (`epochs`: the job they are spread
     over; `fallback_bytes_per_s`: the copy's rate where the profile has none)."""
     fits = resampled_fits(measured, models, resamples, seed)
     # The misfit and profile draws' own streams: spawned from the seed, apart from the resamples' (SeedSequence(seed)).
@@ -326,7 +326,7 @@ def break_even_intervals(
         counted = isinstance(c.base, CountedWorkload)
         # Each fitted model's misfit, drawn from its leave-one-out residuals: the curve misses its points.
         cpu_factor = prediction.misfit_factors(models["cpu"], resamples, cpu_misfit_seed, counted)
-        if isinstance(gpu, ProfileModel) and drawn is not None:
+        if drawn is not None:  # a profile's GPU
             gpu_s = profile_seconds(c, gpu, drawn, epochs, fallback_bytes_per_s)
             outcomes = crossings(c, fits[("cpu", counted)], gpu_s, cpu_factor)
         else:

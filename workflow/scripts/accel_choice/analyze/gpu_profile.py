@@ -20,23 +20,21 @@ the point curves and the resampled ones, so the break-even intervals carry the p
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from accel_choice.analyze import costmodel
 from accel_choice.analyze.costmodel import AnyWorkload
-from accel_choice.analyze.profile_draws import ESTIMATE_DRAWS, ESTIMATE_SEED, LEVEL, Draws
+from accel_choice.analyze.profile_draws import ESTIMATE_DRAWS, ESTIMATE_SEED, Draws, estimate_of
 from accel_choice.records.device_profile import (
-    BOOTSTRAPPED,
-    PREDICTED,
     DeviceProfile,
     Figure,
     ProfileUse,
     StepFigure,
     UsedFigure,
 )
-from accel_choice.records.estimate import PositiveEstimate
 
 # timing.matmul_precision → the profile's matmul rate the fp32 path runs at (TF32 where torch may use it).
 PRECISION = {"highest": "fp32", "high": "tf32", "medium": "bf16"}  # "medium" lets torch use bf16 inside
@@ -108,6 +106,12 @@ def _references(profile: DeviceProfile) -> list[StepFigure]:
     return sorted((s for s in profile.reference_steps if s.model == TEXTBOOK_STEP), key=lambda s: s.batch_size)
 
 
+def nearest(batch_sizes: Sequence[int], batch_size: int) -> int:
+    """The index of the reference step whose batch size is nearest `batch_size` (in log): the one a profile
+    without a ladder scales by ops."""
+    return min(range(len(batch_sizes)), key=lambda i: abs(math.log(batch_sizes[i] / batch_size)))
+
+
 def values(profile: DeviceProfile, chosen: Chosen, draws: Draws | None = None) -> Values:
     """The figures the model reads: their points (`draws` None), or `draws` of each."""
 
@@ -147,8 +151,8 @@ def host_step_s(v: Values, work: StepWork, batch_size: int) -> np.ndarray:
         return fixed + slope * work.ops
     if v.reference_s is None or not v.reference_ops:
         raise ValueError("a profile without a ladder needs the textbook MLP's reference step")
-    nearest = int(np.argmin([abs(math.log(b / batch_size)) for b in v.reference_batch]))
-    return v.reference_s[nearest] * work.ops / v.reference_ops[nearest]
+    i = nearest(v.reference_batch, batch_size)
+    return v.reference_s[i] * work.ops / v.reference_ops[i]
 
 
 def device_step_s(v: Values, work: StepWork) -> np.ndarray:
@@ -185,40 +189,27 @@ class ProfileModel:
 
     def step_parts(self, w: AnyWorkload, v: Values | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The host's and the device's seconds per step of `w` (each an array over `v`'s draws)."""
-        v = self.point if v is None else v
         work, _ = self.work(w)
-        return host_step_s(v, work, w.batch_size), device_step_s(v, work)
+        return self._parts(work, w.batch_size, self.point if v is None else v)
+
+    def _parts(self, work: StepWork, batch_size: int, v: Values) -> tuple[np.ndarray, np.ndarray]:
+        return host_step_s(v, work, batch_size), device_step_s(v, work)
 
     def epoch_draws(self, w: AnyWorkload, v: Values | None = None) -> np.ndarray:
         """Seconds of one epoch of `w` in each draw of `v` (the point where `v` is None)."""
-        host, device = self.step_parts(w, v)
-        _, steps = self.work(w)
+        work, steps = self.work(w)
+        host, device = self._parts(work, w.batch_size, self.point if v is None else v)
         return steps * (np.maximum(host, device) if self.overlapped else host + device)
 
     def epoch_s(self, w: AnyWorkload) -> float:
         """Seconds of one epoch of `w` at the profile's points."""
         return float(self.epoch_draws(w)[0])
 
-    def copy_s(self, n_bytes: float, v: Values | None = None) -> np.ndarray:
-        """Seconds to copy `n_bytes` from the host to the device (zero where the profile has no copy)."""
-        v = self.point if v is None else v
-        rate = v.copy_bytes_per_s
-        return np.zeros_like(v.startup_s) if rate is None else n_bytes / rate
-
 
 def model(profile: DeviceProfile, path: str, matmul_precision: str, ops: int, kernels: int) -> ProfileModel:
     """The GPU of `profile` for a model dispatching `ops` ops (`kernels` of them launching work) a step."""
     chosen = choose(profile, matmul_precision)
     return ProfileModel(profile, path, chosen, ops, kernels, values(profile, chosen))
-
-
-def _estimate(draws: np.ndarray, point: float, machines: int, level: float = LEVEL) -> PositiveEstimate:
-    tail = (1 - level) / 2
-    low, high = (float(np.quantile(draws, q)) for q in (tail, 1 - tail))
-    method = PREDICTED if machines >= 2 else BOOTSTRAPPED
-    return PositiveEstimate(
-        point=point, low=min(low, point), high=max(high, point), level=level, method=method, jobs=machines
-    )
 
 
 def _used(what: str, how: str, fig: Figure) -> UsedFigure:
@@ -243,7 +234,7 @@ def use(gpu: ProfileModel, batch_size: int) -> ProfileUse:
     point = float(host_step_s(gpu.point, work, batch_size)[0])
     references = _references(profile)
     if not profile.ladder:  # the reference step nearest the curves' batch size, as host_step_s reads it
-        references = [min(references, key=lambda s: abs(math.log(s.batch_size / batch_size)))]
+        references = [references[nearest([s.batch_size for s in references], batch_size)]]
     steps = profile.ladder or tuple(references)
     sources = {s.seconds.source for s in steps}
     machines = len({m.machine for s in steps for m in s.seconds.machines})
@@ -253,7 +244,7 @@ def use(gpu: ProfileModel, batch_size: int) -> ProfileUse:
         else f"the textbook MLP's step at B = {steps[0].batch_size} ({steps[0].ops} ops) scaled to this model's "
         f"{gpu.ops} ops a step"
     )
-    estimate = _estimate(host, point, machines)
+    estimate = estimate_of(host, point, machines)
     figures_used = [
         UsedFigure(
             what="host step",
@@ -287,7 +278,7 @@ def use(gpu: ProfileModel, batch_size: int) -> ProfileUse:
                 source=first.source,
                 machines=len(first.machines),
                 unit="s",
-                estimate=_estimate(drawn.startup_s, float(gpu.point.startup_s[0]), len(first.machines)),
+                estimate=estimate_of(drawn.startup_s, float(gpu.point.startup_s[0]), len(first.machines)),
                 reference=first.reference,
             )
         )

@@ -63,15 +63,26 @@ def figure(source: Source, unit: Unit, values: Mapping[str, Sequence[float]], re
         return Figure(source=source, unit=unit, machines=machines, estimate=estimate, reference=reference)
     rng = np.random.default_rng(ESTIMATE_SEED)
     if len(machines) >= 2:
-        drawn, method = _new_machine(machines, rng.standard_t(len(machines) - 1, ESTIMATE_DRAWS)), PREDICTED
+        drawn = _new_machine(machines, rng.standard_t(len(machines) - 1, ESTIMATE_DRAWS))
     else:
-        drawn, method = _bootstrap(machines[0], ESTIMATE_DRAWS, rng), BOOTSTRAPPED
+        drawn = _bootstrap(machines[0], ESTIMATE_DRAWS, rng)
+    estimate = estimate_of(drawn, point, len(machines))
+    return Figure(source=source, unit=unit, machines=machines, estimate=estimate, reference=reference)
+
+
+def estimate_of(drawn: np.ndarray, point: float, machines: int) -> PositiveEstimate:
+    """The percentile interval of `drawn` at LEVEL around `point` (widened to hold it), by the method a
+    figure of `machines` machines is drawn with: a new machine's prediction, or one machine's bootstrap."""
     tail = (1 - LEVEL) / 2
     low, high = (float(np.quantile(drawn, q)) for q in (tail, 1 - tail))
-    estimate = PositiveEstimate(
-        point=point, low=min(low, point), high=max(high, point), level=LEVEL, method=method, jobs=len(machines)
+    return PositiveEstimate(
+        point=point,
+        low=min(low, point),
+        high=max(high, point),
+        level=LEVEL,
+        method=PREDICTED if machines >= 2 else BOOTSTRAPPED,
+        jobs=machines,
     )
-    return Figure(source=source, unit=unit, machines=machines, estimate=estimate, reference=reference)
 
 
 class Draws:

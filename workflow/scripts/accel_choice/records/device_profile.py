@@ -235,6 +235,11 @@ class ProfileUse:
     missing: tuple[Use, ...]  # what the profile lacks: counted as none (start-up, kernel floor) or taken elsewhere
     overlapped: bool  # host and device work in parallel (a GPU) or one after the other (a CPU profile)
 
+    @property
+    def host_step_machines(self) -> int:
+        """The machines behind the host step: the design the intervals' coverage is looked up for."""
+        return next(f.machines for f in self.figures if f.what == "host step")
+
     def __post_init__(self) -> None:
         used = [f.what for f in self.figures]
         if len(set(used)) != len(used) or set(used) & set(self.missing):

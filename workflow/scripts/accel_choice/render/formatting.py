@@ -9,6 +9,10 @@ from typing import Any
 from accel_choice.io import atomic
 
 
+# The planner's axes as a sentence names them.
+AXIS_NOUNS = {"rows": "rows", "features": "features", "hidden": "hidden units", "batch_size": "rows per batch"}
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]

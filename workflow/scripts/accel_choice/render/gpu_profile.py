@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from accel_choice.records.breakeven import BreakEvenSummary, BreakEvenTable, Coverage
 from accel_choice.records.device_profile import ProfileUse, UsedFigure
-from accel_choice.render.formatting import table
+from accel_choice.render.formatting import AXIS_NOUNS, table
 
 _SOURCES = {"measured": "measured", "recorded": "recorded", "datasheet": "from the datasheet"}
-_NOUNS = {"rows": "rows", "features": "features", "hidden": "hidden units", "batch_size": "rows per batch"}
 
 
 def _digits(value: float) -> str:
@@ -72,7 +71,7 @@ def never_reason(s: BreakEvenSummary) -> str:
             f"its step (~{quantity(gpu_step, 's')}) beats this CPU's ({quantity(cpu_step, 's')}), but its start-up "
             f"and copies add {s.gpu_extra_s_at_end:.3g} s an epoch"
         )
-    return f"a GPU like this does not pay off along {_NOUNS[s.axis]} up to {s.sweep_max:,}: {why}"
+    return f"a GPU like this does not pay off along {AXIS_NOUNS[s.axis]} up to {s.sweep_max:,}: {why}"
 
 
 def profile_section(use: ProfileUse | None) -> str:

@@ -7,14 +7,13 @@ from __future__ import annotations
 from accel_choice.io import paths
 from accel_choice.records.breakeven import BreakEvenSummary, BreakEvenTable
 from accel_choice.records.planner import CostModelTable, FlopCheck, Scenario
-from accel_choice.render.formatting import ms, number, table
+from accel_choice.render.formatting import AXIS_NOUNS, ms, number, table
 from accel_choice.render.planner_residuals import residual_section
 from accel_choice.render.gpu_profile import coverage_sentence, gpu_source_line, never_reason, profile_section
 
 
 # An interval is wide when its ends are more than this factor apart, or it reaches outside the sweep.
 WIDE_FACTOR = 2.0
-_NOUNS = {"rows": "rows", "features": "features", "hidden": "hidden units", "batch_size": "rows per batch"}
 _OUTSIDE = {"below_sweep": "below the sweep", "beyond_sweep": "beyond the sweep"}
 
 
@@ -41,7 +40,7 @@ def break_even_verdict(s: BreakEvenSummary) -> str:
     """The break-even in words with its interval: "GPU faster from about N rows (95 % interval L–H)";
     where the GPU never turns faster, why (render.gpu_profile.never_reason)."""
     if s.break_even is not None:
-        where = f"GPU faster from about {s.break_even:,.0f} {_NOUNS[s.axis]}"
+        where = f"GPU faster from about {s.break_even:,.0f} {AXIS_NOUNS[s.axis]}"
     elif s.gpu_always_faster:
         where = "GPU faster over the whole range"
     elif s.gpu_faster_until is not None:
@@ -68,7 +67,7 @@ def answer_lines(break_even: BreakEvenTable | None) -> str:
         return ""
     source = gpu_source_line(break_even)
     lines = [
-        f"- {_NOUNS[s.axis]} ({s.placement}): {break_even_verdict(s)}"
+        f"- {AXIS_NOUNS[s.axis]} ({s.placement}): {break_even_verdict(s)}"
         for s in sorted(break_even.summary, key=lambda s: (s.axis, s.placement))
     ]
     return (
@@ -358,5 +357,4 @@ def interval_paragraph(break_even: BreakEvenTable, jobs: int | None = None) -> s
 
 
 def _profile_machines(break_even: BreakEvenTable) -> int:
-    use = break_even.gpu_profile
-    return next((f.machines for f in use.figures if f.what == "host step"), 0) if use else 0
+    return break_even.gpu_profile.host_step_machines if break_even.gpu_profile else 0
