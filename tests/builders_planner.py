@@ -54,6 +54,8 @@ def grid_record(**overrides: Any) -> GridRecord:
         "matmul_precision": "highest",
         "scaler_skipped_steps": None,
         "optimizer_impl": "Adam fused",
+        "param_dtype": "fp32",
+        "output_dtype": "fp32",
         "repeat": 0,
         "samples": rows,
         "steps": steps,

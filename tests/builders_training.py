@@ -47,6 +47,8 @@ def training_record(
         grad_scaler=precision == "fp16",
         matmul_precision="highest",
         optimizer_impl="Adam fused",
+        param_dtype="fp32",
+        output_dtype="fp32" if precision == "fp32" else precision,
         repeat=repeat,
         position_in_job=0 if (repeat % 2 == 0) == (loader == "dataloader") else 1,
         samples=rows,

@@ -1429,8 +1429,10 @@ def _run_example(finished: Path, destination: Path, config: dict, edit: str | No
 
 @pytest.fixture(scope="session")
 def residual_mlp(pristine: Path, example_data: Path, shared_folder: Path) -> dict:
-    """The finished run with worked example 1: the residual MLP on the (tiny) delivery table."""
+    """The finished run with worked example 1: the residual MLP on the (tiny) delivery table, with
+    BatchNorm1d in place of LayerNorm (issue 44: a model with batch normalisation and dropout runs end to end)."""
     config = _example("residual_mlp", example_data)
+    config["model"]["kwargs"] = {**config["model"]["kwargs"], "norm": "batch"}
     edit = "examples/models/residual_mlp.py"
     return workflow_runs.shared(
         shared_folder, "resmlp", lambda folder: _run_example(pristine, folder / "run", config, edit=edit)
@@ -1471,8 +1473,11 @@ def test_the_residual_mlp_example_reports_counted_figures_matching_a_count_by_ha
     assert profile["model"] == "models.residual_mlp:build" and profile["widths"] is None
     assert profile["input_shape"] == [19] and profile["optimizer"] == "adamw"
     w, d, blocks = 64, 19, 2  # examples/residual_mlp.yaml: width 64, 2 blocks; 19 encoded features
-    per_block = (2 * w) + (w * 2 * w + 2 * w) + (2 * w * w + w)  # LayerNorm, up, down
+    per_block = (2 * w) + (w * 2 * w + 2 * w) + (2 * w * w + w)  # BatchNorm1d (as LayerNorm), up, down
     assert profile["params"] == d * w + w + blocks * per_block + 2 * w + w + 1
+    # each BatchNorm1d's running mean and variance (fp32) and its step count (int64), counted as training holds them
+    assert profile["buffer_bytes"] == (blocks + 1) * (2 * w * 4 + 8)
+    assert (profile["param_dtype"], profile["output_dtype"], profile["compute_dtype"]) == ("fp32",) * 3
     for row in profile["table"]:
         b = row["batch_size"]
         assert row["forward_flop"] == 2 * b * (d * w + blocks * 4 * w * w + w)

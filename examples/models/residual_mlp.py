@@ -1,6 +1,7 @@
 """A residual MLP with LayerNorm and dropout: `model.factory: "models.residual_mlp:build"`, `model.path: examples`.
 
-build(input_shape, width=128, blocks=2, dropout=0.1, outputs=1) takes samples of one dimension.
+build(input_shape, width=128, blocks=2, dropout=0.1, outputs=1, norm="layer") takes samples of one dimension.
+`norm: batch` puts BatchNorm1d where LayerNorm is (the same parameters, plus running statistics).
 """
 
 from __future__ import annotations
@@ -8,12 +9,15 @@ from __future__ import annotations
 from torch import nn
 
 
-class Block(nn.Module):
-    """x + Dropout(Linear(GELU(Linear(LayerNorm(x))))): a pre-norm residual block."""
+NORMS = {"layer": nn.LayerNorm, "batch": nn.BatchNorm1d}
 
-    def __init__(self, width: int, dropout: float):
+
+class Block(nn.Module):
+    """x + Dropout(Linear(GELU(Linear(Norm(x))))): a pre-norm residual block."""
+
+    def __init__(self, width: int, dropout: float, norm: str):
         super().__init__()
-        self.norm = nn.LayerNorm(width)
+        self.norm = NORMS[norm](width)
         self.up = nn.Linear(width, 2 * width)
         self.act = nn.GELU()
         self.down = nn.Linear(2 * width, width)
@@ -24,18 +28,22 @@ class Block(nn.Module):
 
 
 class ResidualMLP(nn.Module):
-    def __init__(self, features: int, width: int, blocks: int, dropout: float, outputs: int):
+    def __init__(self, features: int, width: int, blocks: int, dropout: float, outputs: int, norm: str):
         super().__init__()
         self.embed = nn.Linear(features, width)
-        self.blocks = nn.Sequential(*(Block(width, dropout) for _ in range(blocks)))
-        self.norm = nn.LayerNorm(width)
+        self.blocks = nn.Sequential(*(Block(width, dropout, norm) for _ in range(blocks)))
+        self.norm = NORMS[norm](width)
         self.head = nn.Linear(width, outputs)
 
     def forward(self, x):
         return self.head(self.norm(self.blocks(self.embed(x))))
 
 
-def build(input_shape, width: int = 128, blocks: int = 2, dropout: float = 0.1, outputs: int = 1) -> nn.Module:
+def build(
+    input_shape, width: int = 128, blocks: int = 2, dropout: float = 0.1, outputs: int = 1, norm: str = "layer"
+) -> nn.Module:
     if len(input_shape) != 1:
         raise ValueError(f"the residual MLP takes samples of one dimension, not {tuple(input_shape)}")
-    return ResidualMLP(input_shape[0], width, blocks, dropout, outputs)
+    if norm not in NORMS:
+        raise ValueError(f"norm {norm!r}; allowed: {', '.join(NORMS)}")
+    return ResidualMLP(input_shape[0], width, blocks, dropout, outputs, norm)

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from accel_choice.measure.conditions import guarded
 from accel_choice.records import UserInputError
 from accel_choice.io.targets import DataError, check_target_values
 from accel_choice.records.model import ModelSpec, split_factory
@@ -70,15 +71,17 @@ def build(spec: ModelSpec, input_shape: Sequence[int], seed: int) -> nn.Module:
                 f"shape {tuple(input_shape)}; set model.factory to a model for this data"
             )
         return build_model(input_shape[0], spec.hidden, seed)
-    factory = load_factory(spec)
-    torch.manual_seed(seed)
-    try:
-        made = factory(tuple(input_shape), **(spec.kwargs or {}))
-    except Exception as error:  # the user's code
-        raise ModelError(
-            f"config key model.factory: {spec.factory}{(tuple(input_shape),)} with model.kwargs {spec.kwargs or {}} "
-            f"raised {type(error).__name__}: {error}"
-        ) from error
+    # Importing the module and calling the factory run the user's code: neither may change torch's settings.
+    with guarded(spec.factory, ModelError):
+        factory = load_factory(spec)
+        torch.manual_seed(seed)
+        try:
+            made = factory(tuple(input_shape), **(spec.kwargs or {}))
+        except Exception as error:  # the user's code
+            raise ModelError(
+                f"config key model.factory: {spec.factory}{(tuple(input_shape),)} with model.kwargs "
+                f"{spec.kwargs or {}} raised {type(error).__name__}: {error}"
+            ) from error
     if not isinstance(made, nn.Module):
         raise ModelError(
             f"config key model.factory: {spec.factory} returned a {type(made).__module__}.{type(made).__name__}, "

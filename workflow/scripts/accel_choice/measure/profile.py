@@ -18,7 +18,8 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from accel_choice.analyze import theory
-from accel_choice.measure.model import build, make_loss, outputs, targets
+from accel_choice.measure.conditions import precision_of
+from accel_choice.measure.model import ModelError, build, make_loss, outputs, targets
 from accel_choice.measure.op_count import OpCount, count_step
 from accel_choice.measure.steps import Trainer
 from accel_choice.records.model import ModelProfile, ModelSpec, ProfileRow
@@ -43,10 +44,12 @@ def step_counts(
     seen = [x.numel() * x.element_size()]
     leaves = [m for m in model.modules() if not list(m.children())]
     hooks = [m.register_forward_hook(lambda _m, _i, out: seen.append(_tensor_bytes(out))) for m in leaves]
+    model.train()  # as the timed epoch runs it: batch statistics, dropout
     model.zero_grad(set_to_none=True)
     try:
         with FlopCounterMode(display=False) as forward_counter:
-            loss = make_loss(spec)(outputs(spec, model(x), y), y)
+            logits = model(x)
+            loss = make_loss(spec)(outputs(spec, logits, y), y)
     finally:
         for hook in hooks:
             hook.remove()
@@ -54,7 +57,12 @@ def step_counts(
         loss.backward()
     model.zero_grad(set_to_none=True)
     forward, backward = forward_counter.get_total_flops(), backward_counter.get_total_flops()
-    return {"forward": forward, "backward": backward, "activation_bytes": sum(seen)}
+    return {
+        "forward": forward,
+        "backward": backward,
+        "activation_bytes": sum(seen),
+        "output_shape": tuple(int(n) for n in logits.shape[1:]) or (1,),
+    }
 
 
 def step_ops(model: nn.Module, spec: ModelSpec, input_shape: Sequence[int], batch_size: int, seed: int) -> OpCount:
@@ -79,10 +87,13 @@ def optimizer_state_bytes(model: nn.Module, spec: ModelSpec) -> int:
 def profile(
     spec: ModelSpec, input_shape: Sequence[int], rows: int, batch_sizes: Sequence[int], seed: int
 ) -> ModelProfile:
-    """The model of `spec` on samples of `input_shape`, counted at every batch size of the timing."""
+    """The model of `spec` on samples of `input_shape`, counted at every batch size of the timing, as
+    the timed epoch runs it (training mode, the timing's batches; measure.model_checks refuses a model
+    that is not fp32 or fails on one of them, when the workflow is parsed)."""
     model = build(spec, input_shape, seed)
-    with torch.no_grad():
-        out = model(torch.zeros(1, *input_shape))
+    dtypes, problem = precision_of(spec.label, model, torch.zeros(min(batch_sizes), *input_shape))
+    if problem:
+        raise ModelError(problem)
     params = list(model.parameters())
     trainable = [p for p in params if p.requires_grad]
     widths = (input_shape[0], spec.hidden, 1) if spec.textbook else None
@@ -120,7 +131,7 @@ def profile(
         widths=widths,
         kwargs=None if spec.textbook else dict(spec.kwargs or {}),
         input_shape=tuple(int(n) for n in input_shape),
-        output_shape=tuple(int(n) for n in out.shape[1:]) or (1,),
+        output_shape=count(min(batch_sizes))["output_shape"],
         loss=spec.loss,
         classes=spec.classes,
         optimizer=spec.optimizer,
@@ -129,6 +140,10 @@ def profile(
         trainable_params=sum(p.numel() for p in trainable),
         param_bytes=sum(_tensor_bytes(p) for p in params),
         grad_bytes=sum(_tensor_bytes(p) for p in trainable),
+        buffer_bytes=sum(_tensor_bytes(b) for b in model.buffers()),
+        param_dtype=dtypes["parameters"],
+        output_dtype=dtypes["output"],
+        compute_dtype=dtypes["compute"],
         optimizer_state_bytes=optimizer_state_bytes(model, spec),
         input_bytes_per_sample=math.prod(input_shape) * theory.FP32_BYTES,
         formula_params=theory.param_count(widths) if widths else None,

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from accel_choice.measure.compile_counts import CUDA_GRAPH_MODES
+from accel_choice.measure.conditions import dtype_label
 from accel_choice.measure.devices import synchronize
 from accel_choice.measure.loaders import Batch
 from accel_choice.measure.model import correct, make_loss, make_optimizer, outputs
@@ -306,6 +307,7 @@ class EvalResult:
     seconds: float
     loss: float
     accuracy: float
+    output_dtype: str = "none"  # the model's output dtype, under the variant's autocast (conditions.DTYPE_LABELS)
 
 
 def evaluate(trainer: Trainer, batches: Iterable[Batch]) -> EvalResult:
@@ -316,6 +318,7 @@ def evaluate(trainer: Trainer, batches: Iterable[Batch]) -> EvalResult:
     samples = 0
     loss_sum = torch.zeros((), device=device)
     hits = torch.zeros((), device=device, dtype=torch.int64)
+    logits = None
     synchronize(device)
     t0 = time.perf_counter()
     with torch.no_grad(), trainer.autocast():
@@ -329,7 +332,13 @@ def evaluate(trainer: Trainer, batches: Iterable[Batch]) -> EvalResult:
     synchronize(device)
     seconds = time.perf_counter() - t0
     accuracy = int(hits) / max(samples, 1) if trainer.spec.loss != "mse" else math.nan
-    return EvalResult(samples, seconds, float(loss_sum) / max(samples, 1), accuracy)
+    return EvalResult(
+        samples,
+        seconds,
+        float(loss_sum) / max(samples, 1),
+        accuracy,
+        dtype_label([] if logits is None else [logits.dtype]),
+    )
 
 
 @dataclass
@@ -363,6 +372,7 @@ def warm_up(
     """
     with compiling(update):
         trainer = Trainer(copy.deepcopy(model), spec, device, update)
+        trainer.model.train()  # the timed epoch's mode, whatever the model was left in
         times: list[float] = []
         first_end = math.nan
         whole_epoch = not update.compiled  # only a compiled variant needs every batch shape seen

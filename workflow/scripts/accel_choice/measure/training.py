@@ -42,6 +42,7 @@ from accel_choice.measure.devices import (
     peak_memory_bytes,
     reset_peak_memory,
 )
+from accel_choice.measure.conditions import dtype_label
 from accel_choice.measure.model import build, check_targets, optimizer_impl, state_sha256, targets
 from accel_choice.measure.compile_counts import graph_breaks
 from accel_choice.measure.gpu_checks import launch_checks
@@ -174,6 +175,8 @@ def time_epoch(prepared: Prepared) -> dict[str, Any]:
         "epoch_memory_bytes": None if peak is None or baseline is None else peak - baseline,
         "final_weights_sha256": state_sha256(model),
         "optimizer_impl": optimizer_impl(trainer.optimizer),
+        "param_dtype": dtype_label([p.dtype for p in model.parameters()]),
+        "output_dtype": evaluation.output_dtype,
         "matmul_precision": torch.get_float32_matmul_precision(),
     }
 
@@ -231,7 +234,7 @@ def _variant_result(p: Prepared, runs: list[dict[str, Any]], position: int, load
     record: dict[str, Any] = {
         **variant_fields(p.variant),
         "grad_scaler": p.update.scaler,
-        **_one_each(runs, "matmul_precision", "optimizer_impl"),
+        **_one_each(runs, "matmul_precision", "optimizer_impl", "param_dtype", "output_dtype"),
         "samples": last.samples,
         "steps": last.steps,
         "epoch_s": epoch_s,

@@ -99,7 +99,11 @@ class ProfileRow:
     formula_activation_bytes: Count | None  # theory.activation_bytes (layer outputs; no ReLU output)
 
 
-@record(schema="model-profile", version=2)
+# How a record names a floating dtype (measure.conditions.DTYPE_LABELS).
+Dtype = Literal["fp64", "fp32", "bf16", "fp16"]
+
+
+@record(schema="model-profile", version=3)
 class ModelProfile:
     """results/model/profile.json: the model counted, not assumed. Parameters from the module,
     FLOP per training step from torch's FlopCounterMode, activations from forward hooks, the
@@ -119,6 +123,12 @@ class ModelProfile:
     trainable_params: Count
     param_bytes: Count
     grad_bytes: Count  # one gradient per trainable parameter, in its dtype
+    buffer_bytes: Count  # the module's buffers: a normalisation's running statistics and step count
+    # The dtypes it holds and computes in, in training mode on the smallest batch (measure.conditions):
+    # fp32 only, the parse-time check refuses others (the timing sets lower precisions through autocast).
+    param_dtype: Literal["fp32"]
+    output_dtype: Literal["fp32"]
+    compute_dtype: Literal["fp32"]
     optimizer_state_bytes: Count
     input_bytes_per_sample: PositiveCount  # fp32 features
     formula_params: Count | None
@@ -150,8 +160,8 @@ class ModelProfile:
 
     @property
     def state_bytes(self) -> int:
-        """Parameters, gradients and optimizer state: what training holds besides activations and data."""
-        return self.param_bytes + self.grad_bytes + self.optimizer_state_bytes
+        """Parameters, gradients, buffers and optimizer state: what training holds besides activations and data."""
+        return self.param_bytes + self.grad_bytes + self.buffer_bytes + self.optimizer_state_bytes
 
     def row(self, batch_size: int) -> ProfileRow:
         found = [r for r in self.table if r.batch_size == batch_size]

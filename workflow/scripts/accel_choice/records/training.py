@@ -27,6 +27,7 @@ from accel_choice.records import (
 )
 from accel_choice.records.environment import Environment
 from accel_choice.records.estimate import PositiveEstimate, columns, point_of, quartiles
+from accel_choice.records.model import Dtype
 from accel_choice.records.launch import CellLaunchChecks, LaunchChecks, launch_checked, launch_columns
 from accel_choice.records.sentinel import SentinelReadings, SentinelSummary
 
@@ -95,6 +96,10 @@ class EpochMeasurement(Variant):
     grad_scaler: bool
     matmul_precision: MatmulPrecision  # torch's float32 matmul precision while the epochs ran
     optimizer_impl: str  # which implementation stepped the optimizer: 'Adam fused', 'Adam for-loop', ...
+    # The dtypes the model held and returned (its evaluation's output, under the variant's autocast): the
+    # weights stay fp32 (autocast lowers the work, not the weights); an fp32 variant's output is fp32.
+    param_dtype: Literal["fp32"]
+    output_dtype: Dtype
     repeat: Count
     samples: Count
     steps: Count
@@ -127,6 +132,8 @@ class EpochMeasurement(Variant):
     invariants: Invariants
 
     def __post_init__(self) -> None:
+        if self.precision == "fp32" and self.output_dtype != "fp32":
+            raise ValueError(f"{self.name}: an fp32 variant returned {self.output_dtype} outputs")
         if self.finite != (self.nonfinite_step is None):
             raise ValueError(f"finite is {self.finite} but nonfinite_step is {self.nonfinite_step!r}")
         if (self.scaler_skipped_steps is None) == self.grad_scaler or (self.scaler_skipped_steps or 0) > self.steps:
@@ -194,7 +201,7 @@ WALL_CLOCK_SLACK_S = 0.5
 CPU_CLOCK_SLACK_S = 0.01
 
 
-@record(schema="training-job", version=9)
+@record(schema="training-job", version=10)
 class TrainingJob:
     """timing/{cpu,gpu}/bs<B>.rep<r>.json: every variant of one batch size, timed in one process,
     with the job's drift sentinel."""
