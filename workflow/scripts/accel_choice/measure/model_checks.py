@@ -13,9 +13,10 @@ from typing import Any
 
 import torch
 
-from accel_choice.io import benchmark_data
+from accel_choice.io import benchmark_data, data_warnings
 from accel_choice.io.targets import check_target_values
 from accel_choice.measure.model import ModelError, build, make_loss, outputs, targets
+from accel_choice.records.data import ConstantTarget
 from accel_choice.records.model import ModelSpec
 
 PROBE_ROWS = 2  # a batch of two: a model that drops or merges the batch dimension shows it
@@ -70,9 +71,9 @@ def check_spec(spec: ModelSpec, input_shape: Sequence[int], seed: int, where: st
     return model
 
 
-def check_model(config: dict[str, Any], sample_shape: Sequence[int]) -> None:
+def check_model(config: dict[str, Any], sample_shape: Sequence[int]) -> ConstantTarget | None:
     """The parse-time check of the configured model on the benchmark data's sample shape, and of
-    your own data's target against the loss."""
+    your own data's target against the loss; the warning where that target is constant (no refusal)."""
     spec = ModelSpec(**config["model"])
     found = benchmark_data.source(config)
     where = (
@@ -81,7 +82,8 @@ def check_model(config: dict[str, Any], sample_shape: Sequence[int]) -> None:
         else f"data.benchmark.{found['kind']}: samples of shape {tuple(sample_shape)}"
     )
     check_spec(spec, tuple(sample_shape), config["seed"], where)
-    if found is not None:
-        check_target_values(
-            benchmark_data.targets(found), spec.loss, spec.classes, f"the target of data.benchmark.{found['kind']}"
-        )
+    if found is None:
+        return None
+    values = benchmark_data.targets(found)
+    check_target_values(values, spec.loss, spec.classes, f"the target of data.benchmark.{found['kind']}")
+    return data_warnings.constant_target(values, benchmark_data.target_column(found))
