@@ -90,6 +90,7 @@ def dataset_meta(**overrides: Any) -> DatasetMeta:
         "matrix_sha256": SHA_A,
         "file_sha256": SHA_B,
         "file_bytes": 128 + rows * (len(columns) + 1) * 4,
+        "warnings": (),
         "environment": data_environment(),
     }
     fields["generator"] = overrides.get("generator") or benchmark_generator(rows=rows, features=len(columns))

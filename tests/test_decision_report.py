@@ -333,7 +333,8 @@ def _datasets():
                 ),
                 dataset_export(files=files),
             )
-        ]
+        ],
+        BATCH_SIZES,
     )
 
 
@@ -439,6 +440,19 @@ def test_report_cpu_and_data_tables(rendered):
     assert "0123456789abcdef (uncommitted changes)" in rendered
     assert "Ubuntu 24.04 (x86_64)" in rendered
     assert "seed 20261020" in rendered
+
+
+def test_report_warns_of_the_data_above_the_verdict(train_records, load_table, rendered):
+    """Issue 44 item 6: a constant target is said on the first screen, before the verdict, and in the Data section."""
+    from accel_choice.records.data import ConstantTarget
+
+    meta = dataset_meta(rows=ROWS, warnings=(ConstantTarget(column="y", value=0.0, rows=ROWS),))
+    data = decision_tables.data_table([(meta, dataset_export())], BATCH_SIZES)
+    warned = report.render(dataclasses.replace(_inputs(train_records, load_table, env=NO_CUDA), data=data))
+    first = warned.index("**Warnings about the data (1):**")
+    assert first < warned.index("**Verdict: CPU.**") and first < warned.index("## ")
+    assert warned.count("- benchmark: target 'y' is 0 in all 8,192 rows: loss and accuracy mean nothing") == 2
+    assert "Warnings about the data" not in rendered
 
 
 def test_report_table_helper():

@@ -89,8 +89,12 @@ with job(snakemake.log[0], snakemake.threads) as log:
         [
             (records.read(DatasetMeta, meta), records.read(DatasetExport, export))
             for meta, export in zip(inp.metas, inp.exports)
-        ]
+        ],
+        p.batch_sizes,
     )
+    for row in data.table:
+        for warning in row.warnings:
+            log.warning("data warning: %s: %s", row.dataset, warning.line)
     atomic.write_record(out.data_json, data)
     tables.write_csv(out.data_csv, data.table)
     log.info("verdict: %s (%s, %s)", verdict.device, verdict.outcome, verdict.reason)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from accel_choice.analyze import theory
 from accel_choice.analyze.figures import Figures
+from accel_choice.io import data_warnings
 from accel_choice.records.data import DatasetExport, DatasetMeta
 from accel_choice.records.decision import DataRow, DataTable, TheoryRow, TheoryTable
 from accel_choice.records.training import TrainingCell
@@ -56,11 +57,13 @@ def theory_table(
     )
 
 
-def data_table(datasets: Sequence[tuple[DatasetMeta, DatasetExport]]) -> DataTable:
-    """One row per data set from its generation metadata and export record (the pairs, in order)."""
+def data_table(datasets: Sequence[tuple[DatasetMeta, DatasetExport]], batch_sizes: Sequence[int]) -> DataTable:
+    """One row per data set from its generation metadata and export record (the pairs, in order), with its
+    warnings: the metadata's, and for the benchmark an epoch of few steps at a batch size (timing.batch_sizes)."""
     rows = []
     for meta, export in datasets:
         parquet, csv = export.files["parquet"], export.files["csv"]
+        few = data_warnings.few_steps(meta.rows, batch_sizes) if meta.name == "benchmark" else None
         rows.append(
             DataRow(
                 dataset=meta.name,
@@ -73,6 +76,7 @@ def data_table(datasets: Sequence[tuple[DatasetMeta, DatasetExport]]) -> DataTab
                 csv_bytes=csv.bytes,
                 csv_sha256=csv.sha256,
                 source=meta.generator,
+                warnings=meta.warnings + ((few,) if few else ()),
             )
         )
     return DataTable(table=tuple(rows))

@@ -39,6 +39,11 @@ def source(config: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def target_column(found: dict[str, Any]) -> str:
+    """The target's column name: the table's `target`, or `y` for arrays."""
+    return found["target"] if found["kind"] == "table" else "y"
+
+
 def files(found: dict[str, Any] | None) -> list[str]:
     """The user's files, inputs of the import rule (editing one re-imports it and re-times)."""
     if found is None:
@@ -135,7 +140,7 @@ def load(found: dict[str, Any], seed: int) -> tuple[Dataset, tuple[int, ...], Us
             raise DataError(f"config key {TABLE}: {error}") from None
         x = frame[features].to_numpy(dtype=np.float32)
         y = frame[target].to_numpy(dtype=np.float32)
-        paths, columns, name = [path], tuple(features), target
+        paths, columns = [path], tuple(features)
     else:
         x = _real(np.load(found["x"], allow_pickle=False), found["x"], f"{ARRAYS}.x")
         y = _real(np.load(found["y"], allow_pickle=False), found["y"], f"{ARRAYS}.y").reshape(-1)
@@ -147,7 +152,7 @@ def load(found: dict[str, Any], seed: int) -> tuple[Dataset, tuple[int, ...], Us
                 f"config key {ARRAYS}.x: {found['x']} holds {bad} value(s) that are not finite as float32 "
                 "(nan, inf or beyond the largest float32)"
             )
-        paths, columns, name = [found["x"], found["y"]], tuple(f"x{i}" for i in range(math.prod(x.shape[1:]))), "y"
+        paths, columns = [found["x"], found["y"]], tuple(f"x{i}" for i in range(math.prod(x.shape[1:])))
     sample = tuple(int(n) for n in x.shape[1:])
     matrix = np.ascontiguousarray(np.column_stack([x.reshape(len(x), -1), y]), dtype=np.float32)
     made = UserDataSource(
@@ -158,7 +163,7 @@ def load(found: dict[str, Any], seed: int) -> tuple[Dataset, tuple[int, ...], Us
         sample_shape=sample,
         seed=seed,
     )
-    return Dataset("benchmark", matrix, columns, name), sample, made
+    return Dataset("benchmark", matrix, columns, target_column(found)), sample, made
 
 
 def targets(found: dict[str, Any]) -> np.ndarray:

@@ -10,6 +10,7 @@ edited one.
 from __future__ import annotations
 
 import io
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,7 +22,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from accel_choice import records
-from accel_choice.io import atomic
+from accel_choice.io import atomic, data_warnings
 from accel_choice.records.data import (
     BenchmarkGenerator,
     Dataset,
@@ -54,7 +55,8 @@ def save_dataset(
     sample_shape: Sequence[int] | None = None,
 ) -> DatasetMeta:
     """Write the canonical `.npy` file and its metadata record; return the record. `sample_shape`:
-    one sample's shape for the model (default: its feature columns, one dimension)."""
+    one sample's shape for the model (default: its feature columns, one dimension). Each warning about
+    its columns (io.data_warnings) goes into the record and, as a WARNING line, into the job's log."""
     buffer = io.BytesIO()
     np.save(buffer, dataset.matrix, allow_pickle=False)
     atomic.write_bytes(npy_path, buffer.getvalue())
@@ -70,8 +72,11 @@ def save_dataset(
         file_sha256=atomic.sha256_file(npy_path),
         file_bytes=Path(npy_path).stat().st_size,
         generator=generator,
+        warnings=data_warnings.columns(dataset),
         environment=environment,
     )
+    for warning in meta.warnings:
+        logging.getLogger("accel_choice").warning("data warning: %s: %s", dataset.name, warning.line)
     atomic.write_record(meta_path, meta)
     return meta
 

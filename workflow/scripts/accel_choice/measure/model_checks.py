@@ -17,12 +17,13 @@ from typing import Any
 
 import torch
 
-from accel_choice.io import benchmark_data
+from accel_choice.io import benchmark_data, data_warnings
 from accel_choice.io.targets import check_target_values
 from accel_choice.measure.conditions import guarded, held_dtypes, precision_of, precision_problem
 from accel_choice.measure.model import ModelError, build, make_loss, outputs, targets
 from accel_choice.measure.profile import step_counts, step_ops
 from accel_choice.measure.steps import Trainer
+from accel_choice.records.data import ConstantTarget
 from accel_choice.records.model import ModelSpec
 
 PROBE_ROWS = 2  # a batch of two: a model that drops or merges the batch dimension shows it
@@ -156,9 +157,9 @@ class _named:
         ) from error
 
 
-def check_model(config: dict[str, Any], sample_shape: Sequence[int]) -> None:
+def check_model(config: dict[str, Any], sample_shape: Sequence[int]) -> ConstantTarget | None:
     """The parse-time check of the configured model on the benchmark data's sample shape, and of
-    your own data's target against the loss."""
+    your own data's target against the loss; the warning where that target is constant (no refusal)."""
     spec = ModelSpec(**config["model"])
     found = benchmark_data.source(config)
     where = (
@@ -168,7 +169,8 @@ def check_model(config: dict[str, Any], sample_shape: Sequence[int]) -> None:
     )
     rows = config["data"]["benchmark"]["rows"]
     check_spec(spec, tuple(sample_shape), config["seed"], where, epoch_batches(rows, config["timing"]["batch_sizes"]))
-    if found is not None:
-        check_target_values(
-            benchmark_data.targets(found), spec.loss, spec.classes, f"the target of data.benchmark.{found['kind']}"
-        )
+    if found is None:
+        return None
+    values = benchmark_data.targets(found)
+    check_target_values(values, spec.loss, spec.classes, f"the target of data.benchmark.{found['kind']}")
+    return data_warnings.constant_target(values, benchmark_data.target_column(found))

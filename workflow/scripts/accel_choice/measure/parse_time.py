@@ -4,7 +4,8 @@ In order: the command the user typed is recorded for provenance; every config fi
 for a key set twice; the config is validated once (`io.config_checks.validate`: one line per problem
 naming the key, then the schema's defaults); your own benchmark data sets its rows and features;
 what a schema cannot say is checked; and your own model or data is built and tried on one batch.
-Any problem stops the run here, before a job is planned or a file written.
+Any problem stops the run here, before a job is planned or a file written. A warning about the data
+(an epoch of few steps, your own constant target: io.data_warnings) is logged, and the run goes on.
 
 This sits in the measure layer because the last step imports torch (measure.model_checks), which it
 does only where a model or data of your own is configured: a default run does not import torch here.
@@ -17,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from accel_choice.io import benchmark_data
+from accel_choice.io import benchmark_data, data_warnings
 from accel_choice.io.config_checks import check_config, normalize_config, validate
 from accel_choice.io.config_files import check_config_files
 from accel_choice.io.provenance import INVOCATION_VARIABLE, invocation_record
@@ -48,10 +49,20 @@ def prepare(
     # Your own benchmark data (data.benchmark.table or .arrays): its rows and features set from the files.
     sample_shape = benchmark_data.resolve(config)
     check_config(config)
+    warnings = [data_warnings.few_steps(config["data"]["benchmark"]["rows"], config["timing"]["batch_sizes"])]
     if config["model"]["factory"] or benchmark_data.source(config):
         # Your own model or data, checked now, before any job: a factory that does not import, raises or
         # does not fit the data and loss, or a target the loss cannot take, stops here (this runs the model's code).
         from accel_choice.measure.model_checks import check_model
 
-        check_model(config, sample_shape)
+        warnings.append(check_model(config, sample_shape))  # your own target, where it is constant
+    warn([w.line for w in warnings if w is not None])
     return sample_shape
+
+
+def warn(lines: Sequence[str]) -> None:
+    """Say each warning about the data through Snakemake's logger: the run goes on (docs/own-model.md)."""
+    from snakemake.logging import logger
+
+    for line in lines:
+        logger.warning(f"accel-choice data warning: benchmark: {line}")

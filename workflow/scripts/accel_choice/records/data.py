@@ -80,7 +80,78 @@ class UserDataSource:
             raise ValueError(f"{len(self.files)} files but {len(self.sha256)} hashes")
 
 
-@record(schema="dataset-meta", version=3)
+# An epoch of fewer steps than this at a batch size times a step or two and the epoch's own costs (FewSteps).
+MIN_STEPS = 4
+SHOWN = 4  # constant feature columns named in a warning; a sample with many (an image's empty border) is counted
+
+
+@record
+class ConstantTarget:
+    """The target holds one value in every row: nothing to learn, so the loss and accuracy mean nothing."""
+
+    column: str
+    value: float
+    rows: PositiveCount
+
+    @property
+    def line(self) -> str:
+        """The warning in one line, the one way it is worded (job log, parse time, report)."""
+        return f"target {self.column!r} is {self.value:g} in all {self.rows:,} rows: loss and accuracy mean nothing"
+
+
+@record
+class ConstantFeatures:
+    """Feature columns that hold one value in every row: each carries nothing to learn from."""
+
+    columns: tuple[str, ...]
+    values: tuple[float, ...]  # each column's one value
+    features: PositiveCount  # the data set's feature columns, of which these are constant
+
+    def __post_init__(self) -> None:
+        if not self.columns or len(self.columns) != len(self.values) or len(self.columns) > self.features:
+            raise ValueError(
+                f"{len(self.columns)} constant columns, {len(self.values)} values, {self.features} features"
+            )
+
+    @property
+    def line(self) -> str:
+        """The warning in one line: the first columns named with their value, the rest counted."""
+        named = ", ".join(f"{c!r} = {v:g}" for c, v in zip(self.columns[:SHOWN], self.values[:SHOWN]))
+        more = f" and {len(self.columns) - SHOWN} more" if len(self.columns) > SHOWN else ""
+        return f"{len(self.columns)} of {self.features} feature columns are constant: {named}{more}; they carry nothing"
+
+
+@record
+class FewSteps:
+    """timing.batch_sizes whose epoch over the benchmark's rows is fewer than MIN_STEPS steps: such a cell
+    times a few steps and the epoch's own costs, not the throughput its batch size names."""
+
+    batch_sizes: tuple[PositiveCount, ...]  # ascending
+    steps: tuple[PositiveCount, ...]  # ⌈rows / B⌉ of each
+    rows: PositiveCount
+
+    def __post_init__(self) -> None:
+        if not self.batch_sizes or len(self.steps) != len(self.batch_sizes):
+            raise ValueError(f"{len(self.batch_sizes)} batch sizes but {len(self.steps)} step counts")
+        if any(s != math.ceil(self.rows / b) or s >= MIN_STEPS for b, s in zip(self.batch_sizes, self.steps)):
+            raise ValueError(f"steps {self.steps} are not ⌈{self.rows} / B⌉ < {MIN_STEPS} for B in {self.batch_sizes}")
+
+    @property
+    def line(self) -> str:
+        """The warning in one line, naming the key, each batch size and its steps."""
+        steps = ", ".join(f"{s} at B={b}" for b, s in zip(self.batch_sizes, self.steps))
+        return (
+            f"timing.batch_sizes: an epoch of {self.rows:,} rows is {steps} (fewer than {MIN_STEPS} steps): "
+            "those cells time a few steps, not a throughput"
+        )
+
+
+# What the data themselves warn of (DatasetMeta), and with the batch sizes (the report's DataRow).
+ColumnWarning = ConstantTarget | ConstantFeatures
+DataWarning = ColumnWarning | FewSteps
+
+
+@record(schema="dataset-meta", version=4)
 class DatasetMeta:
     """data/{dataset}.meta.json: the canonical `.npy` file of a data set (generated, or imported from
     your own files), its columns and hashes. The matrix holds one flattened sample per row and the
@@ -97,6 +168,7 @@ class DatasetMeta:
     file_sha256: Sha256  # of the .npy file
     file_bytes: Count
     generator: BenchmarkGenerator | NorthstarGenerator | UserDataSource
+    warnings: tuple[ColumnWarning, ...]  # constant columns (io.data_warnings.columns); empty for usable data
     environment: Environment
 
     def __post_init__(self) -> None:

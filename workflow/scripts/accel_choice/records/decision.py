@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from accel_choice.records import Count, Fraction, NonNegative, Positive, PositiveCount, Seconds, record
-from accel_choice.records.data import BenchmarkGenerator, NorthstarGenerator, UserDataSource
+from accel_choice.records.data import BenchmarkGenerator, DataWarning, NorthstarGenerator, UserDataSource
 from accel_choice.records.environment import Environment
 from accel_choice.records.estimate import Estimate
 from accel_choice.records.training import Variant
@@ -347,9 +347,11 @@ class DataRow:
     csv_sha256: str
     # Where the data came from: generated (with its settings) or your own files (each with its sha256).
     source: BenchmarkGenerator | NorthstarGenerator | UserDataSource
+    # Where a figure of this data set means nothing: its constant columns, and (the benchmark) epochs of few steps.
+    warnings: tuple[DataWarning, ...]
 
 
-@record(schema="data-table", version=3)
+@record(schema="data-table", version=4)
 class DataTable:
     """tables/data.json: the datasets of this run."""
 

@@ -45,6 +45,22 @@ def environment_section(env: EnvironmentReport, probe: VisibleDevices | None, ac
     )
 
 
+def warning_lines(data: DataTable) -> list[str]:
+    """One line per warning about the data, each led by its data set's name."""
+    return [f"{row.dataset}: {warning.line}" for row in data.table for warning in row.warnings]
+
+
+def warnings_banner(data: DataTable) -> str:
+    """The first screen's word on the data: each warning, above the verdict; nothing where there is none."""
+    lines = warning_lines(data)
+    if not lines:
+        return ""
+    return (
+        f"**Warnings about the data ({len(lines)}):** each line says what it makes meaningless "
+        "(docs/own-model.md, Warnings about your data).\n\n" + "\n".join(f"- {line}" for line in lines)
+    )
+
+
 def data_section(data: DataTable) -> str:
     rows = [
         (
@@ -58,17 +74,22 @@ def data_section(data: DataTable) -> str:
         )
         for r in data.table
     ]
-    return "## Data\n\n" + table(
-        (
-            "dataset",
-            "rows × features",
-            "positive rate",
-            "sha256 of fp32 matrix",
-            "Parquet bytes",
-            "CSV bytes",
-            "source",
-        ),
-        rows,
+    lines = warning_lines(data)
+    return (
+        "## Data\n\n"
+        + table(
+            (
+                "dataset",
+                "rows × features",
+                "positive rate",
+                "sha256 of fp32 matrix",
+                "Parquet bytes",
+                "CSV bytes",
+                "source",
+            ),
+            rows,
+        )
+        + ("\n\nWarnings about the data:\n\n" + "\n".join(f"- {line}" for line in lines) if lines else "")
     )
 
 

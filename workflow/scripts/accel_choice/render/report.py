@@ -292,6 +292,7 @@ def render(inputs: ReportInputs) -> str:
     cores = inputs.environment.quick.affinity_cores or inputs.environment.quick.logical_cores
     sections = [
         "# accel-choice: is a CPU enough for this training job?",
+        data.warnings_banner(inputs.data),
         decision_words.headline(verdict),
         noise.accuracy_line(inputs.train_table, cores),
         planner.answer_lines(inputs.break_even),
