@@ -1118,8 +1118,9 @@ def test_a_counted_model_has_its_own_step_6_and_gpu_bound_words(train_records, l
     assert f"| 6 | {words.COUNTED_STEP_6} |" in counted and STEP_TITLES[5] not in counted
     assert "Bound: Adam fp32 4·P·4 + forward and backward activations" in formula
     assert "Bound: Adam fp32 4·P·4" not in counted
-    assert "Bound: your model's parameters, gradients and optimizer state as counted (`tables/model_profile.json`)" in (
-        counted
+    assert (
+        "Bound: your model's parameters, gradients, buffers and optimizer state as counted (`tables/model_profile.json`)"
+        in (counted)
     )
 
 

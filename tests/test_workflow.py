@@ -1491,7 +1491,10 @@ def test_the_residual_mlp_example_reports_counted_figures_matching_a_count_by_ha
     assert "## Model figures (counted)" in report and "Model `models.residual_mlp:build`" in report
     assert "| benchmark | 300 × 19 |" in report
     assert "**The planner models `models.residual_mlp:build` from its counted profile**" in report
-    assert "| 6 | Memory upper bound: parameters, gradients and optimizer state (counted) + activations |" in report
+    assert (
+        "| 6 | Memory upper bound: parameters, gradients, buffers and optimizer state (counted) + activations |"
+        in report
+    )
     # The planner fits the example's fast-path cells with its counted FLOP and bytes, and grows it along rows.
     cost_model = read(results / "tables/cost_model.json")
     mine = [p for p in cost_model["points"] if p["source"] == "benchmark"]
@@ -1500,7 +1503,7 @@ def test_the_residual_mlp_example_reports_counted_figures_matching_a_count_by_ha
     summary = read(results / "tables/break_even.json")["summary"]
     assert {s["axis"] for s in summary} == {"rows"} and {s["base_model"] for s in summary} == {profile["model"]}
     assert "## FLOP formula against torch's FLOP counter" not in report
-    assert "the parameters, gradients and optimizer state, counted," in report
+    assert "the parameters, gradients, buffers and optimizer state, counted," in report
     # dropout draws the same masks in every epoch and loader: the check of identical work still holds
     assert "the final weights were bitwise identical across loaders in every job" in report
 

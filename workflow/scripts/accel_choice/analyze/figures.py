@@ -50,7 +50,7 @@ class Figures:
 
     @property
     def state_bytes(self) -> int:
-        """Parameters, gradients and optimizer state: Adam fp32 4·P·4 by the formula; counted otherwise."""
+        """Parameters, gradients, buffers and optimizer state: Adam fp32 4·P·4 by the formula; counted otherwise."""
         return theory.adam_fp32_bytes(self.widths) if self.widths else self.counted.state_bytes
 
     @property
@@ -95,7 +95,7 @@ class Figures:
 
     def memory_bound_bytes(self, batch_size: int, rows: int, resident: bool) -> int:
         """What one timed epoch holds on the device: theory.memory_bound_bytes for the textbook MLP;
-        for a user's model the same terms counted - parameters, gradients and optimizer state, twice
+        for a user's model the same terms counted - parameters, gradients, buffers and optimizer state, twice
         the hooks' forward activations (every leaf module's output), the batch in use and the next,
         the per-step loss buffer, and the data and the shuffled index where resident. An estimate, not
         a guarantee: what backward saves from functional code (a residual add outside any module) is

@@ -39,7 +39,7 @@ class PerSample:
     flop_per_step: float
     activation_bytes_per_sample: float  # the forward hooks' count: input and every leaf module's output
     activation_bytes_per_step: float
-    state_bytes: int  # parameters, gradients and optimizer state
+    state_bytes: int  # parameters, gradients, buffers and optimizer state
     linear_error: float  # the largest relative miss of the two lines at a counted batch size
 
     def __post_init__(self) -> None:

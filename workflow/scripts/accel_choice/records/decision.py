@@ -172,7 +172,7 @@ class MemoryCheck:
     + the data matrix held in memory. `host_memory_bytes` is the smallest node that measured (the
     training tables'), never the machine that decides. `fits_*` is None where the capacity is unknown.
     `figures`: "formula" (the textbook MLP: Adam fp32 4·P·4), or "counted" (a user's model: `adam_bytes` holds its
-    parameters, gradients and optimizer state, counted by profile_model).
+    parameters, gradients, buffers and optimizer state, counted by profile_model).
     """
 
     figures: Literal["formula", "counted"]

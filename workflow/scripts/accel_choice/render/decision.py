@@ -23,7 +23,7 @@ STEP_TITLES = {
     6: "Memory upper bound: Adam fp32 4·P·4 bytes + activations",
 }
 # A model the formulas do not describe (analyze.figures): its state is counted, not 4·P·4.
-COUNTED_STEP_6 = "Memory upper bound: parameters, gradients and optimizer state (counted) + activations"
+COUNTED_STEP_6 = "Memory upper bound: parameters, gradients, buffers and optimizer state (counted) + activations"
 MISSING_WORDS = {
     "not_measurable_here": "not measurable here",
     "accelerator_off": "not measured (accelerator: off)",
@@ -170,7 +170,11 @@ _GROWTH = {
 def _memory_sentence(verdict: Verdict) -> str:
     m = verdict.memory
     need = (
-        ("the Adam fp32 state" if m.figures == "formula" else "the parameters, gradients and optimizer state, counted,")
+        (
+            "the Adam fp32 state"
+            if m.figures == "formula"
+            else "the parameters, gradients, buffers and optimizer state, counted,"
+        )
         + f" ({m.adam_bytes:,} bytes), forward and backward activations at B={m.batch_size} "
         f"({m.activation_bytes:,} bytes) and the data matrix ({m.data_bytes:,} bytes) need {m.bound_bytes:,} bytes"
     )

@@ -237,7 +237,7 @@ def _gpu_section(inputs: ReportInputs) -> str:
             "cuBLAS workspace and whatever else the process holds included. Epoch: that peak less `memory_allocated()` "
             "when the epoch began, the epoch's own memory. "
             + (
-                f"Bound: your model's parameters, gradients and optimizer state as counted (`{paths.MODEL_PROFILE}`) "
+                f"Bound: your model's parameters, gradients, buffers and optimizer state as counted (`{paths.MODEL_PROFILE}`) "
                 "+ twice the forward hooks' activations (every leaf module's output) + the batch in use and the next "
                 "+ the per-step loss buffer, and where the data live on the device the data, target and the shuffled "
                 "index; epoch/bound well above 1 means the epoch holds something the counts do not (what backward "
