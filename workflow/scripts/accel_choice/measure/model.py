@@ -70,6 +70,7 @@ def build(spec: ModelSpec, input_shape: Sequence[int], seed: int) -> nn.Module:
                 f"shape {tuple(input_shape)}; set model.factory to a model for this data"
             )
         return build_model(input_shape[0], spec.hidden, seed)
+    threads = torch.get_num_threads()
     factory = load_factory(spec)
     torch.manual_seed(seed)
     try:
@@ -79,6 +80,12 @@ def build(spec: ModelSpec, input_shape: Sequence[int], seed: int) -> nn.Module:
             f"config key model.factory: {spec.factory}{(tuple(input_shape),)} with model.kwargs {spec.kwargs or {}} "
             f"raised {type(error).__name__}: {error}"
         ) from error
+    if torch.get_num_threads() != threads:
+        raise ModelError(
+            f"config key model.factory: importing or calling {spec.factory} changed torch's threads from {threads} "
+            f"to {torch.get_num_threads()} (torch.set_num_threads): the workflow sets them, as timing.threads says; "
+            "remove that call from your model's code"
+        )
     if not isinstance(made, nn.Module):
         raise ModelError(
             f"config key model.factory: {spec.factory} returned a {type(made).__module__}.{type(made).__name__}, "
