@@ -115,6 +115,22 @@ def test_every_failing_factory_is_named_with_what_was_found(tmp_path: Path, case
     assert words in message, message
 
 
+@pytest.mark.parametrize("where", ["on import", "in the factory"])
+def test_a_factory_that_changes_torchs_threads_is_named(
+    tmp_path: Path, where: str, restore_logging_and_threads
+) -> None:
+    """The timing runs at timing.threads: a model whose code sets its own is refused where it does so."""
+    change = "torch.set_num_threads(torch.get_num_threads() + 1)"
+    source = f"import torch\nfrom torch import nn\n{change if where == 'on import' else ''}\n"
+    source += (
+        f"def build(shape, **kw):\n    {change if where != 'on import' else ''}\n    return nn.Linear(shape[0], 1)\n"
+    )
+    name = f"threads_{where.replace(' ', '_')}"
+    path = user_module(tmp_path, source, name=name)
+    with pytest.raises(model.ModelError, match=rf"{name}.net:build set torch's threads to"):
+        check_spec(spec(f"{name}.net:build", path), (8,), 0, "here")
+
+
 def test_a_model_path_that_is_not_a_folder_is_named(tmp_path: Path) -> None:
     with pytest.raises(model.ModelError, match=r"config key model.path: .*missing is not a folder"):
         check_spec(spec("a.b:c", str(tmp_path / "missing")), (8,), 0, "here")

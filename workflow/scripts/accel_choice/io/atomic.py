@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import hashlib
 import json
 import logging
@@ -15,7 +16,22 @@ from pathlib import Path
 from typing import Any
 
 from accel_choice import records
+from accel_choice.io import failures
 from accel_choice.records import ledger
+
+
+class DiskFull(OSError):
+    """A write that found no space left: it names the file (`filename`), and its folder's free bytes after
+    the partial file was removed (`free`)."""
+
+    def __init__(self, target: Path, free: int | None) -> None:
+        super().__init__(
+            errno.ENOSPC,
+            f"No space left on device: {failures.size_words(free)} free in {target.parent} once the partial file "
+            "was removed",
+            str(target),
+        )
+        self.free = free
 
 
 @contextlib.contextmanager
@@ -24,7 +40,7 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
 
     The temporary file lives in the same directory so that the final `os.replace`
     is a rename on one file system, which POSIX makes atomic. On any exception the
-    temporary file is removed and `target` is left as it was.
+    temporary file is removed and `target` is left as it was; a full disk raises DiskFull, naming `target`.
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -38,6 +54,11 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, target)
+    except OSError as error:
+        if not failures.no_space(error) or isinstance(error, DiskFull):
+            raise
+        tmp.unlink(missing_ok=True)
+        raise DiskFull(target, failures.free_space(target.parent)[1]) from error
     finally:
         if tmp.exists():
             tmp.unlink()

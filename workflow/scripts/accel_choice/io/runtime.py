@@ -1,4 +1,4 @@
-"""Job set-up shared by the entry scripts: log file, thread counts, errors into the log."""
+"""Job set-up shared by the entry scripts: log file, thread counts, errors in one line (tracebacks into the log)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from accel_choice import records
-from accel_choice.io import atomic
+from accel_choice.io import atomic, failures
 from accel_choice.records import UserInputError
 from accel_choice.records.model import ModelSpec
 
@@ -41,15 +41,39 @@ def set_threads(threads: int) -> None:
         pass
 
 
+class _LogFile(logging.FileHandler):
+    """The job's log file; a write that fails (a full disk) is kept in `failed`, not printed as a traceback."""
+
+    failed: OSError | None = None
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        error = sys.exc_info()[1]
+        if not isinstance(error, OSError):
+            super().handleError(record)
+        elif self.failed is None:
+            self.failed = error
+
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except OSError as error:
+            self.failed = self.failed or error
+
+
 @contextlib.contextmanager
 def job(log_path: str | os.PathLike[str], threads: int) -> Iterator[logging.Logger]:
-    """Log to `log_path` (and stderr); record any exception with its traceback before it propagates.
+    """Log to `log_path` and stderr; end a job that raises with one line on stderr, its traceback in the log.
 
-    A mistake in the user's input (records.UserInputError) is logged as its one line and ends the job
-    with exit status 1 and no traceback: the message already names the key or file."""
-    handlers: list[logging.Handler] = [logging.FileHandler(log_path, mode="w"), logging.StreamHandler(sys.stderr)]
+    A mistake in the user's input (records.UserInputError) is logged as its one line. Any other exception is
+    logged with its traceback, and stderr gets one line saying why (io.failures.describe) and where the
+    traceback is. Either ends the job with exit status 1. A log that cannot be written (a full disk) fails the
+    job too: the records it wrote would be vouched for by nothing (records.ledger)."""
+    log_file = _LogFile(log_path, mode="w")
+    log_file.addFilter(lambda record: getattr(record, "log_file", True))
+    screen = logging.StreamHandler(sys.stderr)
+    screen.addFilter(lambda record: getattr(record, "screen", True))
     logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", handlers=handlers, force=True
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", handlers=[log_file, screen], force=True
     )
     set_threads(threads)
     torch = sys.modules.get("torch")
@@ -63,13 +87,31 @@ def job(log_path: str | os.PathLike[str], threads: int) -> Iterator[logging.Logg
     except UserInputError as error:
         log.error("job stopped: %s", error)
         raise SystemExit(1) from None
-    except Exception:
-        log.exception("job failed")
-        raise
+    except Exception as error:
+        why = failures.describe(error, near=log_path)
+        log.error("job failed: %s", why, exc_info=True, extra={"screen": False})
+        log_file.flush()
+        kept = "" if log_file.failed is None else ", so the traceback is not kept"
+        log.error("job failed: %s; %s%s", why, _log_words(log_file), kept, extra={"log_file": False})
+        raise SystemExit(1) from None
     finally:
         atomic.JOB_LOG.pop()
         records.require_ledger(ledger_was)
     log.info(BODY_LINE, time.perf_counter() - started_wall, time.process_time() - started_cpu, peak_rss_mb())
+    log_file.flush()
+    if log_file.failed is not None:
+        log.error(
+            "job failed: %s; its records are vouched for by nothing", _log_words(log_file), extra={"log_file": False}
+        )
+        raise SystemExit(1)
+
+
+def _log_words(log_file: _LogFile) -> str:
+    """Say where the traceback is, or that the log could not be written."""
+    where = failures.shown(log_file.baseFilename)
+    if log_file.failed is None:
+        return f"the traceback is in {where}"
+    return f"its log {where} could not be written ({log_file.failed.strerror or log_file.failed})"
 
 
 # The last line of every job's log: the script body's own timing, read back by the

@@ -122,7 +122,8 @@ def prepare_variant(
     measure.model.targets shapes it), on the variant's device at torch's present thread count."""
     if variant.threads != torch.get_num_threads():
         raise ValueError(
-            f"{variant.name}: timed at {variant.threads} threads, but torch runs {torch.get_num_threads()}"
+            f"{variant.name}: timed at {variant.threads} threads, but torch runs {torch.get_num_threads()}: "
+            "something in this job called torch.set_num_threads after the job set them"
         )
     update = step_of(variant, grad_scaler=grad_scaler, compile_mode=compile_mode)
     device = torch.device(variant.device)

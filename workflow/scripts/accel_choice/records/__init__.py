@@ -64,7 +64,7 @@ LoadAverage = tuple[float, float, float]
 class UserInputError(ValueError):
     """A mistake in what the user gave (config, table, arrays, model, a results folder): its message is
     the one line that names the key or file and says what is allowed. A job that raises one ends with
-    that line, without a traceback (io.runtime.job); every other exception is a bug and keeps its."""
+    that line, without a traceback (io.runtime.job); any other exception keeps its traceback in the job's log."""
 
 
 class RecordError(UserInputError):
