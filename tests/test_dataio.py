@@ -305,7 +305,7 @@ def test_metadata_of_an_older_workflow_is_refused(tmp_path):
     path = tmp_path / "benchmark.meta.json"
     old = {key: value for key, value in records.to_json(dataset_meta()).items() if key not in records.HEADER}
     path.write_text(json.dumps(old))
-    with pytest.raises(RecordError, match="has no schema .* this workflow reads dataset-meta version 3"):
+    with pytest.raises(RecordError, match="has no schema .* this workflow reads dataset-meta version 4"):
         records.read(DatasetMeta, path)
 
 

@@ -80,7 +80,7 @@ class UserDataSource:
             raise ValueError(f"{len(self.files)} files but {len(self.sha256)} hashes")
 
 
-@record(schema="dataset-meta", version=3)
+@record(schema="dataset-meta", version=4)
 class DatasetMeta:
     """data/{dataset}.meta.json: the canonical `.npy` file of a data set (generated, or imported from
     your own files), its columns and hashes. The matrix holds one flattened sample per row and the
@@ -130,7 +130,7 @@ class ExportedFile:
             raise ValueError(f"schema names {list(self.schema)}, not the columns {list(self.columns)}")
 
 
-@record(schema="dataset-export", version=2)
+@record(schema="dataset-export", version=3)
 class DatasetExport:
     """data/{dataset}.export.json: the Parquet and CSV files of a data set, each checked to read back exactly."""
 
