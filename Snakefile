@@ -18,7 +18,12 @@ if not isinstance(workflow.current_basedir, os.PathLike):
     )
 REPO = Path(workflow.current_basedir)
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
+from accel_choice.io import library  # noqa: E402
 from accel_choice.measure.parse_time import prepare  # noqa: E402
+
+# Every job imports this checkout's library too, not the one a venv's editable install points to:
+# first on the PYTHONPATH jobs inherit, and named for their check (io/library.py).
+library.expose(REPO / "workflow" / "scripts")
 
 
 configfile: "config/config.yaml"

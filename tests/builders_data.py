@@ -16,7 +16,7 @@ from accel_choice.records.data import (
     ExportedFile,
     NorthstarGenerator,
 )
-from accel_choice.records.environment import Environment, Workflow
+from accel_choice.records.environment import Environment, Library, Workflow
 from accel_choice.records.estimate import Estimate, PositiveEstimate
 from accel_choice.analyze import bootstrap, job_intervals
 from accel_choice.records.loads import (
@@ -59,9 +59,19 @@ def data_environment(**overrides: Any) -> Environment:
         "machine": "x86_64",
         "packages": {"torch": "2.13.0", "numpy": "2.4.6"},
         "seed": 20261020,
-        "workflow": Workflow(commit="0123456789abcdef", dirty=False),
+        "workflow": Workflow(commit="0123456789abcdef", dirty=False, library=library()),
     }
     return Environment(**(fields | overrides))
+
+
+def library(**overrides: Any) -> Library:
+    """The library a job imported (records.environment.Library), as io.library.identity() reports it."""
+    fields: dict[str, Any] = {
+        "folder": "/checkout/workflow/scripts",
+        "files": ("accel_choice/__init__.py", "accel_choice/io/__init__.py", "accel_choice/io/envinfo.py"),
+        "sha256": "5" * 64,
+    }
+    return Library(**(fields | overrides))
 
 
 # --- datasets --------------------------------------------------------------------------------------

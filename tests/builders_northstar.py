@@ -30,6 +30,7 @@ from accel_choice.records.northstar import (
     VarianceRow,
 )
 from accel_choice.records.time_to_target import TimeToTarget
+from builders_data import library
 
 SHA_A, SHA_B, SHA_C = "a" * 64, "b" * 64, "c" * 64
 
@@ -55,7 +56,7 @@ def northstar_environment(**overrides: Any) -> Environment:
         machine="x86_64",
         packages={"torch": "2.5.1", "numpy": "2.1.0"},
         seed=7,
-        workflow=Workflow(commit="0" * 40, dirty=False, command_line="snakemake --cores 4"),
+        workflow=Workflow(commit="0" * 40, dirty=False, library=library(), command_line="snakemake --cores 4"),
     )
     return Environment(**{**fields, **overrides})
 

@@ -18,6 +18,7 @@ from accel_choice.records.environment import Environment, EnvironmentReport, Wor
 from accel_choice.records.launch import CellLaunchChecks, LaunchChecks, launch_checked
 from accel_choice.records.training import Contamination, Invariants, TrainingCell, TrainingRecord
 from accel_choice.records.fullpath import FullPathRow
+from builders_data import library
 
 ROWS = 2048
 SHA_INITIAL = "a" * 64
@@ -272,7 +273,7 @@ def environment(**overrides: Any) -> Environment:
         machine="x86_64",
         packages={"torch": "2.13.0", "numpy": "2.4.6"},
         seed=None,
-        workflow=Workflow(commit="0123456789abcdef", dirty=True),
+        workflow=Workflow(commit="0123456789abcdef", dirty=True, library=library()),
     )
     fields.update(overrides)
     fields["nvidia_gpu_models"] = tuple(fields["nvidia_gpu_models"])

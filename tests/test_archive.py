@@ -131,6 +131,14 @@ def test_provenance_counts_record_commits_and_flags_a_mixed_archive(tmp_path, mo
     record = provenance.provenance(root, workflow, _every_file(root))
     assert record["record_commits"] == {COMMIT_A: 2, f"{COMMIT_B} (dirty)": 1}
     assert record["mixed_commits"] is True
+    assert record["record_library_folders"] == {"not recorded": 3}
+
+    library = {"folder": "/second/workflow/scripts", "files": [], "sha256": "0" * 64}
+    atomic.write_json(
+        root / "timing" / "old.json", {"workflow": {"commit": COMMIT_A, "dirty": False, "library": library}}
+    )
+    record = provenance.provenance(root, workflow, _every_file(root))
+    assert record["record_library_folders"] == {"not recorded": 2, "/second/workflow/scripts": 1}
 
 
 def test_provenance_outside_the_workflow_has_no_command_line(tmp_path, monkeypatch):

@@ -47,7 +47,7 @@ from accel_choice.records.loads import LoadCell, TransferTable
 from accel_choice.records.sentinel import SentinelReadings, SentinelSummary
 from accel_choice.records.training import VARIANT_KEYS, TrainingCell, TrainingRecord, TrainingTable, Variant
 from accel_choice.render import comparison, comparison_figure
-from builders_data import copy_timing, load_job, transfer_job
+from builders_data import copy_timing, library, load_job, transfer_job
 from builders_training import environment, environment_report, training_cell, training_record
 
 ROWS = 2048
@@ -96,7 +96,7 @@ QUICK = environment(
         "matplotlib": "3.11.2",
         "snakemake": "9.27.1",
     },
-    workflow=Workflow(commit="d" * 40, dirty=False),
+    workflow=Workflow(commit="d" * 40, dirty=False, library=library()),
 )
 COLLECT_ENV: dict[str, Any] = {
     "torch_version": "2.13.0+cpu",

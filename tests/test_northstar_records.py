@@ -117,7 +117,7 @@ def test_a_damaged_file_is_refused_naming_the_field(tmp_path, cls, edit, message
 def test_a_history_written_before_records_had_schemas_is_refused_saying_to_rerun(tmp_path):
     path = _damaged(tmp_path, history_record(), lambda d: [d.pop(key, None) for key in records.HEADER])
     with pytest.raises(
-        RecordError, match="has no schema .*; this workflow reads northstar-history version 2: delete it"
+        RecordError, match="has no schema .*; this workflow reads northstar-history version 3: delete it"
     ):
         records.read(NorthstarHistory, path)
 

@@ -252,12 +252,16 @@ ENVIRONMENT_NOTE = (
 )
 
 
+# Which library modules a job loaded depends on its script, not on its environment: left out of the check.
+PER_SCRIPT = ("workflow.library.files", "workflow.library.sha256")
+
+
 def environmental_check(environments: Sequence[Environment]) -> EnvironmentalCheck:
     """The environment records compared: which (flattened) keys differ, with the distinct values."""
     differences = envinfo.differences([records.to_json(environment) for environment in environments])
     return EnvironmentalCheck(
         records_compared=len(environments),
-        differences={key: tuple(values) for key, values in differences.items()},
+        differences={key: tuple(values) for key, values in differences.items() if key not in PER_SCRIPT},
         note=ENVIRONMENT_NOTE,
     )
 

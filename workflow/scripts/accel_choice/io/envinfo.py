@@ -21,6 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from accel_choice.io import library
 from accel_choice.io.provenance import current_invocation
 from accel_choice.records.environment import Environment, EnvironmentReport, Workflow
 
@@ -69,7 +70,9 @@ def _package_versions() -> dict[str, str | None]:
 
 @functools.lru_cache(maxsize=1)
 def workflow_commit() -> dict[str, Any]:
-    """The git commit of the workflow source this library was loaded from, and whether it was dirty."""
+    """The git commit of the workflow source this library was loaded from, and whether it was dirty.
+
+    In a job that is the checkout being run (io/library.py puts its library first)."""
     here = Path(__file__).resolve().parent
     try:
         commit = subprocess.run(
@@ -145,7 +148,7 @@ def quick_environment(seed: int | None = None) -> Environment:
         machine=uname.machine,
         packages=_package_versions(),
         seed=seed,
-        workflow=Workflow(**workflow_commit(), command_line=_command_line()),
+        workflow=Workflow(**workflow_commit(), library=library.identity(), command_line=_command_line()),
     )
 
 

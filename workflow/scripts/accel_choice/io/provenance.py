@@ -58,10 +58,11 @@ def record_command_lines(files: Iterable[str | os.PathLike[str]]) -> dict[str, l
 
 
 def record_origins(files: Iterable[str | os.PathLike[str]]) -> dict[str, dict[str, list[str]]]:
-    """Commits and command lines embedded in the JSON records, each file read once."""
+    """Commits, command lines and library folders embedded in the JSON records, each file read once."""
     labels: dict[str, Callable[[dict[str, Any]], str]] = {
         "commits": lambda w: f"{w.get('commit') or 'unknown'}{' (dirty)' if w.get('dirty') else ''}",
         "command_lines": lambda w: w.get("command_line") or "not recorded",
+        "library_folders": lambda w: (w.get("library") or {}).get("folder") or "not recorded",
     }
     seen: dict[str, dict[str, list[str]]] = {kind: {} for kind in labels}
     for path in files:
@@ -111,5 +112,7 @@ def provenance(results_dir: str | os.PathLike[str], workflow: dict[str, Any], ma
         "record_commits": {label: len(files) for label, files in commits.items()},
         "mixed_commits": len(commits) > 1,
         "record_command_lines": {line: len(files) for line, files in origins["command_lines"].items()},
+        # The library folders the jobs imported (io/library.py): two mean two checkouts wrote this folder.
+        "record_library_folders": {folder: len(files) for folder, files in origins["library_folders"].items()},
         "config_snapshot": paths.CONFIG,
     }

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from accel_choice import records
-from accel_choice.io import atomic, failures
+from accel_choice.io import atomic, failures, library
 from accel_choice.records import UserInputError
 from accel_choice.records.model import ModelSpec
 
@@ -83,6 +83,7 @@ def job(log_path: str | os.PathLike[str], threads: int) -> Iterator[logging.Logg
     ledger_was = records.require_ledger()
     atomic.JOB_LOG.append(Path(log_path))
     try:
+        library.check()  # this checkout's library, not the venv's (io/library.py)
         yield log
     except UserInputError as error:
         log.error("job stopped: %s", error)

@@ -33,7 +33,7 @@ class VariantRun:
     memory_bound_bytes: Count  # the formulas' bound for this variant (analyze.theory)
 
 
-@record(schema="gpu-acceptance", version=2)
+@record(schema="gpu-acceptance", version=3)
 class AcceptanceReport:
     """gpu_acceptance.json: one run of `python workflow/scripts/gpu_acceptance.py`."""
 

@@ -219,7 +219,7 @@ class ModelRow:
             raise ValueError("a fit that is not identifiable carries a warning, and only such a fit")
 
 
-@record(schema="cost-model", version=7)
+@record(schema="cost-model", version=8)
 class CostModelTable:
     """tables/cost_model.json: the cost model of each device, the points it was fitted to and their
     residuals - one per point of a fitted model, in the points' order, each with its prediction

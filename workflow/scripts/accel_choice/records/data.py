@@ -202,7 +202,7 @@ class ExportedFile:
             raise ValueError(f"schema names {list(self.schema)}, not the columns {list(self.columns)}")
 
 
-@record(schema="dataset-export", version=2)
+@record(schema="dataset-export", version=3)
 class DatasetExport:
     """data/{dataset}.export.json: the Parquet and CSV files of a data set, each checked to read back exactly."""
 

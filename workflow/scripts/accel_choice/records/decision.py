@@ -276,7 +276,7 @@ class GpuMemory(Variant):
     epoch_over_bound: NonNegative | None
 
 
-@record(schema="decision", version=8)
+@record(schema="decision", version=9)
 class Decision:
     """tables/decision.json: the verdict, the decision sheet and the full path it rests on."""
 

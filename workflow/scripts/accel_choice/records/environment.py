@@ -4,15 +4,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from accel_choice.records import PositiveCount, record
+from accel_choice.records import PositiveCount, Sha256, record
+
+
+@record
+class Library:
+    """The library a job imported: its folder, the module files it had loaded, and one hash over them.
+
+    `files` are relative to `folder` (accel_choice/...), sorted. `sha256` hashes one line per file, its
+    relative path and the sha256 of its bytes (io/library.digest): anyone can recompute it from a checkout.
+    """
+
+    folder: str
+    files: tuple[str, ...]
+    sha256: Sha256
 
 
 @record
 class Workflow:
-    """The workflow source a job ran: its git commit (None outside a checkout) and the command that started it."""
+    """The workflow source a job ran: its git commit (None outside a checkout), the command that started it
+    and the library the job imported (io/library.py)."""
 
     commit: str | None
     dirty: bool | None
+    library: Library
     command_line: str | None = None
 
 
@@ -47,7 +62,7 @@ class Environment:
     workflow: Workflow
 
 
-@record(schema="environment-report", version=2)
+@record(schema="environment-report", version=3)
 class EnvironmentReport:
     """env/collect_env.json: torch.utils.collect_env's complete record, its text, and the quick record."""
 

@@ -91,7 +91,7 @@ class FileLoad:
             )
 
 
-@record(schema="load-convert-job", version=2)
+@record(schema="load-convert-job", version=3)
 class LoadConvertJob:
     """timing/load_convert/rep<r>.json: one repeat of loading every file (dataset x format), the files'
     passes interleaved in one process; the contamination readings cover the whole job."""
@@ -147,7 +147,7 @@ class LoadCell:
             raise ValueError(f"noisy is {self.noisy} but noise_reasons is {list(self.noise_reasons)}")
 
 
-@record(schema="load-convert-table", version=5)
+@record(schema="load-convert-table", version=6)
 class LoadTable:
     """tables/load_convert.json: one cell per (dataset, format)."""
 
@@ -183,7 +183,7 @@ class CopyTiming:
             raise ValueError(f"gb_per_s is {self.gb_per_s!r} for {self.seconds!r} seconds")
 
 
-@record(schema="transfer-job", version=2)
+@record(schema="transfer-job", version=3)
 class TransferJob:
     """timing/gpu/transfer.rep<r>.json: the device's start-up and every copy, in one timing job."""
 
@@ -296,7 +296,7 @@ class VisibleDevices:
             raise ValueError(f"cuda_devices have the indexes {indexes}, not 0..{len(indexes) - 1}")
 
 
-@record(schema="device-probe", version=3)
+@record(schema="device-probe", version=4)
 class DeviceProbe(VisibleDevices):
     """env/devices.json: the probe rule's record of the visible devices, with the fingerprint it ran for."""
 

@@ -91,7 +91,7 @@ class FittedStandardizer:
             raise ValueError(f"{len(self.mean)} means for {len(self.std)} standard deviations")
 
 
-@record(schema="northstar-prepare", version=2)
+@record(schema="northstar-prepare", version=3)
 class NorthstarPrepare:
     """northstar/prepare.json: the split of northstar/splits.parquet (its columns, seed, rows per
     split) and the train-only standardisation statistics. The split does not depend on the batch
@@ -156,7 +156,7 @@ class HeldOutResult(Metrics):
     base_rate_log_loss: NonNegative
 
 
-@record(schema="northstar-history", version=2)
+@record(schema="northstar-history", version=3)
 class NorthstarHistory:
     """northstar/{device}/bs{B}/history.json: one early-stopping run and its single test evaluation."""
 
@@ -317,7 +317,7 @@ class VarianceRow:
             )
 
 
-@record(schema="gradient-variance", version=2)
+@record(schema="gradient-variance", version=3)
 class GradientVariance:
     """tables/gradient_variance.json: the 1/B rule measured over N rows and P parameters."""
 

@@ -57,7 +57,7 @@ class RuleResources:
             raise ValueError(f"{self.jobs_without_rss_sample} jobs without an RSS sample of {self.jobs}")
 
 
-@record(schema="resource-table", version=2)
+@record(schema="resource-table", version=3)
 class ResourceTable:
     """tables/resources.json: one line per rule (first-seen order) and one per benchmarked job."""
 

@@ -109,7 +109,7 @@ class SizeMeasurement:
     steal_share: NonNegative | None
 
 
-@record(schema="scale-job", version=4)
+@record(schema="scale-job", version=5)
 class ScaleJob:
     """timing/scale/{format}.json: one format, dataset sizes growing to the configured maximum, with the
     job's drift sentinel timed at the start and after each size (`sentinel.seconds[i + 1]` after
@@ -142,7 +142,7 @@ class ScaleJob:
 # --- the training step's own rate: timing/scale/step.{device}.json -----------------------------
 
 
-@record(schema="scale-step", version=4)
+@record(schema="scale-step", version=5)
 class StepRate:
     """Training steps of features → hidden → 1 on in-memory batches: what the model could take in.
     On a GPU `copy` is the batch's host→device copy alone (pinned), each batch copied once. The drift

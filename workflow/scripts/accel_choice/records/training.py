@@ -380,7 +380,7 @@ class NonFiniteRun(Variant):
     mean_train_loss: float | None
 
 
-@record(schema="training-table", version=9)
+@record(schema="training-table", version=10)
 class TrainingTable:
     """tables/{cpu,gpu}_training.json: the cells of one device, the runs left out of them, the
     run's drift sentinel (its machine speed, flagged jobs and noise floor), and the memory of the
