@@ -20,6 +20,7 @@ REPO = Path(workflow.current_basedir)
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 from accel_choice.io import library  # noqa: E402
 from accel_choice.measure.parse_time import prepare  # noqa: E402
+from accel_choice.records import UserInputError  # noqa: E402
 
 # Every job imports this checkout's library too, not the one a venv's editable install points to:
 # first on the PYTHONPATH jobs inherit, and named for their check (io/library.py).
@@ -31,7 +32,10 @@ configfile: "config/config.yaml"
 
 # The config checked once, one line per problem naming the key, and completed with the schema's
 # defaults; your own data and model tried; the command line recorded (measure.parse_time).
-SAMPLE_SHAPE = prepare(config, workflow.configfiles, REPO / "workflow" / "schemas" / "config.schema.yaml")
+try:
+    SAMPLE_SHAPE = prepare(config, workflow.configfiles, REPO / "workflow" / "schemas" / "config.schema.yaml")
+except UserInputError as error:  # the message names the key: no traceback through the library
+    raise WorkflowError(str(error)) from None
 
 
 include: "workflow/rules/common.smk"
