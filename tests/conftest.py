@@ -27,6 +27,14 @@ def pytest_configure(config: pytest.Config) -> None:
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
 
 
+@pytest.fixture(autouse=True)
+def no_checked_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    """measure.parse_time marks a checked configuration in the environment for the jobs it starts: a test that
+    parses one would otherwise make every later parse in this process (and its snakemake children) skip the checks."""
+    monkeypatch.setenv("ACCEL_CHOICE_CHECKED", "")
+    monkeypatch.delenv("ACCEL_CHOICE_CHECKED")
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO

@@ -131,3 +131,28 @@ def test_the_parse_time_check_warns_and_goes_on(tmp_path: Path, monkeypatch, cap
         assert prepare(config, [], SCHEMA) == (8,)
     assert "accel-choice data warning: benchmark: timing.batch_sizes: an epoch of 100 rows is 2 at B=64" in caplog.text
     assert "accel-choice data warning: benchmark: target 'y' is 0 in all 100 rows" in caplog.text
+
+
+def test_a_job_parsing_a_checked_configuration_again_skips_the_checks(tmp_path: Path, monkeypatch, caplog) -> None:
+    """A cluster job parses the Snakefile again: the parse that submitted it has tried the model and warned."""
+    from accel_choice.io.provenance import INVOCATION_VARIABLE
+    from accel_choice.measure import model_checks, parse_time
+
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).standard_normal((100, 8)), allow_pickle=False)
+    np.save(tmp_path / "y.npy", np.zeros(100), allow_pickle=False)
+    config = json.loads(json.dumps(TINY))
+    config["data"]["benchmark"]["arrays"] = {"x": str(tmp_path / "x.npy"), "y": str(tmp_path / "y.npy")}
+    monkeypatch.setenv(INVOCATION_VARIABLE, "{}")
+    monkeypatch.chdir(tmp_path)
+    tried = []
+    real = model_checks.check_model
+    monkeypatch.setattr(model_checks, "check_model", lambda *a: tried.append(1) or real(*a))
+    with caplog.at_level(logging.WARNING, logger="snakemake.logging"):
+        parse_time.prepare(json.loads(json.dumps(config)), [], SCHEMA)
+        assert "accel-choice data warning" in caplog.text
+        caplog.clear()
+        parse_time.prepare(json.loads(json.dumps(config)), [], SCHEMA)  # the job's parse
+    assert tried == [1] and "accel-choice data warning" not in caplog.text
+    config["timing"]["batch_sizes"] = [32]  # another configuration is checked again
+    parse_time.prepare(config, [], SCHEMA)
+    assert tried == [1, 1]

@@ -143,6 +143,20 @@ def test_the_users_model_is_named_with_its_message_and_the_line_that_raised(tmp_
     ), line
 
 
+def test_a_compiled_extensions_frame_is_not_the_users_model():
+    """pyarrow's compiled code names its source relatively (pyarrow/error.pxi): never the user's, even below
+    the library and an installed package's frame, as when a job reads a corrupt Parquet file."""
+    import functools
+    import sysconfig
+
+    from accel_choice.measure.conditions import computed_dtypes
+
+    inner = "exec(compile(\"raise ValueError('Parquet magic bytes not found')\", 'pyarrow/error.pxi', 'exec'))"
+    installed = compile(inner, f"{sysconfig.get_path('purelib')}/pyarrow/parquet/core.py", "exec")
+    error = raised(lambda: computed_dtypes(functools.partial(exec, installed)))  # library -> pyarrow -> .pxi
+    assert failures.describe(error) == "ValueError: Parquet magic bytes not found"
+
+
 def test_a_timing_invariant_is_called_one(restore_logging_and_threads):
     variant = steps.cpu_variants(["fastpath"], batch_size=16, threads=torch.get_num_threads() + 1)[0]
     spec = ModelSpec(hidden=4, lr=1e-2)

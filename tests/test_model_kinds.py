@@ -201,6 +201,14 @@ SETTINGS = {
         "torch.set_float32_matmul_precision('medium')\n    return nn.Linear(8, 1)",
         "set torch's float32 matmul precision to medium",
     ),
+    "default device": (
+        "torch.set_default_device('cpu')\n    return nn.Linear(8, 1)",
+        "set torch's default device to cpu (was none)",
+    ),
+    "autocast": (
+        "torch.set_autocast_enabled('cpu', True)\n    return nn.Linear(8, 1)",
+        "set torch's CPU autocast to True (was False)",
+    ),
     "threads in the forward": ("return Busy()", "kinds.settings:build's model, run on a batch, set torch's threads"),
 }
 BUSY = """
@@ -228,3 +236,25 @@ def test_a_model_that_changes_torchs_settings_is_refused_in_one_line_and_they_ar
     assert message.startswith("config key model.factory: kinds.settings:build") and words in message, message
     assert "\n" not in message and "docs/own-model.md" in message
     assert conditions() == before
+
+
+def test_a_factory_that_changes_a_setting_and_raises_leaves_the_settings_as_they_were(
+    models: Path, restore_logging_and_threads: None
+) -> None:
+    _write(models, "raising", "\n\ndef build(shape):\n    torch.set_num_threads(3)\n    raise KeyError('width')\n")
+    before = conditions()
+    with pytest.raises(ModelError, match="raised KeyError"):
+        check_spec(_spec(models, "kinds.raising:build"), (8,), 0, "8 features", epoch_batches(32, [16]))
+    assert conditions() == before
+
+
+def test_a_model_the_jobs_cannot_copy_is_refused_naming_the_factory(models: Path) -> None:
+    _write(
+        models,
+        "locked",
+        "import threading\n\n\nclass Locked(nn.Linear):\n    def __init__(self):\n        super().__init__(8, 1)\n"
+        "        self.lock = threading.Lock()\n\n\ndef build(shape):\n    return Locked()\n",
+    )
+    with pytest.raises(ModelError) as refused:
+        check_spec(_spec(models, "kinds.locked:build"), (8,), 0, "8 features", epoch_batches(32, [16]))
+    assert str(refused.value).startswith("config key model.factory: kinds.locked:build cannot be copied (TypeError")

@@ -167,6 +167,8 @@ def _invariant(error: BaseException) -> str | None:
 def _ours_or_installed(filename: str) -> bool:
     if filename.startswith("<") or f"{os.sep}.snakemake{os.sep}scripts{os.sep}" in filename:
         return True  # frozen modules, code given as text, Snakemake's copies of the entry scripts
+    if not os.path.isabs(filename):
+        return True  # compiled extensions name their sources relatively (pyarrow/error.pxi): never the user's
     parts = Path(filename).parts
     if "site-packages" in parts or "dist-packages" in parts:
         return True

@@ -58,6 +58,13 @@ def check_spec(
     `input_shape`, then what the jobs run on every batch of `batches` (`trial`); ModelError naming the
     key for every way that fails. Returns the model."""
     model = build(spec, input_shape, seed)
+    try:  # the warm-up and the profile work on copies
+        copy.deepcopy(model)
+    except Exception as error:  # the user's module
+        raise ModelError(
+            f"config key model.factory: {spec.label} cannot be copied ({type(error).__name__}: {error}); the jobs warm "
+            "up and count a copy.deepcopy of the model: build it from parameters and buffers torch can copy"
+        ) from error
     with guarded(f"{spec.label}'s model, run on a batch,", ModelError):
         _probe(model, spec, input_shape, seed, where)
         trial(model, spec, input_shape, seed, batches)

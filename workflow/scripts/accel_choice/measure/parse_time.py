@@ -13,6 +13,8 @@ does only where a model or data of your own is configured: a default run does no
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -49,6 +51,9 @@ def prepare(
     # Your own benchmark data (data.benchmark.table or .arrays): its rows and features set from the files.
     sample_shape = benchmark_data.resolve(config)
     check_config(config)
+    checked = _checked(config, sample_shape)
+    if os.environ.get(CHECKED_VARIABLE) == checked:
+        return sample_shape  # a cluster job parsing again: the parse that submitted it checked and warned
     warnings = [data_warnings.few_steps(config["data"]["benchmark"]["rows"], config["timing"]["batch_sizes"])]
     if config["model"]["factory"] or benchmark_data.source(config):
         # Your own model or data, checked now, before any job: a factory that does not import, raises or
@@ -57,7 +62,19 @@ def prepare(
 
         warnings.append(check_model(config, sample_shape))  # your own target, where it is constant
     warn([w.line for w in warnings if w is not None])
+    os.environ[CHECKED_VARIABLE] = checked
     return sample_shape
+
+
+# Set once the model and data of a configuration passed their checks; jobs inherit it (a cluster job, which
+# parses the Snakefile again, skips the trial of measure.model_checks: a training step at every batch size).
+CHECKED_VARIABLE = "ACCEL_CHOICE_CHECKED"
+
+
+def _checked(config: dict[str, Any], sample_shape: tuple[int, ...]) -> str:
+    """What the checks depend on, as one hash: the model, the benchmark data, the batch sizes, the seed."""
+    what = [config["model"], config["data"]["benchmark"], config["timing"]["batch_sizes"], config["seed"], sample_shape]
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def warn(lines: Sequence[str]) -> None:

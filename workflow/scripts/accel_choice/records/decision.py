@@ -309,7 +309,7 @@ class TheoryRow:
     achieved_gflop_per_s_3x: Positive | None
 
 
-@record(schema="theory", version=2)
+@record(schema="theory", version=3)
 class TheoryTable:
     """tables/theory.json: parameters, training state and per-batch estimates of the timed model: the
     textbook's formulas for its MLP (`figures` "formula"), the counts of tables/model_profile.json for a
@@ -319,7 +319,9 @@ class TheoryTable:
     figures: Literal["formula", "counted"]
     widths: tuple[PositiveCount, ...] | None
     params: Count
-    adam_fp32_bytes: Count  # parameters, gradients and optimizer state: 4·P·4 by the formula (Adam fp32)
+    adam_fp32_bytes: (
+        Count  # parameters, gradients and optimizer state: 4·P·4 by the formula (Adam fp32); counted: with buffers
+    )
     input_bytes: Count
     rows: PositiveCount
     bandwidth_gb_s: Positive

@@ -31,7 +31,7 @@ def theory_section(theory_table: TheoryTable) -> str:
             f"Model {t.model_label}: P = {t.params:,} parameters; Adam fp32 bound 4·P·4 = {t.adam_fp32_bytes:,} bytes. "
             if formula
             else f"Model `{t.model_label}`, counted on the module ({paths.MODEL_PROFILE_CSV}; no formula describes "
-            f"it): P = {t.params:,} parameters; parameters, gradients and optimizer state {t.adam_fp32_bytes:,} "
+            f"it): P = {t.params:,} parameters; parameters, gradients, buffers and optimizer state {t.adam_fp32_bytes:,} "
             "bytes; FLOP from torch's FlopCounterMode, activations from forward hooks. "
         )
         + f"Benchmark matrix {t.rows:,} × {t.input_bytes // t.rows // 4} fp32 = {t.input_bytes:,} bytes: "
