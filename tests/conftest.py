@@ -27,12 +27,21 @@ def pytest_configure(config: pytest.Config) -> None:
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
 
 
+# Set in os.environ by the code under test for the jobs it starts; a test that sets one would change every later
+# test of its process: a checked configuration skips the parse-time checks (measure.parse_time), a library
+# folder makes every job() stop that did not import from it (io.library.expose).
+JOB_VARIABLES = ("ACCEL_CHOICE_CHECKED", "ACCEL_CHOICE_LIBRARY", "PYTHONPATH")
+
+
 @pytest.fixture(autouse=True)
-def no_checked_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
-    """measure.parse_time marks a checked configuration in the environment for the jobs it starts: a test that
-    parses one would otherwise make every later parse in this process (and its snakemake children) skip the checks."""
-    monkeypatch.setenv("ACCEL_CHOICE_CHECKED", "")
-    monkeypatch.delenv("ACCEL_CHOICE_CHECKED")
+def no_leaked_job_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's changes to JOB_VARIABLES undone after it (monkeypatch records each one's value first)."""
+    for name in JOB_VARIABLES:
+        if name in os.environ:
+            monkeypatch.setenv(name, os.environ[name])
+        else:
+            monkeypatch.setenv(name, "")
+            monkeypatch.delenv(name)
 
 
 @pytest.fixture(scope="session")
