@@ -116,10 +116,9 @@ def test_the_report_shows_each_warning_first_and_in_the_data_section() -> None:
     assert data_words.warnings_banner(quiet) == "" and "Warnings" not in data_words.data_section(quiet)
 
 
-def test_the_parse_time_check_warns_and_goes_on(tmp_path: Path, monkeypatch, caplog) -> None:
-    """Your own arrays of 100 rows with a constant target: both warnings logged when the Snakefile is parsed."""
+def _constant_target_arrays(tmp_path: Path, monkeypatch) -> dict:
+    """The tiny config on your own arrays of 100 rows with a constant target, parsed from tmp_path."""
     from accel_choice.io.provenance import INVOCATION_VARIABLE
-    from accel_choice.measure.parse_time import prepare
 
     np.save(tmp_path / "x.npy", np.random.default_rng(0).standard_normal((100, 8)), allow_pickle=False)
     np.save(tmp_path / "y.npy", np.zeros(100), allow_pickle=False)
@@ -127,6 +126,14 @@ def test_the_parse_time_check_warns_and_goes_on(tmp_path: Path, monkeypatch, cap
     config["data"]["benchmark"]["arrays"] = {"x": str(tmp_path / "x.npy"), "y": str(tmp_path / "y.npy")}
     monkeypatch.setenv(INVOCATION_VARIABLE, "{}")
     monkeypatch.chdir(tmp_path)
+    return config
+
+
+def test_the_parse_time_check_warns_and_goes_on(tmp_path: Path, monkeypatch, caplog) -> None:
+    """Your own arrays of 100 rows with a constant target: both warnings logged when the Snakefile is parsed."""
+    from accel_choice.measure.parse_time import prepare
+
+    config = _constant_target_arrays(tmp_path, monkeypatch)
     with caplog.at_level(logging.WARNING, logger="snakemake.logging"):
         assert prepare(config, [], SCHEMA) == (8,)
     assert "accel-choice data warning: benchmark: timing.batch_sizes: an epoch of 100 rows is 2 at B=64" in caplog.text
@@ -135,15 +142,9 @@ def test_the_parse_time_check_warns_and_goes_on(tmp_path: Path, monkeypatch, cap
 
 def test_a_job_parsing_a_checked_configuration_again_skips_the_checks(tmp_path: Path, monkeypatch, caplog) -> None:
     """A cluster job parses the Snakefile again: the parse that submitted it has tried the model and warned."""
-    from accel_choice.io.provenance import INVOCATION_VARIABLE
     from accel_choice.measure import model_checks, parse_time
 
-    np.save(tmp_path / "x.npy", np.random.default_rng(0).standard_normal((100, 8)), allow_pickle=False)
-    np.save(tmp_path / "y.npy", np.zeros(100), allow_pickle=False)
-    config = json.loads(json.dumps(TINY))
-    config["data"]["benchmark"]["arrays"] = {"x": str(tmp_path / "x.npy"), "y": str(tmp_path / "y.npy")}
-    monkeypatch.setenv(INVOCATION_VARIABLE, "{}")
-    monkeypatch.chdir(tmp_path)
+    config = _constant_target_arrays(tmp_path, monkeypatch)
     tried = []
     real = model_checks.check_model
     monkeypatch.setattr(model_checks, "check_model", lambda *a: tried.append(1) or real(*a))
