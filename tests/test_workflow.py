@@ -85,7 +85,7 @@ def test_interrupted_runs_keep_what_finished_and_rerun_only_the_rest(timeline: d
         assert in_flight not in timeline[after], f"{stop}: {in_flight} counted as finished"
         assert timeline["final"][in_flight] > timeline[stop]["killed_at"], f"{stop}: {in_flight} was not re-run"
     assert timeline["unlock"].returncode == 0
-    assert len(timeline["final"]) == 6 + 3 + 3  # CPU training, load/convert (one job per repeat), the grid
+    assert len(timeline["final"]) == 3 + 3 + 3  # CPU training, load/convert, the grid: one job per repeat each
 
 
 def started_timing_repeats(log: str) -> list[tuple[str, int]]:
@@ -276,11 +276,14 @@ def test_exercise2_json_has_the_textbook_shape(finished: Path) -> None:
 
 def test_every_training_record_holds_the_invariants(finished: Path) -> None:
     files = sorted((finished / "results/timing/cpu").glob("*.json"))
-    assert len(files) == 2 * 3
+    assert len(files) == 3  # one thread count × 3 repeats, each job every batch size
     initial = set()
     for path in files:
         job = read(path)
-        assert {r["loader"] for r in job["records"]} == {"dataloader", "fastpath"}
+        assert sorted((r["batch_size"], r["loader"]) for r in job["records"]) == [
+            (b, loader) for b in (16, 64) for loader in ("dataloader", "fastpath")
+        ]
+        assert all(r["same_final_weights_across_variants"] for r in job["records"])  # within each batch size
         for record in job["records"]:
             assert record["samples"] == 256 and all(record["invariants"].values())
             assert record["samples_per_s"] == pytest.approx(record["samples"] / record["epoch_s"], rel=1e-12)
@@ -296,7 +299,7 @@ def test_every_training_record_holds_the_invariants(finished: Path) -> None:
 
 def test_no_two_timing_jobs_overlapped(finished: Path) -> None:
     intervals = sorted(read(path)["wall_interval"] for path in (finished / "results/timing").rglob("*.json"))
-    assert len(intervals) == 6 + 3 + 3  # CPU training, load/convert (one job per repeat), the grid
+    assert len(intervals) == 3 + 3 + 3  # CPU training, load/convert, the grid: one job per repeat each
     for (_, end), (start, _) in zip(intervals, intervals[1:]):
         assert start >= end, "two timing jobs measured at the same time"
 
@@ -1127,7 +1130,7 @@ def test_every_table_is_written_as_csv_and_json(finished: Path) -> None:
 def test_resource_table_pairs_each_benchmarked_job_with_its_own_timing(finished: Path) -> None:
     results = finished / "results"
     resources = read(results / "tables/resources.json")
-    assert len(resources["jobs"]) == len(list((results / "benchmarks").rglob("*.tsv"))) == 21
+    assert len(resources["jobs"]) == len(list((results / "benchmarks").rglob("*.tsv"))) == 18
     for job in resources["jobs"]:
         # The directive times the whole process; the body is inside it, imports are not.
         assert job["body_wall_s"] is not None and 0 < job["body_wall_s"] < job["process_wall_s"], job
