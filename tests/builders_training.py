@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from accel_choice.analyze import theory
+from accel_choice.analyze.aggregate import job_name
 from accel_choice.analyze.bootstrap import METHOD
 from accel_choice.records.estimate import Estimate, PositiveEstimate, positive
 from accel_choice.records.environment import Environment, EnvironmentReport, Workflow
@@ -164,7 +165,8 @@ def training_cell(
     **overrides: Any,
 ) -> TrainingCell:
     """One aggregated cell with three repeats at epoch_s·(1 − spread), epoch_s, epoch_s·(1 + spread) (`epoch_s`
-    an Estimate: that estimate, with jobs passed as `epoch_s_jobs`)."""
+    an Estimate: that estimate, with jobs passed as `epoch_s_jobs`), timed by jobs 0-2 of its table (the CPU's
+    time every batch size at one thread count)."""
     given = positive(epoch_s) if isinstance(epoch_s, Estimate) else None
     epoch_s = given.point if given else epoch_s
     runs = (epoch_s * (1 - spread), epoch_s, epoch_s * (1 + spread))
@@ -203,6 +205,8 @@ def training_cell(
         versus_fastpath=None,
     )
     fields.update(overrides)
+    if "jobs" not in overrides:
+        fields["jobs"] = tuple(job_name(SimpleNamespace(**fields), r) for r in range(fields["repeats"]))
     if "launch" not in overrides:  # an eager fp32 resident cell's launch checks
         checked = launch_checked(SimpleNamespace(**{k: fields[k] for k in ("precision", "placement", "compiled")}))
         fields["launch"] = cell_launch_checks(device, epoch_s / steps, fields["repeats"]) if checked else None

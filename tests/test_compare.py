@@ -570,9 +570,13 @@ def test_a_row_30_percent_slower_is_a_faster_and_fails_a_5_percent_gate_naming_i
     assert compare_results.main([*args, "--fail-if-slower", "5"]) == compare_results.REGRESSION == 1
     err = capsys.readouterr().err
     regressions = [line for line in err.splitlines() if line.startswith("regression: ")]
-    assert [line.split(":")[1].strip() for line in regressions] == ["cpu fastpath 1 thread B=32"] * 2 + [
-        "the whole cpu table (4 cells in 2 job groups)"  # one cell 30 % slower of four: the table's mean 7 %
-    ]
+    assert (
+        [line.split(":")[1].strip() for line in regressions]
+        == ["cpu fastpath 1 thread B=32"] * 2
+        + [
+            "the whole cpu table (4 cells in 1 job group)"  # one CPU job times every batch size  # one cell 30 % slower of four: the table's mean 7 %
+        ]
+    )
     assert "epoch time slow/base 1.30" in regressions[0] and "eval time slow/base" in regressions[1]
     assert "slow slower by more than 5 %" in regressions[0]
     assert "at their points: cpu fastpath 1 thread B=32 (1.30×)" in regressions[2]
@@ -1559,7 +1563,7 @@ def test_every_row_30_percent_slower_on_a_drifting_machine_fails_the_gate_as_a_w
     slow = make_results(tmp_path, "slow", batch_sizes=SIZES, scale=1.3, draws=dataclasses.replace(DRIFTING, seed=32))
     result = _compare(base, slow, "base", "slow")
     (shift,) = result.whole_table
-    assert (shift.device, shift.cells, shift.groups) == ("cpu", 10, 5)
+    assert (shift.device, shift.cells, shift.groups) == ("cpu", 10, 1)  # the three jobs timed every batch size
     assert 1.15 < shift.ratio.point < 1.45 and shift.ratio.low > 1.05 and shift.fails(5)
     # Most rows alone see nothing: each has 2-4 degrees of freedom
     rows = {id(r.row) for r in compare.regressions(result, 5) if r.metric == "epoch_s"}
@@ -1569,11 +1573,11 @@ def test_every_row_30_percent_slower_on_a_drifting_machine_fails_the_gate_as_a_w
     args = [str(base), str(slow), "--out", str(out), "--label-a", "base", "--label-b", "slow", "--fail-if-slower", "5"]
     assert compare_results.main(args) == compare_results.REGRESSION
     err = capsys.readouterr().err
-    assert "regression: the whole cpu table (10 cells in 5 job groups): epoch time slow/base" in err
+    assert "regression: the whole cpu table (10 cells in 1 job group): epoch time slow/base" in err
     assert "the cells slower than that at their points: cpu " in err  # named, each with its ratio
     assert "the whole cpu table of slow slower than base by more than 5 % (--fail-if-slower)" in err
     document = json.loads((out / "comparison.json").read_text())
-    assert document["whole_table"][0]["job_groups"] == 5 and document["whole_table"][0]["confidence"] == 0.99
+    assert document["whole_table"][0]["job_groups"] == 1 and document["whole_table"][0]["confidence"] == 0.99
     assert compare_results.main([*args[:-1], "40"]) == 0  # 30 % is inside a 40 % gate
 
 

@@ -120,7 +120,7 @@ def test_the_issues_hand_edit_does_not_add_up_even_without_its_log():
     measured = training_record(epoch_s=0.2)
     edited = records.to_json(measured) | {"epoch_s": 0.02, "epoch_s_each": [0.02]}
     with pytest.raises(RecordError, match=r"samples_per_s 10240\.0 is not samples / epoch_s = 102400"):
-        records.from_json(TrainingRecord, edited, "bs64.t1.rep0.json")
+        records.from_json(TrainingRecord, edited, "t1.rep0.json")
 
 
 def test_a_job_whose_epochs_outlast_its_wall_interval_or_whose_cpu_outruns_its_cores_is_refused():
@@ -134,3 +134,16 @@ def test_a_job_whose_epochs_outlast_its_wall_interval_or_whose_cpu_outruns_its_c
     ):
         _job(records=(training_record(epoch_s=0.2, epoch_cpu_s=0.5),))
     _job(records=(training_record(epoch_s=0.2, epoch_cpu_s=0.39),))  # two cores busy: possible
+
+
+def test_a_job_is_one_process_at_one_thread_count_each_variant_once():
+    """A CPU job times every batch size at one thread count and repeat; records of two jobs in one file are refused."""
+    from builders_training import training_record
+
+    assert [r.batch_size for r in _job(records=(training_record(), training_record(batch_size=64))).records] == [32, 64]
+    with pytest.raises(ValueError, match="one job's records share a device, threads and repeat"):
+        _job(records=(training_record(), training_record(batch_size=64, threads=2)))
+    with pytest.raises(ValueError, match="each variant once"):
+        _job(records=(training_record(), training_record(repeat=1)))
+    with pytest.raises(ValueError, match="each variant once"):
+        _job(records=(training_record(), training_record()))

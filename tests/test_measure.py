@@ -312,6 +312,32 @@ def test_single_loader_job(data):
     assert measured[0].same_final_weights_across_variants is True
 
 
+def test_a_cpu_job_times_every_batch_size_interleaved_and_compares_weights_within_one(data):
+    """One CPU job per thread count and repeat: every batch size and loader in one process, in rounds over all
+    of them; the same final weights are asked of the loaders of one batch size only (another takes other steps)."""
+    x, y = data
+    variants = [v for size in (32, 64) for v in steps.cpu_variants(loaders.LOADERS, batch_size=size)]
+    measured, sentinel = training.measure_training_job(
+        x, y, variants, repeat=1, seed=SEED, spec=ModelSpec(hidden=HIDDEN, lr=LR), warmup_steps=WARMUP, epochs=EPOCHS
+    )
+    assert sorted((r.batch_size, r.loader) for r in measured) == sorted((v.batch_size, v.loader) for v in variants)
+    assert [r.position_in_job for r in measured] == [0, 1, 2, 3]  # repeat 1 starts its first round the other way
+    assert [(r.batch_size, r.loader) for r in measured][0] == (64, "fastpath")
+    assert all(r.same_final_weights_across_variants for r in measured)
+    assert len({r.final_weights_sha256 for r in measured}) == 2  # one per batch size
+    assert len(sentinel.seconds) == EPOCHS + 1  # at the start, after each round: around every variant's epochs
+    with pytest.raises(ValueError, match="on one device"):
+        training.measure_training_job(
+            x,
+            y,
+            [variants[0], dataclasses.replace(variants[1], device="meta")],
+            repeat=0,
+            seed=SEED,
+            spec=ModelSpec(hidden=HIDDEN, lr=LR),
+            warmup_steps=WARMUP,
+        )
+
+
 def test_batch_over_the_rows_raises(data):
     with pytest.raises(ValueError, match=f"batch size {ROWS + 1} must be between 1 and the data's {ROWS} rows"):
         _job(data, ROWS + 1, 0)

@@ -32,8 +32,11 @@ FUNCTIONS = {
     if callable(value) and not name.startswith("_") and getattr(value, "__module__", "") == paths.__name__
 }
 # Names that no rule writes through results(...): the results folder and the folders the files are
-# grouped in, and Snakemake's HTML report (made by `snakemake --report`, not by a rule).
+# grouped in, the training jobs' names (stems of their records, logs and benchmarks), and Snakemake's
+# HTML report (made by `snakemake --report`, not by a rule).
 NOT_RULE_OUTPUTS = {
+    "CPU_JOB",
+    "GPU_JOB",
     "RESULTS",
     "DATA",
     "TIMING",
@@ -176,7 +179,8 @@ def test_every_file_name_is_written_by_a_rule(name: str) -> None:
 def test_the_folders_are_folders_of_the_named_files() -> None:
     folders = {
         name: CONSTANTS[name]
-        for name in NOT_RULE_OUTPUTS - {"RESULTS", "SNAKEMAKE_REPORT_HTML", "SNAKEMAKE_REPORT_ZIP"}
+        for name in NOT_RULE_OUTPUTS
+        - {"RESULTS", "SNAKEMAKE_REPORT_HTML", "SNAKEMAKE_REPORT_ZIP", "CPU_JOB", "GPU_JOB"}
     }
     files = [value for name, value in CONSTANTS.items() if name not in NOT_RULE_OUTPUTS]
     files += [paths.log("x"), paths.benchmark("x")]

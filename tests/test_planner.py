@@ -654,18 +654,20 @@ def test_the_resampled_measurements_are_the_jobs_behind_the_fit_points():
     assert [bootstrap.pooled_median(m.jobs) for m in measured] == pytest.approx([p.epoch_s for p in points])
 
 
-def test_the_workloads_of_one_grid_job_are_drawn_together_and_a_benchmark_cell_on_its_own():
+def test_the_workloads_of_one_grid_job_are_drawn_together_and_so_are_the_cells_of_one_cpu_job():
     grid = _scattered_grid(0.2)
     table = [
         _table_row("cpu", "fastpath", "fp32", "host", 32, 0.5),
         _table_row("cpu", "fastpath", "fp32", "host", 64, 0.4),
     ]
     measured = breakeven_interval.measurements(grid, table, mlp(8192, 32, 48))
-    on_grid = [m for m in measured if m.block is not None]
-    assert len(on_grid) == len(DESIGN) and {(m.block, m.repeats) for m in on_grid} == {("grid cpu", (0, 1, 2))}
+    on_grid = [m for m in measured if m.block == "grid cpu"]
+    assert len(on_grid) == len(DESIGN) and {m.repeats for m in on_grid} == {(0, 1, 2)}
     seeds = breakeven_interval.shared_seeds(measured, list(range(100, 100 + len(measured))))
     assert seeds[: len(DESIGN)] == [100] * len(DESIGN)  # one set of draws for the whole grid job
-    assert seeds[len(DESIGN) :] == [100 + len(DESIGN), 101 + len(DESIGN)]  # each cell its own
+    # the two batch sizes' cells, timed by the same CPU jobs (t1.rep0-2): one set of draws, apart from the grid's
+    assert [m.block for m in measured[len(DESIGN) :]] == ["training t1.rep0 t1.rep1 t1.rep2"] * 2
+    assert seeds[len(DESIGN) :] == [100 + len(DESIGN)] * 2
     # A workload that lost a repeat (a non-finite epoch) cannot be paired job by job: its own draws.
     lost = [
         r

@@ -9,7 +9,7 @@ import pytest
 
 from builders_training import training_record
 
-from accel_choice.analyze import aggregate, decision_intervals, stats
+from accel_choice.analyze import aggregate, decision_intervals, job_intervals, stats
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io.config_checks import normalize_config
 
@@ -46,10 +46,35 @@ def test_each_thread_count_is_a_cell_of_its_own() -> None:
 
 
 def test_the_sentinel_flags_of_a_job_reach_its_own_thread_count_only() -> None:
-    reasons = {(512, 2, 1): ("the sentinel ran 40 % slow",)}
+    reasons = {"t2.rep1": ("the sentinel ran 40 % slow",)}  # one CPU job: every batch size at 2 threads
     table = aggregate.aggregate_training(records(), ROWS, job_reasons=reasons)
     flagged = {(c.batch_size, c.threads) for c in table if c.contaminated}
-    assert flagged == {(512, 2)}
+    assert flagged == {(32, 2), (512, 2)}
+
+
+def test_cells_of_the_same_jobs_pair_job_by_job_and_other_thread_counts_do_not() -> None:
+    # Every job at 1 thread ran at its own machine speed (1.0, 1.3, 0.8), shared by both batch sizes it timed.
+    drift = (1.0, 1.3, 0.8)
+    drifting = [
+        training_record(batch_size=b, threads=t, repeat=r, epoch_s=s * drift[r] ** (t == 1), rows=ROWS)
+        for (b, t), runs in EPOCHS.items()
+        for r, s in enumerate(runs)
+    ]
+    cells = {(c.batch_size, c.threads): c for c in aggregate.aggregate_training(drifting, ROWS)}
+    assert cells[(32, 1)].jobs == cells[(512, 1)].jobs == ("t1.rep0", "t1.rep1", "t1.rep2")
+    paired = decision_intervals.cell_ratio(cells[(32, 1)], cells[(512, 1)], 0.95)
+    across = decision_intervals.cell_ratio(cells[(512, 2)], cells[(512, 1)], 0.95)
+    assert (paired.method, across.method) == (job_intervals.PAIRED, job_intervals.WELCH)
+    # the drift cancels in each job's ratio: the paired interval is narrow, the Welch one between jobs is not
+    assert paired.high / paired.low < 1.15 and across.high / across.low > 2
+    scaling = decision_intervals.step_scaling(list(cells.values()))
+    assert scaling is not None and scaling.step_time_ratio.method == job_intervals.PAIRED
+    # a cell that lost a job to a non-finite run pairs over the jobs both kept
+    lost = [r for r in drifting if (r.batch_size, r.threads, r.repeat) != (512, 1, 0)]
+    two = next(c for c in aggregate.aggregate_training(lost, ROWS) if (c.batch_size, c.threads) == (512, 1))
+    assert two.jobs == ("t1.rep1", "t1.rep2")
+    kept = decision_intervals.cell_ratio(cells[(32, 1)], two, 0.95)
+    assert (kept.method, kept.jobs) == (job_intervals.PAIRED, 2)
 
 
 def test_the_fastest_configuration_and_its_ties_name_their_thread_counts() -> None:

@@ -58,7 +58,7 @@ def cells(request):
     return aggregate.aggregate_training(records, ROWS)
 
 
-LABELS = [f"bs{b}.t1.rep{r}" for b in (32, 512) for r in range(3)]
+LABELS = [f"t{t}.rep{r}" for t in (1, 2) for r in range(3)]  # two thread counts, three repeats
 
 
 def test_a_quiet_run_has_no_flagged_job(cells):
@@ -68,7 +68,7 @@ def test_a_quiet_run_has_no_flagged_job(cells):
 
 
 def test_flagged_jobs_are_counted_once_with_every_reason_and_their_records(cells):
-    speeds = dict.fromkeys(LABELS, 1.0) | {"bs32.t1.rep1": 1.6}  # the machine ran 1.6x slower in that job
+    speeds = dict.fromkeys(LABELS, 1.0) | {"t1.rep1": 1.6}  # the machine ran 1.6x slower in that job
     busy = [
         dataclasses.replace(cell, contaminated=(Contamination(repeat=1, reasons=("other processes used 1.20 cores",)),))
         if cell.batch_size == 32
@@ -77,7 +77,7 @@ def test_flagged_jobs_are_counted_once_with_every_reason_and_their_records(cells
     ]
     found = trust.run_trust([("cpu", _table(busy, speeds))], 0.25)
     (job,) = found.flagged  # one job, both of its cells (loaders) and the sentinel naming it
-    assert job.job == "bs32.t1.rep1" and job.record == "results/timing/cpu/bs32.t1.rep1.json"
+    assert job.job == "t1.rep1" and job.record == "results/timing/cpu/t1.rep1.json"
     assert any("sentinel" in reason for reason in job.reasons)
     assert "other processes used 1.20 cores" in job.reasons
     assert not found.contaminated  # 1 of 6 is not more than 25 %
@@ -85,12 +85,12 @@ def test_flagged_jobs_are_counted_once_with_every_reason_and_their_records(cells
 
 
 def test_a_run_with_more_flagged_jobs_than_allowed_is_contaminated_and_says_how_to_remeasure(cells):
-    speeds = dict.fromkeys(LABELS, 1.0) | {"bs32.t1.rep0": 2.0, "bs512.t1.rep2": 2.0}
+    speeds = dict.fromkeys(LABELS, 1.0) | {"t1.rep0": 2.0, "t2.rep2": 2.0}
     found = trust.run_trust([("cpu", _table(cells, speeds))], 0.25)
-    assert [j.job for j in found.flagged] == ["bs32.t1.rep0", "bs512.t1.rep2"] and found.contaminated
+    assert [j.job for j in found.flagged] == ["t1.rep0", "t2.rep2"] and found.contaminated
     command = trust.remeasure_command(found)
     assert command == (
-        "snakemake --cores 4 --force results/timing/cpu/bs32.t1.rep0.json results/timing/cpu/bs512.t1.rep2.json "
+        "snakemake --cores 4 --force results/timing/cpu/t1.rep0.json results/timing/cpu/t2.rep2.json "
         "&& snakemake --cores 4"
     )
     # every job flagged (a busy machine throughout): the rule, re-run whole, instead of a line of every record
@@ -105,7 +105,7 @@ def test_a_run_with_more_flagged_jobs_than_allowed_is_contaminated_and_says_how_
 def test_every_flag_of_a_busy_run_is_counted_in_one_table_by_reason(cells):
     # a busy run: 3 of 6 jobs at another machine speed, two of them also beside other processes' CPU;
     # the report folds the per-job and per-repeat lists into one row per reason (issue 27, item 1)
-    speeds = dict.fromkeys(LABELS, 1.0) | {"bs32.t1.rep0": 1.6, "bs32.t1.rep1": 1.6, "bs512.t1.rep2": 0.5}
+    speeds = dict.fromkeys(LABELS, 1.0) | {"t1.rep0": 1.6, "t1.rep1": 1.6, "t2.rep2": 0.5}
     busy = [
         dataclasses.replace(
             cell,
@@ -119,8 +119,8 @@ def test_every_flag_of_a_busy_run_is_counted_in_one_table_by_reason(cells):
     text = noise.flags_section(busy, [], [], found, NoiseRules())
     rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| flag")]
     assert rows[:2] == [
-        "| the machine's speed (sentinel) | timing jobs | 3 of 6 | bs32.t1.rep0, bs32.t1.rep1, bs512.t1.rep2 |",
-        "| other processes' CPU | timing jobs | 2 of 6 | bs32.t1.rep0, bs32.t1.rep1 |",
+        "| the machine's speed (sentinel) | timing jobs | 3 of 6 | t1.rep0, t1.rep1, t2.rep2 |",
+        "| other processes' CPU | timing jobs | 2 of 6 | t1.rep0, t1.rep1 |",
     ]
     assert "repeat 1: other processes" not in text  # no per-repeat list
     quiet = trust.run_trust([("cpu", _table(cells, dict.fromkeys(LABELS, 1.0)))], 0.25)
@@ -129,9 +129,7 @@ def test_every_flag_of_a_busy_run_is_counted_in_one_table_by_reason(cells):
 
 
 def test_a_record_claiming_a_clean_run_with_too_many_flagged_jobs_is_refused():
-    job = trust.FlaggedJob(
-        table="cpu", job="bs32.t1.rep0", record="results/timing/cpu/bs32.t1.rep0.json", reasons=("x",)
-    )
+    job = trust.FlaggedJob(table="cpu", job="t1.rep0", record="results/timing/cpu/t1.rep0.json", reasons=("x",))
     with pytest.raises(ValueError, match="contaminated False with 1 of 2 flagged"):
         RunTrust(jobs=2, flagged=(job,), limit=0.25, contaminated=False)
 
@@ -140,7 +138,7 @@ def test_a_contaminated_run_leaves_a_measured_speedup_undecided_and_says_so_firs
     table, rows, _ = _gpu_case(train_records, load_table, "gpu_wins")
     clean = _verdict(table, rows, probe=GPU_PROBE)
     assert (clean.outcome, clean.reason) == ("GPU", "gpu_pays_off")
-    speeds = dict.fromkeys(LABELS, 1.0) | {"bs32.t1.rep0": 2.0, "bs512.t1.rep2": 2.0}
+    speeds = dict.fromkeys(LABELS, 1.0) | {"t1.rep0": 2.0, "t2.rep2": 2.0}
     bad = trust.run_trust([("cpu", _table(cells, speeds))], 0.25)
     v = _verdict(table, rows, probe=GPU_PROBE, trust=bad)
     assert (v.device, v.outcome, v.reason) == ("CPU", "undecided", "run_contaminated")
@@ -167,7 +165,7 @@ def test_a_contaminated_run_leaves_a_measured_speedup_undecided_and_says_so_firs
         else ("Noise floor: none could be stated" in said)
     )
     # a run with a flagged job points to the noise-floor section once, from its trust line
-    one = trust.run_trust([("cpu", _table(cells, dict.fromkeys(LABELS, 1.0) | {"bs32.t1.rep0": 2.0}))], 0.25)
+    one = trust.run_trust([("cpu", _table(cells, dict.fromkeys(LABELS, 1.0) | {"t1.rep0": 2.0}))], 0.25)
     assert len(one.flagged) == 1 and not one.contaminated
     said = words.headline(dataclasses.replace(_verdict(table, rows, probe=GPU_PROBE, trust=one), noise_floor=0.05))
     assert said.count("(see The run's noise floor)") == 1 and "Noise floor ±5.0%: how far" in said
@@ -194,7 +192,7 @@ def test_a_run_ends_by_saying_its_verdict_its_trust_and_where_the_report_is(cell
     from accel_choice.records.decision import Decision
     from accel_choice.render.run_end import end_of_run
 
-    speeds = dict.fromkeys(LABELS, 1.0) | {"bs32.t1.rep0": 2.0, "bs512.t1.rep2": 2.0}
+    speeds = dict.fromkeys(LABELS, 1.0) | {"t1.rep0": 2.0, "t2.rep2": 2.0}
     verdict = _verdict(train_table, full_path_rows, trust=trust.run_trust([("cpu", _table(cells, speeds))], 0.25))
     decided = Decision(
         verdict=verdict, sheet=(), full_path=tuple(full_path_rows), gpu_memory=(), environment=environment()

@@ -85,7 +85,7 @@ def test_interrupted_runs_keep_what_finished_and_rerun_only_the_rest(timeline: d
         assert in_flight not in timeline[after], f"{stop}: {in_flight} counted as finished"
         assert timeline["final"][in_flight] > timeline[stop]["killed_at"], f"{stop}: {in_flight} was not re-run"
     assert timeline["unlock"].returncode == 0
-    assert len(timeline["final"]) == 6 + 3 + 3  # CPU training, load/convert (one job per repeat), the grid
+    assert len(timeline["final"]) == 3 + 3 + 3  # CPU training, load/convert, the grid: one job per repeat each
 
 
 def started_timing_repeats(log: str) -> list[tuple[str, int]]:
@@ -188,22 +188,22 @@ def _vouch(record: Path) -> None:
 
 
 def test_a_timing_record_edited_by_hand_is_refused_and_nothing_vouches_for_it(finished: Path, tmp_path: Path) -> None:
-    """The fast path's epochs divided by 10 in every repeat of one batch size (issue 28's probe): the
+    """The fast path's epochs at one batch size divided by 10 in every repeat (issue 28's probe): the
     next run re-reads them, refuses them naming the file and its job's log, and the report, the
     manifest and the tables stay as the jobs wrote them."""
     finished = copy_of(finished, tmp_path / "run")
     kept = {name: (finished / "results" / name).read_bytes() for name in ("REPORT.md", "MANIFEST.sha256")}
     for repeat in range(3):
-        path = finished / f"results/timing/cpu/bs64.t1.rep{repeat}.json"
+        path = finished / f"results/timing/cpu/t1.rep{repeat}.json"
         job = read(path)
         for record in job["records"]:
-            if record["loader"] == "fastpath":
+            if (record["loader"], record["batch_size"]) == ("fastpath", 64):
                 record["epoch_s"] /= 10
                 record["epoch_s_each"] = [t / 10 for t in record["epoch_s_each"]]
         path.write_text(json.dumps(job, indent=2) + "\n")
     result = snakemake(finished, TINY, "--until", "aggregate_training")  # the first job that reads them
     assert result.returncode != 0
-    assert "timing/cpu/bs64.t1.rep0.json: its bytes (sha256 " in result.stderr
+    assert "timing/cpu/t1.rep0.json: its bytes (sha256 " in result.stderr
     assert "are not what its job wrote (sha256 " in result.stderr and "logs/time_cpu_training" in result.stderr
     assert "measure it again: delete it and re-run the workflow" in result.stderr
     assert "Traceback" not in result.stderr  # one line, no traceback (UserInputError)
@@ -276,11 +276,14 @@ def test_exercise2_json_has_the_textbook_shape(finished: Path) -> None:
 
 def test_every_training_record_holds_the_invariants(finished: Path) -> None:
     files = sorted((finished / "results/timing/cpu").glob("*.json"))
-    assert len(files) == 2 * 3
+    assert len(files) == 3  # one thread count × 3 repeats, each job every batch size
     initial = set()
     for path in files:
         job = read(path)
-        assert {r["loader"] for r in job["records"]} == {"dataloader", "fastpath"}
+        assert sorted((r["batch_size"], r["loader"]) for r in job["records"]) == [
+            (b, loader) for b in (16, 64) for loader in ("dataloader", "fastpath")
+        ]
+        assert all(r["same_final_weights_across_variants"] for r in job["records"])  # within each batch size
         for record in job["records"]:
             assert record["samples"] == 256 and all(record["invariants"].values())
             assert record["samples_per_s"] == pytest.approx(record["samples"] / record["epoch_s"], rel=1e-12)
@@ -296,7 +299,7 @@ def test_every_training_record_holds_the_invariants(finished: Path) -> None:
 
 def test_no_two_timing_jobs_overlapped(finished: Path) -> None:
     intervals = sorted(read(path)["wall_interval"] for path in (finished / "results/timing").rglob("*.json"))
-    assert len(intervals) == 6 + 3 + 3  # CPU training, load/convert (one job per repeat), the grid
+    assert len(intervals) == 3 + 3 + 3  # CPU training, load/convert, the grid: one job per repeat each
     for (_, end), (start, _) in zip(intervals, intervals[1:]):
         assert start >= end, "two timing jobs measured at the same time"
 
@@ -373,9 +376,12 @@ def test_editing_a_module_reruns_exactly_the_rules_whose_scripts_import_it(
         assert any(f"workflow/scripts/accel_choice/{module}" in text for text in reasons[rule]), reasons[rule]
 
 
-def test_changing_one_batch_size_reruns_only_its_jobs(finished: Path) -> None:
-    plan = planned_jobs(snakemake(finished, changed(timing={"batch_sizes": [16, 32]}), "-n"))
+def test_changing_one_batch_size_reruns_the_cpu_timing_and_no_data_northstar_or_grid_job(finished: Path) -> None:
+    result = snakemake(finished, changed(timing={"batch_sizes": [16, 32]}), "-n")
+    plan = planned_jobs(result)
+    # Every CPU job times every batch size (paired): all three re-run, and the dry run says why.
     # config_snapshot (results/config.yaml) re-runs on any change; decide reads the CPU table.
+    assert "time_cpu_training" in result.stdout and "Params have changed since last execution" in result.stdout
     assert plan == {
         "time_cpu_training": 3,
         "profile_model": 1,  # counted at every timing batch size
@@ -615,7 +621,7 @@ def test_changing_the_seed_reruns_everything(finished: Path) -> None:
         "generate_northstar": 1,
         "export_data": 2,
         "time_load_convert": 3,
-        "time_cpu_training": 6,
+        "time_cpu_training": 3,
         "profile_model": 1,  # the model's initial weights follow the seed
         "aggregate_load_convert": 1,
         "aggregate_training": 1,
@@ -847,7 +853,7 @@ def test_the_test_config_runs_from_its_catalog_folder(tmp_path: Path) -> None:
         timeout=300,
     )
     plan = planned_jobs(result)
-    assert plan["time_cpu_training"] == len(TINY["timing"]["batch_sizes"]) * TINY["timing"]["repeats"]
+    assert plan["time_cpu_training"] == TINY["timing"]["repeats"]  # one thread count: one job per repeat
     assert plan["time_load_convert"] == TINY["timing"]["repeats"]  # one job per repeat loads every file
     assert not (copy / "results").exists()
 
@@ -880,10 +886,10 @@ def test_manifest_lists_every_file_and_sha256sum_finds_an_edit(finished: Path, t
         "config.yaml",
         "env/collect_env.json",
         "tables/cost_model.json",
-        "benchmarks/time_cpu_training/bs16.t1.rep0.tsv",
+        "benchmarks/time_cpu_training/t1.rep0.tsv",
         "logs/report.log",
         "data/benchmark.parquet",
-        "timing/cpu/bs64.t1.rep2.json",
+        "timing/cpu/t1.rep2.json",
     } <= listed
     assert any(name.endswith("/.snakemake_timestamp") for name in listed)
     assert provenance["files"]["made_by_this_configuration"] == len(listed) - 1  # provenance.json itself
@@ -921,15 +927,17 @@ TINY_SCALE = {
 
 
 PRICES = {"per_hour": {"cpu": 0.17, "cuda": 3.2}, "currency": "EUR"}
-# The finished run after a user's usual changes at once (made once a session, `varied`): a second thread count
-# over one batch size, prices, and the streaming study.
-VARIED = changed(timing={"threads": [1, 2], "batch_sizes": [16]}, cost=PRICES, scale=TINY_SCALE)
+# The finished run after a user's usual changes at once (made once a session, `varied`): a second thread count,
+# prices, and the streaming study.
+VARIED = changed(timing={"threads": [1, 2]}, cost=PRICES, scale=TINY_SCALE)
+# What an earlier configuration (timing.repeats: 4) left behind: planted before the run of VARIED.
+LEFTOVER = [("timing/cpu", "json"), ("logs/time_cpu_training", "log"), ("benchmarks/time_cpu_training", "tsv")]
 
 
 @pytest.fixture(scope="session")
 def varied(pristine: Path, shared_folder: Path) -> dict:
-    """A finished run that loses a record, then is run with VARIED: one batch size fewer, a second thread
-    count, prices and the streaming study (made once a session: workflow_runs.shared). What each change alone
+    """A finished run that loses a record, then is run with VARIED: a second thread count, prices and the
+    streaming study, beside the files of an earlier configuration (LEFTOVER) (made once a session: workflow_runs.shared). What each change alone
     plans (the lost record's too) is dry-run first; then one run measures the lost record again with the
     changes' jobs, and what follows them (aggregation, the planner, the report, the archive) runs once."""
     return workflow_runs.shared(shared_folder, "varied", lambda folder: _vary(pristine, folder))
@@ -940,7 +948,7 @@ def _vary(pristine: Path, folder: Path) -> dict:
     results = workdir / "results"
     # A lost record (of a cell VARIED keeps): what its loss alone plans, then, put back for the dry runs of
     # each change alone, lost again before the run of them all, which measures it again with them.
-    lost = results / "timing/cpu/bs16.t1.rep1.json"
+    lost = results / "timing/cpu/t1.rep1.json"
     before = read(lost)
     kept_record = shutil.copy2(lost, workdir / "lost-record.json.kept")
     lost.unlink()
@@ -956,6 +964,8 @@ def _vary(pristine: Path, folder: Path) -> dict:
     events["prices_plan"] = planned_jobs(snakemake(workdir, changed(cost=PRICES), "-n"))
     events["scale_plan"] = planned_jobs(snakemake(workdir, changed(scale=TINY_SCALE), "-n"))
     lost.unlink()
+    for folder_name, ext in LEFTOVER:  # a fourth repeat's job of an earlier configuration, as it left its files
+        shutil.copy2(results / f"{folder_name}/t1.rep0.{ext}", results / f"{folder_name}/t1.rep3.{ext}")
     events["varied"] = snakemake(workdir, VARIED)
     events["after"] = read(lost) if lost.exists() else None
     events["verify_varied"] = _verify_results(results)
@@ -967,8 +977,8 @@ def _vary(pristine: Path, folder: Path) -> dict:
     # log of the refused job is no file of VARIED's.
     more = {**VARIED, "timing": {**VARIED["timing"], "repeats": 4}}
     refusing = copy_of(workdir, folder / "refused")
-    events["refused"] = snakemake(refusing, more, "results/timing/cpu/bs16.t2.rep3.json", "--cores", "1")
-    events["refused_made"] = [str(p) for p in (refusing / "results/timing/cpu").glob("*.t2.rep3.json")]
+    events["refused"] = snakemake(refusing, more, "results/timing/cpu/t2.rep3.json", "--cores", "1")
+    events["refused_made"] = [str(p) for p in (refusing / "results/timing/cpu").glob("t2.rep3.json")]
     return events
 
 
@@ -986,7 +996,7 @@ def test_a_lost_record_is_measured_again_and_the_archive_verifies(varied: dict) 
     # The run of the user's changes (_vary) measures it again with them: its job started after the first ended.
     rerun = varied["varied"]
     assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert "results/timing/cpu/bs16.t1.rep1.json" in rerun.stdout + rerun.stderr
+    assert "results/timing/cpu/t1.rep1.json" in rerun.stdout + rerun.stderr
     after = varied["after"]
     assert after is not None and after["wall_interval"][0] > varied["before"]["wall_interval"][1]
     verify = varied["verify_varied"]
@@ -995,7 +1005,7 @@ def test_a_lost_record_is_measured_again_and_the_archive_verifies(varied: dict) 
 
 def test_a_deleted_data_file_is_written_again_with_everything_that_read_it(varied: dict) -> None:
     plan = varied["data_plan"]
-    assert plan["export_data"] == 1 and plan["time_load_convert"] == 3 and plan["time_cpu_training"] == 6
+    assert plan["export_data"] == 1 and plan["time_load_convert"] == 3 and plan["time_cpu_training"] == 3
     assert plan["gradient_variance"] == 1 and plan["archive"] == 1
     assert "generate_benchmark" not in plan and "train_northstar" not in plan
 
@@ -1011,26 +1021,18 @@ def test_files_of_an_earlier_configuration_are_listed_not_vouched_for(varied: di
         for entry in provenance["files"]["not_made_by_this_configuration"]
         if not entry["path"].endswith(".tmp")
     }
-    assert stale == {
-        f"{folder}/bs64.t1.rep{r}.{ext}"
-        for r in range(3)
-        for folder, ext in (
-            ("timing/cpu", "json"),
-            ("logs/time_cpu_training", "log"),
-            ("benchmarks/time_cpu_training", "tsv"),
-        )
-    }
-    assert not stale & listed and (results / "timing/cpu/bs64.t1.rep0.json").exists()  # listed, not deleted
-    # B=16 only: both loaders at each thread count
-    assert [row["batch_size"] for row in read(results / "tables/cpu_training.json")["table"]] == [16] * 4
+    assert stale == {f"{folder}/t1.rep3.{ext}" for folder, ext in LEFTOVER}
+    assert not stale & listed and (results / "timing/cpu/t1.rep3.json").exists()  # listed, not deleted
+    # Each batch size: both loaders at each thread count
+    assert [row["batch_size"] for row in read(results / "tables/cpu_training.json")["table"]] == [16] * 4 + [64] * 4
     verify = varied["verify_varied"]
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert "not made by this configuration, listed in provenance.json, unchanged" in verify.stdout
     # The leftovers are checked too: an edit to one of them is a difference (in a copy: the run is shared).
     copy = shutil.copytree(results, tmp_path / "results", symlinks=True)
-    (copy / "timing/cpu/bs64.t1.rep0.json").write_text("{}\n")
+    (copy / "timing/cpu/t1.rep3.json").write_text("{}\n")
     verify = _verify_results(copy)
-    assert verify.returncode == 1 and "timing/cpu/bs64.t1.rep0.json" in verify.stdout
+    assert verify.returncode == 1 and "timing/cpu/t1.rep3.json" in verify.stdout
 
 
 def test_a_second_thread_count_adds_its_own_cells_and_the_verdict_names_the_best(varied: dict) -> None:
@@ -1040,7 +1042,7 @@ def test_a_second_thread_count_adds_its_own_cells_and_the_verdict_names_the_best
     assert varied["varied"].returncode == 0, varied["varied"].stderr[-3000:]
     results = varied["workdir"] / "results"
     cells = read(results / "tables/cpu_training.json")["table"]
-    assert sorted({(c["batch_size"], c["threads"]) for c in cells}) == [(16, 1), (16, 2)]
+    assert sorted({(c["batch_size"], c["threads"]) for c in cells}) == [(16, 1), (16, 2), (64, 1), (64, 2)]
     fastest = read(results / "tables/decision.json")["verdict"]["fastest_cpu_epoch"]
     report = (results / "REPORT.md").read_text()
     words = "thread" if fastest["threads"] == 1 else "threads"
@@ -1051,7 +1053,7 @@ def test_a_second_thread_count_adds_its_own_cells_and_the_verdict_names_the_best
     # With fewer cores than a cell's threads, its job refuses to time another configuration (_vary).
     refused = varied["refused"]
     assert refused.returncode != 0
-    assert "config key timing.threads: this cell is timed at 2 torch threads, but the job was given 1" in (
+    assert "config key timing.threads: this job's cells are timed at 2 torch threads, but the job was given 1" in (
         refused.stdout + refused.stderr
     )
     assert varied["refused_made"] == []
@@ -1128,13 +1130,13 @@ def test_every_table_is_written_as_csv_and_json(finished: Path) -> None:
 def test_resource_table_pairs_each_benchmarked_job_with_its_own_timing(finished: Path) -> None:
     results = finished / "results"
     resources = read(results / "tables/resources.json")
-    assert len(resources["jobs"]) == len(list((results / "benchmarks").rglob("*.tsv"))) == 21
+    assert len(resources["jobs"]) == len(list((results / "benchmarks").rglob("*.tsv"))) == 18
     for job in resources["jobs"]:
         # The directive times the whole process; the body is inside it, imports are not.
         assert job["body_wall_s"] is not None and 0 < job["body_wall_s"] < job["process_wall_s"], job
         assert job["peak_rss_mb"] > 50, job
     rules = {r["rule"]: r for r in resources["rules"]}
-    assert rules["time_cpu_training"]["jobs"] == 6 and rules["time_cost_model"]["jobs"] == 3
+    assert rules["time_cpu_training"]["jobs"] == 3 and rules["time_cost_model"]["jobs"] == 3
     assert "## Resources per rule" in (results / "REPORT.md").read_text()
 
 
@@ -1452,7 +1454,7 @@ def conv1d(pristine: Path, example_data: Path, shared_folder: Path) -> dict:
 def test_an_example_reruns_what_its_data_and_model_change_and_nothing_of_the_case_study(residual_mlp: dict) -> None:
     plan = residual_mlp["plan"]
     assert plan["import_benchmark"] == 1 and plan["export_data"] == 1 and plan["time_load_convert"] == 3
-    assert plan["time_cpu_training"] == 3 and plan["profile_model"] == 1  # one batch size × 3 repeats
+    assert plan["time_cpu_training"] == 3 and plan["profile_model"] == 1  # one thread count × 3 repeats
     for case_study in ("generate_benchmark", "time_cost_model", "train_northstar", "gradient_variance"):
         assert case_study not in plan
     assert residual_mlp["run"].returncode == 0, residual_mlp["run"].stderr[-3000:]
@@ -1540,14 +1542,14 @@ def test_a_streaming_study_larger_than_the_free_disk_is_refused_before_writing(f
 
 @pytest.mark.parametrize("name", ["residual_mlp", "conv1d"])
 def test_each_example_plans_at_full_size_with_its_one_command(tmp_path: Path, name: str) -> None:
-    """`snakemake --cores 4 --configfile examples/<name>.yaml` from a checkout (3 batch sizes × 2 thread counts × 3
-    repeats of CPU training): its shipped data and model parse
+    """`snakemake --cores 4 --configfile examples/<name>.yaml` from a checkout (2 thread counts × 3 repeats of CPU
+    training, each job every batch size): its shipped data and model parse
     and check, and the whole workflow is planned on them."""
     workdir = seeded(checkout(tmp_path / "checkout"))
     command = [sys.executable, "-m", "snakemake", "--cores", "4", "--configfile", f"examples/{name}.yaml", "-n"]
     result = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=300)
     plan = planned_jobs(result)
-    assert plan["import_benchmark"] == 1 and plan["time_cpu_training"] == 18 and plan["profile_model"] == 1
+    assert plan["import_benchmark"] == 1 and plan["time_cpu_training"] == 6 and plan["profile_model"] == 1
 
 
 def test_the_run_ends_by_saying_its_verdict_and_where_its_report_is(timeline: dict) -> None:

@@ -3,7 +3,7 @@
 
 rule aggregate_training:
     input:
-        records=expand(results(paths.CPU_RECORD), batch_size=BATCH_SIZES, threads=CPU_THREADS, repeat=REPEATS),
+        records=expand(results(paths.CPU_RECORD), threads=CPU_THREADS, repeat=REPEATS),
         code=code("aggregate_training.py"),
     output:
         json=results(paths.CPU_TABLE),

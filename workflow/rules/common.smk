@@ -185,7 +185,7 @@ JOBS = {
     "export_data": jobs(dataset=DATASETS),
     "profile_model": jobs(),
     "time_load_convert": jobs(repeat=REPEATS),
-    "time_cpu_training": jobs(batch_size=BATCH_SIZES, threads=CPU_THREADS, repeat=REPEATS),
+    "time_cpu_training": jobs(threads=CPU_THREADS, repeat=REPEATS),
     "aggregate_training": jobs(),
     "aggregate_load_convert": jobs(),
     "probe_devices": jobs(),

@@ -38,22 +38,22 @@ rule time_cpu_training:
     output:
         results(paths.CPU_RECORD),
     log:
-        results(paths.log("time_cpu_training/bs{batch_size}.t{threads}.rep{repeat}")),
+        results(paths.log(f"time_cpu_training/{paths.CPU_JOB}")),
     benchmark:
-        results(paths.benchmark("time_cpu_training/bs{batch_size}.t{threads}.rep{repeat}"))
+        results(paths.benchmark(f"time_cpu_training/{paths.CPU_JOB}"))
     wildcard_constraints:
-        batch_size=r"\d+",
         threads=r"\d+",
         repeat=r"\d+",
     priority: repeat_priority
     conda:
         ENV
-    # Each cell's own thread count (timing.threads): the job refuses to run with fewer (--cores below it).
+    # Its cells' thread count (timing.threads): the job refuses to run with fewer (--cores below it).
     threads: lambda wildcards: int(wildcards.threads)
     resources:
         timing_slot=TIMING_JOB,
     params:
         seed=config["seed"],
+        batch_sizes=BATCH_SIZES,
         model=MODEL,
         loaders=config["timing"]["loaders"],
         warmup_steps=config["timing"]["warmup_steps"],

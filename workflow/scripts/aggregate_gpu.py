@@ -10,7 +10,7 @@ from accel_choice.records.loads import TransferJob
 p, out = snakemake.params, snakemake.output
 with job(snakemake.log[0], snakemake.threads) as log:
     jobs = aggregate.read_training_jobs(snakemake.input.records)
-    training = aggregate.training_table(jobs, p.rows, NoiseRules(**p.noise), envinfo.quick_environment())
+    training = aggregate.training_table(jobs, p.rows, NoiseRules(**p.noise), envinfo.quick_environment(), "gpu")
     measured = [r for j in jobs for r in j.records]
     atomic.write_record(out.json, training)
     tables.write_csv(out.csv, training.table)

@@ -1,4 +1,4 @@
-"""Rule aggregate_training: medians with spread per batch size and loader, and the exercise-2 JSON."""
+"""Rule aggregate_training: medians with spread per batch size, threads and loader, and the exercise-2 JSON."""
 
 from accel_choice.analyze import aggregate
 from accel_choice.io import atomic, envinfo, tables
@@ -8,7 +8,7 @@ from accel_choice.io.runtime import job
 p, out = snakemake.params, snakemake.output
 with job(snakemake.log[0], snakemake.threads) as log:
     jobs = aggregate.read_training_jobs(snakemake.input.records)
-    training = aggregate.training_table(jobs, p.rows, NoiseRules(**p.noise), envinfo.quick_environment())
+    training = aggregate.training_table(jobs, p.rows, NoiseRules(**p.noise), envinfo.quick_environment(), "cpu")
     atomic.write_record(out.json, training)
     tables.write_csv(out.csv, training.table)
     atomic.write_json(out.exercise2, aggregate.exercise2_json(training.table))

@@ -1,4 +1,4 @@
-"""Rule time_cpu_training: one repeat of one batch size, every loader, on the CPU."""
+"""Rule time_cpu_training: one repeat at one thread count, every batch size and loader interleaved, on the CPU."""
 
 from accel_choice.analyze.stats import NoiseRules, log_training_job
 from accel_choice.io import dataio
@@ -11,7 +11,7 @@ inp, wc, p = snakemake.input, snakemake.wildcards, snakemake.params
 if snakemake.threads != int(wc.threads):
     # Snakemake lowers a job's threads to --cores: the cell would be timed at another thread count.
     raise SystemExit(
-        f"config key timing.threads: this cell is timed at {wc.threads} torch threads, but the job was given "
+        f"config key timing.threads: this job's cells are timed at {wc.threads} torch threads, but the job was given "
         f"{snakemake.threads} (--cores {snakemake.threads}?): run with --cores {wc.threads} or more, or remove "
         f"{wc.threads} from timing.threads"
     )
@@ -21,7 +21,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
         records, sentinel = training.measure_training_job(
             x,
             y,
-            steps.cpu_variants(p.loaders, p.compile, batch_size=int(wc.batch_size)),
+            [v for size in p.batch_sizes for v in steps.cpu_variants(p.loaders, p.compile, batch_size=size)],
             repeat=int(wc.repeat),
             **training_options(p),
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import statistics
 import zlib
 from collections import defaultdict
@@ -14,6 +13,7 @@ from accel_choice.analyze.gpu_checks import cell_launch_checks
 from accel_choice.analyze.job_intervals import median_interval, outcome, ratio_interval
 from accel_choice.analyze.sentinel import summarize_sentinels
 from accel_choice.analyze.stats import NoiseRules, contamination, summarize
+from accel_choice.io import paths
 from accel_choice.records import UserInputError
 from accel_choice.records.estimate import positive
 from accel_choice.records.environment import Environment
@@ -25,6 +25,7 @@ from accel_choice.records.training import (
     TrainingJob,
     TrainingRecord,
     TrainingTable,
+    Variant,
     variant_fields,
 )
 
@@ -38,15 +39,18 @@ def group_by(rows: Iterable[Any], keys: Sequence[str]) -> dict[tuple[Any, ...], 
 
 
 def contaminated_repeats(
-    group: Sequence[Any], rules: NoiseRules, job_reasons: Mapping[tuple[int, int, int], Sequence[str]] | None = None
+    group: Sequence[Any],
+    rules: NoiseRules,
+    job_reasons: Mapping[str, Sequence[str]] | None = None,
+    table: str | None = None,
 ) -> tuple[Contamination, ...]:
     """The repeats of a group that shared the machine or ran at another speed, each with its reasons
-    (`job_reasons`: the sentinel's, by batch size, threads and repeat: one timing job)."""
+    (`job_reasons`: the sentinel's, by the name of the job (`job_name`) of the `table`)."""
     found = []
     for r in group:
         reasons = contamination(r, rules)
         if job_reasons:
-            reasons += job_reasons.get((r.batch_size, r.threads, r.repeat), ())
+            reasons += job_reasons.get(job_name(r, r.repeat, table), ())
         if reasons:
             found.append(Contamination(repeat=r.repeat, reasons=tuple(reasons)))
     return tuple(found)
@@ -57,22 +61,23 @@ def read_training_jobs(paths: Sequence[str]) -> list[TrainingJob]:
     return [records.read(TrainingJob, path) for path in paths]
 
 
-JOB_LABEL = re.compile(r"bs(\d+)\.t(\d+)\.rep(\d+)")
+# A training job's name by its table (io.paths): a CPU job times every batch size at one thread count.
+JOB_NAMES = {"cpu": paths.CPU_JOB, "gpu": paths.GPU_JOB}
 
 
-def job_label(job: TrainingJob) -> str:
-    """A training job's name in the sentinel and the report: "bs64.t1.rep2" (batch size, threads, repeat)."""
-    first = job.records[0]
-    return f"bs{first.batch_size}.t{first.threads}.rep{first.repeat}"
+def job_name(variant: Variant, repeat: int, table: str | None = None) -> str:
+    """The name of the job of `table` ("cpu", "gpu"; None: by the variant's device) that timed repeat `repeat`
+    of `variant`: "t1.rep2" on the CPU, "bs64.rep2" on a GPU; its record's file name without ".json"."""
+    table = table or ("cpu" if variant.device == "cpu" else "gpu")
+    return JOB_NAMES[table].format(batch_size=variant.batch_size, threads=variant.threads, repeat=repeat)
 
 
-def parse_job_label(label: str) -> tuple[int, int, int]:
-    """(batch size, threads, repeat) of a `job_label`."""
-    found = JOB_LABEL.fullmatch(label)
-    if not found:
-        raise ValueError(f"{label!r} is not a training job's name (bs<B>.t<threads>.rep<r>)")
-    batch_size, threads, repeat = (int(part) for part in found.groups())
-    return batch_size, threads, repeat
+def job_label(job: TrainingJob, table: str | None = None) -> str:
+    """A training job's name in the sentinel and the report (`job_name`), one for all its records."""
+    names = {job_name(r, r.repeat, table) for r in job.records}
+    if len(names) != 1:
+        raise ValueError(f"the records of one training job name {len(names)} jobs: {sorted(names)}")
+    return names.pop()
 
 
 def cell_seed(key: tuple[Any, ...], salt: str = "") -> int:
@@ -102,15 +107,17 @@ def aggregate_training(
     measured: Sequence[TrainingRecord],
     rows: int,
     rules: NoiseRules = NoiseRules(),
-    job_reasons: Mapping[tuple[int, int, int], Sequence[str]] | None = None,
+    job_reasons: Mapping[str, Sequence[str]] | None = None,
     noise_floor: float | None = None,
+    table: str | None = None,
 ) -> list[TrainingCell]:
     """One cell per variant (device, precision, placement, loader, batch size, threads): the geometric mean of
     its jobs' median epochs with its t interval (analyze.job_intervals: the jobs are the repeats), the raw
     times, the jobs' spread and flags.
 
-    `job_reasons`: what the sentinel saw in each job, by (batch size, threads, repeat); `noise_floor`: the
-    run's, from the sentinel — a loader difference inside it is "no measurable difference"."""
+    `job_reasons`: what the sentinel saw in each job, by its name (`job_name` in `table`); each cell names its
+    jobs, so cells timed by the same jobs pair job by job; `noise_floor`: the run's, from the sentinel — a
+    loader difference inside it is "no measurable difference"."""
     check_training_records(measured, rows)
     finite = [r for r in measured if r.finite]
     cells = {}
@@ -130,6 +137,7 @@ def aggregate_training(
             **dict(zip(VARIANT_KEYS, key)),
             grad_scaler=first.grad_scaler,
             repeats=len(group),
+            jobs=tuple(job_name(r, r.repeat, table) for r in group),
             samples=first.samples,
             steps=first.steps,
             epoch_s_jobs=epoch_jobs,
@@ -147,7 +155,7 @@ def aggregate_training(
             same_final_weights_across_variants=all(r.same_final_weights_across_variants for r in group),
             peak_memory_bytes_max=max(peaks) if peaks else None,
             epoch_memory_bytes_max=max(own) if own else None,
-            contaminated=contaminated_repeats(group, rules, job_reasons),
+            contaminated=contaminated_repeats(group, rules, job_reasons, table),
             context_startup_s_median=_median(startups) if startups else None,
             startup_s_jobs=tuple(r.startup_s for r in group),
             graph_breaks=max((r.graph_breaks for r in group if r.graph_breaks is not None), default=None),
@@ -212,17 +220,15 @@ def _median_or_none(values: Sequence[float | None]) -> float | None:
 
 
 def training_table(
-    jobs: Sequence[TrainingJob], rows: int, rules: NoiseRules, environment: Environment
+    jobs: Sequence[TrainingJob], rows: int, rules: NoiseRules, environment: Environment, table: str | None = None
 ) -> TrainingTable:
-    """tables/{cpu,gpu}_training.json: the cells of the finite runs, the runs left out of them, and
-    the run's sentinel (its jobs' flags go into the cells' `contaminated`, its floor into outcomes)."""
+    """tables/{cpu,gpu}_training.json (`table`: "cpu", "gpu"; None: by device): the cells of the finite runs,
+    the runs left out of them, and the run's sentinel (its jobs' flags go into the cells' `contaminated`, its
+    floor into outcomes)."""
     if not jobs:
         raise ValueError("no training jobs to aggregate")
-    sentinel = summarize_sentinels([(job_label(job), job.sentinel) for job in jobs], rules)
-    reasons = {}
-    for job, row in zip(jobs, sentinel.jobs):
-        for r in job.records:
-            reasons[(r.batch_size, r.threads, r.repeat)] = row.reasons
+    sentinel = summarize_sentinels([(job_label(job, table), job.sentinel) for job in jobs], rules)
+    reasons = {row.job: row.reasons for row in sentinel.jobs}
     measured = [record for job in jobs for record in job.records]
     if not any(r.finite for r in measured):
         steps = sorted({r.nonfinite_step for r in measured if r.nonfinite_step is not None})
@@ -232,7 +238,7 @@ def training_table(
             "model.lr and the data"
         )
     return TrainingTable(
-        table=tuple(aggregate_training(measured, rows, rules, reasons, sentinel.noise_floor)),
+        table=tuple(aggregate_training(measured, rows, rules, reasons, sentinel.noise_floor, table)),
         non_finite=non_finite_runs(measured),
         sentinel=sentinel,
         host_memory_bytes=smallest_host_memory(job.environment.host_memory_bytes for job in jobs),

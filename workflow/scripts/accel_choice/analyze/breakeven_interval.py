@@ -128,6 +128,7 @@ def measurements(
             device=cell.device,
             workload=workload(cell.batch_size),
             jobs=tuple(tuple(job) for job in cell.epoch_s_jobs),
+            block=f"training {' '.join(cell.jobs)}",  # the cells one set of jobs timed (a CPU job: every B)
         )
         for cell in train_table
         if is_fit_cell(cell)

@@ -2,7 +2,8 @@
 
 A slower commit slows every cell a little; each row's own interval (three jobs a side, 2-4 degrees of
 freedom) cannot see 20 %, but the table's rows together can. Here the cells measured on both sides are
-grouped by the timing job that timed them (device, batch size, threads: one process per repeat); a
+grouped by the timing jobs that timed them (their `jobs`: on the CPU every batch size at one thread count,
+on a GPU one batch size; one process per repeat); a
 job's value is the geometric mean of the median epochs of its cells, and `job_intervals.table_ratio`
 makes one B/A with a Welch t interval over all the groups. The gate fails when that interval lies wholly
 above 1 + PCT and above the machines' own change (the upper end of the sentinels' B/A, where both runs
@@ -80,10 +81,10 @@ def table_shifts(a: ResultsFolder, b: ResultsFolder, machine: Sequence[dict[str,
     groups: dict[tuple[Any, ...], list[tuple[TrainingCell, TrainingCell]]] = defaultdict(list)
     for key in both:
         ca, cb = sides[0][key], sides[1][key]
-        groups[(ca.device, ca.batch_size, ca.threads)].append((ca, cb))
+        groups[(ca.device, ca.jobs)].append((ca, cb))  # the cells the same jobs timed: a CPU job times every B
     found = []
-    for device in sorted({device for device, _, _ in groups}, key=lambda d: (d != "cpu", d)):
-        mine = [pairs for (d, _, _), pairs in sorted(groups.items(), key=repr) if d == device]
+    for device in sorted({device for device, _ in groups}, key=lambda d: (d != "cpu", d)):
+        mine = [pairs for (d, _), pairs in sorted(groups.items(), key=repr) if d == device]
         pairs = [(_job_values([ca for ca, _ in g]), _job_values([cb for _, cb in g])) for g in mine]
         if not any(min(len(pa), len(pb)) >= 2 for pa, pb in pairs):
             continue
@@ -115,7 +116,7 @@ class TableRegression:
         )
         named = ", ".join(f"{r.name} B={r.batch_size} ({r.part(METRIC).ratio.point:.2f}×)" for r in self.rows)  # type: ignore[union-attr]
         return (
-            f"the whole {s.device} table ({s.cells} cells in {s.groups} job groups): epoch time {label_b}/{label_a} "
+            f"the whole {s.device} table ({s.cells} cells in {s.groups} job group{'s' if s.groups != 1 else ''}): epoch time {label_b}/{label_a} "
             f"{s.ratio.point:.3f} ({s.ratio.level * 100:g} % interval {s.ratio.low:.3f}–{s.ratio.high:.3f}), "
             f"{label_b} slower by more than {percent:g} %{machine}; the cells slower than that at their points: "
             + (named or "none alone")

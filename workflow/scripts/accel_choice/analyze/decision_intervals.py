@@ -69,20 +69,28 @@ def speedup_estimate(
     )
 
 
+def cell_ratio(a: TrainingCell, b: TrainingCell, level: float) -> Estimate:
+    """B's epoch over A's (job_intervals.ratio_interval), paired over the jobs that timed both (the same job
+    names: their epochs interleaved in one process, so the drift they shared cancels); Welch between
+    different jobs, or where they share fewer than two."""
+    shared = [job for job in a.jobs if job in b.jobs]
+    if len(shared) < 2:
+        return ratio_interval(a.epoch_s_jobs, b.epoch_s_jobs, level=level)
+    a_jobs, b_jobs = ([c.epoch_s_jobs[c.jobs.index(job)] for job in shared] for c in (a, b))
+    return ratio_interval(a_jobs, b_jobs, paired=True, level=level)
+
+
 def fastest_ties(
     cpu_cells: Sequence[TrainingCell], fastest: TrainingCell, floor: float | None, rules: NoiseRules
 ) -> tuple[TiedConfiguration, ...]:
     """The CPU configurations whose epoch is not measurably slower than the fastest's: the interval of
-    their ratio to it holds 1 or stays within the noise floor (paired where both ran in one job)."""
+    their ratio to it holds 1 or stays within the noise floor (`cell_ratio`: paired where the same jobs timed
+    both, every batch size and loader at one thread count)."""
     ties = []
     for cell in cpu_cells:
         if cell is fastest:
             continue
-        # Same batch size and threads: the same jobs timed both (loaders, eager and compiled), epochs interleaved.
-        paired = (cell.batch_size, cell.threads) == (fastest.batch_size, fastest.threads) and cell.repeats == (
-            fastest.repeats
-        )
-        ratio = ratio_interval(fastest.epoch_s_jobs, cell.epoch_s_jobs, paired=paired, level=rules.confidence)
+        ratio = cell_ratio(fastest, cell, rules.confidence)
         if outcome(ratio, floor or 0.0) == "no_difference":
             ties.append(TiedConfiguration(**CpuConfiguration.of(cell), over_fastest=ratio))
     return tuple(sorted(ties, key=lambda t: t.over_fastest.point))
@@ -94,8 +102,8 @@ OVERHEAD_BOUND_GROWTH = 0.5
 
 def step_scaling(cpu_train: Sequence[TrainingCell], rules: NoiseRules = NoiseRules()) -> StepScaling | None:
     """How the per-step time grew from the smallest to the largest batch size (fast path where
-    measured), with its interval: the epoch ratio's (job_intervals.ratio_interval, the two cells from
-    different jobs) times the ratio of their step counts. Overhead or work is called only when the
+    measured), with its interval: the epoch ratio's (`cell_ratio`: paired, as one CPU job times every
+    batch size) times the ratio of their step counts. Overhead or work is called only when the
     whole interval lies on one side of half the growth of the samples per step. Cells at the thread
     count of the fastest CPU cell (timing.threads), so the growth is the batch size's alone."""
     best = min(cpu_train, key=lambda r: r.epoch_s.point)
@@ -105,7 +113,7 @@ def step_scaling(cpu_train: Sequence[TrainingCell], rules: NoiseRules = NoiseRul
     largest = max(cpu_train, key=lambda r: (r.batch_size, r.loader == "fastpath"))
     if smallest.batch_size == largest.batch_size:
         return None
-    epochs = ratio_interval(smallest.epoch_s_jobs, largest.epoch_s_jobs, level=rules.confidence)
+    epochs = cell_ratio(smallest, largest, rules.confidence)
     per_step = smallest.steps / largest.steps
     samples = largest.batch_size / smallest.batch_size
     ratio = epochs.scaled(per_step)

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from accel_choice.analyze.aggregate import parse_job_label
+from accel_choice.analyze.aggregate import job_name
 from accel_choice.io import paths
 from accel_choice.records.decision import FlaggedJob, RunTrust
 from accel_choice.records.training import TrainingTable
 
 
 def record_path(table: str, job: str) -> str:
-    """The timing record of job `job` ("bs64.t1.rep2") of the `table` ("cpu" or "gpu") table, under results/."""
-    batch_size, threads, repeat = parse_job_label(job)
-    pattern = paths.CPU_RECORD if table == "cpu" else paths.GPU_RECORD
-    return f"{paths.RESULTS}/" + pattern.format(batch_size=batch_size, threads=threads, repeat=repeat)
+    """The timing record of job `job` ("t1.rep2", "bs64.rep2": aggregate.job_name) of the `table` ("cpu" or
+    "gpu") table, under results/."""
+    return f"{paths.RESULTS}/{paths.training_record(table, job)}"
 
 
 def run_trust(tables: Sequence[tuple[str, TrainingTable]], limit: float) -> RunTrust:
@@ -38,7 +37,7 @@ def run_trust(tables: Sequence[tuple[str, TrainingTable]], limit: float) -> RunT
                 flagged.setdefault((name, sentinel_job.job), {}).update(dict.fromkeys(sentinel_job.reasons))
         for cell in table.table:
             for repeat in cell.contaminated:
-                label = f"bs{cell.batch_size}.t{cell.threads}.rep{repeat.repeat}"  # aggregate.job_label's
+                label = job_name(cell, repeat.repeat, name)
                 flagged.setdefault((name, label), {}).update(dict.fromkeys(repeat.reasons))
     found = tuple(
         FlaggedJob(table=name, job=label, record=record_path(name, label), reasons=tuple(reasons))

@@ -31,8 +31,18 @@ DATASET_EXPORT = f"{DATA}/{{dataset}}.export.json"
 
 # ---- timing records: one file per timing job
 LOAD_CONVERT_JOB = f"{TIMING}/load_convert/rep{{repeat}}.json"  # every (dataset, format), interleaved
-CPU_RECORD = f"{TIMING}/cpu/bs{{batch_size}}.t{{threads}}.rep{{repeat}}.json"  # {threads}: torch threads
-GPU_RECORD = f"{TIMING}/gpu/bs{{batch_size}}.rep{{repeat}}.json"
+# A training job's name: its record's, log's and benchmark's stem, and its name in the sentinel and the report.
+CPU_JOB = "t{threads}.rep{repeat}"  # every batch size and loader at {threads} torch threads, interleaved
+GPU_JOB = "bs{batch_size}.rep{repeat}"  # one batch size, every precision and placement
+
+
+def training_record(table: str, job: str) -> str:
+    """The timing record of the training job `job` (CPU_JOB or GPU_JOB, filled in) of the `table` ("cpu", "gpu")."""
+    return f"{TIMING}/{table}/{job}.json"
+
+
+CPU_RECORD = training_record("cpu", CPU_JOB)
+GPU_RECORD = training_record("gpu", GPU_JOB)
 TRANSFER_RECORD = f"{TIMING}/gpu/transfer.rep{{repeat}}.json"
 COST_MODEL_RECORD = f"{TIMING}/cost_model/{{device}}.rep{{repeat}}.json"
 

@@ -1,19 +1,17 @@
 """One timing job: warm every variant up, then time `epochs` training epochs and evaluation passes
 of each, in interleaved rounds (A B, B A, ...), with the drift sentinel (measure.sentinel) timed at
-the start, between rounds and at the end. Every epoch starts from the seeded initial weights and
-runs the same batches; the record keeps every epoch and its median (pyperf's processes × values:
-the jobs are the processes, these epochs the values).
+the start, between rounds and at the end. Every epoch of a variant starts from the seeded initial weights
+and runs the same batches; the record keeps every epoch (pyperf's processes × values).
 
-A variant is records.training.Variant, the one name of what is measured: the CPU job runs every loader in
-fp32 on host data, each beside its plain-loop reference (measure.reference); a GPU job runs fp32/fp16/bf16
+A variant is records.training.Variant, the one name of what is measured: a CPU job runs every batch size and
+loader in fp32 on host data, each beside its plain-loop reference (measure.reference); a GPU job runs fp32/fp16/bf16
 with data resident on the device or streamed from the host batch by batch, its eager fp32 resident variant
 beside its plain loop too and, after the epochs, checked against its launch floor (measure.gpu_checks).
-What the loop needs beyond it (the GradScaler setting, the compiled forward) is its `steps.Step`
-(`steps.step_of`); `steps.cpu_variants` and `steps.gpu_variants` list a job's variants. Measurement discipline (torch.utils.benchmark's, applied
-to a whole epoch):
+What the loop needs beyond it (the GradScaler setting, the compiled forward) is its `steps.Step` (`steps.step_of`);
+`steps.cpu_variants` and `steps.gpu_variants` list a job's variants. Discipline (torch.utils.benchmark's, per epoch):
 - `time.perf_counter()` around the loop, the device synchronized before each clock read;
-- a warm-up on a throw-away copy of the model, so first-call costs (allocator, kernel selection, Adam's
-  lazy state, compilation) are paid before the clock starts and the timed model starts from the seeded weights;
+- a warm-up per variant on a throw-away copy of its model: first-call costs (allocator, kernel selection, Adam's
+  lazy state, compilation) are paid before the clock starts, and the timed model starts from the seeded weights;
 - the load average before the variant's first epoch and after its last, the CPU that other processes took
   during the job (`foreign_cpu_share`, /proc/stat), the process CPU time and (CUDA) the peak memory;
 - the invariants of section 28.3.5 checked on every record;
@@ -292,17 +290,16 @@ def measure_training_job(
     precision: str = "highest",
     compile_mode: str = "default",
 ) -> tuple[list[TrainingRecord], SentinelReadings]:
-    """Every variant (one batch size, one device: a job's) warmed up, then `epochs` interleaved rounds of
-    one epoch each (epoch_order), the drift sentinel ticking around them; the records and the job's
-    sentinel readings. `grad_scaler` (gpu.grad_scaler): fp16 variants scale their loss with a GradScaler;
-    `precision` (timing.matmul_precision): torch's float32 matmul precision for the whole job; `compile_mode`
-    (timing.compile_mode) the compiled variants', whose records say it with the job's graph breaks."""
-    sizes, on = {v.batch_size for v in variants}, {v.device for v in variants}
-    if len(sizes) != 1 or len(on) != 1:
-        raise ValueError(f"a timing job times one batch size on one device, got {sorted(sizes)} on {sorted(on)}")
-    (batch_size,), (device,) = sizes, on
-    if not 1 <= batch_size <= x.shape[0]:
-        raise ValueError(f"batch size {batch_size} must be between 1 and the data's {x.shape[0]} rows")
+    """Every variant (one device; a CPU job's every batch size, a GPU job's one) warmed up, then `epochs` rounds
+    of one epoch each, interleaved over all of them (epoch_order), the sentinel and foreign-CPU meter around the
+    rounds; the records and the sentinel's readings. `grad_scaler`: fp16 variants use a GradScaler;
+    `precision`: torch's float32 matmul precision for the whole job; `compile_mode` the compiled variants'."""
+    on, outside = {v.device for v in variants}, [v.batch_size for v in variants if not 1 <= v.batch_size <= len(x)]
+    if len(on) != 1:
+        raise ValueError(f"a timing job times its variants on one device, got {sorted(on)}")
+    if outside:
+        raise ValueError(f"batch size {outside[0]} must be between 1 and the data's {x.shape[0]} rows")
+    (device,) = on
     if epochs < 1:
         raise ValueError(f"epochs per job must be at least 1, got {epochs}")
     target = torch.device(device)
@@ -341,23 +338,27 @@ def measure_training_job(
         result["launch"] = launch
     foreign = meter.stop()
     # Identical batches in identical order at one precision must give identical weights, whatever
-    # the loader, placement or epoch: a check that the variants really did the same work. Compiled
-    # kernels may round differently from eager ones: they are compared among themselves.
-    weights: dict[tuple[str, bool], set[str]] = {}
+    # the loader, placement or epoch: a check that the variants of one batch size really did the same
+    # work (another batch size takes other steps). Compiled kernels may round differently: compared among themselves.
+    weights: dict[tuple[str, bool, int], set[str]] = {}
     for result in measured:
-        weights.setdefault((result["precision"], result["compiled"]), set()).update(result.pop("final_weights_each"))
+        weights.setdefault(_same_work(result), set()).update(result.pop("final_weights_each"))
     records = [
         training_record(
             result,
             repeat=repeat,
             context_startup_s=context,
             foreign_cpu_share=foreign.share,
-            same_final_weights_across_variants=len(weights[(result["precision"], result["compiled"])]) == 1,
+            same_final_weights_across_variants=len(weights[_same_work(result)]) == 1,
         )
         for result in sorted(measured, key=lambda r: r["position_in_job"])
     ]
     check_some_step_finite(records, spec)
     return records, sentinel.readings()
+
+
+def _same_work(result: dict[str, Any]) -> tuple[str, bool, int]:
+    return result["precision"], result["compiled"], result["batch_size"]  # the same steps, to the bit
 
 
 class NeverFinite(UserInputError):
@@ -370,8 +371,8 @@ def check_some_step_finite(records: list[TrainingRecord], spec: ModelSpec) -> No
     precision, a larger step) stays a measurement the report names."""
     if records and all(not r.finite and r.nonfinite_step == 0 for r in records):
         raise NeverFinite(
-            f"batch size {records[0].batch_size}: the loss or the weights were not finite from the first timed step "
-            f"in each of its {len(records)} variant(s), so nothing can be timed; check model.factory, model.lr "
+            f"batch size {', '.join(map(str, sorted({r.batch_size for r in records})))}: the loss or the weights were "
+            f"not finite from the first timed step in each of its {len(records)} variant(s), so nothing can be timed; check model.factory, model.lr "
             f"({spec.lr:g}) and the data, whose values the model may not take"
         )
 

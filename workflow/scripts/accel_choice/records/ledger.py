@@ -4,7 +4,7 @@ When a job writes a record file (io.atomic.write_record inside io.runtime.job), 
 path of its log into the record's header (`log`, relative to the record's folder, so the pair
 travels with a copied or archived results folder) and a line into that log:
 
-    record written: ../timing/cpu/bs64.t1.rep0.json sha256 <the SHA-256 of the file's bytes>
+    record written: ../timing/cpu/t1.rep0.json sha256 <the SHA-256 of the file's bytes>
 
 Every reader (records.read) finds that line and compares the digest with the bytes it read: a
 record changed after its job wrote it (a number edited by hand, a file copied over it) is

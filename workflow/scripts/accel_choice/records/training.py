@@ -201,10 +201,10 @@ WALL_CLOCK_SLACK_S = 0.5
 CPU_CLOCK_SLACK_S = 0.01
 
 
-@record(schema="training-job", version=10)
+@record(schema="training-job", version=11)
 class TrainingJob:
-    """timing/{cpu,gpu}/bs<B>.rep<r>.json: every variant of one batch size, timed in one process,
-    with the job's drift sentinel."""
+    """timing/cpu/t<T>.rep<r>.json (every batch size and loader at T threads) or timing/gpu/bs<B>.rep<r>.json
+    (one batch size): the variants timed in one process, interleaved, with the job's drift sentinel."""
 
     records: tuple[TrainingRecord, ...]
     wall_interval: tuple[float, float]  # time.time() at the start and end: no two timing jobs overlap
@@ -213,6 +213,9 @@ class TrainingJob:
     probe: dict[str, Any] | None = None  # GPU jobs: what torch saw on the job's node
 
     def __post_init__(self) -> None:
+        shared, keys = {(r.device, r.threads, r.repeat) for r in self.records}, [r.key for r in self.records]
+        if len(shared) > 1 or len(set(keys)) != len(keys):
+            raise ValueError(f"one job's records share a device, threads and repeat, each variant once: {shared}")
         # What one process can do in its wall interval: a record edited by hand rarely still adds up.
         start, end = self.wall_interval
         timed = sum(sum(r.epoch_s_each) + sum(r.eval_s_each) + (r.reference_epoch_s or 0.0) for r in self.records)
@@ -246,6 +249,7 @@ class TrainingCell(Variant):
 
     grad_scaler: bool
     repeats: PositiveCount
+    jobs: tuple[str, ...]  # each repeat's job (io.paths.CPU_JOB, GPU_JOB): cells of the same jobs pair job by job
     samples: Count
     steps: Count
     epoch_s_jobs: tuple[tuple[Seconds, ...], ...]  # every timed epoch, one tuple per repeat (job)
@@ -279,7 +283,7 @@ class TrainingCell(Variant):
     launch: CellLaunchChecks | None
 
     def __post_init__(self) -> None:
-        one_per_repeat(self, "epoch_s_jobs", "eval_s_jobs", "startup_s_jobs", "reference_s_jobs")
+        one_per_repeat(self, "jobs", "epoch_s_jobs", "eval_s_jobs", "startup_s_jobs", "reference_s_jobs")
         if (self.launch is None) == launch_checked(self) or (
             self.launch is not None and self.launch.jobs != self.repeats
         ):
@@ -380,7 +384,7 @@ class NonFiniteRun(Variant):
     mean_train_loss: float | None
 
 
-@record(schema="training-table", version=10)
+@record(schema="training-table", version=11)
 class TrainingTable:
     """tables/{cpu,gpu}_training.json: the cells of one device, the runs left out of them, the
     run's drift sentinel (its machine speed, flagged jobs and noise floor), and the memory of the
