@@ -6,6 +6,8 @@ gate and verdict really do on synthetic runs, for 3 and 5 jobs and job-to-job sp
     .venv/bin/python benchmarks/calibration.py --flagged           # keep a flagged job, or leave it out?
     .venv/bin/python benchmarks/calibration.py --whole-table       # the whole-table gate: false alarm, power
     .venv/bin/python benchmarks/calibration.py --planner --jobs 3 4 5   # the break-even intervals, by design
+    .venv/bin/python benchmarks/calibration.py --from-results run1/results run2/results   # measured components
+    .venv/bin/python benchmarks/calibration.py --components components.json --jobs 3 5
 
 The runs are drawn through the library's own functions (accel_choice.analyze.calibration): the
 interval of a cell, the ratio of two, its outcome, the gate's rule and the verdict's. Every coverage,
@@ -22,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scrip
 from accel_choice import records  # noqa: E402
 from accel_choice.analyze import calibration as c  # noqa: E402
 from accel_choice.analyze import planner_calibration as pc  # noqa: E402
+from accel_choice.analyze import variance  # noqa: E402
 
 METHODS = {"bootstrap": c.BOOTSTRAP, "job-t": c.JOB_T}
 COLUMNS = (
@@ -114,6 +117,45 @@ def planner_table(jobs_list: list[int], machines: list[int], runs: int, resample
     return 0
 
 
+def measured_design(components: dict, jobs: int, epochs: int) -> c.Design:
+    """The design drawn from components (variance.to_json's `components`: each name's sd)."""
+    sd = {name: components[name]["sd"] for name in variance.NAMES}
+    return c.Design(
+        jobs=jobs,
+        sigma_job=sd["job"],
+        epochs=epochs,
+        sigma_epoch=sd["epoch"],
+        sigma_interaction=sd["interaction"],
+        sigma_drift=sd["drift"],
+        sigma_round=sd["round"],
+    )
+
+
+def components_table(components: dict, jobs_list: list[int], epochs: int, draws: int, slowdown: float) -> int:
+    """The current CPU design (2 thread counts × `jobs` jobs, 10 cells a job, `epochs` rounds) drawn from measured
+    components (analyze.calibration.design_rates): coverage, the gate's A/A false alarm per row and table, power."""
+    started = time.perf_counter()
+    print(", ".join(f"σ {name} {components[name]['sd']:.2%}" for name in variance.NAMES))
+    print()
+    print(
+        "| jobs a thread count | epochs | cell coverage | paired ratio coverage | A/A gate, per row | "
+        f"A/A gate, per table | power, one cell {slowdown:.0%} slower |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for jobs in jobs_list:
+        r = c.design_rates(measured_design(components, jobs, epochs), draws, slowdown=slowdown)
+        print(
+            f"| {jobs} | {epochs} | {r.cell_coverage:.3f} | {r.paired_coverage:.3f} | {r.row_false_alarm:.4f} | "
+            f"{r.table_false_alarm:.3f} | {r.row_power:.3f} |",
+            flush=True,
+        )
+    print(
+        f"\n{draws} run pairs a row: 2 thread counts × 10 cells, epoch and eval times (40 rows × metrics, one family), "
+        f"level {c.LEVEL:.0%}, gate at {c.GATE_PERCENT:g} %; {time.perf_counter() - started:.0f} s"
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--method", choices=[*METHODS, "both"], default="both")
@@ -141,7 +183,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resamples", type=int, default=200, help="--planner: resamples per interval (default 200)")
     parser.add_argument("--seed", type=int, default=20261206, help="--planner: the first run's seed")
     parser.add_argument("--out", default=str(pc.RESOURCE), help="--planner: where the table is written")
+    parser.add_argument(
+        "--components",
+        metavar="FILE",
+        help="instead: the current CPU design drawn from these variance components "
+        "(benchmarks/variance_components.py --json)",
+    )
+    parser.add_argument(
+        "--from-results",
+        nargs="+",
+        metavar="DIR",
+        help="instead: the same, the components pooled from these results folders (analyze.variance)",
+    )
+    parser.add_argument("--epochs", type=int, default=5, help="--components: epochs a job (timing.epochs_per_job)")
+    parser.add_argument("--slowdown", type=float, default=0.2, help="--components: the one slower cell's slowdown")
     args = parser.parse_args(argv)
+    if args.components or args.from_results:
+        if args.components:
+            found = json.loads(Path(args.components).read_text())["components"]
+        else:
+            from variance_components import folder_tables
+
+            found = variance.to_json(variance.components([t for d in args.from_results for t in folder_tables(d)]))
+            found = found["components"]
+        return components_table(found, args.jobs, args.epochs, args.draws, args.slowdown)
     if args.planner:
         return planner_table(args.jobs, args.machines, args.runs, args.resamples, args.seed, args.out)
     if args.whole_table:

@@ -7,6 +7,12 @@ the larger source on a shared VM) and every epoch its own (log-normal, `sigma_ep
 epoch time is 1, so an interval covers when it holds 1, and a ratio of two cells of one distribution
 is truly 1 (an A/A pair).
 
+A synthetic job table (`simulate_jobs`, `design_rates`) is the current CPU design: one job per thread
+count and repeat times `variants` cells in `epochs` interleaved rounds. It adds what a real run's
+records show (analyze.variance): a variant × job interaction (`sigma_interaction`), a drift per round
+shared by the job's cells (`sigma_drift`, each epoch at its place in the round's order) and a round's
+shared shift (`sigma_round`). With those 0 and one variant it is `simulate`'s model.
+
 Two methods are compared: `BOOTSTRAP`, the two-level percentile bootstrap every table used
 (analyze.bootstrap, one 95 % interval per comparison), and `JOB_T`, Student's t on the log job
 medians (analyze.job_intervals) with the gate's rows and the verdict's candidates counted as one
@@ -40,12 +46,40 @@ class Design:
     sigma_job: float  # log-normal spread of a job's speed (0.2: one job 20 % off is usual)
     epochs: int = 5
     sigma_epoch: float = 0.05
+    sigma_interaction: float = 0.0  # a cell's own job-to-job deviation, beyond the job's shift
+    sigma_drift: float = 0.0  # the job's trend per round, every cell alike
+    sigma_round: float = 0.0  # a round's shift beyond the trend, every cell alike
 
 
 def simulate(rng: np.random.Generator, design: Design, scale: float = 1.0) -> list[list[float]]:
     """One cell: `design.jobs` jobs of `design.epochs` epoch times, true median `scale`."""
     effects = rng.lognormal(0.0, design.sigma_job, size=design.jobs)
     return [list(scale * effect * rng.lognormal(0.0, design.sigma_epoch, size=design.epochs)) for effect in effects]
+
+
+def simulate_jobs(
+    rng: np.random.Generator, design: Design, variants: int, scales: np.ndarray | None = None
+) -> np.ndarray:
+    """One thread count's job table [job, variant, round] of epoch times; cell v's true median `scales[v]` (1).
+
+    Round k runs the variants forward when k + repeat is even, else backward (measure.training.epoch_order),
+    so the drift reaches each epoch at its own time: the round, plus its place in the round's order."""
+    jobs, rounds = design.jobs, design.epochs
+    scales = np.ones(variants) if scales is None else np.asarray(scales, dtype=float)
+    place = np.empty((jobs, variants, rounds))
+    for j in range(jobs):
+        for k in range(rounds):
+            order = np.arange(variants) if (k + j) % 2 == 0 else np.arange(variants)[::-1]
+            place[j, order, k] = k + (np.arange(variants) + 0.5) / variants - 0.5
+    place -= (rounds - 1) / 2
+    logs = (
+        rng.normal(0.0, design.sigma_job, (jobs, 1, 1))
+        + rng.normal(0.0, design.sigma_interaction, (jobs, variants, 1))
+        + rng.normal(0.0, design.sigma_drift, (jobs, 1, 1)) * place
+        + rng.normal(0.0, design.sigma_round, (jobs, 1, rounds))
+        + rng.normal(0.0, design.sigma_epoch, (jobs, variants, rounds))
+    )
+    return scales[None, :, None] * np.exp(logs)
 
 
 @dataclass(frozen=True)
@@ -267,3 +301,68 @@ def table_gate_rate(
         )
         fails += shift.fails(percent)
     return fails / draws
+
+
+@dataclass(frozen=True)
+class DesignRates:
+    """What a whole synthetic run of job tables gets (`design_rates`): each rate over every draw's cells or rows."""
+
+    cell_coverage: float  # a cell's t interval holds its true median
+    paired_coverage: float  # a paired ratio of two cells of one job table holds the true ratio
+    row_false_alarm: float  # A/A: a row's time fails the gate, at the table's family level
+    table_false_alarm: float  # A/A: some row of the table fails the gate
+    row_power: float  # one cell of B truly `slowdown` slower: its row fails the gate
+
+
+def _cells(tables: list[np.ndarray]) -> list[Groups]:
+    """Every cell of a run's job tables as its jobs' epoch times."""
+    return [[list(job) for job in table[:, v, :]] for table in tables for v in range(table.shape[1])]
+
+
+def design_rates(
+    design: Design,
+    draws: int,
+    variants: int = 10,
+    tables: int = 2,
+    slowdown: float = 0.2,
+    percent: float = GATE_PERCENT,
+    seed: int = 7,
+) -> DesignRates:
+    """Synthetic runs of the current CPU design: `tables` thread counts, each `design.jobs` jobs of `variants` cells
+    (batch sizes × loaders) in `design.epochs` rounds (simulate_jobs). Through JOB_T: every cell's interval; the
+    paired ratio of cells 2i and 2i + 1 (the loaders of one batch size, paired=True); `compare --fail-if-slower`'s
+    gate on two runs, every row's epoch and eval times (an eval time drawn as a second table of the same model)
+    at the family level of all of them, A/A, then with one random cell of B `slowdown` slower."""
+    rng = np.random.default_rng(seed)
+    rows = tables * variants
+    level = JOB_T.family_level(LEVEL, rows * len(TIME_METRICS))
+    counts = dict.fromkeys(("cell", "paired", "row", "table", "power"), 0)
+
+    def run() -> list[Groups]:
+        return [
+            cell for _ in TIME_METRICS for cell in _cells([simulate_jobs(rng, design, variants) for _ in range(tables)])
+        ]
+
+    for _ in range(draws):
+        a, b = run(), run()
+        for cell in a:
+            estimate = JOB_T.cell(cell, LEVEL)
+            counts["cell"] += estimate.low <= 1.0 <= estimate.high
+        for i in range(0, len(a) - 1, 2):
+            ratio = job_intervals.ratio_interval(a[i], a[i + 1], paired=True, level=LEVEL)
+            counts["paired"] += ratio.low <= 1.0 <= ratio.high
+        flagged = [gate_flags(JOB_T.ratio(x, y, level), percent) for x, y in zip(a, b)]
+        counts["row"] += sum(flagged)
+        counts["table"] += any(flagged)
+        slow = int(rng.integers(len(a)))
+        counts["power"] += gate_flags(
+            JOB_T.ratio(a[slow], [[t * (1 + slowdown) for t in job] for job in b[slow]], level), percent
+        )
+    cells = draws * len(TIME_METRICS) * rows
+    return DesignRates(
+        counts["cell"] / cells,
+        counts["paired"] / (cells // 2),
+        counts["row"] / cells,
+        counts["table"] / draws,
+        counts["power"] / draws,
+    )

@@ -1,0 +1,102 @@
+"""Variance components (analyze.variance, benchmarks/variance_components.py): recovered from synthetic job tables
+drawn with known components (analyze.calibration.simulate_jobs), and the harness drawn from them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from builders_planner import sentinel_readings
+from builders_training import environment, training_record
+
+from accel_choice.analyze import calibration as c
+from accel_choice.analyze import variance
+from accel_choice.io import atomic, paths
+from accel_choice.records.training import TrainingJob
+
+ROOT = Path(__file__).resolve().parents[1]
+KNOWN = c.Design(jobs=20, sigma_job=0.08, sigma_epoch=0.06, sigma_interaction=0.04, sigma_drift=0.02, sigma_round=0.03)
+
+
+def test_the_components_drawn_are_the_components_estimated():
+    rng = np.random.default_rng(11)
+    tables = [c.simulate_jobs(rng, KNOWN, 10, np.exp(rng.normal(0.0, 1.0, 10))) for _ in range(4)]
+    found = variance.components(tables)
+    truth = {"job": 0.08, "interaction": 0.04, "drift": 0.02, "round": 0.03, "epoch": 0.06}
+    for component in found.all():
+        # within about three standard errors: a variance's relative se is √(2/df)
+        assert component.sd == pytest.approx(truth[component.name], rel=max(0.1, 1.5 * (2 / component.df) ** 0.5))
+    assert (found.tables, found.jobs, found.epochs) == (4, 80, 4 * 20 * 10 * 5)
+    assert found.epoch.df == 4 * 20 * 9 * 4
+
+
+def test_a_table_without_job_effects_finds_none_and_refuses_what_it_cannot_use():
+    rng = np.random.default_rng(3)
+    quiet = c.Design(jobs=3, sigma_job=0.0, sigma_epoch=0.05)
+    found = variance.components([c.simulate_jobs(rng, quiet, 10) for _ in range(40)])
+    assert found.job.sd < 0.01 and found.drift.sd < 0.01 and found.epoch.sd == pytest.approx(0.05, rel=0.05)
+    with pytest.raises(ValueError, match="no balanced table"):
+        variance.components([])
+    with pytest.raises(ValueError, match="3 rounds"):
+        variance.components([np.ones((3, 10, 2))])
+
+
+def test_the_harness_drawn_from_quiet_components_covers_and_catches_a_large_slowdown():
+    quiet = c.Design(jobs=5, sigma_job=0.02, sigma_epoch=0.03)
+    rates = c.design_rates(quiet, 40, slowdown=0.5)
+    assert rates.cell_coverage >= 0.9 and rates.paired_coverage >= 0.9
+    assert rates.table_false_alarm <= c.binomial_bounds(0.05, 40)[1]
+    assert rates.row_power >= 0.8
+
+
+def results_like(folder: Path, design: c.Design, seed: int = 5) -> Path:
+    """A results folder with only CPU timing records: 2 thread counts × `design.jobs` repeats, 4 variants a job."""
+    rng = np.random.default_rng(seed)
+    variants = [(b, loader) for b in (32, 64) for loader in ("dataloader", "fastpath")]
+    for threads in (1, 2):
+        table = c.simulate_jobs(rng, design, len(variants), np.array([0.04, 0.03, 0.02, 0.015]))
+        for repeat in range(design.jobs):
+            made = [
+                training_record(
+                    batch_size=b,
+                    loader=loader,
+                    repeat=repeat,
+                    threads=threads,
+                    position_in_job=v,
+                    epoch_s_each=tuple(float(t) for t in table[repeat, v]),
+                )
+                for v, (b, loader) in enumerate(variants)
+            ]
+            job = TrainingJob(
+                records=tuple(made), wall_interval=(0.0, 100.0), environment=environment(), sentinel=sentinel_readings()
+            )
+            atomic.write_record(folder / paths.training_record("cpu", f"t{threads}.rep{repeat}"), job)
+    return folder
+
+
+def test_the_command_prints_the_table_and_writes_what_the_harness_reads(tmp_path):
+    design = c.Design(jobs=3, sigma_job=0.1, sigma_epoch=0.05)
+    one, two = results_like(tmp_path / "one", design), results_like(tmp_path / "two", design, seed=6)
+    out = tmp_path / "components.json"
+    shown = subprocess.run(
+        [sys.executable, "benchmarks/variance_components.py", str(one), str(two), "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "| source | tables | jobs | epochs | job | interaction | drift | round | epoch |" in shown
+    assert "| pooled | 4 | 12 | 240 |" in shown
+    assert set(json.loads(out.read_text())["components"]) == set(variance.NAMES)
+    harness = subprocess.run(
+        [sys.executable, "benchmarks/calibration.py", "--from-results", str(one), "--jobs", "3", "--draws", "5"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "| 3 | 5 |" in harness
