@@ -151,10 +151,10 @@ class ReferenceStep:
 
     def time(self) -> float:
         """Seconds for STEP_COUNT steps, one reading (the CPU: no device to synchronise)."""
+        if not self.threads:
+            raise ValueError("the reference step is timed after prepare() only")
         if torch.get_num_threads() != self.threads:
-            raise ValueError(
-                f"the reference step was warmed up at {self.threads} threads, now torch runs another count"
-            )
+            raise ValueError(f"the reference step was prepared at {self.threads} threads, torch now runs another count")
         t0 = time.perf_counter()
         self._run()
         seconds = time.perf_counter() - t0

@@ -1,8 +1,6 @@
-"""Training timing: one timed epoch per variant (a timing job's records), the aggregated cells,
-and the full path of one epoch per format and variant.
-
-A variant is (device, precision, placement, loader, batch size): VARIANT_KEYS. Times are
-seconds, measured with `time.perf_counter()`; a loss that was not finite is null.
+"""Training timing: one timed epoch per variant (a timing job's records), the aggregated cells, and the full
+path of one epoch per format and variant. A variant is (device, precision, placement, loader, batch size):
+VARIANT_KEYS. Times are seconds, measured with `time.perf_counter()`; a loss that was not finite is null.
 """
 
 from __future__ import annotations
@@ -204,8 +202,7 @@ CPU_CLOCK_SLACK_S = 0.01
 @record(schema="training-job", version=12)
 class TrainingJob:
     """timing/cpu/t<T>.rep<r>.json (every batch size and loader at T threads) or timing/gpu/bs<B>.rep<r>.json
-    (one batch size): the variants timed in one process, interleaved, with the job's drift sentinel and
-    (CPU jobs) its fixed reference step, timed once per round."""
+    (one batch size): the variants timed in one process, interleaved, with the job's drift sentinel."""
 
     records: tuple[TrainingRecord, ...]
     wall_interval: tuple[float, float]  # time.time() at the start and end: no two timing jobs overlap
@@ -221,11 +218,10 @@ class TrainingJob:
         # What one process can do in its wall interval: a record edited by hand rarely still adds up.
         start, end = self.wall_interval
         timed = sum(sum(r.epoch_s_each) + sum(r.eval_s_each) + (r.reference_epoch_s or 0.0) for r in self.records)
-        rounds = {len(r.epoch_s_each) for r in self.records}
-        if self.reference_step is not None:
-            timed += sum(self.reference_step.seconds)
-            if rounds != {len(self.reference_step.seconds)}:
-                raise ValueError(f"{len(self.reference_step.seconds)} reference step timings for rounds of {rounds}")
+        step, rounds = self.reference_step, {len(r.epoch_s_each) for r in self.records}
+        timed += sum(step.seconds) if step is not None else 0.0
+        if step is not None and rounds != {len(step.seconds)}:
+            raise ValueError(f"{len(step.seconds)} reference step timings for rounds of {rounds}")
         if not start <= end or timed > end - start + WALL_CLOCK_SLACK_S:
             raise ValueError(
                 f"the timed epochs and evaluations add up to {timed:.6g} s, more than the job's wall interval "
