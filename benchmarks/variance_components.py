@@ -5,7 +5,8 @@
     .venv/bin/python benchmarks/variance_components.py run1/results run2/results --relative
 
 `--relative` divides each epoch by its job's reference step median (TrainingJob.reference_step): the
-job column is then the job effect that the reference step does not take out.
+job column is then the job effect that the reference step does not take out. `--across-runs` adds a row
+with each thread count's jobs of all runs in one table: its job column holds the shift between runs too.
 
 Each results folder's CPU timing records (timing/cpu/t<T>.rep<r>.json, each checked against its job's
 log) give one job table per thread count: jobs × variants × rounds of epoch times. A row per folder and
@@ -17,6 +18,8 @@ import argparse
 import json
 import sys
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
 from accel_choice import records  # noqa: E402
@@ -63,12 +66,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results", nargs="+", help="results folders of finished runs")
     parser.add_argument("--json", metavar="FILE", help="also write the pooled components as JSON here")
     parser.add_argument("--relative", action="store_true", help="each epoch over its job's reference step median")
+    parser.add_argument("--across-runs", action="store_true", help="also a row with the runs' jobs in one table")
     args = parser.parse_args(argv)
     per_folder = [(folder, folder_tables(folder, args.relative)) for folder in args.results]
     rows = [(folder, variance.components(tables)) for folder, tables in per_folder]
     pooled = variance.components([t for _, tables in per_folder for t in tables])
     if len(rows) > 1:
         rows.append(("pooled", pooled))
+    shapes = {tuple(t.shape[1:] for t in tables) for _, tables in per_folder}
+    if args.across_runs and len(rows) > 1 and len(shapes) == 1:  # a thread count's jobs of every run, one table
+        joined = [np.concatenate(same) for same in zip(*(tables for _, tables in per_folder))]
+        rows.append(("across runs", variance.components(joined)))
     print(table(rows))
     print()
     for name in variance.NAMES:

@@ -5,6 +5,9 @@ CPU job, its readings in TrainingJob.reference_step, and the variance components
 from __future__ import annotations
 
 import statistics
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,13 +17,14 @@ from builders_training import environment, training_record
 
 from accel_choice import records
 from accel_choice.analyze import variance
-from accel_choice.io import atomic
+from accel_choice.io import atomic, paths
 from accel_choice.measure import reference, steps, training
 from accel_choice.records.model import ModelSpec
 from accel_choice.records.sentinel import ReferenceStepReadings
 from accel_choice.records.training import TrainingJob
 
 SEED = 2
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -202,3 +206,31 @@ def test_a_reference_that_does_not_track_the_job_leaves_it_and_a_job_without_one
     del references[1, 0]
     tables = variance.job_tables(made, references)
     assert [t.shape[0] for t in tables] == [11, 12]
+
+
+def test_the_command_states_the_job_effect_relative_to_the_reference_step_and_across_runs(tmp_path):
+    folders = []
+    for run in range(2):
+        made, references = _synthetic(np.random.default_rng(7 + run), 3, tracking=1.0)
+        folder = tmp_path / f"run{run}"
+        for (threads, repeat), median in references.items():
+            mine = tuple(r for r in made if (r.threads, r.repeat) == (threads, repeat))
+            step = reference_step_readings(threads=threads, seconds=(median,) * 5, median_s=median)
+            job = TrainingJob(
+                records=mine,
+                wall_interval=(0.0, 100.0),
+                environment=environment(),
+                sentinel=sentinel_readings(),
+                reference_step=step,
+            )
+            atomic.write_record(folder / paths.training_record("cpu", f"t{threads}.rep{repeat}"), job)
+        folders.append(str(folder))
+    shown = subprocess.run(
+        [sys.executable, "benchmarks/variance_components.py", *folders, "--relative", "--across-runs"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "| across runs | 2 | 12 | 240 |" in shown  # two thread counts, each the 6 jobs of both runs
+    assert "log(epoch / the job's reference step)" in shown
