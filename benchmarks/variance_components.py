@@ -2,6 +2,11 @@
 
     .venv/bin/python benchmarks/variance_components.py results                 # one run
     .venv/bin/python benchmarks/variance_components.py run1/results run2/results --json components.json
+    .venv/bin/python benchmarks/variance_components.py run1/results run2/results --relative
+
+`--relative` divides each epoch by its job's reference step median (TrainingJob.reference_step): the
+job column is then the job effect that the reference step does not take out. `--across-runs` adds a row
+with each thread count's jobs of all runs in one table: its job column holds the shift between runs too.
 
 Each results folder's CPU timing records (timing/cpu/t<T>.rep<r>.json, each checked against its job's
 log) give one job table per thread count: jobs × variants × rounds of epoch times. A row per folder and
@@ -14,6 +19,8 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
 from accel_choice import records  # noqa: E402
 from accel_choice.analyze import variance  # noqa: E402
@@ -21,14 +28,25 @@ from accel_choice.io import paths  # noqa: E402
 from accel_choice.records.training import TrainingJob  # noqa: E402
 
 
-def folder_tables(folder: str) -> list:
-    """A results folder's CPU job tables (analyze.variance.job_tables), from its checked timing records."""
+def folder_tables(folder: str, relative: bool = False) -> list:
+    """A results folder's CPU job tables (analyze.variance.job_tables), from its checked timing records;
+    `relative`: each epoch over its job's reference step median (jobs without one left out)."""
     pattern = paths.training_record("cpu", paths.CPU_JOB.format(threads="*", repeat="*"))
     files = sorted(Path(folder).glob(pattern))
     if not files:
         raise SystemExit(f"{folder}: no CPU timing records ({pattern})")
-    found = [r for path in files for r in records.read(TrainingJob, path).records]
-    return variance.job_tables(found)
+    jobs = [records.read(TrainingJob, path) for path in files]
+    found = [r for job in jobs for r in job.records]
+    if not relative:
+        return variance.job_tables(found)
+    reference = {
+        (job.records[0].threads, job.records[0].repeat): job.reference_step.median_s
+        for job in jobs
+        if job.reference_step is not None and job.records
+    }
+    if not reference:
+        raise SystemExit(f"{folder}: no CPU job timed the reference step (a run before TrainingJob version 12)")
+    return variance.job_tables(found, reference)
 
 
 def table(rows: list[tuple[str, variance.Components]]) -> str:
@@ -47,17 +65,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+", help="results folders of finished runs")
     parser.add_argument("--json", metavar="FILE", help="also write the pooled components as JSON here")
+    parser.add_argument("--relative", action="store_true", help="each epoch over its job's reference step median")
+    parser.add_argument("--across-runs", action="store_true", help="also a row with the runs' jobs in one table")
     args = parser.parse_args(argv)
-    per_folder = [(folder, folder_tables(folder)) for folder in args.results]
+    per_folder = [(folder, folder_tables(folder, args.relative)) for folder in args.results]
     rows = [(folder, variance.components(tables)) for folder, tables in per_folder]
     pooled = variance.components([t for _, tables in per_folder for t in tables])
     if len(rows) > 1:
         rows.append(("pooled", pooled))
+    shapes = {tuple(t.shape[1:] for t in tables) for _, tables in per_folder}
+    if args.across_runs and len(rows) > 1 and len(shapes) == 1:  # a thread count's jobs of every run, one table
+        joined = [np.concatenate(same) for same in zip(*(tables for _, tables in per_folder))]
+        rows.append(("across runs", variance.components(joined)))
     print(table(rows))
     print()
     for name in variance.NAMES:
         print(f"- {name}: {variance.MEANING[name]}")
-    print("\nEach cell: the standard deviation of log epoch times (≈ relative spread), its degrees of freedom.")
+    what = "log(epoch / the job's reference step)" if args.relative else "log epoch times"
+    print(f"\nEach cell: the standard deviation of {what} (≈ relative spread), its degrees of freedom.")
     if args.json:
         Path(args.json).write_text(json.dumps(variance.to_json(pooled), indent=1) + "\n")
         print(f"written to {args.json}")

@@ -22,7 +22,7 @@ from accel_choice.records.planner import (
     Scenario,
     ScenarioModelled,
 )
-from accel_choice.records.sentinel import SentinelReadings
+from accel_choice.records.sentinel import ReferenceStepReadings, SentinelReadings
 from accel_choice.records.grid import GridJob, GridRecord, Workload
 from accel_choice.records.training import Invariants
 
@@ -119,6 +119,17 @@ def sentinel_readings(**overrides: Any) -> SentinelReadings:
         governor=None,
     )
     return SentinelReadings(**{**fields, **overrides})
+
+
+def reference_step_readings(**overrides: Any) -> ReferenceStepReadings:
+    """A quiet CPU job's fixed reference step (measure.reference.ReferenceStep): one timing per round, ~35 ms."""
+    fields: dict[str, Any] = dict(
+        workload="mlp 32-48-1 adam bce: 64 steps of B=32",
+        threads=1,
+        seconds=(0.034, 0.035, 0.036),
+        median_s=0.035,
+    )
+    return ReferenceStepReadings(**{**fields, **overrides})
 
 
 def fit_point(**overrides: Any) -> FitPoint:

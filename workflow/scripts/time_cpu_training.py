@@ -4,6 +4,7 @@ from accel_choice.analyze.stats import NoiseRules, log_training_job
 from accel_choice.io import dataio
 from accel_choice.io.runtime import job, training_options
 from accel_choice.measure import steps, training
+from accel_choice.measure.reference import ReferenceStep
 from accel_choice.measure.job import timing_job
 from accel_choice.records.training import TrainingJob
 
@@ -18,12 +19,14 @@ if snakemake.threads != int(wc.threads):
 with job(snakemake.log[0], snakemake.threads) as log:
     x, y, _ = dataio.load_benchmark_tensors(inp.data, inp.meta, inp.export)
     with timing_job(snakemake.output[0], seed=p.seed) as envelope:
+        fixed = ReferenceStep()  # the same training step in every CPU job, timed once per round
         records, sentinel = training.measure_training_job(
             x,
             y,
             [v for size in p.batch_sizes for v in steps.cpu_variants(p.loaders, p.compile, batch_size=size)],
             repeat=int(wc.repeat),
+            reference_step=fixed,
             **training_options(p),
         )
-        envelope.finish(TrainingJob, records=tuple(records), sentinel=sentinel)
+        envelope.finish(TrainingJob, records=tuple(records), sentinel=sentinel, reference_step=fixed.readings())
     log_training_job(log, records, sentinel, NoiseRules(**snakemake.config["aggregate"]))

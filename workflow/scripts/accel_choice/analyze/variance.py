@@ -24,7 +24,9 @@ they estimate, with J jobs, V variants and K rounds:
     residual          J(V - 1)(K - 1)    epoch²
 
 Each component is solved from them, set to 0 when negative, and given Satterthwaite's degrees of freedom.
-Several thread counts and runs pool their sums of squares and degrees of freedom. The drift's square is
+Several thread counts and runs pool their sums of squares and degrees of freedom. Divided by each job's
+reference step (`job_tables(..., reference)`), the job component says what of the job effect that reference
+does not track: a reference that moves with the work takes it out. The drift's square is
 the mean square slope, a mean trend every job shares included. Each is a standard deviation of log times:
 about the relative spread (0.05: 5 %).
 """
@@ -32,7 +34,7 @@ about the relative spread (0.05: 5 %).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,16 +78,21 @@ class Components:
         return tuple(getattr(self, name) for name in NAMES)
 
 
-def job_tables(records: Iterable[TrainingRecord]) -> list[np.ndarray]:
+def job_tables(
+    records: Iterable[TrainingRecord], reference: Mapping[tuple[int, int], float] | None = None
+) -> list[np.ndarray]:
     """Each thread count's epoch times as one array [job, variant, round], variants in key order.
 
     Only the thread counts whose every job timed the same variants the same number of epochs (a balanced
-    table, two jobs at least) are kept; the others are left out."""
+    table, two jobs at least) are kept; the others are left out. `reference`: each job's reference median
+    by (threads, repeat) (records.sentinel.ReferenceStepReadings); each epoch is then divided by its job's,
+    so the job component is that of log(cell / reference). A job without one is left out."""
     by_threads: dict[int, dict[int, dict[tuple, list[float]]]] = {}
     for r in records:
-        if r.device != "cpu":
+        if r.device != "cpu" or (reference is not None and (r.threads, r.repeat) not in reference):
             continue
-        by_threads.setdefault(r.threads, {}).setdefault(r.repeat, {})[r.key] = list(r.epoch_s_each)
+        scale = 1.0 if reference is None else reference[r.threads, r.repeat]
+        by_threads.setdefault(r.threads, {}).setdefault(r.repeat, {})[r.key] = [t / scale for t in r.epoch_s_each]
     tables = []
     for threads in sorted(by_threads):
         jobs = [by_threads[threads][repeat] for repeat in sorted(by_threads[threads])]

@@ -17,10 +17,15 @@ the same work). `Timer.timeit(number)` warms up by running the statement twice, 
 runs and reports their mean: a job times the reference once, in its middle round (measure.training),
 beside the variant's own epoch of that round, as the mean of EPOCHS epochs (one epoch alone moved the
 per-job ratio by up to 15 % on a quiet 2-core VM; the pipeline's side is a median of the job's epochs).
+
+`ReferenceStep` is another reference: one fixed training loop, the same in every CPU job whatever the
+config, timed once per round after the sentinel's tick. A cell's job median over its median takes out
+what the job's speed did to both (analyze.variance.job_tables with `relative`, issue 45 item 2).
 """
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
 
@@ -33,6 +38,7 @@ from accel_choice.measure.model import build, make_loss, make_optimizer, outputs
 from accel_choice.measure.placement import placed
 from accel_choice.records.launch import launch_checked
 from accel_choice.records.model import ModelSpec
+from accel_choice.records.sentinel import ReferenceStepReadings
 from accel_choice.records.training import Variant
 
 EPOCHS = 3  # timed epochs of a reference per job (after the Timer's two warm-up runs)
@@ -96,3 +102,69 @@ class Reference:
         """Seconds per epoch, the mean of EPOCHS (torch.utils.benchmark with `clock`: the device synchronised
         before each `time.perf_counter` read, none inside the loop; torch's threads set to the variant's)."""
         return float(self.timer.timeit(number=EPOCHS).median)
+
+
+# The fixed reference step (issue 45 item 2): one small training loop every CPU job times once per
+# round. Fixed whatever the config says: the textbook MLP 32→48→1, Adam (lr 1e-3), BCE on logits,
+# STEP_BATCH rows a step sliced in order from seeded data. Dispatch-bound like the default workload's step,
+# which the matmul sentinel is not. It runs at the job's threads (switching them is not shown harmless).
+STEP_SHAPE = (32, 48, 1)  # features, hidden, outputs
+STEP_ROWS, STEP_BATCH, STEP_COUNT = 2048, 32, 64  # seeded rows, rows a step, steps timed per round
+
+
+class ReferenceStep:
+    """The fixed reference step: `prepare()` builds and warms it up; `time()` times STEP_COUNT steps
+    once, the model training on from pass to pass (the same shapes, the same work)."""
+
+    def __init__(self, seed: int = 0):
+        self.seed, self.threads, self.seconds = seed, 0, []
+
+    def prepare(self) -> None:
+        """Build the seeded data, model and optimizer, and run one untimed pass: first-call costs (Adam's
+        state, the allocator) stay out of every reading. A timing job calls it after its start-up is timed."""
+        features, hidden, out = STEP_SHAPE
+        generator = torch.Generator().manual_seed(self.seed)
+        self.x = torch.randn(STEP_ROWS, features, generator=generator)
+        self.y = (self.x @ torch.randn(features, 1, generator=generator) > 0).float()
+        torch.manual_seed(self.seed)
+        self.model = torch.nn.Sequential(
+            torch.nn.Linear(features, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, out)
+        )
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=1e-3)
+        self.loss_fn = torch.nn.BCEWithLogitsLoss()
+        self.threads = torch.get_num_threads()
+        self._run()
+
+    @staticmethod
+    def workload() -> str:
+        return "mlp {}-{}-{} adam bce: {} steps of B={}".format(*STEP_SHAPE, STEP_COUNT, STEP_BATCH)
+
+    def _run(self) -> None:
+        x, y, model, optimizer, loss_fn = self.x, self.y, self.model, self.optimizer, self.loss_fn
+        for k in range(STEP_COUNT):
+            start = (k * STEP_BATCH) % STEP_ROWS
+            xb, yb = x[start : start + STEP_BATCH], y[start : start + STEP_BATCH]
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_fn(model(xb), yb)
+            loss.backward()
+            optimizer.step()
+
+    def time(self) -> float:
+        """Seconds for STEP_COUNT steps, one reading (the CPU: no device to synchronise)."""
+        if not self.threads:
+            raise ValueError("the reference step is timed after prepare() only")
+        if torch.get_num_threads() != self.threads:
+            raise ValueError(f"the reference step was prepared at {self.threads} threads, torch now runs another count")
+        t0 = time.perf_counter()
+        self._run()
+        seconds = time.perf_counter() - t0
+        self.seconds.append(seconds)
+        return seconds
+
+    def readings(self) -> ReferenceStepReadings:
+        return ReferenceStepReadings(
+            workload=self.workload(),
+            threads=self.threads,
+            seconds=tuple(self.seconds),
+            median_s=statistics.median(self.seconds),
+        )

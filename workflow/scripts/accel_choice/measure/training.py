@@ -1,7 +1,7 @@
-"""One timing job: warm every variant up, then time `epochs` training epochs and evaluation passes
-of each, in interleaved rounds (A B, B A, ...), with the drift sentinel (measure.sentinel) timed at
-the start, between rounds and at the end. Every epoch of a variant starts from the seeded initial weights
-and runs the same batches; the record keeps every epoch (pyperf's processes × values).
+"""One timing job: warm every variant up, then time `epochs` training epochs and evaluation passes of each,
+in interleaved rounds (A B, B A, ...), the drift sentinel (measure.sentinel) timed at the start, between rounds
+and at the end, a CPU job's fixed reference step (measure.reference.ReferenceStep) after each round's tick.
+Every epoch starts from the seeded weights on the same batches; the record keeps every epoch.
 
 A variant is records.training.Variant, the one name of what is measured: a CPU job runs every batch size and
 loader in fp32 on host data, each beside its plain-loop reference (measure.reference); a GPU job runs fp32/fp16/bf16
@@ -9,15 +9,12 @@ with data resident on the device or streamed from the host batch by batch, its e
 beside its plain loop too and, after the epochs, checked against its launch floor (measure.gpu_checks).
 What the loop needs beyond it (the GradScaler setting, the compiled forward) is its `steps.Step` (`steps.step_of`);
 `steps.cpu_variants` and `steps.gpu_variants` list a job's variants. Discipline (torch.utils.benchmark's, per epoch):
-- `time.perf_counter()` around the loop, the device synchronized before each clock read;
-- a warm-up per variant on a throw-away copy of its model: first-call costs (allocator, kernel selection, Adam's
-  lazy state, compilation) are paid before the clock starts, and the timed model starts from the seeded weights;
-- the load average before the variant's first epoch and after its last, the CPU that other processes took
-  during the job (`foreign_cpu_share`, /proc/stat), the process CPU time and (CUDA) the peak memory;
-- the invariants of section 28.3.5 checked on every record;
-- non-finite losses caught without a host sync per step: each step's loss goes into a device buffer,
-  read after the clock stops. A non-finite gradient surfaces there too (Adam makes non-finite weights,
-  hence a non-finite next loss, or final weights, which are checked); a GradScaler only skips the step.
+`time.perf_counter()` around the loop, the device synchronized before each read; a warm-up per variant on a
+throw-away copy of its model (first-call costs paid before the clock, the timed model from the seeded weights);
+the load average around a variant's epochs, other processes' CPU (`foreign_cpu_share`), the process CPU time and
+(CUDA) the peak memory; section 28.3.5's invariants on every record; non-finite losses caught without a host sync
+per step (each step's loss into a device buffer read after the clock stops; a non-finite gradient makes
+non-finite weights, hence losses, which are checked; a GradScaler only skips the step).
 """
 
 from __future__ import annotations
@@ -45,7 +42,7 @@ from accel_choice.measure.model import build, check_targets, optimizer_impl, sta
 from accel_choice.measure.compile_counts import graph_breaks
 from accel_choice.measure.gpu_checks import launch_checks
 from accel_choice.measure.placement import placed, variant_batches
-from accel_choice.measure.reference import Reference, has_reference
+from accel_choice.measure.reference import Reference, ReferenceStep, has_reference
 from accel_choice.measure.sentinel import Sentinel
 from accel_choice.measure.steps import (
     Step,
@@ -194,10 +191,12 @@ def measure_interleaved(
     repeat: int,
     sentinel: Sentinel | None = None,
     references: Sequence[Reference | None] | None = None,
+    reference_step: ReferenceStep | None = None,
 ) -> list[dict[str, Any]]:
     """Every variant `epochs` times, rounds interleaved; the sentinel ticks at the start, between rounds
     and at the end. One dict per variant (a record's fields), every epoch kept. `references`, one per
-    variant (None: none): each is timed once, in the middle round, right after its variant's epoch."""
+    variant (None: none): each is timed once, in the middle round, right after its variant's epoch.
+    `reference_step`: the fixed reference step, timed once at the end of each round, after the tick."""
     timed: list[list[dict[str, Any]]] = [[] for _ in prepared]
     reference_s: list[float | None] = [None for _ in prepared]
     middle = epochs // 2
@@ -214,8 +213,11 @@ def measure_interleaved(
             reference_s[index] = references[index].time()
         if len(timed[index]) == epochs:
             loads[index].append(load_average())
-        if sentinel is not None and (step + 1) % len(prepared) == 0:
-            sentinel.tick()
+        if (step + 1) % len(prepared) == 0:
+            if sentinel is not None:
+                sentinel.tick()
+            if reference_step is not None:  # after the tick, outside every variant's epoch
+                reference_step.time()
     return [
         {**_variant_result(p, runs, first_seen.index(i), loads[i]), "reference_epoch_s": reference_s[i]}
         for i, (p, runs) in enumerate(zip(prepared, timed))
@@ -289,11 +291,13 @@ def measure_training_job(
     epochs: int = 1,
     precision: str = "highest",
     compile_mode: str = "default",
+    reference_step: ReferenceStep | None = None,
 ) -> tuple[list[TrainingRecord], SentinelReadings]:
     """Every variant (one device; a CPU job's every batch size, a GPU job's one) warmed up, then `epochs` rounds
     of one epoch each, interleaved over all of them (epoch_order), the sentinel and foreign-CPU meter around the
     rounds; the records and the sentinel's readings. `grad_scaler`: fp16 variants use a GradScaler;
-    `precision`: torch's float32 matmul precision for the whole job; `compile_mode` the compiled variants'."""
+    `precision`: torch's float32 matmul precision for the whole job; `compile_mode` the compiled variants'.
+    `reference_step` (a CPU job's, made by its caller) is timed once per round; its readings the caller's."""
     on, outside = {v.device for v in variants}, [v.batch_size for v in variants if not 1 <= v.batch_size <= len(x)]
     if len(on) != 1:
         raise ValueError(f"a timing job times its variants on one device, got {sorted(on)}")
@@ -314,22 +318,23 @@ def measure_training_job(
         )
         prepared = [prepare_variant(v, x, y, **options) for v in variants]
         breaks = graph_breaks() - breaks
-        # Other processes' CPU while the epochs are timed (after the warm-up: torch.compile's worker
-        # processes, which compile a compiled variant's kernels there, are not a contamination of them).
+        # Other processes' CPU while the epochs are timed (after the warm-up: torch.compile's workers,
+        # compiling a compiled variant's kernels there, are no contamination of them).
         meter = ForeignCpuMeter().start()
-        # The one-off start-up: everything from before the first device call (the runtime's context,
-        # cuBLAS handles and workspace, lazy kernel loading, the first variant's model, data placement
-        # and first allocations, the optimizer's first-call imports) to the synchronised end of the
-        # first variant's first warm-up step, less one steady step; each later variant adds what its
-        # own first step paid beyond a steady one (its precision's kernels, the scaler's, pinning).
-        # The sentinel's own first matmuls come after, so they take none of it away.
+        # The one-off start-up: from before the first device call (context, cuBLAS handles and workspace, lazy
+        # kernels, the first model, placement, first allocations, the optimizer's imports) to the synchronised
+        # end of the first variant's first warm-up step, less one steady step; each later variant adds what its
+        # own first step paid beyond a steady one (its precision's kernels, the scaler's, pinning). The
+        # sentinel's first matmuls come after.
         first = prepared[0].warm
         process = max(first.first_step_end - started - first.steady_step_s, 0.0)
         startups = [process] + [process + max(p.warm.first_step_s - p.warm.steady_step_s, 0.0) for p in prepared[1:]]
+        if reference_step is not None:
+            reference_step.prepare()  # after the start-up, so its first calls take none of it away
         # The plain loop each eager fp32 host or resident variant is checked against (measure.reference).
         references = [Reference(v, x, y, spec, seed) if has_reference(v) else None for v in variants]
         sentinel = Sentinel(target)
-        measured = measure_interleaved(prepared, epochs, repeat, sentinel, references)
+        measured = measure_interleaved(prepared, epochs, repeat, sentinel, references, reference_step)
         # After every epoch, nothing timed beside it: the eager fp32 resident step's launch floor and kernels.
         launches = [launch_checks(v, x, y, spec, seed) if launch_checked(v) else None for v in variants]
     for result, startup, p, launch in zip(measured, startups, prepared, launches):
@@ -337,9 +342,9 @@ def measure_training_job(
         result |= {"startup_s": startup, "compile_mode": mode, "graph_breaks": None if mode is None else breaks}
         result["launch"] = launch
     foreign = meter.stop()
-    # Identical batches in identical order at one precision must give identical weights, whatever
-    # the loader, placement or epoch: a check that the variants of one batch size really did the same
-    # work (another batch size takes other steps). Compiled kernels may round differently: compared among themselves.
+    # Identical batches in identical order at one precision give identical weights, whatever the loader,
+    # placement or epoch: the variants of one batch size did the same work (another takes other steps).
+    # Compiled kernels may round differently: compared among themselves.
     weights: dict[tuple[str, bool, int], set[str]] = {}
     for result in measured:
         weights.setdefault(_same_work(result), set()).update(result.pop("final_weights_each"))
@@ -366,9 +371,8 @@ class NeverFinite(UserInputError):
 
 
 def check_some_step_finite(records: list[TrainingRecord], spec: ModelSpec) -> None:
-    """Stop the run at its first timing job when no variant gave one finite step: every later job would
-    measure the same NaNs, and no cell could be made of them. A variant that diverges later (one
-    precision, a larger step) stays a measurement the report names."""
+    """Stop the run at its first timing job when no variant gave one finite step: every later job would measure
+    the same NaNs. A variant that diverges later (one precision, a larger step) stays a measurement the report names."""
     if records and all(not r.finite and r.nonfinite_step == 0 for r in records):
         raise NeverFinite(
             f"batch size {', '.join(map(str, sorted({r.batch_size for r in records})))}: the loss or the weights were "
@@ -377,21 +381,17 @@ def check_some_step_finite(records: list[TrainingRecord], spec: ModelSpec) -> No
         )
 
 
-def finite_or_none(value: float) -> float | None:
+def finite_or_none(value: float) -> float | None:  # JSON has no NaN
     return value if math.isfinite(value) else None
 
 
 def training_record(measured: dict[str, Any], **job: Any) -> TrainingRecord:
-    """The record of one measured variant (`measure_interleaved`) with what only its job knows
-    (repeat, position, start-up, foreign CPU, whether all variants ended on the same weights).
-    Losses that are not finite become null: JSON has no NaN, and `finite` says why."""
+    """The record of one measured variant (`measure_interleaved`) with what only its job knows (repeat, position,
+    start-up, foreign CPU, whether all variants ended on the same weights). Non-finite losses become null."""
     losses = ("eval_loss", "eval_accuracy", "final_loss", "mean_train_loss")
+    apart = (*losses, "invariants", "loadavg_before", "loadavg_after")
     return TrainingRecord(
-        **{
-            key: value
-            for key, value in measured.items()
-            if key not in (*losses, "invariants", "loadavg_before", "loadavg_after")
-        },
+        **{key: value for key, value in measured.items() if key not in apart},
         **{key: finite_or_none(measured[key]) for key in losses},
         loadavg_before=tuple(measured["loadavg_before"]),
         loadavg_after=tuple(measured["loadavg_after"]),

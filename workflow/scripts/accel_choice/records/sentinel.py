@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import statistics
 
-from accel_choice.records import Count, Fraction, NonNegative, Positive, Seconds, record
+from accel_choice.records import Count, Fraction, NonNegative, Positive, PositiveCount, Seconds, record
 
 
 @record
@@ -52,6 +52,28 @@ class SentinelReadings:
             raise ValueError("a sentinel holds at least one timing")
         if self.host_seconds is not None and len(self.host_seconds) != len(self.seconds):
             raise ValueError(f"{len(self.host_seconds)} host_seconds for {len(self.seconds)} ticks")
+        median = statistics.median(self.seconds)
+        if abs(median - self.median_s) > 1e-12 * max(1.0, median):
+            raise ValueError(f"median_s {self.median_s} is not the median of seconds ({median})")
+
+
+@record
+class ReferenceStepReadings:
+    """A CPU timing job's fixed reference step (measure.reference.ReferenceStep): the same small training
+    loop timed once per round, after the round's sentinel tick, at the job's thread count (issue 45 item 2).
+
+    `seconds` one per round, in the order taken; `median_s` their median. A cell's job median over it is
+    the cell relative to the job's speed at a dispatch-bound training step.
+    """
+
+    workload: str  # what was timed, e.g. "mlp 32-48-1 adam bce: 64 steps of B=32"
+    threads: PositiveCount  # torch's threads while it ran: the job's own
+    seconds: tuple[Seconds, ...]
+    median_s: Seconds
+
+    def __post_init__(self) -> None:
+        if not self.seconds:
+            raise ValueError("a reference step holds at least one timing")
         median = statistics.median(self.seconds)
         if abs(median - self.median_s) > 1e-12 * max(1.0, median):
             raise ValueError(f"median_s {self.median_s} is not the median of seconds ({median})")

@@ -1,8 +1,6 @@
-"""Training timing: one timed epoch per variant (a timing job's records), the aggregated cells,
-and the full path of one epoch per format and variant.
-
-A variant is (device, precision, placement, loader, batch size): VARIANT_KEYS. Times are
-seconds, measured with `time.perf_counter()`; a loss that was not finite is null.
+"""Training timing: one timed epoch per variant (a timing job's records), the aggregated cells, and the full
+path of one epoch per format and variant. A variant is (device, precision, placement, loader, batch size):
+VARIANT_KEYS. Times are seconds, measured with `time.perf_counter()`; a loss that was not finite is null.
 """
 
 from __future__ import annotations
@@ -29,7 +27,7 @@ from accel_choice.records.environment import Environment
 from accel_choice.records.estimate import PositiveEstimate, columns, point_of, quartiles
 from accel_choice.records.model import Dtype
 from accel_choice.records.launch import CellLaunchChecks, LaunchChecks, launch_checked, launch_columns
-from accel_choice.records.sentinel import SentinelReadings, SentinelSummary
+from accel_choice.records.sentinel import ReferenceStepReadings, SentinelReadings, SentinelSummary
 
 
 @record
@@ -201,7 +199,7 @@ WALL_CLOCK_SLACK_S = 0.5
 CPU_CLOCK_SLACK_S = 0.01
 
 
-@record(schema="training-job", version=11)
+@record(schema="training-job", version=12)
 class TrainingJob:
     """timing/cpu/t<T>.rep<r>.json (every batch size and loader at T threads) or timing/gpu/bs<B>.rep<r>.json
     (one batch size): the variants timed in one process, interleaved, with the job's drift sentinel."""
@@ -211,6 +209,7 @@ class TrainingJob:
     environment: Environment
     sentinel: SentinelReadings
     probe: dict[str, Any] | None = None  # GPU jobs: what torch saw on the job's node
+    reference_step: ReferenceStepReadings | None = None  # CPU jobs: the fixed training step per round
 
     def __post_init__(self) -> None:
         shared, keys = {(r.device, r.threads, r.repeat) for r in self.records}, [r.key for r in self.records]
@@ -219,6 +218,10 @@ class TrainingJob:
         # What one process can do in its wall interval: a record edited by hand rarely still adds up.
         start, end = self.wall_interval
         timed = sum(sum(r.epoch_s_each) + sum(r.eval_s_each) + (r.reference_epoch_s or 0.0) for r in self.records)
+        step, rounds = self.reference_step, {len(r.epoch_s_each) for r in self.records}
+        timed += sum(step.seconds) if step is not None else 0.0
+        if step is not None and rounds != {len(step.seconds)}:
+            raise ValueError(f"{len(step.seconds)} reference step timings for rounds of {rounds}")
         if not start <= end or timed > end - start + WALL_CLOCK_SLACK_S:
             raise ValueError(
                 f"the timed epochs and evaluations add up to {timed:.6g} s, more than the job's wall interval "
