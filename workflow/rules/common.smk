@@ -40,6 +40,12 @@ def repeat_priority(wildcards):
     return LAST_REPEAT - int(wildcards.repeat)
 
 
+# The data jobs (generate or import, export) run before any timing job that is ready without them (the
+# planner's grid needs no data): otherwise the grid's later repeats would take the timing slot while the
+# data waited, and a resumed run would start a later repeat of one rule before an earlier one of another.
+DATA_PRIORITY = LAST_REPEAT + 1
+
+
 def results(name, **wildcards):
     """A file or folder under results/, by its name in accel_choice.io.paths (the one place that
     names them), with the wildcards given set: results(paths.DATASET_META, dataset="benchmark")."""

@@ -16,6 +16,7 @@ if USER_BENCHMARK:
             results(paths.log("import_benchmark")),
         benchmark:
             results(paths.benchmark("import_benchmark"))
+        priority: DATA_PRIORITY
         conda:
             ENV
         threads: 1
@@ -39,6 +40,7 @@ else:
             results(paths.log("generate_benchmark")),
         benchmark:
             results(paths.benchmark("generate_benchmark"))
+        priority: DATA_PRIORITY
         conda:
             ENV
         threads: 1
@@ -68,6 +70,7 @@ if USER_TABLE:
             results(paths.log("import_northstar")),
         benchmark:
             results(paths.benchmark("import_northstar"))
+        priority: DATA_PRIORITY
         conda:
             ENV
         threads: 1
@@ -91,6 +94,7 @@ else:
             results(paths.log("generate_northstar")),
         benchmark:
             results(paths.benchmark("generate_northstar"))
+        priority: DATA_PRIORITY
         conda:
             ENV
         threads: 1
@@ -119,6 +123,7 @@ rule export_data:
         results(paths.benchmark("export_data/{dataset}"))
     wildcard_constraints:
         dataset="|".join(DATASETS),
+    priority: DATA_PRIORITY
     conda:
         ENV
     threads: 1
