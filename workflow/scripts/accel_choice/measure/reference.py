@@ -34,7 +34,7 @@ from torch.utils import benchmark
 
 from accel_choice.measure.devices import synchronize
 from accel_choice.measure.loaders import make_loader
-from accel_choice.measure.model import build, make_loss, make_optimizer, outputs
+from accel_choice.measure.model import build, build_model, make_loss, make_optimizer, outputs
 from accel_choice.measure.placement import placed
 from accel_choice.records.launch import launch_checked
 from accel_choice.records.model import ModelSpec
@@ -122,14 +122,11 @@ class ReferenceStep:
     def prepare(self) -> None:
         """Build the seeded data, model and optimizer, and run one untimed pass: first-call costs (Adam's
         state, the allocator) stay out of every reading. A timing job calls it after its start-up is timed."""
-        features, hidden, out = STEP_SHAPE
+        features, hidden, _ = STEP_SHAPE  # build_model's MLP has the one output
         generator = torch.Generator().manual_seed(self.seed)
         self.x = torch.randn(STEP_ROWS, features, generator=generator)
         self.y = (self.x @ torch.randn(features, 1, generator=generator) > 0).float()
-        torch.manual_seed(self.seed)
-        self.model = torch.nn.Sequential(
-            torch.nn.Linear(features, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, out)
-        )
+        self.model = build_model(features, hidden, self.seed)  # seeded, as the timing's textbook MLP
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=1e-3)
         self.loss_fn = torch.nn.BCEWithLogitsLoss()
         self.threads = torch.get_num_threads()
