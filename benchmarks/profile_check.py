@@ -10,6 +10,11 @@ does both on one thread, so they add). It was made for a GPU, whose host work no
 on the CPU both sides are measured, so its prediction can be set against the run's own epochs: the
 planner grid's workloads (the textbook MLP) and the benchmark's fast-path cells (any model, its ops
 counted in tables/model_profile.json). Prints one markdown row per point and the median |error|.
+
+A GPU run is checked the same way against a GPU profile (its fit points: the grid on the GPU and the
+fp32 resident cells), recorded or measured, where the step is max(host, device):
+
+    .venv/bin/python benchmarks/profile_check.py --device cuda config/gpu_profiles/h200.json gpu-results
 """
 
 import argparse
@@ -25,8 +30,8 @@ from accel_choice.records.model import ModelProfile  # noqa: E402
 from accel_choice.records.planner import CostModelTable  # noqa: E402
 
 
-def rows(profile_path: Path, results: Path) -> list[tuple[str, str, float, float]]:
-    """(run, point, measured s, predicted s) for every CPU fit point of a finished run."""
+def rows(profile_path: Path, results: Path, device: str = "cpu") -> list[tuple[str, str, float, float]]:
+    """List (run, point, measured s, predicted s) for every fit point of a finished run on `device`."""
     counted = records.read(ModelProfile, results / paths.MODEL_PROFILE)
     gpu = gpu_profile.model(
         gpu_profiles.read(profile_path), str(profile_path), "highest", counted.step_ops, counted.step_kernels
@@ -36,7 +41,7 @@ def rows(profile_path: Path, results: Path) -> list[tuple[str, str, float, float
     table = records.read(CostModelTable, results / paths.COST_MODEL)
     found = []
     for p in table.points:
-        if p.device != "cpu":
+        if p.device != device:
             continue
         if p.features is not None:  # a grid workload, or a benchmark cell of the textbook MLP
             model, w, label = (
@@ -60,17 +65,21 @@ def _textbook_ops(profile: object) -> tuple[int, int]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("profile", type=Path, help="a CPU profile (accel-choice profile --device cpu)")
+    parser.add_argument("profile", type=Path, help="a device profile (accel-choice profile --device cpu|cuda)")
+    parser.add_argument("--device", default="cpu", help="the fit points checked: cpu (default) or cuda")
     parser.add_argument("results", type=Path, nargs="+", help="finished results folders on the same machine")
     args = parser.parse_args(argv)
     print("| run | point | measured ms | predicted ms | error |")
     print("|---|---|---|---|---|")
     errors = []
     for results in args.results:
-        for run, point, measured, predicted in rows(args.profile, results):
+        for run, point, measured, predicted in rows(args.profile, results, args.device):
             error = (predicted - measured) / measured
             errors.append(abs(error))
             print(f"| {run} | {point} | {measured * 1e3:.2f} | {predicted * 1e3:.2f} | {error:+.0%} |")
+    if not errors:
+        print(f"no {args.device} fit points in {' '.join(map(str, args.results))}", file=sys.stderr)
+        return 1
     print(f"\nmedian |error| {statistics.median(errors):.0%} over {len(errors)} points; largest {max(errors):.0%}")
     return 0
 
