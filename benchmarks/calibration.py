@@ -8,6 +8,7 @@ gate and verdict really do on synthetic runs, for 3 and 5 jobs and job-to-job sp
     .venv/bin/python benchmarks/calibration.py --planner --jobs 3 4 5   # the break-even intervals, by design
     .venv/bin/python benchmarks/calibration.py --from-results run1/results run2/results   # measured components
     .venv/bin/python benchmarks/calibration.py --components components.json --jobs 3 5
+    .venv/bin/python benchmarks/calibration.py --from-results run1/results run2/results --in-job   # compare's in-job rows
 
 The runs are drawn through the library's own functions (accel_choice.analyze.calibration): the
 interval of a cell, the ratio of two, its outcome, the gate's rule and the verdict's. Every coverage,
@@ -23,6 +24,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
 from accel_choice import records  # noqa: E402
 from accel_choice.analyze import calibration as c  # noqa: E402
+from accel_choice.analyze import calibration_rows as cr  # noqa: E402
+from accel_choice.analyze import row_relative  # noqa: E402
 from accel_choice.analyze import planner_calibration as pc  # noqa: E402
 from accel_choice.analyze import variance  # noqa: E402
 
@@ -156,6 +159,37 @@ def components_table(components: dict, jobs_list: list[int], epochs: int, draws:
     return 0
 
 
+def in_job_table(
+    components: dict, jobs_list: list[int], epochs: int, draws: int, slowdown: float, unlike: list[float]
+) -> int:
+    """compare's rows over the rest of their job (analyze.row_relative), drawn from measured components
+    (analyze.calibration_rows.row_rates): coverage, the gate's A/A false alarm, power against the raw row's."""
+    started = time.perf_counter()
+    print(", ".join(f"σ {name} {components[name]['sd']:.2%}" for name in variance.NAMES))
+    print()
+    print(
+        "| jobs a thread count | epochs | cells' epoch sd within | coverage | A/A gate, per row | A/A gate, per table "
+        f"(in job) | A/A gate, per table (in job or raw) | power, one cell {slowdown:.0%} slower (in job) | "
+        "power (raw) | prior df (median) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for jobs in jobs_list:
+        for spread in unlike:
+            r = cr.row_rates(measured_design(components, jobs, epochs), draws, slowdown=slowdown, unlike=spread)
+            within = "alike" if spread == 1 else f"×{1 / spread:.2g}–×{spread:g}"
+            df = "∞" if r.prior_df >= row_relative.DF_CAP else f"{r.prior_df:.0f}"
+            print(
+                f"| {jobs} | {epochs} | {within} | {r.coverage:.3f} | {r.row_false_alarm:.4f} | {r.table_false_alarm:.3f} | "
+                f"{r.table_false_alarm_both:.3f} | {r.power:.2f} | {r.power_raw:.2f} | {df} |",
+                flush=True,
+            )
+    print(
+        f"\n{draws} run pairs a row: 2 thread counts × 10 cells, epoch and eval times (40 rows × metrics, one family), "
+        f"level {c.LEVEL:.0%}, gate at {c.GATE_PERCENT:g} %; {time.perf_counter() - started:.0f} s"
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--method", choices=[*METHODS, "both"], default="both")
@@ -197,6 +231,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--epochs", type=int, default=5, help="--components: epochs a job (timing.epochs_per_job)")
     parser.add_argument("--slowdown", type=float, default=0.2, help="--components: the one slower cell's slowdown")
+    parser.add_argument(
+        "--in-job",
+        action="store_true",
+        help="--components, --from-results: compare's rows over the rest of their job instead (analyze.row_relative)",
+    )
+    parser.add_argument(
+        "--unlike",
+        type=float,
+        nargs="+",
+        default=[1.0, 2.0],
+        help="--in-job: each cell's epoch sd the design's times a factor log-uniform in [1/U, U] (1: alike)",
+    )
     args = parser.parse_args(argv)
     if args.components or args.from_results:
         if args.components:
@@ -206,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
 
             found = variance.to_json(variance.components([t for d in args.from_results for t in folder_tables(d)]))
             found = found["components"]
+        if args.in_job:
+            return in_job_table(found, args.jobs, args.epochs, args.draws, args.slowdown, args.unlike)
         return components_table(found, args.jobs, args.epochs, args.draws, args.slowdown)
     if args.planner:
         return planner_table(args.jobs, args.machines, args.runs, args.resamples, args.seed, args.out)

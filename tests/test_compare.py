@@ -595,7 +595,12 @@ def test_the_gate_needs_the_whole_interval_beyond_the_threshold(tmp_path):
     assert [(r.row.loader, r.metric) for r in compare.regressions(result, percent - 0.5)][:1] == [
         ("fastpath", "epoch_s")
     ]
-    assert "epoch_s" not in {r.metric for r in compare.regressions(result, percent + 0.5)}
+    assert "epoch_s" not in {r.metric for r in compare.regressions(result, percent + 0.5) if not r.in_job}
+    # over the rest of its job the row has its own, narrower interval: the same rule holds on it
+    in_job = (_row(result).epoch_s.in_job.low - 1) * 100
+    assert in_job > percent
+    assert ("epoch_s", True) in {(r.metric, r.in_job) for r in compare.regressions(result, in_job - 0.5)}
+    assert ("epoch_s", True) not in {(r.metric, r.in_job) for r in compare.regressions(result, in_job + 0.5)}
 
 
 def test_a_slower_row_inside_the_noise_floor_does_not_fail_the_gate(tmp_path):
@@ -604,7 +609,9 @@ def test_a_slower_row_inside_the_noise_floor_does_not_fail_the_gate(tmp_path):
     row = _row(result)
     assert row.noise_floor == 0.05 and 1.0 < row.epoch_s.ratio.low < 1.05
     assert row.epoch_s.outcome == "no measurable difference"
-    assert compare.regressions(result, 0) == []
+    assert [r for r in compare.regressions(result, 0) if not r.in_job] == []
+    # the machine's own change cancels over the rest of the job: there the floor does not apply
+    assert row.epoch_s.in_job_outcome == "A faster"
     quiet_base, quiet_slow = _slower_pair(tmp_path / "quiet", 1.03, noise_floor=0.0)
     quiet = _compare(quiet_base, quiet_slow)
     assert _row(quiet).epoch_s.outcome == "A faster"

@@ -79,6 +79,21 @@ class Comparison:
         return found
 
     @property
+    def detectable_in_job(self) -> dict[str, Any]:
+        """Per time metric, the slowdown of B a row over the rest of its job would catch with 80 % power beyond the
+        gate: the best, median and worst row's; None where no row has one."""
+        found: dict[str, Any] = {}
+        for name in TIME_METRICS:
+            ratios = sorted(r.part(name).in_job_detectable_ratio or math.inf for r in self.rows if r.part(name).in_job)
+            ratios = [r for r in ratios if math.isfinite(r)]
+            found[name] = (
+                {"best": ratios[0], "median": statistics.median(ratios), "worst": ratios[-1], "rows": len(ratios)}
+                if ratios
+                else None
+            )
+        return found
+
+    @property
     def tally(self) -> dict[str, Any]:
         """Rows per outcome for each time with an interval, and the rows one side lacks."""
         counts: dict[str, Any] = {name: tally(self.rows, name) for name in TIME_METRICS}
@@ -101,6 +116,7 @@ class Comparison:
             ),
             "tally": self.tally,
             "detectable": self.detectable,
+            "detectable_in_job": self.detectable_in_job,
             "detectable_means": (
                 "the slowdown of B (ratio B/A) a row's epoch or eval time would be caught at with 80 % power: beyond "
                 "the row's noise floor and the gate's percent, at the row's `confidence`, from the spread of its jobs"
@@ -262,10 +278,12 @@ def tally(rows: Sequence[ComparisonRow], metric: str = "epoch_s") -> dict[str, i
 
 @dataclass(frozen=True)
 class Regression:
-    """A row where B is slower than A by more than the gate allows, the whole interval beyond it."""
+    """A row where B is slower than A by more than the gate allows, the whole interval beyond it: its raw ratio,
+    or its ratio over the rest of its job (`in_job`)."""
 
     row: ComparisonRow
     metric: str  # a name in TIME_METRICS
+    in_job: bool = False
 
     def as_json(self, label_a: str, label_b: str, percent: float) -> dict[str, Any]:
         return {"variant": self.row.name, "batch_size": self.row.batch_size, "metric": self.metric} | {
@@ -276,6 +294,13 @@ class Regression:
         row, name = self.row, self.metric
         floor = row.noise_floor or 0.0
         ratio = row.part(name).ratio
+        if self.in_job:
+            ratio = row.part(name).in_job  # type: ignore[union-attr]
+            return (
+                f"{row.name} B={row.batch_size}: {METRIC_NAMES[name]} over the rest of its job {label_b}/{label_a} "
+                f"{ratio.point:.3f} ({row.confidence * 100:g} % interval {ratio.low:.3f}–{ratio.high:.3f}): "
+                f"{label_b} slower by more than {percent:g} % against the cells timed beside it"
+            )
         return (
             f"{row.name} B={row.batch_size}: {METRIC_NAMES[name]} {label_b}/{label_a} "
             f"{ratio.point:.3f} ({row.confidence * 100:g} % interval "
@@ -298,10 +323,12 @@ def regressions(result: Comparison, percent: float) -> list[Regression]:
     if not (percent >= 0 and math.isfinite(percent)):
         raise ValueError(f"the gate's percent must be a non-negative finite number, got {percent!r}")
     outcomes = {words: said for said, words in OUTCOME_WORDS.items()}
-    return [
-        Regression(row, name)
-        for row in result.rows
-        for name in TIME_METRICS
-        if row.part(name).ratio is not None
-        and gate_fails(row.part(name).ratio.low, outcomes[row.part(name).outcome], percent)
-    ]
+    found = []
+    for row in result.rows:
+        for name in TIME_METRICS:
+            part = row.part(name)
+            if part.ratio is not None and gate_fails(part.ratio.low, outcomes[part.outcome], percent):
+                found.append(Regression(row, name))
+            elif part.in_job is not None and gate_fails(part.in_job.low, outcomes[part.in_job_outcome], percent):
+                found.append(Regression(row, name, in_job=True))
+    return found

@@ -7,9 +7,13 @@ noise floors, which side is faster in words, and the keys where environments and
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from typing import Any
 
+import numpy as np
+
 from accel_choice import records
+from accel_choice.analyze import row_relative
 from accel_choice.analyze.job_intervals import (
     detectable_ratio,
     jobs_to_detect,
@@ -131,22 +135,60 @@ def comparison_rows(a: ResultsFolder, b: ResultsFolder, fmt: str | None, gate: f
     path_b = {r.key: r for r in b.full_path if r.format == fmt}
     keys = sorted(set(train_a) | set(train_b), key=_sort_key)
     family = family_size(a, b)
+    in_job = in_job_quotients(train_a, train_b, [k for k in keys if k in train_a and k in train_b])
     rows = []
     for key in keys:
         ta, tb = train_a.get(key), train_b.get(key)
         variant = dict(zip(VARIANT_KEYS, key))
         floor = row_floor(a, b, variant["device"]) if ta and tb else None
         path = _full_path(path_a.get(key), path_b.get(key), fmt, a.label, b.label)
-        rows.append(_row(variant, ta, tb, floor, family, path, a.label, b.label, gate))
+        rows.append(_row(variant, ta, tb, floor, family, path, a.label, b.label, gate, (key, in_job)))
     return rows
 
 
+def in_job_quotients(
+    train_a: dict[Any, TrainingCell], train_b: dict[Any, TrainingCell], both: list[Any]
+) -> dict[str, row_relative.Quotients]:
+    """Per time metric, the rows over the rest of their job (analyze.row_relative): the cells grouped by the jobs
+    that timed them on each side (a CPU job times every batch size and loader of one thread count, a GPU job
+    every precision and placement of one batch size)."""
+    groups: dict[tuple[Any, Any], list[Any]] = defaultdict(list)
+    for key in both:
+        groups[(train_a[key].jobs, train_b[key].jobs)].append(key)
+    return {
+        name: row_relative.fit(
+            [
+                (
+                    members,
+                    _job_medians([train_a[k] for k in members], name),
+                    _job_medians([train_b[k] for k in members], name),
+                )
+                for members in groups.values()
+            ]
+        )
+        for name in TIME_METRICS
+    }
+
+
+def _job_medians(cells: list[TrainingCell], name: str) -> np.ndarray:
+    """The cells × jobs medians of time `name` (cells of one job group: the same jobs)."""
+    return np.array([[float(np.median(job)) for job in getattr(cell, f"{name}_jobs")] for cell in cells])
+
+
 def _time(
-    name: str, ta: TrainingCell | None, tb: TrainingCell | None, floor: float, level: float | None, gate: float
+    name: str,
+    ta: TrainingCell | None,
+    tb: TrainingCell | None,
+    floor: float,
+    level: float | None,
+    gate: float,
+    in_job: tuple[Any, row_relative.Quotients | None] = (None, None),
 ) -> TimeComparison:
     """One time of a row: the sides' estimates; where both sides have the cell, the ratio B/A with its interval
     and outcome, and the slowdown of B the row would catch with 80 % power beyond the noise floor and the gate,
-    with the repeats a side that would catch one of SIZED_FOR."""
+    with the repeats a side that would catch one of SIZED_FOR. Then the same over the rest of its job (`in_job`:
+    the row's key and its metric's quotients), decided against the gate alone: the machine's own change, which
+    the noise floor stands for, cancels in it."""
     sides = {"a": getattr(ta, name) if ta else None, "b": getattr(tb, name) if tb else None}
     if ta is None or tb is None or level is None:
         return TimeComparison(**sides)
@@ -159,7 +201,20 @@ def _time(
         outcome=words,
         detectable_ratio=detectable_ratio(*jobs, beyond, level),
         jobs_to_catch=jobs_to_detect(*jobs, SIZED_FOR, beyond, level),
+        **_in_job(*in_job, level, gate),
     )
+
+
+def _in_job(key: Any, quotients: row_relative.Quotients | None, level: float, gate: float) -> dict[str, Any]:
+    """TimeComparison's `in_job` fields for row `key` (none where its job group gives no quotient)."""
+    ratio = quotients.ratio(key, level) if quotients else None
+    if ratio is None:
+        return {}
+    return {
+        "in_job": ratio,
+        "in_job_outcome": OUTCOME_WORDS[outcome(ratio)],
+        "in_job_detectable_ratio": quotients.detectable(key, 1 + gate / 100, level),  # type: ignore[union-attr]
+    }
 
 
 def _row(
@@ -172,11 +227,13 @@ def _row(
     label_a: str,
     label_b: str,
     gate: float = 0.0,
+    in_job: tuple[Any, dict[str, row_relative.Quotients]] | None = None,
 ) -> ComparisonRow:
     both = ta is not None and tb is not None
     joint = table_level(ta, tb) if both else None  # type: ignore[arg-type]
     level = simultaneous_level(joint, family) if joint else None
-    epoch = _time("epoch_s", ta, tb, floor or 0.0, level, gate)
+    key, quotients = in_job if in_job else (None, {})
+    epoch = _time("epoch_s", ta, tb, floor or 0.0, level, gate, (key, quotients.get("epoch_s")))
     rate = RateComparison(
         a=ta.samples_per_s if ta else None,
         b=tb.samples_per_s if tb else None,
@@ -190,7 +247,7 @@ def _row(
         family=family if both else None,
         noise_floor=floor,
         epoch_s=epoch,
-        eval_s=_time("eval_s", ta, tb, floor or 0.0, level, gate),
+        eval_s=_time("eval_s", ta, tb, floor or 0.0, level, gate, (key, quotients.get("eval_s"))),
         samples_per_s=rate,
         epoch_comparison=time_wording(
             ta.epoch_s.point if ta else None, tb.epoch_s.point if tb else None, label_a, label_b

@@ -24,7 +24,9 @@ class TimeComparison:
     """One time of a row (epoch or eval): each side's estimate from its table, the ratio B/A with its t interval
     at the row's level and its outcome in words, the slowdown of B the row would catch with 80 % power beyond
     its noise floor and the gate (`detectable_ratio`), and the repeats a side that would catch one of
-    compare_match.SIZED_FOR (`jobs_to_catch`; None past 200). Only the sides are set on a one-sided row."""
+    compare_match.SIZED_FOR (`jobs_to_catch`; None past 200). Only the sides are set on a one-sided row.
+    `in_job`: the same B/A over the rest of its job (analyze.row_relative), with its outcome and detectable
+    slowdown; None where the row's job group has too few cells or jobs."""
 
     a: Estimate | None
     b: Estimate | None
@@ -32,6 +34,9 @@ class TimeComparison:
     outcome: str | None = None
     detectable_ratio: float | None = None
     jobs_to_catch: PositiveCount | None = None
+    in_job: Estimate | None = None
+    in_job_outcome: str | None = None
+    in_job_detectable_ratio: float | None = None
 
 
 @record
@@ -115,6 +120,11 @@ class ComparisonRow(Variant):
             time = self.part(name)
             flat |= _sides(name, time) | _ratio(name, time.ratio) | {f"{name}_outcome": time.outcome}
             flat |= {f"{name}_detectable_ratio": time.detectable_ratio, f"{name}_jobs_to_catch": time.jobs_to_catch}
+            flat |= columns(f"{name}_in_job", time.in_job, point=f"{name}_in_job_b_over_a")
+            flat |= {
+                f"{name}_in_job_outcome": time.in_job_outcome,
+                f"{name}_in_job_detectable_ratio": time.in_job_detectable_ratio,
+            }
         flat |= _sides("samples_per_s", self.samples_per_s) | _ratio("samples_per_s", self.samples_per_s.ratio)
         flat |= {"epoch_comparison": self.epoch_comparison, "noisy_a": self.noisy_a, "noisy_b": self.noisy_b}
         path = self.full_path

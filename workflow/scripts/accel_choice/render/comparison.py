@@ -64,6 +64,16 @@ def _epoch_cell(row: ComparisonRow) -> str:
     return f"**{outcome}** ({'medians: ' if outcome == OUTCOME_WORDS['no_difference'] else ''}{words})"
 
 
+def _in_job_cell(row: ComparisonRow) -> str:
+    """The epoch ratio over the rest of its job (analyze.row_relative) with its interval and outcome."""
+    ratio = row.epoch_s.in_job
+    if ratio is None:
+        return "—"
+    return (
+        f"{_ratio_text(ratio.point)} ({_ratio_text(ratio.low)}–{_ratio_text(ratio.high)}): {row.epoch_s.in_job_outcome}"
+    )
+
+
 def _eval_cell(row: ComparisonRow) -> str:
     outcome = row.eval_s.outcome
     return "—" if outcome is None else f"{_ratio_cell(row, 'eval_s')}: {outcome}"
@@ -78,6 +88,7 @@ def batch_size_table(rows: Sequence[ComparisonRow], label_a: str, label_b: str, 
         f"epoch ms {label_b} ({ci})",
         f"epoch {ratio} ({ci})",
         "per epoch",
+        f"epoch {ratio} over the rest of its job ({ci}): outcome",
         f"eval {ratio} ({ci}): outcome",
         f"samples/s {label_a} ({ci})",
         f"samples/s {label_b} ({ci})",
@@ -93,6 +104,7 @@ def batch_size_table(rows: Sequence[ComparisonRow], label_a: str, label_b: str, 
             _bounded(r, "epoch_s", "b", ms),
             _ratio_cell(r, "epoch_s"),
             _epoch_cell(r),
+            _in_job_cell(r),
             _eval_cell(r),
             _bounded(r, "samples_per_s", "a", _rate),
             _bounded(r, "samples_per_s", "b", _rate),
@@ -239,6 +251,15 @@ def sensitivity_lines(result: Comparison) -> list[str]:
                 "typical row beyond its noise floor and the gate."
             )
         )
+    for name in TIME_METRICS:
+        found = result.detectable_in_job[name]
+        if found is not None:
+            lines.append(
+                f"{METRIC_NAMES[name].capitalize()} over the rest of its job (each job's cells against each other, so "
+                f"the job's own speed cancels): a typical row would catch a slowdown of {_percent(found['median'])} "
+                f"(median of {found['rows']}; the most sensitive row {_percent(found['best'])}, the least "
+                f"{_percent(found['worst'])}) with 80 % power. A shift every cell shares shows in the whole table below."
+            )
     for m in result.machine_speed:
         lines.append(
             f"Machine: the {m['table'].upper()} sentinel ({m['workload']}) took {m['ratio_b_over_a']:.3f}× as long in "

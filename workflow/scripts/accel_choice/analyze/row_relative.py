@@ -1,0 +1,166 @@
+"""Compare one row of two runs against the rest of its job: the job effect cancels, the spread is shared.
+
+A row of `compare` pairs two runs' cells. Its raw ratio carries each job's own speed (the job effect),
+which no two runs share. Every cell of one CPU job shares that speed, and so do the cells of one GPU job.
+So each job's median of a cell is divided by the geometric mean of the *other* cells the same job timed
+(the cells measured on both sides). The job effect, its drift and its rounds cancel in that quotient.
+A cell slowed by δ moves its own quotient by δ; each other cell's moves by δ^(-1/(k-1)) at k cells.
+
+The rows of one time metric share one spread model: empirical Bayes (Smyth 2004, limma's `squeezeVar`).
+Each row's pooled variance of log quotients, on its n_a + n_b - 2 degrees of freedom, is shrunk
+towards a prior fitted to all rows. The prior's degrees of freedom say how alike the rows' spreads are.
+Alike rows lend each other many degrees of freedom; unlike rows lend few. The moderated t interval uses
+both. `benchmarks/calibration.py --components` shows its coverage, false alarm and power (docs/statistics.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from accel_choice.analyze.job_intervals import NO_SPREAD, _t_quantile
+from accel_choice.records.estimate import Estimate
+
+METHOD = "moderated t on log job medians over the rest of the job"
+MIN_CELLS = 3  # a job of two cells compares each with one other: too little to call "the rest"
+DF_CAP = 1e6  # an infinite prior (rows exactly alike) is read as this many degrees of freedom
+
+
+def leave_one_out(medians: np.ndarray) -> np.ndarray:
+    """Log quotients: `medians` is cells × jobs (each a job's median epoch); each entry over the geometric mean
+    of the other cells of its job. Needs at least MIN_CELLS cells."""
+    if medians.ndim != 2 or medians.shape[0] < MIN_CELLS:
+        raise ValueError(f"a job group needs at least {MIN_CELLS} cells × jobs, got shape {medians.shape}")
+    if not (np.isfinite(medians).all() and (medians > 0).all()):
+        raise ValueError("job medians must be positive finite times")
+    logs = np.log(medians)
+    k = logs.shape[0]
+    others = (logs.sum(axis=0, keepdims=True) - logs) / (k - 1)
+    return logs - others
+
+
+@dataclass(frozen=True)
+class Prior:
+    """The rows' shared spread: s0² (log scale) on d0 degrees of freedom (d0 = DF_CAP: the rows alike)."""
+
+    variance: float
+    df: float
+    rows: int
+
+
+def _trigamma_inverse(x: float) -> float:
+    """The y with trigamma(y) = x (Newton's method, Smyth 2004's appendix)."""
+    if x > 1e7:
+        return 1 / math.sqrt(x)
+    if x < 1e-6:
+        return 1 / x
+    y = 0.5 + 1 / x
+    for _ in range(50):
+        tri = float(special.polygamma(1, y))
+        step = tri * (1 - tri / x) / float(special.polygamma(2, y))
+        y += step
+        if -step / y < 1e-8:
+            break
+    return y
+
+
+def fit_prior(variances: Sequence[float], dfs: Sequence[float]) -> Prior | None:
+    """Fit the rows' prior by the method of moments on log variances (Smyth 2004, eq. 6-7). None with fewer than
+    three rows that varied: too few to say how alike they are."""
+    pairs = [(v, d) for v, d in zip(variances, dfs) if v > 0 and d > 0]
+    if len(pairs) < 3:
+        return None
+    s2 = np.array([v for v, _ in pairs])
+    d = np.array([d for _, d in pairs])
+    e = np.log(s2) - special.digamma(d / 2) + np.log(d / 2)
+    spread = float(np.var(e, ddof=1) - np.mean(special.polygamma(1, d / 2)))
+    if spread <= 0:
+        return Prior(variance=float(math.exp(e.mean())), df=DF_CAP, rows=len(pairs))
+    d0 = min(2 * _trigamma_inverse(spread), DF_CAP)
+    variance = math.exp(float(e.mean()) + float(special.digamma(d0 / 2)) - math.log(d0 / 2))
+    return Prior(variance=variance, df=d0, rows=len(pairs))
+
+
+def row_spread(la: np.ndarray, lb: np.ndarray) -> tuple[float, int]:
+    """The row's pooled variance of log quotients and its degrees of freedom (n_a + n_b - 2)."""
+    df = len(la) + len(lb) - 2
+    if df < 1:
+        return 0.0, 0
+    return float(
+        ((len(la) - 1) * np.var(la, ddof=1) if len(la) > 1 else 0.0)
+        + ((len(lb) - 1) * np.var(lb, ddof=1) if len(lb) > 1 else 0.0)
+    ) / df, df
+
+
+def moderated(variance: float, df: int, prior: Prior | None) -> tuple[float, float]:
+    """The row's variance shrunk towards the prior, and its degrees of freedom (df + d0)."""
+    if prior is None:
+        return variance, float(df)
+    return (prior.df * prior.variance + df * variance) / (prior.df + df), df + prior.df
+
+
+def ratio(la: np.ndarray, lb: np.ndarray, prior: Prior | None, level: float) -> Estimate:
+    """B/A of one row's quotients over the rest of its job, with its moderated t interval at `level`."""
+    variance, df = moderated(*row_spread(la, lb), prior)
+    center = float(np.mean(lb) - np.mean(la))
+    jobs = min(len(la), len(lb))
+    if jobs < 2 or not variance > 0:
+        value = math.exp(center)
+        return Estimate(point=value, low=value, high=value, level=level, method=METHOD, jobs=jobs, flags=NO_SPREAD)
+    se = math.sqrt(variance * (1 / len(la) + 1 / len(lb)))
+    half = _t_quantile(1 - (1 - level) / 2, df) * se
+    return Estimate(
+        point=math.exp(center),
+        low=math.exp(center - half),
+        high=math.exp(center + half),
+        level=level,
+        method=METHOD,
+        jobs=jobs,
+    )
+
+
+def detectable(
+    la: np.ndarray, lb: np.ndarray, prior: Prior | None, beyond: float, level: float, power: float = 0.8
+) -> float | None:
+    """The smallest true B/A beyond `beyond` this row's interval would put wholly past it with `power`."""
+    variance, df = moderated(*row_spread(la, lb), prior)
+    if min(len(la), len(lb)) < 2 or not variance > 0:
+        return None
+    se = math.sqrt(variance * (1 / len(la) + 1 / len(lb)))
+    return beyond * math.exp((_t_quantile(1 - (1 - level) / 2, df) + _t_quantile(power, df)) * se)
+
+
+Key = Hashable
+
+
+@dataclass(frozen=True)
+class Quotients:
+    """One time metric's rows over the rest of their job: each row's (A's, B's) log quotients, and the prior."""
+
+    rows: dict[Key, tuple[np.ndarray, np.ndarray]]
+    prior: Prior | None
+
+    def ratio(self, key: Key, level: float) -> Estimate | None:
+        """Row `key`'s B/A over the rest of its job at `level` (None: the row is in no job group)."""
+        return ratio(*self.rows[key], self.prior, level) if key in self.rows else None
+
+    def detectable(self, key: Key, beyond: float, level: float) -> float | None:
+        return detectable(*self.rows[key], self.prior, beyond, level) if key in self.rows else None
+
+
+def fit(groups: Sequence[tuple[Sequence[Key], np.ndarray, np.ndarray]]) -> Quotients:
+    """Each job group's rows over the rest of their job, under one prior: `groups[g]` is (its rows' keys, A's and
+    B's cells × jobs medians of those rows in that order). Groups of fewer than MIN_CELLS cells or one job a
+    side are left out: their rows have no quotient."""
+    found: dict[Key, tuple[np.ndarray, np.ndarray]] = {}
+    for keys, a, b in groups:
+        if len(keys) < MIN_CELLS or min(a.shape[1], b.shape[1]) < 2:
+            continue
+        qa, qb = leave_one_out(a), leave_one_out(b)
+        found |= {key: (qa[i], qb[i]) for i, key in enumerate(keys)}
+    spreads = [row_spread(*pair) for pair in found.values()]
+    return Quotients(found, fit_prior([v for v, _ in spreads], [d for _, d in spreads]))
