@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="instead: the same, the components pooled from these results folders (analyze.variance)",
     )
-    parser.add_argument("--epochs", type=int, default=5, help="--components: epochs a job (timing.epochs_per_job)")
+    parser.add_argument("--epochs", type=int, default=10, help="--components: epochs a job (timing.epochs_per_job)")
     parser.add_argument("--slowdown", type=float, default=0.2, help="--components: the one slower cell's slowdown")
     parser.add_argument(
         "--in-job",

@@ -272,22 +272,24 @@ def test_the_gpu_check_runs_the_acceptance_and_the_gpu_tests_docs_gpu_md_names()
     assert "\n### Run on an H200" in docs and "\n.ci/gpu " in docs.split("\n### Run on an H200")[0]
 
 
-def test_the_gpu_workflow_command_installs_the_bundle_then_runs_the_profile_the_workflow_and_verify() -> None:
+def test_the_gpu_workflow_command_installs_the_bundle_then_runs_the_workflow_verify_and_the_profile() -> None:
     """.ci/gpu-workflow, the whole workflow in one call on a GPU machine (docs/gpu.md), parses as bash and, in this
-    order, installs the bundle .ci/gpu-bundle builds, measures the device profile, runs Snakemake with
-    config/gpu-machine.yaml over the default config and verifies the results; docs/gpu.md's section runs both."""
+    order, installs the bundle .ci/gpu-bundle builds, runs Snakemake with config/gpu-machine.yaml over the default
+    config, verifies the results and measures the device profile in the time left; docs/gpu.md's section runs
+    both. What it leaves in $OUT is flat: the device tool returns files at most 2 folders down."""
     script, builder = REPO / ".ci" / "gpu-workflow", REPO / ".ci" / "gpu-bundle"
     assert os.access(script, os.X_OK) and subprocess.run(["bash", "-n", str(script)]).returncode == 0
     assert os.access(builder, os.X_OK) and builder.read_text().startswith("#!/usr/bin/env python3\n")
     text = script.read_text()
     steps = [
         "python3 -m pip install -q --no-index --no-deps",
-        "python3 -m accel_choice profile --device",
         "python3 -m snakemake --cores",
         "python3 -m accel_choice verify results",
+        "python3 -m accel_choice profile --device",
     ]
     where = [text.find(step) for step in steps]
     assert -1 not in where and where == sorted(where), dict(zip(steps, where))
+    assert 'cp -a results "$out' not in text and 'tar -czf "$out/results.tar.gz" results' in text
     assert "config=${GPU_WORKFLOW_CONFIG:-config/gpu-machine.yaml}" in text and '--configfile "$config"' in text
     assert (REPO / "config" / "gpu-machine.yaml").is_file()
     assert "/gpu-bundle/\n" in (REPO / ".gitignore").read_text()  # carried by name, never committed

@@ -99,4 +99,23 @@ def test_the_command_prints_the_table_and_writes_what_the_harness_reads(tmp_path
         text=True,
         check=True,
     ).stdout
-    assert "| 3 | 5 |" in harness
+    assert "| 3 | 10 |" in harness  # timing.epochs_per_job's default
+    rows = subprocess.run(
+        [
+            sys.executable,
+            "benchmarks/calibration.py",
+            "--components",
+            str(out),
+            "--in-job",
+            "--jobs",
+            "3",
+            "--draws",
+            "5",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "power, one cell 20% slower (in job)" in rows
+    assert "| 3 | 10 | alike |" in rows and "| 3 | 10 | ×0.5–×2 |" in rows
