@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from accel_choice.analyze.job_intervals import NO_SPREAD, _t_quantile
+from accel_choice.analyze.job_intervals import _t_estimate, _t_quantile
 from accel_choice.records.estimate import Estimate
 
 METHOD = "moderated t on log job medians over the rest of the job"
@@ -106,21 +106,8 @@ def moderated(variance: float, df: int, prior: Prior | None) -> tuple[float, flo
 def ratio(la: np.ndarray, lb: np.ndarray, prior: Prior | None, level: float) -> Estimate:
     """B/A of one row's quotients over the rest of its job, with its moderated t interval at `level`."""
     variance, df = moderated(*row_spread(la, lb), prior)
-    center = float(np.mean(lb) - np.mean(la))
-    jobs = min(len(la), len(lb))
-    if jobs < 2 or not variance > 0:
-        value = math.exp(center)
-        return Estimate(point=value, low=value, high=value, level=level, method=METHOD, jobs=jobs, flags=NO_SPREAD)
-    se = math.sqrt(variance * (1 / len(la) + 1 / len(lb)))
-    half = _t_quantile(1 - (1 - level) / 2, df) * se
-    return Estimate(
-        point=math.exp(center),
-        low=math.exp(center - half),
-        high=math.exp(center + half),
-        level=level,
-        method=METHOD,
-        jobs=jobs,
-    )
+    se = math.sqrt(variance * (1 / len(la) + 1 / len(lb))) if variance > 0 else 0.0
+    return _t_estimate(float(np.mean(lb) - np.mean(la)), se, df, level, min(len(la), len(lb)), METHOD)
 
 
 def detectable(
