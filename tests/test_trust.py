@@ -198,13 +198,13 @@ def test_a_run_ends_by_saying_its_verdict_its_trust_and_where_the_report_is(cell
         verdict=verdict, sheet=(), full_path=tuple(full_path_rows), gpu_memory=(), environment=environment()
     )
     lines = end_of_run(decided, "results").splitlines()
-    assert lines[0].startswith("accel-choice verdict: CPU (CPU). No CUDA device was visible")
+    assert lines[0].startswith("accel-choice verdict: CPU. No CUDA device was visible")  # the outcome said once
     assert lines[1].startswith("This run was contaminated: 2 of 6 timing jobs were flagged") and "**" not in lines[1]
     assert (
         lines[2]
         == "Report: results/REPORT.md (tables in results/tables/, the decision figure results/figures/decision.png)."
     )
-    assert lines[3] == "Check the archive later: .venv/bin/python workflow/scripts/verify_results.py results"
+    assert lines[3] == "Check the archive later: .venv/bin/accel-choice verify results"
 
 
 def test_a_timing_job_names_what_it_saw_of_other_work_as_it_finishes(caplog: pytest.LogCaptureFixture) -> None:

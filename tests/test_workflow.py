@@ -1563,5 +1563,5 @@ def test_each_example_plans_at_full_size_with_its_one_command(tmp_path: Path, na
 def test_the_run_ends_by_saying_its_verdict_and_where_its_report_is(timeline: dict) -> None:
     """Issue 27: the last lines of a finished `snakemake` run say the answer (the report.smk onsuccess)."""
     said = timeline["resume"].stdout + timeline["resume"].stderr
-    assert "accel-choice verdict: CPU (CPU). No CUDA device was visible" in said
-    assert "Report: results/REPORT.md" in said and "verify_results.py results" in said
+    assert "accel-choice verdict: CPU. No CUDA device was visible" in said
+    assert "Report: results/REPORT.md" in said and "accel-choice verify results" in said

@@ -10,14 +10,17 @@ from accel_choice.render.noise import trust_banner
 
 
 def end_of_run(decision: Decision, results: str) -> str:
-    """The summary printed when the run succeeds; `results`: the results folder as the user names it."""
+    """Say the verdict, the trust, the report and the archive check a run ends with (`results`: as the user names it).
+
+    The verdict's outcome is said once: "CPU", or "CPU (undecided)" where the device differs from the outcome."""
     verdict = decision.verdict
-    lines = [f"accel-choice verdict: {verdict.device} ({verdict.outcome}). {claim(verdict)}"]
+    said = verdict.device if verdict.outcome == verdict.device else f"{verdict.device} ({verdict.outcome})"
+    lines = [f"accel-choice verdict: {said}. {claim(verdict)}"]
     if verdict.trust is not None:
         lines.append(trust_banner(verdict.trust).replace("**", ""))
     lines += [
         f"Report: {results}/{paths.REPORT} (tables in {results}/{paths.TABLES}/, the decision figure "
         f"{results}/{paths.DECISION_PNG}).",
-        f"Check the archive later: .venv/bin/python workflow/scripts/verify_results.py {results}",
+        f"Check the archive later: .venv/bin/accel-choice verify {results}",
     ]
     return "\n".join(lines)
