@@ -1132,7 +1132,24 @@ def test_every_table_is_written_as_csv_and_json(finished: Path) -> None:
     tables = sorted((finished / "results/tables").glob("*.csv"))
     assert len(tables) >= 12
     for table in tables:
-        assert table.with_suffix(".json").is_file(), f"{table.name} has no JSON twin"
+        # a tidy table (one observation a row) has Parquet for its twin
+        twins = (table.with_suffix(".json"), table.with_suffix(".parquet"))
+        assert any(twin.is_file() for twin in twins), f"{table.name} has no JSON or Parquet twin"
+
+
+def test_every_timed_epoch_is_one_row_of_the_epochs_table(finished: Path) -> None:
+    """Issue 46: tables/cpu_epochs.parquet unpacks the cells' epochs, one row per job, variant and round."""
+    import pandas as pd
+
+    results = finished / "results"
+    epochs = pd.read_parquet(results / "tables/cpu_epochs.parquet")
+    cells = read(results / "tables/cpu_training.json")["table"]
+    assert len(epochs) == sum(len(job) for cell in cells for job in cell["epoch_s_jobs"])
+    cell = cells[0]
+    mine = epochs[(epochs["loader"] == cell["loader"]) & (epochs["batch_size"] == cell["batch_size"])]
+    mine = mine[mine["threads"] == cell["threads"]].sort_values(["repeat", "round"])
+    assert mine["epoch_s"].tolist() == [t for job in cell["epoch_s_jobs"] for t in job]
+    assert sorted(mine["job"].unique()) == sorted(cell["jobs"])
 
 
 def test_resource_table_pairs_each_benchmarked_job_with_its_own_timing(finished: Path) -> None:

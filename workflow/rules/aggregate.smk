@@ -13,6 +13,8 @@ rule aggregate_training:
             category="CPU training",
         ),
         exercise2=results(paths.EXERCISE2),
+        epochs=results(paths.CPU_EPOCHS),
+        epochs_csv=results(paths.CPU_EPOCHS_CSV),
     log:
         results(paths.log("aggregate_training")),
     conda:

@@ -103,6 +103,8 @@ rule aggregate_gpu:
         csv=report(results(paths.GPU_TABLE_CSV), caption="../report/gpu_training.rst", category="GPU"),
         transfers=results(paths.TRANSFER_TABLE),
         transfers_csv=report(results(paths.TRANSFER_CSV), caption="../report/transfers.rst", category="GPU"),
+        epochs=results(paths.GPU_EPOCHS),
+        epochs_csv=results(paths.GPU_EPOCHS_CSV),
     log:
         results(paths.log("aggregate_gpu")),
     conda:

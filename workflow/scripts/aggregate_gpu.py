@@ -1,9 +1,9 @@
-"""Rule aggregate_gpu: GPU training medians per variant, and the transfer table."""
+"""Rule aggregate_gpu: GPU training medians per variant, every timed GPU epoch as one row, and the transfer table."""
 
 from accel_choice import records
 from accel_choice.analyze import aggregate, loads
 from accel_choice.analyze.stats import NoiseRules
-from accel_choice.io import atomic, envinfo, tables
+from accel_choice.io import atomic, envinfo, tables, tidy
 from accel_choice.io.runtime import job
 from accel_choice.records.loads import TransferJob
 
@@ -14,6 +14,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
     measured = [r for j in jobs for r in j.records]
     atomic.write_record(out.json, training)
     tables.write_csv(out.csv, training.table)
+    tidy.write_epochs(out.epochs, out.epochs_csv, jobs, "gpu")
     transfers = loads.aggregate_transfers(
         [records.read(TransferJob, path) for path in snakemake.input.transfers], NoiseRules(**p.noise)
     )

@@ -1,7 +1,8 @@
-"""Rule aggregate_training: medians with spread per batch size, threads and loader, and the exercise-2 JSON."""
+"""Rule aggregate_training: medians with spread per batch size, threads and loader, the exercise-2 JSON and
+every timed epoch as one row."""
 
 from accel_choice.analyze import aggregate
-from accel_choice.io import atomic, envinfo, tables
+from accel_choice.io import atomic, envinfo, tables, tidy
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io.runtime import job
 
@@ -12,8 +13,10 @@ with job(snakemake.log[0], snakemake.threads) as log:
     atomic.write_record(out.json, training)
     tables.write_csv(out.csv, training.table)
     atomic.write_json(out.exercise2, aggregate.exercise2_json(training.table))
+    rows = tidy.write_epochs(out.epochs, out.epochs_csv, jobs, "cpu")
     cells = training.table
     log.info("aggregated %d jobs into %d cells, %d noisy", len(jobs), len(cells), sum(c.noisy for c in cells))
+    log.info("every timed epoch: %d rows in %s", rows, out.epochs)
     floor = training.sentinel.noise_floor
     log.info(
         "sentinel: run median %.1f ms, %d job(s) flagged, noise floor %s",

@@ -61,15 +61,11 @@ def read_training_jobs(paths: Sequence[str]) -> list[TrainingJob]:
     return [records.read(TrainingJob, path) for path in paths]
 
 
-# A training job's name by its table (io.paths): a CPU job times every batch size at one thread count.
-JOB_NAMES = {"cpu": paths.CPU_JOB, "gpu": paths.GPU_JOB}
-
-
 def job_name(variant: Variant, repeat: int, table: str | None = None) -> str:
     """The name of the job of `table` ("cpu", "gpu"; None: by the variant's device) that timed repeat `repeat`
     of `variant`: "t1.rep2" on the CPU, "bs64.rep2" on a GPU; its record's file name without ".json"."""
     table = table or ("cpu" if variant.device == "cpu" else "gpu")
-    return JOB_NAMES[table].format(batch_size=variant.batch_size, threads=variant.threads, repeat=repeat)
+    return paths.training_job(table, variant.batch_size, variant.threads, repeat)
 
 
 def job_label(job: TrainingJob, table: str | None = None) -> str:

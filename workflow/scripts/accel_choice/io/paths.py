@@ -34,6 +34,12 @@ LOAD_CONVERT_JOB = f"{TIMING}/load_convert/rep{{repeat}}.json"  # every (dataset
 # A training job's name: its record's, log's and benchmark's stem, and its name in the sentinel and the report.
 CPU_JOB = "t{threads}.rep{repeat}"  # every batch size and loader at {threads} torch threads, interleaved
 GPU_JOB = "bs{batch_size}.rep{repeat}"  # one batch size, every precision and placement
+JOB_NAMES = {"cpu": CPU_JOB, "gpu": GPU_JOB}
+
+
+def training_job(table: str, batch_size: int, threads: int, repeat: int) -> str:
+    """Name the training job of `table` ("cpu", "gpu") that timed a variant's repeat: "t1.rep2", "bs64.rep2"."""
+    return JOB_NAMES[table].format(batch_size=batch_size, threads=threads, repeat=repeat)
 
 
 def training_record(table: str, job: str) -> str:
@@ -50,10 +56,14 @@ COST_MODEL_RECORD = f"{TIMING}/cost_model/{{device}}.rep{{repeat}}.json"
 CPU_TABLE = f"{TABLES}/cpu_training.json"
 CPU_TABLE_CSV = f"{TABLES}/cpu_training.csv"
 EXERCISE2 = "s111_cpu_results.json"  # the textbook's exercise-2 shape of the CPU table
+CPU_EPOCHS = f"{TABLES}/cpu_epochs.parquet"  # every timed CPU epoch, one row each (io.tidy)
+CPU_EPOCHS_CSV = f"{TABLES}/cpu_epochs.csv"
 LOAD_CONVERT_TABLE = f"{TABLES}/load_convert.json"
 LOAD_CONVERT_CSV = f"{TABLES}/load_convert.csv"
 GPU_TABLE = f"{TABLES}/gpu_training.json"
 GPU_TABLE_CSV = f"{TABLES}/gpu_training.csv"
+GPU_EPOCHS = f"{TABLES}/gpu_epochs.parquet"  # every timed GPU epoch, one row each (io.tidy)
+GPU_EPOCHS_CSV = f"{TABLES}/gpu_epochs.csv"
 TRANSFER_TABLE = f"{TABLES}/transfers.json"
 TRANSFER_CSV = f"{TABLES}/transfers.csv"
 RESOURCES = f"{TABLES}/resources.json"
