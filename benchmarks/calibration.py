@@ -169,10 +169,10 @@ def in_job_table(
     print()
     print(
         "| jobs a thread count | epochs | cells' epoch sd within | coverage | A/A gate, per row | A/A gate, per table "
-        f"(in job) | A/A gate, per table (in job or raw) | power, one cell {slowdown:.0%} slower (in job) | "
-        "power (raw) | prior df (median) |"
+        f"(in job) | A/A gate, per table (in job or raw) | 4 cells 25% faster, none slower: gate fails | "
+        f"power, one cell {slowdown:.0%} slower (in job) | power (raw) | prior df (median) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for jobs in jobs_list:
         for spread in unlike:
             r = cr.row_rates(measured_design(components, jobs, epochs), draws, slowdown=slowdown, unlike=spread)
@@ -180,7 +180,8 @@ def in_job_table(
             df = "∞" if r.prior_df >= row_relative.DF_CAP else f"{r.prior_df:.0f}"
             print(
                 f"| {jobs} | {epochs} | {within} | {r.coverage:.3f} | {r.row_false_alarm:.4f} | {r.table_false_alarm:.3f} | "
-                f"{r.table_false_alarm_both:.3f} | {r.power:.2f} | {r.power_raw:.2f} | {df} |",
+                f"{r.table_false_alarm_both:.3f} | {r.others_faster_false_alarm:.3f} | {r.power:.2f} | "
+                f"{r.power_raw:.2f} | {df} |",
                 flush=True,
             )
     print(

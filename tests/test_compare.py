@@ -1622,3 +1622,18 @@ def test_the_table_ratio_pools_the_job_groups_and_leaves_out_those_without_sprea
     assert table_ratio([*zip(a, b), ((1.0,), (1.0, 2.0))], 0.95) == pooled
     with pytest.raises(ValueError, match="no job group with two jobs on each side"):
         table_ratio([((1.0,), (1.0,))], 0.95)
+
+
+def test_a_row_is_not_called_slower_because_other_cells_of_its_job_got_faster(tmp_path):
+    """Review of the rows over the rest of their job: B's fastpath B=32 30 % faster, nothing slower. The other
+    rows of its job keep their quotients (the reference is the others' median), they say the rest of their job
+    moved, and the gate passes."""
+    from accel_choice.analyze.compare_match import REST_OF_JOB_MOVED
+
+    base, fast = _slower_pair(tmp_path, 0.7)
+    result = _compare(base, fast)
+    assert compare.regressions(result, 5) == [] and compare.regressions(result, 0) == []
+    assert _row(result).epoch_s.in_job_outcome == "B faster"
+    others = [r for r in result.rows if r is not _row(result)]
+    assert {r.epoch_s.in_job_outcome for r in others} == {REST_OF_JOB_MOVED}
+    assert all(0.98 < r.epoch_s.in_job.point < 1.02 for r in others)

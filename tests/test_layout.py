@@ -289,6 +289,11 @@ def test_the_gpu_workflow_command_installs_the_bundle_then_runs_the_workflow_ver
     ]
     where = [text.find(step) for step in steps]
     assert -1 not in where and where == sorted(where), dict(zip(steps, where))
+    # and the stages run in that order: the lines that call them, not only the functions' definitions
+    calls = [
+        text.find(line) for line in ("stage bundle", "stage workflow", "stage verify", "stage copy", "stage profile")
+    ]
+    assert -1 not in calls and calls == sorted(calls), calls
     assert 'cp -a results "$out' not in text and 'tar -czf "$out/results.tar.gz" results' in text
     assert "config=${GPU_WORKFLOW_CONFIG:-config/gpu-machine.yaml}" in text and '--configfile "$config"' in text
     assert (REPO / "config" / "gpu-machine.yaml").is_file()

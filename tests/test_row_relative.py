@@ -16,33 +16,46 @@ from accel_choice.analyze import row_relative as rr
 
 def test_leave_one_out_cancels_what_every_cell_of_a_job_shares():
     rng = np.random.default_rng(0)
-    cells = np.exp(rng.normal(0, 0.1, (5, 1)))  # each cell's own speed
-    job = np.exp(rng.normal(0, 0.3, (1, 4)))  # each job's speed, shared by its cells
-    q = rr.leave_one_out(cells * job)
-    assert np.allclose(q, q[:, :1])  # the same in every job: the job effect is gone
-    logs = np.log(cells[:, 0])
-    assert q[0, 0] == pytest.approx(logs[0] - logs[1:].mean())
+    cells = np.exp(rng.normal(0, 0.5, (5, 1)))  # each cell's own size
+    noise = np.exp(rng.normal(0, 0.05, (5, 4)))
+    a = cells * np.exp(rng.normal(0, 0.3, (1, 4))) * noise  # each job's speed, shared by its cells
+    b = 1.5 * cells * np.exp(rng.normal(0, 0.3, (1, 4))) * noise  # B: other jobs, the whole run 1.5× slower
+    qa, qb = rr.leave_one_out(a, b)
+    assert np.allclose(qa, qb)  # the same cell noise, other jobs and another run speed: the quotients agree
 
 
-def test_a_slower_cell_moves_its_own_quotient_by_its_slowdown():
-    medians = np.ones((4, 3))
-    medians[2] *= 1.2
-    q = rr.leave_one_out(medians)
-    assert np.exp(q[2]) == pytest.approx([1.2] * 3)
-    assert np.exp(q[0]) == pytest.approx([1.2 ** (-1 / 3)] * 3)
+def test_a_slower_cell_moves_its_own_quotient_and_no_other():
+    a, b = np.ones((4, 3)), np.ones((4, 3))
+    b[2] *= 1.2
+    qa, qb = rr.leave_one_out(a, b)
+    assert np.exp(qb[2] - qa[2]) == pytest.approx([1.2] * 3)
+    assert np.exp(qb[[0, 1, 3]] - qa[[0, 1, 3]]) == pytest.approx(np.ones((3, 3)))  # the others' median holds
+
+
+def test_cells_that_got_faster_leave_the_unchanged_ones_where_they_were():
+    """A minority of the job's cells faster in B, cells of unlike sizes: the unchanged cells' rows do not move."""
+    sizes = np.array([[100.0], [80.0], [45.0], [30.0], [12.0], [9.0], [5.0], [2.0], [1.5], [1.0]])
+    a, b = sizes * np.ones((1, 3)), sizes * np.ones((1, 3))
+    b[[1, 4, 7, 8]] *= 0.7
+    qa, qb = rr.leave_one_out(a, b)
+    unchanged = [0, 2, 3, 5, 6, 9]
+    assert np.exp(qb[unchanged] - qa[unchanged]) == pytest.approx(np.ones((6, 3)))
+    assert np.exp(qb[1] - qa[1]) == pytest.approx([0.7] * 3)
 
 
 @pytest.mark.parametrize("shape", [(2, 3), (3,), (0, 3)])
 def test_leave_one_out_refuses_too_few_cells(shape):
     with pytest.raises(ValueError, match="at least 3 cells"):
-        rr.leave_one_out(np.ones(shape))
+        rr.leave_one_out(np.ones(shape), np.ones(shape))
 
 
-def test_leave_one_out_refuses_a_non_positive_time():
+def test_leave_one_out_refuses_a_non_positive_time_and_unlike_sides():
     medians = np.ones((3, 2))
     medians[1, 1] = 0.0
     with pytest.raises(ValueError, match="positive finite"):
-        rr.leave_one_out(medians)
+        rr.leave_one_out(np.ones((3, 2)), medians)
+    with pytest.raises(ValueError, match="the same cells"):
+        rr.leave_one_out(np.ones((3, 2)), np.ones((4, 2)))
 
 
 @pytest.mark.parametrize("x", [1e-7, 0.05, 0.7, 3.0, 50.0, 1e8])
@@ -80,6 +93,16 @@ def test_moderation_pulls_a_row_towards_the_prior_and_adds_its_degrees_of_freedo
     assert rr.moderated(0.04, 4, None) == (0.04, 4.0)
 
 
+def test_a_row_rests_on_at_most_the_degrees_of_freedom_all_rows_have():
+    alike = rr.Prior(variance=0.01, df=rr.DF_CAP, rows=3, pooled_df=12.0)
+    assert rr.moderated(0.01, 4, alike)[1] == 12.0
+
+
+def test_rounding_is_no_spread():
+    assert rr.moderated(1e-32, 4, None) == (0.0, 4.0)
+    assert rr.fit_prior([1e-32, 1e-31, 1e-30, 0.01], [4, 4, 4, 4]) is None
+
+
 def test_fit_keys_rows_and_leaves_out_small_groups():
     rng = np.random.default_rng(3)
     big = (["a", "b", "c", "d"], np.exp(rng.normal(0, 0.05, (4, 3))), np.exp(rng.normal(0, 0.05, (4, 3))))
@@ -106,5 +129,34 @@ def test_harness_rows_hold_their_level_and_beat_the_raw_rows():
     rates = cr.row_rates(design, draws=60, unlike=2.0)
     assert 0.9 <= rates.coverage <= 0.98
     assert rates.table_false_alarm_both <= 0.1
+    assert rates.others_faster_false_alarm <= 0.1  # cells of B faster, none slower: the gate stays quiet
     assert rates.power > rates.power_raw
     assert math.isfinite(rates.prior_df) and rates.prior_df > 0
+
+
+def _group(b_factors: dict[int, float], cells: int = 10, jobs: int = 3, seed: int = 4):
+    """One job group of `cells` cells of unlike sizes, A and B, a little noise; B's cells scaled by `b_factors`."""
+    rng = np.random.default_rng(seed)
+    sizes = np.geomspace(100, 1, cells)[:, None]
+    a = sizes * np.exp(rng.normal(0, 0.01, (cells, jobs)))
+    b = sizes * np.exp(rng.normal(0, 0.01, (cells, jobs)))
+    for cell, factor in b_factors.items():
+        b[cell] *= factor
+    return rr.fit([(list(range(cells)), a, b)])
+
+
+def test_half_the_job_faster_in_b_suspends_the_rows_over_the_rest_of_it():
+    """Half a job's cells faster in B (a faster loader, say): the others' median moves, so the unchanged rows
+    would read slower. They are flagged, and the gate decides nothing on them."""
+    fitted = _group(dict.fromkeys(range(0, 10, 2), 0.75))
+    unchanged = fitted.ratio(1, 0.998)
+    assert unchanged.low > 1.05 and rr.REFERENCE_MOVED in unchanged.flags
+    assert not rr.gate_fails_in_job(unchanged, raw_point=1.06, percent=5)
+
+
+def test_one_slower_cell_is_caught_and_not_flagged():
+    fitted = _group({3: 1.2})
+    slow = fitted.ratio(3, 0.998)
+    assert rr.REFERENCE_MOVED not in slow.flags and slow.low > 1.1
+    assert rr.gate_fails_in_job(slow, raw_point=1.2, percent=5)
+    assert not rr.gate_fails_in_job(slow, raw_point=1.01, percent=5)  # its own time did not grow: not slower

@@ -3,7 +3,7 @@
 The runs are analyze.calibration's job tables (`simulate_jobs`), drawn from measured variance components.
 Cells may differ in their epoch noise (`unlike`): each cell's sd is the design's times a factor drawn
 log-uniform in [1/unlike, unlike]. Real cells differ so (docs/statistics.md), and the moderated t must
-hold its level then too. Every figure goes through the library's own functions: `row_relative.rows`, the
+hold its level then too. Every figure goes through the library's own functions: `row_relative.fit`, the
 gate's rule (calibration.gate_flags) and the family level compare gives a row (Bonferroni over rows ×
 metrics).
 """
@@ -27,6 +27,7 @@ class RowRates:
     row_false_alarm: float  # A/A: a row's time fails the gate at the family level
     table_false_alarm: float  # A/A: some row over the rest of its job fails the gate
     table_false_alarm_both: float  # A/A: some row fails, over the rest of its job or raw (compare's gate)
+    others_faster_false_alarm: float  # 4 of a table's 10 cells of B `faster` faster, none slower: some row fails
     power: float  # one cell of B truly `slowdown` slower: its row over the rest of its job fails the gate
     power_raw: float  # the same cell's raw row (Welch t on job medians) fails the gate
     prior_df: float  # the median prior degrees of freedom the rows were lent (row_relative.fit_prior)
@@ -63,55 +64,78 @@ def _groups(
     ]
 
 
+def _failing(
+    a: list[np.ndarray], b: list[np.ndarray], variants: int, level: float, percent: float
+) -> tuple[row_relative.Quotients, dict[tuple[int, int], tuple[bool, bool]]]:
+    """The rows' quotients, and per row whether it fails compare's gate over the rest of its job, and raw."""
+    fitted = row_relative.fit(_groups(a, b, variants))
+    raw = {
+        (t, v): JOB_T.ratio(_cells([a[t]])[v], _cells([b[t]])[v], level) for t in range(len(a)) for v in range(variants)
+    }
+    found = {}
+    for key, r in raw.items():
+        in_job = fitted.ratio(key, level)
+        found[key] = (
+            in_job is not None and row_relative.gate_fails_in_job(in_job, r.point, percent),
+            gate_flags(r, percent),
+        )
+    return fitted, found
+
+
 def row_rates(
     design: Design,
     draws: int,
     variants: int = 10,
     tables: int = 2,
     slowdown: float = 0.2,
+    faster: float = 0.25,
     unlike: float = 1.0,
     percent: float = GATE_PERCENT,
     seed: int = 11,
 ) -> RowRates:
     """Synthetic run pairs of the CPU design (`tables` thread counts × `variants` cells, `design.jobs` jobs a side),
-    each time metric drawn as its own tables. A/A: coverage and false alarms; then one random cell of B
-    `slowdown` slower: how often its row fails the gate, over the rest of its job and raw."""
+    each time metric drawn as its own tables. A/A: coverage and false alarms. Then 4 cells of one table of B
+    `faster` faster and none slower: how often some row fails. Then one random cell of B `slowdown` slower: how
+    often its row fails the gate, over the rest of its job (compare's rule) and raw."""
     rng = np.random.default_rng(seed)
     rows = tables * variants
     level = JOB_T.family_level(LEVEL, rows * len(TIME_METRICS))
-    counts = dict.fromkeys(("cover", "row", "table", "both", "power", "raw"), 0)
+    counts = dict.fromkeys(("cover", "row", "table", "both", "faster", "power", "raw"), 0)
     priors = []
     for _ in range(draws):
-        sigmas = design.sigma_epoch * np.exp(
-            rng.uniform(-np.log(unlike), np.log(unlike), (len(TIME_METRICS), tables, variants))
-        )
+        shape = (len(TIME_METRICS), tables, variants)
+        sigmas = design.sigma_epoch * np.exp(rng.uniform(-np.log(unlike), np.log(unlike), shape))
         a = [_tables(rng, design, variants, tables, sigmas[m]) for m in range(len(TIME_METRICS))]
         b = [_tables(rng, design, variants, tables, sigmas[m]) for m in range(len(TIME_METRICS))]
-        flagged_any, raw_any = False, False
+        in_job_any, either_any = False, False
         for m in range(len(TIME_METRICS)):
-            fitted = row_relative.fit(_groups(a[m], b[m], variants))
+            fitted, found = _failing(a[m], b[m], variants, level, percent)
             if fitted.prior is not None:
                 priors.append(fitted.prior.df)
             covered = [fitted.ratio(key, LEVEL) for key in fitted.rows]
             counts["cover"] += sum(e.low <= 1.0 <= e.high for e in covered)  # type: ignore[union-attr]
-            flags = [gate_flags(fitted.ratio(key, level), percent) for key in fitted.rows]  # type: ignore[arg-type]
-            counts["row"] += sum(flags)
-            flagged_any |= any(flags)
-            raw_any |= any(gate_flags(JOB_T.ratio(x, y, level), percent) for x, y in zip(_cells(a[m]), _cells(b[m])))
-        counts["table"] += flagged_any
-        counts["both"] += flagged_any or raw_any
-        m, t, v = int(rng.integers(len(TIME_METRICS))), int(rng.integers(tables)), int(rng.integers(variants))
+            counts["row"] += sum(fails for fails, _ in found.values())
+            in_job_any |= any(fails for fails, _ in found.values())
+            either_any |= any(fails or raw for fails, raw in found.values())
+        counts["table"] += in_job_any
+        counts["both"] += either_any
+        m, t = int(rng.integers(len(TIME_METRICS))), int(rng.integers(tables))
+        quick = [table.copy() for table in b[m]]
+        quick[t][:, rng.choice(variants, size=4, replace=False), :] *= 1 - faster
+        counts["faster"] += any(f or r for f, r in _failing(a[m], quick, variants, level, percent)[1].values())
+        v = int(rng.integers(variants))
         slow = [table.copy() for table in b[m]]
         slow[t][:, v, :] *= 1 + slowdown
-        fitted = row_relative.fit(_groups(a[m], slow, variants))
-        counts["power"] += gate_flags(fitted.ratio((t, v), level), percent)  # type: ignore[arg-type]
-        counts["raw"] += gate_flags(JOB_T.ratio(_cells([a[m][t]])[v], _cells([slow[t]])[v], level), percent)
+        fails, raw = _failing(a[m], slow, variants, level, percent)[1][(t, v)]
+        counts["power"] += fails
+        counts["raw"] += raw
     cells = draws * len(TIME_METRICS) * rows
     return RowRates(
         coverage=counts["cover"] / cells,
         row_false_alarm=counts["row"] / cells,
         table_false_alarm=counts["table"] / draws,
         table_false_alarm_both=counts["both"] / draws,
+        others_faster_false_alarm=counts["faster"] / draws,
         power=counts["power"] / draws,
         power_raw=counts["raw"] / draws,
         prior_df=float(np.median(priors)) if priors else 0.0,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accel_choice import records
-from accel_choice.analyze import compare_warnings
+from accel_choice.analyze import compare_warnings, row_relative
 from accel_choice.analyze.compare_table import TableRegression, TableShift, table_regressions, table_shifts
 from accel_choice.analyze.job_intervals import gate_fails, outcome, ratio_interval
 from accel_choice.analyze.compare_match import (
@@ -286,9 +286,12 @@ class Regression:
     in_job: bool = False
 
     def as_json(self, label_a: str, label_b: str, percent: float) -> dict[str, Any]:
-        return {"variant": self.row.name, "batch_size": self.row.batch_size, "metric": self.metric} | {
-            "line": self.line(label_a, label_b, percent)
-        }
+        return {
+            "variant": self.row.name,
+            "batch_size": self.row.batch_size,
+            "metric": self.metric,
+            "in_job": self.in_job,
+        } | {"line": self.line(label_a, label_b, percent)}
 
     def line(self, label_a: str, label_b: str, percent: float) -> str:
         row, name = self.row, self.metric
@@ -316,10 +319,13 @@ def all_regressions(result: Comparison, percent: float) -> list[Regression | Tab
 
 
 def regressions(result: Comparison, percent: float) -> list[Regression]:
-    """The rows and times (epoch, eval) where B is slower than A by more than `percent` %, the whole
-    interval beyond it: ratio_ci_low > 1 + percent/100, and beyond the row's noise floor too (the outcome
-    "A faster"), so a difference the runs' own drift explains never fails the gate. One-sided rows and the
-    full path (no interval) are never gated."""
+    """List the rows and times (epoch, eval) where B is slower than A by more than `percent` %.
+
+    A raw row fails with its whole interval beyond 1 + percent/100 and beyond its noise floor (the outcome "A
+    faster"), so a difference the runs' own drift explains never fails it. A row over the rest of its job fails
+    with its whole in-job interval beyond 1 + percent/100 and its raw point beyond it too: the machine's drift
+    cancels in the quotient, and a row is not called slower because other cells of its job got faster.
+    One-sided rows and the full path (no interval) are never gated."""
     if not (percent >= 0 and math.isfinite(percent)):
         raise ValueError(f"the gate's percent must be a non-negative finite number, got {percent!r}")
     outcomes = {words: said for said, words in OUTCOME_WORDS.items()}
@@ -329,6 +335,10 @@ def regressions(result: Comparison, percent: float) -> list[Regression]:
             part = row.part(name)
             if part.ratio is not None and gate_fails(part.ratio.low, outcomes[part.outcome], percent):
                 found.append(Regression(row, name))
-            elif part.in_job is not None and gate_fails(part.in_job.low, outcomes[part.in_job_outcome], percent):
+            elif (
+                part.in_job is not None
+                and part.ratio is not None
+                and row_relative.gate_fails_in_job(part.in_job, part.ratio.point, percent)
+            ):
                 found.append(Regression(row, name, in_job=True))
     return found

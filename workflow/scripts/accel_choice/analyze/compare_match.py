@@ -36,6 +36,8 @@ METRIC_NAMES = {"epoch_s": "epoch time", "eval_s": "eval time"}
 OUTCOME_WORDS = {"b_faster": "B faster", "a_faster": "A faster", "no_difference": "no measurable difference"}
 # The slowdown a design is sized for: how many repeats a side would catch B this much slower (80 % power).
 SIZED_FOR = 1.10
+# A row over the rest of its job where another cell of the job got measurably faster in B: nothing decided on it.
+REST_OF_JOB_MOVED = "the rest of its job moved"
 NO_INTERVAL = "no interval"  # the full path: sums of medians, nothing to resample
 # collect_env fields worth a row of their own; the quick record covers the rest.
 COLLECT_ENV_KEYS = (
@@ -148,26 +150,31 @@ def comparison_rows(a: ResultsFolder, b: ResultsFolder, fmt: str | None, gate: f
 
 def in_job_quotients(
     train_a: dict[Any, TrainingCell], train_b: dict[Any, TrainingCell], both: list[Any]
-) -> dict[str, row_relative.Quotients]:
-    """Per time metric, the rows over the rest of their job (analyze.row_relative): the cells grouped by the jobs
-    that timed them on each side (a CPU job times every batch size and loader of one thread count, a GPU job
-    every precision and placement of one batch size)."""
-    groups: dict[tuple[Any, Any], list[Any]] = defaultdict(list)
+) -> dict[tuple[str, str], row_relative.Quotients]:
+    """Per time metric and device, the rows over the rest of their job (analyze.row_relative): the cells grouped by
+    the jobs that timed them on each side (a CPU job times every batch size and loader of one thread count, a GPU
+    job every precision and placement of one batch size). Each device's rows get their own prior: a GPU's cells
+    spread unlike a CPU's. A group with an empty job on a side (a non-finite run left out) has no quotient."""
+    groups: dict[tuple[Any, Any, str], list[Any]] = defaultdict(list)
     for key in both:
-        groups[(train_a[key].jobs, train_b[key].jobs)].append(key)
-    return {
-        name: row_relative.fit(
-            [
-                (
-                    members,
-                    _job_medians([train_a[k] for k in members], name),
-                    _job_medians([train_b[k] for k in members], name),
-                )
-                for members in groups.values()
-            ]
-        )
-        for name in TIME_METRICS
-    }
+        ca, cb = train_a[key], train_b[key]
+        if all(ca.epoch_s_jobs) and all(cb.epoch_s_jobs) and all(ca.eval_s_jobs) and all(cb.eval_s_jobs):
+            groups[(ca.jobs, cb.jobs, ca.device)].append(key)
+    found = {}
+    for device in {device for _, _, device in groups}:
+        mine = [members for (_, _, d), members in groups.items() if d == device]
+        for name in TIME_METRICS:
+            found[(name, device)] = row_relative.fit(
+                [
+                    (
+                        members,
+                        _job_medians([train_a[k] for k in members], name),
+                        _job_medians([train_b[k] for k in members], name),
+                    )
+                    for members in mine
+                ]
+            )
+    return found
 
 
 def _job_medians(cells: list[TrainingCell], name: str) -> np.ndarray:
@@ -210,9 +217,10 @@ def _in_job(key: Any, quotients: row_relative.Quotients | None, level: float, ga
     ratio = quotients.ratio(key, level) if quotients else None
     if ratio is None:
         return {}
+    moved = row_relative.REFERENCE_MOVED in ratio.flags
     return {
         "in_job": ratio,
-        "in_job_outcome": OUTCOME_WORDS[outcome(ratio)],
+        "in_job_outcome": REST_OF_JOB_MOVED if moved else OUTCOME_WORDS[outcome(ratio)],
         "in_job_detectable_ratio": quotients.detectable(key, 1 + gate / 100, level),  # type: ignore[union-attr]
     }
 
@@ -227,13 +235,14 @@ def _row(
     label_a: str,
     label_b: str,
     gate: float = 0.0,
-    in_job: tuple[Any, dict[str, row_relative.Quotients]] | None = None,
+    in_job: tuple[Any, dict[tuple[str, str], row_relative.Quotients]] | None = None,
 ) -> ComparisonRow:
     both = ta is not None and tb is not None
     joint = table_level(ta, tb) if both else None  # type: ignore[arg-type]
     level = simultaneous_level(joint, family) if joint else None
     key, quotients = in_job if in_job else (None, {})
-    epoch = _time("epoch_s", ta, tb, floor or 0.0, level, gate, (key, quotients.get("epoch_s")))
+    device = variant["device"]
+    epoch = _time("epoch_s", ta, tb, floor or 0.0, level, gate, (key, quotients.get(("epoch_s", device))))
     rate = RateComparison(
         a=ta.samples_per_s if ta else None,
         b=tb.samples_per_s if tb else None,
@@ -247,7 +256,7 @@ def _row(
         family=family if both else None,
         noise_floor=floor,
         epoch_s=epoch,
-        eval_s=_time("eval_s", ta, tb, floor or 0.0, level, gate, (key, quotients.get("eval_s"))),
+        eval_s=_time("eval_s", ta, tb, floor or 0.0, level, gate, (key, quotients.get(("eval_s", device)))),
         samples_per_s=rate,
         epoch_comparison=time_wording(
             ta.epoch_s.point if ta else None, tb.epoch_s.point if tb else None, label_a, label_b

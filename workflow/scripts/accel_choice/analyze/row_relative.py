@@ -2,19 +2,23 @@
 
 A row of `compare` pairs two runs' cells. Its raw ratio carries each job's own speed (the job effect),
 which no two runs share. Every cell of one CPU job shares that speed, and so do the cells of one GPU job.
-So each job's median of a cell is divided by the geometric mean of the *other* cells the same job timed
-(the cells measured on both sides). The job effect, its drift and its rounds cancel in that quotient.
-A cell slowed by δ moves its own quotient by δ; each other cell's moves by δ^(-1/(k-1)) at k cells.
+So each job's median of a cell is divided by the median of the *other* cells the same job timed
+(the cells measured on both sides, each centred on its own level first). The job effect, its drift and
+its rounds cancel in that quotient, and so does a shift of the whole run. A cell slowed by δ moves its
+own quotient by δ. The others' median is the reference, not their mean: cells that changed in B, a
+minority of the job, leave the other cells' quotients where they were.
 
-The rows of one time metric share one spread model: empirical Bayes (Smyth 2004, limma's `squeezeVar`).
-Each row's pooled variance of log quotients, on its n_a + n_b - 2 degrees of freedom, is shrunk
-towards a prior fitted to all rows. The prior's degrees of freedom say how alike the rows' spreads are.
-Alike rows lend each other many degrees of freedom; unlike rows lend few. The moderated t interval uses
-both. `benchmarks/calibration.py --components` shows its coverage, false alarm and power (docs/statistics.md).
+The rows of one time metric and device share one spread model: empirical Bayes (Smyth 2004, limma's
+`squeezeVar`). Each row's pooled variance of log quotients, on its n_a + n_b - 2 degrees of freedom, is
+shrunk towards a prior fitted to all rows. The prior's degrees of freedom say how alike the rows' spreads
+are. Alike rows lend each other many degrees of freedom, at most all the rows have; unlike rows lend few.
+The moderated t interval uses both. `benchmarks/calibration.py --in-job` shows its coverage, false alarm
+and power (docs/statistics.md).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -22,34 +26,51 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from accel_choice.analyze.job_intervals import _t_estimate, _t_quantile
+from accel_choice.analyze.job_intervals import _t_estimate, _t_quantile, gate_fails, outcome
 from accel_choice.records.estimate import Estimate
 
 METHOD = "moderated t on log job medians over the rest of the job"
 MIN_CELLS = 3  # a job of two cells compares each with one other: too little to call "the rest"
 DF_CAP = 1e6  # an infinite prior (rows exactly alike) is read as this many degrees of freedom
+# A variance of log quotients below this is rounding, not spread (real rows spread by 1e-5 and more).
+TINY = 1e-14
+# Another cell of the row's job got measurably faster in B: the rest of the job is no fixed reference there.
+REFERENCE_MOVED = "another cell of its job got faster in B: the rest of the job moved, nothing is decided on it"
 
 
-def leave_one_out(medians: np.ndarray) -> np.ndarray:
-    """Log quotients: `medians` is cells × jobs (each a job's median epoch); each entry over the geometric mean
-    of the other cells of its job. Needs at least MIN_CELLS cells."""
-    if medians.ndim != 2 or medians.shape[0] < MIN_CELLS:
-        raise ValueError(f"a job group needs at least {MIN_CELLS} cells × jobs, got shape {medians.shape}")
-    if not (np.isfinite(medians).all() and (medians > 0).all()):
-        raise ValueError("job medians must be positive finite times")
-    logs = np.log(medians)
-    k = logs.shape[0]
-    others = (logs.sum(axis=0, keepdims=True) - logs) / (k - 1)
-    return logs - others
+def leave_one_out(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return each side's log quotients: a job's median of a cell over the median of the other cells' in that job.
+
+    `a` and `b` are one job group's cells × jobs medians on sides A and B, the same cells in the same order.
+    Each cell is first centred on its own mean log over both sides' jobs, so cells of any size compare: the
+    others' median then reads the job's speed, not which cell is the middle-sized one. Needs MIN_CELLS cells."""
+    for side in (a, b):
+        if side.ndim != 2 or side.shape[0] < MIN_CELLS:
+            raise ValueError(f"a job group needs at least {MIN_CELLS} cells × jobs, got shape {side.shape}")
+        if not (np.isfinite(side).all() and (side > 0).all()):
+            raise ValueError("job medians must be positive finite times")
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(f"the two sides hold {a.shape[0]} and {b.shape[0]} cells: the same cells are needed")
+    la, lb = np.log(a), np.log(b)
+    anchor = np.concatenate([la, lb], axis=1).mean(axis=1, keepdims=True)
+    za, zb = la - anchor, lb - anchor
+    return za - _others_median(za), zb - _others_median(zb)
+
+
+def _others_median(z: np.ndarray) -> np.ndarray:
+    """For each cell and job, the median of the other cells' values in that job."""
+    return np.array([np.median(np.delete(z, c, axis=0), axis=0) for c in range(z.shape[0])])
 
 
 @dataclass(frozen=True)
 class Prior:
-    """The rows' shared spread: s0² (log scale) on d0 degrees of freedom (d0 = DF_CAP: the rows alike)."""
+    """The rows' shared spread: s0² (log scale) on d0 degrees of freedom (d0 = DF_CAP: the rows alike).
+    `pooled_df`: all the rows' degrees of freedom together, the most a row's moderated t may rest on."""
 
     variance: float
     df: float
     rows: int
+    pooled_df: float = math.inf
 
 
 def _trigamma_inverse(x: float) -> float:
@@ -71,18 +92,19 @@ def _trigamma_inverse(x: float) -> float:
 def fit_prior(variances: Sequence[float], dfs: Sequence[float]) -> Prior | None:
     """Fit the rows' prior by the method of moments on log variances (Smyth 2004, eq. 6-7). None with fewer than
     three rows that varied: too few to say how alike they are."""
-    pairs = [(v, d) for v, d in zip(variances, dfs) if v > 0 and d > 0]
+    pairs = [(v, d) for v, d in zip(variances, dfs) if v > TINY and d > 0]
     if len(pairs) < 3:
         return None
     s2 = np.array([v for v, _ in pairs])
     d = np.array([d for _, d in pairs])
     e = np.log(s2) - special.digamma(d / 2) + np.log(d / 2)
     spread = float(np.var(e, ddof=1) - np.mean(special.polygamma(1, d / 2)))
+    pooled = float(d.sum())
     if spread <= 0:
-        return Prior(variance=float(math.exp(e.mean())), df=DF_CAP, rows=len(pairs))
+        return Prior(variance=float(math.exp(e.mean())), df=DF_CAP, rows=len(pairs), pooled_df=pooled)
     d0 = min(2 * _trigamma_inverse(spread), DF_CAP)
     variance = math.exp(float(e.mean()) + float(special.digamma(d0 / 2)) - math.log(d0 / 2))
-    return Prior(variance=variance, df=d0, rows=len(pairs))
+    return Prior(variance=variance, df=d0, rows=len(pairs), pooled_df=pooled)
 
 
 def row_spread(la: np.ndarray, lb: np.ndarray) -> tuple[float, int]:
@@ -97,10 +119,12 @@ def row_spread(la: np.ndarray, lb: np.ndarray) -> tuple[float, int]:
 
 
 def moderated(variance: float, df: int, prior: Prior | None) -> tuple[float, float]:
-    """The row's variance shrunk towards the prior, and its degrees of freedom (df + d0)."""
+    """The row's variance shrunk towards the prior, and its degrees of freedom: df + d0, at most all rows' (limma)."""
+    if variance < TINY:
+        variance = 0.0
     if prior is None:
         return variance, float(df)
-    return (prior.df * prior.variance + df * variance) / (prior.df + df), df + prior.df
+    return (prior.df * prior.variance + df * variance) / (prior.df + df), min(df + prior.df, prior.pooled_df)
 
 
 def ratio(la: np.ndarray, lb: np.ndarray, prior: Prior | None, level: float) -> Estimate:
@@ -130,10 +154,18 @@ class Quotients:
 
     rows: dict[Key, tuple[np.ndarray, np.ndarray]]
     prior: Prior | None
+    groups: dict[Key, tuple[Key, ...]] = dataclasses.field(default_factory=dict)  # each row's job group
 
     def ratio(self, key: Key, level: float) -> Estimate | None:
-        """Row `key`'s B/A over the rest of its job at `level` (None: the row is in no job group)."""
-        return ratio(*self.rows[key], self.prior, level) if key in self.rows else None
+        """Row `key`'s B/A over the rest of its job at `level` (None: the row is in no job group). Flagged
+        REFERENCE_MOVED where another row of its group is measurably faster in B at that level."""
+        if key not in self.rows:
+            return None
+        found = ratio(*self.rows[key], self.prior, level)
+        others = [k for k in self.groups.get(key, ()) if k != key]
+        if any(ratio(*self.rows[k], self.prior, level).high < 1 for k in others):
+            found = dataclasses.replace(found, flags=(*found.flags, REFERENCE_MOVED))
+        return found
 
     def detectable(self, key: Key, beyond: float, level: float) -> float | None:
         return detectable(*self.rows[key], self.prior, beyond, level) if key in self.rows else None
@@ -144,10 +176,22 @@ def fit(groups: Sequence[tuple[Sequence[Key], np.ndarray, np.ndarray]]) -> Quoti
     B's cells × jobs medians of those rows in that order). Groups of fewer than MIN_CELLS cells or one job a
     side are left out: their rows have no quotient."""
     found: dict[Key, tuple[np.ndarray, np.ndarray]] = {}
+    members: dict[Key, tuple[Key, ...]] = {}
     for keys, a, b in groups:
         if len(keys) < MIN_CELLS or min(a.shape[1], b.shape[1]) < 2:
             continue
-        qa, qb = leave_one_out(a), leave_one_out(b)
+        qa, qb = leave_one_out(a, b)
         found |= {key: (qa[i], qb[i]) for i, key in enumerate(keys)}
+        members |= dict.fromkeys(keys, tuple(keys))
     spreads = [row_spread(*pair) for pair in found.values()]
-    return Quotients(found, fit_prior([v for v, _ in spreads], [d for _, d in spreads]))
+    return Quotients(found, fit_prior([v for v, _ in spreads], [d for _, d in spreads]), members)
+
+
+def gate_fails_in_job(in_job: Estimate, raw_point: float, percent: float) -> bool:
+    """Say whether a row over the rest of its job fails `--fail-if-slower percent`.
+
+    It fails with its whole interval beyond 1 + percent/100 and its raw point beyond it too, unless another cell
+    of its job got measurably faster in B (REFERENCE_MOVED): a row is not slower because others got faster."""
+    if REFERENCE_MOVED in in_job.flags:
+        return False
+    return gate_fails(in_job.low, outcome(in_job), percent) and raw_point > 1 + percent / 100

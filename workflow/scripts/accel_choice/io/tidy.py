@@ -32,7 +32,7 @@ def epoch_rows(jobs: Sequence[TrainingJob], table: str) -> list[dict[str, Any]]:
     for training_job in jobs:
         for record in training_job.records:
             name = paths.training_job(table, record.batch_size, record.threads, record.repeat)
-            for index, (epoch, evaluation) in enumerate(zip(record.epoch_s_each, record.eval_s_each)):
+            for index, (epoch, evaluation) in enumerate(zip(record.epoch_s_each, record.eval_s_each, strict=True)):
                 rows.append(
                     {"job": name, "repeat": record.repeat}
                     | variant_fields(record)
