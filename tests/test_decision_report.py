@@ -800,10 +800,14 @@ def test_verdict_gpu_clearly_faster(train_records, load_table):
     assert v.gpu_measured is True
     assert v.gpu.visible is True
     assert v.comparison.gpu_wins is True
-    assert "speedup 2.08×" in words.claim(v)
-    assert "cuda fp32 resident fastpath, parquet, B=512" in words.claim(v)
-    assert "The whole interval lies above the 1.5× threshold: the GPU pays off." in words.claim(v)
+    assert words.claim(v).startswith("Measured speedup 2.08× (")
+    assert words.claim(v).endswith(
+        "over one epoch's full path: the whole interval lies above the 1.5× threshold, so the GPU pays off."
+    )
     assert "does not pay off" not in words.claim(v)
+    # the paths it rests on: in the comparison section, once
+    assert "best CPU (cpu fastpath 1 thread, parquet, B=512)" in words.comparison_section(v)
+    assert "vs best GPU (cuda fp32 resident fastpath, parquet, B=512)" in words.comparison_section(v)
     assert len(words.reasons(v)) == 6 and "repaid after 0.1 epochs" in words.reasons(v)[-1]
 
 
@@ -811,7 +815,7 @@ def test_verdict_threshold_is_used(train_records, load_table):
     table, rows, _ = _gpu_case(train_records, load_table, "gpu_wins")
     v = _verdict(table, rows, probe=GPU_PROBE, threshold=5)
     assert (v.device, v.outcome) == ("CPU", "CPU")
-    assert words.claim(v).endswith("The whole interval lies at or below the 5× threshold: the GPU does not pay off.")
+    assert words.claim(v).endswith("the whole interval lies at or below the 5× threshold, so the GPU does not pay off.")
     inside = v.comparison.speedup.point  # inside the interval: this run cannot say
     v = _verdict(table, rows, probe=GPU_PROBE, threshold=inside)
     assert (v.device, v.outcome) == ("CPU", "undecided")
@@ -824,7 +828,9 @@ def test_verdict_gpu_slower(train_records, load_table):
     assert v.gpu_measured is True
     assert v.comparison.speedup.point < 1
     assert v.comparison.break_even_epochs is None
-    assert words.claim(v).endswith("The whole interval lies at or below the 1.5× threshold: the GPU does not pay off.")
+    assert words.claim(v).endswith(
+        "the whole interval lies at or below the 1.5× threshold, so the GPU does not pay off."
+    )
     assert len(words.reasons(v)) == 5  # no break-even: the GPU is not faster per epoch
 
 
@@ -845,14 +851,21 @@ def test_verdict_faster_median_but_interval_straddles_the_threshold(train_record
     # (its 80 % upper bound): GPU jobs a factor 2 apart ask for many; the same at any threshold
     assert v.repeats_to_settle is not None and v.repeats_to_settle > 3
     claim = words.claim(v)
-    assert "Undecided: the interval straddles the 1.5× threshold" in claim
+    assert claim.endswith(
+        f": undecided, the interval straddles the 1.5× threshold. About {v.repeats_to_settle} timing repeats "
+        "(timing.repeats) would settle it."
+    )
+    # how sure that number is: in the comparison section
     assert (
         f"About {v.repeats_to_settle} timing repeats (timing.repeats) would settle it, at least 80 % of the time "
-        "when the true speedup lies 1.2× or more from the threshold" in claim
+        "when the true speedup lies 1.2× or more from the threshold" in words.comparison_section(v)
     )
     assert _verdict(table, rows, probe=GPU_PROBE, threshold=1.3).repeats_to_settle == v.repeats_to_settle
-    spread = words.claim(dataclasses.replace(v, repeats_to_settle=None))
-    assert "No practical number of repeats (up to 200) would settle it: its jobs spread too widely" in spread
+    spread = dataclasses.replace(v, repeats_to_settle=None)
+    assert words.claim(spread).endswith("No practical number of repeats (up to 200) would settle it.")
+    assert "No practical number of repeats (up to 200) would settle it: its jobs spread too widely" in (
+        words.comparison_section(spread)
+    )
 
 
 @pytest.mark.parametrize(
@@ -1156,8 +1169,10 @@ def test_one_off_costs_are_paid_once_over_the_epochs_the_job_trains(train_record
     twenty = [decision_intervals.full_path_jobs(row, by_key[row.key], 20) for row in (many.gpu, many.cpu)]
     assert many.speedup == job_intervals.ratio_interval(*twenty, level=many.speedup.level)
     v = _verdict(table, rows, probe=GPU_PROBE, epochs=20)
-    assert "Measured full path of 20 epochs (gpu.epochs or Northstar's), each side's one-off costs" in words.claim(v)
-    assert f"each further epoch {many.speedup_per_epoch.point:.2f}×" in words.claim(v)
+    assert "over 20 epochs' full path" in words.claim(v)
+    said = words.comparison_section(v)
+    assert "Measured full path of 20 epochs (gpu.epochs or Northstar's), each side's one-off costs" in said
+    assert f"each further epoch {many.speedup_per_epoch.point:.2f}×" in said
 
 
 def test_the_epochs_default_to_what_the_northstar_selection_needed():

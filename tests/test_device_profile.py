@@ -344,4 +344,7 @@ def test_the_planner_plans_from_a_profile_the_command_made(quick):
     use = gpu_profile.use(gpu, 512)
     assert use.measured_by == profile.command and {f.what for f in use.figures} >= {"host step", "matmul"}
     assert next(f for f in use.figures if f.what == "host step").source == "measured"
-    assert f"measured on 1 machine on {profile.made}" in render_profile.source_phrase(use)
+    # the first screen names the profile; the planner section says where each figure comes from, and when
+    assert render_profile.source_phrase(use) == f"Modelled on an {use.name} (profile `{use.file}`)"
+    section = render_profile.profile_section(use)
+    assert f"(made {profile.made}, 1 machine(s))" in section and "| measured on 1 machine |" in section

@@ -12,7 +12,7 @@ REPORT = """# accel-choice: is a CPU enough for this training job?
 
 **Verdict: CPU.** No CUDA device was visible: the GPU plan is theoretical and no speedup is claimed.
 
-- Fastest CPU full path: parquet + fastpath at B=64, 1 thread, 8.30 ms per epoch
+- Fastest CPU configuration: fastpath B=64 on 1 thread, 8.30 ms per epoch.
 - a template-looking text stays text: {{ config }} {% raw %} and `code_`
 
 All 30 timing jobs ran clean (no job flagged).

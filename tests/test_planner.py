@@ -866,6 +866,8 @@ def test_the_report_states_each_interval_flags_the_wide_ones_and_says_an_assumed
     either = dataclasses.replace(
         BEYOND, break_even_low_where="below_sweep", gpu_always_faster_share=0.12, no_break_even_share=0.88
     )
+    assert render_planner.short_verdict(BEYOND) == "none up to 50,000,000 (beyond the sweep)"
+    assert render_planner.short_verdict(either) == "none up to 50,000,000 (below–beyond the sweep; wide)"
     assert render_planner.break_even_verdict(either).endswith(
         "(95 % interval below the sweep–beyond the sweep; **wide**: it reaches outside the sweep; the GPU wins over "
         "the whole range in 12% of refits)"
@@ -886,11 +888,14 @@ def test_the_first_screen_answers_at_what_size_a_gpu_would_pay_off_and_on_which_
     """Issue 27: the break-even belongs in REPORT.md's first screen, each axis and placement with its interval."""
     narrow, wide, curves = _narrow_and_wide()
     text = render_planner.answer_lines(builders.break_even_table(summary=(narrow, wide), curves=curves))
-    assert text.startswith("**At what size would a GPU pay off?** Modelled from the cost models, on your assumed GPU")
-    assert "- rows (resident): GPU faster from about 5,000 rows (95 % interval 4,000–6,000)" in text
-    assert "- rows (streamed): GPU faster from about 5,500 rows" in text
+    assert text.startswith(
+        "**At what size would a GPU pay off?** Modelled on your assumed GPU (`planner.gpu_assumed`: your numbers, "
+        "not a measurement), 95 % intervals:\n\n"
+    )
+    # a short line each: the interval's ends and whether it is wide (how wide, and why: the planner section)
+    assert text.endswith("- rows, resident: ~5,000 (4,000–6,000)\n- rows, streamed: ~5,500 (3,000–9,000; wide)")
     # a list after its paragraph, not lines run into it (python-markdown needs the blank line; REPORT.html)
-    assert "<li>rows (resident): GPU faster from about 5,000 rows" in render_html.to_html(text)
+    assert "<li>rows, resident: ~5,000 (4,000–6,000)</li>" in render_html.to_html(text)
     measured = builders.break_even_table(summary=(narrow,), curves=curves[:2], gpu_model_source="fitted")
     assert "on a GPU measured in this run" in render_planner.answer_lines(measured)
     assert render_planner.answer_lines(None) == ""

@@ -98,8 +98,13 @@ def test_a_run_with_more_flagged_jobs_than_allowed_is_contaminated_and_says_how_
     assert len(everyone.flagged) == everyone.jobs == 6
     assert trust.remeasure_command(everyone) == "snakemake --cores 4 --forcerun time_cpu_training"
     banner = noise.trust_banner(found)
-    assert banner.startswith("**This run was contaminated: 2 of 6 timing jobs were flagged")
-    assert "more than the 25% the configuration allows (aggregate.bad_run_share)" in banner and command in banner
+    assert banner.startswith("**This run was contaminated: 2 of 6 timing jobs were flagged, over the 25% allowed")
+    assert "(aggregate.bad_run_share). Its measured figures are unreliable.**" in banner and command not in banner
+    assert noise.remeasure_line(found) == f"Re-measure the flagged jobs on a quiet machine: `{command}`"
+    # the reasons, counted by kind, and what the contamination leaves undecided: under the flags, said once
+    flags = noise.flags_section(cells, [], [], found, NoiseRules())
+    assert "| the machine's speed (sentinel) | timing jobs | 2 of 6 | t1.rep0, t2.rep2 |" in flags
+    assert "Every outcome resting on its timings is undecided: a measured speedup, the fastest CPU" in flags
 
 
 def test_every_flag_of_a_busy_run_is_counted_in_one_table_by_reason(cells):
@@ -145,34 +150,37 @@ def test_a_contaminated_run_leaves_a_measured_speedup_undecided_and_says_so_firs
     assert v.scaling is not None and v.scaling.growth == "undecided"
     said = words.headline(v)
     assert said.startswith("**This run was contaminated: 2 of 6 timing jobs were flagged")
-    assert "Undecided: the run was contaminated (see above), so this speedup is not evidence." in said
-    assert ": undecided, the run was contaminated (see above)." in said
-    assert "Which CPU configuration is fastest is undecided: the run was contaminated (see above); by its point" in said
+    assert f"\n\n{noise.remeasure_line(bad)}\n\n**Verdict: CPU.** " in said  # the command, then the verdict
+    assert ": undecided, the run was contaminated, so this speedup is not evidence." in said
+    assert "(16× the samples): overhead or work, undecided." in said
+    assert "- Fastest CPU configuration: undecided; by its point, fastpath B=512 on 1 thread" in said
+    assert "Tied with it" not in said  # no ties in a contaminated run
+    # the reasons below the decision sheet say the same, in full
+    assert ": undecided, the run was contaminated (see above)." in words.reasons_section(v)
+    assert "Which CPU configuration is fastest is undecided: the run was contaminated (see above); by its point" in (
+        words.reasons_section(v)
+    )
     with pytest.raises(ValueError, match="reason gpu_pays_off with a contaminated run"):
         dataclasses.replace(clean, trust=bad)
     # A clean run says so on the first screen too, under the verdict (issue 27 item 1)
     quiet = trust.run_trust([("cpu", _table(cells, dict.fromkeys(LABELS, 1.0)))], 0.25)
     said = words.headline(_verdict(table, rows, probe=GPU_PROBE, trust=quiet))
-    assert (
-        said.startswith("**Verdict: GPU.**") and "\n\nAll 6 timing jobs ran clean (no job flagged). Noise floor" in said
-    )
-    # with what the noise floor is and what it rests on, or that there is none
+    assert said.startswith("**Verdict: GPU.**") and said.endswith("\n\nAll 6 timing jobs ran clean (no job flagged).")
+    # with the noise floor as a line of its own under the verdict (its section says what it rests on)
     floor = _verdict(table, rows, probe=GPU_PROBE, trust=quiet).noise_floor
-    assert said.endswith(words.floor_words(_verdict(table, rows, probe=GPU_PROBE, trust=quiet)))
     assert (
-        (f"Noise floor ±{floor:.1%}: how far this machine's own speed moved" in said)
+        (f"\n- Noise floor ±{floor:.1%}: smaller differences are not evidence.\n" in said)
         if floor is not None
-        else ("Noise floor: none could be stated" in said)
+        else ("\n- No noise floor could be stated: every small difference is unproven.\n" in said)
     )
-    # a run with a flagged job points to the noise-floor section once, from its trust line
+    # a run with a flagged job says so above the verdict
     one = trust.run_trust([("cpu", _table(cells, dict.fromkeys(LABELS, 1.0) | {"t1.rep0": 2.0}))], 0.25)
     assert len(one.flagged) == 1 and not one.contaminated
     said = words.headline(dataclasses.replace(_verdict(table, rows, probe=GPU_PROBE, trust=one), noise_floor=0.05))
-    assert said.count("(see The run's noise floor)") == 1 and "Noise floor ±5.0%: how far" in said
+    assert said.startswith("1 of 6 timing jobs were flagged (by the machine's speed (sentinel) 1): kept in the tables")
+    assert "- Noise floor ±5.0%: smaller differences are not evidence." in said
     none = dataclasses.replace(_verdict(table, rows, probe=GPU_PROBE, trust=quiet), noise_floor=None)
-    assert "Noise floor: none could be stated (too few timing jobs the drift sentinel did not flag" in words.headline(
-        none
-    )
+    assert "- No noise floor could be stated: every small difference is unproven." in words.headline(none)
 
 
 def test_without_a_gpu_a_contaminated_run_keeps_its_cpu_verdict_and_says_its_figures_are_unreliable(
@@ -185,7 +193,8 @@ def test_without_a_gpu_a_contaminated_run_keeps_its_cpu_verdict_and_says_its_fig
     v = _verdict(train_table, full_path_rows, trust=bad)
     assert (v.device, v.outcome, v.reason) == ("CPU", "CPU", "no_gpu_visible")
     assert len(bad.flagged) == 6 and bad.contaminated
-    assert isinstance(v, Verdict) and "Every figure measured in it is unreliable" in words.headline(v)
+    assert isinstance(v, Verdict) and "Its measured figures are unreliable.**" in words.headline(v)
+    assert "--forcerun time_cpu_training`" in words.headline(v)  # every job flagged: the rule, re-run whole
 
 
 def test_a_run_ends_by_saying_its_verdict_its_trust_and_where_the_report_is(cells, train_table, full_path_rows):  # noqa: F811
@@ -200,6 +209,10 @@ def test_a_run_ends_by_saying_its_verdict_its_trust_and_where_the_report_is(cell
     lines = end_of_run(decided, "results").splitlines()
     assert lines[0].startswith("accel-choice verdict: CPU. No CUDA device was visible")  # the outcome said once
     assert lines[1].startswith("This run was contaminated: 2 of 6 timing jobs were flagged") and "**" not in lines[1]
+    assert lines[1].endswith(
+        " Re-measure the flagged jobs on a quiet machine: `snakemake --cores 4 --force "
+        "results/timing/cpu/t1.rep0.json results/timing/cpu/t2.rep2.json && snakemake --cores 4`"
+    )
     assert (
         lines[2]
         == "Report: results/REPORT.md (tables in results/tables/, the decision figure results/figures/decision.png)."

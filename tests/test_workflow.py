@@ -255,6 +255,11 @@ def test_run_writes_the_lab_report(finished: Path) -> None:
     report = (results / "REPORT.md").read_text()
     assert "**Verdict: CPU.**" in report
     assert "the GPU plan is theoretical and no speedup is claimed" in report
+    # the first screen (everything above the decision sheet; landing.rst shows it too) answers at a glance
+    first = report.split("\n## GPU decision sheet (section 28.3.5)", 1)[0].rstrip("\n")
+    words = [len(line.split()) for line in first.splitlines()]
+    assert len(words) <= 25 and sum(words) <= 220 and max(words) <= 40, (len(words), sum(words), max(words), first)
+    assert "\n- Fastest CPU configuration: " in first and "\n- Step time grew " in first
     for step in range(1, 7):
         assert f"\n| {step} |" in report
     for name in (
@@ -1201,16 +1206,17 @@ def test_planner_reproduces_exercise_4_and_labels_what_is_modelled(finished: Pat
         assert len(records.read(GridJob, grid).records) == 16
     report = (results / "REPORT.md").read_text()
     assert (
-        "**At what size would a GPU pay off?** Modelled on an NVIDIA H200 (profile `h200`: host step recorded" in report
+        "**At what size would a GPU pay off?** Modelled on an NVIDIA H200 (profile `h200`), 95 % intervals:" in report
     )
     from accel_choice.render.gpu_profile import never_reason
 
-    # an axis without a crossing says so and why (the tiny run's CPU decides which axes those are)
+    # an axis without a crossing says so on the first screen, and why in the planner section (the tiny run's CPU
+    # decides which axes those are)
     for summary in break_even.summary:
         if summary.gpu_never_faster:
-            assert never_reason(summary) in report
-    rows = next(line for line in report.splitlines() if line.startswith("- rows (resident): "))
-    assert rows.startswith(("- rows (resident): a GPU like this does not pay off", "- rows (resident): GPU faster"))
+            assert never_reason(summary) in report.split("\n## Planner: cost model and break-even", 1)[1]
+    rows = next(line for line in report.splitlines() if line.startswith("- rows, resident: "))
+    assert rows.startswith(("- rows, resident: none up to ", "- rows, resident: ~"))
     assert (results / "figures/break_even.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -8,11 +8,12 @@ import statistics
 from collections.abc import Sequence
 
 from accel_choice.analyze.job_intervals import SETTLE_AWAY
-from accel_choice.records.decision import GpuVisibility, SheetStep, Verdict
+from accel_choice.records.decision import CpuConfiguration, GpuVisibility, SheetStep, Verdict
+from accel_choice.records.estimate import Estimate
 from accel_choice.records.training import TrainingCell
 from accel_choice.records.fullpath import FullPathRow
 from accel_choice.render.formatting import level_words, ms, table
-from accel_choice.render.noise import FLOOR_POINTER, banner_points_to_floor, trust_banner
+from accel_choice.render.noise import remeasure_line, trust_banner
 
 STEP_TITLES = {
     1: "CPU baseline: load, convert, train, eval, repeats",
@@ -53,16 +54,51 @@ def gpu_line(gpu: GpuVisibility) -> str:
     return f"no {device} visible (torch {gpu.torch_version}, CUDA build: {gpu.cuda_version or 'none'})"
 
 
+def contaminated(verdict: Verdict) -> bool:
+    return verdict.trust is not None and verdict.trust.contaminated
+
+
+def configuration(c: CpuConfiguration) -> str:
+    """A CPU configuration in a few words: "fastpath B=512 on 1 thread" ("compiled" after the loader)."""
+    return f"{c.loader}{' compiled' if c.compiled else ''} B={c.batch_size} on {thread_words(c.threads)}"
+
+
 def claim(verdict: Verdict) -> str:
-    """The verdict's sentence: what was measured, and why the device it names follows."""
+    """The verdict's sentence: what was measured, and why the device it names follows (the first screen; the
+    comparison section gives the full paths it rests on: measured_sentence)."""
     if verdict.reason == "no_gpu_visible":
         return "No CUDA device was visible: the GPU plan is theoretical and no speedup is claimed."
     if verdict.reason == "gpu_visible_not_measured":
         return f"{gpu_line(verdict.gpu)}, but no GPU timing was taken in this run: no speedup is claimed."
     c = verdict.comparison
     assert c is not None
-    span, e = ("one epoch", c.epochs) if c.epochs == 1 else (f"{c.epochs} epochs (gpu.epochs or Northstar's)", c.epochs)
+    span = "one epoch's full path" if c.epochs == 1 else f"{c.epochs} epochs' full path"
     measured = (
+        f"Measured speedup {c.speedup.point:.2f}× ({level_words(c.speedup.level)} interval "
+        f"{c.speedup.low:.2f}–{c.speedup.high:.2f}×) over {span}"
+    )
+    if verdict.outcome == "GPU":
+        return f"{measured}: the whole interval lies above the {c.threshold:g}× threshold, so the GPU pays off."
+    if verdict.outcome == "CPU":
+        return f"{measured}: the whole interval lies at or below the {c.threshold:g}× threshold, so the GPU does not pay off."
+    if verdict.reason == "run_contaminated":
+        return f"{measured}: undecided, the run was contaminated, so this speedup is not evidence."
+    more = (
+        f" About {verdict.repeats_to_settle} timing repeats (timing.repeats) would settle it."
+        if verdict.repeats_to_settle
+        else " No practical number of repeats (up to 200) would settle it."
+    )
+    return f"{measured}: undecided, the interval straddles the {c.threshold:g}× threshold.{more}"
+
+
+def measured_sentence(verdict: Verdict) -> str:
+    """The measured comparison behind the verdict, in full: each side's best path, its start-up and the speedups
+    (the comparison section); for an undecided one, the repeats that would settle it and why."""
+    c = verdict.comparison
+    if c is None:
+        return ""
+    span, e = ("one epoch", c.epochs) if c.epochs == 1 else (f"{c.epochs} epochs (gpu.epochs or Northstar's)", c.epochs)
+    said = (
         f"Measured full path of {span}, each side's one-off costs and start-up paid once: best CPU ({path_name(c.cpu)}) "
         f"{ms(c.cpu.one_off_s + e * c.cpu.per_epoch_s)} ms, of which {ms(c.cpu.startup_s)} ms start-up, vs best GPU "
         f"({path_name(c.gpu)}) {ms(c.gpu.one_off_s + e * c.gpu.per_epoch_s)} ms, of which "
@@ -70,27 +106,20 @@ def claim(verdict: Verdict) -> str:
         f"({level_words(c.speedup.level)} interval {c.speedup.low:.2f}–{c.speedup.high:.2f}×; each further epoch "
         f"{c.speedup_per_epoch.point:.2f}×, {c.speedup_per_epoch.low:.2f}–{c.speedup_per_epoch.high:.2f}×)."
     )
-    if verdict.outcome == "GPU":
-        return f"{measured} The whole interval lies above the {c.threshold:g}× threshold: the GPU pays off."
-    if verdict.outcome == "CPU":
-        return (
-            f"{measured} The whole interval lies at or below the {c.threshold:g}× threshold: the GPU does not pay off."
-        )
-    if verdict.reason == "run_contaminated":
-        return f"{measured} Undecided: the run was contaminated (see above), so this speedup is not evidence."
-    more = (  # planned from the spread these jobs showed (job_intervals.jobs_to_settle)
-        f" About {verdict.repeats_to_settle} timing repeats (timing.repeats) would settle it, at least 80 % of the "
-        f"time when the true speedup lies {SETTLE_AWAY:g}× or more from the threshold (docs/statistics.md)."
-        if verdict.repeats_to_settle
-        else " No practical number of repeats (up to 200) would settle it: its jobs spread too widely."
+    if verdict.reason != "interval_straddles_threshold":
+        return said
+    if not verdict.repeats_to_settle:  # planned from the spread these jobs showed (job_intervals.jobs_to_settle)
+        return f"{said} No practical number of repeats (up to 200) would settle it: its jobs spread too widely."
+    return (
+        f"{said} About {verdict.repeats_to_settle} timing repeats (timing.repeats) would settle it, at least 80 % of "
+        f"the time when the true speedup lies {SETTLE_AWAY:g}× or more from the threshold (docs/statistics.md)."
     )
-    return f"{measured} Undecided: the interval straddles the {c.threshold:g}× threshold, so this run cannot say.{more}"
 
 
 def ties_sentence(verdict: Verdict) -> str:
     """Which CPU configurations this run cannot tell from the fastest, or that none can be."""
     fastest, ties = verdict.fastest_cpu_epoch, verdict.fastest_cpu_ties
-    if verdict.trust is not None and verdict.trust.contaminated:
+    if contaminated(verdict):
         return (
             "Which CPU configuration is fastest is undecided: the run was contaminated (see above); by its point, "
             f"{fastest.loader} B={fastest.batch_size} on {thread_words(fastest.threads)}."
@@ -100,18 +129,15 @@ def ties_sentence(verdict: Verdict) -> str:
             f"Every other CPU configuration was measurably slower than {fastest.loader} at B={fastest.batch_size} "
             f"with {thread_words(fastest.threads)} ({verdict.confidence:.0%} intervals beyond the noise floor)."
         )
-    listed = ", ".join(
-        f"{t.loader}{' compiled' if t.compiled else ''} B={t.batch_size} on {thread_words(t.threads)} "
-        f"({t.over_fastest.point:.2f}×, "
-        f"{t.over_fastest.low:.2f}–{t.over_fastest.high:.2f})"
-        for t in ties
-    )
+    listed = ", ".join(f"{configuration(t)} ({t.over_fastest.point:.2f}×, {_span(t.over_fastest)})" for t in ties)
     return (
-        f"Tied with the fastest ({fastest.loader}{' compiled' if fastest.compiled else ''} B={fastest.batch_size} on "
-        f"{thread_words(fastest.threads)}): {listed} — "
-        "no measurable difference "
-        f"in this run ({verdict.confidence:.0%} intervals of the epoch ratio include 1 or stay inside the noise floor)."
+        f"Tied with the fastest ({configuration(fastest)}): {listed} — no measurable difference in this run "
+        f"({verdict.confidence:.0%} intervals of the epoch ratio include 1 or stay inside the noise floor)."
     )
+
+
+def _span(ratio: Estimate) -> str:
+    return f"{ratio.low:.2f}–{ratio.high:.2f}"
 
 
 def reasons(verdict: Verdict) -> list[str]:
@@ -141,7 +167,7 @@ def reasons(verdict: Verdict) -> list[str]:
             f"{verdict.confidence:.0%} interval {scaling.step_time_ratio.low:.1f}–"
             f"{scaling.step_time_ratio.high:.1f}×)"
         )
-        growth = "contaminated" if verdict.trust is not None and verdict.trust.contaminated else scaling.growth
+        growth = "contaminated" if contaminated(verdict) else scaling.growth
         said.append(grew + _GROWTH[growth].format(half=scaling.samples_ratio / 2))
     said.append(_memory_sentence(verdict))
     comparison = verdict.comparison
@@ -194,29 +220,80 @@ def _memory_sentence(verdict: Verdict) -> str:
     return f"Memory does not decide here: {need}, within {' and '.join(words for _, words in capacities)}."
 
 
-def floor_words(verdict: Verdict, pointer: bool = True) -> str:
-    """The run's noise floor and what it rests on, for the first screen beside the trust line (which may point
-    to its section already: `pointer` False)."""
-    if verdict.noise_floor is None:
-        return (
-            "Noise floor: none could be stated (too few timing jobs the drift sentinel did not flag to show how far "
-            "this machine's speed moved): every small difference is unproven."
-        )
+# The first screen lists this many ties; the verdict's reasons under the decision sheet list them all.
+FIRST_SCREEN_TIES = 3
+
+
+def fastest_line(verdict: Verdict) -> str:
+    """The first screen's fastest CPU configuration, with its epoch."""
+    fastest = verdict.fastest_cpu_epoch
+    named = f"{configuration(fastest)}, {ms(fastest.epoch_s)} ms per epoch"
+    if contaminated(verdict):
+        return f"Fastest CPU configuration: undecided; by its point, {named}."
+    return f"Fastest CPU configuration: {named}."
+
+
+def ties_line(verdict: Verdict) -> str:
+    """The first screen's ties with the fastest, each with its interval ("" in a contaminated run)."""
+    ties = verdict.fastest_cpu_ties
+    if contaminated(verdict):
+        return ""
+    if not ties:
+        return "Every other CPU configuration was measurably slower."
+    listed = "; ".join(
+        f"{configuration(t)} ({t.over_fastest.point:.2f}×, {level_words(t.over_fastest.level)} interval "
+        f"{_span(t.over_fastest)})"
+        for t in ties[:FIRST_SCREEN_TIES]
+    )
+    more = f"; {len(ties) - FIRST_SCREEN_TIES} more below the decision sheet" if len(ties) > FIRST_SCREEN_TIES else ""
+    return f"Tied with it: {listed}{more}."
+
+
+_GROWTH_SHORT = {
+    "overhead": "fixed per-step overhead dominates",
+    "work": "the work per step grows with the batch",
+    "undecided": "overhead or work, this run cannot tell",
+    "contaminated": "overhead or work, undecided",
+}
+
+
+def growth_line(verdict: Verdict) -> str:
+    """The first screen's step-time growth and what it shows ("" with one batch size)."""
+    s = verdict.scaling
+    if s is None:
+        return ""
+    ratio = s.step_time_ratio
     return (
-        f"Noise floor ±{verdict.noise_floor:.1%}: how far this machine's own speed moved between the timing jobs "
-        "the drift sentinel did not flag (its fixed work, timed in every job); a difference counts only "
-        f"when its {verdict.confidence:.0%} interval lies wholly beyond it" + (f" {FLOOR_POINTER}." if pointer else ".")
+        f"Step time grew {ratio.point:.1f}× ({verdict.confidence:.0%} interval {ratio.low:.1f}–{ratio.high:.1f}×) "
+        f"from B={s.smallest_batch} to B={s.largest_batch} ({s.samples_ratio:.0f}× the samples): "
+        f"{_GROWTH_SHORT['contaminated' if contaminated(verdict) else s.growth]}."
     )
 
 
+def floor_line(verdict: Verdict) -> str:
+    """The run's noise floor (its section says what it is and what it rests on)."""
+    if verdict.noise_floor is None:
+        return "No noise floor could be stated: every small difference is unproven."
+    return f"Noise floor ±{verdict.noise_floor:.1%}: smaller differences are not evidence."
+
+
 def headline(verdict: Verdict) -> str:
-    """The first screen: the run's trust - flagged jobs and the noise floor - (above the verdict where any job
-    was flagged, under it where none was), the verdict, and its reasons."""
-    said = f"**Verdict: {verdict.device}.** {claim(verdict)}\n\n" + "\n".join(f"- {r}" for r in reasons(verdict))
+    """The first screen: the verdict with a short line each for the fastest CPU configuration, its ties, the
+    step-time growth and the noise floor; the run's trust above it where any job was flagged (with the command
+    that re-measures a contaminated run's), under it where none was. The reasons come under the decision sheet."""
+    lines = [fastest_line(verdict), ties_line(verdict), growth_line(verdict), floor_line(verdict)]
+    said = f"**Verdict: {verdict.device}.** {claim(verdict)}\n\n" + "\n".join(f"- {line}" for line in lines if line)
     trust = trust_banner(verdict.trust)  # "" without a trust record
-    trust = f"{trust} {floor_words(verdict, pointer=not banner_points_to_floor(verdict.trust))}" if trust else ""
+    if verdict.trust is not None and verdict.trust.contaminated:
+        trust += f"\n\n{remeasure_line(verdict.trust)}"
     parts = [trust, said] if verdict.trust and verdict.trust.flagged else [said, trust]
     return "\n\n".join(part for part in parts if part)
+
+
+def reasons_section(verdict: Verdict) -> str:
+    """The figures behind the verdict and what each shows, in full: the first screen's lines said with their
+    reasons and caveats, and the figures the first screen leaves out (the full path, the arithmetic rate, memory)."""
+    return "**The figures behind the verdict.**\n\n" + "\n".join(f"- {r}" for r in reasons(verdict))
 
 
 def status_words(step: SheetStep) -> str:
@@ -274,7 +351,7 @@ def comparison_section(verdict: Verdict) -> str:
     c = verdict.comparison
     if c is None:
         return ""
-    return "## CPU vs GPU, full path of one epoch\n\n" + table(
+    return f"## CPU vs GPU, full path of one epoch\n\n{measured_sentence(verdict)}\n\n" + table(
         ("", "CPU", "GPU"),
         [
             ("best variant", path_name(c.cpu), path_name(c.gpu)),

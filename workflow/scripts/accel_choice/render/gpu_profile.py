@@ -38,18 +38,8 @@ def _provenance(f: UsedFigure) -> str:
 
 
 def source_phrase(use: ProfileUse) -> str:
-    """The first screen's "modelled on ...": the profile and where its figures come from."""
-    by_what = {f.what: f for f in use.figures}
-    parts = [f"host step {_provenance(by_what['host step'])} on {use.made}"]
-    rates = [by_what[w] for w in ("matmul", "memory bandwidth")]
-    if {f.source for f in rates} == {"datasheet"}:
-        parts.append("FLOP/s and memory bandwidth from the datasheet")
-    else:
-        parts += [f"{f.what} {_provenance(f)}" for f in rates]
-    if "host-to-device copy" in by_what:
-        parts.append(f"copies {_provenance(by_what['host-to-device copy'])}")
-    missing = f"; not in it: {', '.join(use.missing)}" if use.missing else ""
-    return f"Modelled on an {use.name} (profile `{use.file}`: {', '.join(parts)}{missing})"
+    """The first screen's "modelled on ...": the profile by name (profile_section gives its figures' sources)."""
+    return f"Modelled on an {use.name} (profile `{use.file}`)"
 
 
 def never_reason(s: BreakEvenSummary) -> str:
@@ -143,5 +133,5 @@ def gpu_source_line(break_even: BreakEvenTable) -> str:
     if break_even.gpu_profile is not None:
         return source_phrase(break_even.gpu_profile)
     if break_even.gpu_model_source == "fitted":
-        return "Modelled from the cost models, on a GPU measured in this run"
-    return "Modelled from the cost models, on your assumed GPU (`planner.gpu_assumed`: your numbers, not a measurement)"
+        return "Modelled on a GPU measured in this run"
+    return "Modelled on your assumed GPU (`planner.gpu_assumed`: your numbers, not a measurement)"

@@ -139,6 +139,12 @@ def flags_section(
         if rows
         else "Nothing was flagged: no timing job ran beside other work or at another machine speed, and no cell was noisy."
     )
+    if trust is not None and trust.contaminated:
+        text += (
+            f"\n\n**This run was contaminated**: more than {trust.limit:.0%} of its timing jobs were flagged "
+            "(aggregate.bad_run_share), for the reasons counted above. Every outcome resting on its timings is "
+            "undecided: a measured speedup, the fastest CPU configuration, the step-time growth."
+        )
     if non_finite:
         text += "\n\nNon-finite runs (NaN/inf loss or weights), excluded from the medians:\n" + "\n".join(
             f"- {r.device} {r.precision}{_scaler_words(r)} {r.placement} "
@@ -154,30 +160,24 @@ def _scaler_words(row: NonFiniteRun) -> str:
     return " + GradScaler" if row.grad_scaler else " without GradScaler"
 
 
-# Where the report's lines about the run's noise send the reader.
-FLOOR_POINTER = "(see The run's noise floor)"
-
-
-def banner_points_to_floor(trust: RunTrust | None) -> bool:
-    """Whether trust_banner ends by pointing to the noise-floor section (FLOOR_POINTER): a run with flagged jobs
-    that is not contaminated (a contaminated one names the command that re-measures them instead)."""
-    return trust is not None and bool(trust.flagged) and not trust.contaminated
-
-
 def trust_banner(trust: RunTrust | None) -> str:
-    """The report's first lines about the run itself: how many timing jobs were flagged and why; for a
-    contaminated run, that its measured outcomes are undecided, and the one command that re-measures them."""
+    """The report's first line about the run itself: how many timing jobs were flagged and why; for a
+    contaminated run, that its measured figures are unreliable (its reasons counted under the flags, and
+    remeasure_line the command that re-measures them)."""
     if trust is None or not trust.flagged:
         return "" if trust is None else f"All {trust.jobs} timing jobs ran clean (no job flagged)."
-    said = f"{len(trust.flagged)} of {trust.jobs} timing jobs were flagged (by {_why(trust)})"
-    if banner_points_to_floor(trust):
-        return f"{said}: kept in the tables, their cells marked {FLOOR_POINTER}."
+    if not trust.contaminated:
+        said = f"{len(trust.flagged)} of {trust.jobs} timing jobs were flagged (by {_why(trust)})"
+        return f"{said}: kept in the tables, their cells marked."
     return (
-        f"**This run was contaminated: {said}, more than the {trust.limit:.0%} the configuration allows "
-        "(aggregate.bad_run_share). Every figure measured in it is unreliable, and every outcome resting on its timings "
-        "(a measured speedup, the step-time growth) is undecided.** Re-measure only the flagged jobs on a quiet "
-        f"machine: `{remeasure_command(trust)}`"
+        f"**This run was contaminated: {len(trust.flagged)} of {trust.jobs} timing jobs were flagged, over the "
+        f"{trust.limit:.0%} allowed (aggregate.bad_run_share). Its measured figures are unreliable.**"
     )
+
+
+def remeasure_line(trust: RunTrust) -> str:
+    """The one command that re-measures a contaminated run's flagged jobs and brings the report up to date."""
+    return f"Re-measure the flagged jobs on a quiet machine: `{remeasure_command(trust)}`"
 
 
 def accuracy_section(cells: Sequence[TrainingCell], cores: int | None) -> str:
@@ -244,7 +244,6 @@ def accuracy_line(cells: Sequence[TrainingCell], cores: int | None) -> str:
         return ""
     spreads = ", ".join(f"{group.spread:.0%} at {group.threads} thread(s)" for group in short)
     return (
-        f"**Accuracy:** in this run one job's two timings of the same work (the pipeline's epoch and a plain loop's, "
-        f"side by side) differed by {spreads}, more than ±{accuracy.TOLERANCE:.0%}: smaller differences between "
-        "those cells are not measured (see Accuracy: the pipeline against a plain loop)."
+        f"**Accuracy:** same-work timings differed by {spreads}, beyond ±{accuracy.TOLERANCE:.0%}: smaller "
+        "differences there are not measured (see Accuracy)."
     )

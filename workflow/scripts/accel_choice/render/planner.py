@@ -60,19 +60,38 @@ def break_even_verdict(s: BreakEvenSummary) -> str:
     return f"{where} ({interval_text(s)}{wide})"
 
 
+def short_verdict(s: BreakEvenSummary) -> str:
+    """The break-even in a few words for the first screen: "~N (L–H; wide)", the axis named before it. Why a GPU
+    never turns faster, how far apart a wide interval's ends are and the refits' shares: the planner section's
+    table (break_even_verdict)."""
+    if s.break_even is not None:
+        where = f"~{s.break_even:,.0f}"
+    elif s.gpu_always_faster:
+        where = "every size of the sweep"
+    elif s.gpu_faster_until is not None:
+        where = f"only up to {s.gpu_faster_until:,}"
+    else:
+        where = f"none up to {s.sweep_max:,}"
+    low, high = _bound(s.break_even_low, s.break_even_low_where), _bound(s.break_even_high, s.break_even_high_where)
+    if low == high:
+        interval = low
+    elif s.break_even_low is None and s.break_even_high is None:
+        interval = "below–beyond the sweep"
+    else:
+        interval = f"{low}–{high}"
+    return f"{where} ({interval}{'; wide' if is_wide(s) else ''})"
+
+
 def answer_lines(break_even: BreakEvenTable | None) -> str:
-    """The report's first screen on "at what size would a GPU pay off": each axis's break-even per placement,
-    and whether it rests on a measured GPU or an assumed one (the planner section gives the model)."""
+    """The report's first screen on "at what size would a GPU pay off": each axis's break-even per placement
+    with its interval, and the GPU it is modelled on (the planner section gives the model and the reasons)."""
     if break_even is None or not break_even.summary:
         return ""
-    source = gpu_source_line(break_even)
-    lines = [
-        f"- {AXIS_NOUNS[s.axis]} ({s.placement}): {break_even_verdict(s)}"
-        for s in sorted(break_even.summary, key=lambda s: (s.axis, s.placement))
-    ]
+    summary = sorted(break_even.summary, key=lambda s: (s.axis, s.placement))
+    lines = [f"- {AXIS_NOUNS[s.axis]}, {s.placement}: {short_verdict(s)}" for s in summary]
     return (
-        f"**At what size would a GPU pay off?** {source}. Each size grows one "
-        "axis of the benchmark workload (see the planner section):\n\n" + "\n".join(lines)
+        f"**At what size would a GPU pay off?** {gpu_source_line(break_even)}, "
+        f"{100 * summary[0].confidence:g} % intervals:\n\n" + "\n".join(lines)
     )
 
 

@@ -298,6 +298,7 @@ def render(inputs: ReportInputs) -> str:
         planner.answer_lines(inputs.break_even),
         cost.cost_headline(inputs.cost),
         decision_words.sheet_section(inputs.decision.sheet, verdict.gpu, counted=inputs.theory.figures == "counted"),
+        decision_words.reasons_section(verdict),
         _cpu_section(inputs.train_table),
         _gpu_section(inputs),
         _full_path_section(inputs.decision.full_path),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from accel_choice.io import paths
 from accel_choice.records.decision import Decision
 from accel_choice.render.decision import claim
-from accel_choice.render.noise import trust_banner
+from accel_choice.render.noise import remeasure_line, trust_banner
 
 
 def end_of_run(decision: Decision, results: str) -> str:
@@ -17,7 +17,8 @@ def end_of_run(decision: Decision, results: str) -> str:
     said = verdict.device if verdict.outcome == verdict.device else f"{verdict.device} ({verdict.outcome})"
     lines = [f"accel-choice verdict: {said}. {claim(verdict)}"]
     if verdict.trust is not None:
-        lines.append(trust_banner(verdict.trust).replace("**", ""))
+        trust = trust_banner(verdict.trust).replace("**", "")
+        lines.append(f"{trust} {remeasure_line(verdict.trust)}" if verdict.trust.contaminated else trust)
     lines += [
         f"Report: {results}/{paths.REPORT} (tables in {results}/{paths.TABLES}/, the decision figure "
         f"{results}/{paths.DECISION_PNG}).",
