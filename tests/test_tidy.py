@@ -61,3 +61,19 @@ def test_no_epochs_is_refused_naming_the_file(tmp_path):
     with pytest.raises(ValueError, match="cpu_epochs.parquet: refusing to write an empty epochs table"):
         tidy.write_epochs(tmp_path / "cpu_epochs.parquet", tmp_path / "cpu_epochs.csv", [], "cpu")
     assert not list(tmp_path.iterdir())
+
+
+def test_the_estimates_table_has_one_row_per_cell_and_statistic(tmp_path):
+    from builders_training import training_cell
+
+    cells = [training_cell(batch_size=32, loader="fastpath"), training_cell(batch_size=64, loader="fastpath")]
+    parquet, csv = tmp_path / "cpu_estimates.parquet", tmp_path / "cpu_estimates.csv"
+    rows = tidy.write_estimates(parquet, csv, cells)
+    frame = pd.read_parquet(parquet)
+    assert tuple(frame.columns) == tidy.ESTIMATE_COLUMNS and len(frame) == rows
+    assert {"epoch_s", "eval_s", "samples_per_s"} <= set(frame["statistic"])
+    epoch = frame.query("statistic == 'epoch_s' and batch_size == 64").iloc[0]
+    assert epoch["point"] == cells[1].epoch_s.point and epoch["low"] == cells[1].epoch_s.low
+    assert epoch["high"] == cells[1].epoch_s.high and epoch["method"] == cells[1].epoch_s.method
+    assert frame["point"].dtype == "float64" and frame["jobs"].dtype == "int64"
+    assert pd.read_csv(csv).shape == frame.shape

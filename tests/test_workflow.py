@@ -1155,6 +1155,10 @@ def test_every_timed_epoch_is_one_row_of_the_epochs_table(finished: Path) -> Non
     mine = mine[mine["threads"] == cell["threads"]].sort_values(["repeat", "round"])
     assert mine["epoch_s"].tolist() == [t for job in cell["epoch_s_jobs"] for t in job]
     assert sorted(mine["job"].unique()) == sorted(cell["jobs"])
+    estimates = pd.read_parquet(results / "tables/cpu_estimates.parquet")
+    assert len(estimates.query("statistic == 'epoch_s'")) == len(cells)
+    first = estimates.query("statistic == 'epoch_s'").iloc[0]
+    assert first["point"] == cells[0]["epoch_s"]["point"] and first["low"] == cells[0]["epoch_s"]["low"]
 
 
 def test_resource_table_pairs_each_benchmarked_job_with_its_own_timing(finished: Path) -> None:

@@ -15,6 +15,8 @@ rule aggregate_training:
         exercise2=results(paths.EXERCISE2),
         epochs=results(paths.CPU_EPOCHS),
         epochs_csv=results(paths.CPU_EPOCHS_CSV),
+        estimates=results(paths.CPU_ESTIMATES),
+        estimates_csv=results(paths.CPU_ESTIMATES_CSV),
     log:
         results(paths.log("aggregate_training")),
     conda:

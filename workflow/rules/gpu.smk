@@ -105,6 +105,8 @@ rule aggregate_gpu:
         transfers_csv=report(results(paths.TRANSFER_CSV), caption="../report/transfers.rst", category="GPU"),
         epochs=results(paths.GPU_EPOCHS),
         epochs_csv=results(paths.GPU_EPOCHS_CSV),
+        estimates=results(paths.GPU_ESTIMATES),
+        estimates_csv=results(paths.GPU_ESTIMATES_CSV),
     log:
         results(paths.log("aggregate_gpu")),
     conda:

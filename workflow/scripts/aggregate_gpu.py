@@ -15,6 +15,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
     atomic.write_record(out.json, training)
     tables.write_csv(out.csv, training.table)
     tidy.write_epochs(out.epochs, out.epochs_csv, jobs, "gpu")
+    tidy.write_estimates(out.estimates, out.estimates_csv, training.table)
     transfers = loads.aggregate_transfers(
         [records.read(TransferJob, path) for path in snakemake.input.transfers], NoiseRules(**p.noise)
     )

@@ -1,5 +1,5 @@
 """Rule aggregate_training: medians with spread per batch size, threads and loader, the exercise-2 JSON and
-every timed epoch as one row."""
+every timed epoch and every cell's estimates as one row each."""
 
 from accel_choice.analyze import aggregate
 from accel_choice.io import atomic, envinfo, tables, tidy
@@ -14,6 +14,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
     tables.write_csv(out.csv, training.table)
     atomic.write_json(out.exercise2, aggregate.exercise2_json(training.table))
     rows = tidy.write_epochs(out.epochs, out.epochs_csv, jobs, "cpu")
+    tidy.write_estimates(out.estimates, out.estimates_csv, training.table)
     cells = training.table
     log.info("aggregated %d jobs into %d cells, %d noisy", len(jobs), len(cells), sum(c.noisy for c in cells))
     log.info("every timed epoch: %d rows in %s", rows, out.epochs)

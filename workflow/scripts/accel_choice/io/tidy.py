@@ -1,7 +1,9 @@
-"""Write every timed epoch as one row: a tidy table pandas reads as numbers, in Parquet and CSV.
+"""Write tidy tables pandas reads as numbers, in Parquet and CSV: every timed epoch, and every cell's estimates.
 
 The cell tables (tables/cpu_training.json and .csv) hold one row per cell, with each job's epochs packed
-into one field. This table unpacks them: one row per job, variant and round. Plot one cell's epochs with:
+into one field and each estimate spread over three columns. The epochs table unpacks the epochs: one row
+per job, variant and round. The estimates table has one row per cell and statistic: point, low, high,
+level, method, jobs. Plot one cell's epochs with:
 
     import pandas as pd
     epochs = pd.read_parquet("results/tables/cpu_epochs.parquet")
@@ -10,6 +12,7 @@ into one field. This table unpacks them: one row per job, variant and round. Plo
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 from collections.abc import Sequence
@@ -20,10 +23,13 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from accel_choice.io import atomic, paths
-from accel_choice.records.training import VARIANT_KEYS, TrainingJob, variant_fields
+from accel_choice.records.estimate import Estimate
+from accel_choice.records.training import VARIANT_KEYS, TrainingCell, TrainingJob, variant_fields
 
 # The columns in order: the job, the variant's fields, the round, and what was timed in it.
 COLUMNS = ("job", "repeat", *VARIANT_KEYS, "position_in_job", "round", "epoch_s", "eval_s")
+# The estimates table's: the variant's fields, the statistic, and the estimate (records.estimate.Estimate).
+ESTIMATE_COLUMNS = (*VARIANT_KEYS, "statistic", "point", "low", "high", "level", "method", "jobs", "flags")
 
 
 def epoch_rows(jobs: Sequence[TrainingJob], table: str) -> list[dict[str, Any]]:
@@ -46,14 +52,48 @@ def epoch_rows(jobs: Sequence[TrainingJob], table: str) -> list[dict[str, Any]]:
     return rows
 
 
+def estimate_rows(cells: Sequence[TrainingCell]) -> list[dict[str, Any]]:
+    """List one dict per cell and statistic: every Estimate field of each cell (epoch_s, eval_s, samples_per_s, ...)."""
+    rows = []
+    for cell in cells:
+        for name in (f.name for f in dataclasses.fields(cell)):
+            value = getattr(cell, name)
+            if isinstance(value, Estimate):
+                rows.append(
+                    variant_fields(cell)
+                    | {"statistic": name, "point": value.point, "low": value.low, "high": value.high}
+                    | {
+                        "level": value.level,
+                        "method": value.method,
+                        "jobs": value.jobs,
+                        "flags": "; ".join(value.flags),
+                    }
+                )
+    return rows
+
+
 def write_epochs(
     parquet: str | os.PathLike[str], csv: str | os.PathLike[str], jobs: Sequence[TrainingJob], table: str
 ) -> int:
     """Write the epochs of `jobs` to `parquet` and `csv`, each atomically; return the number of rows."""
-    rows = epoch_rows(jobs, table)
+    return _write(parquet, csv, epoch_rows(jobs, table), COLUMNS, "epochs")
+
+
+def write_estimates(parquet: str | os.PathLike[str], csv: str | os.PathLike[str], cells: Sequence[TrainingCell]) -> int:
+    """Write every cell's estimates to `parquet` and `csv`, each atomically; return the number of rows."""
+    return _write(parquet, csv, estimate_rows(cells), ESTIMATE_COLUMNS, "estimates")
+
+
+def _write(
+    parquet: str | os.PathLike[str],
+    csv: str | os.PathLike[str],
+    rows: list[dict[str, Any]],
+    columns: Sequence[str],
+    what: str,
+) -> int:
     if not rows:
-        raise ValueError(f"{parquet}: refusing to write an empty epochs table")
-    frame = pa.Table.from_pylist(rows).select(list(COLUMNS))
+        raise ValueError(f"{parquet}: refusing to write an empty {what} table")
+    frame = pa.Table.from_pylist(rows).select(list(columns))
     buffer = pa.BufferOutputStream()
     pq.write_table(frame, buffer)
     atomic.write_bytes(parquet, buffer.getvalue().to_pybytes())
