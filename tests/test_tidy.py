@@ -77,3 +77,17 @@ def test_the_estimates_table_has_one_row_per_cell_and_statistic(tmp_path):
     assert epoch["high"] == cells[1].epoch_s.high and epoch["method"] == cells[1].epoch_s.method
     assert frame["point"].dtype == "float64" and frame["jobs"].dtype == "int64"
     assert pd.read_csv(csv).shape == frame.shape
+
+
+def test_a_table_as_html_is_one_page_snakemakes_report_shows_as_a_table(tmp_path):
+    from accel_choice.io import tables
+
+    rows = [{"variant": "fastpath <B>", "epoch_s": 0.0123456, "epochs": (0.01, 0.02), "note": None}]
+    page = tmp_path / "t.html"
+    tables.write_html(page, rows, "CPU training cells")
+    text = page.read_text()
+    assert text.startswith("<!doctype html>") and "<title>CPU training cells</title>" in text
+    assert "<th>variant</th><th>epoch_s</th><th>note</th>" in text  # the list column is left out
+    assert "<td>fastpath &lt;B&gt;</td><td>0.01235</td><td></td>" in text
+    with pytest.raises(ValueError, match="empty table"):
+        tables.write_html(tmp_path / "e.html", [], "empty")

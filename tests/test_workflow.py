@@ -1289,7 +1289,10 @@ def test_lab_report_profile_writes_a_snakemake_report_that_renders(finished: Pat
     # and REPORT.md is there as a page with HTML tables too, listed in the manifest like REPORT.md.
     page = html.read_text()
     assert "<strong>Verdict: " in page and "timing jobs" in page and "accel-choice-answer" in page
-    assert "decision.png" in page and "cpu_training.csv" in page  # the figures and tables as its results
+    assert "decision.png" in page and "cpu_training.html" in page  # the figures and tables as its results
+    # the main tables as pages, which the report shows as tables (a CSV it shows as a download link)
+    assert "full_path.html" in page and "decision_sheet.html" in page
+    assert "<table>" in (results / "tables/cpu_training.html").read_text()
     assert "<table>" in (results / "REPORT.html").read_text()
     # The profile's lab_report job made it inside the run: the manifest lists it like every other file.
     listed = (results / "MANIFEST.sha256").read_text()

@@ -7,8 +7,9 @@ rule aggregate_training:
         code=code("aggregate_training.py"),
     output:
         json=results(paths.CPU_TABLE),
-        csv=report(
-            results(paths.CPU_TABLE_CSV),
+        csv=results(paths.CPU_TABLE_CSV),
+        html=report(
+            results(paths.CPU_TABLE_HTML),
             caption="../report/cpu_training.rst",
             category="CPU training",
         ),

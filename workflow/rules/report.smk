@@ -36,13 +36,17 @@ rule decide:
         code=code("decide.py"),
     output:
         decision=results(paths.DECISION),
-        full_path_csv=report(results(paths.FULL_PATH_CSV), caption="../report/full_path.rst", category="Decision"),
+        full_path_csv=results(paths.FULL_PATH_CSV),
+        full_path_html=report(results(paths.FULL_PATH_HTML), caption="../report/full_path.rst", category="Decision"),
         full_path_json=results(paths.FULL_PATH),
         data_csv=report(results(paths.DATA_CSV), caption="../report/data.rst", category="Data"),
         data_json=results(paths.DATA_TABLE),
         theory_csv=report(results(paths.THEORY_CSV), caption="../report/theory.rst", category="Decision"),
         theory_json=results(paths.THEORY),
-        sheet_csv=report(results(paths.DECISION_SHEET_CSV), caption="../report/decision_sheet.rst", category="Decision"),
+        sheet_csv=results(paths.DECISION_SHEET_CSV),
+        sheet_html=report(
+            results(paths.DECISION_SHEET_HTML), caption="../report/decision_sheet.rst", category="Decision"
+        ),
         sheet_json=results(paths.DECISION_SHEET),
     log:
         results(paths.log("decide")),

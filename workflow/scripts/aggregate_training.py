@@ -12,6 +12,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
     training = aggregate.training_table(jobs, p.rows, NoiseRules(**p.noise), envinfo.quick_environment(), "cpu")
     atomic.write_record(out.json, training)
     tables.write_csv(out.csv, training.table)
+    tables.write_html(out.html, training.table, "CPU training cells")
     atomic.write_json(out.exercise2, aggregate.exercise2_json(training.table))
     rows = tidy.write_epochs(out.epochs, out.epochs_csv, jobs, "cpu")
     tidy.write_estimates(out.estimates, out.estimates_csv, training.table)

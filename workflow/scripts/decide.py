@@ -69,19 +69,19 @@ with job(snakemake.log[0], snakemake.threads) as log:
     )
     atomic.write_record(out.full_path_json, FullPathTable(rows=tuple(full_path)))
     tables.write_csv(out.full_path_csv, full_path)
+    tables.write_html(out.full_path_html, full_path, "Full path per epoch")
     atomic.write_record(out.sheet_json, DecisionSheet(steps=sheet))
-    tables.write_csv(
-        out.sheet_csv,
-        [
-            {
-                "step": s.step,
-                "status": s.status,
-                "missing": s.missing,
-                "evidence": "; ".join(f"{e.name}={e.value}" for e in s.evidence),
-            }
-            for s in sheet
-        ],
-    )
+    sheet_rows = [
+        {
+            "step": s.step,
+            "status": s.status,
+            "missing": s.missing,
+            "evidence": "; ".join(f"{e.name}={e.value}" for e in s.evidence),
+        }
+        for s in sheet
+    ]
+    tables.write_csv(out.sheet_csv, sheet_rows)
+    tables.write_html(out.sheet_html, sheet_rows, "GPU decision sheet")
     theory = decision_tables.theory_table(train_table, figures, p.rows, p.batch_sizes, p.bandwidth_gb_s)
     atomic.write_record(out.theory_json, theory)
     tables.write_csv(out.theory_csv, theory.table)

@@ -55,6 +55,7 @@ COST_MODEL_RECORD = f"{TIMING}/cost_model/{{device}}.rep{{repeat}}.json"
 # ---- tables: the aggregated measurements, each as JSON (the record) and CSV
 CPU_TABLE = f"{TABLES}/cpu_training.json"
 CPU_TABLE_CSV = f"{TABLES}/cpu_training.csv"
+CPU_TABLE_HTML = f"{TABLES}/cpu_training.html"  # the table as a page: Snakemake's report shows it as a table
 EXERCISE2 = "s111_cpu_results.json"  # the textbook's exercise-2 shape of the CPU table
 CPU_EPOCHS = f"{TABLES}/cpu_epochs.parquet"  # every timed CPU epoch, one row each (io.tidy)
 CPU_EPOCHS_CSV = f"{TABLES}/cpu_epochs.csv"
@@ -125,6 +126,7 @@ SCALE_SVG = f"{FIGURES}/scale.svg"
 DECISION = f"{TABLES}/decision.json"
 FULL_PATH = f"{TABLES}/full_path.json"
 FULL_PATH_CSV = f"{TABLES}/full_path.csv"
+FULL_PATH_HTML = f"{TABLES}/full_path.html"
 DATA_TABLE = f"{TABLES}/data.json"
 DATA_CSV = f"{TABLES}/data.csv"
 MODEL_PROFILE = f"{TABLES}/model_profile.json"  # the model counted: parameters, FLOP, activations, state
@@ -135,6 +137,7 @@ THEORY = f"{TABLES}/theory.json"
 THEORY_CSV = f"{TABLES}/theory.csv"
 DECISION_SHEET = f"{TABLES}/decision_sheet.json"
 DECISION_SHEET_CSV = f"{TABLES}/decision_sheet.csv"
+DECISION_SHEET_HTML = f"{TABLES}/decision_sheet.html"
 REPORT = "REPORT.md"
 REPORT_HTML = "REPORT.html"  # REPORT.md as a page, its tables as HTML tables
 # The landing page of Snakemake's HTML report (the Snakefile's `report:`): REPORT.md's first screen.
