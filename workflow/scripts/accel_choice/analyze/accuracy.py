@@ -55,7 +55,7 @@ class ThreadsAccuracy:
 
     @property
     def spread(self) -> float:
-        """How far one job's two timings of the same work disagree: the standard deviation of the log ratios."""
+        """Return how far one job's two timings of the same work disagree: the standard deviation of the log ratios."""
         return statistics.stdev(math.log(r) for r in self.job_ratios) if len(self.job_ratios) > 1 else 0.0
 
     @property
@@ -65,7 +65,9 @@ class ThreadsAccuracy:
 
     @property
     def measurable(self) -> bool:
-        """Whether a job can time these cells to ±TOLERANCE: the same work timed twice in one job (pipeline and
+        """Say whether a job can time these cells to ±TOLERANCE.
+
+        Whether a job can time these cells to ±TOLERANCE: the same work timed twice in one job (pipeline and
         plain loop, side by side) disagrees by less than the tolerance (its log spread under log(1 + TOLERANCE)).
         Measured on this 2-core VM (2026-12-04, docs/statistics.md): in a quiet run 1 thread 5.3 % (4 of 30 jobs
         beyond ±10 %), 2 threads 15.2 % (14 of 30); in busier ones 10-20 % at either."""
@@ -73,13 +75,15 @@ class ThreadsAccuracy:
 
 
 def cpu_checked(cells: Sequence[TrainingCell]) -> list[TrainingCell]:
-    """The CPU job's cells that have a reference (host data); a GPU job's resident cell, whose reference is
+    """Return the CPU job's cells that have a reference.
+
+    The CPU job's cells that have a reference (host data); a GPU job's resident cell, whose reference is
     timed on another device at other threads, is said in the GPU section (render.gpu_checks)."""
     return [c for c in cells if c.placement == "host" and c.epoch_s_over_reference is not None]
 
 
 def by_threads(cells: Sequence[TrainingCell], cores: int | None) -> list[ThreadsAccuracy]:
-    """One ThreadsAccuracy per thread count of the CPU cells that have a reference, fewest threads first."""
+    """Return one ThreadsAccuracy per thread count of the CPU cells that have a reference, fewest threads first."""
     found = [c for c in cpu_checked(cells) if c.reference_s_jobs is not None]
     return [
         ThreadsAccuracy(

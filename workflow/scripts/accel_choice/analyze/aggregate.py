@@ -44,7 +44,9 @@ def contaminated_repeats(
     job_reasons: Mapping[str, Sequence[str]] | None = None,
     table: str | None = None,
 ) -> tuple[Contamination, ...]:
-    """The repeats of a group that shared the machine or ran at another speed, each with its reasons
+    """Return the repeats of a group that shared the machine or ran at another speed.
+
+    The repeats of a group that shared the machine or ran at another speed, each with its reasons
     (`job_reasons`: the sentinel's, by the name of the job (`job_name`) of the `table`)."""
     found = []
     for r in group:
@@ -57,19 +59,21 @@ def contaminated_repeats(
 
 
 def read_training_jobs(paths: Sequence[str]) -> list[TrainingJob]:
-    """The timing-job files, each checked as a TrainingJob."""
+    """Read the timing-job files, each checked as a TrainingJob."""
     return [records.read(TrainingJob, path) for path in paths]
 
 
 def job_name(variant: Variant, repeat: int, table: str | None = None) -> str:
-    """The name of the job of `table` ("cpu", "gpu"; None: by the variant's device) that timed repeat `repeat`
+    """Return the name of the job that timed repeat `repeat` of `variant`.
+
+    The name of the job of `table` ("cpu", "gpu"; None: by the variant's device) that timed repeat `repeat`
     of `variant`: "t1.rep2" on the CPU, "bs64.rep2" on a GPU; its record's file name without ".json"."""
     table = table or ("cpu" if variant.device == "cpu" else "gpu")
     return paths.training_job(table, variant.batch_size, variant.threads, repeat)
 
 
 def job_label(job: TrainingJob, table: str | None = None) -> str:
-    """A training job's name in the sentinel and the report (`job_name`), one for all its records."""
+    """Return a training job's name in the sentinel and the report (`job_name`), one for all its records."""
     names = {job_name(r, r.repeat, table) for r in job.records}
     if len(names) != 1:
         raise ValueError(f"the records of one training job name {len(names)} jobs: {sorted(names)}")
@@ -77,7 +81,7 @@ def job_label(job: TrainingJob, table: str | None = None) -> str:
 
 
 def cell_seed(key: tuple[Any, ...], salt: str = "") -> int:
-    """A bootstrap seed fixed by the cell: the same records give the same intervals on every run."""
+    """Return a bootstrap seed fixed by the cell: the same records give the same intervals on every run."""
     return zlib.crc32(repr((key, salt)).encode())
 
 
@@ -107,7 +111,9 @@ def aggregate_training(
     noise_floor: float | None = None,
     table: str | None = None,
 ) -> list[TrainingCell]:
-    """One cell per variant (device, precision, placement, loader, batch size, threads): the geometric mean of
+    """Aggregate the training records into one cell per variant.
+
+    One cell per variant (device, precision, placement, loader, batch size, threads): the geometric mean of
     its jobs' median epochs with its t interval (analyze.job_intervals: the jobs are the repeats), the raw
     times, the jobs' spread and flags.
 
@@ -171,7 +177,9 @@ def versus_fastpath(
     rules: NoiseRules,
     floor: float | None,
 ) -> dict[str, Any]:
-    """This cell's epoch over the fast path's (same device, precision, placement, B): for the
+    """Return this cell's epoch over the fast path's, with a paired interval.
+
+    This cell's epoch over the fast path's (same device, precision, placement, B): for the
     DataLoader its per-sample Python overhead as a ratio, with a paired interval (both loaders ran
     in the same jobs, epochs interleaved: the per-job ratio cancels the drift they shared) and the
     outcome it supports."""
@@ -194,7 +202,9 @@ def versus_fastpath(
 
 
 def versus_reference(group: Sequence[TrainingRecord], rules: NoiseRules) -> dict[str, Any]:
-    """The cell's epoch over its plain-loop reference (measure.reference) with a paired interval: each job's
+    """Return the cell's epoch over its plain-loop reference, with a paired interval.
+
+    The cell's epoch over its plain-loop reference (measure.reference) with a paired interval: each job's
     median epoch over the reference epoch timed in the same job, so the drift they shared cancels. None
     where a job of the cell timed no reference."""
     if any(r.reference_epoch_s is None for r in group):
@@ -218,7 +228,9 @@ def _median_or_none(values: Sequence[float | None]) -> float | None:
 def training_table(
     jobs: Sequence[TrainingJob], rows: int, rules: NoiseRules, environment: Environment, table: str | None = None
 ) -> TrainingTable:
-    """tables/{cpu,gpu}_training.json (`table`: "cpu", "gpu"; None: by device): the cells of the finite runs,
+    """Build the training table of `table`.
+
+    tables/{cpu,gpu}_training.json (`table`: "cpu", "gpu"; None: by device): the cells of the finite runs,
     the runs left out of them, and the run's sentinel (its jobs' flags go into the cells' `contaminated`, its
     floor into outcomes)."""
     if not jobs:
@@ -243,7 +255,9 @@ def training_table(
 
 
 def smallest_host_memory(memories: Iterable[int | None]) -> int | None:
-    """The memory a judgement may count on from the nodes that measured: the smallest node's total
+    """Return the smallest host memory among the nodes that measured.
+
+    The memory a judgement may count on from the nodes that measured: the smallest node's total
     memory; None where any node's is unknown, or there is none."""
     values = list(memories)
     known = [memory for memory in values if memory is not None]
@@ -251,7 +265,7 @@ def smallest_host_memory(memories: Iterable[int | None]) -> int | None:
 
 
 def non_finite_runs(measured: Sequence[TrainingRecord]) -> tuple[NonFiniteRun, ...]:
-    """The runs left out of the medians because a loss or the weights went NaN/inf."""
+    """Return the runs left out of the medians because a loss or the weights went NaN/inf."""
     return tuple(
         NonFiniteRun(
             **variant_fields(r),
@@ -267,7 +281,9 @@ def non_finite_runs(measured: Sequence[TrainingRecord]) -> tuple[NonFiniteRun, .
 
 
 def exercise2_json(table: Sequence[TrainingCell], loader: str = "dataloader") -> list[dict[str, Any]]:
-    """The specification's exercise-2 record shape, for the DataLoader path (the textbook's format,
+    """Return the specification's exercise-2 record for the DataLoader path.
+
+    The specification's exercise-2 record shape, for the DataLoader path (the textbook's format,
     unversioned), eager, at the smallest thread count measured (the textbook's single configuration).
 
     Its contract is the exercise's: the runs' epoch times (each job's median epoch) and *their* median,

@@ -45,7 +45,7 @@ def _matrix(groups: Groups) -> tuple[np.ndarray, np.ndarray]:
 
 
 def pooled_median(groups: Groups) -> float:
-    """The median of every value of every job: the point estimate the intervals go with."""
+    """Return the median of every value of every job: the point estimate the intervals go with."""
     matrix, _ = _matrix(groups)
     return float(np.nanmedian(matrix))
 
@@ -96,7 +96,9 @@ def estimate_from(value: float, distribution: np.ndarray, level: float, jobs: in
 def median_interval(
     groups: Groups, level: float = 0.95, resamples: int = RESAMPLES, seed: int = 0, value: float | None = None
 ) -> Estimate:
-    """The pooled median of `groups` with its two-level bootstrap percentile interval; given
+    """Return the pooled median of `groups` with its two-level bootstrap percentile interval.
+
+    The pooled median of `groups` with its two-level bootstrap percentile interval; given
     `value` (another median of the same measurements, e.g. the median of the jobs' medians), that
     value with the same interval, widened where needed to hold it."""
     distribution = resampled_medians(groups, resamples, seed)
@@ -137,7 +139,9 @@ def ratio_interval(
 
 
 def repeats_to_settle(estimate: Estimate, threshold: float) -> int | None:
-    """How many jobs would likely make the interval clear `threshold`, from its observed width.
+    """Estimate how many jobs would make the interval clear `threshold`.
+
+    How many jobs would likely make the interval clear `threshold`, from its observed width.
 
     The interval's half-width shrinks about as 1/√jobs; the answer is the jobs at which it would be
     smaller than the distance from the value to `threshold` (None when the value is the threshold).

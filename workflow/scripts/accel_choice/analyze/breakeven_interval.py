@@ -88,7 +88,7 @@ class Interval:
 
 
 def grid_groups(grid: Sequence[GridRecord]) -> dict[GridKey, list[GridRecord]]:
-    """The finite repeats of every (device, workload) of the grid, in sorted order: one fit point each."""
+    """Return the finite repeats of every (device, workload) of the grid, in sorted order: one fit point each."""
     groups: dict[GridKey, list[GridRecord]] = {}
     for r in grid:
         if r.finite:
@@ -97,7 +97,7 @@ def grid_groups(grid: Sequence[GridRecord]) -> dict[GridKey, list[GridRecord]]:
 
 
 def is_fit_cell(cell: TrainingCell) -> bool:
-    """A benchmark cell the cost model is fitted to: fast path, fp32, CPU on the host or GPU resident."""
+    """Say whether a benchmark cell is one the cost model fits: fast path, fp32, CPU on the host or GPU resident."""
     return (
         cell.loader == "fastpath"
         and cell.precision == "fp32"
@@ -109,7 +109,9 @@ def is_fit_cell(cell: TrainingCell) -> bool:
 def measurements(
     grid: Sequence[GridRecord], train_table: Sequence[TrainingCell], workload: Callable[[int], AnyWorkload]
 ) -> list[Measured]:
-    """The jobs behind every fit point (analyze.planner's grid_points and benchmark_points); a
+    """Return the jobs behind every fit point.
+
+    The jobs behind every fit point (analyze.planner's grid_points and benchmark_points); a
     benchmark cell's epoch is `workload(batch_size)`, the textbook MLP's or a counted model's."""
     measured = []
     for (device, n, d, h, b), group in grid_groups(grid).items():
@@ -142,7 +144,9 @@ def measurements(
 def resampled_fits(
     measured: Sequence[Measured], models: Mapping[str, CostModel], resamples: int, seed: int
 ) -> dict[str, np.ndarray]:
-    """Every model's coefficients (costmodel.coefficients) in each resample, a (resamples × 3) array
+    """Return every model's coefficients in each resample.
+
+    Every model's coefficients (costmodel.coefficients) in each resample, a (resamples × 3) array
     keyed by (device, counted): refitted to the resampled medians for a fitted model, its own in every
     row for an assumed one; `counted` True holds a counted model's own rates (the grid's where it has none).
 
@@ -182,7 +186,9 @@ def resampled_fits(
 
 
 def shared_seeds(measured: Sequence[Measured], seeds: Sequence[int]) -> list[int]:
-    """Each point's resampling seed: its own, or the first seed of the points it is drawn with (one
+    """Return each point's resampling seed.
+
+    Each point's resampling seed: its own, or the first seed of the points it is drawn with (one
     block, the same repeats and epoch counts). bootstrap.resampled_medians draws its jobs and epoch
     positions from the seed and the shape alone, so one seed is one set of draws."""
     first: dict[tuple[object, ...], int] = {}
@@ -197,12 +203,14 @@ def shared_seeds(measured: Sequence[Measured], seeds: Sequence[int]) -> list[int
 
 
 def resampled_devices(models: Mapping[str, CostModel]) -> tuple[str, ...]:
-    """The devices whose measurements the interval resamples: those with a fitted model."""
+    """Return the devices whose measurements the interval resamples: those with a fitted model."""
     return tuple(device for device, model in models.items() if model.source == "fitted")
 
 
 def position(found: Crossing | BreakEvenCurve) -> float:
-    """A curve's break-even on the extended line: -inf when the GPU is faster over the whole sweep,
+    """Return a curve's break-even on the extended line.
+
+    A curve's break-even on the extended line: -inf when the GPU is faster over the whole sweep,
     +inf when it never turns from slower to faster within it (never faster, or only at the small end)."""
     if found.break_even is not None:
         return found.break_even
@@ -212,7 +220,9 @@ def position(found: Crossing | BreakEvenCurve) -> float:
 def curve_outcomes(
     curve: BreakEvenCurve, cpu: np.ndarray, gpu: np.ndarray, misfit: tuple[np.ndarray, np.ndarray] | None = None
 ) -> np.ndarray:
-    """`curve`'s break-even (as `position`) under each row of resampled CPU and GPU coefficients;
+    """Return `curve`'s break-even under each row of resampled CPU and GPU coefficients.
+
+    `curve`'s break-even (as `position`) under each row of resampled CPU and GPU coefficients;
     the GPU keeps the curve's extra seconds (start-up, copies). `misfit`: each resample's factor on the CPU's
     and on the GPU's whole curve (analyze.prediction.misfit_factors), or none."""
     rows = costmodel.design([replace(curve.base, **{curve.axis: v}) for v in curve.values])
@@ -224,7 +234,9 @@ def curve_outcomes(
 def crossings(
     curve: BreakEvenCurve, cpu: np.ndarray, gpu_s: np.ndarray, cpu_factor: np.ndarray | None = None
 ) -> np.ndarray:
-    """`curve`'s break-even (as `position`) under each row of resampled CPU coefficients, against the
+    """Return `curve`'s break-even under each row of resampled CPU coefficients.
+
+    `curve`'s break-even (as `position`) under each row of resampled CPU coefficients, against the
     GPU's epoch seconds of the same row (resamples × the curve's values, its extras included);
     `cpu_factor`: each row's misfit factor on the CPU's whole curve (analyze.prediction)."""
     rows = costmodel.design([replace(curve.base, **{curve.axis: v}) for v in curve.values])
@@ -235,7 +247,9 @@ def crossings(
 def profile_seconds(
     curve: BreakEvenCurve, gpu: ProfileModel, drawn: Values, epochs: int, fallback_bytes_per_s: float
 ) -> np.ndarray:
-    """The profile GPU's epoch seconds along `curve` in each draw (draws × values), its start-up and
+    """Return the profile GPU's epoch seconds along `curve` in each draw.
+
+    The profile GPU's epoch seconds along `curve` in each draw (draws × values), its start-up and
     copies drawn too (the copy at `fallback_bytes_per_s` where the profile has none)."""
     rate = drawn.copy_bytes_per_s if drawn.copy_bytes_per_s is not None else fallback_bytes_per_s
     columns = []
@@ -268,7 +282,9 @@ def _bound(x: float) -> tuple[float | None, Where]:
 
 
 def interval(point: float, outcomes: np.ndarray, confidence: float) -> Interval:
-    """The percentile interval of `outcomes` (break-evens as `position`), widened where needed to
+    """Return the percentile interval of the break-even `outcomes`.
+
+    The percentile interval of `outcomes` (break-evens as `position`), widened where needed to
     hold `point` (with few distinct resamples a percentile can miss it, as in bootstrap.estimate_from)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
@@ -311,7 +327,9 @@ def break_even_intervals(
     epochs: int = 1,
     fallback_bytes_per_s: float = 8e9,
 ) -> list[Interval]:
-    """The interval of every curve's break-even: models["cpu"] against models[gpu] (measured or assumed),
+    """Return the interval of every curve's break-even.
+
+    The interval of every curve's break-even: models["cpu"] against models[gpu] (measured or assumed),
     or against a profile's GPU, whose figures are drawn with the CPU's resamples (analyze.profile_draws:
     a new machine of the kind), its start-up and copies with them (`epochs`: the job they are spread
     over; `fallback_bytes_per_s`: the copy's rate where the profile has none)."""

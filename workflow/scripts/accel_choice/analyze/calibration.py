@@ -52,7 +52,7 @@ class Design:
 
 
 def simulate(rng: np.random.Generator, design: Design, scale: float = 1.0) -> list[list[float]]:
-    """One cell: `design.jobs` jobs of `design.epochs` epoch times, true median `scale`."""
+    """Simulate one cell: `design.jobs` jobs of `design.epochs` epoch times, true median `scale`."""
     effects = rng.lognormal(0.0, design.sigma_job, size=design.jobs)
     return [list(scale * effect * rng.lognormal(0.0, design.sigma_epoch, size=design.epochs)) for effect in effects]
 
@@ -60,7 +60,9 @@ def simulate(rng: np.random.Generator, design: Design, scale: float = 1.0) -> li
 def simulate_jobs(
     rng: np.random.Generator, design: Design, variants: int, scales: np.ndarray | None = None
 ) -> np.ndarray:
-    """One thread count's job table [job, variant, round] of epoch times; cell v's true median `scales[v]` (1).
+    """Simulate one thread count's job table [job, variant, round] of epoch times.
+
+    One thread count's job table [job, variant, round] of epoch times; cell v's true median `scales[v]` (1).
 
     Round k runs the variants forward when k + repeat is even, else backward (measure.training.epoch_order),
     so the drift reaches each epoch at its own time: the round, plus its place in the round's order."""
@@ -114,7 +116,7 @@ JOB_T = Method(
 
 
 def coverage(method: Method, design: Design, draws: int, seed: int = 0) -> float:
-    """How often a cell's interval holds its true median."""
+    """Return how often a cell's interval holds its true median."""
     rng = np.random.default_rng(seed)
     held = 0
     for _ in range(draws):
@@ -124,7 +126,7 @@ def coverage(method: Method, design: Design, draws: int, seed: int = 0) -> float
 
 
 def aa_differs(method: Method, design: Design, draws: int, seed: int = 1) -> float:
-    """How often two independent runs of one distribution are declared different (floor 0)."""
+    """Return how often two independent runs of one distribution are declared different (floor 0)."""
     rng = np.random.default_rng(seed)
     differ = 0
     for _ in range(draws):
@@ -133,14 +135,16 @@ def aa_differs(method: Method, design: Design, draws: int, seed: int = 1) -> flo
 
 
 def gate_flags(ratio: Estimate, percent: float = GATE_PERCENT, floor: float = 0.0) -> bool:
-    """The regression gate's rule for one row (bootstrap.gate_fails, what analyze.compare.regressions applies)."""
+    """Apply the regression gate's rule to one row (bootstrap.gate_fails, what analyze.compare.regressions applies)."""
     return gate_fails(ratio.low, outcome(ratio, floor), percent)
 
 
 def gate_rates(
     method: Method, design: Design, draws: int, slowdown: float = 0.0, rows: int = ROWS, seed: int = 2
 ) -> float:
-    """With `slowdown` 0: how often an A/A table of `rows` rows fails the gate (any row's epoch or eval time
+    """Return the regression gate's false-alarm rate or power.
+
+    With `slowdown` 0: how often an A/A table of `rows` rows fails the gate (any row's epoch or eval time
     flagged). Otherwise: how often the gate flags the one time whose B is truly `slowdown` slower (its power).
     Every ratio of the table at the level compare gives it (compare_match.family_size: rows × time metrics)."""
     rng = np.random.default_rng(seed)
@@ -159,7 +163,9 @@ def gate_rates(
 
 
 def verdict(method: Method, cpu: Groups, gpus: list[Groups], threshold: float) -> tuple[str, Estimate, Groups]:
-    """The verdict's rule on training epochs: the fastest GPU candidate by its point, the CPU/GPU speedup's
+    """Apply the verdict's rule to training epochs.
+
+    The verdict's rule on training epochs: the fastest GPU candidate by its point, the CPU/GPU speedup's
     interval at the level of a family as large as its contenders (job_intervals.contenders); GPU when it lies wholly above the threshold,
     CPU wholly below, undecided otherwise (analyze.decision.verdict)."""
     index = min(range(len(gpus)), key=lambda i: method.point(gpus[i]))
@@ -176,7 +182,7 @@ def verdict(method: Method, cpu: Groups, gpus: list[Groups], threshold: float) -
 def verdict_error_at_threshold(
     method: Method, design: Design, draws: int, candidates: int = 1, threshold: float = 1.5, seed: int = 3
 ) -> float:
-    """The true speedup is exactly the threshold: how often a verdict other than undecided is given."""
+    """Return how often a verdict other than undecided is given when the true speedup is exactly the threshold."""
     rng = np.random.default_rng(seed)
     wrong = 0
     for _ in range(draws):
@@ -194,7 +200,9 @@ def settle_rate(
     threshold: float = 1.5,
     seed: int = 4,
 ) -> tuple[float | None, int]:
-    """A true speedup `away` times the threshold: of the runs left undecided, how often a re-run with the
+    """Return how often a suggested re-run settles an undecided run rightly.
+
+    A true speedup `away` times the threshold: of the runs left undecided, how often a re-run with the
     jobs the method suggests decides it rightly; a suggestion past 200 jobs, or none, counts as not
     settled. (None when no run was undecided) and how many were."""
     rng = np.random.default_rng(seed)
@@ -228,7 +236,9 @@ class FlaggedChoice:
 
 
 def flagged_job_choice(design: Design, draws: int, slow: float, seed: int = 5) -> FlaggedChoice:
-    """One job of every cell flagged and truly `slow` times slower (1: flagged, yet no slower); the t interval
+    """Compare the t interval with and without a flagged job.
+
+    One job of every cell flagged and truly `slow` times slower (1: flagged, yet no slower); the t interval
     on all the jobs (kept, what the tables do: analyze.trust) against the interval without the flagged job."""
     rng = np.random.default_rng(seed)
     held = {True: 0, False: 0}
@@ -276,7 +286,9 @@ def table_gate_rate(
     percent: float = GATE_PERCENT,
     seed: int = 6,
 ) -> float:
-    """How often the whole-table gate (analyze.compare_table) fails: two runs of `groups` job groups (a default
+    """Return how often the whole-table gate fails.
+
+    How often the whole-table gate (analyze.compare_table) fails: two runs of `groups` job groups (a default
     CPU table: 5 batch sizes × 2 thread counts) of `cells` cells each (the loaders, sharing each job's speed), B
     every cell `slowdown` slower (0: an A/A pair). Each run has its own machine speed (log-normal, `sigma_run`),
     which its sentinel sees too (SENTINEL_JOBS jobs spread SENTINEL_SPREAD): the gate's guard against it."""
@@ -330,7 +342,9 @@ def design_rates(
     percent: float = GATE_PERCENT,
     seed: int = 7,
 ) -> DesignRates:
-    """Synthetic runs of the current CPU design: `tables` thread counts, each `design.jobs` jobs of `variants` cells
+    """Simulate runs of the current CPU design and return their rates.
+
+    Synthetic runs of the current CPU design: `tables` thread counts, each `design.jobs` jobs of `variants` cells
     (batch sizes × loaders) in `design.epochs` rounds (simulate_jobs). Through JOB_T: every cell's interval; the
     paired ratio of cells 2i and 2i + 1 (the loaders of one batch size, paired=True); `compare --fail-if-slower`'s
     gate on two runs, every row's epoch and eval times (an eval time drawn as a second table of the same model)

@@ -93,7 +93,9 @@ def row_rates(
     percent: float = GATE_PERCENT,
     seed: int = 11,
 ) -> RowRates:
-    """Synthetic run pairs of the CPU design (`tables` thread counts × `variants` cells, `design.jobs` jobs a side),
+    """Simulate run pairs of the CPU design and return each time metric's rates.
+
+    Synthetic run pairs of the CPU design (`tables` thread counts × `variants` cells, `design.jobs` jobs a side),
     each time metric drawn as its own tables. A/A: coverage and false alarms. Then 4 cells of one table of B
     `faster` faster and none slower: how often some row fails. Then one random cell of B `slowdown` slower: how
     often its row fails the gate, over the rest of its job (compare's rule) and raw."""

@@ -55,7 +55,9 @@ class Comparison:
 
     @property
     def detectable(self) -> dict[str, Any]:
-        """Per time metric, the slowdown of B (a ratio B/A) the rows measured on both sides would catch with
+        """Return, per time metric, the slowdown of B the rows would catch.
+
+        Per time metric, the slowdown of B (a ratio B/A) the rows measured on both sides would catch with
         80 % power beyond their noise floor and the gate: the best row's, the median row's and the worst's;
         None where no row has two jobs a side."""
         found: dict[str, Any] = {}
@@ -80,7 +82,9 @@ class Comparison:
 
     @property
     def detectable_in_job(self) -> dict[str, Any]:
-        """Per time metric, the slowdown of B a row over the rest of its job would catch with 80 % power beyond the
+        """Return, per time metric, the slowdown of B a row over the rest of its job would catch.
+
+        Per time metric, the slowdown of B a row over the rest of its job would catch with 80 % power beyond the
         gate: the best, median and worst row's; None where no row has one."""
         found: dict[str, Any] = {}
         for name in TIME_METRICS:
@@ -239,7 +243,9 @@ def _finite(value: float) -> int | None:
 
 
 def machine_speed(a: ResultsFolder, b: ResultsFolder) -> list[dict[str, Any]]:
-    """Each table's sentinel in B over A (the same fixed workload timed in every job of both runs): Welch t on the
+    """Compare each table's sentinel in B over A.
+
+    Each table's sentinel in B over A (the same fixed workload timed in every job of both runs): Welch t on the
     log job medians at the tables' level, and its outcome - did the machine itself change between the runs?"""
     found = []
     for table in sorted(set(a.sentinels) & set(b.sentinels)):
@@ -265,7 +271,7 @@ def machine_speed(a: ResultsFolder, b: ResultsFolder) -> list[dict[str, Any]]:
 
 
 def tally(rows: Sequence[ComparisonRow], metric: str = "epoch_s") -> dict[str, int]:
-    """How many rows measured on both sides have each outcome for `metric` (a time with an interval)."""
+    """Count how many rows measured on both sides have each outcome for `metric` (a time with an interval)."""
     counts = dict.fromkeys(OUTCOME_WORDS.values(), 0)
     for row in rows:
         if row.part(metric).outcome in counts:
@@ -313,7 +319,9 @@ class Regression:
 
 
 def all_regressions(result: Comparison, percent: float) -> list[Regression | TableRegression]:
-    """What fails --fail-if-slower: the rows beyond the gate (`regressions`), then each device's whole table
+    """Return what fails --fail-if-slower.
+
+    What fails --fail-if-slower: the rows beyond the gate (`regressions`), then each device's whole table
     beyond it (analyze.compare_table)."""
     return [*regressions(result, percent), *table_regressions(result.whole_table, result.rows, percent)]
 

@@ -86,25 +86,31 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 
 def table_level(ta: TrainingCell, tb: TrainingCell) -> float:
-    """The level the whole table's ratios hold at together: the tables' `confidence` (the higher one where the
+    """Return the level the whole table's ratios hold at together.
+
+    The level the whole table's ratios hold at together: the tables' `confidence` (the higher one where the
     sides differ)."""
     return max(ta.confidence, tb.confidence)
 
 
 def family_size(a: ResultsFolder, b: ResultsFolder) -> int:
-    """The ratios one comparison states with an interval: every time metric of every row measured on both
+    """Count the ratios one comparison states with an interval.
+
+    The ratios one comparison states with an interval: every time metric of every row measured on both
     sides. They are one family: at 95 % each, some row of a 20-row A/A table would "differ" most of the time."""
     both = {r.key for r in a.training} & {r.key for r in b.training}
     return max(1, len(both) * len(TIME_METRICS))
 
 
 def row_floor(a: ResultsFolder, b: ResultsFolder, device: str) -> float:
-    """The larger of the two sides' sentinel noise floors for a row of `device` (0 when neither has one)."""
+    """Return the larger of the two sides' sentinel noise floors for a row of `device` (0 when neither has one)."""
     return max((floor for floor in (a.noise_floor(device), b.noise_floor(device)) if floor is not None), default=0.0)
 
 
 def time_ratio(name: str, ta: TrainingCell, tb: TrainingCell, floor: float, level: float) -> tuple[Estimate, str]:
-    """B/A of the geometric-mean job medians of `{name}_jobs` with its Welch t interval (two runs, no job
+    """Return B/A of the geometric-mean job medians of `{name}_jobs` with its Welch t interval.
+
+    B/A of the geometric-mean job medians of `{name}_jobs` with its Welch t interval (two runs, no job
     shared) at `level` (the row's share of the family's); and the outcome in words."""
     estimate = ratio_interval(getattr(ta, f"{name}_jobs"), getattr(tb, f"{name}_jobs"), level=level)
     return estimate, OUTCOME_WORDS[outcome(estimate, floor)]
@@ -129,7 +135,9 @@ def time_wording(a: float | None, b: float | None, label_a: str, label_b: str) -
 
 
 def comparison_rows(a: ResultsFolder, b: ResultsFolder, fmt: str | None, gate: float = 0.0) -> list[ComparisonRow]:
-    """One row per training variant of either side; `gate`: the regression gate's percent (0 without one),
+    """Return one comparison row per training variant of either side.
+
+    One row per training variant of either side; `gate`: the regression gate's percent (0 without one),
     which with the row's noise floor sets what a slowdown must exceed to be caught (`detectable_ratio`)."""
     train_a = {r.key: r for r in a.training}
     train_b = {r.key: r for r in b.training}
@@ -151,7 +159,9 @@ def comparison_rows(a: ResultsFolder, b: ResultsFolder, fmt: str | None, gate: f
 def in_job_quotients(
     train_a: dict[Any, TrainingCell], train_b: dict[Any, TrainingCell], both: list[Any]
 ) -> dict[tuple[str, str], row_relative.Quotients]:
-    """Per time metric and device, the rows over the rest of their job (analyze.row_relative): the cells grouped by
+    """Return, per time metric and device, the rows over the rest of their job.
+
+    Per time metric and device, the rows over the rest of their job (analyze.row_relative): the cells grouped by
     the jobs that timed them on each side (a CPU job times every batch size and loader of one thread count, a GPU
     job every precision and placement of one batch size). Each device's rows get their own prior: a GPU's cells
     spread unlike a CPU's. A group with an empty job on a side (a non-finite run left out) has no quotient."""
@@ -286,7 +296,7 @@ def _full_path(
 
 
 def fastest_full_path(a: ResultsFolder, b: ResultsFolder) -> dict[str, Any]:
-    """Each side's fastest full path per epoch over every format and variant (the laptop-vs-server question)."""
+    """Return each side's fastest full path per epoch over every format and variant (the laptop-vs-server question)."""
     best = {side: min(folder.full_path, key=lambda r: r.total_s, default=None) for side, folder in (("a", a), ("b", b))}
     summary: dict[str, Any] = {
         side: None

@@ -44,7 +44,7 @@ class TableShift:
     machine_high: float | None
 
     def beyond(self, percent: float) -> float:
-        """What the interval's lower end must pass to fail the gate: 1 + percent, and the machines' own change."""
+        """Return what the interval's lower end must pass to fail the gate: 1 + percent and the machines' own change."""
         return max(1 + percent / 100, self.machine_high or 0.0)
 
     def fails(self, percent: float) -> bool:
@@ -131,7 +131,7 @@ class TableRegression:
 def table_regressions(
     shifts: Sequence[TableShift], rows: Sequence[ComparisonRow], percent: float
 ) -> list[TableRegression]:
-    """The devices whose whole table fails the gate, each with its rows slower than 1 + percent at their points."""
+    """Return the devices whose whole table fails the gate, with their rows slower than 1 + percent at their points."""
     return [
         TableRegression(
             shift,

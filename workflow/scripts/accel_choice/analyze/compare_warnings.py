@@ -184,7 +184,7 @@ def provenance_warnings(side: ResultsFolder) -> list[str]:
 
 
 def distinct_record_commits(value: Any) -> list[str]:
-    """The distinct commits in provenance's record_commits: a {commit: count} mapping or a list."""
+    """Return the distinct commits in provenance's record_commits: a {commit: count} mapping or a list."""
     if isinstance(value, dict):
         return [str(key) for key in value]
     if isinstance(value, list):
@@ -193,7 +193,9 @@ def distinct_record_commits(value: Any) -> list[str]:
 
 
 def sentinel_warnings(side: ResultsFolder) -> list[str]:
-    """A table whose run has no noise floor (fewer than three unflagged sentinel jobs): its rows are decided
+    """Warn of a table whose run has no noise floor.
+
+    A table whose run has no noise floor (fewer than three unflagged sentinel jobs): its rows are decided
     by their intervals alone, against the other side's floor where that has one."""
     return [
         f"{side.label}: its {table.upper()} jobs have no noise floor ({len(sentinel.jobs)} sentinel job(s), "
@@ -241,7 +243,7 @@ def warnings(
     configs: Sequence[dict[str, Any]],
     fmt: str | None,
 ) -> list[str]:
-    """Every warning about comparing a with b: integrity first, then fairness, coverage and noise."""
+    """Return every warning about comparing a with b: integrity first, then fairness, coverage and noise."""
     return [
         *manifest_warnings(a),
         *manifest_warnings(b),

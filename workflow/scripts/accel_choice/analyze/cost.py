@@ -69,7 +69,9 @@ def cost_table(
     target: TimeToTarget | None = None,
     confidence: float = 0.95,
 ) -> CostTable:
-    """The CPU's line (its fastest one-epoch full path, start-up included, as the verdict compares
+    """Build the cost table: the CPU's line, the GPU's and the comparison between them.
+
+    The CPU's line (its fastest one-epoch full path, start-up included, as the verdict compares
     paths), the GPU's where it was measured (`comparison`, the verdict's) and priced, and the
     comparison between them; `confidence`: the level of the intervals."""
     if "cpu" not in per_hour:

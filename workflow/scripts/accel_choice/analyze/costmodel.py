@@ -113,7 +113,9 @@ class Crossing:
 
 
 def work(w: AnyWorkload) -> dict[str, float]:
-    """Steps, training FLOP, bytes moved (the rows', the state's) and rows of one epoch (COUNTS; a
+    """Count the steps, training FLOP, bytes moved and rows of one epoch.
+
+    Steps, training FLOP, bytes moved (the rows', the state's) and rows of one epoch (COUNTS; a
     counted model's: CountedWorkload.work).
 
     FLOP are those the matrix products execute (theory.forward_backward_flops_counted, which
@@ -166,7 +168,9 @@ def _rate(seconds_per_unit: float) -> float:
 
 
 def coefficients(model: CostModel, counted: bool = False) -> np.ndarray:
-    """Seconds per step, per FLOP, per byte of the rows, per byte of the state and per row (COUNTS):
+    """Return a model's coefficients in COUNTS order.
+
+    Seconds per step, per FLOP, per byte of the rows, per byte of the state and per row (COUNTS):
     `predict` is the dot product with a workload's `design` row; `counted`: those of a counted model
     (its own per step and per FLOP where fitted, the machine's other rates)."""
     shared = [1.0 / model.bytes_per_s, 1.0 / model.state_bytes_per_s, model.seconds_per_row]
@@ -176,13 +180,15 @@ def coefficients(model: CostModel, counted: bool = False) -> np.ndarray:
 
 
 def design(workloads: Sequence[AnyWorkload]) -> np.ndarray:
-    """The COUNTS of each workload's epoch, one row each: design @ coefficients(model) predicts them all."""
+    """Return the COUNTS of each workload's epoch, one row each: design @ coefficients(model) predicts them all."""
     rows = [[work(w)[count] for count in COUNTS] for w in workloads]
     return np.array(rows, dtype=float).reshape(len(workloads), len(COUNTS))
 
 
 def terms(model: CostModel, w: AnyWorkload) -> dict[str, float]:
-    """Modelled seconds of each term: overhead_s, compute_s, memory_s, state_s, per_row_s (a counted
+    """Return the modelled seconds of each term.
+
+    Modelled seconds of each term: overhead_s, compute_s, memory_s, state_s, per_row_s (a counted
     model's at its own rates)."""
     seconds = coefficients(model, isinstance(w, CountedWorkload)) * design([w])[0]
     return dict(zip(("overhead_s", "compute_s", "memory_s", "state_s", "per_row_s"), (float(s) for s in seconds)))
@@ -201,7 +207,9 @@ def assumed(
     seconds_per_row: float = 0.0,
     state_bytes_per_s: float | None = None,
 ) -> CostModel:
-    """A model from quoted rates rather than measurements (source "assumed"); the optimizer state
+    """Build a model from quoted rates rather than measurements.
+
+    A model from quoted rates rather than measurements (source "assumed"); the optimizer state
     moves at `bytes_per_s` unless `state_bytes_per_s` says otherwise."""
     state = bytes_per_s if state_bytes_per_s is None else state_bytes_per_s
     for name, seconds in (("seconds_per_step", seconds_per_step), ("seconds_per_row", seconds_per_row)):
@@ -232,7 +240,9 @@ def _weighted_design(design: np.ndarray, seconds: np.ndarray) -> np.ndarray:
 
 
 def leave_one_out(design: np.ndarray, seconds: np.ndarray) -> np.ndarray:
-    """Each point predicted by a fit without its workload: every point of the same workload
+    """Predict each point by a fit without its workload.
+
+    Each point predicted by a fit without its workload: every point of the same workload
     (the same design row, e.g. a grid cell that is also a benchmark cell) is held out with it."""
     predicted = np.empty(len(seconds))
     for held_out in range(len(seconds)):
@@ -250,7 +260,9 @@ def _validate_points(points: Sequence[tuple[AnyWorkload, float]]) -> None:
 
 
 def fit_coefficients(rows: np.ndarray, seconds: np.ndarray) -> np.ndarray:
-    """Only the fitted coefficients (`coefficients`' order) of `fit`, without its quality: `rows` is
+    """Fit only the coefficients of `fit`, without its quality.
+
+    Only the fitted coefficients (`coefficients`' order) of `fit`, without its quality: `rows` is
     `design(workloads)`, `seconds` their measured epochs, or a stack of resampled epochs (resamples ×
     workloads), each refitted on its own (resamples × len(COUNTS))."""
     if np.any(~(seconds > 0)) or not np.all(np.isfinite(seconds)):
@@ -259,7 +271,9 @@ def fit_coefficients(rows: np.ndarray, seconds: np.ndarray) -> np.ndarray:
 
 
 def fit(device: str, points: Sequence[tuple[AnyWorkload, float]]) -> CostModel:
-    """Fit the rates (seconds per step, FLOP/s, the rows' and the state's bytes/s, seconds per row) to
+    """Fit the rates to measured (workload, epoch seconds) points.
+
+    Fit the rates (seconds per step, FLOP/s, the rows' and the state's bytes/s, seconds per row) to
     measured (workload, epoch seconds) points.
 
     Non-negative least squares on relative residuals; a term the fit drops gets rate
@@ -353,7 +367,9 @@ def break_even(
 
 
 def crossing(values: Sequence[int], cpu_s: Sequence[float], gpu_s: Sequence[float]) -> Crossing:
-    """Where the GPU turns from slower to faster along `values` (see `break_even`): the one rule
+    """Return where the GPU turns from slower to faster along `values`.
+
+    Where the GPU turns from slower to faster along `values` (see `break_even`): the one rule
     for the break-even curves and for their bootstrap resamples."""
     cpu, gpu = [float(c) for c in cpu_s], [float(g) for g in gpu_s]
     ratio = tuple(c / g if g > 0 else math.inf for c, g in zip(cpu, gpu))

@@ -34,7 +34,9 @@ TERMS = ("overhead", "compute")
 
 
 def counted_coefficients(rows: np.ndarray, seconds: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """The counted model's coefficients (costmodel.coefficients' order) per resample: `rows` the counted
+    """Return the counted model's coefficients per resample.
+
+    The counted model's coefficients (costmodel.coefficients' order) per resample: `rows` the counted
     cells' design (points × terms), `seconds` their epochs (points, or resamples × points), `grid` the
     grid's coefficients (terms, or resamples × terms), whose all but the first two (per byte of the
     rows and of the state, per row) the counted model keeps."""

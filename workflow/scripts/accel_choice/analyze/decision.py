@@ -44,7 +44,7 @@ from accel_choice.records.fullpath import FullPathRow
 
 
 def gpu_visibility(probe: VisibleDevices | None, environment: Environment) -> GpuVisibility:
-    """Whether a GPU is visible, from the device probe (or, without one, the environment record)."""
+    """Say whether a GPU is visible, from the device probe (or, without one, the environment record)."""
     if probe is not None:
         if probe.cuda_devices:
             return GpuVisibility(
@@ -78,7 +78,9 @@ def gpu_visibility(probe: VisibleDevices | None, environment: Environment) -> Gp
 
 
 def gpu_memory(train_table: Sequence[TrainingCell], figures: Figures, rows: int) -> tuple[GpuMemory, ...]:
-    """Each GPU cell's own epoch memory (peak less its baseline) and absolute peak beside its bound
+    """Return each GPU cell's epoch memory and peak beside its bound.
+
+    Each GPU cell's own epoch memory (peak less its baseline) and absolute peak beside its bound
     (the matrix counts where the data are resident)."""
     found = []
     for cell in (c for c in train_table if c.device != "cpu"):
@@ -118,7 +120,7 @@ def decision_sheet(
     transfers: TransferTable | None = None,
     accelerator: str = "auto",
 ) -> tuple[SheetStep, ...]:
-    """The six steps, each with an honest status and the figures behind it."""
+    """Build the six steps, each with an honest status and the figures behind it."""
     gpu = gpu_visibility(probe, environment)
     gpu_rows = [r for r in train_table if r.device != "cpu"]
     cpu_rows = [r for r in train_table if r.device == "cpu"]
@@ -188,7 +190,9 @@ def compare_devices(
     rules: NoiseRules = NoiseRules(),
     epochs: int = 1,
 ) -> DeviceComparison | None:
-    """Each device's fastest full path over `epochs` epochs (one-off costs and start-up paid once), the
+    """Compare each device's fastest full path over `epochs` epochs.
+
+    Each device's fastest full path over `epochs` epochs (one-off costs and start-up paid once), the
     speedup CPU/GPU with its t interval (decision_intervals.speedup_estimate, from `cells`) held at the level of a family as large
     as the pairs of paths that could have been the two fastest (decision_intervals.contenders), whether
     the GPU wins (the whole interval above `threshold`), and after how many epochs the GPU's per-epoch
@@ -231,7 +235,9 @@ def compare_devices(
 
 
 def epochs_to_target(selection: TimeToTarget) -> int:
-    """The epochs a real job trains, as the Northstar selection measured them: its fastest run's epochs to the
+    """Return the epochs a real job trains, as the Northstar selection measured them.
+
+    The epochs a real job trains, as the Northstar selection measured them: its fastest run's epochs to the
     target; where none reached it, the most any run trained before stopping."""
     fastest = next((row for row in selection.rows if row.run == selection.fastest and row.epoch), None)
     return fastest.epoch if fastest else max(row.stopped_epoch for row in selection.rows)
@@ -258,7 +264,7 @@ def memory_check(
 
 
 def device_memory_bytes(probe: VisibleDevices | None) -> int | None:
-    """The smallest visible CUDA device's memory, from the probe; None without one."""
+    """Return the smallest visible CUDA device's memory, from the probe; None without one."""
     return min((d.total_memory_bytes for d in probe.cuda_devices), default=None) if probe is not None else None
 
 
@@ -277,7 +283,9 @@ def verdict(
     trust: RunTrust | None = None,
     epochs: int = 1,
 ) -> Verdict:
-    """GPU only when it was measured and its full-path speedup interval lies wholly above `threshold`;
+    """Decide between CPU, GPU and undecided.
+
+    GPU only when it was measured and its full-path speedup interval lies wholly above `threshold`;
     CPU when the interval lies at or below it; undecided when it straddles it, with the jobs per side that
     would settle it with 80 % power (job_intervals.jobs_to_settle). No CUDA measurement, no GPU claim. `noise_floor`: the run's (sentinel),
     used to call CPU configurations tied with the fastest."""

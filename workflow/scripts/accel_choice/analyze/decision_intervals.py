@@ -20,7 +20,9 @@ def _epoch_and_eval(cell: TrainingCell) -> list[list[float]]:
 
 
 def full_path_jobs(row: FullPathRow, cell: TrainingCell, epochs: int = 1) -> list[list[float]]:
-    """Each timing job's full path of `epochs` epochs: its one-off costs (its start-up and the load,
+    """Return each timing job's full path of `epochs` epochs.
+
+    Each timing job's full path of `epochs` epochs: its one-off costs (its start-up and the load,
     conversion and copies of the data-path jobs of its repeat: `row.one_off_s_jobs`) paid once, plus
     `epochs` × that job's training + evaluation epoch."""
     if len(row.one_off_s_jobs) != len(cell.epoch_s_jobs):
@@ -31,14 +33,16 @@ def full_path_jobs(row: FullPathRow, cell: TrainingCell, epochs: int = 1) -> lis
 
 
 def per_epoch_jobs(cell: TrainingCell) -> list[list[float]]:
-    """Each timing job's training + evaluation epochs: what a longer job repeats, without its one-off costs."""
+    """Return each timing job's training + evaluation epochs: what a longer job repeats, without its one-off costs."""
     return _epoch_and_eval(cell)
 
 
 def contenders(
     rows: Sequence[FullPathRow], best: FullPathRow, cells: Sequence[TrainingCell], level: float, epochs: int = 1
 ) -> int:
-    """How many of one device's full paths `rows` could have been its fastest over `epochs` epochs, `best`
+    """Count how many of one device's full paths could have been its fastest.
+
+    How many of one device's full paths `rows` could have been its fastest over `epochs` epochs, `best`
     among them (job_intervals.contenders on each row's per-job full paths)."""
     by_variant = {c.key: c for c in cells}
     jobs = [full_path_jobs(row, by_variant[row.key], epochs) for row in rows]
@@ -53,7 +57,9 @@ def speedup_estimate(
     family: int = 1,
     epochs: int = 1,
 ) -> Estimate:
-    """CPU/GPU full-path time of `epochs` epochs, each side's one-off costs and start-up paid once, with its t
+    """Estimate the CPU/GPU full-path speedup with its t interval.
+
+    CPU/GPU full-path time of `epochs` epochs, each side's one-off costs and start-up paid once, with its t
     interval (Welch: the
     two sides ran in different jobs) at the level of a family of `family` comparisons (see `contenders`).
 
@@ -70,7 +76,9 @@ def speedup_estimate(
 
 
 def cell_ratio(a: TrainingCell, b: TrainingCell, level: float) -> Estimate:
-    """B's epoch over A's (job_intervals.ratio_interval), paired over the jobs that timed both (the same job
+    """Return B's epoch over A's with its interval.
+
+    B's epoch over A's (job_intervals.ratio_interval), paired over the jobs that timed both (the same job
     names: their epochs interleaved in one process, so the drift they shared cancels); Welch between
     different jobs, or where they share fewer than two."""
     shared = [job for job in a.jobs if job in b.jobs]
@@ -83,7 +91,9 @@ def cell_ratio(a: TrainingCell, b: TrainingCell, level: float) -> Estimate:
 def fastest_ties(
     cpu_cells: Sequence[TrainingCell], fastest: TrainingCell, floor: float | None, rules: NoiseRules
 ) -> tuple[TiedConfiguration, ...]:
-    """The CPU configurations whose epoch is not measurably slower than the fastest's: the interval of
+    """Return the CPU configurations whose epoch is not measurably slower than the fastest's.
+
+    The CPU configurations whose epoch is not measurably slower than the fastest's: the interval of
     their ratio to it holds 1 or stays within the noise floor (`cell_ratio`: paired where the same jobs timed
     both, every batch size and loader at one thread count)."""
     ties = []
@@ -101,7 +111,9 @@ OVERHEAD_BOUND_GROWTH = 0.5
 
 
 def step_scaling(cpu_train: Sequence[TrainingCell], rules: NoiseRules = NoiseRules()) -> StepScaling | None:
-    """How the per-step time grew from the smallest to the largest batch size (fast path where
+    """Return how the per-step time grew from the smallest to the largest batch size.
+
+    How the per-step time grew from the smallest to the largest batch size (fast path where
     measured), with its interval: the epoch ratio's (`cell_ratio`: paired, as one CPU job times every
     batch size) times the ratio of their step counts. Overhead or work is called only when the
     whole interval lies on one side of half the growth of the samples per step. Cells at the thread

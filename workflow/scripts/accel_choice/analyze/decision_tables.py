@@ -20,7 +20,9 @@ def theory_table(
     batch_sizes: Sequence[int],
     bandwidth_gb_s: float,
 ) -> TheoryTable:
-    """The estimates per batch size (the textbook's formulas, or counts for a user's model), with the
+    """Build the estimates per batch size.
+
+    The estimates per batch size (the textbook's formulas, or counts for a user's model), with the
     achieved rate of the measured fast-path epoch."""
     # Per batch size the fastest thread count's fast-path cell (timing.threads may hold several).
     measured: dict[tuple[int, str], TrainingCell] = {}
@@ -58,7 +60,9 @@ def theory_table(
 
 
 def data_table(datasets: Sequence[tuple[DatasetMeta, DatasetExport]], batch_sizes: Sequence[int]) -> DataTable:
-    """One row per data set from its generation metadata and export record (the pairs, in order), with its
+    """Build one row per data set, with its warnings.
+
+    One row per data set from its generation metadata and export record (the pairs, in order), with its
     warnings: the metadata's, and for the benchmark an epoch of few steps at a batch size (timing.batch_sizes)."""
     rows = []
     for meta, export in datasets:

@@ -26,7 +26,9 @@ class Figures:
 
     @classmethod
     def of(cls, profile: ModelProfile) -> Figures:
-        """The formulas describe the textbook MLP trained with Adam on BCE (4·P·4 is Adam's state); any
+        """Build the figures of `profile`: the formulas where they apply, else the counted ones.
+
+        The formulas describe the textbook MLP trained with Adam on BCE (4·P·4 is Adam's state); any
         other model, optimizer or loss takes the counted figures."""
         formula = profile.widths is not None and profile.optimizer == "adam" and profile.loss == "bce"
         return cls(profile.widths if formula else None, profile)
@@ -55,7 +57,7 @@ class Figures:
 
     @property
     def sample_bytes(self) -> int:
-        """One sample's features in fp32."""
+        """Return one sample's features in bytes, in fp32."""
         return self.widths[0] * theory.FP32_BYTES if self.widths else self.counted.input_bytes_per_sample
 
     def forward_flops(self, batch_size: int) -> int:
@@ -64,7 +66,7 @@ class Figures:
         return self.counted.row(batch_size).forward_flop
 
     def step_flops_3x(self, batch_size: int) -> int:
-        """The 3× rule: backward ≈ 2× forward."""
+        """Return a step's FLOP by the 3× rule: backward ≈ 2× forward."""
         return 3 * self.forward_flops(batch_size)
 
     def step_flops_counted(self, batch_size: int) -> int:
@@ -73,7 +75,9 @@ class Figures:
         return self.counted.row(batch_size).step_flop
 
     def epoch_flops_3x(self, rows: int, batch_size: int) -> int:
-        """The 3× rule over an epoch of `rows` samples (a model whose forward FLOP grow with the
+        """Return the FLOP of an epoch of `rows` samples by the 3× rule.
+
+        The 3× rule over an epoch of `rows` samples (a model whose forward FLOP grow with the
         batch, as every layer's do, counts the same at any batch size)."""
         if self.widths:
             return theory.forward_backward_flops(rows, self.widths)
@@ -86,15 +90,17 @@ class Figures:
 
     @property
     def target_bytes(self) -> int:
-        """One target on the device: an int64 class index for ce, else fp32."""
+        """Return the bytes of one target on the device: an int64 class index for ce, else fp32."""
         return 8 if self.profile is not None and self.profile.loss == "ce" else theory.FP32_BYTES
 
     def data_bytes(self, rows: int) -> int:
-        """The data matrix and its target column (fp32; int64 class indices for ce)."""
+        """Return the bytes of the data matrix and its target column (fp32; int64 class indices for ce)."""
         return rows * (self.sample_bytes + self.target_bytes)
 
     def memory_bound_bytes(self, batch_size: int, rows: int, resident: bool) -> int:
-        """What one timed epoch holds on the device: theory.memory_bound_bytes for the textbook MLP;
+        """Return what one timed epoch holds on the device.
+
+        What one timed epoch holds on the device: theory.memory_bound_bytes for the textbook MLP;
         for a user's model the same terms counted - parameters, gradients, buffers and optimizer state, twice
         the hooks' forward activations (every leaf module's output), the batch in use and the next,
         the per-step loss buffer, and the data and the shuffled index where resident. An estimate, not

@@ -30,7 +30,9 @@ def table_residuals(
     confidence: float,
     seed: int,
 ) -> tuple[Residual, ...]:
-    """One residual per point of a fitted model, in the points' order. `workloads[i]` is the epoch
+    """Return one residual per point of a fitted model, in the points' order.
+
+    One residual per point of a fitted model, in the points' order. `workloads[i]` is the epoch
     `points[i]` measured (planner.point_workload); `refits[(device, counted)]` the (resamples × 4)
     coefficients of each bootstrap refit (breakeven_interval.resampled_fits). Each point's misfit draws
     are seeded from `seed` and its position, so the same records give the same intervals."""

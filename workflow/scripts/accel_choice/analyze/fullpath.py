@@ -10,7 +10,7 @@ from accel_choice.records.fullpath import FullPathRow
 
 
 def pageable_copy(transfers: TransferTable | None, what: str, direction: str) -> CopyCell | None:
-    """The aggregated pageable copy of `what` in `direction`, or None where none was measured."""
+    """Return the aggregated pageable copy of `what` in `direction`, or None where none was measured."""
     for row in transfers.copies if transfers else ():
         if (row.what, row.direction, row.memory) == (what, direction, "pageable"):
             return row
@@ -39,7 +39,9 @@ def _added(*copies: tuple[Sequence[float], Sequence[float]]) -> tuple[tuple[floa
 
 
 def one_off_jobs(train: TrainingCell, parts: Sequence[Sequence[float]]) -> tuple[float, ...]:
-    """The one-off costs each of `train`'s jobs pays: its own start-up plus, for every part (load, conversion,
+    """Return the one-off costs each of `train`'s jobs pays.
+
+    The one-off costs each of `train`'s jobs pays: its own start-up plus, for every part (load, conversion,
     a copy: each a sequence of per-job times from jobs of its own), the time of the part's job of the same
     repeat, cycled where the part ran fewer repeats. The part's jobs ran apart from the training job, so
     pairing them by repeat draws each sum from independent jobs: an interval over the sums carries the

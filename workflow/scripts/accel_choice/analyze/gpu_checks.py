@@ -28,7 +28,9 @@ def launch_bound(ratio: Estimate, threshold: float = HOST_BOUND) -> LaunchBound:
 
 
 def cell_launch_checks(group: Sequence[TrainingRecord], rules: NoiseRules) -> dict[str, Any]:
-    """The cell's `launch` field: its jobs' launch checks, and where every job replayed its step, the cell's
+    """Build the cell's `launch` field.
+
+    The cell's `launch` field: its jobs' launch checks, and where every job replayed its step, the cell's
     step (each job's median epoch over its steps) over the job's floor, paired by job (the floor was timed in
     the same process, minutes after the epochs), with its t interval. Null for a cell without them."""
     checks = [r.launch for r in group]

@@ -25,7 +25,9 @@ PLACEMENTS = ("resident", "streamed")  # the GPU's data in the break-even curves
 
 
 def copy_bytes(w: AnyWorkload) -> int:
-    """The input the GPU receives for one epoch: the fp32 matrix (the textbook's), or every row's
+    """Return the bytes the GPU receives for one epoch.
+
+    The input the GPU receives for one epoch: the fp32 matrix (the textbook's), or every row's
     features and target (a counted model's)."""
     if isinstance(w, CountedWorkload):
         return w.rows * w.per_sample.row_bytes
@@ -33,7 +35,9 @@ def copy_bytes(w: AnyWorkload) -> int:
 
 
 def extra_seconds(placement: str, startup_s: np.ndarray | float, copy_s: np.ndarray | float, epochs: int) -> np.ndarray:
-    """The GPU-only seconds each epoch carries in a training job of `epochs` epochs: the job pays its
+    """Return the GPU-only seconds each epoch carries in a training job of `epochs` epochs.
+
+    The GPU-only seconds each epoch carries in a training job of `epochs` epochs: the job pays its
     start-up once and, for resident data, one copy of the input; streamed data is copied every epoch."""
     if placement == "resident":
         return np.asarray((startup_s + copy_s) / epochs)
@@ -45,7 +49,9 @@ def extra_seconds(placement: str, startup_s: np.ndarray | float, copy_s: np.ndar
 def gpu_startup_seconds(
     train_table: Sequence[TrainingCell], assumed_s: float | None, profile: ProfileModel | None = None
 ) -> tuple[float, str]:
-    """The GPU's one-off start-up beyond the CPU's, measured by the timing jobs (the median GPU
+    """Return the GPU's one-off start-up beyond the CPU's, and where it came from.
+
+    The GPU's one-off start-up beyond the CPU's, measured by the timing jobs (the median GPU
     cell's `startup_s_median` - context and first-step costs - less the median CPU cell's, which a
     CPU job pays as well), else your assumption, else the profile's context start-up and first step
     ("profile"; "none in the profile": 0 s)."""
@@ -65,7 +71,9 @@ def gpu_startup_seconds(
 def host_to_device_bytes_per_s(
     transfers: TransferTable | None, assumed_gb_s: float, profile: ProfileModel | None = None
 ) -> tuple[float, str, str | None]:
-    """The measured host→device bandwidth of the benchmark matrix - the faster of its pageable and
+    """Return the host→device bandwidth to model copies with, and where it came from.
+
+    The measured host→device bandwidth of the benchmark matrix - the faster of its pageable and
     pinned copies, the one a tuned input pipeline would use, and which it is - else the profile's
     fastest large copy, else the configured assumption: (bytes/s, "measured", "profile" or "assumed",
     "pageable", "pinned" or None). The pinned copy is charged its pinning too (`pin_memory_s_median`:
@@ -88,7 +96,7 @@ def host_to_device_bytes_per_s(
 def gpu_memory_bytes(
     probe: VisibleDevices, assumed: dict[str, float] | None, profile: ProfileModel | None = None
 ) -> tuple[int | None, str]:
-    """The probed GPU's memory, else your assumption, else the profile's, and where it came from."""
+    """Return the probed GPU's memory, else your assumption, else the profile's, and where it came from."""
     if probe.cuda_devices:
         return probe.cuda_devices[0].total_memory_bytes, "measured"
     if assumed is not None:

@@ -79,7 +79,9 @@ class Chosen:
 
 
 def choose(profile: DeviceProfile, matmul_precision: str) -> Chosen:
-    """The matmul rate at `matmul_precision` (fp32 where the profile has no TF32) at its best size, the device
+    """Choose the profile's matmul rate, memory bandwidth and host → device copy rate.
+
+    The matmul rate at `matmul_precision` (fp32 where the profile has no TF32) at its best size, the device
     memory's bandwidth at its largest size, and the fastest of the largest host → device copies."""
     wanted = PRECISION.get(matmul_precision, "fp32")
     precision = wanted if wanted in profile.precisions() else "fp32"
@@ -107,13 +109,15 @@ def _references(profile: DeviceProfile) -> list[StepFigure]:
 
 
 def nearest(batch_sizes: Sequence[int], batch_size: int) -> int:
-    """The index of the reference step whose batch size is nearest `batch_size` (in log): the one a profile
+    """Return the index of the reference step whose batch size is nearest `batch_size`.
+
+    The index of the reference step whose batch size is nearest `batch_size` (in log): the one a profile
     without a ladder scales by ops."""
     return min(range(len(batch_sizes)), key=lambda i: abs(math.log(batch_sizes[i] / batch_size)))
 
 
 def values(profile: DeviceProfile, chosen: Chosen, draws: Draws | None = None) -> Values:
-    """The figures the model reads: their points (`draws` None), or `draws` of each."""
+    """Return the figures the model reads: their points (`draws` None), or `draws` of each."""
 
     def read(fig: Figure | None) -> np.ndarray | None:
         if fig is None:
@@ -139,7 +143,7 @@ def values(profile: DeviceProfile, chosen: Chosen, draws: Draws | None = None) -
 
 
 def host_step_s(v: Values, work: StepWork, batch_size: int) -> np.ndarray:
-    """The host's seconds per step: the ladder's line at the step's ops, or the textbook step scaled by ops."""
+    """Return the host's seconds per step: the ladder's line at the step's ops, or the textbook step scaled by ops."""
     if v.ladder_ops is not None and v.ladder_s is not None:
         x, s = v.ladder_ops, v.ladder_s
         dx = x - x.mean()
@@ -156,7 +160,7 @@ def host_step_s(v: Values, work: StepWork, batch_size: int) -> np.ndarray:
 
 
 def device_step_s(v: Values, work: StepWork) -> np.ndarray:
-    """The device's own seconds per step: each kernel's floor, the FLOP and the bytes at the profile's rates."""
+    """Return the device's own seconds per step: each kernel's floor, the FLOP and the bytes at the profile's rates."""
     return work.kernels * v.kernel_floor_s + work.flop / v.flop_per_s + work.bytes / v.bytes_per_s
 
 
@@ -181,14 +185,14 @@ class ProfileModel:
         return self.profile.device_type != "cpu"
 
     def work(self, w: AnyWorkload) -> tuple[StepWork, int]:
-        """One step of `w` (its FLOP and bytes spread evenly over its steps), and the steps of its epoch."""
+        """Return one step of `w` (its FLOP and bytes spread evenly over its steps), and the steps of its epoch."""
         counts = costmodel.work(w)
         steps = counts["steps"]
         moved = counts["bytes"] + counts["state_bytes"]  # the rows' traffic and the optimizer state's
         return StepWork(self.ops, self.kernels, counts["flop"] / steps, moved / steps), int(steps)
 
     def step_parts(self, w: AnyWorkload, v: Values | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """The host's and the device's seconds per step of `w` (each an array over `v`'s draws)."""
+        """Return the host's and the device's seconds per step of `w` (each an array over `v`'s draws)."""
         work, _ = self.work(w)
         return self._parts(work, w.batch_size, self.point if v is None else v)
 
@@ -207,7 +211,7 @@ class ProfileModel:
 
 
 def model(profile: DeviceProfile, path: str, matmul_precision: str, ops: int, kernels: int) -> ProfileModel:
-    """The GPU of `profile` for a model dispatching `ops` ops (`kernels` of them launching work) a step."""
+    """Build the GPU of `profile` for a model dispatching `ops` ops (`kernels` of them launching work) a step."""
     chosen = choose(profile, matmul_precision)
     return ProfileModel(profile, path, chosen, ops, kernels, values(profile, chosen))
 
@@ -225,7 +229,9 @@ def _used(what: str, how: str, fig: Figure) -> UsedFigure:
 
 
 def use(gpu: ProfileModel, batch_size: int) -> ProfileUse:
-    """What the planner reads of the profile, each figure with its estimate and source: the first screen
+    """Return what the planner reads of the profile, each figure with its estimate and source.
+
+    What the planner reads of the profile, each figure with its estimate and source: the first screen
     and the planner section name them. The host step is the model's own (its ops), drawn as the intervals draw it."""
     profile, chosen = gpu.profile, gpu.chosen
     work = StepWork(gpu.ops, gpu.kernels, 0.0, 0.0)

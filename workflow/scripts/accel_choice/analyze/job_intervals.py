@@ -32,7 +32,7 @@ Outcome = Literal["a_faster", "b_faster", "no_difference"]
 
 
 def job_medians(groups: Groups) -> np.ndarray:
-    """Each job's median (jobs without values left out), checked positive and finite."""
+    """Return each job's median (jobs without values left out), checked positive and finite."""
     medians = np.array([float(np.median(np.asarray(g, dtype=float))) for g in groups if len(g)])
     if not len(medians):
         raise ValueError("no measurements to summarise")
@@ -42,7 +42,7 @@ def job_medians(groups: Groups) -> np.ndarray:
 
 
 def job_logs(groups: Groups) -> np.ndarray:
-    """The natural logarithm of each job's median (jobs without values left out)."""
+    """Return the natural logarithm of each job's median (jobs without values left out)."""
     return np.log(job_medians(groups))
 
 
@@ -78,12 +78,12 @@ def _t_estimate(center: float, se: float, df: float, level: float, jobs: int, me
 
 
 def point(groups: Groups) -> float:
-    """The cell's point: the geometric mean of its job medians."""
+    """Return the cell's point: the geometric mean of its job medians."""
     return math.exp(float(np.mean(job_logs(groups))))
 
 
 def median_interval(groups: Groups, level: float = 0.95) -> Estimate:
-    """The geometric mean of the job medians with its t interval (jobs - 1 degrees of freedom)."""
+    """Return the geometric mean of the job medians with its t interval (jobs - 1 degrees of freedom)."""
     medians = job_medians(groups)
     logs = np.log(medians)
     se = float(np.std(logs, ddof=1) / math.sqrt(len(logs))) if len(logs) > 1 else 0.0
@@ -146,12 +146,14 @@ def table_ratio(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], level:
 
 
 def can_pair(a: Groups, b: Groups) -> bool:
-    """A paired comparison needs the same jobs with the same number of epochs on both sides."""
+    """Say whether a paired comparison is possible: the same jobs with the same number of epochs on both sides."""
     return len(a) == len(b) and all(len(x) == len(y) for x, y in zip(a, b))
 
 
 def contenders(candidates: Sequence[Groups], best: int, level: float = 0.95) -> int:
-    """How many of `candidates` could have been the fastest: `candidates[best]` (the one picked by its point)
+    """Count how many of `candidates` could have been the fastest.
+
+    How many of `candidates` could have been the fastest: `candidates[best]` (the one picked by its point)
     and every other one not measurably slower than it at `level`. A pick among k equals is biased towards
     the luckiest, so the picked one's interval against anything else is held at the level of a family of k
     (`simultaneous_level`): benchmarks/calibration.py shows the verdict error this keeps at its level."""
@@ -163,7 +165,9 @@ def contenders(candidates: Sequence[Groups], best: int, level: float = 0.95) -> 
 
 
 def simultaneous_level(level: float, comparisons: int) -> float:
-    """The per-comparison level that keeps `comparisons` intervals jointly at `level` (Bonferroni):
+    """Return the per-comparison level that keeps `comparisons` intervals jointly at `level`.
+
+    The per-comparison level that keeps `comparisons` intervals jointly at `level` (Bonferroni):
     a table of 20 rows at 95 % each would see some row "differ" in A/A runs about 64 % of the time."""
     if comparisons < 1:
         raise ValueError(f"comparisons must be at least 1, got {comparisons}")
@@ -173,7 +177,9 @@ def simultaneous_level(level: float, comparisons: int) -> float:
 def detectable_ratio(
     a: Groups, b: Groups, beyond: float = 1.0, level: float = 0.95, power: float = 0.8
 ) -> float | None:
-    """The smallest true B/A ratio of times above `beyond` that a Welch interval at `level` of jobs spread like
+    """Return the smallest true B/A ratio a Welch interval would put wholly above `beyond`.
+
+    The smallest true B/A ratio of times above `beyond` that a Welch interval at `level` of jobs spread like
     `a` and `b` would put wholly above `beyond` with probability `power`: beyond · exp((t(1 - α/2) + t(power)) · se),
     on the log scale, with se and the degrees of freedom of the observed jobs (a planning figure: the spread
     itself is estimated from the jobs). None where a side has fewer than two jobs; `beyond` where nothing varied."""
@@ -225,7 +231,9 @@ def jobs_to_settle(
     away: float = SETTLE_AWAY,
     bound: float = SPREAD_BOUND,
 ) -> int | None:
-    """How many jobs a side would settle an undecided B/A against `threshold` with probability `power` when
+    """Estimate how many jobs a side would settle an undecided B/A against `threshold`.
+
+    How many jobs a side would settle an undecided B/A against `threshold` with probability `power` when
     the true ratio lies at least `away` times from it: a two-sample t test's sample size (`_jobs_for`) for
     the distance log(`away`), planned with the one-sided `bound` upper confidence bound of the jobs' pooled
     log spread (chi-square, the pooled degrees of freedom). Not the observed distance to the threshold: that
@@ -241,7 +249,9 @@ def jobs_to_settle(
 def jobs_to_detect(
     a: Groups, b: Groups, slowdown: float, beyond: float = 1.0, level: float = 0.95, power: float = 0.8, most: int = 200
 ) -> int | None:
-    """How many jobs a side would let a comparison of jobs spread like `a` and `b` catch a true B/A of
+    """Estimate how many jobs a side would let a comparison catch a true B/A of `slowdown`.
+
+    How many jobs a side would let a comparison of jobs spread like `a` and `b` catch a true B/A of
     `slowdown` beyond `beyond` (the noise floor and the gate) with probability `power`. None past `most` jobs,
     or where `slowdown` does not exceed `beyond`."""
     la, lb = job_logs(a), job_logs(b)
@@ -268,7 +278,9 @@ def outcome(ratio: Estimate, noise_floor: float = 0.0) -> Outcome:
 
 
 def gate_fails(low: float, said: Outcome, percent: float) -> bool:
-    """The regression gate's rule for one B/A ratio of times: B slower than A by more than `percent` %,
+    """Apply the regression gate's rule to one B/A ratio of times.
+
+    The regression gate's rule for one B/A ratio of times: B slower than A by more than `percent` %,
     the whole interval beyond it (`low`), and beyond the noise floor too (`said`, the outcome, is
     "a_faster"), so a difference the runs' own drift explains never fails it."""
     return said == "a_faster" and low > 1 + percent / 100

@@ -26,7 +26,9 @@ def aggregate_load_convert(
     jobs: Sequence[LoadConvertJob],
     rules: NoiseRules = NoiseRules(),
 ) -> tuple[LoadCell, ...]:
-    """One cell per (dataset, format): each stage's median over repeats; the total as an Estimate (t on log
+    """Aggregate the load/convert records into one cell per (dataset, format).
+
+    One cell per (dataset, format): each stage's median over repeats; the total as an Estimate (t on log
     job medians) with the spread of the jobs' totals.
 
     A file's repeats are the jobs that loaded it; a job's contamination readings (it loaded every
@@ -78,7 +80,9 @@ def aggregate_load_convert(
 
 
 def aggregate_transfers(jobs: Sequence[TransferJob], rules: NoiseRules = NoiseRules()) -> TransferTable:
-    """Per copy (what, direction, memory): median seconds over repeats with its bootstrap interval
+    """Aggregate the transfer records into one row per copy.
+
+    Per copy (what, direction, memory): median seconds over repeats with its bootstrap interval
     (jobs, then their passes), min, max, GB/s from the median; and the fixed costs, context start-up
     and pinning, with their spread."""
     if not jobs:

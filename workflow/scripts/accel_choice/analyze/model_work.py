@@ -52,7 +52,7 @@ class PerSample:
 
     @classmethod
     def of(cls, profile: ModelProfile) -> PerSample:
-        """The profile's counts as lines in the batch size."""
+        """Return the profile's counts as lines in the batch size."""
         figures = Figures(None, profile)
         sizes = [row.batch_size for row in profile.table]
         flop, flop_error = _line(sizes, [row.step_flop for row in profile.table])
@@ -88,7 +88,9 @@ class CountedWorkload:
         return self.per_sample.model
 
     def work(self) -> dict[str, float]:
-        """Steps, training FLOP, bytes moved (the rows', the state's) and rows, counted as costmodel.work
+        """Count the steps, training FLOP, bytes moved and rows of one epoch.
+
+        Steps, training FLOP, bytes moved (the rows', the state's) and rows, counted as costmodel.work
         counts the textbook MLP's: data and target read once, activations written in forward and read
         back in backward, and each optimizer step reading and writing parameters, gradients and
         optimizer state."""
@@ -105,7 +107,9 @@ class CountedWorkload:
 
 
 def identity(w: Workload | CountedWorkload) -> dict[str, Any]:
-    """The fields that name a workload in the planner's records (FitPoint, Residual): a counted
+    """Return the fields that name a workload in the planner's records.
+
+    The fields that name a workload in the planner's records (FitPoint, Residual): a counted
     model's name, and no features or hidden."""
     if isinstance(w, CountedWorkload):
         return {"model": w.model, "rows": w.rows, "features": None, "hidden": None, "batch_size": w.batch_size}

@@ -16,7 +16,9 @@ _TIE_RSS_PER_POINT = 1e-12
 
 
 def nnls(weighted: np.ndarray, target: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Non-negative least squares of weighted · c ≈ target (default 1) by trying every subset of terms;
+    """Solve non-negative least squares by trying every subset of terms.
+
+    Non-negative least squares of weighted · c ≈ target (default 1) by trying every subset of terms;
     `weighted` is (points × terms), or a stack of them (one per bootstrap resample), solved together,
     `target` (points) or a stack of the same shape.
 

@@ -78,7 +78,9 @@ def scenario_plan(
 
 
 def grid_points(grid: Sequence[GridRecord], rules: stats.NoiseRules) -> list[FitPoint]:
-    """Median epoch time per (device, workload) over the grid's repeats, with its noise verdict
+    """Return the median epoch time per (device, workload) over the grid's repeats.
+
+    Median epoch time per (device, workload) over the grid's repeats, with its noise verdict
     and the repeats measured while other processes were busy (kept, and counted in the report)."""
     points = []
     for (device, rows, features, hidden, batch_size), group in grid_groups(grid).items():
@@ -104,7 +106,7 @@ def grid_points(grid: Sequence[GridRecord], rules: stats.NoiseRules) -> list[Fit
 
 
 def point_workload(point: FitPoint, per_sample: PerSample | None) -> AnyWorkload:
-    """The workload a fit point measured: the textbook MLP's, or the counted model's (`per_sample`)."""
+    """Return the workload a fit point measured: the textbook MLP's, or the counted model's (`per_sample`)."""
     if point.features is not None:
         return point.workload
     if per_sample is None or per_sample.model != point.model:
@@ -115,7 +117,9 @@ def point_workload(point: FitPoint, per_sample: PerSample | None) -> AnyWorkload
 def device_models(
     points: Sequence[FitPoint], gpu_assumed: Mapping[str, float] | None, per_sample: PerSample | None = None
 ) -> dict[str, CostModel]:
-    """A fitted model for every measured device; where no GPU was measured, your assumed GPU
+    """Return a fitted model for every measured device.
+
+    A fitted model for every measured device; where no GPU was measured, your assumed GPU
     (planner.gpu_assumed) if you gave one (else the planner models it from a profile: analyze.gpu_profile).
     `per_sample`: the counted model of the benchmark's points where it is not the grid's MLP."""
     models = {}
@@ -135,7 +139,9 @@ def device_models(
 
 
 def model_row(model: CostModel) -> ModelRow:
-    """The table row of a model: a term the fit dropped (rate ∞) is written as null, with `terms_used`;
+    """Build the table row of a model.
+
+    The table row of a model: a term the fit dropped (rate ∞) is written as null, with `terms_used`;
     an assumed model's fit quality is null."""
     quality = model.quality
 
@@ -169,7 +175,9 @@ def model_row(model: CostModel) -> ModelRow:
 
 
 def profile_row(gpu: ProfileModel, w: AnyWorkload) -> ModelRow:
-    """The table row of a profile's GPU: its host's seconds per step of `w` (this model's ops), and the
+    """Build the table row of a profile's GPU.
+
+    The table row of a profile's GPU: its host's seconds per step of `w` (this model's ops), and the
     matmul rate and memory bandwidth it reads; no fit, so no quality."""
     host, _ = gpu.step_parts(w)
     flop, bandwidth = gpu.chosen.flop.estimate.point, gpu.chosen.bandwidth.estimate.point
@@ -250,7 +258,7 @@ def break_even_curves(
 
 
 def curve_rows(curves: Sequence[BreakEvenCurve]) -> list[CurveRow]:
-    """Every value of every curve, one row each (an infinite cpu/gpu ratio written as null)."""
+    """Return every value of every curve, one row each (an infinite cpu/gpu ratio written as null)."""
     return [
         CurveRow(
             axis=c.axis,
@@ -284,7 +292,9 @@ def scenario_predictions(
 def break_even_summary(
     curve: BreakEvenCurve, interval: Interval, gpu: CostModel | ProfileModel | None = None
 ) -> BreakEvenSummary:
-    """Where along the axis the GPU is faster, in the three shapes a curve can take: never,
+    """Summarise where along the axis the GPU is faster.
+
+    Where along the axis the GPU is faster, in the three shapes a curve can take: never,
     from a break-even on (or over the whole range), or only up to some value; with the
     break-even's bootstrap interval (analyze.breakeven_interval), and both devices at the sweep's end
     (a profile's GPU, `gpu`, with its step's host and device seconds)."""
@@ -326,7 +336,7 @@ def break_even_summary(
 
 
 def scenario_rows(plan: Scenario) -> list[dict[str, Any]]:
-    """The scenario as quantity/value rows, the modelled epochs included (flattened)."""
+    """Return the scenario as quantity/value rows, the modelled epochs included (flattened)."""
     body = {k: v for k, v in records.to_json(plan).items() if k not in records.HEADER}
     rows = [{"quantity": k, "value": v} for k, v in body.items() if not isinstance(v, (dict, list))]
     rows += [{"quantity": f"modelled.{k}", "value": v} for k, v in (body.get("modelled") or {}).items()]
@@ -339,7 +349,9 @@ def scenario_rows(plan: Scenario) -> list[dict[str, Any]]:
 
 
 def benchmark_points(train_table: Sequence[TrainingCell], workload: Callable[[int], AnyWorkload]) -> list[FitPoint]:
-    """The main benchmark's fast-path fp32 cells (CPU on the host, GPU resident) as extra fit points;
+    """Return the main benchmark's fast-path fp32 cells as extra fit points.
+
+    The main benchmark's fast-path fp32 cells (CPU on the host, GPU resident) as extra fit points;
     `workload(batch_size)` is what one such cell's epoch is (the textbook MLP's, or a counted model's)."""
     return [
         FitPoint(
@@ -359,7 +371,7 @@ def benchmark_points(train_table: Sequence[TrainingCell], workload: Callable[[in
 
 
 def fastpath_cpu_seconds(train_table: Sequence[TrainingCell]) -> dict[int, float]:
-    """The median CPU fast-path epoch per batch size (the FLOP check's achieved rate)."""
+    """Return the median CPU fast-path epoch per batch size (the FLOP check's achieved rate)."""
     return {
         r.batch_size: r.epoch_s.point
         for r in train_table

@@ -61,22 +61,24 @@ class Design:
 
 @functools.cache
 def shipped() -> DeviceProfile:
-    """The shipped H200 profile (config/gpu_profiles/h200.json): the synthetic GPU's kind, rates and start-up."""
+    """Return the shipped H200 profile (config/gpu_profiles/h200.json): the synthetic GPU's kind, rates and start-up."""
     return gpu_profiles.read(gpu_profiles.shipped()["h200"])
 
 
 def textbook_step() -> StepFigure:
-    """The shipped profile's textbook step at the curves' batch size: its seconds, ops and kernels."""
+    """Return the shipped profile's textbook step at the curves' batch size: its seconds, ops and kernels."""
     return next(s for s in shipped().reference_steps if s.batch_size == BASE.batch_size)
 
 
 def true_gpu_step_s() -> float:
-    """The synthetic machines' median step: the shipped profile's textbook step at the curves' batch size."""
+    """Return the synthetic machines' median step: the shipped profile's textbook step at the curves' batch size."""
     return textbook_step().seconds.estimate.point
 
 
 def synthetic_profile(steps: list[float]) -> DeviceProfile:
-    """The shipped H200 profile with its textbook step at the curves' batch size recorded as `steps`, one value
+    """Build the synthetic machines' profile from the shipped H200 profile.
+
+    The shipped H200 profile with its textbook step at the curves' batch size recorded as `steps`, one value
     per synthetic machine, and nothing else of its host (no copy: the curves copy at COPY_BYTES_PER_S)."""
     seconds = figure("recorded", "s", {f"m{i}": [s] for i, s in enumerate(steps)}, "a synthetic run")
     step = dataclasses.replace(textbook_step(), seconds=seconds)
@@ -111,7 +113,7 @@ def _curves(cpu: CostModel, gpu: gpu_profile.ProfileModel | CostModel) -> list[c
 
 
 def simulate_run(rng: np.random.Generator, design: Design, resamples: int, seed: int) -> bool:
-    """One synthetic run: does its interval hold the true break-even for a new machine?"""
+    """Simulate one synthetic run: say whether its interval holds the true break-even for a new machine."""
     effects = rng.lognormal(0.0, design.sigma_job, size=design.grid_jobs)
     measured = []
     for w in GRID:
@@ -142,7 +144,7 @@ def simulate_run(rng: np.random.Generator, design: Design, resamples: int, seed:
 
 
 def coverage(design: Design, runs: int, resamples: int = 200, seed: int = 20261206) -> Coverage:
-    """The share of `runs` synthetic runs of `design` whose interval held the true break-even."""
+    """Return the share of `runs` synthetic runs of `design` whose interval held the true break-even."""
     rng = np.random.default_rng((seed, 0))  # the synthetic timings: apart from run i's resamples (seed + i)
     held = sum(simulate_run(rng, design, resamples, seed + i) for i in range(runs))
     return Coverage(
@@ -170,5 +172,5 @@ def lookup(path: str | os.PathLike[str], grid_jobs: int, machines: int, level: f
 
 
 def designs(grid_jobs: list[int], machines: list[int]) -> list[Design]:
-    """Every combination, in order."""
+    """Return every combination, in order."""
     return [Design(grid_jobs=j, machines=m) for j in grid_jobs for m in machines]

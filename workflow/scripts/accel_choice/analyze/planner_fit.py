@@ -43,7 +43,7 @@ class Fitted:
 
     @property
     def gpu(self) -> CostModel | ProfileModel:
-        """The GPU side of every break-even: measured in this run, your assumption, or a profile."""
+        """Return the GPU side of every break-even: measured in this run, your assumption, or a profile."""
         if self.profile is not None:
             return self.profile
         return next(model for name, model in self.models.items() if name != "cpu")
@@ -55,17 +55,19 @@ class Fitted:
 
     @property
     def host_memory_bytes(self) -> int | None:
-        """The smallest node that measured the training tables: not the one running this job."""
+        """Return the memory of the smallest node that measured the training tables: not the one running this job."""
         return aggregate.smallest_host_memory(table.host_memory_bytes for table in self.tables)
 
 
 def read_tables(training: str, gpu_training: Sequence[str]) -> list[TrainingTable]:
-    """The CPU training table and, where a GPU was measured, the GPU's."""
+    """Read the CPU training table and, where a GPU was measured, the GPU's."""
     return [records.read(TrainingTable, path) for path in (training, *gpu_training)]
 
 
 def fit(inputs: Mapping[str, Any], p: Any) -> Fitted:
-    """Fit the models from a planner job's inputs (grid, training, gpu_training, transfers, profile,
+    """Fit the models from a planner job's inputs and params.
+
+    Fit the models from a planner job's inputs (grid, training, gpu_training, transfers, profile,
     gpu_profile) and params (rows, features, hidden, textbook, threads, gpu_assumed, matmul_precision,
     gpu_profile_label, assumed_host_to_device_gb_s, noise)."""
     grid = [r for path in inputs.get("grid") for r in records.read(GridJob, path).records]

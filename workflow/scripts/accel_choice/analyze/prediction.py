@@ -37,7 +37,9 @@ def log_residuals(measured: np.ndarray, predicted: np.ndarray) -> np.ndarray:
 
 
 def misfit_log_residuals(model: CostModel, counted: bool = False) -> np.ndarray:
-    """The model's leave-one-out log residuals log(measured / predicted by a fit without the point's
+    """Return the model's leave-one-out log residuals.
+
+    The model's leave-one-out log residuals log(measured / predicted by a fit without the point's
     workload), one per point it was fitted to, in the fit's order; `counted`: those of a counted
     model's own cells (analyze.counted_fit), the grid's where it has none. An assumed model has no
     points: an empty array (its misfit is unknown, not zero: say so where it is used).
@@ -60,7 +62,9 @@ def misfit_log_residuals(model: CostModel, counted: bool = False) -> np.ndarray:
 
 
 def misfit_factors(model: CostModel, resamples: int, seed: int, counted: bool = False) -> np.ndarray:
-    """`resamples` factors exp(±r_b), each r_b drawn uniformly from `misfit_log_residuals(model,
+    """Draw `resamples` misfit factors exp(±r_b).
+
+    `resamples` factors exp(±r_b), each r_b drawn uniformly from `misfit_log_residuals(model,
     counted)` with a random sign (`symmetric_draws`, numpy's default_rng(seed)): multiply resample b's
     CPU curve by factors[b] (e.g. `cpu_s = (cpu_coefficients @ design.T) * factors[:, None]`). Ones
     where the model has no residuals (an assumed model)."""
@@ -70,7 +74,9 @@ def misfit_factors(model: CostModel, resamples: int, seed: int, counted: bool = 
 
 
 def symmetric_draws(residuals: np.ndarray, size: int, seed: int) -> np.ndarray:
-    """`size` draws of ±|r|: r uniformly from `residuals` (with replacement), the sign by a fair coin,
+    """Draw `size` values of ±|r| from `residuals`.
+
+    `size` draws of ±|r|: r uniformly from `residuals` (with replacement), the sign by a fair coin,
     both from default_rng(seed); zeros where there are no residuals."""
     values = np.abs(np.asarray(residuals, dtype=float))
     if values.size == 0:
@@ -82,7 +88,9 @@ def symmetric_draws(residuals: np.ndarray, size: int, seed: int) -> np.ndarray:
 def prediction_interval(
     refitted_s: np.ndarray, misfit: np.ndarray, predicted_s: float, confidence: float, seed: int
 ) -> tuple[float, float]:
-    """(low, high) seconds for a measured epoch of one workload: the percentile interval at
+    """Return the (low, high) seconds interval for a measured epoch of one workload.
+
+    (low, high) seconds for a measured epoch of one workload: the percentile interval at
     `confidence` of refitted_s[b] · exp(±misfit[j_b]) (`symmetric_draws(misfit, ..., seed)`), widened
     where needed to hold `predicted_s` (the point fit's prediction).
 

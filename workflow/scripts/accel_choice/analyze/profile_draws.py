@@ -55,7 +55,7 @@ def _bootstrap(machine: Machine, draws: int, rng: np.random.Generator) -> np.nda
 
 
 def figure(source: Source, unit: Unit, values: Mapping[str, Sequence[float]], reference: str) -> Figure:
-    """A figure from its raw values per machine, with its estimate (the draw's percentile interval)."""
+    """Build a figure from its raw values per machine, with its estimate (the draw's percentile interval)."""
     machines = tuple(Machine(machine=label, values=tuple(float(v) for v in vs)) for label, vs in values.items())
     point = statistics.median(statistics.median(m.values) for m in machines)
     if source == "datasheet":
@@ -71,7 +71,9 @@ def figure(source: Source, unit: Unit, values: Mapping[str, Sequence[float]], re
 
 
 def estimate_of(drawn: np.ndarray, point: float, machines: int) -> PositiveEstimate:
-    """The percentile interval of `drawn` at LEVEL around `point` (widened to hold it), by the method a
+    """Return the percentile interval of `drawn` at LEVEL around `point`.
+
+    The percentile interval of `drawn` at LEVEL around `point` (widened to hold it), by the method a
     figure of `machines` machines is drawn with: a new machine's prediction, or one machine's bootstrap."""
     tail = (1 - LEVEL) / 2
     low, high = (float(np.quantile(drawn, q)) for q in (tail, 1 - tail))

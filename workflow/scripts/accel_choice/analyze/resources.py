@@ -29,7 +29,7 @@ BENCHMARK_FIELDS = {
 
 
 def read_benchmark(path: str | os.PathLike[str]) -> dict[str, float | None]:
-    """The first row of a Snakemake benchmark TSV; NA (no sample taken) becomes None."""
+    """Read the first row of a Snakemake benchmark TSV; NA (no sample taken) becomes None."""
     with open(path, newline="") as handle:
         rows = list(csv.DictReader(handle, delimiter="\t"))
     if not rows or "s" not in rows[0]:
@@ -67,7 +67,7 @@ def job_row(
 
 
 def rule_summary(rows: Sequence[JobResources]) -> list[RuleResources]:
-    """One line per rule: job count, summed and median process wall time, and the memory seen."""
+    """Summarise each rule in one line: job count, summed and median process wall time, and the memory seen."""
     summary = []
     for rule in dict.fromkeys(r.rule for r in rows):
         jobs = [r for r in rows if r.rule == rule]

@@ -90,7 +90,9 @@ def _trigamma_inverse(x: float) -> float:
 
 
 def fit_prior(variances: Sequence[float], dfs: Sequence[float]) -> Prior | None:
-    """Fit the rows' prior by the method of moments on log variances (Smyth 2004, eq. 6-7). None with fewer than
+    """Fit the rows' prior by the method of moments on log variances.
+
+    Fit the rows' prior by the method of moments on log variances (Smyth 2004, eq. 6-7). None with fewer than
     three rows that varied: too few to say how alike they are."""
     pairs = [(v, d) for v, d in zip(variances, dfs) if v > TINY and d > 0]
     if len(pairs) < 3:
@@ -108,7 +110,7 @@ def fit_prior(variances: Sequence[float], dfs: Sequence[float]) -> Prior | None:
 
 
 def row_spread(la: np.ndarray, lb: np.ndarray) -> tuple[float, int]:
-    """The row's pooled variance of log quotients and its degrees of freedom (n_a + n_b - 2)."""
+    """Return the row's pooled variance of log quotients and its degrees of freedom (n_a + n_b - 2)."""
     df = len(la) + len(lb) - 2
     if df < 1:
         return 0.0, 0
@@ -119,7 +121,7 @@ def row_spread(la: np.ndarray, lb: np.ndarray) -> tuple[float, int]:
 
 
 def moderated(variance: float, df: int, prior: Prior | None) -> tuple[float, float]:
-    """The row's variance shrunk towards the prior, and its degrees of freedom: df + d0, at most all rows' (limma)."""
+    """Shrink the row's variance towards the prior; its degrees of freedom: df + d0, at most all rows' (limma)."""
     if variance < TINY:
         variance = 0.0
     if prior is None:
@@ -137,7 +139,7 @@ def ratio(la: np.ndarray, lb: np.ndarray, prior: Prior | None, level: float) -> 
 def detectable(
     la: np.ndarray, lb: np.ndarray, prior: Prior | None, beyond: float, level: float, power: float = 0.8
 ) -> float | None:
-    """The smallest true B/A beyond `beyond` this row's interval would put wholly past it with `power`."""
+    """Return the smallest true B/A beyond `beyond` this row's interval would put wholly past it with `power`."""
     variance, df = moderated(*row_spread(la, lb), prior)
     if min(len(la), len(lb)) < 2 or not variance > 0:
         return None
@@ -157,7 +159,9 @@ class Quotients:
     groups: dict[Key, tuple[Key, ...]] = dataclasses.field(default_factory=dict)  # each row's job group
 
     def ratio(self, key: Key, level: float) -> Estimate | None:
-        """Row `key`'s B/A over the rest of its job at `level` (None: the row is in no job group). Flagged
+        """Return row `key`'s B/A over the rest of its job at `level`.
+
+        Row `key`'s B/A over the rest of its job at `level` (None: the row is in no job group). Flagged
         REFERENCE_MOVED where another row of its group is measurably faster in B at that level."""
         if key not in self.rows:
             return None
@@ -172,7 +176,9 @@ class Quotients:
 
 
 def fit(groups: Sequence[tuple[Sequence[Key], np.ndarray, np.ndarray]]) -> Quotients:
-    """Each job group's rows over the rest of their job, under one prior: `groups[g]` is (its rows' keys, A's and
+    """Fit each job group's rows over the rest of their job, under one prior.
+
+    Each job group's rows over the rest of their job, under one prior: `groups[g]` is (its rows' keys, A's and
     B's cells × jobs medians of those rows in that order). Groups of fewer than MIN_CELLS cells or one job a
     side are left out: their rows have no quotient."""
     found: dict[Key, tuple[np.ndarray, np.ndarray]] = {}

@@ -71,12 +71,12 @@ def rate(amounts: Sequence[float], seconds: Sequence[float], *, seed: int = 0) -
 
 
 def scaled(r: Rate, factor: float) -> Rate:
-    """The same pass in other units: samples to bytes (factor: bytes per sample), or back."""
+    """Return the same pass in other units: samples to bytes (factor: bytes per sample), or back."""
     return Rate(amount=r.amount * factor, seconds=r.seconds, per_s=r.per_s.scaled(factor), chunks=r.chunks)
 
 
 def slower_by(slow: Rate, fast: Rate) -> PositiveEstimate:
-    """How many times `fast` outpaces `slow`, with the bound from both intervals."""
+    """Return how many times `fast` outpaces `slow`, with the bound from both intervals."""
     s, f = slow.per_s, fast.per_s
     return PositiveEstimate(
         point=f.point / s.point, low=f.low / s.high, high=f.high / s.low, level=CONFIDENCE, method=BOUND, jobs=1
@@ -84,7 +84,9 @@ def slower_by(slow: Rate, fast: Rate) -> PositiveEstimate:
 
 
 def intake(step: StepRate) -> tuple[Rate, str]:
-    """What a device takes in, in samples per second: its training step's rate, or on a GPU its
+    """Return what a device takes in, in samples per second.
+
+    What a device takes in, in samples per second: its training step's rate, or on a GPU its
     host→device copy's (a batch's features and target) where that is slower."""
     if step.copy is None:
         return step.train, "train"
@@ -93,7 +95,9 @@ def intake(step: StepRate) -> tuple[Rate, str]:
 
 
 def bottlenecks(jobs: Sequence[ScaleJob], steps: Sequence[StepRate]) -> list[Bottleneck]:
-    """For every format, size and reader (cold reads) and every device: the reader, the training step
+    """Find the bottleneck for every format, size, reader and device.
+
+    For every format, size and reader (cold reads) and every device: the reader, the training step
     or (GPU) the host→device copy."""
     found = []
     for job in jobs:
@@ -122,13 +126,17 @@ def bottlenecks(jobs: Sequence[ScaleJob], steps: Sequence[StepRate]) -> list[Bot
 
 
 def cold_verified(job: ScaleJob) -> bool:
-    """Every cold pass read at least CACHE_MISS_SHARE of its files from storage (/proc/vmstat): the
+    """Say whether every cold pass really read from storage.
+
+    Every cold pass read at least CACHE_MISS_SHARE of its files from storage (/proc/vmstat): the
     page cache was really dropped. False also where the bytes read are unknown (recorded as 0)."""
     return all(size.cold_storage_bytes >= CACHE_MISS_SHARE * size.file_bytes for size in job.sizes)
 
 
 def bend(job: ScaleJob) -> tuple[float | None, Literal["storage", "timing"]]:
-    """The first size whose warm read no longer came from the page cache, and how that was seen: where
+    """Find the first size whose warm read no longer came from the page cache.
+
+    The first size whose warm read no longer came from the page cache, and how that was seen: where
     the cold reads are verified cold, by a warm pass that fetched most of its files from storage
     again; otherwise only by timing, a warm read no faster than the cold one by their intervals.
     (None, ...) if every size stayed in the page cache."""
@@ -142,7 +150,8 @@ def bend(job: ScaleJob) -> tuple[float | None, Literal["storage", "timing"]]:
 
 
 def rss_growth(job: ScaleJob) -> tuple[float, int]:
-    """The job's peak resident set at its largest size over (and less) that at the size before it.
+    """Return the job's peak resident set at its largest size over (and less) that at the size before it.
+
     A reader's memory has a ceiling - the units in flight - that a dataset of a single row group
     does not reach, so growth from the smallest size says little; growth while the data grow
     several times over, at the top, is what would show an unbounded reader."""
@@ -151,7 +160,7 @@ def rss_growth(job: ScaleJob) -> tuple[float, int]:
 
 
 def best_reader(jobs: Sequence[ScaleJob]) -> tuple[ScaleJob, SizeMeasurement, ReaderPass, Rate]:
-    """The fastest cold reader at the largest size: its job, size, pass and rate in file bytes/s."""
+    """Return the fastest cold reader at the largest size: its job, size, pass and rate in file bytes/s."""
     largest = max(size.target_gb for job in jobs for size in job.sizes)
     best = None
     for job in jobs:
@@ -166,7 +175,7 @@ def best_reader(jobs: Sequence[ScaleJob]) -> tuple[ScaleJob, SizeMeasurement, Re
 
 
 def zero_worker_gain(size: SizeMeasurement, reader: ReaderPass) -> float | None:
-    """A cold reader's rate over the cold rate without workers (None: it is that one, or that was not measured)."""
+    """Return a cold reader's rate over the cold rate without workers (None: it is that one, or not measured)."""
     alone = [r.samples.per_s.point for r in size.readers if r.cache == "cold" and r.workers == 0]
     return reader.samples.per_s.point / alone[0] if alone and reader.workers else None
 
@@ -174,7 +183,9 @@ def zero_worker_gain(size: SizeMeasurement, reader: ReaderPass) -> float | None:
 def storage_scenario(
     plan: Scenario, file_bytes_per_row: float, features: int, reader_bytes: Rate, overlapped: bool
 ) -> tuple[int, list[StorageScenario]]:
-    """Each device's streamed epoch of the scenario: its modelled compute (and, on a GPU, the copy of
+    """Model each device's streamed epoch of the scenario.
+
+    Each device's streamed epoch of the scenario: its modelled compute (and, on a GPU, the copy of
     every row), and reading the scenario's rows at the measured reader rate (`file_bytes_per_row` of
     rows of `features`, scaled to the scenario's width). A reader with workers or threads overlaps
     reading with the step (`overlapped`): the epoch takes the slowest part, which bounds it; a reader
@@ -207,7 +218,9 @@ def storage_scenario(
 
 
 def busy(jobs: Sequence[ScaleJob], steps: Sequence[StepRate], rules: NoiseRules) -> list[BusyPart]:
-    """What shared the machine, flagged and kept: a whole job whose drift sentinel ran off the study's
+    """Return what shared the machine, flagged and kept.
+
+    What shared the machine, flagged and kept: a whole job whose drift sentinel ran off the study's
     (its jobs of one sentinel workload) or that had steal over the limit (analyze.sentinel); a size
     with other processes' CPU or steal over the limits, or whose sentinel, timed after it, ran off its
     job's median by more than the tolerance; a step job with other processes' CPU over the limit."""
@@ -232,7 +245,7 @@ def busy(jobs: Sequence[ScaleJob], steps: Sequence[StepRate], rules: NoiseRules)
 def scale_table(
     jobs: Sequence[ScaleJob], steps: Sequence[StepRate], plan: Scenario, rules: NoiseRules = NoiseRules()
 ) -> ScaleTable:
-    """The study summarised (records.scale.ScaleTable), what shared the machine judged by `rules`."""
+    """Summarise the study (records.scale.ScaleTable), what shared the machine judged by `rules`."""
     job, size, reader, reader_bytes = best_reader(jobs)
     scenario_bytes, scenario = storage_scenario(
         plan, size.file_bytes / size.rows, job.features, reader_bytes, overlapped=reader.workers > 0

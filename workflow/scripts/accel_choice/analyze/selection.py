@@ -35,7 +35,9 @@ SPLITS = ("train", "val", "test")
 
 
 def stratified_split(target: np.ndarray, ratios: dict[str, float], seed: int) -> np.ndarray:
-    """A split label per row; each class is shuffled and cut by `ratios`, so every split keeps
+    """Return a stratified split label per row.
+
+    A split label per row; each class is shuffled and cut by `ratios`, so every split keeps
     the class balance. Same target and seed, same labels."""
     total = sum(ratios[name] for name in SPLITS)
     if not math.isclose(total, 1.0, abs_tol=1e-9):
@@ -53,7 +55,9 @@ def stratified_split(target: np.ndarray, ratios: dict[str, float], seed: int) ->
 
 
 def split_column_name(columns: Sequence[str]) -> str:
-    """The name of the split-label column beside `columns`: `split`, or `split_1`, `split_2`, ...
+    """Return the name of the split-label column beside `columns`.
+
+    The name of the split-label column beside `columns`: `split`, or `split_1`, `split_2`, ...
     when a feature or the target is already called that."""
     taken = set(columns)
     name, number = "split", 0
@@ -64,7 +68,9 @@ def split_column_name(columns: Sequence[str]) -> str:
 
 
 def check_split_classes(target: np.ndarray, labels: np.ndarray, source: str) -> None:
-    """Every split needs both classes: validation loss, early stopping and the test AUC mean
+    """Check that every split has both classes.
+
+    Every split needs both classes: validation loss, early stopping and the test AUC mean
     nothing on one class. Raises naming the split, its rows and its class counts."""
     problems = []
     for name in SPLITS:
@@ -160,7 +166,9 @@ def finite(value: float) -> float | None:
 
 
 def check_batch_size_fits(train_rows: int, batch_size: int, source: str, key: str) -> None:
-    """A batch size larger than the training split would make every epoch one short batch: refused,
+    """Check that the batch size fits in the training split.
+
+    A batch size larger than the training split would make every epoch one short batch: refused,
     naming the split's rows, the batch size and the config key it came from."""
     if train_rows < batch_size:
         raise UserInputError(
@@ -174,7 +182,9 @@ TARGET_METHOD = "percentile bootstrap: the run's epoch times, summed"  # one run
 
 
 def target_seconds_draws(history: NorthstarHistory, epochs: int, resamples: int, seed: int) -> np.ndarray:
-    """Bootstrap draws of the time to reach epoch `epochs`: that many of the run's epoch times,
+    """Draw bootstrap samples of the time to reach epoch `epochs`.
+
+    Bootstrap draws of the time to reach epoch `epochs`: that many of the run's epoch times,
     drawn with replacement from all its epochs, summed. One run per batch size: the interval holds
     the run's own epoch-to-epoch spread, not the drift between runs, and says no more."""
     times = np.array([row.epoch_s for row in history.history])
@@ -185,7 +195,9 @@ def target_seconds_draws(history: NorthstarHistory, epochs: int, resamples: int,
 def time_to_target(
     histories: Sequence[NorthstarHistory], within: float, rules: NoiseRules = NoiseRules()
 ) -> TimeToTarget:
-    """Per run, the first epoch whose validation loss is within `within` (relative) of the best
+    """Return, per run, the first epoch whose validation loss is near the best.
+
+    Per run, the first epoch whose validation loss is within `within` (relative) of the best
     validation loss any run reached, with the wall time (and its interval) and updates it took to
     get there; each row also carries the run's early stopping and its one test evaluation. The
     fastest set: the fastest run and every run whose time ratio to it has an interval holding 1."""
@@ -257,7 +269,7 @@ PER_SCRIPT = ("workflow.library.files", "workflow.library.sha256")
 
 
 def environmental_check(environments: Sequence[Environment]) -> EnvironmentalCheck:
-    """The environment records compared: which (flattened) keys differ, with the distinct values."""
+    """Compare the environment records: which (flattened) keys differ, with the distinct values."""
     differences = envinfo.differences([records.to_json(environment) for environment in environments])
     return EnvironmentalCheck(
         records_compared=len(environments),
@@ -267,7 +279,7 @@ def environmental_check(environments: Sequence[Environment]) -> EnvironmentalChe
 
 
 def seed_table(result: SeedLimits) -> list[SeedTableRow]:
-    """The seed-limits summary as rows: one per test metric over the seeds, plus the checks."""
+    """Return the seed-limits summary as rows: one per test metric over the seeds, plus the checks."""
     numeric, env = result.numeric, result.environmental
 
     def row(check: str, value: bool | str | None = None, summary: Spread | None = None) -> SeedTableRow:

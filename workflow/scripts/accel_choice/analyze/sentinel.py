@@ -14,7 +14,9 @@ from accel_choice.records.sentinel import SentinelJob, SentinelReadings, Sentine
 def job_reasons(
     readings: SentinelReadings, run_median_s: float, rules: NoiseRules, host_run_median_s: float | None = None
 ) -> list[str]:
-    """Why a job's machine was not the run's machine: its sentinel (or a GPU job's host sentinel) off the run's
+    """Return why a job's machine was not the run's machine.
+
+    Why a job's machine was not the run's machine: its sentinel (or a GPU job's host sentinel) off the run's
     median by more than the tolerance (either way), or the hypervisor taking CPU from it."""
     reasons = []
     ratio = readings.median_s / run_median_s
@@ -33,7 +35,9 @@ def job_reasons(
 
 
 def summarize_sentinels(jobs: Sequence[tuple[str, SentinelReadings]], rules: NoiseRules) -> SentinelSummary:
-    """The run's sentinel: its median over the jobs, each job's ratio and flags, the noise floor.
+    """Summarise the run's sentinel.
+
+    The run's sentinel: its median over the jobs, each job's ratio and flags, the noise floor.
 
     `jobs` are (label, readings) of the timing jobs of one device and one workload; the floor is
     taken over the jobs that were not flagged, so one planted slowdown does not widen it for all.

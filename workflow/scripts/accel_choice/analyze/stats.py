@@ -78,7 +78,9 @@ def summarize(values: Sequence[float], rules: NoiseRules = NoiseRules()) -> Summ
 
 
 def shared_cpu_reasons(foreign: float | None, steal: float | None, rules: NoiseRules, when: str = "") -> list[str]:
-    """Why a measurement shared the machine's CPU: other processes' cores (`foreign`) or the hypervisor's
+    """Return why a measurement shared the machine's CPU.
+
+    Why a measurement shared the machine's CPU: other processes' cores (`foreign`) or the hypervisor's
     steal over the rules' limits; `when` is added after the figure (" during the job")."""
     reasons = []
     if foreign is not None and foreign > rules.foreign_cpu_share:
@@ -89,12 +91,14 @@ def shared_cpu_reasons(foreign: float | None, steal: float | None, rules: NoiseR
 
 
 def off_speed(ratio: float, rules: NoiseRules) -> bool:
-    """A sentinel `ratio` (a timing over its reference) more than the tolerance off, either way."""
+    """Say whether a sentinel `ratio` (a timing over its reference) is more than the tolerance off, either way."""
     return ratio > 1 + rules.sentinel_tolerance or ratio < 1 / (1 + rules.sentinel_tolerance)
 
 
 def contamination(record: Any, rules: NoiseRules = NoiseRules()) -> list[str]:
-    """Why a measurement (a training, grid or load/convert record) may have shared the machine: other
+    """Return why a measurement may have shared the machine.
+
+    Why a measurement (a training, grid or load/convert record) may have shared the machine: other
     processes' CPU during the job, or a rising load average. Empty when neither was seen."""
     reasons = shared_cpu_reasons(record.foreign_cpu_share, None, rules, " during the job")
     # A job of T threads raises the load average by up to T − 1 more than a one-thread job: its own.
@@ -106,7 +110,9 @@ def contamination(record: Any, rules: NoiseRules = NoiseRules()) -> list[str]:
 
 
 def job_warnings(records: Sequence[Any], sentinel: SentinelReadings | None, rules: NoiseRules) -> list[str]:
-    """What a timing job can tell of itself as it finishes, for a WARNING in its log: other processes' CPU or
+    """Return what a timing job can tell of itself as it finishes.
+
+    What a timing job can tell of itself as it finishes, for a WARNING in its log: other processes' CPU or
     a rising load average in any of its records, the hypervisor's steal, or its own sentinel readings
     moving more than the tolerance within the job. (Whether it ran at the run's speed is known only when
     every job has run: analyze.sentinel, at aggregation.)"""
@@ -125,7 +131,7 @@ def job_warnings(records: Sequence[Any], sentinel: SentinelReadings | None, rule
 def log_job_warnings(
     log: logging.Logger, records: Sequence[Any], sentinel: SentinelReadings | None, rules: NoiseRules
 ) -> None:
-    """Each of job_warnings' reasons as a WARNING line of the job's log (and so of Snakemake's output)."""
+    """Log each of job_warnings' reasons as a WARNING line of the job's log (and so of Snakemake's output)."""
     for reason in job_warnings(records, sentinel, rules):
         log.warning("this timing job may have measured the machine, not the code: %s", reason)
 
@@ -133,7 +139,7 @@ def log_job_warnings(
 def log_training_job(
     log: logging.Logger, records: Sequence[Any], sentinel: SentinelReadings | None, rules: NoiseRules
 ) -> None:
-    """A training job's warnings (`log_job_warnings`), then one INFO line per variant it timed."""
+    """Log a training job's warnings (`log_job_warnings`), then one INFO line per variant it timed."""
     log_job_warnings(log, records, sentinel, rules)
     for r in records:
         log.info(

@@ -28,12 +28,12 @@ def forward_flops(batch_size: int, widths: Sequence[int]) -> int:
 
 
 def forward_backward_flops(batch_size: int, widths: Sequence[int]) -> int:
-    """The specification's rule of thumb: backward ≈ 2× forward, so the total ≈ 3× forward."""
+    """Return the FLOP by the specification's rule of thumb: backward ≈ 2× forward, so the total ≈ 3× forward."""
     return 3 * forward_flops(batch_size, widths)
 
 
 def forward_backward_flops_counted(batch_size: int, widths: Sequence[int]) -> int:
-    """What a FLOP counter sees when the input needs no gradient.
+    """Return what a FLOP counter sees when the input needs no gradient.
 
     Backward computes the weight gradient of every layer (2·B·d_in·d_out each) but the
     input gradient only of layers after the first, so the total is below 3× forward.
@@ -80,7 +80,9 @@ def gradient_variance_ratio(batch_a: int, batch_b: int) -> float:
 
 
 def memory_bound_bytes(widths: Sequence[int], batch_size: int, rows: int, resident: bool) -> int:
-    """What one timed epoch must hold on the device, from the formulas: Adam fp32 (4·P·4), the
+    """Return what one timed epoch must hold on the device, from the formulas.
+
+    What one timed epoch must hold on the device, from the formulas: Adam fp32 (4·P·4), the
     forward and backward activations (2× forward, the batch's input included) and the third
     hidden-size buffer backward holds at once (the ReLU's output, its gradient and the
     pre-activation's), the batch in use and the next one (copied or gathered while the last is

@@ -19,13 +19,17 @@ from accel_choice.records.training import TrainingTable
 
 
 def record_path(table: str, job: str) -> str:
-    """The timing record of job `job` ("t1.rep2", "bs64.rep2": aggregate.job_name) of the `table` ("cpu" or
+    """Return the path of the timing record of job `job` of the `table` table.
+
+    The timing record of job `job` ("t1.rep2", "bs64.rep2": aggregate.job_name) of the `table` ("cpu" or
     "gpu") table, under results/."""
     return f"{paths.RESULTS}/{paths.training_record(table, job)}"
 
 
 def run_trust(tables: Sequence[tuple[str, TrainingTable]], limit: float) -> RunTrust:
-    """The run's timing jobs (one per sentinel reading of each table), the flagged ones with every reason
+    """Judge whether the run's timing jobs can be trusted.
+
+    The run's timing jobs (one per sentinel reading of each table), the flagged ones with every reason
     given for them (the sentinel's, and each cell's contaminated repeats), and whether more than `limit`
     of the jobs were flagged."""
     jobs = 0
@@ -51,7 +55,9 @@ TIMING_RULES = {"cpu": "time_cpu_training", "gpu": "time_gpu_training"}
 
 
 def remeasure_command(trust: RunTrust, cores: int = 4) -> str:
-    """The command that measures only the flagged jobs again, then brings every table and the report up to date.
+    """Return the command that measures only the flagged jobs again.
+
+    The command that measures only the flagged jobs again, then brings every table and the report up to date.
     Where every timing job was flagged, their rules are named instead of their records (`--forcerun`: every job
     of the rule, then everything that reads them), a line a reader can still read at 30 jobs or more."""
     if len(trust.flagged) == trust.jobs:

@@ -74,14 +74,16 @@ class Components:
     epochs: int  # epoch times in all
 
     def all(self) -> tuple[Component, ...]:
-        """The components in the model's order."""
+        """Return the components in the model's order."""
         return tuple(getattr(self, name) for name in NAMES)
 
 
 def job_tables(
     records: Iterable[TrainingRecord], reference: Mapping[tuple[int, int], float] | None = None
 ) -> list[np.ndarray]:
-    """Each thread count's epoch times as one array [job, variant, round], variants in key order.
+    """Return each thread count's epoch times as one array [job, variant, round].
+
+    Each thread count's epoch times as one array [job, variant, round], variants in key order.
 
     Only the thread counts whose every job timed the same variants the same number of epochs (a balanced
     table, two jobs at least) are kept; the others are left out. `reference`: each job's reference median
@@ -143,7 +145,9 @@ def _solve(terms: Sequence[tuple[float, float, float]], divisor: float, name: st
 
 
 def components(tables: Sequence[np.ndarray]) -> Components:
-    """The variance components of balanced tables of epoch times [job, variant, round], pooled.
+    """Estimate the variance components of balanced tables of epoch times.
+
+    The variance components of balanced tables of epoch times [job, variant, round], pooled.
 
     Tables of one shape pool exactly; tables of different shapes (another job or variant count) are
     pooled with their mean coefficients, an approximation. Times must be positive; rounds at least 3."""
@@ -183,7 +187,7 @@ def components(tables: Sequence[np.ndarray]) -> Components:
 
 
 def to_json(found: Components) -> dict:
-    """The components as plain JSON: each name's sd and df, and the tables' shape."""
+    """Return the components as plain JSON: each name's sd and df, and the tables' shape."""
     return {
         "components": {c.name: {"sd": c.sd, "df": c.df} for c in found.all()},
         "tables": found.tables,

@@ -145,7 +145,9 @@ JOB_LOG: list[Path] = []
 
 
 def write_record(target: str | os.PathLike[str], obj: Any) -> None:
-    """A record file: its schema and version first, then its fields (records.read reads it back).
+    """Write a record file: its schema and version first, then its fields.
+
+    A record file: its schema and version first, then its fields (records.read reads it back).
 
     Inside a job, the header also names the job's log, and the log gets the line that vouches for the
     bytes written (records.ledger)."""

@@ -28,7 +28,7 @@ TABLE, ARRAYS = "data.benchmark.table", "data.benchmark.arrays"
 
 
 def source(config: dict[str, Any]) -> dict[str, Any] | None:
-    """The user's data section ({"kind": "table"|"arrays", ...}), or None for the generated matrix."""
+    """Return the user's data section ({"kind": "table"|"arrays", ...}), or None for the generated matrix."""
     bench = config["data"]["benchmark"]
     if bench.get("table") and bench.get("arrays"):
         raise DataError(f"config keys {TABLE} and {ARRAYS}: both are set; give one source of benchmark data")
@@ -40,12 +40,12 @@ def source(config: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def target_column(found: dict[str, Any]) -> str:
-    """The target's column name: the table's `target`, or `y` for arrays."""
+    """Return the target's column name: the table's `target`, or `y` for arrays."""
     return found["target"] if found["kind"] == "table" else "y"
 
 
 def files(found: dict[str, Any] | None) -> list[str]:
-    """The user's files, inputs of the import rule (editing one re-imports it and re-times)."""
+    """Return the user's files, inputs of the import rule (editing one re-imports it and re-times)."""
     if found is None:
         return []
     return [found["path"]] if found["kind"] == "table" else [found["x"], found["y"]]
@@ -117,7 +117,7 @@ def shape(found: dict[str, Any]) -> tuple[int, tuple[int, ...]]:
 
 
 def resolve(config: dict[str, Any]) -> tuple[int, ...]:
-    """One sample's shape; with your own data, data.benchmark.rows and .features are set from it."""
+    """Return one sample's shape; with your own data, data.benchmark.rows and .features are set from it."""
     bench = config["data"]["benchmark"]
     found = source(config)
     if found is None:
@@ -130,7 +130,7 @@ def resolve(config: dict[str, Any]) -> tuple[int, ...]:
 
 
 def load(found: dict[str, Any], seed: int) -> tuple[Dataset, tuple[int, ...], UserDataSource]:
-    """The user's data, every value checked, as a Dataset of flattened float32 samples (target last)."""
+    """Load the user's data, every value checked, as a Dataset of flattened float32 samples (target last)."""
     if found["kind"] == "table":
         path, target, features = found["path"], found["target"], list(found["features"])
         try:
@@ -167,7 +167,7 @@ def load(found: dict[str, Any], seed: int) -> tuple[Dataset, tuple[int, ...], Us
 
 
 def targets(found: dict[str, Any]) -> np.ndarray:
-    """The target column alone (for the parse-time check against the loss): numeric, no missing value."""
+    """Return the target column alone (for the parse-time check against the loss): numeric, no missing value."""
     if found["kind"] == "arrays":
         return np.load(found["y"], allow_pickle=False).reshape(-1)
     path, name, key = Path(found["path"]), found["target"], f"{TABLE}.target"

@@ -171,7 +171,9 @@ def check_schema(config: dict[str, Any], schema_path: str | os.PathLike[str]) ->
 
 
 def fill_defaults(config: dict[str, Any], schema: dict[str, Any]) -> None:
-    """Set every key that the schema gives a default and the config leaves out, at every level: a
+    """Fill in every default the schema gives and the config leaves out.
+
+    Set every key that the schema gives a default and the config leaves out, at every level: a
     section left out gets its default ({}) and then its keys' defaults. What Snakemake's
     `validate(config, schema)` sets (jsonschema's `properties`, extended to set defaults), for a
     config that `schema_errors` passed; it reports nothing itself."""
@@ -183,7 +185,9 @@ def fill_defaults(config: dict[str, Any], schema: dict[str, Any]) -> None:
 
 
 def validate(config: dict[str, Any], schema_path: str | os.PathLike[str]) -> None:
-    """The workflow's validation of its config, run once when it is parsed: every problem as one line
+    """Validate the workflow's config and fill in its defaults.
+
+    The workflow's validation of its config, run once when it is parsed: every problem as one line
     naming the key (ConfigError, before anything is set), then the defaults filled in."""
     schema = _load_schema(schema_path)
     _raise_for(config, schema)
@@ -216,7 +220,7 @@ WARM_UP_SEED_OFFSET = 1
 
 
 def seed_offset(config: dict[str, Any]) -> tuple[int, str]:
-    """The largest number the workflow adds to `seed` before seeding torch, and where it comes from."""
+    """Return the largest number the workflow adds to `seed` before seeding torch, and where it comes from."""
     seeds = config["selection"]["seeds"] - 1
     if seeds >= WARM_UP_SEED_OFFSET:
         return seeds, "selection.seeds − 1"
@@ -224,7 +228,7 @@ def seed_offset(config: dict[str, Any]) -> tuple[int, str]:
 
 
 def max_seed(config: dict[str, Any]) -> int:
-    """The largest `seed` for which every seed the workflow derives from it still fits torch."""
+    """Return the largest `seed` for which every seed the workflow derives from it still fits torch."""
     return TORCH_SEED_MAX - seed_offset(config)[0]
 
 

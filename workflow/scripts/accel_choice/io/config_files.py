@@ -36,7 +36,9 @@ MAX_EXPANDED_VALUES = 100_000
 
 
 def expanded_size(node: yaml.Node | None) -> int:
-    """How many nodes the YAML node graph `node` holds with every alias expanded, counted without
+    """Count the nodes the YAML node graph `node` holds with every alias expanded.
+
+    How many nodes the YAML node graph `node` holds with every alias expanded, counted without
     expanding anything: an alias is the node it names, so each node's size is computed once."""
     sizes: dict[int, int] = {}
 

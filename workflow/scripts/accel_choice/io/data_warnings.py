@@ -24,7 +24,7 @@ from accel_choice.records.data import (
 
 
 def constant_target(values: np.ndarray, column: str) -> ConstantTarget | None:
-    """The target's warning where every row holds one value (a 0/1 target of one class included)."""
+    """Warn of a target where every row holds one value (a 0/1 target of one class included)."""
     values = np.asarray(values).reshape(-1)
     if values.size == 0 or not bool((values == values[0]).all()):
         return None
@@ -32,7 +32,7 @@ def constant_target(values: np.ndarray, column: str) -> ConstantTarget | None:
 
 
 def columns(dataset: Dataset) -> tuple[ColumnWarning, ...]:
-    """A constant target, then the feature columns that hold one value in every row."""
+    """Warn of a constant target, then of the feature columns that hold one value in every row."""
     matrix = dataset.matrix
     if len(matrix) == 0:
         return ()
@@ -53,7 +53,7 @@ def columns(dataset: Dataset) -> tuple[ColumnWarning, ...]:
 
 
 def few_steps(rows: int, batch_sizes: Sequence[int]) -> FewSteps | None:
-    """The batch sizes whose epoch over `rows` is fewer than MIN_STEPS steps (⌈rows / B⌉), or None."""
+    """Return the batch sizes whose epoch over `rows` is fewer than MIN_STEPS steps (⌈rows / B⌉), or None."""
     few = sorted(b for b in set(batch_sizes) if math.ceil(rows / b) < MIN_STEPS)
     if not few:
         return None

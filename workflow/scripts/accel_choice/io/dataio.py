@@ -42,7 +42,7 @@ def matrix_sha256(matrix: np.ndarray) -> str:
 
 
 def positive_rate(target: np.ndarray) -> float | None:
-    """The share of 1s of a 0/1 target; None for a target that is not 0/1 (class indices, values)."""
+    """Return the share of 1s of a 0/1 target; None for a target that is not 0/1 (class indices, values)."""
     return float(target.mean()) if bool(np.isin(target, (0.0, 1.0)).all()) else None
 
 
@@ -54,7 +54,9 @@ def save_dataset(
     environment: Environment,
     sample_shape: Sequence[int] | None = None,
 ) -> DatasetMeta:
-    """Write the canonical `.npy` file and its metadata record; return the record. `sample_shape`:
+    """Write the canonical `.npy` file and its metadata record.
+
+    Write the canonical `.npy` file and its metadata record; return the record. `sample_shape`:
     one sample's shape for the model (default: its feature columns, one dimension). Each warning about
     its columns (io.data_warnings) goes into the record and, as a WARNING line, into the job's log."""
     buffer = io.BytesIO()
@@ -182,7 +184,7 @@ def read_csv_matrix(path: str | os.PathLike[str], columns: Sequence[str]) -> np.
 
 
 def load_exported_parquet(path: str | os.PathLike[str], meta: DatasetMeta, export: DatasetExport) -> Dataset:
-    """The exported Parquet file as a Dataset, refused unless it is the file export recorded."""
+    """Load the exported Parquet file as a Dataset, refused unless it is the file export recorded."""
     verify_file(path, export.files["parquet"].sha256, regenerate_hint="the export_data rule")
     matrix = read_parquet_matrix(path, meta.columns)
     return Dataset(meta.name, matrix, meta.feature_columns, meta.target_column)
@@ -191,7 +193,9 @@ def load_exported_parquet(path: str | os.PathLike[str], meta: DatasetMeta, expor
 def load_benchmark_tensors(
     data_path: str | os.PathLike[str], meta_path: str | os.PathLike[str], export_path: str | os.PathLike[str]
 ) -> tuple[Any, Any, DatasetMeta]:
-    """The exported benchmark Parquet as owned float32 torch tensors (features in the samples' shape,
+    """Load the exported benchmark Parquet as owned float32 torch tensors and its metadata.
+
+    The exported benchmark Parquet as owned float32 torch tensors (features in the samples' shape,
     target) and its metadata, refused unless the file is the one export recorded."""
     import torch
 

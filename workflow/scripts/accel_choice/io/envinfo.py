@@ -41,7 +41,9 @@ def _cpu_model() -> str:
 
 @functools.lru_cache(maxsize=1)
 def host_memory_bytes() -> int | None:
-    """The total physical memory of this node: MemTotal of /proc/meminfo, else psutil's count (other
+    """Return the total physical memory of this node.
+
+    The total physical memory of this node: MemTotal of /proc/meminfo, else psutil's count (other
     systems); None where neither can tell. Read once per process."""
     try:
         with open(MEMINFO) as handle:
@@ -70,7 +72,9 @@ def _package_versions() -> dict[str, str | None]:
 
 @functools.lru_cache(maxsize=1)
 def workflow_commit() -> dict[str, Any]:
-    """The git commit of the workflow source this library was loaded from, and whether it was dirty.
+    """Return the git commit of the workflow source this library was loaded from.
+
+    The git commit of the workflow source this library was loaded from, and whether it was dirty.
 
     In a job that is the checkout being run (io/library.py puts its library first)."""
     here = Path(__file__).resolve().parent
@@ -121,7 +125,7 @@ def _torch_fields() -> dict[str, Any]:
 
 
 def quick_environment(seed: int | None = None) -> Environment:
-    """A small, fast environment record for embedding in every output."""
+    """Return a small, fast environment record for embedding in every output."""
     uname = platform.uname()
     torch_fields = _torch_fields()
     return Environment(

@@ -36,7 +36,9 @@ def object_document(document: Any, folder: Path, name: str) -> None:
 
 
 def finite_numbers(document: Any, source: Path) -> None:
-    """No NaN or infinity anywhere, also where the comparison does not look: the workflow writes JSON with
+    """Check that no NaN or infinity appears anywhere.
+
+    No NaN or infinity anywhere, also where the comparison does not look: the workflow writes JSON with
     allow_nan=False, so a file that has one was changed by hand or by another tool, and comparison.json could not
     hold a difference in such a value."""
     for path, value in _leaves(document, ""):

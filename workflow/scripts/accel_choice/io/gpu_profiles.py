@@ -23,7 +23,7 @@ KEY = "config key planner.gpu_profile"
 
 
 def read(path: str | os.PathLike[str]) -> DeviceProfile:
-    """A profile file, checked (RecordError naming the file and the field)."""
+    """Read a profile file, checked (RecordError naming the file and the field)."""
     source = str(path)
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -35,12 +35,12 @@ def read(path: str | os.PathLike[str]) -> DeviceProfile:
 
 
 def shipped(folder: Path = SHIPPED) -> dict[str, Path]:
-    """The shipped profiles by name (the file's stem)."""
+    """Return the shipped profiles by name (the file's stem)."""
     return {path.stem: path for path in sorted(folder.glob("*.json"))}
 
 
 def resolve(setting: str, folder: Path = SHIPPED) -> Path:
-    """The profile file `setting` names: auto, a shipped name, or a path (relative to the working directory)."""
+    """Return the profile file `setting` names: auto, a shipped name, or a path (relative to the working directory)."""
     found = shipped(folder)
     names = ", ".join(found) or "none"
     if setting == AUTO:
@@ -59,6 +59,6 @@ def resolve(setting: str, folder: Path = SHIPPED) -> Path:
 
 
 def label(path: str | os.PathLike[str], folder: Path = SHIPPED) -> str:
-    """How the report names a profile: a shipped one by its name (`h200`), a file of yours by its path."""
+    """Say how the report names a profile: a shipped one by its name (`h200`), a file of yours by its path."""
     resolved = Path(path).resolve()
     return resolved.stem if resolved.parent == folder.resolve() else str(path)

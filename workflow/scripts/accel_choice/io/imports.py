@@ -32,7 +32,7 @@ def _module_file(root: Path, dotted: str) -> Path | None:
 
 
 def module_file(root: str | os.PathLike[str], dotted: str) -> Path | None:
-    """The file that importing `dotted` from `root` runs (module or package `__init__.py`), or None."""
+    """Return the file that importing `dotted` from `root` runs (module or package `__init__.py`), or None."""
     return _module_file(Path(root).resolve(), dotted)
 
 
@@ -44,7 +44,9 @@ def _package_of(root: Path, file: Path) -> str:
 def imported_modules(
     root: Path, file: Path, packages: tuple[str, ...] | None = (PACKAGE,), cache: ImportCache | None = None
 ) -> set[str]:
-    """Dotted names of the modules under `root` that `file` imports (at any depth of its code), of
+    """Return the dotted names of the modules under `root` that `file` imports.
+
+    Dotted names of the modules under `root` that `file` imports (at any depth of its code), of
     the top-level `packages` only (None: any module found under `root`, for a user's own code).
 
     Each file is read once per version: the Snakefile asks for every rule's closure (twice, to
@@ -133,7 +135,9 @@ def closure(
     packages: tuple[str, ...] | None = (PACKAGE,),
     cache: ImportCache | None = None,
 ) -> list[Path]:
-    """Every file of `packages` under `root` that running `script` imports, directly or not, sorted.
+    """Return every file of `packages` under `root` that running `script` imports.
+
+    Every file of `packages` under `root` that running `script` imports, directly or not, sorted.
 
     `root` is the folder holding the `accel_choice` package (workflow/scripts); for a user's model,
     the folder it is imported from (`model.path`), with `packages` None: whatever it imports from there.
@@ -153,6 +157,8 @@ def closure(
 
 
 def relative_paths(files: Iterable[Path], start: str | os.PathLike[str]) -> list[str]:
-    """`files` relative to `start` (the working directory): a checkout moved or copied together with
+    """Return `files` relative to `start` (the working directory).
+
+    `files` relative to `start` (the working directory): a checkout moved or copied together with
     its results keeps the same paths, so Snakemake sees the same inputs and plans nothing."""
     return [os.path.relpath(file, start) for file in files]

@@ -21,7 +21,7 @@ from accel_choice.io import atomic, paths
 
 
 def command(snakefile: Path, workdir: Path, configfile: Path, html: Path, targets: Sequence[str]) -> list[str]:
-    """The `snakemake --report` line: this Python's Snakemake, one core, no lock, the files as targets."""
+    """Build the `snakemake --report` line: this Python's Snakemake, one core, no lock, the files as targets."""
     return [
         sys.executable,
         "-m",
@@ -44,7 +44,9 @@ def command(snakefile: Path, workdir: Path, configfile: Path, html: Path, target
 def make_report(
     snakefile: Path, workdir: Path, config: dict[str, Any], targets: Sequence[str], html: str | os.PathLike[str]
 ) -> str:
-    """Write Snakemake's report of `targets` to `html`; what Snakemake printed. RuntimeError, naming its last
+    """Write Snakemake's report of `targets` to `html`.
+
+    Write Snakemake's report of `targets` to `html`; what Snakemake printed. RuntimeError, naming its last
     lines, when it fails (then `html` is left as it was)."""
     with tempfile.TemporaryDirectory(prefix="accel-choice-report.") as folder:
         configfile = Path(folder) / "run.yaml"  # a temporary file, not a results/ one

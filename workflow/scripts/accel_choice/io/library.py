@@ -25,7 +25,7 @@ PACKAGE = "accel_choice"
 
 
 def loaded_folder() -> Path:
-    """The folder the running `accel_choice` was imported from (the one holding the package)."""
+    """Return the folder the running `accel_choice` was imported from (the one holding the package)."""
     return Path(sys.modules[PACKAGE].__file__).resolve().parents[1]  # type: ignore[arg-type]
 
 
@@ -57,7 +57,7 @@ def check() -> None:
 
 
 def imported_files(folder: Path) -> list[str]:
-    """The library's modules loaded in this process, as sorted paths relative to `folder`."""
+    """Return the library's modules loaded in this process, as sorted paths relative to `folder`."""
     package = folder / PACKAGE
     found = set()
     for module in list(sys.modules.values()):
@@ -71,7 +71,7 @@ def imported_files(folder: Path) -> list[str]:
 
 
 def digest(folder: str | os.PathLike[str], files: list[str] | tuple[str, ...]) -> str:
-    """One sha256 over `files` (relative to `folder`): a line per file, sorted, `<path> <sha256 of its bytes>`."""
+    """Hash `files` (relative to `folder`) as one sha256: a line per file, sorted, `<path> <sha256 of its bytes>`."""
     lines = "".join(
         f"{name} {hashlib.sha256((Path(folder) / name).read_bytes()).hexdigest()}\n" for name in sorted(files)
     )
@@ -79,7 +79,7 @@ def digest(folder: str | os.PathLike[str], files: list[str] | tuple[str, ...]) -
 
 
 def identity() -> Library:
-    """The library this process runs: its folder, its loaded module files and their digest."""
+    """Identify the library this process runs: its folder, its loaded module files and their digest."""
     folder = loaded_folder()
     files = imported_files(folder)
     return Library(folder=str(folder), files=tuple(files), sha256=digest(folder, files))

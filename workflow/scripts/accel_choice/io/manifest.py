@@ -41,7 +41,9 @@ class Entry:
 
 
 def walk(results_dir: str | os.PathLike[str]) -> list[Entry]:
-    """Every entry under `results_dir`, sorted, without following a symbolic link anywhere below it.
+    """List every entry under `results_dir`, sorted, without following a symbolic link.
+
+    Every entry under `results_dir`, sorted, without following a symbolic link anywhere below it.
 
     Directories are not entries (their contents are); a symbolic link to a directory is one entry,
     and nothing behind it is read. The folder itself may be a symbolic link (results kept elsewhere).
@@ -96,7 +98,7 @@ def inventory(results_dir: str | os.PathLike[str], made: Iterable[str]) -> Inven
 
 
 def describe(results_dir: str | os.PathLike[str], entry: Entry) -> dict[str, Any]:
-    """What provenance.json records of an entry this configuration did not make."""
+    """Describe what provenance.json records of an entry this configuration did not make."""
     path = Path(results_dir) / entry.path
     if entry.kind == "file":
         return {"path": entry.path, "kind": "file", "bytes": path.lstat().st_size, "sha256": atomic.sha256_file(path)}
@@ -106,7 +108,7 @@ def describe(results_dir: str | os.PathLike[str], entry: Entry) -> dict[str, Any
 
 
 def files_record(results_dir: str | os.PathLike[str], found: Inventory) -> dict[str, Any]:
-    """The `files` part of provenance.json: how many files the manifest lists, and what it leaves out."""
+    """Build the `files` part of provenance.json: how many files the manifest lists, and what it leaves out."""
     return {
         "made_by_this_configuration": len(found.made),
         "not_made_by_this_configuration": [describe(results_dir, entry) for entry in found.foreign],
@@ -201,7 +203,9 @@ def parse_manifest(text: str) -> tuple[dict[str, str], list[tuple[int, str]]]:
 
 
 def read_manifest(path: str | os.PathLike[str]) -> dict[str, str]:
-    """The entries of a manifest file; ManifestError naming the first line that is not a sha256sum
+    """Read the entries of a manifest file.
+
+    The entries of a manifest file; ManifestError naming the first line that is not a sha256sum
     line or repeats a path, or saying why the file cannot be read."""
     try:
         text = Path(path).read_bytes().decode("utf-8")  # no newline translation: parse_manifest splits on '\n'
@@ -216,7 +220,7 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, str]:
 
 
 def through_symlink(results_dir: str | os.PathLike[str], name: str) -> str | None:
-    """The first part of `name` (itself included) that is a symbolic link, or None."""
+    """Return the first part of `name` (itself included) that is a symbolic link, or None."""
     path = Path(results_dir)
     for part in PurePosixPath(name).parts:
         path = path / part
@@ -302,7 +306,9 @@ def _foreign_unchanged(results_dir: Path, entry: Entry, recorded: dict[str, Any]
 
 
 def verify(results_dir: str | os.PathLike[str]) -> Verification:
-    """Check every listed file and find every entry added since: the verdict `sha256sum --check`
+    """Check every listed file and find every entry added since.
+
+    Check every listed file and find every entry added since: the verdict `sha256sum --check`
     gives and more. A symbolic link is never followed: a listed path through one is refused, and a
     link anywhere in the folder that nothing lists counts as added. ManifestError when the manifest
     is missing, unreadable, malformed or repeats a path.

@@ -43,7 +43,7 @@ def training_job(table: str, batch_size: int, threads: int, repeat: int) -> str:
 
 
 def training_record(table: str, job: str) -> str:
-    """The timing record of the training job `job` (CPU_JOB or GPU_JOB, filled in) of the `table` ("cpu", "gpu")."""
+    """Return the timing record of the training job `job` (CPU_JOB or GPU_JOB, filled in) of `table` ("cpu", "gpu")."""
     return f"{TIMING}/{table}/{job}.json"
 
 
@@ -148,17 +148,17 @@ DECISION_SVG = f"{FIGURES}/decision.svg"
 
 # ---- logs and benchmark files: a job's log and its `benchmark:` file share a stem
 def log(stem: str) -> str:
-    """The log of the job `stem` (a rule name, or rule/wildcards): logs/<stem>.log."""
+    """Return the log of the job `stem` (a rule name, or rule/wildcards): logs/<stem>.log."""
     return f"{LOGS}/{stem}.log"
 
 
 def benchmark(stem: str) -> str:
-    """The `benchmark:` file of the job `stem`: benchmarks/<stem>.tsv."""
+    """Return the `benchmark:` file of the job `stem`: benchmarks/<stem>.tsv."""
     return f"{BENCHMARKS}/{stem}.tsv"
 
 
 def benchmark_stem(name: str) -> str:
-    """The stem of a benchmark file (relative to the results folder): the inverse of `benchmark`."""
+    """Return the stem of a benchmark file (relative to the results folder): the inverse of `benchmark`."""
     stem = name.removeprefix(f"{BENCHMARKS}/").removesuffix(".tsv")
     if benchmark(stem) != name:
         raise ValueError(f"{name} is not a benchmark file ({benchmark('<stem>')})")

@@ -23,7 +23,7 @@ INVOCATION_VARIABLE = "ACCEL_CHOICE_INVOCATION"
 
 
 def invocation_record(argv: list[str], working_directory: str, snakemake_version: str) -> str:
-    """What the Snakefile stores in the environment: the command exactly as it was typed."""
+    """Return what the Snakefile stores in the environment: the command exactly as it was typed."""
     return json.dumps(
         {
             "command_line": shlex.join(argv),
@@ -37,7 +37,7 @@ def invocation_record(argv: list[str], working_directory: str, snakemake_version
 
 
 def current_invocation() -> dict[str, Any]:
-    """The invocation this job belongs to, or an explicit 'unknown' when run outside the workflow."""
+    """Return the invocation this job belongs to, or an explicit 'unknown' when run outside the workflow."""
     text = os.environ.get(INVOCATION_VARIABLE)
     if not text:
         return {"command_line": None, "note": f"{INVOCATION_VARIABLE} not set: not started through the Snakefile"}
@@ -53,7 +53,7 @@ def record_commits(files: Iterable[str | os.PathLike[str]]) -> dict[str, list[st
 
 
 def record_command_lines(files: Iterable[str | os.PathLike[str]]) -> dict[str, list[str]]:
-    """The snakemake command lines that measured the records, each with the records it made."""
+    """Return the snakemake command lines that measured the records, each with the records it made."""
     return record_origins(files)["command_lines"]
 
 
@@ -90,7 +90,9 @@ def _workflow_entries(record: Any) -> Iterable[dict[str, Any]]:
 
 
 def provenance(results_dir: str | os.PathLike[str], workflow: dict[str, Any], made: Iterable[str]) -> dict[str, Any]:
-    """The invocation, the workflow commit, and the commits and command lines found in the records.
+    """Build the provenance record.
+
+    The invocation, the workflow commit, and the commits and command lines found in the records.
 
     `made`: the files (relative to `results_dir`) this configuration made; only their JSON records
     are read, so records an earlier configuration left in the folder do not count.

@@ -25,7 +25,7 @@ _RESULT = re.compile(
 
 
 def embedded_results(html: str) -> dict[str, str]:
-    """The results an HTML report embeds: path under the results folder → sha256 of the embedded bytes."""
+    """Return the results an HTML report embeds: path under the results folder → sha256 of the embedded bytes."""
     found = {}
     for match in _RESULT.finditer(html):
         try:
@@ -37,7 +37,9 @@ def embedded_results(html: str) -> dict[str, str]:
 
 
 def report_problems(report: Path, listed: dict[str, str]) -> tuple[int, list[str]]:
-    """How many of the report's embedded results match the manifest's hashes, and why the report cannot be
+    """Check the report's embedded results against the manifest.
+
+    How many of the report's embedded results match the manifest's hashes, and why the report cannot be
     vouched for (empty when it can): it embeds no result, or one the manifest does not list, or other bytes."""
     embedded = embedded_results(report.read_text(encoding="utf-8", errors="replace"))
     if not embedded:

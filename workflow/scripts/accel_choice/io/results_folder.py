@@ -59,11 +59,11 @@ class ResultsFolder:
         return [row for row in self.training if row.device != "cpu"]
 
     def sentinel_of(self, device: str) -> SentinelSummary | None:
-        """The sentinel of the table a cell of `device` comes from (CPU cells: the CPU table's)."""
+        """Return the sentinel of the table a cell of `device` comes from (CPU cells: the CPU table's)."""
         return self.sentinels.get("cpu" if device == "cpu" else "gpu")
 
     def noise_floor(self, device: str) -> float | None:
-        """The run's own drift for cells of `device`: differences below ± this fraction are not evidence."""
+        """Return the run's own drift for cells of `device`: differences below ± this fraction are not evidence."""
         sentinel = self.sentinel_of(device)
         return sentinel.noise_floor if sentinel else None
 
@@ -72,7 +72,9 @@ class ResultsFolder:
 
 
 def load_results(path: str | os.PathLike[str], label: str) -> ResultsFolder:
-    """Read one results folder; raise NotAResultsFolder naming the first missing or bad file (a DamagedRecord,
+    """Read one results folder.
+
+    Read one results folder; raise NotAResultsFolder naming the first missing or bad file (a DamagedRecord,
     naming the field too, for a value no run writes)."""
     folder = Path(path)
     if not folder.is_dir():
@@ -158,7 +160,9 @@ def _config(folder: Path) -> dict[str, Any]:
 
 
 def verify_manifest(folder: Path) -> ManifestCheck:
-    """Check the folder against its MANIFEST.sha256 the way verify_results.py does (`manifest.verify`):
+    """Check the folder against its MANIFEST.sha256.
+
+    Check the folder against its MANIFEST.sha256 the way verify_results.py does (`manifest.verify`):
     changed, missing, linked and added entries are reported; a malformed manifest is reported, not fatal."""
     if not (folder / paths.MANIFEST).is_file():
         return ManifestCheck(present=False)
@@ -172,7 +176,9 @@ def verify_manifest(folder: Path) -> ManifestCheck:
 
 
 def copy_of(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> str | None:
-    """Whether folder `b` is a byte-identical copy of folder `a` (two different folders): "folder" when both hold
+    """Say whether folder `b` is a byte-identical copy of folder `a`.
+
+    Whether folder `b` is a byte-identical copy of folder `a` (two different folders): "folder" when both hold
     the same files with the same bytes (nothing but regular files); "tables" when only the training tables the
     comparison reads are the same bytes; None otherwise, and for one folder given twice."""
     a, b = Path(a), Path(b)

@@ -127,7 +127,7 @@ def peak_rss_mb() -> float:
 
 
 def read_body_line(log_text: str) -> dict[str, float] | None:
-    """The body timing a finished job logged, or None for a log without one (a failed job)."""
+    """Read the body timing a finished job logged, or None for a log without one (a failed job)."""
     matches = _BODY_PATTERN.findall(log_text)
     if not matches:
         return None
@@ -136,7 +136,9 @@ def read_body_line(log_text: str) -> dict[str, float] | None:
 
 
 def training_options(params: Any) -> dict[str, Any]:
-    """What a training timing job passes measure.training.measure_training_job from its rule's params (the
+    """Return what a training timing job passes measure.training.measure_training_job.
+
+    What a training timing job passes measure.training.measure_training_job from its rule's params (the
     CPU and the GPU rule alike): the seed, the model, the warm-up, the epochs per job, the matmul precision
     and, where a compiled variant is timed, torch.compile's mode."""
     return {

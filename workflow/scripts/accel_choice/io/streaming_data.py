@@ -41,7 +41,7 @@ class ScaleDataError(RuntimeError):
 
 
 def row_bytes(features: int) -> int:
-    """One row as the reader hands it out: fp32 features and the target."""
+    """Return the bytes of one row as the reader hands it out: fp32 features and the target."""
     return (features + 1) * FP32
 
 
@@ -56,7 +56,9 @@ def schema(features: int) -> pa.Schema:
 
 
 def seeded_rows(seed: int, group: int, rows: int, features: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row group `group`'s rows (counted from the dataset's first): standard normal features and a
+    """Generate row group `group`'s rows from the seed and the group alone.
+
+    Row group `group`'s rows (counted from the dataset's first): standard normal features and a
     target from a fixed linear rule, from the seed and the group alone - whatever parts hold them."""
     rng = np.random.default_rng([seed, group])
     x = rng.standard_normal((rows, features), dtype=np.float32)
@@ -65,7 +67,7 @@ def seeded_rows(seed: int, group: int, rows: int, features: int) -> tuple[np.nda
 
 
 def needed_bytes(size_gb: float, features: int, row_group_rows: int) -> int:
-    """The disk one dataset of `size_gb` takes at most (both formats store 4 bytes per value or less), with margin."""
+    """Return the disk one dataset of `size_gb` takes at most (both formats store ≤ 4 bytes per value), with margin."""
     return rows_for(size_gb, features, row_group_rows) * row_bytes(features) + MARGIN_BYTES
 
 
@@ -186,7 +188,9 @@ PARTIAL = re.compile(r"^\.part-\d{5}\.(parquet|npy)\.partial$")
 
 
 def remove(folder: str | os.PathLike[str]) -> None:
-    """Delete the dataset this workflow wrote under `folder` (scratch data: the records keep what was
+    """Delete the dataset this workflow wrote under `folder`.
+
+    Delete the dataset this workflow wrote under `folder` (scratch data: the records keep what was
     measured on it): its manifest, its parts (listed or not yet listed) and unfinished parts, then the
     folder if nothing else is left. Only files of those names go, and parts only beside a manifest
     of this workflow's: `scale.scratch` may point at a disk that holds other data."""
@@ -214,7 +218,9 @@ def remove(folder: str | os.PathLike[str]) -> None:
 
 
 def open_parts(folder: str | os.PathLike[str], rows: int | None = None) -> tuple[StreamedDataset, list[Path]]:
-    """The manifest and the paths of the parts holding the first `rows` rows (all by default), each
+    """Open the manifest and the parts holding the first `rows` rows, each checked.
+
+    The manifest and the paths of the parts holding the first `rows` rows (all by default), each
     checked: present, of its recorded size, and for Parquet a readable footer with the recorded row
     groups and exactly the expected schema. A problem raises ScaleDataError naming the part."""
     root = Path(folder)
@@ -273,7 +279,7 @@ def _difference(found: pa.Schema, expected: pa.Schema) -> str:
 
 
 def unit_ranges(dataset: StreamedDataset, parts: Sequence[Path]) -> list[tuple[Path, int, int]]:
-    """Every unit a reader hands out: (part, first row within it, rows) of one row group or window."""
+    """Return every unit a reader hands out: (part, first row within it, rows) of one row group or window."""
     units = []
     for path, part in zip(parts, dataset.parts):
         for start in range(0, part.rows, dataset.row_group_rows):

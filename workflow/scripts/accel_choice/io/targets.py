@@ -18,7 +18,9 @@ class DataError(UserInputError):
 def check_target_values(
     y: np.ndarray, loss: str, classes: int | None, where: str = "the benchmark data's target"
 ) -> None:
-    """Refuse a target the loss cannot take, naming the key: bce needs values in [0, 1], ce class
+    """Refuse a target the loss cannot take.
+
+    Refuse a target the loss cannot take, naming the key: bce needs values in [0, 1], ce class
     indices 0 .. model.classes − 1, mse finite values."""
     try:
         values = np.asarray(y, dtype=np.float64).reshape(-1)

@@ -52,7 +52,9 @@ def check_table(
     key: str = "data.northstar.table",
     binary: bool = True,
 ) -> None:
-    """Columns present, numeric, complete and finite; the target not among the features nor carried by
+    """Check the user's table.
+
+    Columns present, numeric, complete and finite; the target not among the features nor carried by
     one (label_leaks); with `binary`, a 0/1 target with both classes (the loss checks any other target)."""
     missing = [column for column in (*features, target) if column not in frame.columns]
     if missing:
@@ -105,7 +107,9 @@ NEAR_COPY_CORRELATION = 0.999
 
 
 def label_leaks(features: pd.DataFrame, labels: np.ndarray, binary: bool) -> dict[str, str]:
-    """The features that carry the label, with why: a copy or near-copy (|correlation| >= NEAR_COPY_CORRELATION,
+    """Return the features that carry the label, with why.
+
+    The features that carry the label, with why: a copy or near-copy (|correlation| >= NEAR_COPY_CORRELATION,
     or equal in every row), and, for a 0/1 target, a feature that alone separates the classes (every value
     of one class below every value of the other)."""
     found = {}

@@ -105,7 +105,9 @@ def ordered(low: float, middle: float, high: float, names: str) -> None:
 
 
 def one_per_repeat(record: Any, *names: str) -> None:
-    """Refuse a record whose per-job fields `names` do not hold one value for each of its `repeats` (a null
+    """Refuse a record whose per-job fields do not hold one value per repeat.
+
+    Refuse a record whose per-job fields `names` do not hold one value for each of its `repeats` (a null
     field, one that was not measured, holds none to count)."""
     for name in names:
         if getattr(record, name) is not None and len(getattr(record, name)) != record.repeats:
@@ -118,7 +120,7 @@ def _adapter(cls: type) -> TypeAdapter[Any]:
 
 
 def to_json(obj: Any) -> dict[str, Any]:
-    """The JSON object of a record, its schema and version first when it is a whole file."""
+    """Return the JSON object of a record, its schema and version first when it is a whole file."""
     body = _adapter(type(obj)).dump_python(obj, mode="json") if VALIDATED else _plain(dataclasses.asdict(obj))
     schema = getattr(type(obj), "SCHEMA", None)
     return {"schema": schema, "schema_version": type(obj).VERSION, **body} if schema else body
@@ -148,7 +150,7 @@ def _where(location: tuple[Any, ...]) -> str:
 
 
 def describe_error(error: ValidationError, source: str) -> str:
-    """The first problem of a validation error, naming the file, the field and the value found."""
+    """Describe the first problem of a validation error, naming the file, the field and the value found."""
     first = error.errors()[0]
     found = first.get("input")
     shown = "" if isinstance(found, (dict, list)) else f" (found {found!r})"
@@ -157,7 +159,7 @@ def describe_error(error: ValidationError, source: str) -> str:
 
 
 def from_json(cls: type[T], data: Any, source: str) -> T:
-    """A record of type `cls` from parsed JSON (`data`), read from `source` (named in every error)."""
+    """Build a record of type `cls` from parsed JSON (`data`), read from `source` (named in every error)."""
     if not VALIDATED:
         raise RecordError(f"{source}: reading a record checks it with pydantic, which is not installed here")
     schema = getattr(cls, "SCHEMA", None)
@@ -185,14 +187,18 @@ _LEDGER_REQUIRED = [False]
 
 
 def require_ledger(required: bool = True) -> bool:
-    """From now on in this process, refuse (or, with False, accept again) a record file that no job's log
+    """Require (or, with False, stop requiring) that a job's log vouch for every record file read.
+
+    From now on in this process, refuse (or, with False, accept again) a record file that no job's log
     vouches for (records.ledger); returns what was required before."""
     before, _LEDGER_REQUIRED[0] = _LEDGER_REQUIRED[0], required
     return before
 
 
 def read(cls: type[T], path: str | os.PathLike[str]) -> T:
-    """Read and check a record file; RecordError naming the file for anything that is not right: not
+    """Read and check a record file.
+
+    Read and check a record file; RecordError naming the file for anything that is not right: not
     what its job wrote (records.ledger), damaged, of another schema or version, or failing a check."""
     source = str(path)
     try:

@@ -119,7 +119,7 @@ class BreakEvenSummary:
 
     @property
     def where(self) -> Where:
-        """The break-even itself: in the sweep, below it (GPU always faster) or beyond it."""
+        """Say where the break-even itself lies: in the sweep, below it (GPU always faster) or beyond it."""
         if self.break_even is not None:
             return "in_sweep"
         return "below_sweep" if self.gpu_always_faster else "beyond_sweep"

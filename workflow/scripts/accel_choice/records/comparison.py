@@ -83,7 +83,7 @@ class ComparisonRow(Variant):
     full_path: FullPathComparison
 
     def part(self, metric: str) -> TimeComparison | RateComparison | FullPathComparison:
-        """The comparison of `metric`: "epoch_s", "eval_s", "samples_per_s" or "full_path_s"."""
+        """Return the comparison of `metric`: "epoch_s", "eval_s", "samples_per_s" or "full_path_s"."""
         return self.full_path if metric == "full_path_s" else getattr(self, metric)
 
     def side(self, metric: str, side: str) -> tuple[float, float, float] | None:
@@ -98,14 +98,16 @@ class ComparisonRow(Variant):
         )
 
     def ratio_values(self, metric: str) -> tuple[float, float | None, float | None] | None:
-        """The ratio B/A of `metric` with its interval's ends (None, None for the full path: no interval)."""
+        """Return the ratio B/A of `metric` with its interval's ends (None, None for the full path: no interval)."""
         ratio = self.part(metric).ratio
         if ratio is None:
             return None
         return (ratio, None, None) if isinstance(ratio, float) else (ratio.point, ratio.low, ratio.high)
 
     def table_row(self) -> dict[str, Any]:
-        """The row as the flat columns of comparison.csv and comparison.json: `<metric>_<side>` with its bounds
+        """Return the row as the flat columns of comparison.csv and comparison.json.
+
+        The row as the flat columns of comparison.csv and comparison.json: `<metric>_<side>` with its bounds
         (`_ci_low`/`_ci_high`; the full path's `_min`/`_max`), `<metric>_ratio_b_over_a` with `_ratio_ci_low`
         and `_ratio_ci_high`, `<metric>_outcome`: the one place these names are spelled."""
         flat: dict[str, Any] = variant_fields(self)

@@ -73,7 +73,7 @@ class FitPoint:
 
     @property
     def workload(self) -> Workload:
-        """The textbook MLP's workload; a counted model's is analyze.model_work.CountedWorkload."""
+        """Return the textbook MLP's workload; a counted model's is analyze.model_work.CountedWorkload."""
         if self.features is None or self.hidden is None:
             raise ValueError(f"{self.model}: a counted model's workload comes from its profile")
         return Workload(rows=self.rows, features=self.features, hidden=self.hidden, batch_size=self.batch_size)

@@ -95,7 +95,7 @@ class ConstantTarget:
 
     @property
     def line(self) -> str:
-        """The warning in one line, the one way it is worded (job log, parse time, report)."""
+        """Word the warning in one line, the one way it is worded (job log, parse time, report)."""
         return f"target {self.column!r} is {self.value:g} in all {self.rows:,} rows: loss and accuracy mean nothing"
 
 
@@ -115,7 +115,7 @@ class ConstantFeatures:
 
     @property
     def line(self) -> str:
-        """The warning in one line: the first columns named with their value, the rest counted."""
+        """Word the warning in one line: the first columns named with their value, the rest counted."""
         named = ", ".join(f"{c!r} = {v:g}" for c, v in zip(self.columns[:SHOWN], self.values[:SHOWN]))
         more = f" and {len(self.columns) - SHOWN} more" if len(self.columns) > SHOWN else ""
         return f"{len(self.columns)} of {self.features} feature columns are constant: {named}{more}; they carry nothing"
@@ -138,7 +138,7 @@ class FewSteps:
 
     @property
     def line(self) -> str:
-        """The warning in one line, naming the key, each batch size and its steps."""
+        """Word the warning in one line, naming the key, each batch size and its steps."""
         steps = ", ".join(f"{s} at B={b}" for b, s in zip(self.batch_sizes, self.steps))
         return (
             f"timing.batch_sizes: an epoch of {self.rows:,} rows is {steps} (fewer than {MIN_STEPS} steps): "

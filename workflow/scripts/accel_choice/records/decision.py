@@ -120,7 +120,7 @@ class CpuConfiguration:
 
     @staticmethod
     def of(cell: Any) -> dict[str, Any]:
-        """The fields of a training cell's configuration, to build a record that names it."""
+        """Return the fields of a training cell's configuration, to build a record that names it."""
         return {
             "loader": cell.loader,
             "batch_size": cell.batch_size,

@@ -80,7 +80,7 @@ class Figure:
 
 
 def point(figure: Figure) -> float:
-    """The median of the machines' medians: a figure's value."""
+    """Return the median of the machines' medians: a figure's value."""
     return statistics.median(statistics.median(m.values) for m in figure.machines)
 
 
@@ -185,12 +185,12 @@ class DeviceProfile:
             raise ValueError("a profile holds at least one figure")
 
     def precisions(self) -> tuple[str, ...]:
-        """The matmul precisions the profile rates."""
+        """Return the matmul precisions the profile rates."""
         return tuple(dict.fromkeys(r.precision for r in self.matmul if r.precision))
 
 
 def figures(profile: DeviceProfile) -> list[Figure]:
-    """Every figure of a profile, steps, rates, copies and single figures alike."""
+    """Return every figure of a profile, steps, rates, copies and single figures alike."""
     found = [s.seconds for s in (*profile.reference_steps, *profile.ladder)]
     found += [r.rate for r in (*profile.matmul, *profile.memory_bandwidth)] + [c.rate for c in profile.copies]
     single = (profile.op_dispatch_s, profile.kernel_floor_s, profile.context_startup_s, profile.first_step_s)
@@ -198,7 +198,9 @@ def figures(profile: DeviceProfile) -> list[Figure]:
 
 
 def completeness(profile: DeviceProfile) -> tuple[int, int, int]:
-    """How completely a profile is measured: its measured, recorded and datasheet figures (more is better,
+    """Say how completely a profile is measured.
+
+    How completely a profile is measured: its measured, recorded and datasheet figures (more is better,
     in that order): planner.gpu_profile "auto" takes the shipped profile with the largest."""
     sources = [f.source for f in figures(profile)]
     return (sources.count("measured"), sources.count("recorded"), sources.count("datasheet"))
@@ -237,7 +239,7 @@ class ProfileUse:
 
     @property
     def host_step_machines(self) -> int:
-        """The machines behind the host step: the design the intervals' coverage is looked up for."""
+        """Return the machines behind the host step: the design the intervals' coverage is looked up for."""
         return next(f.machines for f in self.figures if f.what == "host step")
 
     def __post_init__(self) -> None:

@@ -25,7 +25,9 @@ JOB_T = "t on log job medians"  # point: the geometric mean of the jobs' medians
 
 
 def point_of(method: str, jobs: Sequence[Sequence[float]]) -> float | None:
-    """What an estimate made by `method` from `jobs` (one sequence of times per job) has as its point;
+    """Return the point an estimate made by `method` from `jobs` has.
+
+    What an estimate made by `method` from `jobs` (one sequence of times per job) has as its point;
     None for a method whose point is not a function of one cell's times (a ratio)."""
     if method == BOOTSTRAP:
         return statistics.median(value for job in jobs for value in job)
@@ -60,11 +62,11 @@ class Estimate:
         return (self.low, self.high)
 
     def scaled(self, factor: float) -> Estimate:
-        """The same estimate of `factor` × the quantity (factor > 0)."""
+        """Return the same estimate of `factor` × the quantity (factor > 0)."""
         return dataclasses.replace(self, point=self.point * factor, low=self.low * factor, high=self.high * factor)
 
     def inverted(self, numerator: float = 1.0) -> Estimate:
-        """The estimate of `numerator` / the quantity: the interval's ends swap (a rate from a time)."""
+        """Return the estimate of `numerator` / the quantity: the interval's ends swap (a rate from a time)."""
         return dataclasses.replace(
             self, point=numerator / self.point, low=numerator / self.high, high=numerator / self.low
         )
@@ -86,7 +88,9 @@ def positive(estimate: Estimate) -> PositiveEstimate:
 
 
 def columns(name: str, estimate: Estimate | None, point: str | None = None) -> dict[str, Any]:
-    """An estimate's columns in a flat table: `name`, `name_ci_low`, `name_ci_high` (empty for None);
+    """Return an estimate's column names in a flat table.
+
+    An estimate's columns in a flat table: `name`, `name_ci_low`, `name_ci_high` (empty for None);
     `point` names the point's column where it is not `name` (a comparison's `epoch_s_ratio_b_over_a`)."""
     point = point or name
     if estimate is None:
@@ -95,7 +99,9 @@ def columns(name: str, estimate: Estimate | None, point: str | None = None) -> d
 
 
 def flat_row(row: Any, estimates: Sequence[str]) -> dict[str, Any]:
-    """A record as one row of a flat table: its fields in order, each named in `estimates` (an
+    """Flatten a record into one row of a flat table.
+
+    A record as one row of a flat table: its fields in order, each named in `estimates` (an
     Estimate, or None) as its `columns`."""
     flat: dict[str, Any] = {}
     for field in dataclasses.fields(row):

@@ -40,7 +40,7 @@ class Workload:
 def grid_workloads(
     rows: Sequence[int], features: Sequence[int], hidden: Sequence[int], batch_sizes: Sequence[int]
 ) -> list[Workload]:
-    """Every combination, except batch sizes larger than the rows they would split."""
+    """Return every combination, except batch sizes larger than the rows they would split."""
     return [
         Workload(rows=n, features=d, hidden=h, batch_size=b)
         for n, d, h, b in itertools.product(rows, features, hidden, batch_sizes)

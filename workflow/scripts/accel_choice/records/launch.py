@@ -31,7 +31,9 @@ LaunchBound = Literal["host", "device", "unsettled"]
 
 
 def launch_checked(variant: Any) -> bool:
-    """Whether a variant gets the launch checks (and a plain-loop reference): eager fp32 with its data
+    """Say whether a variant gets the launch checks (and a plain-loop reference).
+
+    Whether a variant gets the launch checks (and a plain-loop reference): eager fp32 with its data
     resident on the device, batches sliced there, as a user's loop would have them."""
     return variant.precision == "fp32" and not variant.compiled and variant.placement == "resident"
 
@@ -134,7 +136,7 @@ class CellLaunchChecks:
 
 
 def launch_columns(checks: CellLaunchChecks | None) -> dict[str, Any]:
-    """A cell's launch checks as flat columns of tables/gpu_training.csv (all empty where the cell has none)."""
+    """Return a cell's launch checks as flat columns of tables/gpu_training.csv (all empty where it has none)."""
     figures = {
         "launch_floor_status": "status",
         "launch_floor_s": "launch_floor_s_median",

@@ -31,7 +31,7 @@ _LINE = re.compile(r"record written: (?P<name>.+) sha256 (?P<digest>[0-9a-f]{64}
 
 
 def line(record_path: str | os.PathLike[str], log_path: str | os.PathLike[str], data: bytes) -> str:
-    """The log line that vouches for `data`, written to `record_path` by the job logging to `log_path`."""
+    """Return the log line that vouches for `data`, written to `record_path` by the job logging to `log_path`."""
     return f"record written: {_name(record_path, log_path)} sha256 {hashlib.sha256(data).hexdigest()}"
 
 
@@ -41,7 +41,7 @@ def _relative(path: str | os.PathLike[str], beside: str | os.PathLike[str]) -> s
 
 
 def header(record_path: str | os.PathLike[str], log_path: str | os.PathLike[str]) -> str:
-    """The `log` header of a record: its job's log relative to the record's folder."""
+    """Return the `log` header of a record: its job's log relative to the record's folder."""
     return _relative(log_path, record_path)
 
 

@@ -257,7 +257,7 @@ class TransferTable:
 
     @property
     def pin_memory_s_median(self) -> float | None:
-        """The jobs' median pinning; None where nothing was pinned."""
+        """Return the jobs' median pinning; None where nothing was pinned."""
         return statistics.median(self.pin_memory_s_jobs) if self.pin_memory_s_jobs else None
 
 

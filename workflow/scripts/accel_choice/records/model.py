@@ -29,7 +29,7 @@ def split_factory(factory: str) -> tuple[str, str]:
 
 
 def spec_problem(factory: str | None, loss: str, classes: int | None) -> str | None:
-    """What makes a `model` section unusable before anything is imported, naming the key; None if nothing."""
+    """Say what makes a `model` section unusable before anything is imported, naming the key; None if nothing."""
     if factory is not None:
         try:
             split_factory(factory)

@@ -189,7 +189,7 @@ class NorthstarHistory:
 
     @property
     def name(self) -> str:
-        """How the report, the tables and the figures call this run."""
+        """Return how the report, the tables and the figures call this run."""
         return f"{self.device} B={self.batch_size}"
 
 

@@ -184,7 +184,7 @@ class Bottleneck:
             raise ValueError(f"decided {self.decided} with slower_by.low {self.slower_by.low}")
 
     def table_row(self) -> dict[str, Any]:
-        """One row of tables/scale.csv: the fields, each estimate as its columns (records.estimate.columns)."""
+        """Return one row of tables/scale.csv: the fields, each estimate as its columns (records.estimate.columns)."""
         return flat_row(self, ("reader_samples_per_s", "slower_by"))
 
 

@@ -43,7 +43,7 @@ class TargetRow:
             raise ValueError(f"reached is {self.reached} but epoch, updates and seconds are {found}")
 
     def table_row(self) -> dict[str, Any]:
-        """One row of tables/time_to_target.csv: `seconds` as its columns (records.estimate.columns)."""
+        """Return one row of tables/time_to_target.csv: `seconds` as its columns (records.estimate.columns)."""
         return flat_row(self, ("seconds",))
 
 

@@ -45,7 +45,7 @@ class Variant:
 
     @property
     def key(self) -> tuple[Any, ...]:
-        """The VARIANT_KEYS values: one aggregated cell, one matched comparison row per key."""
+        """Return the VARIANT_KEYS values: one aggregated cell, one matched comparison row per key."""
         return tuple(getattr(self, key) for key in VARIANT_KEYS)
 
     @property
@@ -58,7 +58,7 @@ class Variant:
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> Variant:
-        """The variant of a mapping that holds the VARIANT_KEYS (a comparison row of comparison.json)."""
+        """Return the variant of a mapping that holds the VARIANT_KEYS (a comparison row of comparison.json)."""
         return cls(**{key: row[key] for key in VARIANT_KEYS})
 
 
@@ -67,7 +67,7 @@ VARIANT_KEYS = tuple(field.name for field in dataclasses.fields(Variant))
 
 
 def variant_fields(row: Variant) -> dict[str, Any]:
-    """The VARIANT_KEYS fields of a record, cell or row, to build another record of the same variant."""
+    """Return the VARIANT_KEYS fields of a record, cell or row, to build another record of the same variant."""
     return {key: getattr(row, key) for key in VARIANT_KEYS}
 
 
@@ -308,17 +308,17 @@ class TrainingCell(Variant):
 
     @property
     def confidence(self) -> float:
-        """The level of the cell's intervals."""
+        """Return the level of the cell's intervals."""
         return self.epoch_s.level
 
     @property
     def startup_s_median(self) -> float:
-        """The jobs' median one-off start-up."""
+        """Return the jobs' median one-off start-up."""
         return statistics.median(self.startup_s_jobs)
 
     @property
     def epoch_s_runs(self) -> tuple[float, ...]:
-        """Each job's median epoch (TrainingRecord.epoch_s), in job order."""
+        """Return each job's median epoch (TrainingRecord.epoch_s), in job order."""
         return tuple(statistics.median(job) for job in self.epoch_s_jobs)
 
     @property
@@ -348,7 +348,7 @@ class TrainingCell(Variant):
 
     @property
     def step_us(self) -> float:
-        """The epoch's point over its steps, in microseconds."""
+        """Return the epoch's point over its steps, in microseconds."""
         return self.epoch_s.point / self.steps * 1e6
 
     def table_row(self) -> dict[str, Any]:
