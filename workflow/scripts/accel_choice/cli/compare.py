@@ -76,7 +76,7 @@ def percent(text: str) -> float:
 
 
 def exit_codes() -> str:
-    """The module's "Exit codes:" section, for --help."""
+    """Return the module's "Exit codes:" section, for --help."""
     return "exit codes:" + __doc__.split("Exit codes:", 1)[1]
 
 
@@ -185,7 +185,9 @@ def _json_report(args: argparse.Namespace, result: Comparison, written: Sequence
 
 
 def gate(result: Comparison, pct: float, label_a: str, label_b: str) -> int:
-    """Exit code of --fail-if-slower: each row of B, and each whole table, slower than A beyond `pct` on stderr,
+    """Return the exit code of --fail-if-slower.
+
+    Exit code of --fail-if-slower: each row of B, and each whole table, slower than A beyond `pct` on stderr,
     then 1; else 0."""
     from accel_choice.analyze import compare
 

@@ -20,7 +20,9 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "accel-choice") -> int:
-    """Dispatch to a command; its own parser reads the rest of the arguments (so `accel-choice compare --help`
+    """Dispatch to a command.
+
+    Dispatch to a command; its own parser reads the rest of the arguments (so `accel-choice compare --help`
     is compare's help, exit codes included)."""
     parser = argparse.ArgumentParser(
         prog=prog,
@@ -36,5 +38,5 @@ def main(argv: Sequence[str] | None = None, prog: str = "accel-choice") -> int:
 
 
 def entry_point() -> None:
-    """The console script `accel-choice` (pyproject.toml's [project.scripts])."""
+    """Run the console script `accel-choice` (pyproject.toml's [project.scripts])."""
     sys.exit(main())

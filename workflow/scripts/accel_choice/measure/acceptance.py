@@ -46,7 +46,9 @@ ROUNDING_ALLOWANCE = 64 * 512
 def steps_without_host_sync(
     x: torch.Tensor, y: torch.Tensor, precision: str, batch_size: int, device: torch.device
 ) -> torch.Tensor:
-    """Warmed resident training steps of `precision`, run under torch's sync debug mode "error" on CUDA
+    """Run warmed resident training steps of `precision` under torch's sync debug mode.
+
+    Warmed resident training steps of `precision`, run under torch's sync debug mode "error" on CUDA
     (any call that waits on the GPU raises): the per-step losses, on the device. A per-step sync (a
     GradScaler reading its inf flag with .item(), a loss read on the host) would time one precision
     with a cost the others do not pay. Off CUDA the same loop runs with nothing to synchronise."""
@@ -87,7 +89,7 @@ def variant_run(r: TrainingRecord, rows: int) -> VariantRun:
 
 
 def memory_problems(runs: Sequence[VariantRun], rows: int) -> list[str]:
-    """Each run whose epoch's own memory is below what it must hold or above the formulas' bound."""
+    """Return each run whose epoch's own memory is below what it must hold or above the formulas' bound."""
     adam, problems = theory.adam_fp32_bytes(WIDTHS), []
     for run in runs:
         floor = adam + (theory.input_bytes(rows, FEATURES + 1) if run.placement == "resident" else 0)
@@ -98,7 +100,7 @@ def memory_problems(runs: Sequence[VariantRun], rows: int) -> list[str]:
 
 
 def run(device_type: str, rows: int | None = None, compile_variant: bool = True) -> AcceptanceReport:
-    """The acceptance on `device_type` ("cuda" or "cpu"); every check recorded, none raising."""
+    """Run the acceptance on `device_type` ("cuda" or "cpu"); every check recorded, none raising."""
     started = time.perf_counter()
     cuda = device_type == "cuda"
     device = devices.require("cuda", "the GPU acceptance", NO_DEVICE_ADVICE) if cuda else torch.device(device_type)
@@ -126,7 +128,7 @@ def run(device_type: str, rows: int | None = None, compile_variant: bool = True)
     )
 
     def timed(variants: list[Variant], compile_mode: str = "default") -> list[TrainingRecord]:
-        """One timing job of `variants` (a GradScaler for fp16), its runs kept for the memory check."""
+        """Run one timing job of `variants` (a GradScaler for fp16), its runs kept for the memory check."""
         records, _ = training.measure_training_job(x, y, variants, compile_mode=compile_mode, **JOB)
         runs.extend(variant_run(r, rows) for r in records)
         return records
@@ -142,7 +144,9 @@ def run(device_type: str, rows: int | None = None, compile_variant: bool = True)
     check("every precision and placement trains, finite, from the same weights", variants)
 
     def compiled(mode: str) -> tuple[bool, str]:
-        """fp32 resident at the larger batch size compiled in `mode`, whole (no graph break); in a CUDA-graph
+        """Check fp32 resident at the larger batch size compiled in `mode`.
+
+        fp32 resident at the larger batch size compiled in `mode`, whole (no graph break); in a CUDA-graph
         mode on CUDA every graph captured and replayed (none skipped), on a CPU every one skipped (no graphs)."""
         skipped = compile_counts.cudagraph_skips()
         (record,) = timed(
@@ -203,7 +207,7 @@ def _copies(x: torch.Tensor, device: torch.device) -> tuple[bool, str]:
 
 
 def table(report: AcceptanceReport) -> str:
-    """The report as text: one line per variant, then one per check."""
+    """Render the report as text: one line per variant, then one per check."""
     lines = [
         f"accel-choice GPU acceptance on {report.device} ({report.rows} rows, {report.seconds:.1f} s)",
         f"{'precision':<9} {'placement':<10} {'B':>4} {'compiled':<15} {'epoch ms':>9} {'samples/s':>11} "

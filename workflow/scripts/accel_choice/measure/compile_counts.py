@@ -8,7 +8,9 @@ CUDA_GRAPH_MODES = frozenset({"reduce-overhead", "max-autotune"})
 
 
 def graph_breaks() -> int:
-    """Graph breaks dynamo has met in this process so far: a compiled forward that breaks runs its pieces
+    """Count the graph breaks dynamo has met in this process so far.
+
+    Graph breaks dynamo has met in this process so far: a compiled forward that breaks runs its pieces
     between the graphs eagerly, so it is not the whole model compiled."""
     from torch._dynamo.utils import counters
 
@@ -16,7 +18,9 @@ def graph_breaks() -> int:
 
 
 def cudagraph_skips() -> int:
-    """Compiled graphs run without the CUDA graphs their mode asked for, in this process so far: every graph on
+    """Count the compiled graphs run without the CUDA graphs their mode asked for.
+
+    Compiled graphs run without the CUDA graphs their mode asked for, in this process so far: every graph on
     a CPU; on a GPU one that holds a CPU tensor, mutates an input or cannot be captured (launched kernel by kernel)."""
     from torch._dynamo.utils import counters
 

@@ -61,7 +61,7 @@ def conditions() -> dict[str, Any]:
 
 
 def changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    """Each setting that differs, in words: "set torch's threads to 7 (was 2)"."""
+    """Say each setting that differs, in words: "set torch's threads to 7 (was 2)"."""
     return [
         f"set torch's {name} to {after[name]} (was {before[name]})" for name in before if after[name] != before[name]
     ]
@@ -113,7 +113,7 @@ def restore(before: dict[str, Any], after: dict[str, Any]) -> None:
 
 
 def dtype_label(dtypes: Iterator[torch.dtype] | list[torch.dtype] | set[torch.dtype]) -> str:
-    """One label for the floating dtypes seen ("fp32"), "mixed: fp32, fp64" for several, "none" for none."""
+    """Label the floating dtypes seen: "fp32" for one, "mixed: fp32, fp64" for several, "none" for none."""
     found = sorted({DTYPE_LABELS.get(d, str(d).removeprefix("torch.")) for d in dtypes if d.is_floating_point})
     if not found:
         return "none"
@@ -136,14 +136,14 @@ class _DtypeCount(TorchDispatchMode):
 
 
 def computed_dtypes(run: Callable[[], Any]) -> tuple[Any, Counter[torch.dtype]]:
-    """What `run()` returns, and how many of the ops it dispatched made floating outputs of each dtype."""
+    """Return what `run()` returns, and how many of the ops it dispatched made floating outputs of each dtype."""
     with _DtypeCount() as counter:
         result = run()
     return result, counter.seen
 
 
 def held_dtypes(model: torch.nn.Module) -> dict[str, str]:
-    """The dtypes of a model's parameters and of its floating buffers, as labels ("none": no floating buffer)."""
+    """Return the dtypes of a model's parameters and floating buffers, as labels ("none": no floating buffer)."""
     return {
         "parameters": dtype_label([p.dtype for p in model.parameters()]),
         "buffers": dtype_label([b.dtype for b in model.buffers()]),
@@ -151,7 +151,7 @@ def held_dtypes(model: torch.nn.Module) -> dict[str, str]:
 
 
 def model_dtypes(model: torch.nn.Module, x: torch.Tensor) -> dict[str, str]:
-    """The dtypes a copy of `model` holds and computes in on the batch `x`, in training mode, as labels.
+    """Return the dtypes a copy of `model` holds and computes in on the batch `x`, in training mode, as labels.
 
     `compute`: the floating outputs of every op its forward dispatches (a model that casts its input to
     float64 shows here, whatever its parameters are)."""
@@ -166,7 +166,7 @@ def model_dtypes(model: torch.nn.Module, x: torch.Tensor) -> dict[str, str]:
 
 
 def precision_of(who: str, model: torch.nn.Module, x: torch.Tensor) -> tuple[dict[str, str], str | None]:
-    """The dtypes of `model` (`model_dtypes`), and why it cannot be timed (`precision_problem`) or None.
+    """Return the dtypes of `model` (`model_dtypes`), and why it cannot be timed (`precision_problem`) or None.
 
     Parameters and buffers are read first: a model that holds fp64 or fp16 weights is refused before a
     forward on fp32 data that would fail with a dtype mismatch naming no cause."""

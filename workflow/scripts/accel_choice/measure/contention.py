@@ -15,7 +15,7 @@ from typing import Any
 
 
 def load_average() -> list[float]:
-    """The 1-, 5- and 15-minute load averages, taken around a measurement."""
+    """Return the 1-, 5- and 15-minute load averages, taken around a measurement."""
     return list(os.getloadavg())
 
 
@@ -24,7 +24,9 @@ _STEAL_FIELD = 7  # user nice system idle iowait irq softirq steal
 
 
 def cpu_ticks(stat: str = "/proc/stat") -> list[int] | None:
-    """The all-cores line of /proc/stat, column by column, in clock ticks since boot (`SC_CLK_TCK`
+    """Read the all-cores line of /proc/stat.
+
+    The all-cores line of /proc/stat, column by column, in clock ticks since boot (`SC_CLK_TCK`
     per second); None where the file cannot be read (not Linux)."""
     try:
         with open(stat, encoding="ascii") as handle:
@@ -64,7 +66,9 @@ def machine_user_seconds(stat: str = "/proc/stat") -> float | None:
 
 
 def steal_seconds(stat: str = "/proc/stat") -> float | None:
-    """All cores' steal CPU-seconds since boot (what the hypervisor gave to other guests); None where
+    """Return all cores' steal CPU-seconds since boot.
+
+    All cores' steal CPU-seconds since boot (what the hypervisor gave to other guests); None where
     neither /proc/stat nor psutil has a steal column (macOS has none)."""
     ticks = cpu_ticks(stat)
     if ticks is not None:

@@ -34,7 +34,7 @@ def _read(path: Path) -> str:
 
 
 def machine_state(mode: str, dev: Path = Path("/dev"), proc: Path = Path("/proc/driver/nvidia")) -> dict[str, object]:
-    """What the plan depends on, read without importing torch."""
+    """Read what the plan depends on, without importing torch."""
     try:
         torch_version = metadata.version("torch")
     except metadata.PackageNotFoundError:
@@ -82,7 +82,9 @@ def _store(cache: Path, plans: dict[str, list[str | None]]) -> None:
 def planned_device(
     mode: str, cache: Path = CACHE, ask: Callable[[str], tuple[str | None, str]] | None = None
 ) -> tuple[str | None, str]:
-    """measure.devices.planned_device(mode), from the cache when the machine state is the one it
+    """Return the planned device, cached per machine state.
+
+    measure.devices.planned_device(mode), from the cache when the machine state is the one it
     was computed for; `ask` replaces the torch probe in tests."""
     if mode == "off":
         return None, "off"  # decided without any runtime, as measure.devices does

@@ -50,7 +50,7 @@ def _nvml_based_check() -> Iterator[None]:
 
 
 def cuda_available() -> bool:
-    """Whether torch sees a CUDA device, asked without initialising the CUDA driver."""
+    """Say whether torch sees a CUDA device, asked without initialising the CUDA driver."""
     with _nvml_based_check():
         return torch.cuda.is_available()
 
@@ -73,7 +73,7 @@ def nvml_library() -> Any | None:
 
 
 def nvml_answer(call: Callable[[], Any]) -> Any | None:
-    """One NVML query's answer; None where the device does not support it (NVMLError_NotSupported and kin)."""
+    """Return one NVML query's answer; None where the device does not support it (NVMLError_NotSupported and kin)."""
     try:
         return call()
     except Exception:
@@ -106,7 +106,7 @@ def _cuda_devices() -> tuple[CudaDevice, ...]:
 
 
 def device_uuid(props: Any) -> str | None:
-    """The device's UUID as nvidia-smi writes it (GPU-<uuid>); None where torch does not say."""
+    """Return the device's UUID as nvidia-smi writes it (GPU-<uuid>); None where torch does not say."""
     uuid = getattr(props, "uuid", None)
     return f"GPU-{uuid}" if uuid is not None and str(uuid) else None
 
@@ -133,7 +133,9 @@ def probe() -> VisibleDevices:
 
 
 def fingerprint(probed: VisibleDevices) -> str:
-    """A stable one-line identity of the device the GPU jobs run on ("none" without any): the first
+    """Return a stable one-line identity of the device the GPU jobs run on.
+
+    A stable one-line identity of the device the GPU jobs run on ("none" without any): the first
     CUDA device (the one `torch.device("cuda")` means; CUDA_VISIBLE_DEVICES chooses it) by UUID,
     model, capability and memory, the CUDA build, and the driver where NVML tells it."""
     parts = []
@@ -148,7 +150,7 @@ def fingerprint(probed: VisibleDevices) -> str:
 
 
 def probe_record(mode: str, planned_fingerprint: str, environment: Environment) -> DeviceProbe:
-    """The probe rule's record: what this job sees, its fingerprint, and the fingerprint the plan was made with."""
+    """Return the probe rule's record: what this job sees, its fingerprint, and the plan's fingerprint."""
     probed = probe()
     return DeviceProbe(
         **{field.name: getattr(probed, field.name) for field in dataclasses.fields(probed)},
@@ -160,7 +162,7 @@ def probe_record(mode: str, planned_fingerprint: str, environment: Environment) 
 
 
 def measurable_device(probed: VisibleDevices) -> str | None:
-    """The device type this workflow measures when one is visible: CUDA first, then MPS."""
+    """Return the device type this workflow measures when one is visible: CUDA first, then MPS."""
     if probed.cuda_available:
         return "cuda"
     if probed.mps_available:
@@ -192,7 +194,7 @@ JOB_ADVICE = (
 
 
 def require(device_type: str, who: str = "this job", advice: str = JOB_ADVICE) -> torch.device:
-    """The device a GPU job (or `who`) runs on; a clear error, ending in `advice`, if this machine has none."""
+    """Return the device a GPU job (or `who`) runs on; a clear error, ending in `advice`, if this machine has none."""
     available = {"cuda": cuda_available, "mps": torch.backends.mps.is_available}.get(device_type, lambda: False)()
     if not available:
         raise DeviceUnavailable(
@@ -217,7 +219,9 @@ def synchronize(device: torch.device) -> None:
 
 
 def context_startup_seconds(device: torch.device) -> float | None:
-    """The device runtime's first call (CUDA: driver initialisation and context creation; the
+    """Time the device runtime's first call.
+
+    The device runtime's first call (CUDA: driver initialisation and context creation; the
     availability check before it asks NVML, measure.devices), a fixed cost kept out of the epoch."""
     if device.type == "cpu":
         return None
@@ -248,7 +252,9 @@ def peak_memory_bytes(device: torch.device) -> int | None:
 
 @contextlib.contextmanager
 def matmul_precision(precision: str) -> Iterator[None]:
-    """torch's float32 matmul precision (timing.matmul_precision) for the block, restored after it:
+    """Set torch's float32 matmul precision for the block.
+
+    torch's float32 matmul precision (timing.matmul_precision) for the block, restored after it:
     set explicitly for every job, so neither side runs on whatever the process started with
     ("high" lets a GPU use TF32; "highest", the default, keeps fp32 on both sides)."""
     before = torch.get_float32_matmul_precision()

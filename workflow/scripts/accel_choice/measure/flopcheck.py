@@ -62,7 +62,9 @@ def flop_table(
     rows: int,
     epoch_seconds: Mapping[int, float] | None,
 ) -> list[FlopRow]:
-    """One row per batch size: counted and formula FLOP per batch and per epoch, and the
+    """Return the FLOP table, one row per batch size.
+
+    One row per batch size: counted and formula FLOP per batch and per epoch, and the
     achieved GFLOP/s of a measured epoch by both counts (None without a measured time)."""
     rows_out = []
     for batch_size in batch_sizes:

@@ -66,13 +66,15 @@ class StaticStep:
         return loss.detach()
 
     def eager(self) -> torch.Tensor:
-        """The whole step as a user's loop runs it: zero_grad, then forward, loss, backward, step."""
+        """Return the whole step as a user's loop runs it: zero_grad, then forward, loss, backward, step."""
         self.optimizer.zero_grad(set_to_none=True)
         return self.forward_backward_step()
 
 
 def capture(step: StaticStep, warmup: int = CAPTURE_WARMUP) -> torch.cuda.CUDAGraph:
-    """The whole step captured as a CUDA graph, after `warmup` eager steps on a side stream (the optimizer's
+    """Capture the whole step as a CUDA graph.
+
+    The whole step captured as a CUDA graph, after `warmup` eager steps on a side stream (the optimizer's
     lazy state and the allocator's blocks made outside the capture)."""
     side, current = torch.cuda.Stream(step.device), torch.cuda.current_stream(step.device)
     side.wait_stream(current)
@@ -88,7 +90,9 @@ def capture(step: StaticStep, warmup: int = CAPTURE_WARMUP) -> torch.cuda.CUDAGr
 
 
 def seconds_per_step(run: Callable[[], Any], device: torch.device, steps: int, rounds: int = ROUNDS) -> float:
-    """The median over `rounds` of one round's seconds per call of `run`: one untimed round first, then each
+    """Time `run`: the median over `rounds` of one round's seconds per call.
+
+    The median over `rounds` of one round's seconds per call of `run`: one untimed round first, then each
     round's `steps` calls between two clock reads, the device synchronised before each read only."""
     for _ in range(steps):
         run()
@@ -104,7 +108,9 @@ def seconds_per_step(run: Callable[[], Any], device: torch.device, steps: int, r
 
 
 def count_kernels(run: Callable[[], Any], device: torch.device) -> tuple[int | None, float | None]:
-    """What one call of `run` launched, by torch.profiler, and the device time it sums to: on CUDA the
+    """Count what one call of `run` launched, and the device time it sums to.
+
+    What one call of `run` launched, by torch.profiler, and the device time it sums to: on CUDA the
     device's activities (kernels, copies, memsets) and their durations; elsewhere the aten ops and their
     self CPU time. (None, None) where the profiler reported none (CUPTI unavailable). No clock runs here."""
     cuda = device.type == "cuda"
@@ -123,7 +129,9 @@ def count_kernels(run: Callable[[], Any], device: torch.device) -> tuple[int | N
 
 
 def launch_checks(variant: Variant, x: torch.Tensor, y: torch.Tensor, spec: ModelSpec, seed: int) -> LaunchChecks:
-    """The eager step timed, the same step replayed as a CUDA graph and timed (CUDA only), then one warmed
+    """Run the launch checks of an eager fp32 resident variant.
+
+    The eager step timed, the same step replayed as a CUDA graph and timed (CUDA only), then one warmed
     eager step's launches counted, for an eager fp32 resident variant (x, y host tensors, y as the loss takes
     it). A step that cannot be captured (a host sync or a CPU tensor in the model's code) is logged and
     recorded as capture_failed; the job goes on."""

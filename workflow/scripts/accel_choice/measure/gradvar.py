@@ -24,7 +24,7 @@ from accel_choice.records.northstar import GradientVariance, VarianceRow
 
 
 def per_sample_gradients(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """An (N, P) matrix: row i is the gradient of BCEWithLogitsLoss on sample i alone."""
+    """Return an (N, P) matrix: row i is the gradient of BCEWithLogitsLoss on sample i alone."""
     params = {name: p.detach() for name, p in model.named_parameters()}
 
     def sample_loss(parameters: dict[str, torch.Tensor], xi: torch.Tensor, yi: torch.Tensor) -> torch.Tensor:

@@ -36,7 +36,9 @@ def measure_grid(
     warmup_steps: int,
     epochs: int = 1,
 ) -> tuple[list[GridRecord], SentinelReadings]:
-    """`epochs` timed epochs per workload (fast path, fp32; data resident on the device), every
+    """Time the grid's workloads.
+
+    `epochs` timed epochs per workload (fast path, fp32; data resident on the device), every
     workload warmed up first, then the rounds interleaved as in the main timing jobs (the order
     turns round from round to round and with the repeat) with the drift sentinel around them."""
     target = torch.device(device)
@@ -84,7 +86,7 @@ def grid_record(
     context_startup_s: float | None,
     foreign_cpu_share: float | None,
 ) -> GridRecord:
-    """The grid's record of one workload from measure_interleaved's result (a loss that is not finite is null)."""
+    """Return the grid's record of one workload from measure_interleaved's result (a non-finite loss is null)."""
     left_out = ("final_weights_each", "position_in_job", "reference_epoch_s")  # what only a training job's record keeps
     return GridRecord(
         **{

@@ -64,7 +64,7 @@ class Envelope:
             self.sentinel.tick()
 
     def fields(self, kind: type[Any]) -> dict[str, Any]:
-        """The envelope's fields of a record of type `kind`, read now (the wall interval ends here)."""
+        """Read the envelope's fields of a record of type `kind` now (the wall interval ends here)."""
         names = {field.name for field in dataclasses.fields(kind)}
         made: dict[str, Any] = {}
         if "wall_interval" in names:
@@ -80,7 +80,7 @@ class Envelope:
         return made
 
     def record(self, kind: type[R], **fields: Any) -> R:
-        """A `kind` record of `fields` and the envelope's own (which `fields` must not name)."""
+        """Return a `kind` record of `fields` and the envelope's own (which `fields` must not name)."""
         made = self.fields(kind)
         twice = sorted(set(made) & set(fields))
         if twice:

@@ -91,7 +91,7 @@ class FileToLoad:
 
 
 def round_order(files: Sequence[FileToLoad], round_index: int, repeat: int) -> list[FileToLoad]:
-    """The files of one timed round: A B ..., then reversed, alternating; odd repeats start reversed."""
+    """Return the files of one timed round: A B ..., then reversed, alternating; odd repeats start reversed."""
     return list(files) if (round_index + repeat) % 2 == 0 else list(reversed(files))
 
 
@@ -124,7 +124,9 @@ def measure_load_convert(
     repeat: int,
     envelope: Envelope,
 ) -> LoadConvertJob:
-    """One warm-up pass per file, then `passes` interleaved rounds; every loaded matrix must equal
+    """Time loading and converting the data files.
+
+    One warm-up pass per file, then `passes` interleaved rounds; every loaded matrix must equal
     the generated data (checked on the last pass of each file, outside the clock).
 
     The record's wall interval (the timing job's `envelope`, opened before this is called) spans the

@@ -68,7 +68,9 @@ class FastPathLoader:
 def make_loader(
     kind: str, x: torch.Tensor, y: torch.Tensor, batch_size: int, shuffle: bool, seed: int, pin: bool = False
 ) -> Iterable[Batch]:
-    """`pin`: hand out batches in pinned host memory (DataLoader's pin_memory; the fast path gathers
+    """Make a variant's loader.
+
+    `pin`: hand out batches in pinned host memory (DataLoader's pin_memory; the fast path gathers
     into pinned buffers), for non-blocking copies to a GPU."""
     generator = torch.Generator().manual_seed(seed)
     if kind == "dataloader":

@@ -34,7 +34,7 @@ def build_model(features: int, hidden: int, seed: int) -> nn.Sequential:
 
 
 def load_factory(spec: ModelSpec) -> Callable[..., nn.Module]:
-    """The user's factory function, imported from `spec.path` (this runs the module's code)."""
+    """Import the user's factory function from `spec.path` (this runs the module's code)."""
     assert spec.factory is not None
     module_name, function = split_factory(spec.factory)
     root = str(Path(spec.path).resolve())
@@ -63,7 +63,7 @@ def load_factory(spec: ModelSpec) -> Callable[..., nn.Module]:
 
 
 def build(spec: ModelSpec, input_shape: Sequence[int], seed: int) -> nn.Module:
-    """The configured model, seeded: the textbook MLP for (features,) inputs, or the factory's."""
+    """Build the configured model, seeded: the textbook MLP for (features,) inputs, or the factory's."""
     if spec.factory is None:
         if len(input_shape) != 1:
             raise ModelError(
@@ -103,7 +103,9 @@ def check_targets(spec: ModelSpec, y: torch.Tensor, where: str = "the benchmark 
 
 
 def targets(spec: ModelSpec, y: torch.Tensor) -> torch.Tensor:
-    """The target as the loss takes it: class indices (int64, one per sample) for ce, else one
+    """Return the target as the loss takes it.
+
+    The target as the loss takes it: class indices (int64, one per sample) for ce, else one
     float column."""
     if spec.loss == "ce":
         return y.reshape(-1).to(torch.int64)
@@ -111,12 +113,14 @@ def targets(spec: ModelSpec, y: torch.Tensor) -> torch.Tensor:
 
 
 def outputs(spec: ModelSpec, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """The model's outputs shaped as the loss compares them with `y` (a view: (B,) and (B, 1) alike)."""
+    """Shape the model's outputs as the loss compares them with `y` (a view: (B,) and (B, 1) alike)."""
     return logits if spec.loss == "ce" else logits.reshape(y.shape)
 
 
 def correct(spec: ModelSpec, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
-    """How many predictions are right (a device tensor): the logit's sign for bce, the argmax for
+    """Count the right predictions.
+
+    How many predictions are right (a device tensor): the logit's sign for bce, the argmax for
     ce; None for mse, which has no accuracy."""
     if spec.loss == "bce":
         return ((logits.reshape(y.shape) > 0).to(y.dtype) == y).sum()
@@ -131,7 +135,9 @@ FUSED_DEVICES = ("cpu", "cuda")  # where torch.optim has fused Adam, AdamW and S
 def make_optimizer(
     model: nn.Module, lr: float, device: torch.device | None = None, kind: str = "adam", *, capturable: bool = False
 ) -> torch.optim.Optimizer:
-    """Adam (the textbook's), AdamW or plain SGD, the fused implementation on the CPU and on CUDA
+    """Make the optimizer: Adam, AdamW or plain SGD.
+
+    Adam (the textbook's), AdamW or plain SGD, the fused implementation on the CPU and on CUDA
     (torch has both): the same implementation on either side of the comparison (issue 26), and on
     CUDA the plain one would make GradScaler.step read the found-inf flag on the host (`.item()`, a
     device sync every step), timing fp16 with a sync that fp32 and bf16 do not pay; the fused step
@@ -147,7 +153,9 @@ def make_optimizer(
 
 
 def optimizer_impl(optimizer: torch.optim.Optimizer) -> str:
-    """Which implementation steps `optimizer`: 'Adam fused', 'Adam foreach' or 'Adam for-loop' (torch's
+    """Name the implementation that steps `optimizer`.
+
+    Which implementation steps `optimizer`: 'Adam fused', 'Adam foreach' or 'Adam for-loop' (torch's
     default picks foreach for CUDA tensors when neither is asked for)."""
     fused, foreach = optimizer.defaults.get("fused"), optimizer.defaults.get("foreach")
     if fused:

@@ -40,7 +40,7 @@ def _fits(spec: ModelSpec, shape: Sequence[int], batch: int) -> bool:
 
 
 def epoch_batches(rows: int, batch_sizes: Sequence[int]) -> list[tuple[int, str]]:
-    """Every batch size an epoch of `rows` holds at `batch_sizes`, once, with where it comes from."""
+    """Return every batch size an epoch of `rows` holds at `batch_sizes`, once, with where it comes from."""
     found: dict[int, str] = {}
     for b in sorted(batch_sizes):
         found.setdefault(min(b, rows), f"timing.batch_sizes {b}")
@@ -54,7 +54,9 @@ def epoch_batches(rows: int, batch_sizes: Sequence[int]) -> list[tuple[int, str]
 def check_spec(
     spec: ModelSpec, input_shape: Sequence[int], seed: int, where: str, batches: Sequence[tuple[int, str]] = ()
 ) -> torch.nn.Module:
-    """Build the model and run one training step on a seeded batch of `PROBE_ROWS` samples of
+    """Check the model of `spec` and return it.
+
+    Build the model and run one training step on a seeded batch of `PROBE_ROWS` samples of
     `input_shape`, then what the jobs run on every batch of `batches` (`trial`); ModelError naming the
     key for every way that fails. Returns the model."""
     model = build(spec, input_shape, seed)
@@ -116,7 +118,9 @@ def _probe(model: torch.nn.Module, spec: ModelSpec, input_shape: Sequence[int], 
 def trial(
     model: torch.nn.Module, spec: ModelSpec, input_shape: Sequence[int], seed: int, batches: Sequence[tuple[int, str]]
 ) -> None:
-    """Run on a copy of `model` what the jobs will: per batch size, one update in training mode and a
+    """Run on a copy of `model` what the jobs will.
+
+    Run on a copy of `model` what the jobs will: per batch size, one update in training mode and a
     forward in evaluation mode without gradients; the profile's FLOP count at the smallest size and its op
     count at the largest. ModelError naming the batch and where its size comes from, for the first that fails."""
     if not batches:
@@ -165,7 +169,9 @@ class _named:
 
 
 def check_model(config: dict[str, Any], sample_shape: Sequence[int]) -> ConstantTarget | None:
-    """The parse-time check of the configured model on the benchmark data's sample shape, and of
+    """Check the configured model at parse time.
+
+    The parse-time check of the configured model on the benchmark data's sample shape, and of
     your own data's target against the loss; the warning where that target is constant (no refusal)."""
     spec = ModelSpec(**config["model"])
     found = benchmark_data.source(config)

@@ -169,7 +169,7 @@ def train_with_early_stopping(
 
 
 def restore_best(checkpoint: str | os.PathLike[str], features: int, hidden: int, device: torch.device) -> nn.Module:
-    """The saved best state in a fresh model, loaded with weights_only=True (no pickled code runs)."""
+    """Load the saved best state into a fresh model with weights_only=True (no pickled code runs)."""
     model = build_model(features, hidden, seed=0).to(device)
     model.load_state_dict(torch.load(checkpoint, map_location=device, weights_only=True))
     return model
@@ -206,7 +206,9 @@ def seed_limits(
     environments: Sequence[Environment],
     device: torch.device = torch.device("cpu"),
 ) -> SeedLimits:
-    """Numeric reproducibility (the first seed twice: identical weights and curves?),
+    """Measure numeric, statistical and environmental reproducibility.
+
+    Numeric reproducibility (the first seed twice: identical weights and curves?),
     statistical reproducibility (the spread of test log loss and AUC over `seeds`) and
     environmental reproducibility (which keys of `environments` differ)."""
     runs = []

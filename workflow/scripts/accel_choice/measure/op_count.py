@@ -46,7 +46,7 @@ class _Counting(TorchDispatchMode):
 
 
 def count_step(trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor) -> OpCount:
-    """The ops of one update of `trainer` on (xb, yb), its loss copied into a slot as train_epoch does.
+    """Count the ops of one update of `trainer` on (xb, yb), its loss copied into a slot as train_epoch does.
 
     The trainer is stepped once first (untimed, uncounted), so lazily made state is not counted;
     both updates change its weights, so count on a throw-away copy of a model, not a timed one."""

@@ -27,7 +27,9 @@ from accel_choice.io.provenance import INVOCATION_VARIABLE, invocation_record
 
 
 def record_invocation() -> None:
-    """Provenance, not a parameter: the command the user typed reaches every job through the
+    """Record the command the user typed.
+
+    Provenance, not a parameter: the command the user typed reaches every job through the
     environment (setdefault: a cluster job re-parsing the Snakefile keeps its submitter's record),
     so it is recorded in results/ without ever triggering a re-run."""
     from snakemake import __version__ as snakemake_version

@@ -84,7 +84,7 @@ def batches(
     x_device: torch.Tensor,
     y_device: torch.Tensor,
 ) -> Iterable[Batch]:
-    """A variant's batches by its placement (PLACEMENTS), from its loader (loaders.LOADERS)."""
+    """Return a variant's batches by its placement (PLACEMENTS), from its loader (loaders.LOADERS)."""
     if placement == "streamed":
         return Streamed(make_loader(loader, x, y, batch_size, shuffle, seed), device)
     if placement == "prefetched":  # x_device, y_device: the host copies, pinned on CUDA
@@ -96,7 +96,9 @@ def batches(
 
 
 def placed(variant: Variant, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The data a variant's batches come from, made before its clock starts: on the device
+    """Place the data a variant's batches come from, before its clock starts.
+
+    The data a variant's batches come from, made before its clock starts: on the device
     (resident), pinned on the host (prefetched, on CUDA), else the host tensors themselves."""
     device = torch.device(variant.device)
     if variant.placement == "resident":

@@ -36,7 +36,9 @@ def _tensor_bytes(value: object) -> int:
 def step_counts(
     model: nn.Module, spec: ModelSpec, input_shape: Sequence[int], batch_size: int, seed: int
 ) -> dict[str, int]:
-    """Forward and backward FLOP of one training step on a seeded batch, and the forward
+    """Count one training step's FLOP and forward activations.
+
+    Forward and backward FLOP of one training step on a seeded batch, and the forward
     activations: the batch's input plus the output of every leaf module (what backward may keep)."""
     generator = torch.Generator().manual_seed(seed)
     x = torch.randn(batch_size, *input_shape, generator=generator)
@@ -66,7 +68,9 @@ def step_counts(
 
 
 def step_ops(model: nn.Module, spec: ModelSpec, input_shape: Sequence[int], batch_size: int, seed: int) -> OpCount:
-    """The aten ops one training step of a copy of `model` dispatches, and how many launch work
+    """Count the aten ops one training step dispatches.
+
+    The aten ops one training step of a copy of `model` dispatches, and how many launch work
     (measure.op_count): the planner's cost of the step on a GPU's host (docs/planner.md)."""
     generator = torch.Generator().manual_seed(seed)
     x = torch.randn(batch_size, *input_shape, generator=generator)
@@ -77,7 +81,9 @@ def step_ops(model: nn.Module, spec: ModelSpec, input_shape: Sequence[int], batc
 
 
 def optimizer_state_bytes(model: nn.Module, spec: ModelSpec) -> int:
-    """The bytes the optimizer keeps once it has stepped (Adam's two moments and step counts, none
+    """Return the bytes the optimizer keeps once it has stepped.
+
+    The bytes the optimizer keeps once it has stepped (Adam's two moments and step counts, none
     for plain SGD): the timing's own priming step (steps.Trainer.prime), which moves no weight."""
     trainer = Trainer(model, spec, torch.device("cpu"))  # an eager fp32 step
     trainer.prime()
@@ -87,7 +93,9 @@ def optimizer_state_bytes(model: nn.Module, spec: ModelSpec) -> int:
 def profile(
     spec: ModelSpec, input_shape: Sequence[int], rows: int, batch_sizes: Sequence[int], seed: int
 ) -> ModelProfile:
-    """The model of `spec` on samples of `input_shape`, counted at every batch size of the timing, as
+    """Profile the model of `spec` at every batch size of the timing.
+
+    The model of `spec` on samples of `input_shape`, counted at every batch size of the timing, as
     the timed epoch runs it (training mode, the timing's batches; measure.model_checks refuses a model
     that is not fp32 or fails on one of them, when the workflow is parsed)."""
     model = build(spec, input_shape, seed)

@@ -45,7 +45,9 @@ EPOCHS = 3  # timed epochs of a reference per job (after the Timer's two warm-up
 
 
 def has_reference(variant: Variant) -> bool:
-    """Variants with a plain-loop reference: eager fp32 on host data (the CPU cells) and eager fp32 resident
+    """Say whether a variant has a plain-loop reference.
+
+    Variants with a plain-loop reference: eager fp32 on host data (the CPU cells) and eager fp32 resident
     on the device (a GPU job's, records.launch.launch_checked). Autocast, a scaler, streamed or prefetched
     batches and a compiled forward are not a plain loop's."""
     on_host = variant.device == "cpu" and variant.placement == "host"
@@ -63,7 +65,9 @@ def clock(device: torch.device) -> Callable[[], float]:
 
 
 def plain_epoch(variant: Variant, x: torch.Tensor, y: torch.Tensor, spec: ModelSpec, seed: int) -> Callable[[], None]:
-    """One epoch of the plain loop over `variant`'s loader (x, y host tensors, y as the loss takes it), on the
+    """Run one epoch of the plain loop over `variant`'s loader.
+
+    One epoch of the plain loop over `variant`'s loader (x, y host tensors, y as the loss takes it), on the
     variant's device: a resident variant's data copied there first, its batches sliced there."""
     device = torch.device(variant.device)
     model = build(spec, x.shape[1:], seed).to(device)
@@ -99,7 +103,9 @@ class Reference:
         )
 
     def time(self) -> float:
-        """Seconds per epoch, the mean of EPOCHS (torch.utils.benchmark with `clock`: the device synchronised
+        """Return the plain loop's seconds per epoch.
+
+        Seconds per epoch, the mean of EPOCHS (torch.utils.benchmark with `clock`: the device synchronised
         before each `time.perf_counter` read, none inside the loop; torch's threads set to the variant's)."""
         return float(self.timer.timeit(number=EPOCHS).median)
 
@@ -120,7 +126,9 @@ class ReferenceStep:
         self.seed, self.threads, self.seconds = seed, 0, []
 
     def prepare(self) -> None:
-        """Build the seeded data, model and optimizer, and run one untimed pass: first-call costs (Adam's
+        """Build the seeded data, model and optimizer, and run one untimed pass.
+
+        Build the seeded data, model and optimizer, and run one untimed pass: first-call costs (Adam's
         state, the allocator) stay out of every reading. A timing job calls it after its start-up is timed."""
         features, hidden, _ = STEP_SHAPE  # build_model's MLP has the one output
         generator = torch.Generator().manual_seed(self.seed)

@@ -41,7 +41,9 @@ READ_CHUNKS_PER_SAMPLE = 8  # one raw-read chunk of the interval: 64 MiB
 
 
 def cache_drop_method() -> CacheDrop:
-    """How this process can make a read cold: drop the whole page cache (root), evict the files'
+    """Say how this process can make a read cold.
+
+    How this process can make a read cold: drop the whole page cache (root), evict the files'
     pages (posix_fadvise), or not at all."""
     if os.geteuid() == 0 and os.access("/proc/sys/vm/drop_caches", os.W_OK):
         return "drop_caches"
@@ -98,7 +100,7 @@ def peak_rss_bytes() -> int:
 
 
 def workers_peak_rss_bytes() -> int:
-    """The largest peak resident set of any child process that has ended (the reader's workers)."""
+    """Return the largest peak resident set of any child process that has ended (the reader's workers)."""
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 
 
@@ -108,7 +110,9 @@ def _delta(before: int | None) -> int:
 
 
 def timed_chunks(work: Iterable[float], close: Callable[[float, int], bool]) -> tuple[list[float], list[float]]:
-    """One pass timed in chunks: (amount, seconds) per chunk. `work` yields the amount each step did
+    """Time one pass in chunks: (amount, seconds) per chunk.
+
+    One pass timed in chunks: (amount, seconds) per chunk. `work` yields the amount each step did
     (bytes, samples) as it is done; a chunk closes after a step where `close(amount, steps)` of the
     chunk so far is true, and a last partial chunk closes at the end. The clock starts here, before
     `work`'s first step: a generator's set-up (opening a file, starting a reader's workers) is timed."""
@@ -138,13 +142,15 @@ def _file_reads(paths: Sequence[Path], view: memoryview) -> Iterator[float]:
 
 
 def raw_read(paths: Sequence[Path]) -> tuple[list[float], list[float]]:
-    """Every file's bytes read in order; (bytes, seconds) per 64 MiB sample."""
+    """Read every file's bytes in order; (bytes, seconds) per 64 MiB sample."""
     view = memoryview(bytearray(CHUNK))  # allocated before the clock starts
     return timed_chunks(_file_reads(paths, view), lambda done, _: done >= CHUNK * READ_CHUNKS_PER_SAMPLE)
 
 
 def decode_and_convert(folder: Path, rows: int, batch_size: int, seed: int) -> tuple[list[float], ...]:
-    """Each unit decoded (file bytes → numpy) and converted (numpy → torch batches) by the reader's own
+    """Time decoding and converting each unit apart.
+
+    Each unit decoded (file bytes → numpy) and converted (numpy → torch batches) by the reader's own
     two steps (StreamedBatches.read, .batches), timed apart: (row bytes, decode seconds, convert seconds) per unit."""
     data = StreamedBatches(folder, batch_size, seed=seed, rows=rows)
     amounts, decode, convert = [], [], []
@@ -164,7 +170,9 @@ def decode_and_convert(folder: Path, rows: int, batch_size: int, seed: int) -> t
 def reader_pass(
     folder: Path, rows: int, batch_size: int, workers: int, seed: int, kind: str = "processes"
 ) -> tuple[list[float], list[float]]:
-    """One epoch of the streaming reader: (samples, seconds) per chunk of a row group's worth of batches.
+    """Time one epoch of the streaming reader.
+
+    One epoch of the streaming reader: (samples, seconds) per chunk of a row group's worth of batches.
     The clock starts before the DataLoader's workers (or the thread pool) do: starting them is part
     of what a reader costs."""
     dataset = StreamedBatches(folder, batch_size, seed=seed, rows=rows)
@@ -191,7 +199,7 @@ def measure_size(
     seed: int,
     log: Any = None,
 ) -> SizeMeasurement:
-    """Every stage at one size (see the module's text), the peak resident set reset first."""
+    """Measure every stage at one size (see the module's text), the peak resident set reset first."""
     make_rate = rate
     reset_peak_rss()
     meter = ForeignUserCpuMeter().start()

@@ -54,7 +54,7 @@ def workload_name(device: torch.device) -> str:
 
 
 def cpu_mhz(root: str = "/sys/devices/system/cpu", cpuinfo: str = "/proc/cpuinfo") -> float | None:
-    """The mean current clock of the cores: cpufreq where the VM exposes it, else /proc/cpuinfo."""
+    """Return the mean current clock of the cores: cpufreq where the VM exposes it, else /proc/cpuinfo."""
     found = []
     for path in sorted(Path(root).glob("cpu[0-9]*/cpufreq/scaling_cur_freq")):
         try:
@@ -85,7 +85,7 @@ def governor(root: str = "/sys/devices/system/cpu") -> str | None:
 
 
 def gpu_state(device: torch.device, nvml: Any | None = None) -> GpuState | None:
-    """The GPU's clocks, temperature, power and throttle reasons; None on a CPU or without NVML."""
+    """Read the GPU's clocks, temperature, power and throttle reasons; None on a CPU or without NVML."""
     if device.type != "cuda":
         return None
     nvml = nvml or _nvml()
@@ -176,7 +176,9 @@ class Sentinel:
             torch.mm(a, b).relu_().sum()
 
     def tick(self) -> float:
-        """One timing of the fixed work. On the CPU on one thread, whatever the job's own thread count
+        """Time the fixed work once.
+
+        One timing of the fixed work. On the CPU on one thread, whatever the job's own thread count
         (timing.threads): the same work on the same threads in every job, so jobs of different thread
         counts compare. The operands' copy to a GPU is made before the clock starts."""
         threads = torch.get_num_threads()
@@ -197,7 +199,9 @@ class Sentinel:
         return seconds
 
     def held_on_device(self) -> tuple[torch.Tensor, ...]:
-        """The operands the work holds on the device now: a tick's own, none between ticks (the host
+        """Return the operands the work holds on the device now.
+
+        The operands the work holds on the device now: a tick's own, none between ticks (the host
         tensors `a` and `b` are the only ones kept)."""
         return self._operands or ()
 

@@ -41,21 +41,21 @@ RECOMPILE_LIMIT = 64
 
 
 def compiling(step: Step) -> contextlib.AbstractContextManager[Any]:
-    """The warm-up of a compiled variant: compile what it needs, and fail loudly past the limit."""
+    """Warm up a compiled variant: compile what it needs, and fail loudly past the limit."""
     if not step.compiled:
         return contextlib.nullcontext()
     return torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT, fail_on_recompile_limit_hit=True)
 
 
 def compiled_already(step: Step) -> contextlib.AbstractContextManager[Any]:
-    """A timed pass of a compiled variant: a recompilation here would be timed, so it is an error."""
+    """Run a timed pass of a compiled variant: a recompilation here would be timed, so it is an error."""
     if not step.compiled:
         return contextlib.nullcontext()
     return torch._dynamo.config.patch(error_on_recompile=True)
 
 
 def check_variant(variant: Variant) -> Variant:
-    """A variant the loop can run: a precision of PRECISIONS, a placement of PLACEMENTS."""
+    """Check a variant the loop can run: a precision of PRECISIONS, a placement of PLACEMENTS."""
     if variant.precision not in PRECISIONS:
         raise ValueError(f"unknown precision {variant.precision!r}; allowed: {', '.join(PRECISIONS)}")
     if variant.placement not in PLACEMENTS:
@@ -66,7 +66,7 @@ def check_variant(variant: Variant) -> Variant:
 def cpu_variants(
     loaders: Sequence[str], compile_options: Sequence[bool] = (False,), *, batch_size: int, threads: int | None = None
 ) -> list[Variant]:
-    """A CPU job's variants: every loader, in fp32 on host data."""
+    """Return a CPU job's variants: every loader, in fp32 on host data."""
     return _variants("cpu", ["fp32"], ["host"], loaders, compile_options, batch_size, threads)
 
 
@@ -127,7 +127,7 @@ class Step:
 
 
 def compile_mode_of(update: Step) -> str | None:
-    """What a compiled variant's record says of its mode: timing.compile_mode; None for an eager one."""
+    """Say what a compiled variant's record says of its mode: timing.compile_mode; None for an eager one."""
     return update.compile_mode if update.compiled else None
 
 
@@ -184,7 +184,7 @@ class Trainer:
         self.prime_scaler()
 
     def prime_scaler(self) -> None:
-        """The GradScaler's scale and growth tracker made now (they are made lazily at its first use)."""
+        """Make the GradScaler's scale and growth tracker now (they are made lazily at its first use)."""
         if self.scaler.is_enabled() and self.scaler._scale is None:
             self.scaler.scale(torch.zeros((), device=self.device))
 
@@ -311,7 +311,9 @@ class EvalResult:
 
 
 def evaluate(trainer: Trainer, batches: Iterable[Batch]) -> EvalResult:
-    """One pass under `torch.no_grad()`; loss and accuracy (bce: at probability 0.5, ce: the argmax;
+    """Evaluate over all samples in one pass.
+
+    One pass under `torch.no_grad()`; loss and accuracy (bce: at probability 0.5, ce: the argmax;
     mse: none, NaN) over all samples."""
     model, device = trainer.model, trainer.device
     model.eval()
@@ -358,7 +360,9 @@ def warm_up(
     steps: int,
     eval_batches: Iterable[Batch] | None = None,
 ) -> WarmupResult:
-    """Run `steps` updates on a copy of `model`, cycling through `batches`, then (given
+    """Warm up a copy of `model` and time its first step.
+
+    Run `steps` updates on a copy of `model`, cycling through `batches`, then (given
     `eval_batches`) an evaluation pass over at most `steps` of them: the timed evaluation's
     first-call costs (lazy kernel loading, no-grad and autocast paths, its allocations) are paid
     here too, not inside the first variant's timed pass.

@@ -38,7 +38,9 @@ Unit = tuple[Path, int, int]
 def read_unit(
     fmt: str, path: Path, start: int, rows: int, features: int, data_offset: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One unit's rows decoded to numpy: float32 features (rows × features) and the 0/1 target (float32).
+    """Decode one unit's rows to numpy.
+
+    One unit's rows decoded to numpy: float32 features (rows × features) and the 0/1 target (float32).
     `data_offset`: where an .npy file's data begin (`npy_data_offset`), read from its header if not given."""
     if fmt == "parquet":
         # Opened for this unit alone: a ParquetFile kept open held on to about a row group's memory per
@@ -87,7 +89,7 @@ def _npy_window(path: Path, header: int, start: int, rows: int, width: int) -> t
 
 
 def to_batches(x: np.ndarray, y: np.ndarray, batch_size: int, generator: torch.Generator | None) -> Iterator[Batch]:
-    """A unit's rows as torch batches, in a seeded order within the unit (None: in file order)."""
+    """Cut a unit's rows into torch batches, in a seeded order within the unit (None: in file order)."""
     features, target = torch.from_numpy(x), torch.from_numpy(y)
     if generator is not None:
         order = torch.randperm(len(features), generator=generator)
@@ -114,7 +116,7 @@ class StreamedBatches(IterableDataset):
         )
 
     def order(self) -> list[int]:
-        """The epoch's unit order: a seeded permutation (file order without shuffle)."""
+        """Return the epoch's unit order: a seeded permutation (file order without shuffle)."""
         if not self.shuffle:
             return list(range(len(self.units)))
         generator = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
@@ -154,7 +156,9 @@ def _first_rows(units: list[Unit], rows: int) -> list[Unit]:
 
 
 def threaded(dataset: StreamedBatches, threads: int) -> Iterator[Batch]:
-    """The epoch in the order of `StreamedBatches` without workers, its units read and decoded ahead
+    """Yield the epoch's batches from a thread pool of readers.
+
+    The epoch in the order of `StreamedBatches` without workers, its units read and decoded ahead
     by a pool of `threads` threads (at most 2 × threads units in flight, so memory stays bounded) and
     cut into batches in the calling thread: the thread-pool alternative to DataLoader workers."""
     order = iter(dataset.order())
@@ -172,7 +176,7 @@ def threaded(dataset: StreamedBatches, threads: int) -> Iterator[Batch]:
 
 
 def loader(dataset: StreamedBatches, workers: int, prefetch_factor: int = 2) -> DataLoader:
-    """The dataset behind a DataLoader with `workers` reader processes (0: read in this process).
+    """Return the dataset behind a DataLoader with `workers` reader processes (0: read in this process).
 
     With workers, each reads every `workers`-th unit of the epoch's order and the DataLoader takes one
     batch from each worker in turn: the epoch's batches are those without workers, interleaved unit

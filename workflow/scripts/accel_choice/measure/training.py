@@ -139,7 +139,7 @@ def prepare_variant(
 
 
 def time_epoch(prepared: Prepared) -> dict[str, Any]:
-    """One timed epoch and evaluation pass from the seeded initial weights and the same batches.
+    """Time one epoch and evaluation pass from the seeded initial weights and the same batches.
 
     The resident copy of the data and the model exist only during this epoch. The peak counts
     everything allocated, the cuBLAS workspace and whatever else the job holds included; what was

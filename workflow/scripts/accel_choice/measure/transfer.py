@@ -67,7 +67,9 @@ def measure_transfers(
     repeat: int,
     envelope: Envelope,
 ) -> TransferJob:
-    """Context start-up, then H2D of the matrix and of one batch per batch size (pageable and
+    """Time the context start-up and the host-device transfers.
+
+    Context start-up, then H2D of the matrix and of one batch per batch size (pageable and
     pinned), H2D of the target column, and D2H of one prediction per row.
 
     The record's wall interval (the timing job's `envelope`, opened before this is called) spans the

@@ -26,7 +26,9 @@ from accel_choice.render.scale import reader_label  # noqa: E402
 
 
 def storage_line(best: tuple[ScaleJob, SizeMeasurement, ReaderPass, Rate]) -> tuple[float, str]:
-    """The streaming study's best sustained reader (analyze.scale.best_reader) as the figure's
+    """Return the figure's storage line from the streaming study's best reader.
+
+    The streaming study's best sustained reader (analyze.scale.best_reader) as the figure's
     storage line: (bytes per second, label)."""
     job, _, reader, rate = best
     return rate.per_s.point, f"reading from disk ({job.format}, {reader_label(reader)}, measured)"
@@ -42,7 +44,9 @@ def break_even_figure(
     intervals: Sequence[BreakEvenSummary] = (),
     storage: tuple[float, str] | None = None,
 ) -> None:
-    """One panel per costmodel.break_even() result: modelled CPU and GPU epoch seconds, and the
+    """Draw the break-even figure, one panel per curve.
+
+    One panel per costmodel.break_even() result: modelled CPU and GPU epoch seconds, and the
     break-even's interval as a band where `intervals` holds the curve's (axis, placement).
 
     A measured epoch (a fit point; device "cpu", or anything else for the GPU) is drawn on a

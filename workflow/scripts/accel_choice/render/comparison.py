@@ -119,7 +119,9 @@ def batch_size_table(rows: Sequence[ComparisonRow], label_a: str, label_b: str, 
 
 
 def levels(result: Comparison) -> str:
-    """The level the table's ratio intervals hold at together ("95 %"; "90 %/95 %" where rows differ; "" with
+    """Return the level the table's ratio intervals hold at together.
+
+    The level the table's ratio intervals hold at together ("95 %"; "90 %/95 %" where rows differ; "" with
     no row on both)."""
     found = sorted({r.family_confidence for r in result.rows if r.family_confidence is not None})
     return "/".join(f"{level * 100:g} %" for level in found)
@@ -226,7 +228,9 @@ def _floor_section(result: Comparison) -> str:
 
 
 def sensitivity_lines(result: Comparison) -> list[str]:
-    """What this comparison could have seen, in sentences: per time metric the slowdown of B a row would catch
+    """Say what this comparison could have seen.
+
+    What this comparison could have seen, in sentences: per time metric the slowdown of B a row would catch
     with 80 % power (the median row's and the best row's), whether each table's machine itself changed, and
     each whole table's shift (analyze.compare_table)."""
     a, b = (side["label"] for side in result.sides)

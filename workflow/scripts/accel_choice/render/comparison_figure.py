@@ -38,7 +38,9 @@ UNDECIDED = OUTCOME_WORDS["no_difference"]
 
 
 def comparison_figure(result: Comparison, png_path: str | os.PathLike[str], svg_path: str | os.PathLike[str]) -> Any:
-    """2×2 panels: each side's epoch time (median and interval) and full-path time (median, min–max) on top; the
+    """Draw the comparison figure of sides A and B and their ratios.
+
+    2×2 panels: each side's epoch time (median and interval) and full-path time (median, min–max) on top; the
     ratios B/A of epoch time, full-path time and samples/s below, with their intervals as bars, a hollow marker
     where the outcome is "no measurable difference" and the largest noise floor as a grey band. Writes the PNG
     and SVG and returns the (closed) matplotlib Figure, for inspection."""

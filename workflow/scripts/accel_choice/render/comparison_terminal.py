@@ -14,7 +14,7 @@ WIDTH = 100  # columns, the widest line printed
 
 
 def copy_line(result: Comparison) -> str | None:
-    """The copy, said in words (a warning of the comparison says the same), or None for two runs."""
+    """Say the copy in words (a warning of the comparison says the same), or return None for two runs."""
     a, b = (side["label"] for side in result.sides)
     said = copy_warnings(result.copy, a, b)
     return said[0] if said else None
@@ -34,7 +34,9 @@ def _cells(row: ComparisonRow) -> tuple[str, ...]:
 
 
 def terminal_lines(result: Comparison, width: int = WIDTH) -> list[str]:
-    """The copy line (if B is a copy of A), a title, a header and one line per row measured on both sides with an
+    """Return the comparison's lines for the terminal.
+
+    The copy line (if B is a copy of A), a title, a header and one line per row measured on both sides with an
     epoch interval; the variant is shortened with "…" where the line would pass `width`."""
     a, b = (side["label"] for side in result.sides)
     copy = copy_line(result)

@@ -53,7 +53,7 @@ TARGET_WORDS = {
 
 
 def cost_headline(c: CostTable | None) -> str:
-    """What the measured times cost at the user's prices, in a sentence or two (also REPORT.md's first screen)."""
+    """Say what the measured times cost at the user's prices, in a sentence or two (also REPORT.md's first screen)."""
     if c is None:
         return ""
     if c.epoch_outcome is not None:

@@ -13,7 +13,7 @@ from accel_choice.render.formatting import cell_flags, ms, table
 
 
 def environment_section(env: EnvironmentReport, probe: VisibleDevices | None, accelerator: str) -> str:
-    """The environment record (env/collect_env.json) and what the device probe saw."""
+    """Render the environment record (env/collect_env.json) and what the device probe saw."""
     quick = env.quick
     workflow = quick.workflow
     commit = workflow.commit or "not a git checkout"
@@ -46,12 +46,12 @@ def environment_section(env: EnvironmentReport, probe: VisibleDevices | None, ac
 
 
 def warning_lines(data: DataTable) -> list[str]:
-    """One line per warning about the data, each led by its data set's name."""
+    """Return one line per warning about the data, each led by its data set's name."""
     return [f"{row.dataset}: {warning.line}" for row in data.table for warning in row.warnings]
 
 
 def warnings_banner(data: DataTable) -> str:
-    """The first screen's word on the data: each warning, above the verdict; nothing where there is none."""
+    """Render the first screen's word on the data: each warning, above the verdict; nothing where there is none."""
     lines = warning_lines(data)
     if not lines:
         return ""

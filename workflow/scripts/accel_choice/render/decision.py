@@ -37,12 +37,12 @@ def thread_words(threads: int) -> str:
 
 
 def path_name(row: FullPathRow) -> str:
-    """A full path: its variant's name (records' Variant.name, the one way a variant is named), format and batch size."""
+    """Name a full path: variant name (records' Variant.name, the one way a variant is named), format, batch size."""
     return f"{row.name}, {row.format}, B={row.batch_size}"
 
 
 def gpu_line(gpu: GpuVisibility) -> str:
-    """What was visible, in one phrase."""
+    """Say what was visible, in one phrase."""
     if gpu.kind == "cuda":
         names = ", ".join(gpu.names)
         if gpu.source == "probe":
@@ -59,12 +59,14 @@ def contaminated(verdict: Verdict) -> bool:
 
 
 def configuration(c: CpuConfiguration) -> str:
-    """A CPU configuration in a few words: "fastpath B=512 on 1 thread" ("compiled" after the loader)."""
+    """Name a CPU configuration in a few words: "fastpath B=512 on 1 thread" ("compiled" after the loader)."""
     return f"{c.loader}{' compiled' if c.compiled else ''} B={c.batch_size} on {thread_words(c.threads)}"
 
 
 def claim(verdict: Verdict) -> str:
-    """The verdict's sentence: what was measured, and why the device it names follows (the first screen; the
+    """Return the verdict's sentence.
+
+    The verdict's sentence: what was measured, and why the device it names follows (the first screen; the
     comparison section gives the full paths it rests on: measured_sentence)."""
     if verdict.reason == "no_gpu_visible":
         return "No CUDA device was visible: the GPU plan is theoretical and no speedup is claimed."
@@ -92,7 +94,9 @@ def claim(verdict: Verdict) -> str:
 
 
 def measured_sentence(verdict: Verdict) -> str:
-    """The measured comparison behind the verdict, in full: each side's best path, its start-up and the speedups
+    """Say the measured comparison behind the verdict, in full.
+
+    The measured comparison behind the verdict, in full: each side's best path, its start-up and the speedups
     (the comparison section); for an undecided one, the repeats that would settle it and why."""
     c = verdict.comparison
     if c is None:
@@ -141,7 +145,7 @@ def _span(ratio: Estimate) -> str:
 
 
 def reasons(verdict: Verdict) -> list[str]:
-    """The figures behind the verdict, each sentence only where its numbers show it."""
+    """Return the figures behind the verdict, each sentence only where its numbers show it."""
     best, fastest = verdict.fastest_cpu_path, verdict.fastest_cpu_epoch
     said = [
         f"Fastest CPU full path: {best.format} + {best.loader} at B={best.batch_size}, {thread_words(best.threads)}, "
@@ -225,7 +229,7 @@ FIRST_SCREEN_TIES = 3
 
 
 def fastest_line(verdict: Verdict) -> str:
-    """The first screen's fastest CPU configuration, with its epoch."""
+    """Render the first screen's fastest CPU configuration, with its epoch."""
     fastest = verdict.fastest_cpu_epoch
     named = f"{configuration(fastest)}, {ms(fastest.epoch_s)} ms per epoch"
     if contaminated(verdict):
@@ -234,7 +238,7 @@ def fastest_line(verdict: Verdict) -> str:
 
 
 def ties_line(verdict: Verdict) -> str:
-    """The first screen's ties with the fastest, each with its interval ("" in a contaminated run)."""
+    """Render the first screen's ties with the fastest, each with its interval ("" in a contaminated run)."""
     ties = verdict.fastest_cpu_ties
     if contaminated(verdict):
         return ""
@@ -258,7 +262,7 @@ _GROWTH_SHORT = {
 
 
 def growth_line(verdict: Verdict) -> str:
-    """The first screen's step-time growth and what it shows ("" with one batch size)."""
+    """Render the first screen's step-time growth and what it shows ("" with one batch size)."""
     s = verdict.scaling
     if s is None:
         return ""
@@ -271,14 +275,16 @@ def growth_line(verdict: Verdict) -> str:
 
 
 def floor_line(verdict: Verdict) -> str:
-    """The run's noise floor (its section says what it is and what it rests on)."""
+    """Render the run's noise floor (its section says what it is and what it rests on)."""
     if verdict.noise_floor is None:
         return "No noise floor could be stated: every small difference is unproven."
     return f"Noise floor ±{verdict.noise_floor:.1%}: smaller differences are not evidence."
 
 
 def headline(verdict: Verdict) -> str:
-    """The first screen: the verdict with a short line each for the fastest CPU configuration, its ties, the
+    """Render the first screen.
+
+    The first screen: the verdict with a short line each for the fastest CPU configuration, its ties, the
     step-time growth and the noise floor; the run's trust above it where any job was flagged (with the command
     that re-measures a contaminated run's), under it where none was. The reasons come under the decision sheet."""
     lines = [fastest_line(verdict), ties_line(verdict), growth_line(verdict), floor_line(verdict)]
@@ -291,7 +297,9 @@ def headline(verdict: Verdict) -> str:
 
 
 def reasons_section(verdict: Verdict) -> str:
-    """The figures behind the verdict and what each shows, in full: the first screen's lines said with their
+    """Render the figures behind the verdict and what each shows, in full.
+
+    The figures behind the verdict and what each shows, in full: the first screen's lines said with their
     reasons and caveats, and the figures the first screen leaves out (the full path, the arithmetic rate, memory)."""
     return "**The figures behind the verdict.**\n\n" + "\n".join(f"- {r}" for r in reasons(verdict))
 
@@ -375,7 +383,9 @@ def comparison_section(verdict: Verdict) -> str:
 
 
 def startup_line(cells: Sequence[TrainingCell]) -> str:
-    """The GPU jobs' one-off start-up and its parts (medians over the eager cells: a compiled cell's
+    """Render the GPU jobs' one-off start-up and its parts.
+
+    The GPU jobs' one-off start-up and its parts (medians over the eager cells: a compiled cell's
     start-up holds its compilation too)."""
     cells = [c for c in cells if not c.compiled] or list(cells)
     total = statistics.median(c.startup_s_median for c in cells)

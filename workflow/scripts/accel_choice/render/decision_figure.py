@@ -41,7 +41,9 @@ def decision_figure(
     svg_path: str | os.PathLike[str],
     title: str,
 ) -> None:
-    """Throughput vs batch size with the intervals the report decides by (left), the full path as stacked
+    """Draw the decision figure.
+
+    Throughput vs batch size with the intervals the report decides by (left), the full path as stacked
     bars (right)."""
     figure, (throughput, stacked) = plt.subplots(1, 2, figsize=(12, 4.8))
     _throughput_panel(throughput, train_table)

@@ -35,7 +35,9 @@ def number(value: float | None, fmt: str, empty: str = "—") -> str:
 
 
 def ratio_words(ratio: Any) -> str:
-    """A ratio (records.estimate.Estimate) with its interval, or the words that say it has none: one job, or
+    """Render a ratio with its interval, or the words that say it has none.
+
+    A ratio (records.estimate.Estimate) with its interval, or the words that say it has none: one job, or
     jobs that agree to the last digit."""
     if ratio.low == ratio.high:
         alone = "one job, a single measurement" if ratio.jobs < 2 else "no spread between the jobs"
@@ -60,7 +62,7 @@ def save_figure(figure: Any, png_path: str | os.PathLike[str], svg_path: str | o
 
 
 def cell_flags(cell: Any) -> str:
-    """What makes a cell's median doubtful, in bold: noisy repeats, a busy machine (a training or load cell)."""
+    """Say what makes a cell's median doubtful, in bold: noisy repeats, a busy machine (a training or load cell)."""
     flags = ["**noisy**: " + "; ".join(cell.noise_reasons)] if cell.noisy else []
     if cell.contaminated:
         flags.append(f"**busy machine** in repeat(s) {', '.join(str(c.repeat) for c in cell.contaminated)}")
@@ -70,6 +72,8 @@ def cell_flags(cell: Any) -> str:
 
 
 def level_words(level: float) -> str:
-    """A confidence level as a percentage: "95%", and "97.5%" or "99.83%" for a family's per-comparison level
+    """Render a confidence level as a percentage.
+
+    A confidence level as a percentage: "95%", and "97.5%" or "99.83%" for a family's per-comparison level
     (never rounded up to a level it does not have)."""
     return f"{100 * level:.4g}%"

@@ -31,7 +31,7 @@ def us(seconds: float | None) -> str:
 
 
 def launch_line(cell: TrainingCell) -> str:
-    """What one cell's launch floor says, from its numbers and status codes."""
+    """Say what one cell's launch floor says, from its numbers and status codes."""
     launch: CellLaunchChecks = cell.launch  # type: ignore[assignment]
     where = f"B = {cell.batch_size}"
     if launch.step_over_launch_floor is None or launch.launch_bound is None:
@@ -44,7 +44,9 @@ def launch_line(cell: TrainingCell) -> str:
 
 
 def gpu_checks_section(cells: Sequence[TrainingCell]) -> str:
-    """The GPU cells with a plain-loop reference or launch checks: one table row each, then a line per cell
+    """Render the GPU cells with a plain-loop reference or launch checks.
+
+    The GPU cells with a plain-loop reference or launch checks: one table row each, then a line per cell
     on its launch floor; "" where no cell has either."""
     checked = [c for c in cells if c.launch is not None or c.epoch_s_over_reference is not None]
     if not checked:

@@ -14,7 +14,7 @@ def _digits(value: float) -> str:
 
 
 def quantity(value: float, unit: str) -> str:
-    """A figure in its everyday unit: s, ms or µs, TFLOP/s, GB/s."""
+    """Render a figure in its everyday unit: s, ms or µs, TFLOP/s, GB/s."""
     if unit == "s":
         if value >= 1:
             return f"{value:.3g} s"
@@ -25,7 +25,7 @@ def quantity(value: float, unit: str) -> str:
 
 
 def spread(f: UsedFigure) -> str:
-    """A figure's interval, or a dash for a datasheet's single value."""
+    """Render a figure's interval, or a dash for a datasheet's single value."""
     if f.estimate.low == f.estimate.high:
         return "— (one value)"
     return f"{quantity(f.estimate.low, f.unit)}–{quantity(f.estimate.high, f.unit)}"
@@ -38,7 +38,7 @@ def _provenance(f: UsedFigure) -> str:
 
 
 def source_phrase(use: ProfileUse) -> str:
-    """The first screen's "modelled on ...": the profile by name (profile_section gives its figures' sources)."""
+    """Render the first screen's "modelled on ...": the profile by name (profile_section gives its figures' sources)."""
     return f"Modelled on an {use.name} (profile `{use.file}`)"
 
 
@@ -65,7 +65,7 @@ def never_reason(s: BreakEvenSummary) -> str:
 
 
 def profile_section(use: ProfileUse | None) -> str:
-    """The profile's figures the planner read, each with its interval, source and reference."""
+    """Render the profile's figures the planner read, each with its interval, source and reference."""
     if use is None:
         return ""
     rows = [
@@ -105,7 +105,7 @@ def profile_section(use: ProfileUse | None) -> str:
 
 
 def coverage_sentence(coverage: Coverage | None, jobs: int | None, machines: int) -> str:
-    """What the harness says of this design's intervals (benchmarks/calibration.py --planner)."""
+    """Say what the harness says of this design's intervals (benchmarks/calibration.py --planner)."""
     if coverage is None:
         return (
             f" No simulation covers this design ({jobs} grid jobs, {machines} profile machine(s)): run "

@@ -57,7 +57,9 @@ def first_screen(text: str) -> str:
 
 
 def landing_rst(text: str, description: str) -> str:
-    """The landing page of Snakemake's HTML report: REPORT.md's first screen as HTML (docutils' raw
+    """Return the landing page of Snakemake's HTML report.
+
+    The landing page of Snakemake's HTML report: REPORT.md's first screen as HTML (docutils' raw
     directive), then the workflow's own description. Snakemake renders this file as a Jinja template
     before docutils reads it, so the report's text is kept out of Jinja (`{% raw %}`)."""
     fragment = to_html(first_screen(text)).replace("{% endraw %}", "{% endraw %}{{ '{% endraw %}' }}{% raw %}")

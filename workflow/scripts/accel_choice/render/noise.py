@@ -25,7 +25,7 @@ JOB_FLAG_KINDS = {
 
 
 def noise_floor_section(sentinels: Sequence[tuple[str, SentinelSummary]]) -> str:
-    """One paragraph per device's sentinel, then the flagged jobs (kept in the tables, flagged)."""
+    """Render one paragraph per device's sentinel, then the flagged jobs (kept in the tables, flagged)."""
     if not sentinels:
         return ""
     parts = ["## The run's noise floor (drift sentinel)"]
@@ -98,7 +98,9 @@ def flags_section(
     trust: RunTrust | None,
     rules: NoiseRules,
 ) -> str:
-    """Every flag the run raised in one table - what was flagged, over how many, and which - then the runs that
+    """Render every flag the run raised in one table.
+
+    Every flag the run raised in one table - what was flagged, over how many, and which - then the runs that
     went non-finite. Each cell's own reasons stay in its table's flag column."""
     iqr, outlier = f"IQR/median > {rules.noise_iqr_ratio:.0%}", f"a repeat > {rules.outlier_factor:g}× the median"
     rows: list[list[str]] = []
@@ -161,7 +163,9 @@ def _scaler_words(row: NonFiniteRun) -> str:
 
 
 def trust_banner(trust: RunTrust | None) -> str:
-    """The report's first line about the run itself: how many timing jobs were flagged and why; for a
+    """Render the report's first line about the run itself.
+
+    The report's first line about the run itself: how many timing jobs were flagged and why; for a
     contaminated run, that its measured figures are unreliable (its reasons counted under the flags, and
     remeasure_line the command that re-measures them)."""
     if trust is None or not trust.flagged:
@@ -176,12 +180,14 @@ def trust_banner(trust: RunTrust | None) -> str:
 
 
 def remeasure_line(trust: RunTrust) -> str:
-    """The one command that re-measures a contaminated run's flagged jobs and brings the report up to date."""
+    """Return the one command that re-measures a contaminated run's flagged jobs and brings the report up to date."""
     return f"Re-measure the flagged jobs on a quiet machine: `{remeasure_command(trust)}`"
 
 
 def accuracy_section(cells: Sequence[TrainingCell], cores: int | None) -> str:
-    """Each CPU cell's epoch over the plain loop timed beside it (analyze.accuracy), and what each thread count
+    """Render each CPU cell's epoch over the plain loop timed beside it.
+
+    Each CPU cell's epoch over the plain loop timed beside it (analyze.accuracy), and what each thread count
     shows; "" where no CPU cell has a reference."""
     timed = accuracy.cpu_checked(cells)
     if not timed:
@@ -223,7 +229,9 @@ def accuracy_section(cells: Sequence[TrainingCell], cores: int | None) -> str:
 
 
 def versus_plain_loop(cell: TrainingCell) -> tuple[str, str, str, str]:
-    """A cell with a reference as the Accuracy table shows it: its epoch (ms), its plain loop's (the references'
+    """Render a cell with a reference as the Accuracy table shows it.
+
+    A cell with a reference as the Accuracy table shows it: its epoch (ms), its plain loop's (the references'
     geometric mean), their ratio with its paired interval, and that interval against the tolerance."""
     ratio, tolerance = cell.epoch_s_over_reference, f"±{accuracy.TOLERANCE:.0%}"
     assert ratio is not None
@@ -237,7 +245,9 @@ def versus_plain_loop(cell: TrainingCell) -> tuple[str, str, str, str]:
 
 
 def accuracy_line(cells: Sequence[TrainingCell], cores: int | None) -> str:
-    """For the first screen: the thread counts whose jobs could not time their cells to the tolerance in this run
+    """Render the first screen's line on the thread counts that missed the tolerance.
+
+    For the first screen: the thread counts whose jobs could not time their cells to the tolerance in this run
     (analyze.accuracy); "" where every one could, or no cell has a reference."""
     short = [group for group in accuracy.by_threads(cells, cores) if not group.measurable]
     if not short:

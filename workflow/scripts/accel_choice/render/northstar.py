@@ -19,7 +19,7 @@ from accel_choice.render.formatting import number, save_figure, table  # noqa: E
 
 
 def fastest_words(result: TimeToTarget) -> str:
-    """The fastest run, or the runs this measurement cannot tell apart from it."""
+    """Name the fastest run, or the runs this measurement cannot tell apart from it."""
     if result.fastest is None:
         return "none reached it"
     if len(result.fastest_set) == 1:
@@ -164,7 +164,9 @@ def learning_curves(
     svg_path: str | os.PathLike[str],
     seeds: SeedLimits | None = None,
 ) -> None:
-    """Validation loss against wall time, one curve per device and batch size; with `seeds`, the spread of the
+    """Plot validation loss against wall time.
+
+    Validation loss against wall time, one curve per device and batch size; with `seeds`, the spread of the
     seed runs (min–max of their validation losses per epoch) as a band at the seed batch size's epoch times."""
     figure, axes = plt.subplots(figsize=(7, 4.5))
     if seeds is not None:

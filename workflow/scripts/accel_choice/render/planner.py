@@ -22,13 +22,15 @@ def _bound(value: float | None, where: str) -> str:
 
 
 def interval_text(s: BreakEvenSummary) -> str:
-    """The interval in words, as "95 % interval L–H"; a bound outside the sweep as "below/beyond the sweep"."""
+    """Say the interval in words, as "95 % interval L–H"; a bound outside the sweep as "below/beyond the sweep"."""
     low, high = _bound(s.break_even_low, s.break_even_low_where), _bound(s.break_even_high, s.break_even_high_where)
     return f"{100 * s.confidence:g} % interval {low if low == high else f'{low}–{high}'}"
 
 
 def is_wide(s: BreakEvenSummary) -> bool:
-    """The break-even is known only roughly: its interval's ends are more than WIDE_FACTOR apart, or one
+    """Say whether the break-even is known only roughly.
+
+    The break-even is known only roughly: its interval's ends are more than WIDE_FACTOR apart, or one
     lies in the sweep and the other outside it (or they lie on either side). An interval wholly
     below or beyond the sweep is not wide: the GPU is then faster, or not, over the whole sweep."""
     if s.break_even_low is None or s.break_even_high is None:
@@ -37,7 +39,9 @@ def is_wide(s: BreakEvenSummary) -> bool:
 
 
 def break_even_verdict(s: BreakEvenSummary) -> str:
-    """The break-even in words with its interval: "GPU faster from about N rows (95 % interval L–H)";
+    """Say the break-even in words with its interval.
+
+    The break-even in words with its interval: "GPU faster from about N rows (95 % interval L–H)";
     where the GPU never turns faster, why (render.gpu_profile.never_reason)."""
     if s.break_even is not None:
         where = f"GPU faster from about {s.break_even:,.0f} {AXIS_NOUNS[s.axis]}"
@@ -61,7 +65,9 @@ def break_even_verdict(s: BreakEvenSummary) -> str:
 
 
 def short_verdict(s: BreakEvenSummary) -> str:
-    """The break-even in a few words for the first screen: "~N (L–H; wide)", the axis named before it. Why a GPU
+    """Say the break-even in a few words for the first screen.
+
+    The break-even in a few words for the first screen: "~N (L–H; wide)", the axis named before it. Why a GPU
     never turns faster, how far apart a wide interval's ends are and the refits' shares: the planner section's
     table (break_even_verdict)."""
     if s.break_even is not None:
@@ -83,7 +89,9 @@ def short_verdict(s: BreakEvenSummary) -> str:
 
 
 def answer_lines(break_even: BreakEvenTable | None) -> str:
-    """The report's first screen on "at what size would a GPU pay off": each axis's break-even per placement
+    """Render the report's first screen on "at what size would a GPU pay off".
+
+    The report's first screen on "at what size would a GPU pay off": each axis's break-even per placement
     with its interval, and the GPU it is modelled on (the planner section gives the model and the reasons)."""
     if break_even is None or not break_even.summary:
         return ""
@@ -203,7 +211,9 @@ def scenario_section(plan: Scenario | None) -> str:
 
 
 def counted_paragraph(cost_model: CostModelTable, break_even: BreakEvenTable) -> str:
-    """What the planner models when the timed model is not the grid's MLP: its own rates beside the
+    """Say what the planner models when the timed model is not the grid's MLP.
+
+    What the planner models when the timed model is not the grid's MLP: its own rates beside the
     MLPs', and how well they predict its cells (leave-one-out)."""
     models = sorted({p.model for p in cost_model.points if p.features is None})
     if not models:
@@ -337,12 +347,12 @@ def copy_source(cost_model: CostModelTable) -> str:
 
 
 def grid_jobs(cost_model: CostModelTable) -> int | None:
-    """The fewest grid jobs behind a grid fit point (None: no grid point)."""
+    """Return the fewest grid jobs behind a grid fit point (None: no grid point)."""
     return min((p.repeats for p in cost_model.points if p.source == "grid"), default=None)
 
 
 def interval_paragraph(break_even: BreakEvenTable, jobs: int | None = None) -> str:
-    """How the intervals were made, which of them are wide, and how few grid jobs they rest on."""
+    """Say how the intervals were made, which of them are wide, and how few grid jobs they rest on."""
     if not break_even.summary:
         return ""
     first = break_even.summary[0]

@@ -11,7 +11,7 @@ from accel_choice.render.formatting import ms, table
 
 
 def workload_text(r: Residual) -> str:
-    """The point's epoch: "8,192 rows, 32 → 48 → 1, B = 512", or a counted model's "`m`, 8,192 rows, B = 512"."""
+    """Render the point's epoch: "8,192 rows, 32 → 48 → 1, B = 512", or a counted model's "`m`, 8,192 rows, B = 512"."""
     if r.model == TEXTBOOK:
         return f"{r.rows:,} rows, {r.features} → {r.hidden} → 1, B = {r.batch_size:,}"
     return f"`{r.model}`, {r.rows:,} rows, B = {r.batch_size:,}"
@@ -39,7 +39,9 @@ def _row(r: Residual, point: FitPoint | None) -> tuple[str, ...]:
 
 
 def residual_section(cost_model: CostModelTable | None) -> str:
-    """Each point's measured and modelled epoch, the error, the leave-one-out error and the prediction
+    """Render the residuals table of the planner's fit points.
+
+    Each point's measured and modelled epoch, the error, the leave-one-out error and the prediction
     interval, the points outside their intervals first and named in the opening lines. Empty where
     the table holds no residuals (no fitted model)."""
     if cost_model is None or not cost_model.residuals:

@@ -120,7 +120,7 @@ def _cpu_section(train_table: Sequence[TrainingCell]) -> str:
 
 
 def versus_fastpath(cell: TrainingCell) -> str:
-    """The cell's epoch over the fast path's with its paired interval and what it shows."""
+    """Render the cell's epoch over the fast path's with its paired interval and what it shows."""
     if cell.epoch_s_over_fastpath is None or cell.loader == "fastpath":
         return ""
     words = {"slower": "slower", "faster": "faster", "no_difference": "no measurable difference"}

@@ -274,7 +274,9 @@ def _moves(summary: ScaleTable) -> str:
 def scale_figure(
     jobs: Sequence[ScaleJob], steps: Sequence[StepRate], png: str | os.PathLike[str], svg: str | os.PathLike[str]
 ) -> None:
-    """Samples per second against dataset size: the raw storage read, the reader cold and warm at its
+    """Plot samples per second against dataset size.
+
+    Samples per second against dataset size: the raw storage read, the reader cold and warm at its
     best worker count, per format; the training step's rate per device; memory size marked."""
     figure, axes = plt.subplots(figsize=(8, 5))
     for job in jobs:
