@@ -1220,7 +1220,9 @@ def test_planner_reproduces_exercise_4_and_labels_what_is_modelled(finished: Pat
         if summary.gpu_never_faster:
             assert never_reason(summary) in report.split("\n## Planner: cost model and break-even", 1)[1]
     rows = next(line for line in report.splitlines() if line.startswith("- rows, resident: "))
-    assert rows.startswith(("- rows, resident: none up to ", "- rows, resident: ~"))
+    # the tiny run's CPU decides which: a crossing, none, the whole sweep or only its start (planner.short_verdict)
+    said = ("none up to ", "~", "every size of the sweep", "only up to ")
+    assert rows.startswith(tuple(f"- rows, resident: {words}" for words in said)), rows
     assert (results / "figures/break_even.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
