@@ -10,6 +10,7 @@ metrics).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,15 +38,7 @@ def _tables(
     rng: np.random.Generator, design: Design, variants: int, tables: int, sigmas: np.ndarray
 ) -> list[np.ndarray]:
     """`tables` job tables [job, variant, round]; each variant's own epoch noise `sigmas[t, v]`."""
-    quiet = Design(
-        jobs=design.jobs,
-        sigma_job=design.sigma_job,
-        epochs=design.epochs,
-        sigma_epoch=0.0,
-        sigma_interaction=design.sigma_interaction,
-        sigma_drift=design.sigma_drift,
-        sigma_round=design.sigma_round,
-    )
+    quiet = dataclasses.replace(design, sigma_epoch=0.0)
     found = []
     for t in range(tables):
         table = simulate_jobs(rng, quiet, variants)
@@ -69,9 +62,8 @@ def _failing(
 ) -> tuple[row_relative.Quotients, dict[tuple[int, int], tuple[bool, bool]]]:
     """The rows' quotients, and per row whether it fails compare's gate over the rest of its job, and raw."""
     fitted = row_relative.fit(_groups(a, b, variants))
-    raw = {
-        (t, v): JOB_T.ratio(_cells([a[t]])[v], _cells([b[t]])[v], level) for t in range(len(a)) for v in range(variants)
-    }
+    cells = [(_cells([ta]), _cells([tb])) for ta, tb in zip(a, b)]  # each table's cells, built once
+    raw = {(t, v): JOB_T.ratio(ca[v], cb[v], level) for t, (ca, cb) in enumerate(cells) for v in range(variants)}
     found = {}
     for key, r in raw.items():
         in_job = fitted.ratio(key, level)

@@ -129,10 +129,15 @@ def moderated(variance: float, df: int, prior: Prior | None) -> tuple[float, flo
     return (prior.df * prior.variance + df * variance) / (prior.df + df), min(df + prior.df, prior.pooled_df)
 
 
-def ratio(la: np.ndarray, lb: np.ndarray, prior: Prior | None, level: float) -> Estimate:
-    """B/A of one row's quotients over the rest of its job, with its moderated t interval at `level`."""
+def _se(la: np.ndarray, lb: np.ndarray, prior: Prior | None) -> tuple[float, float]:
+    """Return the standard error of one row's difference of mean log quotients, moderated, and its df."""
     variance, df = moderated(*row_spread(la, lb), prior)
-    se = math.sqrt(variance * (1 / len(la) + 1 / len(lb))) if variance > 0 else 0.0
+    return (math.sqrt(variance * (1 / len(la) + 1 / len(lb))) if variance > 0 else 0.0), df
+
+
+def ratio(la: np.ndarray, lb: np.ndarray, prior: Prior | None, level: float) -> Estimate:
+    """Return B/A of one row's quotients over the rest of its job, with its moderated t interval at `level`."""
+    se, df = _se(la, lb, prior)
     return _t_estimate(float(np.mean(lb) - np.mean(la)), se, df, level, min(len(la), len(lb)), METHOD)
 
 
@@ -140,10 +145,9 @@ def detectable(
     la: np.ndarray, lb: np.ndarray, prior: Prior | None, beyond: float, level: float, power: float = 0.8
 ) -> float | None:
     """Return the smallest true B/A beyond `beyond` this row's interval would put wholly past it with `power`."""
-    variance, df = moderated(*row_spread(la, lb), prior)
-    if min(len(la), len(lb)) < 2 or not variance > 0:
+    se, df = _se(la, lb, prior)
+    if min(len(la), len(lb)) < 2 or not se > 0:
         return None
-    se = math.sqrt(variance * (1 / len(la) + 1 / len(lb)))
     return beyond * math.exp((_t_quantile(1 - (1 - level) / 2, df) + _t_quantile(power, df)) * se)
 
 
@@ -157,19 +161,26 @@ class Quotients:
     rows: dict[Key, tuple[np.ndarray, np.ndarray]]
     prior: Prior | None
     groups: dict[Key, tuple[Key, ...]] = dataclasses.field(default_factory=dict)  # each row's job group
+    _faster_at: dict[float, frozenset[Key]] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     def ratio(self, key: Key, level: float) -> Estimate | None:
-        """Return row `key`'s B/A over the rest of its job at `level`.
+        """Return row `key`'s B/A over the rest of its job at `level` (None: the row is in no job group).
 
-        Row `key`'s B/A over the rest of its job at `level` (None: the row is in no job group). Flagged
-        REFERENCE_MOVED where another row of its group is measurably faster in B at that level."""
+        It is flagged REFERENCE_MOVED where another row of its group is measurably faster in B at that level."""
         if key not in self.rows:
             return None
         found = ratio(*self.rows[key], self.prior, level)
-        others = [k for k in self.groups.get(key, ()) if k != key]
-        if any(ratio(*self.rows[k], self.prior, level).high < 1 for k in others):
+        if any(k != key for k in self.groups.get(key, ()) if k in self._faster(level)):
             found = dataclasses.replace(found, flags=(*found.flags, REFERENCE_MOVED))
         return found
+
+    def _faster(self, level: float) -> frozenset[Key]:
+        """Return the rows measurably faster in B at `level`, worked out once per level."""
+        if level not in self._faster_at:
+            self._faster_at[level] = frozenset(
+                k for k, pair in self.rows.items() if ratio(*pair, self.prior, level).high < 1
+            )
+        return self._faster_at[level]
 
     def detectable(self, key: Key, beyond: float, level: float) -> float | None:
         return detectable(*self.rows[key], self.prior, beyond, level) if key in self.rows else None
@@ -178,8 +189,7 @@ class Quotients:
 def fit(groups: Sequence[tuple[Sequence[Key], np.ndarray, np.ndarray]]) -> Quotients:
     """Fit each job group's rows over the rest of their job, under one prior.
 
-    Each job group's rows over the rest of their job, under one prior: `groups[g]` is (its rows' keys, A's and
-    B's cells × jobs medians of those rows in that order). Groups of fewer than MIN_CELLS cells or one job a
+    `groups[g]` is (its rows' keys, A's and B's cells × jobs medians of those rows in that order). Groups of fewer than MIN_CELLS cells or one job a
     side are left out: their rows have no quotient."""
     found: dict[Key, tuple[np.ndarray, np.ndarray]] = {}
     members: dict[Key, tuple[Key, ...]] = {}
