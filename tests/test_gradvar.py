@@ -67,3 +67,14 @@ def test_batch_size_outside_the_rows_is_refused():
 def test_one_draw_is_refused_it_has_no_standard_error():
     with pytest.raises(ValueError, match="draws must be at least 2"):
         gradvar.variance_table(torch.randn(10, 2), [2], draws=1, seed=0, **RECORD)
+
+
+def test_sparse_and_dense_batch_means_agree(monkeypatch):
+    generator = torch.Generator().manual_seed(4)
+    centred = torch.randn(64, 5, generator=generator, dtype=torch.float64)
+    index = torch.topk(torch.rand(7, 64, generator=generator), 3, dim=1, largest=False).indices
+    expected = centred[index].mean(dim=1)
+    monkeypatch.setattr(gradvar, "SPARSE_BELOW", 1)  # 3 rows of 64: sparse
+    assert torch.allclose(gradvar._batch_means(centred, index), expected, atol=1e-12)
+    monkeypatch.setattr(gradvar, "SPARSE_BELOW", 10**6)  # dense
+    assert torch.allclose(gradvar._batch_means(centred, index), expected, atol=1e-12)

@@ -13,6 +13,7 @@ mean of |g_B − G|² over many random mini-batches, so the rule is tested, not 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 
 import torch
@@ -43,23 +44,46 @@ def predicted_variance(sigma2: float, batch_size: int, rows: int, without_replac
 def measured_variance(
     gradients: torch.Tensor, batch_size: int, draws: int, generator: torch.Generator
 ) -> tuple[float, float]:
-    """Mean and standard error of |g_B − G|² over `draws` (at least 2) mini-batches sampled without replacement."""
+    """Return the mean and standard error of |g_B − G|² over `draws` (at least 2) mini-batches.
+
+    Each mini-batch is B rows drawn without replacement: the B smallest of one uniform draw per row."""
     if draws < 2:
         raise ValueError(f"draws must be at least 2 for a standard error, got {draws}")
-    rows, params = gradients.shape
-    full = gradients.mean(dim=0)
-    chunk = max(1, int(1e7 // rows))  # bounds each (chunk, rows) selection matrix to ~80 MB
+    rows, _ = gradients.shape
+    centred = gradients - gradients.mean(dim=0)
+    chunk = max(1, int(1e7 // rows))  # bounds each (chunk, rows) draw to ~40 MB
     squared: list[torch.Tensor] = []
     for start in range(0, draws, chunk):
         count = min(chunk, draws - start)
-        index = torch.argsort(torch.rand(count, rows, generator=generator), dim=1)[:, :batch_size]
-        # Each batch's mean gradient as one matrix product: a row of 1/B at the batch's rows times the
-        # gradients. The same sums as gathering the (count, B, P) rows, ~9x faster at B = 512.
-        selection = torch.zeros(count, rows, dtype=gradients.dtype).scatter_(1, index, 1.0 / batch_size)
-        batch_means = selection @ gradients
-        squared.append(((batch_means - full) ** 2).sum(dim=1))
+        # topk, not a full argsort: the same kind of draw at a fraction of the cost (8192 rows: 5x faster).
+        index = torch.topk(torch.rand(count, rows, generator=generator), batch_size, dim=1, largest=False).indices
+        squared.append((_batch_means(centred, index) ** 2).sum(dim=1))
     values = torch.cat(squared).double()
     return float(values.mean()), float(values.std() / math.sqrt(draws))
+
+
+# A selection matrix row holds B values of 1/B among N zeros. Sparse below N/SPARSE_BELOW rows a batch:
+# measured on 8192 x 1633 float64 gradients, 1000 draws, sparse took 0.13-0.35 s for B = 1-128, 1.6 s at
+# 512, where the dense product took 0.6 s at every B (2026-12-06, the 2-vCPU VM).
+SPARSE_BELOW = 32
+
+
+def _batch_means(centred: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """Return each draw's mean over its rows `index` (count, B) of `centred` (N, P), as one matrix product."""
+    count, batch_size = index.shape
+    rows = centred.shape[0]
+    if batch_size * SPARSE_BELOW <= rows:
+        with warnings.catch_warnings():  # torch calls sparse CSR support beta; the product is exact sums
+            warnings.simplefilter("ignore", UserWarning)
+            selection = torch.sparse_csr_tensor(
+                torch.arange(0, count * batch_size + 1, batch_size),
+                index.reshape(-1),
+                torch.full((count * batch_size,), 1.0 / batch_size, dtype=centred.dtype),
+                size=(count, rows),
+            )
+        return selection @ centred
+    selection = torch.zeros(count, rows, dtype=centred.dtype).scatter_(1, index, 1.0 / batch_size)
+    return selection @ centred
 
 
 def variance_table(
