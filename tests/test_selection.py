@@ -152,6 +152,11 @@ def northstar_splits():
     return northstar.split_table(dataset.features, dataset.target, labels, standardizer)
 
 
+def _made(folder):
+    folder.mkdir(parents=True)
+    return folder
+
+
 def _train(splits, tmp_path, **overrides):
     settings = northstar.RunSettings(hidden=8, lr=0.01, patience=3, min_delta=1e-4, max_epochs=60)
     return northstar.train_with_early_stopping(
@@ -160,9 +165,24 @@ def _train(splits, tmp_path, **overrides):
         batch_size=32,
         seed=5,
         settings=settings,
-        checkpoint=tmp_path / "best.pt",
+        checkpoint=tmp_path / "best.pt" if tmp_path.exists() else _made(tmp_path) / "best.pt",
         **overrides,
     )
+
+
+def test_the_warm_up_leaves_the_timed_runs_unchanged_and_writes_only_its_scratch(northstar_splits, tmp_path):
+    """The untimed epochs of train_northstar's warm-up touch no seeded state: the same run, to the bit."""
+    cold = _train(northstar_splits, tmp_path / "cold")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    settings = northstar.RunSettings(hidden=8, lr=0.01, patience=3, min_delta=1e-4, max_epochs=60)
+    northstar.warm_up(
+        northstar_splits["train"], northstar_splits["val"], [32, 64], seed=5, settings=settings, scratch=scratch
+    )
+    assert sorted(path.name for path in scratch.iterdir()) == ["warm_up_bs32.pt", "warm_up_bs64.pt"]
+    warm = _train(northstar_splits, tmp_path / "warm")
+    assert warm.best_state_sha256 == cold.best_state_sha256
+    assert [row.val_loss for row in warm.history] == [row.val_loss for row in cold.history]
 
 
 def test_training_stops_early_and_the_checkpoint_is_the_best_state(northstar_splits, tmp_path):

@@ -409,11 +409,13 @@ def test_changing_one_batch_size_reruns_the_cpu_timing_and_no_data_northstar_or_
     }
 
 
-def test_changing_the_largest_selection_batch_size_retrains_only_it_and_does_not_resplit(finished: Path) -> None:
-    # The split does not depend on the batch sizes: 64 -> 32 trains B=32, then re-runs what reads every
-    # history (selection, seed limits) or every job's benchmark (the resource table) and the report;
-    # prepare_northstar and the B=16 run stay.
-    plan = planned_jobs(snakemake(finished, changed(selection={"batch_sizes": [16, 32]}), "-n"))
+def test_changing_a_selection_batch_size_retrains_the_northstar_job_and_does_not_resplit(finished: Path) -> None:
+    # The split does not depend on the batch sizes: 64 -> 32 re-runs the one Northstar job of the device (every
+    # batch size in one process), then what reads every history (selection, seed limits) or every job's
+    # benchmark (the resource table) and the report; prepare_northstar stays.
+    result = snakemake(finished, changed(selection={"batch_sizes": [16, 32]}), "-n")
+    plan = planned_jobs(result)
+    assert "results/northstar/cpu/bs32/history.json" in result.stdout
     # The decision reads the selection's epochs to target (the default of gpu.epochs): decide re-runs too.
     assert plan == {
         "decide": 1,
@@ -475,7 +477,7 @@ def test_require_plans_gpu_jobs_without_a_gpu_on_the_submit_host(finished: Path)
         "time_transfer": 3,
         "time_gpu_training": 6,
         "aggregate_gpu": 1,
-        "train_northstar": 2,
+        "train_northstar": 1,  # the cuda job: every selection batch size
         "northstar_selection": 1,
         "seed_limits": 1,
         "time_cost_model": 3,
@@ -563,17 +565,19 @@ def test_own_table_runs_and_a_bad_one_fails_before_training(tmp_path: Path) -> N
     timed = [load for load in records.read(LoadConvertJob, tmp_path / loaded).loads if load.dataset == "northstar"]
     assert timed and {(load.rows, load.features) for load in timed} == {(200, 2)}
 
+    # The one Northstar job trained every selection batch size; the bad table stops before it runs again.
+    trained = (tmp_path / "results/northstar/cpu/bs64/history.json").stat().st_mtime_ns
     frame.rename(columns={"split": "c"}).to_csv(tmp_path / "orders.csv", index=False)
     result = snakemake(tmp_path, good, "results/northstar/cpu/bs64/history.json")
     assert result.returncode != 0
     log = (tmp_path / "results/logs/import_northstar.log").read_text()
     assert "column(s) split not found; the table has a, c, late" in log
-    assert not (tmp_path / "results/northstar/cpu/bs64").exists()
+    assert (tmp_path / "results/northstar/cpu/bs64/history.json").stat().st_mtime_ns == trained
 
 
-def test_own_table_smaller_than_a_batch_size_stops_that_batch_sizes_job(tmp_path: Path) -> None:
+def test_own_table_smaller_than_a_batch_size_stops_the_northstar_job_before_it_trains(tmp_path: Path) -> None:
     # 200 orders: a training split of about 120 rows. The split is made once, whatever the batch
-    # sizes; the job of B=128 stops naming the rows and the batch size, B=16 is not affected.
+    # sizes; the Northstar job stops naming the rows and the batch size before it trains any.
     import numpy as np
     import pandas as pd
     from accel_choice.analyze.selection import stratified_split
@@ -589,7 +593,7 @@ def test_own_table_smaller_than_a_batch_size_stops_that_batch_sizes_job(tmp_path
     seeded(tmp_path)
     result = snakemake(tmp_path, config, "results/northstar/cpu/bs128/history.json")
     assert result.returncode != 0
-    log = (tmp_path / "results/logs/train_northstar/cpu_bs128.log").read_text()
+    log = (tmp_path / "results/logs/train_northstar/cpu.log").read_text()
     assert (
         f"results/northstar/prepare.json: the training split has {train_rows} rows, fewer than the batch size 128 "
         f"(selection.batch_sizes); use batch sizes of at most {train_rows} in selection.batch_sizes"
@@ -597,6 +601,7 @@ def test_own_table_smaller_than_a_batch_size_stops_that_batch_sizes_job(tmp_path
     assert "Traceback" not in log and "Traceback" not in result.stderr
     assert records.read(NorthstarPrepare, tmp_path / "results/northstar/prepare.json").splits.train.rows == train_rows
     assert not (tmp_path / "results/northstar/cpu/bs128/history.json").exists()
+    assert not (tmp_path / "results/northstar/cpu/bs16/history.json").exists()
 
 
 def test_own_table_with_inf_in_val_and_test_rows_stops_at_import_northstar(tmp_path: Path) -> None:
@@ -639,7 +644,7 @@ def test_changing_the_seed_reruns_everything(finished: Path) -> None:
         "aggregate_load_convert": 1,
         "aggregate_training": 1,
         "prepare_northstar": 1,
-        "train_northstar": 2,
+        "train_northstar": 1,
         "northstar_selection": 1,
         "seed_limits": 1,
         "gradient_variance": 1,
@@ -1164,7 +1169,7 @@ def test_every_timed_epoch_is_one_row_of_the_epochs_table(finished: Path) -> Non
 def test_resource_table_pairs_each_benchmarked_job_with_its_own_timing(finished: Path) -> None:
     results = finished / "results"
     resources = read(results / "tables/resources.json")
-    assert len(resources["jobs"]) == len(list((results / "benchmarks").rglob("*.tsv"))) == 18
+    assert len(resources["jobs"]) == len(list((results / "benchmarks").rglob("*.tsv"))) == 17
     for job in resources["jobs"]:
         # The directive times the whole process; the body is inside it, imports are not.
         assert job["body_wall_s"] is not None and 0 < job["body_wall_s"] < job["process_wall_s"], job

@@ -199,7 +199,7 @@ JOBS = {
     "time_gpu_training": jobs(batch_size=BATCH_SIZES, repeat=REPEATS) if GPU_DEVICE else [],
     "aggregate_gpu": jobs() if GPU_DEVICE else [],
     "prepare_northstar": jobs(),
-    "train_northstar": jobs(device=NORTHSTAR_DEVICES, batch_size=config["selection"]["batch_sizes"]),
+    "train_northstar": jobs(device=NORTHSTAR_DEVICES),
     "northstar_selection": jobs(),
     "seed_limits": jobs(),
     # The textbook's study of its generated 0/1 matrix: not planned on your own data.
