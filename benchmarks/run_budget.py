@@ -7,10 +7,12 @@ whole timing slot) from `tables/resources.json`:
 
 - jobs, and the processes' wall time summed (Snakemake's `benchmark:` files);
 - the bodies' wall time summed (each job's log: the script after its imports);
-- for the CPU training jobs, the seconds on a clock, from their records: the timed epochs and evaluations,
-  then also the plain-loop reference (`reference.EPOCHS` epochs a cell) and the fixed reference step.
+- the seconds on a clock, from the records: the timed epochs and evaluations (CPU training, the planner's
+  grid), the timed load passes, the Northstar epochs; for the CPU training jobs also with the plain-loop
+  reference (`reference.EPOCHS` epochs a cell) and the fixed reference step.
 
 The measuring share is those seconds over the processes' wall time (the issue's target: 60 %).
+Warm-ups, the drift sentinel and the GPU rules' clocks are not counted: the shares are lower bounds.
 A last line gives the run's wall time from Snakemake's newest log beside the folder, where there is one:
 its first job's start to its last job's end, to the second.
 """
@@ -25,20 +27,39 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scrip
 from accel_choice import records  # noqa: E402
 from accel_choice.io import paths  # noqa: E402
 from accel_choice.measure.reference import EPOCHS  # noqa: E402
+from accel_choice.records.grid import GridJob  # noqa: E402
+from accel_choice.records.loads import LoadConvertJob  # noqa: E402
+from accel_choice.records.northstar import NorthstarHistory  # noqa: E402
 from accel_choice.records.resources import ResourceTable  # noqa: E402
 from accel_choice.records.training import TrainingJob  # noqa: E402
 
 STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
 
 
-def timed_seconds(folder: Path) -> tuple[float, float]:
-    """Return the CPU training jobs' timed epochs and evaluations, and those plus both references, in seconds."""
-    pattern = paths.training_record("cpu", paths.CPU_JOB.format(threads="*", repeat="*"))
-    jobs = [records.read(TrainingJob, path) for path in sorted(folder.glob(pattern))]
-    epochs = sum(sum(r.epoch_s_each) + sum(r.eval_s_each) for job in jobs for r in job.records)
-    plain = sum(EPOCHS * (r.reference_epoch_s or 0.0) for job in jobs for r in job.records)
-    step = sum(sum(job.reference_step.seconds) for job in jobs if job.reference_step is not None)
-    return epochs, epochs + plain + step
+def _read(folder: Path, pattern: str, kind: type) -> list:
+    return [records.read(kind, path) for path in sorted(folder.glob(pattern))]
+
+
+def clocked(folder: Path, rule: str) -> tuple[float, float] | None:
+    """Return a timing rule's seconds on a clock, bare and with the CPU jobs' references; None: not counted."""
+    if rule == "time_cpu_training":
+        jobs = _read(folder, paths.training_record("cpu", paths.CPU_JOB.format(threads="*", repeat="*")), TrainingJob)
+        epochs = sum(sum(r.epoch_s_each) + sum(r.eval_s_each) for job in jobs for r in job.records)
+        plain = sum(EPOCHS * (r.reference_epoch_s or 0.0) for job in jobs for r in job.records)
+        step = sum(sum(job.reference_step.seconds) for job in jobs if job.reference_step is not None)
+        return epochs, epochs + plain + step
+    if rule == "time_cost_model":
+        grids = _read(folder, paths.COST_MODEL_RECORD.format(device="*", repeat="*"), GridJob)
+        seconds = sum(sum(r.epoch_s_each) + sum(r.eval_s_each) for job in grids for r in job.records)
+    elif rule == "time_load_convert":
+        loads = _read(folder, paths.LOAD_CONVERT_JOB.format(repeat="*"), LoadConvertJob)
+        seconds = sum(p.total_s for job in loads for load in job.loads for p in load.pass_stages)
+    elif rule == "train_northstar":
+        runs = _read(folder, paths.NORTHSTAR_HISTORY.format(device="*", batch_size="*"), NorthstarHistory)
+        seconds = sum(row.epoch_s for run in runs for row in run.history)
+    else:
+        return None
+    return seconds, seconds
 
 
 def run_wall(folder: Path) -> float | None:
@@ -58,28 +79,27 @@ def budget(folder: Path) -> list[str]:
     """Return the markdown rows of one results folder."""
     table = records.read(ResourceTable, folder / paths.RESOURCES)
     timing = [r for r in table.rules if r.rule.startswith("time_") or r.rule == "train_northstar"]
-    rows = []
+    rows, total, counted = [], 0.0, [0.0, 0.0]
     for rule in timing:
         bodies = [j.body_wall_s for j in table.jobs if j.rule == rule.rule and j.body_wall_s is not None]
-        share = ""
-        if rule.rule == "time_cpu_training":
-            epochs, measured = timed_seconds(folder)
-            share = (
-                f"{epochs:.1f} s ({epochs / rule.process_wall_total_s:.0%}) | "
-                f"{measured:.1f} s ({measured / rule.process_wall_total_s:.0%})"
-            )
-        else:
-            share = " | "
-        rows.append(
-            f"| {folder} | {rule.rule} | {rule.jobs} | {rule.process_wall_total_s:.1f} | {sum(bodies):.1f} | {share} |"
-        )
-    total = sum(r.process_wall_total_s for r in timing)
+        wall = rule.process_wall_total_s
+        seconds = clocked(folder, rule.rule)
+        cells = " | "
+        if seconds is not None:
+            counted = [counted[0] + seconds[0], counted[1] + seconds[1]]
+            cells = f"{_share(seconds[0], wall)} | {_share(seconds[1], wall)}"
+        total += wall
+        rows.append(f"| {folder} | {rule.rule} | {rule.jobs} | {wall:.1f} | {sum(bodies):.1f} | {cells} |")
     wall = run_wall(folder)
     rows.append(
-        f"| {folder} | all timing rules | {sum(r.jobs for r in timing)} | {total:.1f} | | | "
-        f"{'run wall ' + format(wall, '.0f') + ' s' if wall is not None else ''} |"
+        f"| {folder} | every timing rule{f' (run wall {wall:.0f} s)' if wall is not None else ''} | "
+        f"{sum(r.jobs for r in timing)} | {total:.1f} | | {_share(counted[0], total)} | {_share(counted[1], total)} |"
     )
     return rows
+
+
+def _share(seconds: float, wall: float) -> str:
+    return f"{seconds:.1f} s ({seconds / wall:.0%})" if wall > 0 else f"{seconds:.1f} s"
 
 
 def main() -> None:
@@ -87,8 +107,8 @@ def main() -> None:
     parser.add_argument("results", nargs="+", type=Path, help="results folders of finished runs")
     args = parser.parse_args()
     print(
-        "| run | rule | jobs | processes' wall (s) | bodies' wall (s) | timed epochs + evals (share) "
-        "| + plain loop and reference step (share) |"
+        "| run | rule | jobs | processes' wall (s) | bodies' wall (s) | on a clock (share) "
+        "| with the CPU jobs' references (share) |"
     )
     print("|---|---|---|---|---|---|---|")
     for folder in args.results:
