@@ -181,7 +181,7 @@ def warm_up(
     """Train one untimed epoch at each batch size, its checkpoint written under `scratch`.
 
     One job trains every batch size in turn. This pays the process's first calls before any clock
-    starts: torch.optim's first optimizer imports torch._dynamo (1.4 s measured on the 2-vCPU VM),
+    starts: torch.optim's first optimizer imports torch._dynamo (1.1-1.3 s on the 2-vCPU VM),
     and each batch shape's first kernels and allocations. So no batch size's first epoch carries them."""
     once = dataclasses.replace(settings, max_epochs=1)
     for batch_size in batch_sizes:
