@@ -101,7 +101,7 @@ def test_a_clean_run_answers_on_one_screen(train_records, load_table, cells):  #
     for said in (
         "\n**Verdict: CPU.** No CUDA device was visible",
         "\n- Fastest CPU configuration: fastpath B=512 on 1 thread, 10.0 ms per epoch.\n",
-        "\n- Tied with it: dataloader B=512 on 1 thread (",
+        "\n- Tied with it (95% intervals): dataloader B=512 on 1 thread (",
         "\n- Step time grew 4.0× (95% interval ",
         "(16× the samples): fixed per-step overhead dominates.\n",
         "\n- Noise floor ±0.0%: smaller differences are not evidence.\n",
@@ -177,6 +177,25 @@ def test_many_ties_are_listed_below_and_counted_on_the_first_screen(train_record
         verdict, fastest_cpu_ties=tuple(dataclasses.replace(tie, threads=t) for t in range(1, ties + 1))
     )
     line = words.ties_line(many)
-    assert line.count(" interval ") == words.FIRST_SCREEN_TIES and len(line.split()) <= MAX_LINE_WORDS
+    assert line.count("×, ") == words.FIRST_SCREEN_TIES and len(line.split()) <= MAX_LINE_WORDS
     assert line.endswith(f"; {ties - words.FIRST_SCREEN_TIES} more below the decision sheet.")
     assert words.ties_sentence(many).count(" on ") == ties + 1  # every one, and the fastest, below
+
+
+def test_a_tie_from_separate_processes_says_so_and_three_of_them_still_fit_a_line(train_records, load_table):  # noqa: F811
+    """Thread counts are timed in separate processes: their Welch ratio is the wide one, and the line says why."""
+    from accel_choice.analyze.job_intervals import PAIRED, WELCH
+    from accel_choice.render import decision as words
+
+    verdict = _inputs(train_records, load_table, env=NO_CUDA).decision.verdict
+    (tie,) = verdict.fastest_cpu_ties
+
+    def tied(method: str, count: int) -> str:
+        ratio = dataclasses.replace(tie.over_fastest, method=method)
+        ties = tuple(dataclasses.replace(tie, threads=t, over_fastest=ratio) for t in range(2, count + 2))
+        return words.ties_line(dataclasses.replace(verdict, fastest_cpu_ties=ties))
+
+    assert "separate processes" not in tied(PAIRED, 1)
+    assert tied(WELCH, 1).endswith(", separate processes).")
+    line = tied(WELCH, 9)
+    assert line.count("separate processes") == words.FIRST_SCREEN_TIES and len(line.split()) <= MAX_LINE_WORDS

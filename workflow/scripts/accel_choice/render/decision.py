@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from accel_choice.analyze.job_intervals import SETTLE_AWAY
+from accel_choice.analyze.job_intervals import SETTLE_AWAY, WELCH
 from accel_choice.records.decision import CpuConfiguration, GpuVisibility, SheetStep, Verdict
 from accel_choice.records.estimate import Estimate
 from accel_choice.records.training import TrainingCell
@@ -140,8 +140,8 @@ def ties_sentence(verdict: Verdict) -> str:
     )
 
 
-def _span(ratio: Estimate) -> str:
-    return f"{ratio.low:.2f}–{ratio.high:.2f}"
+def _span(ratio: Estimate) -> str:  # a Welch ratio came from separate processes: the reason it is wide
+    return f"{ratio.low:.2f}–{ratio.high:.2f}{', separate processes' if ratio.method == WELCH else ''}"
 
 
 def reasons(verdict: Verdict) -> list[str]:
@@ -245,12 +245,10 @@ def ties_line(verdict: Verdict) -> str:
     if not ties:
         return "Every other CPU configuration was measurably slower."
     listed = "; ".join(
-        f"{configuration(t)} ({t.over_fastest.point:.2f}×, {level_words(t.over_fastest.level)} interval "
-        f"{_span(t.over_fastest)})"
-        for t in ties[:FIRST_SCREEN_TIES]
+        f"{configuration(t)} ({t.over_fastest.point:.2f}×, {_span(t.over_fastest)})" for t in ties[:FIRST_SCREEN_TIES]
     )
     more = f"; {len(ties) - FIRST_SCREEN_TIES} more below the decision sheet" if len(ties) > FIRST_SCREEN_TIES else ""
-    return f"Tied with it: {listed}{more}."
+    return f"Tied with it ({level_words(ties[0].over_fastest.level)} intervals): {listed}{more}."
 
 
 _GROWTH_SHORT = {
