@@ -13,8 +13,9 @@ whole timing slot) from `tables/resources.json`:
 
 The measuring share is those seconds over the processes' wall time (the issue's target: 60 %).
 Warm-ups, the drift sentinel and the GPU rules' clocks are not counted: the shares are lower bounds.
-A last line gives the run's wall time from Snakemake's newest log beside the folder, where there is one:
-its first job's start to its last job's end, to the second.
+A last line gives the run's wall time from Snakemake's newest log beside the folder that ran jobs: its
+first job's start to its last job's end, to the second (Snakemake's own start-up comes before it).
+Only the records the run's manifest lists count: an earlier configuration's leftovers do not.
 """
 
 import argparse
@@ -26,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
 from accel_choice import records  # noqa: E402
 from accel_choice.io import paths  # noqa: E402
+from accel_choice.io.manifest import read_manifest  # noqa: E402
 from accel_choice.measure.reference import EPOCHS  # noqa: E402
 from accel_choice.records.grid import GridJob  # noqa: E402
 from accel_choice.records.loads import LoadConvertJob  # noqa: E402
@@ -37,7 +39,13 @@ STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
 
 
 def _read(folder: Path, pattern: str, kind: type) -> list:
-    return [records.read(kind, path) for path in sorted(folder.glob(pattern))]
+    """Read the records matching `pattern` that the run's manifest lists (not those an earlier configuration left)."""
+    listed = read_manifest(folder / paths.MANIFEST)
+    return [
+        records.read(kind, path)
+        for path in sorted(folder.glob(pattern))
+        if path.relative_to(folder).as_posix() in listed
+    ]
 
 
 def clocked(folder: Path, rule: str) -> tuple[float, float] | None:
@@ -63,16 +71,18 @@ def clocked(folder: Path, rule: str) -> tuple[float, float] | None:
 
 
 def run_wall(folder: Path) -> float | None:
-    """Return the seconds from the first to the last time stamp of Snakemake's newest log beside `folder`."""
-    logs = sorted((folder.resolve().parent / ".snakemake" / "log").glob("*.snakemake.log"))
-    if not logs:
-        return None
-    stamps = [
-        datetime.datetime.strptime(match.group(1), "%a %b %d %H:%M:%S %Y")
-        for line in logs[-1].read_text().splitlines()
-        if (match := STAMP.match(line))
-    ]
-    return (max(stamps) - min(stamps)).total_seconds() if stamps else None
+    """Return the seconds from the first job's start to the last job's end in Snakemake's newest log that ran jobs.
+
+    The log beside `folder` (`.snakemake/log`); Snakemake's own start-up and DAG building come before it."""
+    for log in sorted((folder.resolve().parent / ".snakemake" / "log").glob("*.snakemake.log"), reverse=True):
+        stamps = [
+            datetime.datetime.strptime(match.group(1), "%a %b %d %H:%M:%S %Y")
+            for line in log.read_text().splitlines()
+            if (match := STAMP.match(line))
+        ]
+        if stamps:
+            return (max(stamps) - min(stamps)).total_seconds()
+    return None
 
 
 def budget(folder: Path) -> list[str]:

@@ -189,9 +189,9 @@ def test_the_folders_are_folders_of_the_named_files() -> None:
 
 
 def test_log_and_benchmark_of_a_stem() -> None:
-    stem = "train_northstar/{device}_bs{batch_size}"
-    assert paths.log(stem) == "logs/train_northstar/{device}_bs{batch_size}.log"
-    assert paths.benchmark(stem) == "benchmarks/train_northstar/{device}_bs{batch_size}.tsv"
+    stem = "time_cost_model/{device}.rep{repeat}"
+    assert paths.log(stem) == "logs/time_cost_model/{device}.rep{repeat}.log"
+    assert paths.benchmark(stem) == "benchmarks/time_cost_model/{device}.rep{repeat}.tsv"
     assert paths.benchmark_stem(paths.benchmark(stem)) == stem
     assert paths.ARCHIVE_LOG == paths.log("archive")
     with pytest.raises(ValueError, match="not a benchmark file"):

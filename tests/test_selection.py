@@ -152,11 +152,6 @@ def northstar_splits():
     return northstar.split_table(dataset.features, dataset.target, labels, standardizer)
 
 
-def _made(folder):
-    folder.mkdir(parents=True)
-    return folder
-
-
 def _train(splits, tmp_path, **overrides):
     settings = northstar.RunSettings(hidden=8, lr=0.01, patience=3, min_delta=1e-4, max_epochs=60)
     return northstar.train_with_early_stopping(
@@ -165,16 +160,17 @@ def _train(splits, tmp_path, **overrides):
         batch_size=32,
         seed=5,
         settings=settings,
-        checkpoint=tmp_path / "best.pt" if tmp_path.exists() else _made(tmp_path) / "best.pt",
+        checkpoint=tmp_path / "best.pt",
         **overrides,
     )
 
 
 def test_the_warm_up_leaves_the_timed_runs_unchanged_and_writes_only_its_scratch(northstar_splits, tmp_path):
     """The untimed epochs of train_northstar's warm-up touch no seeded state: the same run, to the bit."""
+    for folder in ("cold", "scratch", "warm"):
+        (tmp_path / folder).mkdir()
     cold = _train(northstar_splits, tmp_path / "cold")
     scratch = tmp_path / "scratch"
-    scratch.mkdir()
     settings = northstar.RunSettings(hidden=8, lr=0.01, patience=3, min_delta=1e-4, max_epochs=60)
     northstar.warm_up(
         northstar_splits["train"], northstar_splits["val"], [32, 64], seed=5, settings=settings, scratch=scratch

@@ -409,6 +409,11 @@ def test_changing_one_batch_size_reruns_the_cpu_timing_and_no_data_northstar_or_
     }
 
 
+def test_reordering_the_selection_batch_sizes_retrains_nothing(finished: Path) -> None:
+    plan = planned_jobs(snakemake(finished, changed(selection={"batch_sizes": [64, 16]}), "-n"))
+    assert "train_northstar" not in plan and "seed_limits" not in plan, plan
+
+
 def test_changing_a_selection_batch_size_retrains_the_northstar_job_and_does_not_resplit(finished: Path) -> None:
     # The split does not depend on the batch sizes: 64 -> 32 re-runs the one Northstar job of the device (every
     # batch size in one process), then what reads every history (selection, seed limits) or every job's
@@ -515,6 +520,7 @@ def test_northstar_selection_outputs(finished: Path) -> None:
     assert (prepare.splits.train.rows, prepare.splits.val.rows, prepare.splits.test.rows) == (120, 40, 40)
     for batch_size in (16, 64):
         run = records.read(NorthstarHistory, results / f"northstar/cpu/bs{batch_size}/history.json")
+        assert (run.batch_size, run.device) == (batch_size, "cpu")  # one job wrote both: each its own record
         assert run.test_evaluations == 1 and 0 <= run.test.roc_auc <= 1
         assert run.best_val_loss == min(row.val_loss for row in run.history)
         state = torch.load(results / f"northstar/cpu/bs{batch_size}/best_model.pt", weights_only=True)
@@ -1164,6 +1170,27 @@ def test_every_timed_epoch_is_one_row_of_the_epochs_table(finished: Path) -> Non
     assert len(estimates.query("statistic == 'epoch_s'")) == len(cells)
     first = estimates.query("statistic == 'epoch_s'").iloc[0]
     assert first["point"] == cells[0]["epoch_s"]["point"] and first["low"] == cells[0]["epoch_s"]["low"]
+
+
+def test_the_run_budget_splits_the_timing_rules_wall_time(finished: Path, tmp_path: Path) -> None:
+    """benchmarks/run_budget.py on a finished run: a row per timing rule, shares below 100 %, leftovers ignored."""
+    run = copy_of(finished, tmp_path / "run")
+    stray = run / "results/northstar/cpu/bs999/history.json"  # an earlier configuration's record, not listed
+    stray.parent.mkdir(parents=True)
+    stray.write_text("{}")
+    shown = subprocess.run(
+        [sys.executable, "benchmarks/run_budget.py", str(run / "results")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rows = {line.split(" | ")[1]: line.split(" | ") for line in shown.splitlines()[2:]}
+    assert {"time_cpu_training", "time_load_convert", "train_northstar", "time_cost_model"} <= set(rows)
+    assert rows["time_cpu_training"][2] == "3" and rows["train_northstar"][2] == "1"
+    shares = [int(share) for share in re.findall(r"\((\d+)%\)", shown)]
+    assert shares and all(0 <= share < 100 for share in shares) and "(0%)" not in rows["time_cpu_training"][5], shown
+    assert any(name.startswith("every timing rule") for name in rows)
 
 
 def test_resource_table_pairs_each_benchmarked_job_with_its_own_timing(finished: Path) -> None:

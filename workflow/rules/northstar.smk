@@ -1,7 +1,7 @@
 # Northstar model selection: split, early stopping per batch size (and device), time-to-target,
 # seed limits, and the measured 1/B gradient-variance rule on the benchmark matrix.
-# The split does not depend on the batch sizes: train_northstar and seed_limits each check that
-# their own batch size fits the training split, so changing one batch size re-splits nothing.
+# The split does not depend on the batch sizes: train_northstar checks that each of its batch sizes, and
+# seed_limits that its own, fits the training split, so changing one batch size re-splits nothing.
 
 # How every Northstar run trains (measure.northstar.RunSettings): one param of train_northstar and seed_limits.
 NORTHSTAR_RUN = {
@@ -11,7 +11,8 @@ NORTHSTAR_RUN = {
     "min_delta": config["selection"]["min_delta"],
     "max_epochs": config["selection"]["max_epochs"],
 }
-SELECTION_SIZES = config["selection"]["batch_sizes"]
+# Sorted: reordering selection.batch_sizes changes no param of the Northstar job, so it re-trains nothing.
+SELECTION_SIZES = sorted(config["selection"]["batch_sizes"])
 
 
 rule prepare_northstar:

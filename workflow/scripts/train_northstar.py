@@ -25,7 +25,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
         raise ValueError(f"{inp.table} differs from the split prepare_northstar recorded; delete it and re-run")
     splits = northstar.load_splits(inp.table, meta)
     settings = northstar.RunSettings(**p.run)
-    with tempfile.TemporaryDirectory() as scratch:  # first calls paid before any batch size's clock
+    with tempfile.TemporaryDirectory() as scratch:  # first kernels and allocations paid before any clock
         northstar.warm_up(
             splits["train"],
             splits["val"],
@@ -36,7 +36,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
             device=device,
         )
     # One envelope and record per batch size, in turn: each history is its batch size's timing record.
-    for batch_size, history, checkpoint, events in zip(p.batch_sizes, out.history, out.model, out.events):
+    for batch_size, history, checkpoint, events in zip(p.batch_sizes, out.history, out.model, out.events, strict=True):
         with timing_job(history, seed=p.seed) as envelope:
             writer = SummaryWriter(events)
             run = northstar.train_with_early_stopping(

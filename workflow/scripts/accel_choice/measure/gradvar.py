@@ -51,7 +51,7 @@ def measured_variance(
         raise ValueError(f"draws must be at least 2 for a standard error, got {draws}")
     rows, _ = gradients.shape
     centred = gradients - gradients.mean(dim=0)
-    chunk = max(1, int(1e7 // rows))  # bounds each (chunk, rows) draw to ~40 MB
+    chunk = max(1, int(1e7 // rows))  # bounds each (chunk, rows) draw to ~40 MB, a dense selection to ~80 MB
     squared: list[torch.Tensor] = []
     for start in range(0, draws, chunk):
         count = min(chunk, draws - start)
@@ -62,10 +62,10 @@ def measured_variance(
     return float(values.mean()), float(values.std() / math.sqrt(draws))
 
 
-# A selection matrix row holds B values of 1/B among N zeros. Sparse below N/SPARSE_BELOW rows a batch:
-# measured on 8192 x 1633 float64 gradients, 1000 draws, sparse took 0.13-0.35 s for B = 1-128, 1.6 s at
-# 512, where the dense product took 0.6 s at every B (2026-12-06, the 2-vCPU VM).
-SPARSE_BELOW = 32
+# A selection matrix row holds B values of 1/B among N zeros. Sparse up to N/SPARSE_BELOW rows a batch:
+# on 8192 x 1633 float64 gradients, 1000 draws, 1 thread (2026-12-06, the 2-vCPU VM), sparse took 0.45 s
+# at B = 128, 0.88 s at 256 and 1.73 s at 512; dense took 0.75-0.81 s at each.
+SPARSE_BELOW = 64
 
 
 def _batch_means(centred: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
@@ -73,13 +73,14 @@ def _batch_means(centred: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     count, batch_size = index.shape
     rows = centred.shape[0]
     if batch_size * SPARSE_BELOW <= rows:
-        with warnings.catch_warnings():  # torch calls sparse CSR support beta; the product is exact sums
-            warnings.simplefilter("ignore", UserWarning)
+        with warnings.catch_warnings():  # torch calls sparse CSR support beta; the product gives the same sums
+            warnings.filterwarnings("ignore", message=".*[Ss]parse CSR tensor support is in beta", category=UserWarning)
             selection = torch.sparse_csr_tensor(
                 torch.arange(0, count * batch_size + 1, batch_size),
-                index.reshape(-1),
+                index.sort(dim=1).values.reshape(-1),  # CSR: each row's columns sorted
                 torch.full((count * batch_size,), 1.0 / batch_size, dtype=centred.dtype),
                 size=(count, rows),
+                check_invariants=True,  # sorted, in range: checked, not assumed
             )
         return selection @ centred
     selection = torch.zeros(count, rows, dtype=centred.dtype).scatter_(1, index, 1.0 / batch_size)

@@ -180,9 +180,9 @@ def warm_up(
 ) -> None:
     """Train one untimed epoch at each batch size, its checkpoint written under `scratch`.
 
-    One job trains every batch size in turn. This pays the process's first calls before any clock
-    starts: torch.optim's first optimizer imports torch._dynamo (1.1-1.3 s on the 2-vCPU VM),
-    and each batch shape's first kernels and allocations. So no batch size's first epoch carries them."""
+    One job trains every batch size in turn. Without this, the first batch size's first epoch alone would
+    carry the process's first kernels, allocations and checkpoint write. With it, no timed epoch carries
+    them: time-to-target leaves first-call costs out for every batch size alike (since 4c041da)."""
     once = dataclasses.replace(settings, max_epochs=1)
     for batch_size in batch_sizes:
         checkpoint = Path(scratch) / f"warm_up_bs{batch_size}.pt"
