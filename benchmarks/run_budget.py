@@ -14,7 +14,8 @@ whole timing slot) from `tables/resources.json`:
 The measuring share is those seconds over the processes' wall time (the issue's target: 60 %).
 Warm-ups, the drift sentinel and the GPU rules' clocks are not counted: the shares are lower bounds.
 A last line gives the run's wall time from Snakemake's newest log beside the folder that ran jobs: its
-first job's start to its last job's end, to the second (Snakemake's own start-up comes before it).
+first job's start to its last job's end, to the second (Snakemake's own start-up comes before it),
+and the part of it no timing job ran in: the other jobs, two at a time, and Snakemake's scheduling.
 Only the records the run's manifest lists count: an earlier configuration's leftovers do not.
 """
 
@@ -102,10 +103,15 @@ def budget(folder: Path) -> list[str]:
         rows.append(f"| {folder} | {rule.rule} | {rule.jobs} | {wall:.1f} | {sum(bodies):.1f} | {cells} |")
     wall = run_wall(folder)
     rows.append(
-        f"| {folder} | every timing rule{f' (run wall {wall:.0f} s)' if wall is not None else ''} | "
+        f"| {folder} | every timing rule{_rest(wall, total)} | "
         f"{sum(r.jobs for r in timing)} | {total:.1f} | | {_share(counted[0], total)} | {_share(counted[1], total)} |"
     )
     return rows
+
+
+def _rest(wall: float | None, timing: float) -> str:
+    """Say the run's wall time and the part no timing job ran in (the other jobs, Snakemake's scheduling)."""
+    return "" if wall is None else f" (run wall {wall:.0f} s, {max(wall - timing, 0.0):.0f} s without a timing job)"
 
 
 def _share(seconds: float, wall: float) -> str:
