@@ -79,7 +79,7 @@ def gpu_variants(
     device: str = "cuda",
     threads: int | None = None,
 ) -> list[Variant]:
-    """A GPU job's variants: the fast path at every precision and placement (on `device`: the tests run
+    """Return a GPU job's variants: the fast path at every precision and placement (on `device`: the tests run
     them on the CPU too)."""
     return _variants(device, precisions, placements, ["fastpath"], compile_options, batch_size, threads)
 
@@ -132,7 +132,7 @@ def compile_mode_of(update: Step) -> str | None:
 
 
 def step_of(variant: Variant, *, grad_scaler: bool, compile_mode: str = "default") -> Step:
-    """The update of `variant`; `grad_scaler` (gpu.grad_scaler) is used by fp16 only, `compile_mode` by a
+    """Return the update of `variant`; `grad_scaler` (gpu.grad_scaler) is used by fp16 only, `compile_mode` by a
     compiled variant only."""
     check_variant(variant)
     return Step(
@@ -284,7 +284,7 @@ def train_epoch(trainer: Trainer, batches: Iterable[Batch], max_steps: int) -> E
 
 
 def optimizer_steps(optimizer: torch.optim.Optimizer) -> int | None:
-    """The updates the optimizer has taken (its state's step count: Adam's, AdamW's), None where it
+    """Return the updates the optimizer has taken (its state's step count: Adam's, AdamW's), None where it
     keeps none (SGD without momentum) or has no state yet (Trainer.prime makes it)."""
     counts = [state["step"] for state in optimizer.state.values() if "step" in state]
     if not counts:
@@ -293,7 +293,7 @@ def optimizer_steps(optimizer: torch.optim.Optimizer) -> int | None:
 
 
 def skipped_updates(scales: torch.Tensor, backoff: float) -> int:
-    """How many updates a GradScaler skipped, from its scale before the first and after each: a
+    """Count the updates a GradScaler skipped, from its scale before the first and after each: a
     skipped update (an inf or NaN gradient) multiplies the scale by the backoff factor (< 1); a
     taken one keeps it or grows it (growth_factor > 1, every growth_interval taken steps)."""
     if not 0 < backoff < 1:

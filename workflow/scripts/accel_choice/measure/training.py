@@ -67,7 +67,7 @@ class InvariantError(AssertionError):
 
 
 def check_invariants(record: dict[str, Any], rows: int) -> dict[str, bool]:
-    """Section 28.3.5: samples == n every epoch; samples_per_s == samples / epoch_s."""
+    """Check section 28.3.5's invariants: samples == n every epoch; samples_per_s == samples / epoch_s."""
     checks = {
         "samples_eq_rows": record["samples"] == rows,
         "eval_samples_eq_rows": record["eval_samples"] == rows,
@@ -178,7 +178,7 @@ def time_epoch(prepared: Prepared) -> dict[str, Any]:
 
 
 def epoch_order(variants: Sequence[Any], epochs: int, repeat: int) -> list[int]:
-    """Indices of `variants` for `epochs` interleaved rounds: A B, B A, A B, ... (balanced against a
+    """Return the indices of `variants` for `epochs` interleaved rounds: A B, B A, A B, ... (balanced against a
     linear drift inside the job), starting the other way round in odd repeats."""
     forward = list(range(len(variants)))
     rounds = [forward if (k + repeat) % 2 == 0 else forward[::-1] for k in range(epochs)]
@@ -193,7 +193,7 @@ def measure_interleaved(
     references: Sequence[Reference | None] | None = None,
     reference_step: ReferenceStep | None = None,
 ) -> list[dict[str, Any]]:
-    """Every variant `epochs` times, rounds interleaved; the sentinel ticks at the start, between rounds
+    """Time every variant `epochs` times, rounds interleaved; the sentinel ticks at the start, between rounds
     and at the end. One dict per variant (a record's fields), every epoch kept. `references`, one per
     variant (None: none): each is timed once, in the middle round, right after its variant's epoch.
     `reference_step`: the fixed reference step, timed once at the end of each round, after the tick."""
@@ -293,7 +293,7 @@ def measure_training_job(
     compile_mode: str = "default",
     reference_step: ReferenceStep | None = None,
 ) -> tuple[list[TrainingRecord], SentinelReadings]:
-    """Every variant (one device; a CPU job's every batch size, a GPU job's one) warmed up, then `epochs` rounds
+    """Time a job: every variant (one device; a CPU job's batch sizes, a GPU job's one) warmed up, `epochs` rounds
     of one epoch each, interleaved over all of them (epoch_order), the sentinel and foreign-CPU meter around the
     rounds; the records and the sentinel's readings. `grad_scaler`: fp16 variants use a GradScaler;
     `precision`: torch's float32 matmul precision for the whole job; `compile_mode` the compiled variants'.
@@ -386,8 +386,8 @@ def finite_or_none(value: float) -> float | None:  # JSON has no NaN
 
 
 def training_record(measured: dict[str, Any], **job: Any) -> TrainingRecord:
-    """The record of one measured variant (`measure_interleaved`) with what only its job knows (repeat, position,
-    start-up, foreign CPU, whether all variants ended on the same weights). Non-finite losses become null."""
+    """Return the record of one measured variant (`measure_interleaved`) with what only its job knows (repeat,
+    position, start-up, foreign CPU, whether all variants ended on the same weights). Non-finite losses become null."""
     losses = ("eval_loss", "eval_accuracy", "final_loss", "mean_train_loss")
     apart = (*losses, "invariants", "loadavg_before", "loadavg_after")
     return TrainingRecord(

@@ -50,7 +50,7 @@ class Variant:
 
     @property
     def name(self) -> str:
-        """'cpu fastpath 1 thread' or 'cuda fp16 streamed fastpath' (+ ' compiled'); the batch size is not in it."""
+        """Name the variant: 'cpu fastpath 1 thread', 'cuda fp16 streamed fastpath' (+ ' compiled'); no batch size."""
         compiled = " compiled" if self.compiled else ""
         if self.device == "cpu":
             return f"cpu {self.loader} {self.threads} thread{'s' if self.threads != 1 else ''}{compiled}"
@@ -352,7 +352,7 @@ class TrainingCell(Variant):
         return self.epoch_s.point / self.steps * 1e6
 
     def table_row(self) -> dict[str, Any]:
-        """The cell as one row of tables/{cpu,gpu}_training.csv: its fields, each estimate as its columns
+        """Return the cell as one row of tables/{cpu,gpu}_training.csv: its fields, each estimate as its columns
         (records.estimate.columns: point, ci_low, ci_high) with its method, and the jobs' spread."""
         estimates = ("epoch_s", "samples_per_s", "eval_s", "epoch_s_over_fastpath", "epoch_s_over_reference")
         row = {name: getattr(self, name) for name in self.__dataclass_fields__ if name not in (*estimates, "launch")}
