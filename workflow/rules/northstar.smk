@@ -43,7 +43,7 @@ rule train_northstar:
         meta=results(paths.NORTHSTAR_PREPARE),
         code=code("train_northstar.py"),
     # One job a device trains every selection batch size in turn (one process: torch's and torch.optim's
-    # imports, 2.5-3.5 s a process on the 2-vCPU VM, paid once, not once per batch size).
+    # imports, about 4.3 s a process on the 2-vCPU VM, paid once, not once per batch size).
     output:
         history=[results(paths.NORTHSTAR_HISTORY, batch_size=size) for size in SELECTION_SIZES],
         model=[results(paths.NORTHSTAR_MODEL, batch_size=size) for size in SELECTION_SIZES],
