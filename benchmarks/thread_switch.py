@@ -17,6 +17,14 @@ inside the switched processes, Welch across the separate ones.
     .venv/bin/python benchmarks/thread_switch.py [--repeats 5] [--epochs 5] [--batch-sizes 32 512]
 
 Run it on a quiet machine: it is itself a timing measurement (about 2 minutes with the defaults).
+
+`--within` tests the same question inside processes, where the job effect cancels (difference in differences).
+Every process times its thread count's cells alone for `--epochs` rounds (phase A), then `--epochs` rounds with a
+filler epoch after each cell (phase B). In a `switched` process the filler runs at the other thread count (its own
+warm-up first), as in a job that times both; in a `control` process it runs at the same count, as in a job of its
+own. Each process gives phase B over phase A per cell; switched over control is the switch's own effect.
+
+    .venv/bin/python benchmarks/thread_switch.py --within [--repeats 10] [--epochs 10]
 """
 
 from __future__ import annotations
@@ -65,6 +73,79 @@ def worker(threads: list[int], batch_sizes: list[int], epochs: int, warmup: int)
     return times
 
 
+def within_worker(target: int, switch: bool, batch_sizes: list[int], epochs: int, warmup: int) -> dict[str, float]:
+    """Return each cell's median epoch in phase B over phase A, at `target` threads (see the module's text)."""
+    import torch
+
+    from accel_choice.measure import datagen, steps
+    from accel_choice.measure.model import targets
+    from accel_choice.measure.training import prepare_variant, time_epoch
+    from accel_choice.records.model import ModelSpec
+
+    matrix = torch.from_numpy(datagen.make_benchmark(8192, 32, 0.2, SEED).matrix)
+    spec = ModelSpec(hidden=48, lr=1e-3)
+    x, y = matrix[:, :-1].contiguous(), targets(spec, matrix[:, -1])
+
+    def prepared(threads: int) -> list:
+        torch.set_num_threads(threads)
+        return [
+            prepare_variant(v, x, y, grad_scaler=False, seed=SEED, spec=spec, warmup_steps=warmup)
+            for b in batch_sizes
+            for v in steps.cpu_variants(["fastpath"], batch_size=b, threads=threads)
+        ]
+
+    cells = prepared(target)
+    phases: dict[str, list[list[float]]] = {"A": [[] for _ in cells], "B": [[] for _ in cells]}
+    for round_ in range(epochs):
+        for i in range(len(cells)) if round_ % 2 == 0 else reversed(range(len(cells))):
+            phases["A"][i].append(time_epoch(cells[i])["epoch"].seconds)
+    filler_threads = 3 - target if switch else target
+    fillers = prepared(filler_threads)
+    for round_ in range(epochs):
+        for i in range(len(cells)) if round_ % 2 == 0 else reversed(range(len(cells))):
+            torch.set_num_threads(target)
+            phases["B"][i].append(time_epoch(cells[i])["epoch"].seconds)
+            torch.set_num_threads(filler_threads)
+            time_epoch(fillers[i])
+    return {
+        f"{target}:{c.variant.batch_size}": statistics.median(phases["B"][i]) / statistics.median(phases["A"][i])
+        for i, c in enumerate(cells)
+    }
+
+
+def within(args: argparse.Namespace) -> None:
+    """Run the `--within` design: switched and control processes interleaved, then switched over control."""
+    from accel_choice.analyze.job_intervals import ratio_interval
+
+    found: dict[tuple[str, bool], list[list[float]]] = {}
+    for r in range(args.repeats):
+        for target in THREADS if r % 2 == 0 else THREADS[::-1]:
+            for switch in (False, True) if (r // 2) % 2 == 0 else (True, False):
+                command = [sys.executable, __file__, "--within-worker", f"{target},{int(switch)}"]
+                command += ["--epochs", str(args.epochs), "--warmup", str(args.warmup)]
+                command += ["--batch-sizes", *map(str, args.batch_sizes)]
+                out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+                for key, ratio in json.loads(out.strip().splitlines()[-1]).items():
+                    found.setdefault((key, switch), []).append([ratio])
+    print(f"{args.repeats} processes a design and thread count, {args.epochs} rounds a phase, fast path, 8,192 x 32")
+    print("| threads | B | control: B / A | switched: B / A | switched / control (95 %) | verdict |")
+    print("|---|---|---|---|---|---|")
+    verdicts = []
+    for key in sorted({k for k, _ in found}, key=lambda k: tuple(map(int, k.split(":")))):
+        t, b = key.split(":")
+        control, switched = found[(key, False)], found[(key, True)]
+        ratio = ratio_interval(control, switched, level=0.95)
+        verdicts.append(verdict(ratio.low, ratio.high, args.tolerance))
+        mean_c = statistics.geometric_mean(v[0] for v in control)
+        mean_s = statistics.geometric_mean(v[0] for v in switched)
+        print(
+            f"| {t} | {b} | {mean_c:.3f} | {mean_s:.3f} | {ratio.point:.3f} ({ratio.low:.3f}-{ratio.high:.3f}) "
+            f"| {verdicts[-1]} |"
+        )
+    overall = "harmless" if set(verdicts) == {"equivalent"} else "differs" if "differs" in verdicts else "undecided"
+    print(f"\nswitching threads inside a process: {overall} (tolerance ±{args.tolerance:.0%})")
+
+
 def verdict(low: float, high: float, tolerance: float) -> str:
     """Equivalent (the interval within 1 +/- tolerance), differs (wholly outside it), or undecided."""
     if 1 - tolerance <= low and high <= 1 + tolerance:
@@ -88,10 +169,19 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[32, 512])
     parser.add_argument("--tolerance", type=float, default=0.03, help="a ratio within 1 +/- this is harmless")
+    parser.add_argument("--within", action="store_true", help="the design inside processes (see the module's text)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--within-worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(worker([int(t) for t in args.worker.split(",")], args.batch_sizes, args.epochs, args.warmup)))
+        return
+    if args.within_worker:
+        target, switch = map(int, args.within_worker.split(","))
+        print(json.dumps(within_worker(target, bool(switch), args.batch_sizes, args.epochs, args.warmup)))
+        return
+    if args.within:
+        within(args)
         return
 
     from accel_choice.analyze.job_intervals import ratio_interval
