@@ -135,3 +135,23 @@ def test_the_cpu_sentinel_runs_on_one_thread_whatever_the_jobs_count(monkeypatch
         assert seen == [1] and torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_the_thread_switch_benchmark_runs_both_designs_end_to_end() -> None:
+    """benchmarks/thread_switch.py, at its smallest: the table of each design, a verdict line each."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    tiny = ["--repeats", "1", "--epochs", "2", "--warmup", "2", "--batch-sizes", "512"]
+    for design in ([], ["--within"]):
+        shown = subprocess.run(
+            [sys.executable, "benchmarks/thread_switch.py", *design, *tiny],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert "| 1 | 512 |" in shown and "| 2 | 512 |" in shown, shown
+        assert "switching threads inside a process: " in shown
