@@ -39,9 +39,8 @@ from accel_choice.records.training import TrainingJob  # noqa: E402
 STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
 
 
-def _read(folder: Path, pattern: str, kind: type) -> list:
+def _read(folder: Path, listed: dict[str, str], pattern: str, kind: type) -> list:
     """Read the records matching `pattern` that the run's manifest lists (not those an earlier configuration left)."""
-    listed = read_manifest(folder / paths.MANIFEST)
     return [
         records.read(kind, path)
         for path in sorted(folder.glob(pattern))
@@ -49,22 +48,26 @@ def _read(folder: Path, pattern: str, kind: type) -> list:
     ]
 
 
-def clocked(folder: Path, rule: str) -> tuple[float, float] | None:
-    """Return a timing rule's seconds on a clock, bare and with the CPU jobs' references; None: not counted."""
+def clocked(folder: Path, rule: str, listed: dict[str, str]) -> tuple[float, float] | None:
+    """Return a timing rule's seconds on a clock, bare and with the CPU jobs' references; None: not counted.
+
+    `listed`: the run's manifest (`read_manifest`), read once a folder."""
     if rule == "time_cpu_training":
-        jobs = _read(folder, paths.training_record("cpu", paths.CPU_JOB.format(threads="*", repeat="*")), TrainingJob)
+        jobs = _read(
+            folder, listed, paths.training_record("cpu", paths.CPU_JOB.format(threads="*", repeat="*")), TrainingJob
+        )
         epochs = sum(sum(r.epoch_s_each) + sum(r.eval_s_each) for job in jobs for r in job.records)
         plain = sum(EPOCHS * (r.reference_epoch_s or 0.0) for job in jobs for r in job.records)
         step = sum(sum(job.reference_step.seconds) for job in jobs if job.reference_step is not None)
         return epochs, epochs + plain + step
     if rule == "time_cost_model":
-        grids = _read(folder, paths.COST_MODEL_RECORD.format(device="*", repeat="*"), GridJob)
+        grids = _read(folder, listed, paths.COST_MODEL_RECORD.format(device="*", repeat="*"), GridJob)
         seconds = sum(sum(r.epoch_s_each) + sum(r.eval_s_each) for job in grids for r in job.records)
     elif rule == "time_load_convert":
-        loads = _read(folder, paths.LOAD_CONVERT_JOB.format(repeat="*"), LoadConvertJob)
+        loads = _read(folder, listed, paths.LOAD_CONVERT_JOB.format(repeat="*"), LoadConvertJob)
         seconds = sum(p.total_s for job in loads for load in job.loads for p in load.pass_stages)
     elif rule == "train_northstar":
-        runs = _read(folder, paths.NORTHSTAR_HISTORY.format(device="*", batch_size="*"), NorthstarHistory)
+        runs = _read(folder, listed, paths.NORTHSTAR_HISTORY.format(device="*", batch_size="*"), NorthstarHistory)
         seconds = sum(row.epoch_s for run in runs for row in run.history)
     else:
         return None
@@ -89,12 +92,13 @@ def run_wall(folder: Path) -> float | None:
 def budget(folder: Path) -> list[str]:
     """Return the markdown rows of one results folder."""
     table = records.read(ResourceTable, folder / paths.RESOURCES)
+    listed = read_manifest(folder / paths.MANIFEST)
     timing = [r for r in table.rules if r.rule.startswith("time_") or r.rule == "train_northstar"]
     rows, total, counted = [], 0.0, [0.0, 0.0]
     for rule in timing:
         bodies = [j.body_wall_s for j in table.jobs if j.rule == rule.rule and j.body_wall_s is not None]
         wall = rule.process_wall_total_s
-        seconds = clocked(folder, rule.rule)
+        seconds = clocked(folder, rule.rule, listed)
         cells = " | "
         if seconds is not None:
             counted = [counted[0] + seconds[0], counted[1] + seconds[1]]

@@ -43,18 +43,42 @@ SEED = 20261020  # config/config.yaml's seed
 THREADS = (1, 2)
 
 
-def worker(threads: list[int], batch_sizes: list[int], epochs: int, warmup: int) -> dict[str, list[float]]:
-    """Time `epochs` fast-path epochs per batch size at each thread count, switching between rounds."""
+def _workload() -> tuple:
+    """Return the default workload: the seeded 8,192 x 32 benchmark matrix as (x, y) and the textbook MLP's spec."""
     import torch
 
-    from accel_choice.measure import datagen, steps
+    from accel_choice.measure import datagen
     from accel_choice.measure.model import targets
-    from accel_choice.measure.training import prepare_variant, time_epoch
     from accel_choice.records.model import ModelSpec
 
     matrix = torch.from_numpy(datagen.make_benchmark(8192, 32, 0.2, SEED).matrix)  # the target is the last column
     spec = ModelSpec(hidden=48, lr=1e-3)
-    x, y = matrix[:, :-1].contiguous(), targets(spec, matrix[:, -1])
+    return matrix[:, :-1].contiguous(), targets(spec, matrix[:, -1]), spec
+
+
+def _prepared(threads: int, workload: tuple, batch_sizes: list[int], warmup: int) -> list:
+    """Set torch's threads and warm up the fast path at each batch size there (its own warm-up per count)."""
+    import torch
+
+    from accel_choice.measure import steps
+    from accel_choice.measure.training import prepare_variant
+
+    x, y, spec = workload
+    torch.set_num_threads(threads)
+    return [
+        prepare_variant(v, x, y, grad_scaler=False, seed=SEED, spec=spec, warmup_steps=warmup)
+        for b in batch_sizes
+        for v in steps.cpu_variants(["fastpath"], batch_size=b, threads=threads)
+    ]
+
+
+def worker(threads: list[int], batch_sizes: list[int], epochs: int, warmup: int) -> dict[str, list[float]]:
+    """Time `epochs` fast-path epochs per batch size at each thread count, switching between rounds."""
+    import torch
+
+    from accel_choice.measure.training import time_epoch
+
+    workload = _workload()
     prepared: dict[int, list] = {}
     times: dict[str, list[float]] = {}
     for round_ in range(epochs):
@@ -62,11 +86,7 @@ def worker(threads: list[int], batch_sizes: list[int], epochs: int, warmup: int)
         for t in order:
             torch.set_num_threads(t)
             if t not in prepared:  # each thread count's own warm-up, after its first switch
-                prepared[t] = [
-                    prepare_variant(v, x, y, grad_scaler=False, seed=SEED, spec=spec, warmup_steps=warmup)
-                    for b in batch_sizes
-                    for v in steps.cpu_variants(["fastpath"], batch_size=b, threads=t)
-                ]
+                prepared[t] = _prepared(t, workload, batch_sizes, warmup)
             for p in prepared[t]:
                 result = time_epoch(p)
                 times.setdefault(f"{t}:{p.variant.batch_size}", []).append(result["epoch"].seconds)
@@ -77,30 +97,16 @@ def within_worker(target: int, switch: bool, batch_sizes: list[int], epochs: int
     """Return each cell's median epoch in phase B over phase A, at `target` threads (see the module's text)."""
     import torch
 
-    from accel_choice.measure import datagen, steps
-    from accel_choice.measure.model import targets
-    from accel_choice.measure.training import prepare_variant, time_epoch
-    from accel_choice.records.model import ModelSpec
+    from accel_choice.measure.training import time_epoch
 
-    matrix = torch.from_numpy(datagen.make_benchmark(8192, 32, 0.2, SEED).matrix)
-    spec = ModelSpec(hidden=48, lr=1e-3)
-    x, y = matrix[:, :-1].contiguous(), targets(spec, matrix[:, -1])
-
-    def prepared(threads: int) -> list:
-        torch.set_num_threads(threads)
-        return [
-            prepare_variant(v, x, y, grad_scaler=False, seed=SEED, spec=spec, warmup_steps=warmup)
-            for b in batch_sizes
-            for v in steps.cpu_variants(["fastpath"], batch_size=b, threads=threads)
-        ]
-
-    cells = prepared(target)
+    workload = _workload()
+    cells = _prepared(target, workload, batch_sizes, warmup)
     phases: dict[str, list[list[float]]] = {"A": [[] for _ in cells], "B": [[] for _ in cells]}
     for round_ in range(epochs):
         for i in range(len(cells)) if round_ % 2 == 0 else reversed(range(len(cells))):
             phases["A"][i].append(time_epoch(cells[i])["epoch"].seconds)
     filler_threads = 3 - target if switch else target
-    fillers = prepared(filler_threads)
+    fillers = _prepared(filler_threads, workload, batch_sizes, warmup)
     for round_ in range(epochs):
         for i in range(len(cells)) if round_ % 2 == 0 else reversed(range(len(cells))):
             torch.set_num_threads(target)
@@ -113,6 +119,14 @@ def within_worker(target: int, switch: bool, batch_sizes: list[int], epochs: int
     }
 
 
+def _worker_output(flag: str, value: str, args: argparse.Namespace) -> dict:
+    """Run one worker process (`flag` `value`, the shared options) and return what it printed last, as JSON."""
+    command = [sys.executable, __file__, flag, value, "--epochs", str(args.epochs), "--warmup", str(args.warmup)]
+    command += ["--batch-sizes", *map(str, args.batch_sizes)]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def within(args: argparse.Namespace) -> None:
     """Run the `--within` design: switched and control processes interleaved, then switched over control."""
     from accel_choice.analyze.job_intervals import ratio_interval
@@ -121,11 +135,7 @@ def within(args: argparse.Namespace) -> None:
     for r in range(args.repeats):
         for target in THREADS if r % 2 == 0 else THREADS[::-1]:
             for switch in (False, True) if (r // 2) % 2 == 0 else (True, False):
-                command = [sys.executable, __file__, "--within-worker", f"{target},{int(switch)}"]
-                command += ["--epochs", str(args.epochs), "--warmup", str(args.warmup)]
-                command += ["--batch-sizes", *map(str, args.batch_sizes)]
-                out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-                for key, ratio in json.loads(out.strip().splitlines()[-1]).items():
+                for key, ratio in _worker_output("--within-worker", f"{target},{int(switch)}", args).items():
                     found.setdefault((key, switch), []).append([ratio])
     print(f"{args.repeats} processes a design and thread count, {args.epochs} rounds a phase, fast path, 8,192 x 32")
     print("| threads | B | control: B / A | switched: B / A | switched / control (95 %) | verdict |")
@@ -142,8 +152,8 @@ def within(args: argparse.Namespace) -> None:
             f"| {t} | {b} | {mean_c:.3f} | {mean_s:.3f} | {ratio.point:.3f} ({ratio.low:.3f}-{ratio.high:.3f}) "
             f"| {verdicts[-1]} |"
         )
-    overall = "harmless" if set(verdicts) == {"equivalent"} else "differs" if "differs" in verdicts else "undecided"
-    print(f"\nswitching threads inside a process: {overall} (tolerance ±{args.tolerance:.0%})")
+    print()
+    print(overall_line(verdicts, args.tolerance))
 
 
 def verdict(low: float, high: float, tolerance: float) -> str:
@@ -155,11 +165,14 @@ def verdict(low: float, high: float, tolerance: float) -> str:
     return "undecided"
 
 
+def overall_line(verdicts: list[str], tolerance: float) -> str:
+    """Say switching is harmless where every ratio is equivalent, differs where one differs, else undecided."""
+    overall = "harmless" if set(verdicts) == {"equivalent"} else "differs" if "differs" in verdicts else "undecided"
+    return f"switching threads inside a process: {overall} (tolerance ±{tolerance:.0%})"
+
+
 def run(threads: list[int], args: argparse.Namespace) -> dict[str, list[float]]:
-    command = [sys.executable, __file__, "--worker", ",".join(map(str, threads)), "--epochs", str(args.epochs)]
-    command += ["--warmup", str(args.warmup), "--batch-sizes", *map(str, args.batch_sizes)]
-    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return _worker_output("--worker", ",".join(map(str, threads)), args)
 
 
 def main() -> None:
@@ -219,8 +232,7 @@ def main() -> None:
             f"| {paired.point:.3f} ({paired.low:.3f}-{paired.high:.3f}) |"
         )
     print()
-    overall = "harmless" if set(verdicts) == {"equivalent"} else "differs" if "differs" in verdicts else "undecided"
-    print(f"switching threads inside a process: {overall} (tolerance ±{args.tolerance:.0%})")
+    print(overall_line(verdicts, args.tolerance))
 
 
 if __name__ == "__main__":
