@@ -28,8 +28,9 @@ from accel_choice.records.training import VARIANT_KEYS, TrainingCell, TrainingJo
 
 # The columns in order: the job, the variant's fields, the round, and what was timed in it.
 COLUMNS = ("job", "repeat", *VARIANT_KEYS, "position_in_job", "round", "epoch_s", "eval_s")
-# The estimates table's: the variant's fields, the statistic, and the estimate (records.estimate.Estimate).
-ESTIMATE_COLUMNS = (*VARIANT_KEYS, "statistic", "point", "low", "high", "level", "method", "jobs", "flags")
+# The estimates table's: the variant's fields, the statistic, and the estimate's fields (records.estimate.Estimate).
+ESTIMATE_FIELDS = tuple(field.name for field in dataclasses.fields(Estimate))
+ESTIMATE_COLUMNS = (*VARIANT_KEYS, "statistic", *ESTIMATE_FIELDS)
 
 
 def epoch_rows(jobs: Sequence[TrainingJob], table: str) -> list[dict[str, Any]]:
@@ -61,13 +62,9 @@ def estimate_rows(cells: Sequence[TrainingCell]) -> list[dict[str, Any]]:
             if isinstance(value, Estimate):
                 rows.append(
                     variant_fields(cell)
-                    | {"statistic": name, "point": value.point, "low": value.low, "high": value.high}
-                    | {
-                        "level": value.level,
-                        "method": value.method,
-                        "jobs": value.jobs,
-                        "flags": "; ".join(value.flags),
-                    }
+                    | {"statistic": name}
+                    | {field: getattr(value, field) for field in ESTIMATE_FIELDS}
+                    | {"flags": "; ".join(value.flags)}  # one text cell: Parquet and CSV alike
                 )
     return rows
 
