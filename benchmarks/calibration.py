@@ -9,6 +9,7 @@ gate and verdict really do on synthetic runs, for 3 and 5 jobs and job-to-job sp
     .venv/bin/python benchmarks/calibration.py --from-results run1/results run2/results   # measured components
     .venv/bin/python benchmarks/calibration.py --components components.json --jobs 3 5
     .venv/bin/python benchmarks/calibration.py --from-results run1/results run2/results --in-job   # compare's in-job rows
+    .venv/bin/python benchmarks/calibration.py --from-results run1/results run2/results --paired   # first-screen ratios
 
 The runs are drawn through the library's own functions (accel_choice.analyze.calibration): the
 interval of a cell, the ratio of two, its outcome, the gate's rule and the verdict's. Every coverage,
@@ -25,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scrip
 from accel_choice import records  # noqa: E402
 from accel_choice.analyze import calibration as c  # noqa: E402
 from accel_choice.analyze import calibration_rows as cr  # noqa: E402
+from accel_choice.analyze import calibration_paired as cp  # noqa: E402
 from accel_choice.analyze import row_relative  # noqa: E402
 from accel_choice.analyze import planner_calibration as pc  # noqa: E402
 from accel_choice.analyze import variance  # noqa: E402
@@ -191,6 +193,33 @@ def in_job_table(
     return 0
 
 
+def paired_table(components: dict, jobs_list: list[int], epochs: int, draws: int, unlike: list[float]) -> int:
+    """The first screen's within-run ratios of cells timed in the same jobs, drawn from measured components
+    (analyze.calibration_paired): coverage and width, each cell's spread moderated (analyze.same_jobs) and alone."""
+    started = time.perf_counter()
+    print(", ".join(f"σ {name} {components[name]['sd']:.2%}" for name in variance.NAMES))
+    print()
+    print(
+        "| jobs a thread count | epochs | cells' epoch sd within | coverage: moderated | alone | "
+        "median ± of the point: moderated | alone | within ±10 %: moderated | alone |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for jobs in jobs_list:
+        for spread in unlike:
+            r = cp.paired_rates(measured_design(components, jobs, epochs), draws, unlike=spread)
+            within = "alike" if spread == 1 else f"×{1 / spread:.2g}–×{spread:g}"
+            print(
+                f"| {jobs} | {epochs} | {within} | {r.coverage:.3f} | {r.coverage_alone:.3f} | "
+                f"{r.half_width:.1%} | {r.half_width_alone:.1%} | {r.within:.2f} | {r.within_alone:.2f} |",
+                flush=True,
+            )
+    print(
+        f"\n{draws} runs a row: 2 thread counts × 10 cells, each thread count's first cell against the other 9, "
+        f"level {c.LEVEL:.0%}; {time.perf_counter() - started:.0f} s"
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--method", choices=[*METHODS, "both"], default="both")
@@ -238,11 +267,16 @@ def main(argv: list[str] | None = None) -> int:
         help="--components, --from-results: compare's rows over the rest of their job instead (analyze.row_relative)",
     )
     parser.add_argument(
+        "--paired",
+        action="store_true",
+        help="--components, --from-results: the within-run ratios of cells of the same jobs (analyze.same_jobs)",
+    )
+    parser.add_argument(
         "--unlike",
         type=float,
         nargs="+",
         default=[1.0, 2.0],
-        help="--in-job: each cell's epoch sd the design's times a factor log-uniform in [1/U, U] (1: alike)",
+        help="--in-job, --paired: each cell's epoch sd the design's times a factor log-uniform in [1/U, U] (1: alike)",
     )
     args = parser.parse_args(argv)
     if args.components or args.from_results:
@@ -253,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
 
             found = variance.to_json(variance.components([t for d in args.from_results for t in folder_tables(d)]))
             found = found["components"]
+        if args.paired:
+            return paired_table(found, args.jobs, args.epochs, args.draws, args.unlike)
         if args.in_job:
             return in_job_table(found, args.jobs, args.epochs, args.draws, args.slowdown, args.unlike)
         return components_table(found, args.jobs, args.epochs, args.draws, args.slowdown)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from accel_choice.analyze import job_intervals
+import numpy as np
+
+from accel_choice.analyze import job_intervals, same_jobs
 from accel_choice.analyze.job_intervals import outcome, ratio_interval, simultaneous_level
 from accel_choice.records.estimate import Estimate
 from accel_choice.analyze.stats import NoiseRules
@@ -75,16 +77,22 @@ def speedup_estimate(
     )
 
 
-def cell_ratio(a: TrainingCell, b: TrainingCell, level: float) -> Estimate:
+def cell_ratio(a: TrainingCell, b: TrainingCell, level: float, spreads: same_jobs.Spreads | None = None) -> Estimate:
     """Return B's epoch over A's with its interval.
 
-    B's epoch over A's (job_intervals.ratio_interval), paired over the jobs that timed both (the same job
-    names: their epochs interleaved in one process, so the drift they shared cancels); Welch between
-    different jobs, or where they share fewer than two."""
+    B's epoch over A's, paired over the jobs that timed both (the same job names: their epochs interleaved in
+    one process, so the drift they shared cancels). Its spread is each cell's moderated over the cells of its
+    jobs where `spreads` holds both (analyze.same_jobs), else the pair's own (job_intervals.ratio_interval).
+    Welch between different jobs, or where they share fewer than two."""
     shared = [job for job in a.jobs if job in b.jobs]
     if len(shared) < 2:
         return ratio_interval(a.epoch_s_jobs, b.epoch_s_jobs, level=level)
     a_jobs, b_jobs = ([c.epoch_s_jobs[c.jobs.index(job)] for job in shared] for c in (a, b))
+    if spreads is not None and a.jobs == b.jobs and a.key in spreads.cells and b.key in spreads.cells:
+        d = np.log(job_intervals.job_medians(b_jobs)) - np.log(job_intervals.job_medians(a_jobs))
+        moderated = spreads.ratio(a.key, b.key, d, level)
+        if moderated is not None:
+            return moderated
     return ratio_interval(a_jobs, b_jobs, paired=True, level=level)
 
 
@@ -95,12 +103,13 @@ def fastest_ties(
 
     The CPU configurations whose epoch is not measurably slower than the fastest's: the interval of
     their ratio to it holds 1 or stays within the noise floor (`cell_ratio`: paired where the same jobs timed
-    both, every batch size and loader at one thread count)."""
+    both, every batch size and loader at one thread count, the spreads moderated over every CPU cell)."""
+    spreads = same_jobs.fit_cells(cpu_cells)
     ties = []
     for cell in cpu_cells:
         if cell is fastest:
             continue
-        ratio = cell_ratio(fastest, cell, rules.confidence)
+        ratio = cell_ratio(fastest, cell, rules.confidence, spreads)
         if outcome(ratio, floor or 0.0) == "no_difference":
             ties.append(TiedConfiguration(**CpuConfiguration.of(cell), over_fastest=ratio))
     return tuple(sorted(ties, key=lambda t: t.over_fastest.point))
@@ -115,17 +124,17 @@ def step_scaling(cpu_train: Sequence[TrainingCell], rules: NoiseRules = NoiseRul
 
     How the per-step time grew from the smallest to the largest batch size (fast path where
     measured), with its interval: the epoch ratio's (`cell_ratio`: paired, as one CPU job times every
-    batch size) times the ratio of their step counts. Overhead or work is called only when the
+    batch size, the spreads moderated over every CPU cell) times the ratio of their step counts. Overhead or work is called only when the
     whole interval lies on one side of half the growth of the samples per step. Cells at the thread
     count of the fastest CPU cell (timing.threads), so the growth is the batch size's alone."""
-    best = min(cpu_train, key=lambda r: r.epoch_s.point)
+    every, best = cpu_train, min(cpu_train, key=lambda r: r.epoch_s.point)
     threads = best.threads
     cpu_train = [r for r in cpu_train if (r.threads, r.compiled) == (threads, best.compiled)]
     smallest = min(cpu_train, key=lambda r: (r.batch_size, r.loader != "fastpath"))
     largest = max(cpu_train, key=lambda r: (r.batch_size, r.loader == "fastpath"))
     if smallest.batch_size == largest.batch_size:
         return None
-    epochs = cell_ratio(smallest, largest, rules.confidence)
+    epochs = cell_ratio(smallest, largest, rules.confidence, same_jobs.fit_cells(every))
     per_step = smallest.steps / largest.steps
     samples = largest.batch_size / smallest.batch_size
     ratio = epochs.scaled(per_step)

@@ -54,10 +54,10 @@ def leave_one_out(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     la, lb = np.log(a), np.log(b)
     anchor = np.concatenate([la, lb], axis=1).mean(axis=1, keepdims=True)
     za, zb = la - anchor, lb - anchor
-    return za - _others_median(za), zb - _others_median(zb)
+    return za - others_median(za), zb - others_median(zb)
 
 
-def _others_median(z: np.ndarray) -> np.ndarray:
+def others_median(z: np.ndarray) -> np.ndarray:
     """For each cell and job, the median of the other cells' values in that job."""
     return np.array([np.median(np.delete(z, c, axis=0), axis=0) for c in range(z.shape[0])])
 

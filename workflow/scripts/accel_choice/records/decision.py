@@ -141,8 +141,8 @@ class FastestEpoch(CpuConfiguration):
 
 @record
 class StepScaling:
-    """How the time per optimizer step grew from the smallest to the largest CPU batch size, with
-    the ratio's bootstrap interval (the two cells' jobs, then epochs, resampled independently).
+    """How the time per optimizer step grew from the smallest to the largest CPU batch size, with the
+    ratio's interval (analyze.decision_intervals.cell_ratio: paired over the jobs that timed both cells).
 
     `growth`: "overhead" when the whole interval lies below half the growth of the samples per step
     (a fixed per-step cost, Python and dispatch, dominates at small batches), "work" when it lies at

@@ -1,0 +1,122 @@
+"""Within-run ratios of cells timed in the same jobs (analyze.same_jobs) and the harness that draws them
+(analyze.calibration_paired): the job's speed cancels, the spread is moderated, the promise holds."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from accel_choice.analyze import calibration as c
+from accel_choice.analyze import calibration_paired as cp
+from accel_choice.analyze import decision_intervals, job_intervals, row_relative, same_jobs
+from builders_training import training_cell
+
+
+def _medians(cells: int = 10, jobs: int = 3, noise: float = 0.03, seed: int = 5) -> np.ndarray:
+    """One job group: cells of unlike sizes × jobs, every job with its own speed, each cell a little noise."""
+    rng = np.random.default_rng(seed)
+    sizes = np.geomspace(100, 1, cells)[:, None]
+    speed = np.exp(rng.normal(0, 0.2, (1, jobs)))
+    return sizes * speed * np.exp(rng.normal(0, noise, (cells, jobs)))
+
+
+def test_quotients_cancel_the_jobs_own_speed():
+    medians = _medians()
+    faster = medians * np.array([[0.5, 1.0, 2.0]])  # every cell of job 0 twice as fast, of job 2 half
+    np.testing.assert_allclose(same_jobs.quotients(faster), same_jobs.quotients(medians), atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (3,)])
+def test_quotients_refuse_too_few_cells(shape):
+    with pytest.raises(ValueError, match="at least 3 cells"):
+        same_jobs.quotients(np.ones(shape))
+
+
+def test_quotients_refuse_a_non_positive_time():
+    medians = _medians()
+    medians[1, 2] = 0.0
+    with pytest.raises(ValueError, match="positive finite"):
+        same_jobs.quotients(medians)
+
+
+def test_a_pair_rests_on_the_degrees_of_freedom_its_group_lends():
+    """Three jobs give a pair alone 2 degrees of freedom; the moderated pair rests on more and is narrower
+    where its own three jobs are no quieter than the rest."""
+    medians = _medians()
+    spreads = same_jobs.fit([(list(range(10)), medians)])
+    d = np.log(medians[4]) - np.log(medians[0])
+    moderated = spreads.ratio(0, 4, d, 0.95)
+    alone = job_intervals.ratio_interval([[x] for x in medians[0]], [[x] for x in medians[4]], paired=True)
+    assert moderated.method == same_jobs.METHOD and alone.method == job_intervals.PAIRED
+    assert moderated.point == pytest.approx(alone.point)
+    assert spreads.cells[0][1] > 2 and spreads.cells[4][1] > 2
+    assert spreads.cells[0][1] <= spreads.prior.pooled_df == 20
+    # The pair's variance is the sum of its cells' moderated variances; its degrees of freedom
+    # Welch-Satterthwaite's, at most all the cells' together.
+    (va, da), (vb, db) = spreads.cells[0], spreads.cells[4]
+    df = min((va + vb) ** 2 / (va**2 / da + vb**2 / db), 20)
+    half = job_intervals._t_quantile(0.975, df) * math.sqrt((va + vb) / 3)
+    assert math.log(moderated.high / moderated.point) == pytest.approx(half)
+
+
+def test_cells_of_a_small_group_or_one_job_get_no_spread():
+    spreads = same_jobs.fit([(["a", "b"], _medians(cells=2)), (list(range(10)), _medians(jobs=1))])
+    assert spreads.cells == {} and spreads.prior is None
+    assert spreads.ratio("a", "b", [0.1, 0.2], 0.95) is None
+
+
+def test_a_group_without_spread_lends_none():
+    medians = np.geomspace(100, 1, 5)[:, None] * np.ones((5, 3))  # every job alike, to the last digit
+    spreads = same_jobs.fit([(list(range(5)), medians)])
+    assert spreads.ratio(0, 1, np.log(medians[1]) - np.log(medians[0]), 0.95) is None
+
+
+def _cell(loader: str, batch_size: int, jobs: list[float], threads: int = 1, empty: int | None = None):
+    """A cell of jobs t{threads}.rep0.. with these job medians (one epoch each); job `empty` left without one."""
+    groups = tuple(() if r == empty else (t,) for r, t in enumerate(jobs))
+    return training_cell(
+        loader=loader,
+        batch_size=batch_size,
+        threads=threads,
+        epoch_s=job_intervals.median_interval(groups),
+        epoch_s_jobs=groups,
+        jobs=tuple(f"t{threads}.rep{r}" for r in range(len(jobs))),
+    )
+
+
+def test_cell_ratio_moderates_cells_of_the_same_jobs_and_not_others():
+    sizes = [(loader, b) for b in (32, 64, 128, 256, 512) for loader in ("dataloader", "fastpath")]
+    medians = _medians()
+    cells = [_cell(loader, b, list(medians[i])) for i, (loader, b) in enumerate(sizes)]
+    other = _cell("fastpath", 512, list(medians[-1] * 1.1), threads=2)  # separate processes
+    spreads = same_jobs.fit_cells([*cells, other])
+    assert other.key not in spreads.cells  # one cell of its jobs: nothing to lend it
+    paired = decision_intervals.cell_ratio(cells[-1], cells[0], 0.95, spreads)
+    assert paired.method == same_jobs.METHOD
+    assert decision_intervals.cell_ratio(cells[-1], cells[0], 0.95).method == job_intervals.PAIRED
+    assert decision_intervals.cell_ratio(cells[-1], other, 0.95, spreads).method == job_intervals.WELCH
+
+
+def test_a_cell_with_an_empty_job_lends_nothing():
+    medians = _medians()
+    cells = [_cell("fastpath", b, list(medians[i])) for i, b in enumerate((32, 64, 128, 256))]
+    empty = _cell("dataloader", 32, list(medians[4]), empty=0)  # a non-finite run's job
+    spreads = same_jobs.fit_cells([*cells, empty])
+    assert set(spreads.cells) == {cell.key for cell in cells}
+    with pytest.raises(ValueError, match="the same jobs"):  # nothing to pair a job without a time with
+        decision_intervals.cell_ratio(cells[0], empty, 0.95, spreads)
+
+
+def test_harness_paired_ratios_hold_their_level_and_are_narrower_than_alone():
+    """The promise docs/statistics.md quotes, at a few draws: coverage near 95 % and narrower intervals
+    than the pair's own paired t, also when the cells' epoch noise differs twofold."""
+    design = c.Design(
+        jobs=3, sigma_job=0.04, epochs=10, sigma_epoch=0.08, sigma_interaction=0.02, sigma_drift=0.01, sigma_round=0.03
+    )
+    rates = cp.paired_rates(design, draws=60, unlike=2.0)
+    assert 0.9 <= rates.coverage <= 0.99 and 0.9 <= rates.coverage_alone <= 0.99
+    assert rates.half_width < rates.half_width_alone
+    assert rates.within > rates.within_alone
+    assert row_relative.MIN_CELLS == 3  # the groups the harness draws (10 cells) can lend a spread
