@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +13,8 @@ from accel_choice.analyze import calibration as c
 from accel_choice.analyze import calibration_paired as cp
 from accel_choice.analyze import decision_intervals, job_intervals, row_relative, same_jobs
 from builders_training import training_cell
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _medians(cells: int = 10, jobs: int = 3, noise: float = 0.03, seed: int = 5) -> np.ndarray:
@@ -120,3 +123,18 @@ def test_harness_paired_ratios_hold_their_level_and_are_narrower_than_alone():
     assert rates.half_width < rates.half_width_alone
     assert rates.within > rates.within_alone
     assert row_relative.MIN_CELLS == 3  # the groups the harness draws (10 cells) can lend a spread
+
+
+def test_paired_widths_prints_a_runs_ratios_alone_and_borrowed(tmp_path):
+    """benchmarks/paired_widths.py, whose real-run figures docs/statistics.md quotes, on a small results folder."""
+    import importlib.util
+
+    from test_compare import Draws, make_results
+
+    spec = importlib.util.spec_from_file_location("paired_widths", REPO / "benchmarks" / "paired_widths.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    lines = module.folder_lines(make_results(tmp_path, "a", batch_sizes=(32, 64, 512), draws=Draws(epochs=5, seed=1)))
+    assert len(lines) == 5 + 2  # the fastest against the 5 other cells of its jobs, the step growth, a summary
+    assert all(line.count("|") == 5 for line in lines)
+    assert "step-time growth (as reported)" in lines[-2] and "prior df" in lines[-1]
