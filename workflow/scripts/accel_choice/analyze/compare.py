@@ -34,7 +34,7 @@ from accel_choice.analyze.compare_match import (
 )
 from accel_choice.io import paths, results_folder
 from accel_choice.io.results_folder import ManifestCheck, ResultsFolder
-from accel_choice.records.comparison import ComparisonRow
+from accel_choice.records.comparison import ComparisonRow, MachineSpeed
 from accel_choice.records.sentinel import SentinelSummary
 
 
@@ -47,7 +47,7 @@ class Comparison:
     environment_differences: list[dict[str, Any]]
     config_differences: list[dict[str, Any]]
     warnings: list[str]
-    machine_speed: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    machine_speed: list[MachineSpeed] = dataclasses.field(default_factory=list)
     # Each device's whole table in B over A (analyze.compare_table): one figure for a shift every row shares.
     whole_table: list[TableShift] = dataclasses.field(default_factory=list)
     # B a byte-identical copy of A: "folder" (every file), "tables" (the training tables only), None (two runs).
@@ -127,7 +127,7 @@ class Comparison:
             ),
             "full_path_format": self.full_path_format,
             "fastest_full_path": self.fastest,
-            "machine_speed": self.machine_speed,
+            "machine_speed": [m.table_row() for m in self.machine_speed],
             "whole_table": [shift.as_json() for shift in self.whole_table],
             "whole_table_means": (
                 "each device's epoch time over all its cells measured on both sides: per timing job the geometric "
@@ -216,12 +216,12 @@ def compare(
         compare_warnings.copy_warnings(copy, a.label, b.label)
         + compare_warnings.warnings(a, b, rows, configs, fmt)
         + [
-            f"the machines themselves ran at different speeds: the {m['table']} sentinel ({m['workload']}) took "
-            f"{m['ratio_b_over_a']:.3f}× as long in {b.label} as in {a.label} ({m['confidence'] * 100:g} % interval "
-            f"{m['ratio_ci_low']:.3f}–{m['ratio_ci_high']:.3f}); rows that differ by about that much differ by the "
+            f"the machines themselves ran at different speeds: the {m.table} sentinel ({m.workload}) took "
+            f"{m.ratio.point:.3f}× as long in {b.label} as in {a.label} ({m.ratio.level * 100:g} % interval "
+            f"{m.ratio.low:.3f}–{m.ratio.high:.3f}); rows that differ by about that much differ by the "
             "machine, not the code"
             for m in machine
-            if m["outcome"] != OUTCOME_WORDS["no_difference"]
+            if m.outcome != OUTCOME_WORDS["no_difference"]
         ]
     )
     return Comparison(
@@ -242,11 +242,8 @@ def _finite(value: float) -> int | None:
     return None if math.isinf(value) else int(value)
 
 
-def machine_speed(a: ResultsFolder, b: ResultsFolder) -> list[dict[str, Any]]:
-    """Compare each table's sentinel in B over A.
-
-    Each table's sentinel in B over A (the same fixed workload timed in every job of both runs): Welch t on the
-    log job medians at the tables' level, and its outcome - did the machine itself change between the runs?"""
+def machine_speed(a: ResultsFolder, b: ResultsFolder) -> list[MachineSpeed]:
+    """Compare each table's sentinel in B over A: Welch t on the log job medians at the tables' level."""
     found = []
     for table in sorted(set(a.sentinels) & set(b.sentinels)):
         sa, sb = a.sentinels[table], b.sentinels[table]
@@ -255,17 +252,14 @@ def machine_speed(a: ResultsFolder, b: ResultsFolder) -> list[dict[str, Any]]:
         level = max(sa.confidence, sb.confidence)
         ratio = ratio_interval([[j.median_s] for j in sa.jobs], [[j.median_s] for j in sb.jobs], level=level)
         found.append(
-            {
-                "table": table,
-                "workload": sa.workload,
-                "jobs_a": len(sa.jobs),
-                "jobs_b": len(sb.jobs),
-                "ratio_b_over_a": ratio.point,
-                "ratio_ci_low": ratio.low,
-                "ratio_ci_high": ratio.high,
-                "confidence": level,
-                "outcome": OUTCOME_WORDS[outcome(ratio)],
-            }
+            MachineSpeed(
+                table=table,
+                workload=sa.workload,
+                jobs_a=len(sa.jobs),
+                jobs_b=len(sb.jobs),
+                ratio=ratio,
+                outcome=OUTCOME_WORDS[outcome(ratio)],
+            )
         )
     return found
 

@@ -24,8 +24,8 @@ import numpy as np
 
 from accel_choice.analyze.job_intervals import NO_SPREAD_FLAG, table_ratio
 from accel_choice.io.results_folder import ResultsFolder
-from accel_choice.records.comparison import ComparisonRow
-from accel_choice.records.estimate import Estimate
+from accel_choice.records.comparison import ComparisonRow, MachineSpeed
+from accel_choice.records.estimate import Estimate, columns
 from accel_choice.records.training import TrainingCell
 
 TABLE_LEVEL = 0.99
@@ -51,17 +51,19 @@ class TableShift:
         return NO_SPREAD_FLAG not in self.ratio.flags and self.ratio.low > self.beyond(percent)
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "device": self.device,
-            "metric": METRIC,
-            "cells": self.cells,
-            "job_groups": self.groups,
-            "ratio_b_over_a": self.ratio.point,
-            "ratio_ci_low": self.ratio.low,
-            "ratio_ci_high": self.ratio.high,
-            "confidence": self.ratio.level,
-            "machine_ratio_ci_high": self.machine_high,
-        }
+        return (
+            {
+                "device": self.device,
+                "metric": METRIC,
+                "cells": self.cells,
+                "job_groups": self.groups,
+            }
+            | columns("ratio", self.ratio, point="ratio_b_over_a")
+            | {
+                "confidence": self.ratio.level,
+                "machine_ratio_ci_high": self.machine_high,
+            }
+        )
 
 
 def _job_values(cells: Sequence[TrainingCell]) -> list[float]:
@@ -74,7 +76,7 @@ def _job_values(cells: Sequence[TrainingCell]) -> list[float]:
     return [float(v) for v in np.exp(logs.mean(axis=0))]
 
 
-def table_shifts(a: ResultsFolder, b: ResultsFolder, machine: Sequence[dict[str, Any]]) -> list[TableShift]:
+def table_shifts(a: ResultsFolder, b: ResultsFolder, machine: Sequence[MachineSpeed]) -> list[TableShift]:
     """Per device measured on both sides, the table's B/A over its job groups (TABLE_LEVEL)."""
     sides = [{c.key: c for c in side.training} for side in (a, b)]
     both = sorted(set(sides[0]) & set(sides[1]), key=repr)
@@ -89,7 +91,7 @@ def table_shifts(a: ResultsFolder, b: ResultsFolder, machine: Sequence[dict[str,
         if not any(min(len(pa), len(pb)) >= 2 for pa, pb in pairs):
             continue
         table = "cpu" if device == "cpu" else "gpu"
-        high = next((m["ratio_ci_high"] for m in machine if m["table"] == table), None)
+        high = next((m.ratio.high for m in machine if m.table == table), None)
         found.append(
             TableShift(
                 device=device,

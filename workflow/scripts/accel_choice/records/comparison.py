@@ -64,6 +64,27 @@ class FullPathComparison:
 
 
 @record
+class MachineSpeed:
+    """One table's drift sentinel in B over A (the same fixed workload timed in every job of both runs): the
+    ratio of the job medians with its Welch t interval and its outcome in words. Did the machine itself change?"""
+
+    table: str
+    workload: str
+    jobs_a: PositiveCount
+    jobs_b: PositiveCount
+    ratio: Estimate
+    outcome: str
+
+    def table_row(self) -> dict[str, Any]:
+        """Return it as comparison.json's flat `machine_speed` entry."""
+        return (
+            {"table": self.table, "workload": self.workload, "jobs_a": self.jobs_a, "jobs_b": self.jobs_b}
+            | columns("ratio", self.ratio, point="ratio_b_over_a")
+            | {"confidence": self.ratio.level, "outcome": self.outcome}
+        )
+
+
+@record
 class ComparisonRow(Variant):
     """One training variant of either side: its level (`confidence`, the row's share of the `family` of ratios
     held together at `family_confidence`), the noise floor its outcomes are decided against, its times, rate and

@@ -266,9 +266,9 @@ def sensitivity_lines(result: Comparison) -> list[str]:
             )
     for m in result.machine_speed:
         lines.append(
-            f"Machine: the {m['table'].upper()} sentinel ({m['workload']}) took {m['ratio_b_over_a']:.3f}× as long in "
-            f"{b} as in {a} ({m['confidence'] * 100:g} % interval {m['ratio_ci_low']:.3f}–{m['ratio_ci_high']:.3f}, "
-            f"{m['jobs_a']} and {m['jobs_b']} jobs): {m['outcome']}."
+            f"Machine: the {m.table.upper()} sentinel ({m.workload}) took {m.ratio.point:.3f}× as long in "
+            f"{b} as in {a} ({m.ratio.level * 100:g} % interval {m.ratio.low:.3f}–{m.ratio.high:.3f}, "
+            f"{m.jobs_a} and {m.jobs_b} jobs): {m.outcome}."
         )
     for t in result.whole_table:
         lines.append(
