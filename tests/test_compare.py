@@ -1508,7 +1508,11 @@ def test_a_machine_that_ran_slower_is_seen_through_the_two_runs_sentinels(tmp_pa
     assert cpu.table == "cpu" and cpu.outcome == "no measurable difference"
     assert cpu.ratio.point == pytest.approx(1.0) and cpu.jobs_a == cpu.jobs_b > 1
     flat = same.as_json()["machine_speed"][0]  # comparison.json spells it flat, as before
-    assert (flat["ratio_b_over_a"], flat["ratio_ci_low"], flat["ratio_ci_high"]) == (cpu.ratio.point, cpu.ratio.low, cpu.ratio.high)
+    assert (flat["ratio_b_over_a"], flat["ratio_ci_low"], flat["ratio_ci_high"]) == (
+        cpu.ratio.point,
+        cpu.ratio.low,
+        cpu.ratio.high,
+    )
     assert flat["confidence"] == cpu.ratio.level and flat["outcome"] == cpu.outcome
 
     def slower(document: Any) -> None:  # every job's sentinel 30 % slower: the machine, not the code
