@@ -193,29 +193,43 @@ def in_job_table(
     return 0
 
 
-def paired_table(components: dict, jobs_list: list[int], epochs: int, draws: int, unlike: list[float]) -> int:
+def paired_table(
+    components: dict,
+    jobs_list: list[int],
+    epochs: int,
+    draws: int,
+    unlike: list[float],
+    noisier: list[float],
+    gradients: list[float],
+) -> int:
     """The first screen's within-run ratios of cells timed in the same jobs, drawn from measured components
-    (analyze.calibration_paired): coverage and width, each cell's spread moderated (analyze.same_jobs) and alone."""
+    (analyze.calibration_paired): coverage and width, the spread borrowed (analyze.same_jobs) and alone."""
     started = time.perf_counter()
     print(", ".join(f"σ {name} {components[name]['sd']:.2%}" for name in variance.NAMES))
     print()
     print(
-        "| jobs a thread count | epochs | cells' epoch sd within | coverage: moderated | alone | "
-        "median ± of the point: moderated | alone | within ±10 %: moderated | alone |"
+        "| jobs | cells' epoch sd | 2nd thread count's noise | job trend sd an octave | coverage 1st / 2nd thread count: "
+        "borrowed | alone | smallest B vs largest: borrowed | alone | median ±: borrowed | alone | "
+        "within ±10 %: borrowed | alone |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for jobs in jobs_list:
         for spread in unlike:
-            r = cp.paired_rates(measured_design(components, jobs, epochs), draws, unlike=spread)
-            within = "alike" if spread == 1 else f"×{1 / spread:.2g}–×{spread:g}"
-            print(
-                f"| {jobs} | {epochs} | {within} | {r.coverage:.3f} | {r.coverage_alone:.3f} | "
-                f"{r.half_width:.1%} | {r.half_width_alone:.1%} | {r.within:.2f} | {r.within_alone:.2f} |",
-                flush=True,
-            )
+            for noise in noisier:
+                for gradient in gradients:
+                    design = measured_design(components, jobs, epochs)
+                    r = cp.paired_rates(design, draws, unlike=spread, noisier=noise, gradient=gradient)
+                    within = "alike" if spread == 1 else f"×{1 / spread:.2g}–×{spread:g}"
+                    print(
+                        f"| {jobs} | {within} | ×{noise:g} | {gradient:.1%} | "
+                        f"{' / '.join(f'{c:.3f}' for c in r.coverage)} | "
+                        f"{' / '.join(f'{c:.3f}' for c in r.coverage_alone)} | {r.extreme:.3f} | {r.extreme_alone:.3f} | "
+                        f"{r.half_width:.1%} | {r.half_width_alone:.1%} | {r.within:.2f} | {r.within_alone:.2f} |",
+                        flush=True,
+                    )
     print(
-        f"\n{draws} runs a row: 2 thread counts × 10 cells, each thread count's first cell against the other 9, "
-        f"level {c.LEVEL:.0%}; {time.perf_counter() - started:.0f} s"
+        f"\n{draws} runs a row: 2 thread counts × 10 cells, {epochs} epochs a job, each thread count's first cell "
+        f"against the other 9, level {c.LEVEL:.0%}; {time.perf_counter() - started:.0f} s"
     )
     return 0
 
@@ -272,6 +286,20 @@ def main(argv: list[str] | None = None) -> int:
         help="--components, --from-results: the within-run ratios of cells of the same jobs (analyze.same_jobs)",
     )
     parser.add_argument(
+        "--noisier",
+        type=float,
+        nargs="+",
+        default=[1.0],
+        help="--paired: the second thread count's epoch noise, times the first's",
+    )
+    parser.add_argument(
+        "--gradient",
+        type=float,
+        nargs="+",
+        default=[0.0],
+        help="--paired: sd of each job's own trend over the cells, in log time an octave of batch size",
+    )
+    parser.add_argument(
         "--unlike",
         type=float,
         nargs="+",
@@ -288,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
             found = variance.to_json(variance.components([t for d in args.from_results for t in folder_tables(d)]))
             found = found["components"]
         if args.paired:
-            return paired_table(found, args.jobs, args.epochs, args.draws, args.unlike)
+            return paired_table(found, args.jobs, args.epochs, args.draws, args.unlike, args.noisier, args.gradient)
         if args.in_job:
             return in_job_table(found, args.jobs, args.epochs, args.draws, args.slowdown, args.unlike)
         return components_table(found, args.jobs, args.epochs, args.draws, args.slowdown)

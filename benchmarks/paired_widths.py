@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
 
 from accel_choice import records  # noqa: E402
-from accel_choice.analyze import decision_intervals, same_jobs  # noqa: E402
+from accel_choice.analyze import decision_intervals, row_relative, same_jobs  # noqa: E402
 from accel_choice.io import paths  # noqa: E402
 from accel_choice.records.training import TrainingTable  # noqa: E402
 
@@ -27,6 +27,10 @@ LEVEL = 0.95
 
 def _span(estimate) -> str:
     return f"{estimate.point:.3f} ({estimate.low:.3f}–{estimate.high:.3f}, ±{estimate.half_width_ratio:.1%})"
+
+
+def _df(df: float) -> str:
+    return "∞" if df >= row_relative.DF_CAP else f"{df:.1f}"
 
 
 def folder_lines(folder: Path) -> list[str]:
@@ -44,10 +48,10 @@ def folder_lines(folder: Path) -> list[str]:
     scaling = decision_intervals.step_scaling(cells)
     if scaling is not None:
         lines.append(f"| {folder} | step-time growth (as reported) | | {_span(scaling.step_time_ratio)} |")
-    prior = spreads.prior
+    prior = spreads.priors.get(fastest.key)
     lines.append(
         f"| {folder} | median ± of {len(alone_widths)} | ±{statistics.median(alone_widths):.1%} | "
-        f"±{statistics.median(moderated_widths):.1%} (prior df {prior.df:.1f}) |"
+        f"±{statistics.median(moderated_widths):.1%} (its group's prior df {_df(prior.df)}) |"
         if prior and alone_widths
         else f"| {folder} | no prior | | |"
     )

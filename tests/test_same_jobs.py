@@ -11,7 +11,7 @@ import pytest
 
 from accel_choice.analyze import calibration as c
 from accel_choice.analyze import calibration_paired as cp
-from accel_choice.analyze import decision_intervals, job_intervals, row_relative, same_jobs
+from accel_choice.analyze import decision_intervals, job_intervals, same_jobs
 from builders_training import training_cell
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,8 +45,7 @@ def test_quotients_refuse_a_non_positive_time():
 
 
 def test_a_pair_rests_on_the_degrees_of_freedom_its_group_lends():
-    """Three jobs give a pair alone 2 degrees of freedom; the moderated pair rests on more and is narrower
-    where its own three jobs are no quieter than the rest."""
+    """Three jobs give a pair alone 2 degrees of freedom; the borrowed pair rests on more."""
     medians = _medians()
     spreads = same_jobs.fit([(list(range(10)), medians)])
     d = np.log(medians[4]) - np.log(medians[0])
@@ -54,19 +53,30 @@ def test_a_pair_rests_on_the_degrees_of_freedom_its_group_lends():
     alone = job_intervals.ratio_interval([[x] for x in medians[0]], [[x] for x in medians[4]], paired=True)
     assert moderated.method == same_jobs.METHOD and alone.method == job_intervals.PAIRED
     assert moderated.point == pytest.approx(alone.point)
-    assert spreads.cells[0][1] > 2 and spreads.cells[4][1] > 2
-    assert spreads.cells[0][1] <= spreads.prior.pooled_df == 20
-    # The pair's variance is the sum of its cells' moderated variances; its degrees of freedom
-    # Welch-Satterthwaite's, at most all the cells' together.
-    (va, da), (vb, db) = spreads.cells[0], spreads.cells[4]
-    df = min((va + vb) ** 2 / (va**2 / da + vb**2 / db), 20)
-    half = job_intervals._t_quantile(0.975, df) * math.sqrt((va + vb) / 3)
+    prior = spreads.priors[0]
+    assert prior is spreads.priors[4] and prior.pooled_df == 20
+    # The pair's own variance (2 df) shrunk towards the sum of its cells' moderated variances, which lend
+    # the prior's degrees of freedom but never more than the pair's own: the own keeps half the weight or more.
+    lent = min(prior.df, 2)
+    borrowed = spreads.cells[0][0] + spreads.cells[4][0]
+    variance = (lent * borrowed + 2 * np.var(d, ddof=1)) / (lent + 2)
+    half = job_intervals._t_quantile(0.975, lent + 2) * math.sqrt(variance / 3)
     assert math.log(moderated.high / moderated.point) == pytest.approx(half)
+
+
+def test_each_job_group_has_its_own_prior():
+    """Two threads on two cores spread more than one: one prior for both would shrink the noisy group's
+    cells towards the quiet group's and make their intervals too narrow."""
+    quiet, noisy = _medians(noise=0.01, seed=1), _medians(noise=0.08, seed=2)
+    spreads = same_jobs.fit([([("t1", c) for c in range(10)], quiet), ([("t2", c) for c in range(10)], noisy)])
+    assert spreads.priors[("t1", 0)] is not spreads.priors[("t2", 0)]
+    assert spreads.priors[("t2", 0)].variance > 10 * spreads.priors[("t1", 0)].variance
+    assert spreads.ratio(("t1", 0), ("t2", 0), [0.1, 0.2, 0.3], 0.95) is None  # not of one job group
 
 
 def test_cells_of_a_small_group_or_one_job_get_no_spread():
     spreads = same_jobs.fit([(["a", "b"], _medians(cells=2)), (list(range(10)), _medians(jobs=1))])
-    assert spreads.cells == {} and spreads.prior is None
+    assert spreads.cells == {} and spreads.priors == {}
     assert spreads.ratio("a", "b", [0.1, 0.2], 0.95) is None
 
 
@@ -85,6 +95,9 @@ def _cell(loader: str, batch_size: int, jobs: list[float], threads: int = 1, emp
         threads=threads,
         epoch_s=job_intervals.median_interval(groups),
         epoch_s_jobs=groups,
+        eval_s_jobs=tuple((0.005,) for _ in jobs),
+        startup_s_jobs=(0.0,) * len(jobs),
+        repeats=len(jobs),
         jobs=tuple(f"t{threads}.rep{r}" for r in range(len(jobs))),
     )
 
@@ -102,27 +115,37 @@ def test_cell_ratio_moderates_cells_of_the_same_jobs_and_not_others():
     assert decision_intervals.cell_ratio(cells[-1], other, 0.95, spreads).method == job_intervals.WELCH
 
 
-def test_a_cell_with_an_empty_job_lends_nothing():
+def test_a_cell_that_lost_a_job_is_of_another_group_and_pairs_alone():
+    """A non-finite run takes its job out of the cell's `jobs`: the cell is no longer of its neighbours'
+    group, and its ratio to them is the pair's own, over the jobs both have."""
     medians = _medians()
     cells = [_cell("fastpath", b, list(medians[i])) for i, b in enumerate((32, 64, 128, 256))]
-    empty = _cell("dataloader", 32, list(medians[4]), empty=0)  # a non-finite run's job
-    spreads = same_jobs.fit_cells([*cells, empty])
+    short = _cell("dataloader", 32, list(medians[4][:2]))  # jobs t1.rep0 and t1.rep1 only
+    spreads = same_jobs.fit_cells([*cells, short])
     assert set(spreads.cells) == {cell.key for cell in cells}
-    with pytest.raises(ValueError, match="the same jobs"):  # nothing to pair a job without a time with
-        decision_intervals.cell_ratio(cells[0], empty, 0.95, spreads)
+    assert decision_intervals.cell_ratio(cells[0], short, 0.95, spreads).method == job_intervals.PAIRED
+    assert decision_intervals.cell_ratio(cells[0], cells[3], 0.95, spreads).method == same_jobs.METHOD
+
+
+def test_step_scaling_borrows_spread():
+    medians = _medians()
+    sizes = [(loader, b) for b in (32, 64, 128, 256, 512) for loader in ("dataloader", "fastpath")]
+    cells = [_cell(loader, b, list(medians[i])) for i, (loader, b) in enumerate(sizes)]
+    assert decision_intervals.step_scaling(cells).step_time_ratio.method == same_jobs.METHOD
 
 
 def test_harness_paired_ratios_hold_their_level_and_are_narrower_than_alone():
     """The promise docs/statistics.md quotes, at a few draws: coverage near 95 % and narrower intervals
-    than the pair's own paired t, also when the cells' epoch noise differs twofold."""
+    than the pair's own paired t, also when the cells' noise differs twofold, the second thread count's
+    threefold, and each job tilts over the batch sizes."""
     design = c.Design(
         jobs=3, sigma_job=0.04, epochs=10, sigma_epoch=0.08, sigma_interaction=0.02, sigma_drift=0.01, sigma_round=0.03
     )
-    rates = cp.paired_rates(design, draws=60, unlike=2.0)
-    assert 0.9 <= rates.coverage <= 0.99 and 0.9 <= rates.coverage_alone <= 0.99
+    rates = cp.paired_rates(design, draws=150, unlike=2.0, noisier=3.0, gradient=0.01)
+    assert all(0.93 <= rate <= 0.995 for rate in rates.coverage) and rates.extreme >= 0.9
+    assert all(0.92 <= rate <= 0.98 for rate in rates.coverage_alone)
     assert rates.half_width < rates.half_width_alone
     assert rates.within > rates.within_alone
-    assert row_relative.MIN_CELLS == 3  # the groups the harness draws (10 cells) can lend a spread
 
 
 def test_paired_widths_prints_a_runs_ratios_alone_and_borrowed(tmp_path):
@@ -135,6 +158,7 @@ def test_paired_widths_prints_a_runs_ratios_alone_and_borrowed(tmp_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     lines = module.folder_lines(make_results(tmp_path, "a", batch_sizes=(32, 64, 512), draws=Draws(epochs=5, seed=1)))
+    assert "±" in lines[0] and lines[0].count("(") == 2  # each ratio alone and borrowed
     assert len(lines) == 5 + 2  # the fastest against the 5 other cells of its jobs, the step growth, a summary
     assert all(line.count("|") == 5 for line in lines)
     assert "step-time growth (as reported)" in lines[-2] and "prior df" in lines[-1]

@@ -3,7 +3,9 @@
 The runs are analyze.calibration's job tables (`simulate_jobs`), drawn from measured variance components,
 each cell with its own epoch noise as in analyze.calibration_rows (`unlike`). Every cell's true time is 1,
 so every ratio of two cells is truly 1: an interval covers when it holds 1. Each table's first cell is
-compared with every other, as the first screen compares the fastest cell with the rest. Both ways go
+compared with every other, as the first screen compares the fastest cell with the rest; the first against
+the last is the step-time growth's pair, counted apart. The thread counts may spread unlike (`noisier`) and
+the jobs may tilt over the cells (`gradient`), two ways real runs leave the harness's simple model. Both ways go
 through the library: `same_jobs.fit` and `Spreads.ratio` (moderated), `job_intervals.ratio_interval`
 (the pair alone).
 """
@@ -24,27 +26,45 @@ WITHIN = 0.10  # the first screen's target: a ratio's 95 % interval within ±10 
 
 @dataclass(frozen=True)
 class PairedRates:
-    """What within-run paired ratios get in synthetic runs: moderated (`same_jobs`) and alone (`paired`)."""
+    """What within-run paired ratios get in synthetic runs: borrowed spread (`same_jobs`) and the pair alone."""
 
-    coverage: float  # the moderated interval holds the true ratio 1
-    coverage_alone: float  # the pair's own paired t interval holds it
-    half_width: float  # the moderated interval's median half width over its point
+    coverage: tuple[float, ...]  # per table (thread count): the borrowed interval holds the true ratio 1
+    coverage_alone: tuple[float, ...]  # per table: the pair's own paired t interval holds it
+    extreme: float  # the first cell against the last (smallest B against the largest: the step-time growth), borrowed
+    extreme_alone: float
+    half_width: float  # the borrowed interval's median half width over its point, every table
     half_width_alone: float
-    within: float  # share of moderated intervals within ±WITHIN of their point
+    within: float  # share of borrowed intervals within ±WITHIN of their point
     within_alone: float
 
 
 def paired_rates(
-    design: Design, draws: int, variants: int = 10, tables: int = 2, unlike: float = 1.0, seed: int = 12
+    design: Design,
+    draws: int,
+    variants: int = 10,
+    tables: int = 2,
+    unlike: float = 1.0,
+    noisier: float = 1.0,
+    gradient: float = 0.0,
+    seed: int = 12,
 ) -> PairedRates:
-    """Simulate runs of the CPU design and count the paired ratios' coverage and width, moderated and alone.
+    """Simulate runs of the CPU design and count the paired ratios' coverage and width, borrowed and alone.
 
-    Each run is `tables` thread counts × `variants` cells, `design.jobs` jobs a thread count."""
+    Each run is `tables` thread counts × `variants` cells, `design.jobs` jobs a thread count. The last table's
+    epoch noise is `noisier` times the first's (two threads on two cores spread more). `gradient`: each job's
+    own trend over the cells, in log time per step of two cells (an octave of batch size, two loaders each),
+    drawn with this sd: the cell × job moves that go together, which the cells' own spreads do not show."""
     rng = np.random.default_rng(seed)
-    held, held_alone, widths, widths_alone = 0, 0, [], []
+    place = (np.arange(variants) // 2 - (variants // 2 - 1) / 2)[None, :, None]  # octaves from the middle
+    factors = np.geomspace(1.0, noisier, tables) if tables > 1 else np.ones(1)
+    held = np.zeros(tables)
+    held_alone = np.zeros(tables)
+    extreme, extreme_alone, widths, widths_alone = 0, 0, [], []
     for _ in range(draws):
-        sigmas = design.sigma_epoch * np.exp(rng.uniform(-np.log(unlike), np.log(unlike), (tables, variants)))
+        shape = (tables, variants)
+        sigmas = design.sigma_epoch * factors[:, None] * np.exp(rng.uniform(-np.log(unlike), np.log(unlike), shape))
         run = _tables(rng, design, variants, tables, sigmas)  # each [job, variant, round]
+        run = [table * np.exp(rng.normal(0.0, gradient, (design.jobs, 1, 1)) * place) for table in run]
         medians = [np.median(table, axis=2).T for table in run]  # each cells × jobs
         spreads = same_jobs.fit([([(t, v) for v in range(variants)], m) for t, m in enumerate(medians)])
         for t, m in enumerate(medians):
@@ -53,14 +73,20 @@ def paired_rates(
                 alone = ratio_interval([[x] for x in m[0]], [[x] for x in m[v]], paired=True, level=LEVEL)
                 if moderated is None:
                     raise ValueError(f"{variants} cells × {design.jobs} jobs lend no spread: the design is too small")
-                held += moderated.low <= 1.0 <= moderated.high
-                held_alone += alone.low <= 1.0 <= alone.high
+                covered, covered_alone = moderated.low <= 1.0 <= moderated.high, alone.low <= 1.0 <= alone.high
+                held[t] += covered
+                held_alone[t] += covered_alone
+                if v == variants - 1:
+                    extreme += covered
+                    extreme_alone += covered_alone
                 widths.append(moderated.half_width_ratio)
                 widths_alone.append(alone.half_width_ratio)
-    pairs = len(widths)
+    pairs = draws * (variants - 1)
     return PairedRates(
-        coverage=held / pairs,
-        coverage_alone=held_alone / pairs,
+        coverage=tuple(held / pairs),
+        coverage_alone=tuple(held_alone / pairs),
+        extreme=extreme / (draws * tables),
+        extreme_alone=extreme_alone / (draws * tables),
         half_width=float(np.median(widths)),
         half_width_alone=float(np.median(widths_alone)),
         within=float(np.mean(np.array(widths) <= WITHIN)),

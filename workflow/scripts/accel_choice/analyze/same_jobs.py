@@ -7,11 +7,9 @@ Three jobs that happen to agree give an interval far too narrow instead.
 
 The job's other cells know more. A cell's spread beyond its job's speed is read from its quotients over
 the rest of its job (analyze.row_relative: each cell centred on its own level, then over the median of the
-other cells in that job), with jobs - 1 degrees of freedom each. Those spreads share one prior, fitted to
-all the cells as limma's `squeezeVar` does (Smyth 2004, `row_relative.fit_prior`). Each cell's variance is
-shrunk towards it. A pair's variance is the sum of its two cells'; its degrees of freedom are
-Welch-Satterthwaite's, at most all the cells' together. `benchmarks/calibration.py --paired` shows the
-coverage (docs/statistics.md).
+other cells in that job), with jobs - 1 degrees of freedom each. The spreads of one job group share a prior,
+fitted as limma's `squeezeVar` does (Smyth 2004, `row_relative.fit_prior`); each cell's is shrunk towards it.
+A pair's own variance is then shrunk towards the sum of its two cells', keeping at least half its weight. `benchmarks/calibration.py --paired` shows the coverage (docs/statistics.md).
 """
 
 from __future__ import annotations
@@ -47,50 +45,62 @@ def quotients(medians: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Spreads:
-    """Each cell's moderated variance of log job medians beyond its job's speed, and its degrees of freedom."""
+    """Each cell's moderated variance of log job medians beyond its job's speed, and its degrees of freedom;
+    the prior of each cell's job group."""
 
     cells: dict[Key, tuple[float, float]]
-    prior: row_relative.Prior | None
+    priors: dict[Key, row_relative.Prior]
 
     def ratio(self, key_a: Key, key_b: Key, d: Sequence[float], level: float) -> Estimate | None:
         """Return B/A from `d`, the per-job log ratios log b - log a, with the moderated t interval at `level`.
 
-        None where either cell has no moderated spread (a job group too small to lend one)."""
-        if key_a not in self.cells or key_b not in self.cells or len(d) < 2:
+        The pair's own variance of `d` (jobs - 1 degrees of freedom) is shrunk towards the sum of its two cells'
+        moderated variances, as limma shrinks a row's towards its prior, weighted by the group prior's degrees of
+        freedom but never more than the pair's own. A pair whose jobs moved apart more than its cells' spreads say
+        keeps half of that: a job's own trend over the batch sizes moves the smallest and the largest apart.
+        None where the two cells are not of one job group with a prior."""
+        prior = self.priors.get(key_a)
+        if prior is None or self.priors.get(key_b) is not prior or len(d) < 2:
             return None
-        (va, da), (vb, db) = self.cells[key_a], self.cells[key_b]
-        variance = va + vb
+        own = float(np.var(d, ddof=1))
+        borrowed = self.cells[key_a][0] + self.cells[key_b][0]
+        df = len(d) - 1
+        lent = min(prior.df, df)  # the pair's own variance keeps at least half the weight
+        variance = (lent * borrowed + df * own) / (lent + df)
         if not variance > 0:
             return None
-        df = variance**2 / (va**2 / da + vb**2 / db)
-        if self.prior is not None:
-            df = min(df, self.prior.pooled_df)
-        return _t_estimate(float(np.mean(d)), math.sqrt(variance / len(d)), df, level, len(d), METHOD)
+        return _t_estimate(
+            float(np.mean(d)), math.sqrt(variance / len(d)), min(lent + df, prior.pooled_df), level, len(d), METHOD
+        )
 
 
 def fit(groups: Sequence[tuple[Sequence[Key], np.ndarray]]) -> Spreads:
-    """Fit every cell's moderated spread under one prior.
+    """Fit every cell's moderated spread under its own job group's prior.
 
-    `groups[g]` is (its cells' keys, its cells × jobs medians in that order). Groups of fewer than
-    row_relative.MIN_CELLS cells or fewer than two jobs lend nothing: their cells get no spread."""
-    raw: dict[Key, tuple[float, int]] = {}
+    `groups[g]` is (its cells' keys, its cells × jobs medians in that order). Each group gets its own prior:
+    one thread count's cells may spread unlike another's (two threads on two cores, say). Groups of fewer than
+    row_relative.MIN_CELLS cells, of one job, or too few cells that varied to fit a prior lend nothing."""
+    cells: dict[Key, tuple[float, float]] = {}
+    priors: dict[Key, row_relative.Prior] = {}
     for keys, medians in groups:
         if len(keys) < row_relative.MIN_CELLS or medians.shape[1] < 2:
             continue
-        for key, q in zip(keys, quotients(medians)):
-            raw[key] = (float(np.var(q, ddof=1)), len(q) - 1)
-    prior = row_relative.fit_prior([v for v, _ in raw.values()], [d for _, d in raw.values()])
-    return Spreads({key: row_relative.moderated(*spread, prior) for key, spread in raw.items()}, prior)
+        raw = [(float(np.var(q, ddof=1)), len(q) - 1) for q in quotients(medians)]
+        prior = row_relative.fit_prior([v for v, _ in raw], [d for _, d in raw])
+        if prior is None:
+            continue
+        cells |= {key: row_relative.moderated(*spread, prior) for key, spread in zip(keys, raw)}
+        priors |= dict.fromkeys(keys, prior)
+    return Spreads(cells, priors)
 
 
 def fit_cells(cells: Sequence[TrainingCell]) -> Spreads:
     """Fit the epoch spreads of training cells, grouped by the jobs that timed them (their `jobs`).
 
-    A cell with a job left empty (a non-finite run) lends and gets nothing."""
+    A cell that lost a job to a non-finite run names fewer jobs: it is of another group than its neighbours."""
     grouped: dict[tuple[str, ...], list[TrainingCell]] = defaultdict(list)
     for cell in cells:
-        if all(cell.epoch_s_jobs):
-            grouped[cell.jobs].append(cell)
+        grouped[cell.jobs].append(cell)
     return fit(
         [([c.key for c in group], np.array([job_medians(c.epoch_s_jobs) for c in group])) for group in grouped.values()]
     )
