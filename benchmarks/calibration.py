@@ -162,7 +162,13 @@ def components_table(components: dict, jobs_list: list[int], epochs: int, draws:
 
 
 def in_job_table(
-    components: dict, jobs_list: list[int], epochs: int, draws: int, slowdown: float, unlike: list[float]
+    components: dict,
+    jobs_list: list[int],
+    epochs: int,
+    draws: int,
+    slowdown: float,
+    unlike: list[float],
+    noisier: list[float] = (1.0,),
 ) -> int:
     """compare's rows over the rest of their job (analyze.row_relative), drawn from measured components
     (analyze.calibration_rows.row_rates): coverage, the gate's A/A false alarm, power against the raw row's."""
@@ -170,22 +176,24 @@ def in_job_table(
     print(", ".join(f"σ {name} {components[name]['sd']:.2%}" for name in variance.NAMES))
     print()
     print(
-        "| jobs a thread count | epochs | cells' epoch sd within | coverage | A/A gate, per row | A/A gate, per table "
+        "| jobs a thread count | epochs | cells' epoch sd within | 2nd thread count's noise | coverage | A/A gate, per row | A/A gate, per table "
         f"(in job) | A/A gate, per table (in job or raw) | 4 cells 25% faster, none slower: gate fails | "
         f"power, one cell {slowdown:.0%} slower (in job) | power (raw) | prior df (median) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for jobs in jobs_list:
         for spread in unlike:
-            r = cr.row_rates(measured_design(components, jobs, epochs), draws, slowdown=slowdown, unlike=spread)
-            within = "alike" if spread == 1 else f"×{1 / spread:.2g}–×{spread:g}"
-            df = "∞" if r.prior_df >= row_relative.DF_CAP else f"{r.prior_df:.0f}"
-            print(
-                f"| {jobs} | {epochs} | {within} | {r.coverage:.3f} | {r.row_false_alarm:.4f} | {r.table_false_alarm:.3f} | "
-                f"{r.table_false_alarm_both:.3f} | {r.others_faster_false_alarm:.3f} | {r.power:.2f} | "
-                f"{r.power_raw:.2f} | {df} |",
-                flush=True,
-            )
+            for noise in noisier:
+                design = measured_design(components, jobs, epochs)
+                r = cr.row_rates(design, draws, slowdown=slowdown, unlike=spread, noisier=noise)
+                within = "alike" if spread == 1 else f"×{1 / spread:.2g}–×{spread:g}"
+                df = "∞" if r.prior_df >= row_relative.DF_CAP else f"{r.prior_df:.0f}"
+                print(
+                    f"| {jobs} | {epochs} | {within} | ×{noise:g} | {r.coverage:.3f} | {r.row_false_alarm:.4f} | "
+                    f"{r.table_false_alarm:.3f} | {r.table_false_alarm_both:.3f} | {r.others_faster_false_alarm:.3f} | "
+                    f"{r.power:.2f} | {r.power_raw:.2f} | {df} |",
+                    flush=True,
+                )
     print(
         f"\n{draws} run pairs a row: 2 thread counts × 10 cells, epoch and eval times (40 rows × metrics, one family), "
         f"level {c.LEVEL:.0%}, gate at {c.GATE_PERCENT:g} %; {time.perf_counter() - started:.0f} s"
@@ -290,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         nargs="+",
         default=[1.0],
-        help="--paired: the second thread count's epoch noise, times the first's",
+        help="--paired, --in-job: the second thread count's epoch noise, times the first's",
     )
     parser.add_argument(
         "--gradient",
@@ -318,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.paired:
             return paired_table(found, args.jobs, args.epochs, args.draws, args.unlike, args.noisier, args.gradient)
         if args.in_job:
-            return in_job_table(found, args.jobs, args.epochs, args.draws, args.slowdown, args.unlike)
+            return in_job_table(found, args.jobs, args.epochs, args.draws, args.slowdown, args.unlike, args.noisier)
         return components_table(found, args.jobs, args.epochs, args.draws, args.slowdown)
     if args.planner:
         return planner_table(args.jobs, args.machines, args.runs, args.resamples, args.seed, args.out)

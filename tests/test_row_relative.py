@@ -116,6 +116,22 @@ def test_fit_keys_rows_and_leaves_out_small_groups():
     assert fitted.detectable("a", 1.05, 0.95) > 1.05
 
 
+def test_each_job_group_has_its_own_prior():
+    """Two threads on two cores spread more than one: under one prior the noisy group's rows would be too
+    narrow (false alarms) and the quiet group's too wide (no power)."""
+    rng = np.random.default_rng(5)
+
+    def group(name: str, noise: float):
+        keys = [f"{name}{c}" for c in range(10)]
+        return keys, np.exp(rng.normal(0, noise, (10, 3))), np.exp(rng.normal(0, noise, (10, 3)))
+
+    fitted = rr.fit([group("quiet", 0.01), group("noisy", 0.08)])
+    quiet, noisy = fitted.priors["quiet0"], fitted.priors["noisy0"]
+    assert quiet is fitted.priors["quiet9"] and noisy is fitted.priors["noisy9"] and quiet is not noisy
+    assert noisy.variance > 10 * quiet.variance
+    assert fitted.ratio("noisy0", 0.95).half_width_ratio > 3 * fitted.ratio("quiet0", 0.95).half_width_ratio
+
+
 def test_a_row_with_no_spread_has_no_interval():
     same = np.zeros(3)
     estimate = rr.ratio(same, same, None, 0.95)

@@ -84,13 +84,15 @@ def row_rates(
     unlike: float = 1.0,
     percent: float = GATE_PERCENT,
     seed: int = 11,
+    noisier: float = 1.0,
 ) -> RowRates:
     """Simulate run pairs of the CPU design and return each time metric's rates.
 
     Synthetic run pairs of the CPU design (`tables` thread counts × `variants` cells, `design.jobs` jobs a side),
     each time metric drawn as its own tables. A/A: coverage and false alarms. Then 4 cells of one table of B
     `faster` faster and none slower: how often some row fails. Then one random cell of B `slowdown` slower: how
-    often its row fails the gate, over the rest of its job (compare's rule) and raw."""
+    often its row fails the gate, over the rest of its job (compare's rule) and raw. The last thread count's
+    epoch noise is `noisier` times the first's."""
     rng = np.random.default_rng(seed)
     rows = tables * variants
     level = JOB_T.family_level(LEVEL, rows * len(TIME_METRICS))
@@ -98,14 +100,14 @@ def row_rates(
     priors = []
     for _ in range(draws):
         shape = (len(TIME_METRICS), tables, variants)
-        sigmas = design.sigma_epoch * np.exp(rng.uniform(-np.log(unlike), np.log(unlike), shape))
+        factors = np.geomspace(1.0, noisier, tables)[None, :, None]  # the last thread count `noisier` times the first
+        sigmas = design.sigma_epoch * factors * np.exp(rng.uniform(-np.log(unlike), np.log(unlike), shape))
         a = [_tables(rng, design, variants, tables, sigmas[m]) for m in range(len(TIME_METRICS))]
         b = [_tables(rng, design, variants, tables, sigmas[m]) for m in range(len(TIME_METRICS))]
         in_job_any, either_any = False, False
         for m in range(len(TIME_METRICS)):
             fitted, found = _failing(a[m], b[m], variants, level, percent)
-            if fitted.prior is not None:
-                priors.append(fitted.prior.df)
+            priors += [prior.df for prior in {id(p): p for p in fitted.priors.values() if p is not None}.values()]
             covered = [fitted.ratio(key, LEVEL) for key in fitted.rows]
             counts["cover"] += sum(e.low <= 1.0 <= e.high for e in covered)  # type: ignore[union-attr]
             counts["row"] += sum(fails for fails, _ in found.values())

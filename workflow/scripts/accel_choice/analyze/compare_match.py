@@ -163,8 +163,9 @@ def in_job_quotients(
 
     Per time metric and device, the rows over the rest of their job (analyze.row_relative): the cells grouped by
     the jobs that timed them on each side (a CPU job times every batch size and loader of one thread count, a GPU
-    job every precision and placement of one batch size). Each device's rows get their own prior: a GPU's cells
-    spread unlike a CPU's. A group with an empty job on a side (a non-finite run left out) has no quotient."""
+    job every precision and placement of one batch size). Each job group's rows get their own prior
+    (row_relative.fit): two threads spread unlike one, a GPU's cells unlike a CPU's. A group with an empty job on
+    a side (a non-finite run left out) has no quotient."""
     groups: dict[tuple[Any, Any, str], list[Any]] = defaultdict(list)
     for key in both:
         ca, cb = train_a[key], train_b[key]

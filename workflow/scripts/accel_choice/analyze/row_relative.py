@@ -8,7 +8,7 @@ its rounds cancel in that quotient, and so does a shift of the whole run. A cell
 own quotient by δ. The others' median is the reference, not their mean: cells that changed in B, a
 minority of the job, leave the other cells' quotients where they were.
 
-The rows of one time metric and device share one spread model: empirical Bayes (Smyth 2004, limma's
+The rows of one time metric and job group share one spread model: empirical Bayes (Smyth 2004, limma's
 `squeezeVar`). Each row's pooled variance of log quotients, on its n_a + n_b - 2 degrees of freedom, is
 shrunk towards a prior fitted to all rows. The prior's degrees of freedom say how alike the rows' spreads
 are. Alike rows lend each other many degrees of freedom, at most all the rows have; unlike rows lend few.
@@ -156,10 +156,11 @@ Key = Hashable
 
 @dataclass(frozen=True)
 class Quotients:
-    """One time metric's rows over the rest of their job: each row's (A's, B's) log quotients, and the prior."""
+    """One time metric's rows over the rest of their job: each row's (A's, B's) log quotients, and the prior of
+    each row's job group."""
 
     rows: dict[Key, tuple[np.ndarray, np.ndarray]]
-    prior: Prior | None
+    priors: dict[Key, Prior | None]
     groups: dict[Key, tuple[Key, ...]] = dataclasses.field(default_factory=dict)  # each row's job group
     _faster_at: dict[float, frozenset[Key]] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
@@ -169,7 +170,7 @@ class Quotients:
         It is flagged REFERENCE_MOVED where another row of its group is measurably faster in B at that level."""
         if key not in self.rows:
             return None
-        found = ratio(*self.rows[key], self.prior, level)
+        found = ratio(*self.rows[key], self.priors.get(key), level)
         if any(k != key for k in self.groups.get(key, ()) if k in self._faster(level)):
             found = dataclasses.replace(found, flags=(*found.flags, REFERENCE_MOVED))
         return found
@@ -178,29 +179,35 @@ class Quotients:
         """Return the rows measurably faster in B at `level`, worked out once per level."""
         if level not in self._faster_at:
             self._faster_at[level] = frozenset(
-                k for k, pair in self.rows.items() if ratio(*pair, self.prior, level).high < 1
+                k for k, pair in self.rows.items() if ratio(*pair, self.priors.get(k), level).high < 1
             )
         return self._faster_at[level]
 
     def detectable(self, key: Key, beyond: float, level: float) -> float | None:
-        return detectable(*self.rows[key], self.prior, beyond, level) if key in self.rows else None
+        return detectable(*self.rows[key], self.priors.get(key), beyond, level) if key in self.rows else None
 
 
 def fit(groups: Sequence[tuple[Sequence[Key], np.ndarray, np.ndarray]]) -> Quotients:
-    """Fit each job group's rows over the rest of their job, under one prior.
+    """Fit each job group's rows over the rest of their job, each group under its own prior.
 
-    `groups[g]` is (its rows' keys, A's and B's cells × jobs medians of those rows in that order). Groups of fewer than MIN_CELLS cells or one job a
-    side are left out: their rows have no quotient."""
+    `groups[g]` is (its rows' keys, A's and B's cells × jobs medians of those rows in that order). Each group
+    gets its own prior: one thread count's cells may spread unlike another's (two threads on two cores, say),
+    and one prior for both would make the noisy group's intervals too narrow and the quiet group's too wide.
+    Groups of fewer than MIN_CELLS cells or one job a side are left out: their rows have no quotient."""
     found: dict[Key, tuple[np.ndarray, np.ndarray]] = {}
     members: dict[Key, tuple[Key, ...]] = {}
+    priors: dict[Key, Prior | None] = {}
     for keys, a, b in groups:
         if len(keys) < MIN_CELLS or min(a.shape[1], b.shape[1]) < 2:
             continue
         qa, qb = leave_one_out(a, b)
-        found |= {key: (qa[i], qb[i]) for i, key in enumerate(keys)}
+        mine = {key: (qa[i], qb[i]) for i, key in enumerate(keys)}
+        spreads = [row_spread(*pair) for pair in mine.values()]
+        prior = fit_prior([v for v, _ in spreads], [d for _, d in spreads])
+        found |= mine
         members |= dict.fromkeys(keys, tuple(keys))
-    spreads = [row_spread(*pair) for pair in found.values()]
-    return Quotients(found, fit_prior([v for v, _ in spreads], [d for _, d in spreads]), members)
+        priors |= dict.fromkeys(keys, prior)
+    return Quotients(found, priors, members)
 
 
 def gate_fails_in_job(in_job: Estimate, raw_point: float, percent: float) -> bool:
