@@ -176,3 +176,26 @@ def test_one_slower_cell_is_caught_and_not_flagged():
     assert rr.REFERENCE_MOVED not in slow.flags and slow.low > 1.1
     assert rr.gate_fails_in_job(slow, raw_point=1.2, percent=5)
     assert not rr.gate_fails_in_job(slow, raw_point=1.01, percent=5)  # its own time did not grow: not slower
+
+
+def test_plant_slowdowns_catches_a_planted_cell_and_names_no_other(tmp_path, capsys):
+    """benchmarks/plant_slowdowns.py, whose real-run figures docs/statistics.md quotes, on two small folders."""
+    import importlib.util
+    from pathlib import Path
+
+    from test_compare import Draws, make_results
+
+    repo = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("plant_slowdowns", repo / "benchmarks" / "plant_slowdowns.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    folders = [
+        str(make_results(tmp_path, name, batch_sizes=(32, 64, 512), draws=Draws(epochs=5, seed=seed)))
+        for name, seed in (("a", 1), ("b", 2))
+    ]
+    assert module.main([*folders, "--slowdown", "0.5", "--faster-cells", "2"]) == 0
+    shown = capsys.readouterr().out
+    rows = [line for line in shown.splitlines() if line.startswith("| 1 → 2 |") or line.startswith("| 2 → 1 |")]
+    assert len(rows) == 2 and all(line.endswith("| 0 |") for line in rows)  # no row named beside the plant
+    assert all(int(line.split("|")[3].split(" of ")[0]) >= 1 for line in rows)  # a 50 % plant is caught
+    assert "that failed the gate: 0 of 2" in shown
