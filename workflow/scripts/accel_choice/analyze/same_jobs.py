@@ -3,13 +3,14 @@
 A CPU job times every batch size and loader of one thread count, interleaved in rounds. The ratio of two of
 its cells is paired: each job's log ratio, so the job's own speed cancels. With three jobs that ratio rests
 on 2 degrees of freedom, and Student's t at 2 degrees of freedom is 4.30: a 4 % spread gives ±10 %.
-Three jobs that happen to agree give an interval far too narrow instead.
+Three jobs that happen to agree give an interval that may be far too narrow instead.
 
 The job's other cells know more. A cell's spread beyond its job's speed is read from its quotients over
 the rest of its job (analyze.row_relative: each cell centred on its own level, then over the median of the
 other cells in that job), with jobs - 1 degrees of freedom each. The spreads of one job group share a prior,
 fitted as limma's `squeezeVar` does (Smyth 2004, `row_relative.fit_prior`); each cell's is shrunk towards it.
-A pair's own variance is then shrunk towards the sum of its two cells', keeping at least half its weight. `benchmarks/calibration.py --paired` shows the coverage (docs/statistics.md).
+A pair's own variance is then shrunk towards the sum of its two cells', keeping at least half its weight.
+`benchmarks/calibration.py --paired` shows the coverage (docs/statistics.md).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from accel_choice.analyze.job_intervals import _t_estimate, job_medians
 from accel_choice.records.estimate import Estimate
 from accel_choice.records.training import TrainingCell
 
-METHOD = "paired t on log job medians, each cell's spread moderated over the cells of its jobs"
+METHOD = "paired t on log job medians, the pair's spread shrunk towards its cells' over the cells of its jobs"
 Key = Hashable
 
 
