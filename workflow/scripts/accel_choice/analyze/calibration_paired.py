@@ -18,7 +18,7 @@ import numpy as np
 
 from accel_choice.analyze import same_jobs
 from accel_choice.analyze.calibration import LEVEL, Design
-from accel_choice.analyze.calibration_rows import _tables
+from accel_choice.analyze.calibration_rows import _tables, cell_sigmas
 from accel_choice.analyze.job_intervals import ratio_interval
 
 WITHIN = 0.10  # the first screen's target: a ratio's 95 % interval within ±10 % of its point
@@ -56,13 +56,11 @@ def paired_rates(
     drawn with this sd: the cell × job moves that go together, which the cells' own spreads do not show."""
     rng = np.random.default_rng(seed)
     place = (np.arange(variants) // 2 - (variants // 2 - 1) / 2)[None, :, None]  # octaves from the middle
-    factors = np.geomspace(1.0, noisier, tables) if tables > 1 else np.ones(1)
     held = np.zeros(tables)
     held_alone = np.zeros(tables)
     extreme, extreme_alone, widths, widths_alone = 0, 0, [], []
     for _ in range(draws):
-        shape = (tables, variants)
-        sigmas = design.sigma_epoch * factors[:, None] * np.exp(rng.uniform(-np.log(unlike), np.log(unlike), shape))
+        sigmas = cell_sigmas(rng, design.sigma_epoch, (tables, variants), unlike, noisier)
         run = _tables(rng, design, variants, tables, sigmas)  # each [job, variant, round]
         run = [table * np.exp(rng.normal(0.0, gradient, (design.jobs, 1, 1)) * place) for table in run]
         medians = [np.median(table, axis=2).T for table in run]  # each cells × jobs

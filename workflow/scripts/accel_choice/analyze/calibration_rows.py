@@ -46,6 +46,15 @@ def _tables(
     return found
 
 
+def cell_sigmas(
+    rng: np.random.Generator, sigma: float, shape: tuple[int, ...], unlike: float, noisier: float
+) -> np.ndarray:
+    """Draw each cell's epoch sd: `sigma` times a factor log-uniform in [1/unlike, unlike], and the last thread count
+    (axis -2 of `shape`: tables × variants) `noisier` times the first (the counts between on a geometric scale)."""
+    factors = np.geomspace(1.0, noisier, shape[-2])[:, None]
+    return sigma * factors * np.exp(rng.uniform(-np.log(unlike), np.log(unlike), shape))
+
+
 def _groups(
     a: list[np.ndarray], b: list[np.ndarray], variants: int
 ) -> list[tuple[list[tuple[int, int]], np.ndarray, np.ndarray]]:
@@ -99,9 +108,7 @@ def row_rates(
     counts = dict.fromkeys(("cover", "row", "table", "both", "faster", "power", "raw"), 0)
     priors = []
     for _ in range(draws):
-        shape = (len(TIME_METRICS), tables, variants)
-        factors = np.geomspace(1.0, noisier, tables)[None, :, None]  # the last thread count `noisier` times the first
-        sigmas = design.sigma_epoch * factors * np.exp(rng.uniform(-np.log(unlike), np.log(unlike), shape))
+        sigmas = cell_sigmas(rng, design.sigma_epoch, (len(TIME_METRICS), tables, variants), unlike, noisier)
         a = [_tables(rng, design, variants, tables, sigmas[m]) for m in range(len(TIME_METRICS))]
         b = [_tables(rng, design, variants, tables, sigmas[m]) for m in range(len(TIME_METRICS))]
         in_job_any, either_any = False, False
