@@ -162,3 +162,32 @@ def test_paired_widths_prints_a_runs_ratios_alone_and_borrowed(tmp_path):
     assert len(lines) == 5 + 2  # the fastest against the 5 other cells of its jobs, the step growth, a summary
     assert all(line.count("|") == 5 for line in lines)
     assert "step-time growth (as reported)" in lines[-2] and "prior df" in lines[-1]
+
+
+@pytest.mark.parametrize("components", ["r10-r10b.json", "c1fe061-adc6a16.json"])
+def test_the_shipped_components_draw_the_paired_table(components):
+    """docs/statistics.md's harness tables are drawn from components files in the repository."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "calibration.py"),
+            "--components",
+            str(REPO / "benchmarks" / "components" / components),
+            "--paired",
+            "--jobs",
+            "3",
+            "--draws",
+            "5",
+            "--unlike",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| 3 | alike | ×1 | 0.0% |")]
+    assert len(rows) == 1 and rows[0].count("|") == 13
