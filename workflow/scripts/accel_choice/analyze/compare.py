@@ -58,26 +58,17 @@ class Comparison:
         """Return, per time metric, the slowdown of B the rows would catch.
 
         Per time metric, the slowdown of B (a ratio B/A) the rows measured on both sides would catch with
-        80 % power beyond their noise floor and the gate: the best row's, the median row's and the worst's;
-        None where no row has two jobs a side."""
+        80 % power beyond their noise floor and the gate (`_spread_of`), and the repeats a side a typical row
+        would need to catch one of SIZED_FOR (None: more than 200); None where no row has two jobs a side."""
         found: dict[str, Any] = {}
         for name in TIME_METRICS:
-            times = [r.part(name) for r in self.rows]
-            ratios = sorted(t.detectable_ratio for t in times if t.detectable_ratio)
-            jobs = sorted(t.jobs_to_catch or math.inf for t in times if t.detectable_ratio)
-            found[name] = (
-                {
-                    "best": ratios[0],
-                    "median": statistics.median(ratios),
-                    "worst": ratios[-1],
-                    "rows": len(ratios),
-                    # repeats a side for a typical row to catch a slowdown of SIZED_FOR (None: more than 200)
-                    "jobs_to_catch": _finite(statistics.median_low(jobs)),
-                    "sized_for": SIZED_FOR,
-                }
-                if ratios
-                else None
-            )
+            times = [r.part(name) for r in self.rows if r.part(name).detectable_ratio]
+            jobs = sorted(t.jobs_to_catch or math.inf for t in times)
+            spread = _spread_of([t.detectable_ratio for t in times])
+            found[name] = spread and spread | {
+                "jobs_to_catch": _finite(statistics.median_low(jobs)),
+                "sized_for": SIZED_FOR,
+            }
         return found
 
     @property
@@ -85,17 +76,11 @@ class Comparison:
         """Return, per time metric, the slowdown of B a row over the rest of its job would catch.
 
         Per time metric, the slowdown of B a row over the rest of its job would catch with 80 % power beyond the
-        gate: the best, median and worst row's; None where no row has one."""
-        found: dict[str, Any] = {}
-        for name in TIME_METRICS:
-            ratios = sorted(r.part(name).in_job_detectable_ratio or math.inf for r in self.rows if r.part(name).in_job)
-            ratios = [r for r in ratios if math.isfinite(r)]
-            found[name] = (
-                {"best": ratios[0], "median": statistics.median(ratios), "worst": ratios[-1], "rows": len(ratios)}
-                if ratios
-                else None
-            )
-        return found
+        gate (`_spread_of`); None where no row has one."""
+        return {
+            name: _spread_of([r.part(name).in_job_detectable_ratio for r in self.rows if r.part(name).in_job])
+            for name in TIME_METRICS
+        }
 
     @property
     def tally(self) -> dict[str, Any]:
@@ -236,6 +221,14 @@ def compare(
         whole_table=table_shifts(a, b, machine),
         copy=copy,
     )
+
+
+def _spread_of(ratios: Sequence[float | None]) -> dict[str, Any] | None:
+    """Return the best, median and worst of the rows' detectable ratios, and how many rows have one (None: none)."""
+    found = sorted(r for r in ratios if r is not None and math.isfinite(r))
+    if not found:
+        return None
+    return {"best": found[0], "median": statistics.median(found), "worst": found[-1], "rows": len(found)}
 
 
 def _finite(value: float) -> int | None:
