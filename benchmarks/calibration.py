@@ -185,7 +185,7 @@ def in_job_table(
         for spread in unlike:
             for noise in noisier:
                 design = measured_design(components, jobs, epochs)
-                r = cr.row_rates(design, draws, slowdown=slowdown, unlike=spread, noisier=noise)
+                r = cr.row_rates(design, draws, cr.Cells(unlike=spread, noisier=noise), slowdown=slowdown)
                 within = "alike" if spread == 1 else f"×{1 / spread:.2g}–×{spread:g}"
                 df = "∞" if r.prior_df >= row_relative.DF_CAP else f"{r.prior_df:.0f}"
                 print(
@@ -226,7 +226,7 @@ def paired_table(
             for noise in noisier:
                 for gradient in gradients:
                     design = measured_design(components, jobs, epochs)
-                    r = cp.paired_rates(design, draws, unlike=spread, noisier=noise, gradient=gradient)
+                    r = cp.paired_rates(design, draws, cr.Cells(unlike=spread, noisier=noise), gradient=gradient)
                     within = "alike" if spread == 1 else f"×{1 / spread:.2g}–×{spread:g}"
                     print(
                         f"| {jobs} | {within} | ×{noise:g} | {gradient:.1%} | "

@@ -142,7 +142,7 @@ def test_harness_rows_hold_their_level_and_beat_the_raw_rows():
     """The promise docs/statistics.md quotes, at a few draws: coverage near 95 %, a quiet A/A gate, and more
     power than the raw rows, whose job effect stays in."""
     design = c.Design(jobs=3, sigma_job=0.07, epochs=5, sigma_epoch=0.10, sigma_drift=0.05, sigma_round=0.05)
-    rates = cr.row_rates(design, draws=60, unlike=2.0)
+    rates = cr.row_rates(design, draws=60, cells=cr.Cells(unlike=2.0))
     assert 0.9 <= rates.coverage <= 0.98
     assert rates.table_false_alarm_both <= 0.1
     assert rates.others_faster_false_alarm <= 0.1  # cells of B faster, none slower: the gate stays quiet

@@ -11,6 +11,7 @@ import pytest
 
 from accel_choice.analyze import calibration as c
 from accel_choice.analyze import calibration_paired as cp
+from accel_choice.analyze.calibration_rows import Cells
 from accel_choice.analyze import decision_intervals, job_intervals, same_jobs
 from builders_training import training_cell
 
@@ -141,7 +142,7 @@ def test_harness_paired_ratios_hold_their_level_and_are_narrower_than_alone():
     design = c.Design(
         jobs=3, sigma_job=0.04, epochs=10, sigma_epoch=0.08, sigma_interaction=0.02, sigma_drift=0.01, sigma_round=0.03
     )
-    rates = cp.paired_rates(design, draws=150, unlike=2.0, noisier=3.0, gradient=0.01)
+    rates = cp.paired_rates(design, draws=150, cells=Cells(unlike=2.0, noisier=3.0), gradient=0.01)
     assert all(0.93 <= rate <= 0.995 for rate in rates.coverage) and rates.extreme >= 0.9
     assert all(0.92 <= rate <= 0.98 for rate in rates.coverage_alone)
     assert rates.half_width < rates.half_width_alone

@@ -18,7 +18,7 @@ import numpy as np
 
 from accel_choice.analyze import same_jobs
 from accel_choice.analyze.calibration import LEVEL, Design
-from accel_choice.analyze.calibration_rows import _tables, cell_sigmas
+from accel_choice.analyze.calibration_rows import Cells, _tables
 from accel_choice.analyze.job_intervals import ratio_interval
 
 WITHIN = 0.10  # the first screen's target: a ratio's 95 % interval within ±10 % of its point
@@ -39,28 +39,22 @@ class PairedRates:
 
 
 def paired_rates(
-    design: Design,
-    draws: int,
-    variants: int = 10,
-    tables: int = 2,
-    unlike: float = 1.0,
-    noisier: float = 1.0,
-    gradient: float = 0.0,
-    seed: int = 12,
+    design: Design, draws: int, cells: Cells = Cells(), gradient: float = 0.0, seed: int = 12
 ) -> PairedRates:
     """Simulate runs of the CPU design and count the paired ratios' coverage and width, borrowed and alone.
 
-    Each run is `tables` thread counts × `variants` cells, `design.jobs` jobs a thread count. The last table's
-    epoch noise is `noisier` times the first's (two threads on two cores spread more). `gradient`: each job's
-    own trend over the cells, in log time per step of two cells (an octave of batch size, two loaders each),
-    drawn with this sd: the cell × job moves that go together, which the cells' own spreads do not show."""
+    Each run is `cells` (thread counts × cells, unlike and a noisier thread count), `design.jobs` jobs a thread
+    count. `gradient`: each job's own trend over the cells, in log time per step of two cells (an octave of batch
+    size, two loaders each), drawn with this sd: the cell × job moves that go together, which the cells' own
+    spreads do not show."""
+    variants, tables = cells.variants, cells.tables
     rng = np.random.default_rng(seed)
     place = (np.arange(variants) // 2 - (variants // 2 - 1) / 2)[None, :, None]  # octaves from the middle
     held = np.zeros(tables)
     held_alone = np.zeros(tables)
     extreme, extreme_alone, widths, widths_alone = 0, 0, [], []
     for _ in range(draws):
-        sigmas = cell_sigmas(rng, design.sigma_epoch, (tables, variants), unlike, noisier)
+        sigmas = cells.sigmas(rng, design.sigma_epoch)
         run = _tables(rng, design, variants, tables, sigmas)  # each [job, variant, round]
         run = [table * np.exp(rng.normal(0.0, gradient, (design.jobs, 1, 1)) * place) for table in run]
         medians = [np.median(table, axis=2).T for table in run]  # each cells × jobs

@@ -46,13 +46,22 @@ def _tables(
     return found
 
 
-def cell_sigmas(
-    rng: np.random.Generator, sigma: float, shape: tuple[int, ...], unlike: float, noisier: float
-) -> np.ndarray:
-    """Draw each cell's epoch sd: `sigma` times a factor log-uniform in [1/unlike, unlike], and the last thread count
-    (axis -2 of `shape`: tables × variants) `noisier` times the first (the counts between on a geometric scale)."""
-    factors = np.geomspace(1.0, noisier, shape[-2])[:, None]
-    return sigma * factors * np.exp(rng.uniform(-np.log(unlike), np.log(unlike), shape))
+@dataclass(frozen=True)
+class Cells:
+    """A synthetic run's cells beyond its design: `tables` thread counts × `variants` cells. Each cell's epoch sd is
+    the design's times a factor log-uniform in [1/unlike, unlike]; the last thread count's is `noisier` times the
+    first's (the counts between on a geometric scale)."""
+
+    variants: int = 10
+    tables: int = 2
+    unlike: float = 1.0
+    noisier: float = 1.0
+
+    def sigmas(self, rng: np.random.Generator, sigma: float, metrics: int | None = None) -> np.ndarray:
+        """Draw each cell's epoch sd: [table, variant], or [metric, table, variant] for `metrics` time metrics."""
+        shape = (self.tables, self.variants) if metrics is None else (metrics, self.tables, self.variants)
+        factors = np.geomspace(1.0, self.noisier, self.tables)[:, None]
+        return sigma * factors * np.exp(rng.uniform(-np.log(self.unlike), np.log(self.unlike), shape))
 
 
 def _groups(
@@ -86,29 +95,26 @@ def _failing(
 def row_rates(
     design: Design,
     draws: int,
-    variants: int = 10,
-    tables: int = 2,
+    cells: Cells = Cells(),
     slowdown: float = 0.2,
     faster: float = 0.25,
-    unlike: float = 1.0,
     percent: float = GATE_PERCENT,
     seed: int = 11,
-    noisier: float = 1.0,
 ) -> RowRates:
     """Simulate run pairs of the CPU design and return each time metric's rates.
 
-    Synthetic run pairs of the CPU design (`tables` thread counts × `variants` cells, `design.jobs` jobs a side),
-    each time metric drawn as its own tables. A/A: coverage and false alarms. Then 4 cells of one table of B
-    `faster` faster and none slower: how often some row fails. Then one random cell of B `slowdown` slower: how
-    often its row fails the gate, over the rest of its job (compare's rule) and raw. The last thread count's
-    epoch noise is `noisier` times the first's."""
+    Synthetic run pairs of the CPU design (`cells`: thread counts × cells, `design.jobs` jobs a side), each time
+    metric drawn as its own tables. A/A: coverage and false alarms. Then 4 cells of one table of B `faster`
+    faster and none slower: how often some row fails. Then one random cell of B `slowdown` slower: how often its
+    row fails the gate, over the rest of its job (compare's rule) and raw."""
+    variants, tables = cells.variants, cells.tables
     rng = np.random.default_rng(seed)
     rows = tables * variants
     level = JOB_T.family_level(LEVEL, rows * len(TIME_METRICS))
     counts = dict.fromkeys(("cover", "row", "table", "both", "faster", "power", "raw"), 0)
     priors = []
     for _ in range(draws):
-        sigmas = cell_sigmas(rng, design.sigma_epoch, (len(TIME_METRICS), tables, variants), unlike, noisier)
+        sigmas = cells.sigmas(rng, design.sigma_epoch, len(TIME_METRICS))
         a = [_tables(rng, design, variants, tables, sigmas[m]) for m in range(len(TIME_METRICS))]
         b = [_tables(rng, design, variants, tables, sigmas[m]) for m in range(len(TIME_METRICS))]
         in_job_any, either_any = False, False
