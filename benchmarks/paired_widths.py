@@ -45,7 +45,7 @@ def folder_lines(folder: Path) -> list[str]:
         alone_widths.append(alone.half_width_ratio)
         moderated_widths.append(moderated.half_width_ratio)
         lines.append(f"| {folder} | {cell.loader} B={cell.batch_size} | {_span(alone)} | {_span(moderated)} |")
-    scaling = decision_intervals.step_scaling(cells)
+    scaling = decision_intervals.step_scaling(cells, spreads=spreads)
     if scaling is not None:
         lines.append(f"| {folder} | step-time growth (as reported) | | {_span(scaling.step_time_ratio)} |")
     prior = spreads.priors.get(fastest.key)

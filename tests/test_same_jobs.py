@@ -59,7 +59,7 @@ def test_a_pair_rests_on_the_degrees_of_freedom_its_group_lends():
     # The pair's own variance (2 df) shrunk towards the sum of its cells' moderated variances, which lend
     # the prior's degrees of freedom but never more than the pair's own: the own keeps half the weight or more.
     lent = min(prior.df, 2)
-    borrowed = spreads.cells[0][0] + spreads.cells[4][0]
+    borrowed = spreads.cells[0] + spreads.cells[4]
     variance = (lent * borrowed + 2 * np.var(d, ddof=1)) / (lent + 2)
     half = job_intervals._t_quantile(0.975, lent + 2) * math.sqrt(variance / 3)
     assert math.log(moderated.high / moderated.point) == pytest.approx(half)

@@ -4,8 +4,9 @@ and the regression gate (`regressions`).
 Load → match → warn → render: io/results_folder.py loads each folder's own tables as records;
 compare_match.py matches rows on the training variant (`VARIANT_KEYS`) with ratios always B/A
 (for a time below 1 means B is faster, for a throughput above 1), each with its Welch t interval
-on the log job medians, its ratio over the rest of its job (row_relative) and an outcome in words; compare_warnings.py says what makes the comparison unsafe; this module puts
-them together; render/comparison.py writes the outputs. Nothing here runs a measurement.
+on the log job medians, its ratio over the rest of its job (row_relative) and an outcome in words;
+compare_warnings.py says what makes the comparison unsafe; this module puts them together;
+render/comparison.py writes the outputs. Nothing here runs a measurement.
 """
 
 from __future__ import annotations

@@ -81,14 +81,14 @@ def cell_ratio(a: TrainingCell, b: TrainingCell, level: float, spreads: same_job
     """Return B's epoch over A's with its interval.
 
     B's epoch over A's, paired over the jobs that timed both (the same job names: their epochs interleaved in
-    one process, so the drift they shared cancels). Its spread is each cell's moderated over the cells of its
-    jobs where `spreads` holds both (analyze.same_jobs), else the pair's own (job_intervals.ratio_interval).
+    one process, so the drift they shared cancels). Its spread is borrowed from the cells of their jobs where
+    `spreads` has both in one job group (analyze.same_jobs), else the pair's own (job_intervals.ratio_interval).
     Welch between different jobs, or where they share fewer than two."""
     shared = [job for job in a.jobs if job in b.jobs]
     if len(shared) < 2:
         return ratio_interval(a.epoch_s_jobs, b.epoch_s_jobs, level=level)
     a_jobs, b_jobs = ([c.epoch_s_jobs[c.jobs.index(job)] for job in shared] for c in (a, b))
-    if spreads is not None and a.jobs == b.jobs and a.key in spreads.cells and b.key in spreads.cells:
+    if spreads is not None:  # Spreads.ratio is None unless both cells are of one job group
         d = np.log(job_intervals.job_medians(b_jobs)) - np.log(job_intervals.job_medians(a_jobs))
         moderated = spreads.ratio(a.key, b.key, d, level)
         if moderated is not None:
@@ -97,14 +97,19 @@ def cell_ratio(a: TrainingCell, b: TrainingCell, level: float, spreads: same_job
 
 
 def fastest_ties(
-    cpu_cells: Sequence[TrainingCell], fastest: TrainingCell, floor: float | None, rules: NoiseRules
+    cpu_cells: Sequence[TrainingCell],
+    fastest: TrainingCell,
+    floor: float | None,
+    rules: NoiseRules,
+    spreads: same_jobs.Spreads | None = None,
 ) -> tuple[TiedConfiguration, ...]:
     """Return the CPU configurations whose epoch is not measurably slower than the fastest's.
 
     The CPU configurations whose epoch is not measurably slower than the fastest's: the interval of
     their ratio to it holds 1 or stays within the noise floor (`cell_ratio`: paired where the same jobs timed
-    both, every batch size and loader at one thread count, the spreads moderated over every CPU cell)."""
-    spreads = same_jobs.fit_cells(cpu_cells)
+    both, every batch size and loader at one thread count, the spreads borrowed: `spreads`, or fitted to
+    `cpu_cells`)."""
+    spreads = same_jobs.fit_cells(cpu_cells) if spreads is None else spreads
     ties = []
     for cell in cpu_cells:
         if cell is fastest:
@@ -119,22 +124,26 @@ def fastest_ties(
 OVERHEAD_BOUND_GROWTH = 0.5
 
 
-def step_scaling(cpu_train: Sequence[TrainingCell], rules: NoiseRules = NoiseRules()) -> StepScaling | None:
+def step_scaling(
+    cpu_train: Sequence[TrainingCell], rules: NoiseRules = NoiseRules(), spreads: same_jobs.Spreads | None = None
+) -> StepScaling | None:
     """Return how the per-step time grew from the smallest to the largest batch size.
 
     How the per-step time grew from the smallest to the largest batch size (fast path where
     measured), with its interval: the epoch ratio's (`cell_ratio`: paired, as one CPU job times every
-    batch size, the spreads moderated over every CPU cell) times the ratio of their step counts. Overhead or work is called only when the
-    whole interval lies on one side of half the growth of the samples per step. Cells at the thread
-    count of the fastest CPU cell (timing.threads), so the growth is the batch size's alone."""
-    every, best = cpu_train, min(cpu_train, key=lambda r: r.epoch_s.point)
+    batch size, the spreads borrowed: `spreads`, or fitted to `cpu_train`) times the ratio of their step counts.
+    Overhead or work is called only when the whole interval lies on one side of half the growth of the samples
+    per step. Cells at the thread count of the fastest CPU cell (timing.threads), so the growth is the batch
+    size's alone."""
+    spreads = same_jobs.fit_cells(cpu_train) if spreads is None else spreads
+    best = min(cpu_train, key=lambda r: r.epoch_s.point)
     threads = best.threads
     cpu_train = [r for r in cpu_train if (r.threads, r.compiled) == (threads, best.compiled)]
     smallest = min(cpu_train, key=lambda r: (r.batch_size, r.loader != "fastpath"))
     largest = max(cpu_train, key=lambda r: (r.batch_size, r.loader == "fastpath"))
     if smallest.batch_size == largest.batch_size:
         return None
-    epochs = cell_ratio(smallest, largest, rules.confidence, same_jobs.fit_cells(every))
+    epochs = cell_ratio(smallest, largest, rules.confidence, spreads)
     per_step = smallest.steps / largest.steps
     samples = largest.batch_size / smallest.batch_size
     ratio = epochs.scaled(per_step)

@@ -46,10 +46,9 @@ def quotients(medians: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Spreads:
-    """Each cell's moderated variance of log job medians beyond its job's speed, and its degrees of freedom;
-    the prior of each cell's job group."""
+    """Each cell's moderated variance of log job medians beyond its job's speed, and the prior of its job group."""
 
-    cells: dict[Key, tuple[float, float]]
+    cells: dict[Key, float]
     priors: dict[Key, row_relative.Prior]
 
     def ratio(self, key_a: Key, key_b: Key, d: Sequence[float], level: float) -> Estimate | None:
@@ -64,7 +63,7 @@ class Spreads:
         if prior is None or self.priors.get(key_b) is not prior or len(d) < 2:
             return None
         own = float(np.var(d, ddof=1))
-        borrowed = self.cells[key_a][0] + self.cells[key_b][0]
+        borrowed = self.cells[key_a] + self.cells[key_b]
         df = len(d) - 1
         lent = min(prior.df, df)  # the pair's own variance keeps at least half the weight
         variance = (lent * borrowed + df * own) / (lent + df)
@@ -81,7 +80,7 @@ def fit(groups: Sequence[tuple[Sequence[Key], np.ndarray]]) -> Spreads:
     `groups[g]` is (its cells' keys, its cells × jobs medians in that order). Each group gets its own prior:
     one thread count's cells may spread unlike another's (two threads on two cores, say). Groups of fewer than
     row_relative.MIN_CELLS cells, of one job, or too few cells that varied to fit a prior lend nothing."""
-    cells: dict[Key, tuple[float, float]] = {}
+    cells: dict[Key, float] = {}
     priors: dict[Key, row_relative.Prior] = {}
     for keys, medians in groups:
         if len(keys) < row_relative.MIN_CELLS or medians.shape[1] < 2:
@@ -90,7 +89,7 @@ def fit(groups: Sequence[tuple[Sequence[Key], np.ndarray]]) -> Spreads:
         prior = row_relative.fit_prior([v for v, _ in raw], [d for _, d in raw])
         if prior is None:
             continue
-        cells |= {key: row_relative.moderated(*spread, prior) for key, spread in zip(keys, raw)}
+        cells |= {key: row_relative.moderated(*spread, prior)[0] for key, spread in zip(keys, raw)}
         priors |= dict.fromkeys(keys, prior)
     return Spreads(cells, priors)
 
