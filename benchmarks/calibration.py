@@ -20,6 +20,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
@@ -136,11 +137,21 @@ def measured_design(components: dict, jobs: int, epochs: int) -> c.Design:
     )
 
 
+def components_line(components: dict) -> str:
+    """Say the variance components a table is drawn from: each one's sd."""
+    return ", ".join(f"σ {name} {components[name]['sd']:.2%}" for name in variance.NAMES)
+
+
+def unlike_words(spread: float) -> str:
+    """Say how unlike the cells' epoch sds are drawn: "alike", or the range of their factor."""
+    return "alike" if spread == 1 else f"×{1 / spread:.2g}–×{spread:g}"
+
+
 def components_table(components: dict, jobs_list: list[int], epochs: int, draws: int, slowdown: float) -> int:
     """The current CPU design (2 thread counts × `jobs` jobs, 10 cells a job, `epochs` rounds) drawn from measured
     components (analyze.calibration.design_rates): coverage, the gate's A/A false alarm per row and table, power."""
     started = time.perf_counter()
-    print(", ".join(f"σ {name} {components[name]['sd']:.2%}" for name in variance.NAMES))
+    print(components_line(components))
     print()
     print(
         "| jobs a thread count | epochs | cell coverage | paired ratio coverage | A/A gate, per row | "
@@ -168,12 +179,12 @@ def in_job_table(
     draws: int,
     slowdown: float,
     unlike: list[float],
-    noisier: list[float] = (1.0,),
+    noisier: Sequence[float] = (1.0,),
 ) -> int:
     """compare's rows over the rest of their job (analyze.row_relative), drawn from measured components
     (analyze.calibration_rows.row_rates): coverage, the gate's A/A false alarm, power against the raw row's."""
     started = time.perf_counter()
-    print(", ".join(f"σ {name} {components[name]['sd']:.2%}" for name in variance.NAMES))
+    print(components_line(components))
     print()
     print(
         "| jobs a thread count | epochs | cells' epoch sd within | 2nd thread count's noise | coverage | A/A gate, per row | A/A gate, per table "
@@ -186,7 +197,7 @@ def in_job_table(
             for noise in noisier:
                 design = measured_design(components, jobs, epochs)
                 r = cr.row_rates(design, draws, cr.Cells(unlike=spread, noisier=noise), slowdown=slowdown)
-                within = "alike" if spread == 1 else f"×{1 / spread:.2g}–×{spread:g}"
+                within = unlike_words(spread)
                 df = "∞" if r.prior_df >= row_relative.DF_CAP else f"{r.prior_df:.0f}"
                 print(
                     f"| {jobs} | {epochs} | {within} | ×{noise:g} | {r.coverage:.3f} | {r.row_false_alarm:.4f} | "
@@ -213,7 +224,7 @@ def paired_table(
     """The first screen's within-run ratios of cells timed in the same jobs, drawn from measured components
     (analyze.calibration_paired): coverage and width, the spread borrowed (analyze.same_jobs) and alone."""
     started = time.perf_counter()
-    print(", ".join(f"σ {name} {components[name]['sd']:.2%}" for name in variance.NAMES))
+    print(components_line(components))
     print()
     print(
         "| jobs | cells' epoch sd | 2nd thread count's noise | job trend sd an octave | coverage 1st / 2nd thread count: "
@@ -227,7 +238,7 @@ def paired_table(
                 for gradient in gradients:
                     design = measured_design(components, jobs, epochs)
                     r = cp.paired_rates(design, draws, cr.Cells(unlike=spread, noisier=noise), gradient=gradient)
-                    within = "alike" if spread == 1 else f"×{1 / spread:.2g}–×{spread:g}"
+                    within = unlike_words(spread)
                     print(
                         f"| {jobs} | {within} | ×{noise:g} | {gradient:.1%} | "
                         f"{' / '.join(f'{c:.3f}' for c in r.coverage)} | "
