@@ -65,6 +65,34 @@ def test_the_plain_loop_is_timed_per_epoch(data, loader):
     assert reference.Reference(_variant(loader=loader), x, y, SPEC, SEED).time() > 0
 
 
+def test_the_timers_warm_up_runs_are_short_passes_and_its_timed_runs_whole_epochs(data):
+    # Timer.timeit warms up max(number // 100, 2) times: were that to change, a timed run would be short.
+    x, y = data
+    ref = reference.Reference(_variant(), x, y, SPEC, SEED)
+    ref.time()
+    ref.time()
+    once = [reference.WARM_BATCHES] * reference.TIMER_WARMUPS + [None] * reference.EPOCHS
+    assert ref.passes == once + once
+
+
+@pytest.mark.parametrize("batches, steps", [(2, 2), (None, 512 // 64)])
+def test_a_plain_pass_runs_its_batches_or_the_whole_epoch(data, batches, steps):
+    x, y = data
+    variant = _variant()
+    optimizer_steps = []
+    original = torch.optim.Adam.step
+
+    def counted(self, *args, **kwargs):
+        optimizer_steps.append(1)
+        return original(self, *args, **kwargs)
+
+    loop = reference.plain_epoch(variant, x, y, SPEC, SEED)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch.optim.Adam, "step", counted)
+        loop(batches)
+    assert len(optimizer_steps) == steps
+
+
 class _Clock:
     """A stand-in for a Reference that notes when it was timed, between which epochs."""
 

@@ -18,6 +18,10 @@ runs and reports their mean: a job times the reference once, in its middle round
 beside the variant's own epoch of that round, as the mean of EPOCHS epochs (one epoch alone moved the
 per-job ratio by up to 15 % on a quiet 2-core VM; the pipeline's side is a median of the job's epochs).
 
+The Timer's two warm-up runs are short: WARM_BATCHES batches each, not whole epochs. The variant's kernels
+are warm already; the loop's own first-call costs (Adam's state, the allocator) fall in the first batch.
+Whole warm-up epochs were 2 of every 5 reference epochs: about 1 s of a default CPU job's 14 s.
+
 `ReferenceStep` is another reference: one fixed training loop, the same in every CPU job whatever the
 config, timed once per round after the sentinel's tick. A cell's job median over its median takes out
 what the job's speed did to both (analyze.variance.job_tables with `relative`, issue 45 item 2).
@@ -42,6 +46,9 @@ from accel_choice.records.sentinel import ReferenceStepReadings
 from accel_choice.records.training import Variant
 
 EPOCHS = 3  # timed epochs of a reference per job (after the Timer's two warm-up runs)
+# Timer.timeit(number) runs the statement max(number // 100, 2) times untimed first (torch 2.13); each of
+# those runs is a short pass of WARM_BATCHES batches (tests/test_reference.py counts the passes).
+TIMER_WARMUPS, WARM_BATCHES = max(EPOCHS // 100, 2), 4
 
 
 def has_reference(variant: Variant) -> bool:
@@ -64,11 +71,13 @@ def clock(device: torch.device) -> Callable[[], float]:
     return read
 
 
-def plain_epoch(variant: Variant, x: torch.Tensor, y: torch.Tensor, spec: ModelSpec, seed: int) -> Callable[[], None]:
-    """Run one epoch of the plain loop over `variant`'s loader.
+def plain_epoch(
+    variant: Variant, x: torch.Tensor, y: torch.Tensor, spec: ModelSpec, seed: int
+) -> Callable[[int | None], None]:
+    """Return the plain loop over `variant`'s loader: one epoch a call, or its first `batches` batches.
 
-    One epoch of the plain loop over `variant`'s loader (x, y host tensors, y as the loss takes it), on the
-    variant's device: a resident variant's data copied there first, its batches sliced there."""
+    The plain loop over `variant`'s loader (x, y host tensors, y as the loss takes it), on the variant's
+    device: a resident variant's data copied there first, its batches sliced there."""
     device = torch.device(variant.device)
     model = build(spec, x.shape[1:], seed).to(device)
     optimizer = make_optimizer(model, spec.lr, device, spec.optimizer)
@@ -76,8 +85,10 @@ def plain_epoch(variant: Variant, x: torch.Tensor, y: torch.Tensor, spec: ModelS
     loader = make_loader(variant.loader, *placed(variant, x, y), variant.batch_size, shuffle=True, seed=seed)
     model.train()
 
-    def epoch() -> None:
-        for xb, yb in loader:
+    def epoch(batches: int | None = None) -> None:
+        for step, (xb, yb) in enumerate(loader):
+            if step == batches:
+                break
             optimizer.zero_grad(set_to_none=True)
             loss = loss_fn(outputs(spec, model(xb), yb), yb)
             loss.backward()
@@ -92,7 +103,14 @@ class Reference:
     def __init__(self, variant: Variant, x: torch.Tensor, y: torch.Tensor, spec: ModelSpec, seed: int):
         if not has_reference(variant):
             raise ValueError(f"{variant.name}: only eager fp32 host or resident variants have a plain-loop reference")
-        epoch = plain_epoch(variant, x, y, spec, seed)
+        loop = plain_epoch(variant, x, y, spec, seed)
+        self.passes: list[int | None] = []  # each call's batches: WARM_BATCHES for a warm-up, None for an epoch
+
+        def epoch() -> None:
+            batches = WARM_BATCHES if len(self.passes) % (TIMER_WARMUPS + EPOCHS) < TIMER_WARMUPS else None
+            self.passes.append(batches)
+            loop(batches)
+
         self.timer = benchmark.Timer(
             stmt="epoch()",
             timer=clock(torch.device(variant.device)),
