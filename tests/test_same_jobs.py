@@ -165,6 +165,29 @@ def test_paired_widths_prints_a_runs_ratios_alone_and_borrowed(tmp_path):
     assert "step-time growth (as reported)" in lines[-2] and "prior df" in lines[-1]
 
 
+def test_job_time_spread_compares_the_median_with_the_trimmed_mean(tmp_path, capsys):
+    """benchmarks/job_time_spread.py, whose real-run table docs/statistics.md quotes, on two small results folders."""
+    import importlib.util
+
+    from test_compare import Draws, make_results
+
+    spec = importlib.util.spec_from_file_location("job_time_spread", REPO / "benchmarks" / "job_time_spread.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.trimmed((1.0, 100.0, 2.0, 3.0, 0.01)) == pytest.approx(math.log(6.0) / 3)  # 1, 2, 3 kept
+    assert module.trimmed((1.0, 4.0)) == pytest.approx(math.log(2.0))
+    folders = [
+        make_results(tmp_path, name, batch_sizes=(32, 64, 512), draws=Draws(epochs=5, seed=s))
+        for name, s in (("a", 1), ("b", 2))
+    ]
+    found = module.variances(folders[0])
+    assert set(found) == {(5, "epoch_s", 1), (5, "eval_s", 1)}
+    assert all(set(v) == {"median", "trimmed mean"} and min(v.values()) > 0 for v in found.values())
+    assert module.main([str(f) for f in folders]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert len(rows) == 2 + 2 and all(row.startswith("| 5 | 2 | e") for row in rows[2:])
+
+
 @pytest.mark.parametrize("components", ["r10-r10b.json", "c1fe061-adc6a16.json"])
 def test_the_shipped_components_draw_the_paired_table(components):
     """docs/statistics.md's harness tables are drawn from components files in the repository."""
