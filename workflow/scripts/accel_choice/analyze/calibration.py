@@ -30,7 +30,7 @@ from accel_choice.analyze import bootstrap, job_intervals
 from accel_choice.analyze.compare_match import TIME_METRICS
 from accel_choice.analyze.compare_table import TABLE_LEVEL, TableShift
 from accel_choice.analyze.bootstrap import repeats_to_settle
-from accel_choice.analyze.job_intervals import Groups, gate_bound, gate_fails, gate_level, outcome
+from accel_choice.analyze.job_intervals import Groups, gate_fails, outcome
 from accel_choice.records.estimate import Estimate
 
 LEVEL = 0.95
@@ -135,8 +135,8 @@ def aa_differs(method: Method, design: Design, draws: int, seed: int = 1) -> flo
 
 
 def gate_flags(ratio: Estimate, percent: float = GATE_PERCENT, floor: float = 0.0) -> bool:
-    """Apply the regression gate's rule to one row's B/A made at gate_level (what compare.regressions applies)."""
-    return gate_fails(gate_bound(ratio), percent, floor)
+    """Apply the regression gate's rule to one row (bootstrap.gate_fails, what analyze.compare.regressions applies)."""
+    return gate_fails(ratio.low, outcome(ratio, floor), percent)
 
 
 def gate_rates(
@@ -149,7 +149,7 @@ def gate_rates(
     Every ratio of the table at the level compare gives it (compare_match.family_size: rows × time metrics)."""
     rng = np.random.default_rng(seed)
     comparisons = rows * len(TIME_METRICS)
-    level = gate_level(method.family_level(LEVEL, comparisons))
+    level = method.family_level(LEVEL, comparisons)
     hits = 0
     for _ in range(draws):
         if slowdown:
@@ -351,7 +351,7 @@ def design_rates(
     at the family level of all of them, A/A, then with one random cell of B `slowdown` slower."""
     rng = np.random.default_rng(seed)
     rows = tables * variants
-    level = gate_level(JOB_T.family_level(LEVEL, rows * len(TIME_METRICS)))
+    level = JOB_T.family_level(LEVEL, rows * len(TIME_METRICS))
     counts = dict.fromkeys(("cell", "paired", "row", "table", "power"), 0)
 
     def run() -> list[Groups]:

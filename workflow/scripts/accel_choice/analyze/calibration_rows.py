@@ -18,7 +18,6 @@ import numpy as np
 from accel_choice.analyze import row_relative
 from accel_choice.analyze.calibration import GATE_PERCENT, JOB_T, LEVEL, Design, _cells, gate_flags, simulate_jobs
 from accel_choice.analyze.compare_match import TIME_METRICS
-from accel_choice.analyze.job_intervals import gate_bound, gate_level
 
 
 @dataclass(frozen=True)
@@ -82,14 +81,12 @@ def _failing(
     """The rows' quotients, and per row whether it fails compare's gate over the rest of its job, and raw."""
     fitted = row_relative.fit(_groups(a, b, variants))
     cells = [(_cells([ta]), _cells([tb])) for ta, tb in zip(a, b)]  # each table's cells, built once
-    one_sided = gate_level(level)
-    raw = {(t, v): JOB_T.ratio(ca[v], cb[v], one_sided) for t, (ca, cb) in enumerate(cells) for v in range(variants)}
+    raw = {(t, v): JOB_T.ratio(ca[v], cb[v], level) for t, (ca, cb) in enumerate(cells) for v in range(variants)}
     found = {}
     for key, r in raw.items():
         in_job = fitted.ratio(key, level)
-        bound = fitted.ratio(key, one_sided)
         found[key] = (
-            in_job is not None and row_relative.gate_fails_in_job(in_job, gate_bound(bound), r.point, percent),  # type: ignore[arg-type]
+            in_job is not None and row_relative.gate_fails_in_job(in_job, r.point, percent),
             gate_flags(r, percent),
         )
     return fitted, found

@@ -21,7 +21,7 @@ from typing import Any
 from accel_choice import records
 from accel_choice.analyze import compare_warnings, row_relative
 from accel_choice.analyze.compare_table import TableRegression, TableShift, table_regressions, table_shifts
-from accel_choice.analyze.job_intervals import gate_bound, gate_fails, outcome, ratio_interval
+from accel_choice.analyze.job_intervals import gate_fails, outcome, ratio_interval
 from accel_choice.analyze.compare_match import (
     METRIC_NAMES,
     OUTCOME_WORDS,
@@ -35,7 +35,7 @@ from accel_choice.analyze.compare_match import (
 )
 from accel_choice.io import paths, results_folder
 from accel_choice.io.results_folder import ManifestCheck, ResultsFolder
-from accel_choice.records.comparison import ComparisonRow, MachineSpeed, TimeComparison
+from accel_choice.records.comparison import ComparisonRow, MachineSpeed
 from accel_choice.records.sentinel import SentinelSummary
 
 
@@ -104,18 +104,12 @@ class Comparison:
                 "B faster / A faster when the whole interval lies beyond 1 ± the row's noise_floor (the larger of "
                 "the two runs' sentinel floors), else no measurable difference; 'no interval' for the full path"
             ),
-            "gate": (
-                "*_gate_low: the one-sided lower bound of B/A at the row's `confidence` (the low end of the interval "
-                "at 2 × confidence − 1); --fail-if-slower PCT fails a row whose bound lies beyond 1 + PCT and its "
-                "noise floor (*_in_job_gate_low: beyond 1 + PCT, with its raw point beyond it too)"
-            ),
             "tally": self.tally,
             "detectable": self.detectable,
             "detectable_in_job": self.detectable_in_job,
             "detectable_means": (
                 "the slowdown of B (ratio B/A) a row's epoch or eval time would be caught at with 80 % power: beyond "
-                "the row's noise floor and the gate's percent, one-sided at the row's `confidence` (the gate's "
-                "bound), from the spread of its jobs"
+                "the row's noise floor and the gate's percent, at the row's `confidence`, from the spread of its jobs"
             ),
             "full_path_format": self.full_path_format,
             "fastest_full_path": self.fastest,
@@ -278,7 +272,7 @@ def tally(rows: Sequence[ComparisonRow], metric: str = "epoch_s") -> dict[str, i
 
 @dataclass(frozen=True)
 class Regression:
-    """A row where B is slower than A by more than the gate allows, its one-sided bound beyond it: its raw ratio,
+    """A row where B is slower than A by more than the gate allows, the whole interval beyond it: its raw ratio,
     or its ratio over the rest of its job (`in_job`)."""
 
     row: ComparisonRow
@@ -296,19 +290,19 @@ class Regression:
     def line(self, label_a: str, label_b: str, percent: float) -> str:
         row, name = self.row, self.metric
         floor = row.noise_floor or 0.0
-        part = row.part(name)
-        assert isinstance(part, TimeComparison)  # a regression is of a time, gated
-        ratio, gate = (part.in_job, part.in_job_gate) if self.in_job else (part.ratio, part.gate)
-        assert ratio is not None and gate is not None
-        said = f"{ratio.point:.3f} ({row.confidence * 100:g} % interval {ratio.low:.3f}–{ratio.high:.3f}, one-sided bound {gate.low:.3f})"
+        ratio = row.part(name).ratio
         if self.in_job:
+            ratio = row.part(name).in_job  # type: ignore[union-attr]
             return (
                 f"{row.name} B={row.batch_size}: {METRIC_NAMES[name]} over the rest of its job {label_b}/{label_a} "
-                f"{said}: {label_b} slower by more than {percent:g} % against the cells timed beside it"
+                f"{ratio.point:.3f} ({row.confidence * 100:g} % interval {ratio.low:.3f}–{ratio.high:.3f}): "
+                f"{label_b} slower by more than {percent:g} % against the cells timed beside it"
             )
         return (
-            f"{row.name} B={row.batch_size}: {METRIC_NAMES[name]} {label_b}/{label_a} {said}: "
-            f"{label_b} slower by more than {percent:g} % (noise floor ±{floor * 100:.1f} %)"
+            f"{row.name} B={row.batch_size}: {METRIC_NAMES[name]} {label_b}/{label_a} "
+            f"{ratio.point:.3f} ({row.confidence * 100:g} % interval "
+            f"{ratio.low:.3f}–{ratio.high:.3f}): {label_b} slower by more than "
+            f"{percent:g} % (noise floor ±{floor * 100:.1f} %)"
         )
 
 
@@ -323,25 +317,24 @@ def all_regressions(result: Comparison, percent: float) -> list[Regression | Tab
 def regressions(result: Comparison, percent: float) -> list[Regression]:
     """List the rows and times (epoch, eval) where B is slower than A by more than `percent` %.
 
-    A raw row fails with its one-sided lower bound (`gate`'s low end, job_intervals.gate_level) beyond
-    1 + percent/100 and beyond its noise floor, so a difference the runs' own drift explains never fails it. A row
-    over the rest of its job fails with its bound (`in_job_gate`) and its raw point beyond 1 + percent/100: the machine's
-    drift cancels in the quotient, and a row is not called slower because other cells of its job got faster.
-    Rows measured on one side only and the full path (no interval) are never gated."""
+    A raw row fails with its whole interval beyond 1 + percent/100 and beyond its noise floor (the outcome "A
+    faster"), so a difference the runs' own drift explains never fails it. A row over the rest of its job fails
+    with its whole in-job interval beyond 1 + percent/100 and its raw point beyond it too: the machine's drift
+    cancels in the quotient, and a row is not called slower because other cells of its job got faster.
+    One-sided rows and the full path (no interval) are never gated."""
     if not (percent >= 0 and math.isfinite(percent)):
         raise ValueError(f"the gate's percent must be a non-negative finite number, got {percent!r}")
+    outcomes = {words: said for said, words in OUTCOME_WORDS.items()}
     found = []
     for row in result.rows:
         for name in TIME_METRICS:
             part = row.part(name)
-            if part.ratio is None:
-                continue
-            if part.gate and gate_fails(gate_bound(part.gate), percent, row.noise_floor or 0.0):
+            if part.ratio is not None and gate_fails(part.ratio.low, outcomes[part.outcome], percent):
                 found.append(Regression(row, name))
             elif (
                 part.in_job is not None
-                and part.in_job_gate is not None
-                and row_relative.gate_fails_in_job(part.in_job, gate_bound(part.in_job_gate), part.ratio.point, percent)
+                and part.ratio is not None
+                and row_relative.gate_fails_in_job(part.in_job, part.ratio.point, percent)
             ):
                 found.append(Regression(row, name, in_job=True))
     return found

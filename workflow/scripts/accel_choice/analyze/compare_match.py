@@ -16,7 +16,6 @@ from accel_choice import records
 from accel_choice.analyze import row_relative
 from accel_choice.analyze.job_intervals import (
     detectable_ratio,
-    gate_level,
     jobs_to_detect,
     outcome,
     ratio_interval,
@@ -213,14 +212,13 @@ def _time(
         return TimeComparison(**sides)
     estimate, words = time_ratio(name, ta, tb, floor, level)
     jobs = (getattr(ta, f"{name}_jobs"), getattr(tb, f"{name}_jobs"))
-    beyond, one_sided = 1 + max(floor, gate / 100), gate_level(level)
+    beyond = 1 + max(floor, gate / 100)
     return TimeComparison(
         **sides,
         ratio=estimate,
         outcome=words,
-        detectable_ratio=detectable_ratio(*jobs, beyond, one_sided),
-        jobs_to_catch=jobs_to_detect(*jobs, SIZED_FOR, beyond, one_sided),
-        gate=ratio_interval(*jobs, level=one_sided),
+        detectable_ratio=detectable_ratio(*jobs, beyond, level),
+        jobs_to_catch=jobs_to_detect(*jobs, SIZED_FOR, beyond, level),
         **_in_job(*in_job, level, gate),
     )
 
@@ -234,8 +232,7 @@ def _in_job(key: Any, quotients: row_relative.Quotients | None, level: float, ga
     return {
         "in_job": ratio,
         "in_job_outcome": REST_OF_JOB_MOVED if moved else OUTCOME_WORDS[outcome(ratio)],
-        "in_job_detectable_ratio": quotients.detectable(key, 1 + gate / 100, gate_level(level)),  # type: ignore[union-attr]
-        "in_job_gate": quotients.ratio(key, gate_level(level)),  # type: ignore[union-attr]
+        "in_job_detectable_ratio": quotients.detectable(key, 1 + gate / 100, level),  # type: ignore[union-attr]
     }
 
 

@@ -277,26 +277,10 @@ def outcome(ratio: Estimate, noise_floor: float = 0.0) -> Outcome:
     return "no_difference"
 
 
-def gate_level(level: float) -> float:
-    """Return the two-sided level whose interval's low end is the one-sided lower bound at `level`.
-
-    The gate asks one question: is B slower than A by more than PCT? The one-sided bound at the row's level
-    answers it, and a family of them still fails an A/A table at most 1 - level of the time. The two-sided
-    interval's low end answered it at half that error, with less power (docs/statistics.md, "The gate")."""
-    if not 0 < level < 1:
-        raise ValueError(f"confidence level must be between 0 and 1, got {level}")
-    return 2 * level - 1
-
-
-def gate_bound(estimate: Estimate) -> float | None:
-    """Return the gate's bound from a B/A made at `gate_level`: its low end; None for one without an interval."""
-    return None if NO_SPREAD_FLAG in estimate.flags else estimate.low
-
-
-def gate_fails(bound: float | None, percent: float, floor: float = 0.0) -> bool:
+def gate_fails(low: float, said: Outcome, percent: float) -> bool:
     """Apply the regression gate's rule to one B/A ratio of times.
 
-    B is slower than A by more than `percent` % when its one-sided lower bound (`gate_bound`) lies above
-    1 + percent/100, and above 1 + `floor` too: a difference the runs' own drift explains never fails it.
-    A ratio without an interval (bound None) fails nothing."""
-    return bound is not None and bound > 1 + max(percent / 100, floor)
+    The regression gate's rule for one B/A ratio of times: B slower than A by more than `percent` %,
+    the whole interval beyond it (`low`), and beyond the noise floor too (`said`, the outcome, is
+    "a_faster"), so a difference the runs' own drift explains never fails it."""
+    return said == "a_faster" and low > 1 + percent / 100

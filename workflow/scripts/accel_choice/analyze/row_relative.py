@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from accel_choice.analyze.job_intervals import _t_estimate, _t_quantile, gate_fails
+from accel_choice.analyze.job_intervals import _t_estimate, _t_quantile, gate_fails, outcome
 from accel_choice.records.estimate import Estimate
 
 METHOD = "moderated t on log job medians over the rest of the job"
@@ -210,12 +210,11 @@ def fit(groups: Sequence[tuple[Sequence[Key], np.ndarray, np.ndarray]]) -> Quoti
     return Quotients(found, priors, members)
 
 
-def gate_fails_in_job(in_job: Estimate, bound: float | None, raw_point: float, percent: float) -> bool:
+def gate_fails_in_job(in_job: Estimate, raw_point: float, percent: float) -> bool:
     """Say whether a row over the rest of its job fails `--fail-if-slower percent`.
 
-    It fails with its one-sided lower bound (`bound`, job_intervals.gate_level) and its raw point beyond
-    1 + percent/100, unless another cell of its job got measurably faster in B (`in_job`, at the row's level,
-    flagged REFERENCE_MOVED): a row is not slower because others got faster."""
+    It fails with its whole interval beyond 1 + percent/100 and its raw point beyond it too, unless another cell
+    of its job got measurably faster in B (REFERENCE_MOVED): a row is not slower because others got faster."""
     if REFERENCE_MOVED in in_job.flags:
         return False
-    return gate_fails(bound, percent) and raw_point > 1 + percent / 100
+    return gate_fails(in_job.low, outcome(in_job), percent) and raw_point > 1 + percent / 100

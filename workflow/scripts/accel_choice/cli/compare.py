@@ -17,9 +17,8 @@ construction.
 
 --fail-if-slower PCT makes it a regression gate (pytest-benchmark's --benchmark-compare-fail is the model): after
 writing the comparison as without it, exit 1 when B is slower than A by more than PCT percent in the epoch or eval
-time of at least one row: its one-sided lower bound at the row's level beyond 1 + PCT/100 (gate_low > 1 + PCT/100)
-and beyond the row's noise floor; each such row is printed on stderr. The gate asks one side, so its bound is
-one-sided: an A/A table still fails it at most 5 % of the time (docs/statistics.md, "The gate is one-sided"). It fails too when a device's whole
+time of at least one row, with the whole interval beyond it (ratio_ci_low > 1 + PCT/100) and beyond the row's
+noise floor (its outcome is "A faster"); each such row is printed on stderr. It fails too when a device's whole
 table is slower: its epoch time over every cell measured on both sides (analyze.compare_table: per timing job the
 geometric mean of its cells, a Welch t interval over the job groups at 99 %) lies wholly above 1 + PCT/100 and above
 the machines' own change (the sentinels' B/A upper end); printed with the cells slower than PCT at their points. A
@@ -29,7 +28,7 @@ full path (sums of medians, no interval) are never gated.
 Exit codes:
     0  the comparison was written (and, with --fail-if-slower, no row is slower by more than PCT).
     1  --fail-if-slower only: the comparison was written and at least one row of B, or a whole table, is slower
-       than A by more than PCT percent, its one-sided bound beyond it; one "regression: ..." line per row and time,
+       than A by more than PCT percent, the whole interval beyond it; one "regression: ..." line per row and time,
        and per table, on stderr.
     2  bad input, before anything is written. One line naming the file: a folder that is not a results folder,
        or a value the comparison reads that the workflow never writes (a time or rate that is not a positive
@@ -60,7 +59,7 @@ if TYPE_CHECKING:
 # The comparison's own modules (scipy, matplotlib: about two seconds) are imported by the functions that
 # compare, after the arguments are read, so `--help` and a usage error answer at once.
 
-REGRESSION = 1  # --fail-if-slower: a row of B, or a whole table, slower than A beyond PCT, its bound beyond it
+REGRESSION = 1  # --fail-if-slower: a row of B, or a whole table, slower than A beyond PCT, the whole interval beyond it
 BAD_INPUT = 2  # also argparse's own code for a usage error
 NOT_WRITTEN = 3
 

@@ -26,9 +26,7 @@ class TimeComparison:
     its noise floor and the gate (`detectable_ratio`), and the repeats a side that would catch one of
     compare_match.SIZED_FOR (`jobs_to_catch`; None past 200). Only the sides are set on a one-sided row.
     `in_job`: the same B/A over the rest of its job (analyze.row_relative), with its outcome and detectable
-    slowdown; None where the row's job group has too few cells or jobs. `gate`, `in_job_gate`: each B/A at
-    job_intervals.gate_level of the row's level; its low end is the one-sided bound `--fail-if-slower` holds
-    against 1 + PCT."""
+    slowdown; None where the row's job group has too few cells or jobs."""
 
     a: Estimate | None
     b: Estimate | None
@@ -39,8 +37,6 @@ class TimeComparison:
     in_job: Estimate | None = None
     in_job_outcome: str | None = None
     in_job_detectable_ratio: float | None = None
-    gate: Estimate | None = None
-    in_job_gate: Estimate | None = None
 
 
 @record
@@ -147,10 +143,6 @@ class ComparisonRow(Variant):
             time = self.part(name)
             flat |= _sides(name, time) | _ratio(name, time.ratio) | {f"{name}_outcome": time.outcome}
             flat |= {f"{name}_detectable_ratio": time.detectable_ratio, f"{name}_jobs_to_catch": time.jobs_to_catch}
-            flat |= {
-                f"{name}{part}_gate_low": gate.low if gate else None
-                for part, gate in (("", time.gate), ("_in_job", time.in_job_gate))
-            }
             flat |= columns(f"{name}_in_job", time.in_job, point=f"{name}_in_job_b_over_a")
             flat |= {
                 f"{name}_in_job_outcome": time.in_job_outcome,
