@@ -75,6 +75,22 @@ def test_the_timers_warm_up_runs_are_short_passes_and_its_timed_runs_whole_epoch
     assert ref.passes == once + once
 
 
+@pytest.mark.parametrize("warmups", [0, 1, 3])
+def test_a_timer_with_another_warm_up_count_stops_the_job(data, monkeypatch, warmups):
+    """Were torch to warm up another number of times, a timed run would be a short pass: the job stops instead."""
+    from torch.utils.benchmark.utils import common
+
+    def timeit(self, number):
+        for _ in range(warmups + number):
+            self._timer.timeit(number=1)
+        return common.Measurement(number_per_run=number, raw_times=[1.0], task_spec=self._task_spec)
+
+    monkeypatch.setattr(torch.utils.benchmark.Timer, "timeit", timeit)
+    x, y = data
+    with pytest.raises(RuntimeError, match="TIMER_WARMUPS no longer matches torch"):
+        reference.Reference(_variant(), x, y, SPEC, SEED).time()
+
+
 @pytest.mark.parametrize("batches, steps", [(2, 2), (None, 512 // 64)])
 def test_a_plain_pass_runs_its_batches_or_the_whole_epoch(data, batches, steps):
     x, y = data

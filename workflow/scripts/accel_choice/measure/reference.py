@@ -106,8 +106,10 @@ class Reference:
         loop = plain_epoch(variant, x, y, spec, seed)
         self.passes: list[int | None] = []  # each call's batches: WARM_BATCHES for a warm-up, None for an epoch
 
+        self.started = 0  # where this time() call's passes begin
+
         def epoch() -> None:
-            batches = WARM_BATCHES if len(self.passes) % (TIMER_WARMUPS + EPOCHS) < TIMER_WARMUPS else None
+            batches = WARM_BATCHES if len(self.passes) - self.started < TIMER_WARMUPS else None
             self.passes.append(batches)
             loop(batches)
 
@@ -125,7 +127,15 @@ class Reference:
 
         Seconds per epoch, the mean of EPOCHS (torch.utils.benchmark with `clock`: the device synchronised
         before each `time.perf_counter` read, none inside the loop; torch's threads set to the variant's)."""
-        return float(self.timer.timeit(number=EPOCHS).median)
+        self.started = len(self.passes)
+        seconds = float(self.timer.timeit(number=EPOCHS).median)
+        made = self.passes[self.started :]
+        if made != [WARM_BATCHES] * TIMER_WARMUPS + [None] * EPOCHS:
+            raise RuntimeError(
+                f"torch.utils.benchmark.Timer ran the plain loop {len(made)} times for {EPOCHS} timed epochs, "
+                f"not {TIMER_WARMUPS} warm-ups first: measure/reference.py's TIMER_WARMUPS no longer matches torch"
+            )
+        return seconds
 
 
 # The fixed reference step (issue 45 item 2): one small training loop every CPU job times once per
