@@ -59,3 +59,12 @@ def test_no_library_module_is_longer_than_a_newcomer_reads_in_one_go() -> None:
         if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES
     }
     assert not long, f"split these modules (at most {MAX_MODULE_LINES} lines each): {long}"
+
+
+def test_every_relative_link_in_the_docs_resolves():
+    """docs/check_links.py: every [text](target) in README.md, config/README.md and docs/*.md names a file and a
+    heading that exist (a renamed heading broke docs/slurm.md's link to the Quick start until 2026-12-06)."""
+    done = subprocess.run(
+        [sys.executable, str(REPO / "docs" / "check_links.py")], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0 and not done.stdout, done.stdout
