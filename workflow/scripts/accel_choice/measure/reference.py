@@ -20,7 +20,7 @@ per-job ratio by up to 15 % on a quiet 2-core VM; the pipeline's side is a media
 
 The Timer's two warm-up runs are short: WARM_BATCHES batches each, not whole epochs. The variant's kernels
 are warm already; the loop's own first-call costs (Adam's state, the allocator) fall in the first batch.
-Whole warm-up epochs were 2 of every 5 reference epochs: about 1 s of a default CPU job's 14 s.
+Whole warm-up epochs were 2 of every 5 reference epochs: about 0.8 s of a default CPU job's 14 s.
 
 `ReferenceStep` is another reference: one fixed training loop, the same in every CPU job whatever the
 config, timed once per round after the sentinel's tick. A cell's job median over its median takes out
@@ -105,7 +105,6 @@ class Reference:
             raise ValueError(f"{variant.name}: only eager fp32 host or resident variants have a plain-loop reference")
         loop = plain_epoch(variant, x, y, spec, seed)
         self.passes: list[int | None] = []  # each call's batches: WARM_BATCHES for a warm-up, None for an epoch
-
         self.started = 0  # where this time() call's passes begin
 
         def epoch() -> None:
@@ -126,7 +125,8 @@ class Reference:
         """Return the plain loop's seconds per epoch.
 
         Seconds per epoch, the mean of EPOCHS (torch.utils.benchmark with `clock`: the device synchronised
-        before each `time.perf_counter` read, none inside the loop; torch's threads set to the variant's)."""
+        before each `time.perf_counter` read, none inside the loop; torch's threads set to the variant's).
+        Stops the job if the Timer warmed up other than TIMER_WARMUPS times: a timed run would be a short pass."""
         self.started = len(self.passes)
         seconds = float(self.timer.timeit(number=EPOCHS).median)
         made = self.passes[self.started :]
