@@ -147,6 +147,7 @@ def test_harness_rows_hold_their_level_and_beat_the_raw_rows():
     assert rates.table_false_alarm_both <= 0.1
     assert rates.others_faster_false_alarm <= 0.1  # cells of B faster, none slower: the gate stays quiet
     assert rates.power > rates.power_raw
+    assert rates.power_cell >= rates.power  # the whole cell slower has a row in each metric to fail
     assert math.isfinite(rates.prior_df) and rates.prior_df > 0
 
 

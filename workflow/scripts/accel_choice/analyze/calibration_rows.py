@@ -31,6 +31,7 @@ class RowRates:
     others_faster_false_alarm: float  # 4 of a table's 10 cells of B `faster` faster, none slower: some row fails
     power: float  # one cell of B truly `slowdown` slower: its row over the rest of its job fails the gate
     power_raw: float  # the same cell's raw row (Welch t on job medians) fails the gate
+    power_cell: float  # one whole cell of B slower, epoch and eval: a row of it fails, either way (compare's gate)
     prior_df: float  # the median prior degrees of freedom the rows were lent (row_relative.fit_prior)
 
 
@@ -92,6 +93,13 @@ def _failing(
     return fitted, found
 
 
+def _slowed(tables: list[np.ndarray], t: int, v: int, slowdown: float) -> list[np.ndarray]:
+    """Return copies of a side's job tables with cell v of table t `slowdown` slower."""
+    found = [table.copy() for table in tables]
+    found[t][:, v, :] *= 1 + slowdown
+    return found
+
+
 def row_rates(
     design: Design,
     draws: int,
@@ -105,13 +113,15 @@ def row_rates(
 
     Synthetic run pairs of the CPU design (`cells`: thread counts × cells, `design.jobs` jobs a side), each time
     metric drawn as its own tables. A/A: coverage and false alarms. Then 4 cells of one table of B `faster`
-    faster and none slower: how often some row fails. Then one random cell of B `slowdown` slower: how often its
-    row fails the gate, over the rest of its job (compare's rule) and raw."""
+    faster and none slower: how often some row fails. Then one random cell of B `slowdown` slower in one time
+    metric: how often its row fails the gate, over the rest of its job and raw. Last, the whole cell slower, in
+    every metric (a slower step slows epoch and eval): how often any row of it fails, as compare's gate sees it
+    and as benchmarks/plant_slowdowns.py counts a plant on real runs."""
     variants, tables = cells.variants, cells.tables
     rng = np.random.default_rng(seed)
     rows = tables * variants
     level = JOB_T.family_level(LEVEL, rows * len(TIME_METRICS))
-    counts = dict.fromkeys(("cover", "row", "table", "both", "faster", "power", "raw"), 0)
+    counts = dict.fromkeys(("cover", "row", "table", "both", "faster", "power", "raw", "cell"), 0)
     priors = []
     for _ in range(draws):
         sigmas = cells.sigmas(rng, design.sigma_epoch, len(TIME_METRICS))
@@ -138,6 +148,10 @@ def row_rates(
         fails, raw = _failing(a[m], slow, variants, level, percent)[1][(t, v)]
         counts["power"] += fails
         counts["raw"] += raw
+        whole = [slow if n == m else _slowed(b[n], t, v, slowdown) for n in range(len(TIME_METRICS))]
+        counts["cell"] += any(
+            any(_failing(a[n], whole[n], variants, level, percent)[1][(t, v)]) for n in range(len(whole))
+        )
     cells = draws * len(TIME_METRICS) * rows
     return RowRates(
         coverage=counts["cover"] / cells,
@@ -147,5 +161,6 @@ def row_rates(
         others_faster_false_alarm=counts["faster"] / draws,
         power=counts["power"] / draws,
         power_raw=counts["raw"] / draws,
+        power_cell=counts["cell"] / draws,
         prior_df=float(np.median(priors)) if priors else 0.0,
     )
