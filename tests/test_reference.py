@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 import torch
 from builders_planner import sentinel_readings
@@ -262,3 +263,19 @@ def test_a_thread_count_whose_jobs_disagree_with_their_plain_loop_cannot_be_meas
 
 def test_no_reference_no_section():
     assert noise.accuracy_section([training_cell()], cores=2) == ""
+
+
+def test_the_warm_up_benchmark_times_both_ways_and_restores_the_short_passes(data):
+    """benchmarks/reference_warmups.py, whose figures docs/statistics.md quotes, on small data."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "reference_warmups.py"
+    spec = importlib.util.spec_from_file_location("reference_warmups", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x, y = data
+    kept = reference.WARM_BATCHES
+    logs = module.short_over_whole(x, y, "fastpath", 64, pairs=2)
+    assert len(logs) == 2 and np.isfinite(logs).all()
+    assert reference.WARM_BATCHES == kept is not None  # the short passes again, after whole warm-up epochs
