@@ -62,6 +62,6 @@ report: os.path.abspath(results(paths.LANDING))
 # after a run is measured or written again by the next one instead of vanishing from the archive.
 rule all:
     input:
-        MADE_FILES,
+        made_files,
         results(paths.PROVENANCE),
         results(paths.MANIFEST),

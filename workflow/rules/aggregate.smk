@@ -3,7 +3,8 @@
 
 rule aggregate_training:
     input:
-        records=expand(results(paths.CPU_RECORD), threads=CPU_THREADS, repeat=REPEATS),
+        # timing.repeats jobs a thread count, or as many as the timing plan settled on (timing.budget_s)
+        records=lambda wildcards: cpu_records(planned_rounds()[1]),
         code=code("aggregate_training.py"),
     output:
         json=results(paths.CPU_TABLE),

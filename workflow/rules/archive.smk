@@ -13,8 +13,8 @@ BENCHMARKED_JOBS = [
 
 rule resource_table:
     input:
-        benchmarks=expand(results(paths.benchmark("{job}")), job=BENCHMARKED_JOBS),
-        logs=expand(results(paths.log("{job}")), job=BENCHMARKED_JOBS),
+        benchmarks=lambda wildcards: expand(results(paths.benchmark("{job}")), job=benchmarked_jobs()),
+        logs=lambda wildcards: expand(results(paths.log("{job}")), job=benchmarked_jobs()),
         code=code("resource_table.py"),
     output:
         json=results(paths.RESOURCES),
@@ -29,7 +29,7 @@ rule resource_table:
     resources:
         timing_slot=OTHER_JOB,
     params:
-        jobs=BENCHMARKED_JOBS,
+        jobs=lambda wildcards: benchmarked_jobs(),
     script:
         "../scripts/resource_table.py"
 
@@ -41,7 +41,7 @@ REPORTED_FILES = [path for name in JOBS if name != "lab_report" for path in job_
 
 rule lab_report:
     input:
-        made=REPORTED_FILES,
+        made=lambda wildcards: REPORTED_FILES + added_files(),
         code=code("lab_report.py"),
     output:
         html=results(paths.SNAKEMAKE_REPORT_HTML),
@@ -82,7 +82,7 @@ MADE_FILES = [path for name in JOBS for path in job_files(name)]
 # that this configuration did not make are listed as such in provenance.json, not vouched for.
 rule archive:
     input:
-        made=MADE_FILES,
+        made=made_files,
         code=code("archive.py"),
     output:
         provenance=results(paths.PROVENANCE),

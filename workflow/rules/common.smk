@@ -5,9 +5,11 @@ from pathlib import Path
 
 from snakemake.io import strip_wildcard_constraints
 
+from accel_choice import records
 from accel_choice.io import benchmark_data, gpu_profiles, paths
 from accel_choice.io.imports import CACHE, ImportCache, closure, module_file, relative_paths
 from accel_choice.records.model import split_factory
+from accel_choice.records.timing_plan import TimingPlan
 from accel_choice.measure.device_plan import planned_device
 
 # This file is workflow/rules/common.smk: the library is workflow/scripts, found from here (not from
@@ -37,7 +39,7 @@ LAST_REPEAT = max(config["timing"]["repeats"], config["planner"]["repeats"]) - 1
 
 
 def repeat_priority(wildcards):
-    return LAST_REPEAT - int(wildcards.repeat)
+    return max(LAST_REPEAT - int(wildcards.repeat), 0)  # a job the timing plan added: after every planned one
 
 
 # The data jobs (generate or import, export) run before any timing job that is ready without them (the
@@ -173,6 +175,40 @@ def gpus_for_device(wildcards):
     return 0 if wildcards.device == "cpu" else 1
 
 
+# timing.budget_s (docs/statistics.md#adding-jobs-where-the-answer-is-close): the plan_timing checkpoint adds one
+# CPU training job a thread count a round until every interval the first screen states is within timing.target,
+# or the budget is spent. None: timing.repeats jobs, no checkpoint.
+TIMING_BUDGET = config["timing"]["budget_s"]
+
+
+def cpu_records(jobs_per_thread_count):
+    """The CPU training records of the first `jobs_per_thread_count` repeats, every thread count."""
+    return expand(results(paths.CPU_RECORD), threads=CPU_THREADS, repeat=range(jobs_per_thread_count))
+
+
+def plan_before(round_number):
+    """The jobs a thread count round `round_number` of the timing plan reads: timing.repeats, then what the
+    round before settled on (its checkpoint must have run: Snakemake re-evaluates this once it has)."""
+    if round_number == 0:
+        return len(REPEATS)
+    previous = checkpoints.plan_timing.get(round=round_number - 1).output[0]
+    return records.read(TimingPlan, previous).next_jobs
+
+
+def planned_rounds():
+    """Every round's plan file so far and the jobs a thread count the last one settled on (timing.repeats
+    and no rounds without timing.budget_s)."""
+    if TIMING_BUDGET is None:
+        return [], len(REPEATS)
+    rounds = []
+    while True:
+        path = checkpoints.plan_timing.get(round=len(rounds)).output[0]
+        rounds.append(path)
+        plan = records.read(TimingPlan, path)
+        if plan.stopped:
+            return rounds, plan.next_jobs
+
+
 def jobs(**axes):
     """The wildcard values of a rule's jobs: one mapping per combination of the axes' values."""
     return [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
@@ -192,6 +228,7 @@ JOBS = {
     "profile_model": jobs(),
     "time_load_convert": jobs(repeat=REPEATS),
     "time_cpu_training": jobs(threads=CPU_THREADS, repeat=REPEATS),
+    "plan_timing": [] if TIMING_BUDGET is None else jobs(round=[0]),
     "aggregate_training": jobs(),
     "aggregate_load_convert": jobs(),
     "probe_devices": jobs(),
@@ -233,9 +270,10 @@ def own_rules():
     return {here.get(each.name, each.name): each for each in workflow.rules if each in workflow.modifier.rules}
 
 
-def job_files(name, kinds=("output", "log", "benchmark")):
-    """Outputs, logs and benchmark files of every job that JOBS lists for the rule called `name`."""
-    if not JOBS[name]:  # e.g. import_benchmark where the benchmark matrix is generated: not even defined
+def job_files(name, kinds=("output", "log", "benchmark"), listed=None):
+    """Outputs, logs and benchmark files of every job that JOBS (or `listed`) lists for the rule called `name`."""
+    listed = JOBS[name] if listed is None else listed
+    if not listed:  # e.g. import_benchmark where the benchmark matrix is generated: not even defined
         return []
     writer = workflow.get_rule(workflow.modifier.modify_rulename(name))
     patterns = [
@@ -245,7 +283,43 @@ def job_files(name, kinds=("output", "log", "benchmark")):
     ]
     return [
         path
-        for wildcards in JOBS[name]
+        for wildcards in listed
         for pattern in patterns
         for path in expand(strip_wildcard_constraints(pattern), **{key: [value] for key, value in wildcards.items()})
     ]
+
+
+def added_files(kinds=("output", "log", "benchmark")):
+    """The files of the jobs the timing plan added beyond JOBS: the CPU training jobs past timing.repeats, and
+    every round of the plan after the first. Known once the plan_timing checkpoints have run."""
+    if TIMING_BUDGET is None:
+        return []
+    rounds, settled = planned_rounds()
+    added = {
+        "time_cpu_training": jobs(threads=CPU_THREADS, repeat=range(len(REPEATS), settled)),
+        "plan_timing": jobs(round=range(1, len(rounds))),
+    }
+    return [path for name, listed in added.items() for path in job_files(name, kinds, listed)]
+
+
+def plan_inputs(wildcards):
+    """The CPU training records and benchmark files a round of the timing plan weighs."""
+    measured = plan_before(int(wildcards.round))
+    return {
+        "records": cpu_records(measured),
+        "benchmarks": expand(
+            results(paths.benchmark(f"time_cpu_training/{paths.CPU_JOB}")),
+            threads=CPU_THREADS,
+            repeat=range(measured),
+        ),
+    }
+
+
+def benchmarked_jobs():
+    """BENCHMARKED_JOBS (archive.smk) and the CPU training jobs the timing plan added (timing.budget_s)."""
+    return BENCHMARKED_JOBS + [paths.benchmark_stem(in_results(path)) for path in added_files(kinds=("benchmark",))]
+
+
+def made_files(wildcards=None):
+    """MADE_FILES (archive.smk) and the files of the jobs the timing plan added (timing.budget_s)."""
+    return MADE_FILES + added_files()

@@ -112,6 +112,8 @@ rule report:
         scale=SCALE_TABLE,
         scale_jobs=SCALE_JOBS,
         scale_steps=expand(results(paths.SCALE_STEP), device=DEVICES) if SCALE_ON else [],
+        # timing.budget_s: every round of the timing plan
+        plan=lambda wildcards: planned_rounds()[0],
         code=code("make_report.py"),
         # The workflow's description, under REPORT.md's first screen on the HTML report's landing page.
         description=os.path.relpath(REPO / "workflow" / "report" / "workflow.rst"),
@@ -134,7 +136,7 @@ rule report:
         noise=NOISE_RULES,
         # The files this configuration makes (archive.smk): the provenance section counts the
         # commits of their records only, not of records an earlier configuration left behind.
-        made=lambda wildcards: MADE_FILES,
+        made=lambda wildcards: made_files(),
     script:
         "../scripts/make_report.py"
 

@@ -63,3 +63,29 @@ rule time_cpu_training:
         matmul_precision=config["timing"]["matmul_precision"],
     script:
         "../scripts/time_cpu_training.py"
+
+
+# timing.budget_s: after the CPU training jobs so far, one more a thread count or stop (analyze.timing_plan).
+checkpoint plan_timing:
+    input:
+        unpack(plan_inputs),
+        code=code("plan_timing.py"),
+    output:
+        results(paths.TIMING_PLAN),
+    log:
+        results(paths.log("plan_timing/round{round}")),
+    wildcard_constraints:
+        round=r"\d+",
+    conda:
+        ENV
+    threads: 1
+    resources:
+        timing_slot=OTHER_JOB,
+    params:
+        budget_s=TIMING_BUDGET,
+        target=config["timing"]["target"],
+        thread_counts=len(CPU_THREADS),
+        rows=config["data"]["benchmark"]["rows"],
+        noise=NOISE_RULES,
+    script:
+        "../scripts/plan_timing.py"

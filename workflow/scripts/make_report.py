@@ -16,6 +16,7 @@ from accel_choice.records.breakeven import BreakEvenTable
 from accel_choice.records.planner import CostModelTable, FlopCheck, Scenario
 from accel_choice.records.resources import ResourceTable
 from accel_choice.records.scale import ScaleJob, ScaleTable, StepRate
+from accel_choice.records.timing_plan import TimingPlan
 from accel_choice.records.training import TrainingTable
 from accel_choice.render.decision_figure import decision_figure
 from accel_choice.render import html, report
@@ -80,6 +81,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
             scale_steps=[records.read(StepRate, path) for path in inp.scale_steps],
             provenance=report_provenance,
             sentinels=tuple(sentinels),
+            plans=[records.read(TimingPlan, path) for path in inp.plan],
         )
     )
     atomic.write_text(out.md, text)

@@ -9,16 +9,14 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from accel_choice.analyze import same_jobs
 from accel_choice.analyze.figures import Figures
 from accel_choice.analyze.job_intervals import jobs_to_settle, ratio_interval, simultaneous_level
 from accel_choice.analyze.decision_intervals import (
     contenders,
-    fastest_ties,
+    cpu_statements,
     full_path_jobs,
     per_epoch_jobs,
     speedup_estimate,
-    step_scaling,
 )
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.records.decision import (
@@ -293,8 +291,7 @@ def verdict(
     gpu = gpu_visibility(probe, environment)
     cpu_train = [r for r in train_table if r.device == "cpu"]
     best = min((r for r in full_path_rows if r.device == "cpu"), key=lambda r: r.total_s)
-    fastest = min(cpu_train, key=lambda r: r.epoch_s.point)
-    spreads = same_jobs.fit_cells(cpu_train)  # fitted once: the ties and the step growth borrow from it
+    fastest, ties, scaling = cpu_statements(cpu_train, noise_floor, rules)
     flop = figures.epoch_flops_3x(fastest.samples, fastest.batch_size)
     comparison = compare_devices(full_path_rows, threshold, train_table, rules, epochs)
     settle = None
@@ -334,8 +331,8 @@ def verdict(
             flop_per_s_3x=flop / fastest.epoch_s.point,
             figures=figures.source,
         ),
-        fastest_cpu_ties=fastest_ties(cpu_train, fastest, noise_floor, rules, spreads),
-        scaling=_undecided_if(step_scaling(cpu_train, rules, spreads), trust),
+        fastest_cpu_ties=ties,
+        scaling=_undecided_if(scaling, trust),
         memory=memory_check(
             figures, max(r.batch_size for r in cpu_train), rows, host_memory_bytes, device_memory_bytes(probe)
         ),

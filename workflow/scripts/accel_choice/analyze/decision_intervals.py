@@ -158,3 +158,14 @@ def step_scaling(
         growth=growth,
         overhead_bound=growth == "overhead",
     )
+
+
+def cpu_statements(
+    cpu_train: Sequence[TrainingCell], floor: float | None, rules: NoiseRules = NoiseRules()
+) -> tuple[TrainingCell, tuple[TiedConfiguration, ...], StepScaling | None]:
+    """Return the fastest CPU cell, the cells tied with it and the step-time growth: the first screen's CPU intervals.
+
+    The spreads are fitted once (same_jobs.fit_cells): the ties and the step growth borrow from them."""
+    fastest = min(cpu_train, key=lambda r: r.epoch_s.point)
+    spreads = same_jobs.fit_cells(cpu_train)
+    return fastest, fastest_ties(cpu_train, fastest, floor, rules, spreads), step_scaling(cpu_train, rules, spreads)

@@ -51,6 +51,8 @@ CPU_RECORD = training_record("cpu", CPU_JOB)
 GPU_RECORD = training_record("gpu", GPU_JOB)
 TRANSFER_RECORD = f"{TIMING}/gpu/transfer.rep{{repeat}}.json"
 COST_MODEL_RECORD = f"{TIMING}/cost_model/{{device}}.rep{{repeat}}.json"
+# timing.budget_s: each round's decision to add CPU training jobs or stop (records.timing_plan)
+TIMING_PLAN = f"{TIMING}/plan/round{{round}}.json"
 
 # ---- tables: the aggregated measurements, each as JSON (the record) and CSV
 CPU_TABLE = f"{TABLES}/cpu_training.json"

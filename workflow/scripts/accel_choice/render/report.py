@@ -19,9 +19,10 @@ from accel_choice.records.planner import CostModelTable, FlopCheck, Scenario
 from accel_choice.records.resources import ResourceTable
 from accel_choice.records.scale import ScaleJob, ScaleTable, StepRate
 from accel_choice.records.sentinel import SentinelSummary
+from accel_choice.records.timing_plan import TimingPlan
 from accel_choice.records.training import NonFiniteRun, TrainingCell
 from accel_choice.records.fullpath import FullPathRow
-from accel_choice.render import archive, cost, data, gpu_checks, noise, northstar, planner, scale, theory
+from accel_choice.render import archive, cost, data, gpu_checks, noise, northstar, planner, scale, theory, timing_plan
 from accel_choice.render import decision as decision_words
 from accel_choice.render.formatting import cell_flags, ms, number, table
 
@@ -56,6 +57,7 @@ class ReportInputs:
     scale_steps: Sequence[StepRate] = ()  # timing/scale/step.{device}.json
     provenance: dict[str, Any] | None = None  # workflow commit and the invocation that made this report
     sentinels: Sequence[tuple[str, SentinelSummary]] = ()  # ("CPU", the CPU table's sentinel), then the GPU's
+    plans: Sequence[TimingPlan] = ()  # timing/plan/round*.json, where timing.budget_s is set
 
 
 def _cpu_section(train_table: Sequence[TrainingCell]) -> str:
@@ -295,6 +297,7 @@ def render(inputs: ReportInputs) -> str:
         data.warnings_banner(inputs.data),
         decision_words.headline(verdict),
         noise.accuracy_line(inputs.train_table, cores),
+        timing_plan.plan_line(inputs.plans),
         planner.answer_lines(inputs.break_even),
         cost.cost_headline(inputs.cost),
         decision_words.sheet_section(inputs.decision.sheet, verdict.gpu, counted=inputs.theory.figures == "counted"),
@@ -314,6 +317,7 @@ def render(inputs: ReportInputs) -> str:
         scale.scale_section(inputs.scale, inputs.scale_jobs, inputs.scale_steps),
         data.data_section(inputs.data),
         noise.noise_floor_section(inputs.sentinels),
+        timing_plan.plan_section(inputs.plans),
         noise.accuracy_section(inputs.train_table, cores),
         noise.flags_section(
             inputs.train_table, inputs.load_table, inputs.non_finite, inputs.decision.verdict.trust, inputs.noise

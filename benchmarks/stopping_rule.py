@@ -1,0 +1,66 @@
+"""The stopping rule of timing.budget_s (analyze.timing_plan) in synthetic runs drawn from measured variance components.
+
+    .venv/bin/python benchmarks/stopping_rule.py --components benchmarks/components/r10-r10b.json
+    .venv/bin/python benchmarks/stopping_rule.py --components FILE --most 6 8 10 --noisier 1 3 --draws 2000
+
+Each row: runs that start with --start jobs a thread count and add one a round while a stated interval is wider than
+--target and the budget (--most jobs) allows (analyze.calibration_adaptive). Coverage after stopping beside the
+fixed designs of --start and --most jobs; the jobs spent; how often the target was met. docs/statistics.md quotes it.
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from accel_choice.analyze import calibration_adaptive as ca  # noqa: E402
+from accel_choice.analyze.calibration_rows import Cells  # noqa: E402
+from calibration import components_line, measured_design, unlike_words  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--components", required=True, metavar="FILE", help="benchmarks/variance_components.py --json")
+    parser.add_argument("--draws", type=int, default=1000, help="synthetic runs a row (default 1000)")
+    parser.add_argument("--start", type=int, default=3, help="jobs a thread count before the rule (timing.repeats)")
+    parser.add_argument("--most", type=int, nargs="+", default=[6, 8], help="the budget, in jobs a thread count")
+    parser.add_argument("--target", type=float, default=0.10, help="timing.target: half width over the point")
+    parser.add_argument("--epochs", type=int, default=10, help="epochs a job (timing.epochs_per_job)")
+    parser.add_argument("--unlike", type=float, nargs="+", default=[1.0, 2.0], help="cells' epoch sd spread (1: alike)")
+    parser.add_argument("--noisier", type=float, nargs="+", default=[1.0, 3.0], help="2nd thread count's noise")
+    args = parser.parse_args(argv)
+    components = json.loads(Path(args.components).read_text())["components"]
+    started = time.perf_counter()
+    print(components_line(components))
+    print()
+    print(
+        "| budget, jobs a thread count | cells' epoch sd | 2nd thread count's noise | coverage: stopped | "
+        f"{args.start} jobs | budget's jobs | thread tie: stopped | budget's jobs | growth: stopped | "
+        "jobs spent (mean) | target met | stated within target |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for most in args.most:
+        for spread in args.unlike:
+            for noise in args.noisier:
+                design = measured_design(components, args.start, args.epochs)
+                r = ca.adaptive_rates(
+                    design, args.draws, Cells(unlike=spread, noisier=noise), args.start, most, args.target
+                )
+                print(
+                    f"| {most} | {unlike_words(spread)} | ×{noise:g} | {r.coverage:.3f} | {r.coverage_start:.3f} | "
+                    f"{r.coverage_most:.3f} | {r.threads_coverage:.3f} | {r.threads_coverage_most:.3f} | "
+                    f"{r.growth_coverage:.3f} | {r.mean_jobs:.2f} | {r.met:.2f} | {r.within:.2f} |",
+                    flush=True,
+                )
+    print(
+        f"\n{args.draws} runs a row: 2 thread counts × 10 cells, {args.epochs} epochs a job, target ±{args.target:.0%}, "
+        f"level 95 %; {time.perf_counter() - started:.0f} s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""timing.budget_s: the stopping rule that adds CPU training jobs where the first screen is close, its record, its
+words in the report, and its coverage after stopping (analyze.calibration_adaptive, benchmarks/stopping_rule.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from builders_training import training_record
+
+from accel_choice import records
+from accel_choice.analyze import aggregate, calibration_adaptive, decision_intervals, timing_plan
+from accel_choice.analyze.calibration import Design
+from accel_choice.analyze.calibration_rows import Cells
+from accel_choice.io import atomic
+from accel_choice.records.timing_plan import TimingPlan
+from accel_choice.render import timing_plan as words
+
+REPO = Path(__file__).resolve().parents[1]
+ROWS = 8192
+# Each job's machine speed, shared by the cells it timed; B=512 at 1 and 2 threads nearly tie.
+SPEEDS = (1.0, 1.08, 0.95, 1.03, 0.98, 1.05)
+EPOCHS = {(32, 1): 0.100, (32, 2): 0.104, (512, 1): 0.021, (512, 2): 0.020}
+
+
+def cells(jobs: int, spread: float = 1.0):
+    """The aggregated cells of `jobs` jobs a thread count, each job's speed SPEEDS[j] ** spread."""
+    measured = [
+        training_record(
+            batch_size=b,
+            loader="fastpath",
+            threads=t,
+            repeat=r,
+            epoch_s=s * SPEEDS[r] ** spread,
+            epoch_s_each=(s * SPEEDS[r] ** spread,) * 3,
+            rows=ROWS,
+        )
+        for (b, t), s in EPOCHS.items()
+        for r in range(jobs)
+    ]
+    return aggregate.aggregate_training(measured, ROWS)
+
+
+@pytest.mark.parametrize(
+    ("widest", "spent", "decided"),
+    [(None, 100.0, "target_met"), (0.09, 100.0, "target_met"), (0.2, 100.0, "add"), (0.2, 181.0, "budget_spent")],
+)
+def test_the_rule_reads_the_widest_interval_then_the_budget(widest, spent, decided) -> None:
+    assert timing_plan.decide(widest, spent, 20.0, 200.0, 0.10) == decided
+
+
+def test_a_round_states_the_first_screens_intervals_and_what_one_more_costs() -> None:
+    table = cells(3)
+    plan = timing_plan.plan_round(0, table, [10.0, 12.0, 11.0, 13.0, 9.0, 11.0], 2, 200.0, 0.10, None)
+    fastest, ties, scaling = decision_intervals.cpu_statements(table, None)
+    assert (plan.ties, plan.scaling) == (ties, scaling)  # what the verdict states, from the same function
+    assert {(t.batch_size, t.threads) for t in plan.ties} == {(512, 1)}  # the thread tie: Welch, wide at 3 jobs
+    assert (plan.jobs, plan.spent_s, plan.round_s) == (3, 66.0, 22.0)
+    assert plan.widest == max(ties[0].over_fastest.half_width_ratio, scaling.step_time_ratio.half_width_ratio)
+    assert (plan.decision, plan.next_jobs) == ("add", 4)
+    assert timing_plan.plan_round(0, table, [40.0] * 6, 2, 200.0, 0.10, None).decision == "budget_spent"
+    with pytest.raises(ValueError, match="do not fill 2 thread counts"):
+        timing_plan.plan_round(0, table, [10.0] * 5, 2, 200.0, 0.10, None)
+
+
+def test_more_jobs_narrow_the_thread_tie_until_the_target_is_met() -> None:
+    widths = [timing_plan.plan_round(0, cells(n, 0.2), [1.0] * 2 * n, 2, 1e6, 0.10, None).widest for n in (3, 6)]
+    assert widths[1] < widths[0]
+    assert timing_plan.plan_round(0, cells(6, 0.2), [1.0] * 12, 2, 1e6, 0.10, None).decision == "target_met"
+
+
+def test_the_record_refuses_a_decision_its_figures_do_not_support(tmp_path: Path) -> None:
+    plan = timing_plan.plan_round(0, cells(3), [10.0] * 6, 2, 200.0, 0.10, None)
+    path = tmp_path / "round0.json"
+    atomic.write_record(path, plan)
+    assert records.read(TimingPlan, path) == plan
+    fields = {f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)}
+    for changes, said in [
+        ({"widest": 0.01}, "widest"),
+        ({"decision": "target_met", "next_jobs": 3}, "target"),
+        ({"next_jobs": 3}, "next_jobs"),
+        ({"budget_s": 10.0}, "add: 60.0 s spent"),
+        ({"decision": "budget_spent", "next_jobs": 3}, "budget_spent"),
+    ]:
+        with pytest.raises(ValueError, match=said):
+            TimingPlan(**{**fields, **changes})
+
+
+def test_the_report_says_how_many_jobs_were_added_and_why_they_stopped() -> None:
+    added = timing_plan.plan_round(0, cells(3), [10.0] * 6, 2, 200.0, 0.10, None)
+    spent = timing_plan.plan_round(1, cells(4), [10.0] * 8, 2, 95.0, 0.01, None)
+    assert spent.decision == "budget_spent"
+    line = words.plan_line([added, spent])
+    assert line.startswith("Jobs a thread count: 4 (3 planned, 1 added). Stopped: one more round would have passed")
+    section = words.plan_section([added, spent])
+    assert "| 0 | 3 | 60 | 20 | 1 |" in section and "| budget_spent |" in section
+    assert words.plan_line([]) == words.plan_section([]) == ""
+
+
+def test_the_stopping_rule_keeps_its_coverage_and_spends_jobs_only_while_needed() -> None:
+    design = Design(jobs=3, sigma_job=0.035, epochs=5, sigma_epoch=0.08, sigma_interaction=0.016, sigma_round=0.03)
+    rates = calibration_adaptive.adaptive_rates(design, draws=40, cells=Cells(unlike=2.0), most=8)
+    assert rates.coverage >= 0.90 and rates.threads_coverage >= 0.85
+    assert 3 < rates.mean_jobs < 8 and rates.met > 0.5
+    never = calibration_adaptive.adaptive_rates(design, draws=5, most=3)
+    assert never.mean_jobs == 3 and never.coverage == never.coverage_start == never.coverage_most
+    with pytest.raises(ValueError, match="start 4 and most 3"):
+        calibration_adaptive.adaptive_rates(design, draws=1, start=4, most=3)
+
+
+def test_the_harness_statements_are_the_first_screens_shapes() -> None:
+    rng = np.random.default_rng(0)
+    run = [np.exp(rng.normal(0.0, 0.05, (4, 10, 3))) for _ in range(2)]
+    ratios, growth = calibration_adaptive.statements(run, 4)
+    assert len(ratios) == 19  # every other cell against the fastest
+    assert ratios[8] == growth  # the fastest's thread count, its first cell against its last
+    assert ratios[9].method.startswith("Welch")  # the fastest's twin at the other thread count
+
+
+def test_stopping_rule_prints_its_table_from_shipped_components() -> None:
+    """benchmarks/stopping_rule.py, whose figures docs/statistics.md quotes, at a few draws."""
+    components = REPO / "benchmarks" / "components" / "r10-r10b.json"
+    shown = subprocess.run(
+        [sys.executable, "benchmarks/stopping_rule.py", "--components", str(components), "--draws", "3", "--most", "4"]
+        + ["--unlike", "1", "--noisier", "1"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "| 4 | alike | ×1 |" in shown and "3 runs a row" in shown

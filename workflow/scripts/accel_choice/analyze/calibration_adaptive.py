@@ -1,0 +1,123 @@
+"""Check the stopping rule of timing.budget_s (analyze.timing_plan) in synthetic runs: jobs added until the
+first screen's intervals are narrow enough, or the budget is spent.
+
+Naive intervals after optional stopping are tilted: a run stops early when its jobs happened to agree, and
+its intervals are then too narrow. This counts by how much. Each run is analyze.calibration's job tables
+(`simulate_jobs`), drawn from measured variance components as analyze.calibration_paired draws them, with
+`most` jobs a thread count; the rule sees the first `start`, then one more a round. Every cell's true time
+is 1. The first cell of the first thread count stands for the fastest (calibration_paired's choice: no
+selection among equal cells). Against it, every other cell of its thread count is a paired ratio with
+borrowed spread (same_jobs), every cell of the other thread counts a Welch ratio, and its first cell against
+its last is the step-time growth: what decision_intervals.cpu_statements computes. The ratios whose interval
+holds 1 are the stated ties; their widths and the growth's drive the rule (timing_plan.decide), with the
+budget set to `most` jobs a thread count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from accel_choice.analyze import same_jobs, timing_plan
+from accel_choice.analyze.calibration import LEVEL, Design
+from accel_choice.analyze.calibration_rows import Cells, _tables
+from accel_choice.analyze.job_intervals import ratio_interval
+from accel_choice.records.estimate import Estimate
+
+
+@dataclass(frozen=True)
+class AdaptiveRates:
+    """What the stopping rule gets in synthetic runs, beside the fixed designs of `start` and `most` jobs."""
+
+    coverage: float  # a ratio to the fastest (or the growth) holds 1, at the stop: every such ratio counted
+    coverage_start: float  # the same at `start` jobs a thread count, nothing added
+    coverage_most: float  # at `most` jobs, nothing added
+    threads_coverage: float  # the fastest against its twin at the other thread count (Welch), at the stop
+    threads_coverage_most: float
+    growth_coverage: float  # the step-time growth (paired, borrowed), at the stop
+    mean_jobs: float  # jobs a thread count at the stop
+    met: float  # share of runs that stopped with the target met
+    within: float  # share of stated intervals within the target at the stop
+
+
+def statements(run: list[np.ndarray], jobs: int) -> tuple[list[Estimate], Estimate]:
+    """Return the ratios of every cell to the fastest (cell 0 of table 0) and the growth, from the first `jobs` jobs."""
+    medians = [np.median(table[:jobs], axis=2).T for table in run]  # each cells × jobs
+    variants = medians[0].shape[0]
+    spreads = same_jobs.fit([([(t, v) for v in range(variants)], m) for t, m in enumerate(medians)])
+
+    def ratio(t: int, v: int) -> Estimate:
+        a, b = medians[0][0], medians[t][v]
+        moderated = spreads.ratio((0, 0), (t, v), np.log(b) - np.log(a), LEVEL)
+        if moderated is not None:
+            return moderated
+        return ratio_interval([[x] for x in a], [[x] for x in b], paired=t == 0, level=LEVEL)
+
+    ratios = [ratio(t, v) for t in range(len(run)) for v in range(variants) if (t, v) != (0, 0)]
+    return ratios, ratio(0, variants - 1)
+
+
+def _holds(estimate: Estimate) -> bool:
+    return estimate.low <= 1.0 <= estimate.high
+
+
+def _covered(ratios: list[Estimate], growth: Estimate) -> int:
+    """How many of the ratios and the growth hold their true value 1."""
+    return sum(map(_holds, ratios)) + _holds(growth)
+
+
+def _stated_widest(ratios: list[Estimate], growth: Estimate) -> float:
+    """The widest stated interval: the ties (ratios that hold 1) and the growth."""
+    return max([r.half_width_ratio for r in ratios if _holds(r)] + [growth.half_width_ratio])
+
+
+def adaptive_rates(
+    design: Design,
+    draws: int,
+    cells: Cells = Cells(),
+    start: int = 3,
+    most: int = 8,
+    target: float = 0.10,
+    seed: int = 13,
+) -> AdaptiveRates:
+    """Simulate runs whose jobs are added by the stopping rule; count coverage and cost beside fixed designs."""
+    if not 2 <= start <= most:
+        raise ValueError(f"start {start} and most {most}: need 2 <= start <= most")
+    rng = np.random.default_rng(seed)
+    tables, variants = cells.tables, cells.variants
+    twin = variants - 1  # cell 0 of table 1, in `ratios`
+    held = {"stop": 0, "start": 0, "most": 0, "threads": 0, "threads_most": 0, "growth": 0}
+    jobs_used, met, within, stated = 0, 0, 0, 0
+    for _ in range(draws):
+        run = _tables(rng, replace(design, jobs=most), variants, tables, cells.sigmas(rng, design.sigma_epoch))
+        for jobs in range(start, most + 1):
+            ratios, growth = statements(run, jobs)
+            if jobs == start:
+                held["start"] += _covered(ratios, growth)
+            widest = _stated_widest(ratios, growth)
+            if timing_plan.decide(widest, jobs * tables, tables, most * tables, target) != "add":
+                break
+        held["stop"] += _covered(ratios, growth)
+        held["threads"] += _holds(ratios[twin])
+        held["growth"] += _holds(growth)
+        jobs_used += jobs
+        met += widest <= target
+        widths = [r.half_width_ratio for r in ratios if _holds(r)] + [growth.half_width_ratio]
+        within += sum(w <= target for w in widths)
+        stated += len(widths)
+        ratios, growth = statements(run, most)
+        held["most"] += _covered(ratios, growth)
+        held["threads_most"] += _holds(ratios[twin])
+    counted = draws * (tables * variants)  # the ratios to the fastest and the growth
+    return AdaptiveRates(
+        coverage=held["stop"] / counted,
+        coverage_start=held["start"] / counted,
+        coverage_most=held["most"] / counted,
+        threads_coverage=held["threads"] / draws,
+        threads_coverage_most=held["threads_most"] / draws,
+        growth_coverage=held["growth"] / draws,
+        mean_jobs=jobs_used / draws,
+        met=met / draws,
+        within=within / stated,
+    )

@@ -1,0 +1,58 @@
+"""Spend timing jobs where the first screen is close: the stopping rule of timing.budget_s and timing.target.
+
+After timing.repeats CPU training jobs a thread count, and after every round added, the first screen's CPU
+intervals are computed from the jobs so far (decision_intervals.cpu_statements: the configurations tied with
+the fastest, the step-time growth). One more job a thread count is added while some interval is wider than
+the target and one more round fits the budget. The rule reads the intervals' widths, never their points.
+Stopping on a width still tilts the intervals: analyze.calibration_adaptive counts their coverage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from accel_choice.analyze.decision_intervals import cpu_statements
+from accel_choice.analyze.stats import NoiseRules
+from accel_choice.records.timing_plan import PlanDecision, TimingPlan, widest
+from accel_choice.records.training import TrainingCell
+
+
+def decide(widest_width: float | None, spent_s: float, round_s: float, budget_s: float, target: float) -> PlanDecision:
+    """Return whether to add a round: the target met, the budget spent, or one more job a thread count."""
+    if widest_width is None or widest_width <= target:
+        return "target_met"
+    return "add" if spent_s + round_s <= budget_s else "budget_spent"
+
+
+def plan_round(
+    round_number: int,
+    cells: Sequence[TrainingCell],
+    walls_s: Sequence[float],
+    thread_counts: int,
+    budget_s: float,
+    target: float,
+    floor: float | None,
+    rules: NoiseRules = NoiseRules(),
+) -> TimingPlan:
+    """Decide one round from the CPU cells so far and every CPU training job's whole-process wall time."""
+    if not walls_s or len(walls_s) % thread_counts:
+        raise ValueError(f"{len(walls_s)} CPU training jobs do not fill {thread_counts} thread counts evenly")
+    jobs = len(walls_s) // thread_counts
+    _, ties, scaling = cpu_statements(cells, floor, rules)
+    spent = float(sum(walls_s))
+    round_s = spent / jobs  # the mean job's wall times the thread counts
+    decision = decide(widest(ties, scaling), spent, round_s, budget_s, target)
+    return TimingPlan(
+        round=round_number,
+        jobs=jobs,
+        thread_counts=thread_counts,
+        spent_s=spent,
+        round_s=round_s,
+        budget_s=budget_s,
+        target=target,
+        ties=ties,
+        scaling=scaling,
+        widest=widest(ties, scaling),
+        decision=decision,
+        next_jobs=jobs + (decision == "add"),
+    )

@@ -1,0 +1,63 @@
+"""The timing plan: one round's decision to add CPU training jobs, or to stop (timing.budget_s).
+
+The `plan_timing` checkpoint writes one per round; the next round, the aggregation and the report read
+them. Nothing here is prose: the decision is a code, and each interval it weighed is a field.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from accel_choice.records import Count, NonNegativeSeconds, Positive, PositiveCount, Seconds, record
+from accel_choice.records.decision import StepScaling, TiedConfiguration
+
+# add: one more job a thread count; target_met: every stated interval is narrow enough; budget_spent: one
+# more round would pass timing.budget_s.
+PlanDecision = Literal["add", "target_met", "budget_spent"]
+
+
+def widest(ties: tuple[TiedConfiguration, ...], scaling: StepScaling | None) -> float | None:
+    """Return the widest stated interval's half width over its point; None where nothing is stated."""
+    widths = [t.over_fastest.half_width_ratio for t in ties]
+    widths += [scaling.step_time_ratio.half_width_ratio] if scaling is not None else []
+    return max(widths, default=None)
+
+
+@record(schema="timing-plan", version=1)
+class TimingPlan:
+    """One round of the stopping rule: the jobs measured so far, what they cost, what they state.
+
+    `ties` and `scaling` are the first screen's CPU statements (analyze.decision_intervals.cpu_statements),
+    computed from the jobs measured so far. `round_s` is one more round: the mean CPU training job's whole
+    process (Snakemake's benchmark files) times the thread counts."""
+
+    round: Count  # 0: after timing.repeats jobs a thread count
+    jobs: PositiveCount  # jobs a thread count measured when this round decided
+    thread_counts: PositiveCount
+    spent_s: NonNegativeSeconds  # every CPU training job so far, whole processes
+    round_s: Seconds
+    budget_s: NonNegativeSeconds
+    target: Positive  # the half width over the point every stated interval must reach
+    ties: tuple[TiedConfiguration, ...]
+    scaling: StepScaling | None
+    widest: float | None  # the widest stated interval's half width over its point; None: nothing stated
+    decision: PlanDecision
+    next_jobs: PositiveCount  # jobs a thread count the next round measures (jobs + 1 where added)
+
+    def __post_init__(self) -> None:
+        if self.widest != widest(self.ties, self.scaling):
+            raise ValueError(f"widest is {self.widest!r}; the stated intervals' is {widest(self.ties, self.scaling)!r}")
+        met = self.widest is None or self.widest <= self.target
+        if (self.decision == "target_met") != met:
+            raise ValueError(f"decision {self.decision!r} with widest {self.widest!r} and target {self.target}")
+        fits = self.spent_s + self.round_s <= self.budget_s
+        if (self.decision == "add" and not fits) or (self.decision == "budget_spent" and fits):
+            raise ValueError(
+                f"{self.decision}: {self.spent_s} s spent + {self.round_s} s a round, budget {self.budget_s} s"
+            )
+        if self.next_jobs != self.jobs + (self.decision == "add"):
+            raise ValueError(f"next_jobs {self.next_jobs} after {self.jobs} jobs and decision {self.decision!r}")
+
+    @property
+    def stopped(self) -> bool:
+        return self.decision != "add"

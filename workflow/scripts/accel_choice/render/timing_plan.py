@@ -1,0 +1,53 @@
+"""Render the timing plan (timing.budget_s): how many CPU training jobs were added, and why they stopped."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from accel_choice.records.timing_plan import TimingPlan
+from accel_choice.render.formatting import table
+
+STOPPED = {
+    "target_met": "every interval the first screen states was within the target",
+    "budget_spent": "one more round would have passed the budget",
+}
+
+
+def _widest(plan: TimingPlan) -> str:
+    return "—" if plan.widest is None else f"±{plan.widest:.1%}"
+
+
+def plan_line(plans: Sequence[TimingPlan]) -> str:
+    """Render one first-screen line: the jobs a thread count, and why the plan stopped there."""
+    if not plans:
+        return ""
+    first, last = plans[0], plans[-1]
+    return (
+        f"Jobs a thread count: {last.next_jobs} ({first.jobs} planned, {last.next_jobs - first.jobs} added). "
+        f"Stopped: {STOPPED[last.decision]} (widest {_widest(last)}, target ±{last.target:.0%})."
+    )
+
+
+def plan_section(plans: Sequence[TimingPlan]) -> str:
+    """Render every round: jobs measured, seconds spent, the widest stated interval, the decision."""
+    if not plans:
+        return ""
+    last = plans[-1]
+    rows = [
+        (p.round, p.jobs, f"{p.spent_s:.0f}", f"{p.round_s:.0f}", len(p.ties), _widest(p), p.decision) for p in plans
+    ]
+    return "\n\n".join(
+        [
+            "## Jobs added where the answer was close (timing.budget_s)",
+            f"The run started with {plans[0].jobs} CPU training jobs a thread count. "
+            f"After them, and after every round added, the first screen's intervals were computed again. "
+            f"A round added one job a thread count while an interval was wider than ±{last.target:.0%} "
+            f"and the round fitted the budget of {last.budget_s:.0f} s.",
+            table(
+                ["round", "jobs a thread count", "seconds spent", "one more round (s)", "ties", "widest", "decision"],
+                rows,
+            ),
+            "Stopping on a width tilts the intervals a little: runs stop early when their jobs happened to agree. "
+            "`benchmarks/stopping_rule.py` counts the coverage after stopping ([statistics](docs/statistics.md)).",
+        ]
+    )
