@@ -295,16 +295,16 @@ def test_step_scaling_says_overhead_only_when_the_step_time_shows_it(train_recor
     """A step that grew with the batch (here 15× for 16× the samples) is work; one that grew 4× with
     repeats that agree is overhead; each only when the whole interval lies on its side of 8×."""
     grown = [_train_record(b, "fastpath", i, t) for b, t in ((32, 0.040), (512, 0.040 * 15 / 16)) for i in range(3)]
-    scaling = decision.step_scaling(aggregate.aggregate_training(grown, ROWS))
+    scaling = decision_intervals.step_scaling(aggregate.aggregate_training(grown, ROWS))
     assert scaling.step_time_ratio.point == pytest.approx(15.0) and not scaling.overhead_bound
     assert scaling.growth == "work" and scaling.step_time_ratio.low >= 8.0
     flat = [_train_record(b, "fastpath", i, t) for b, t in ((32, 0.040), (512, 0.040 * 4 / 16)) for i in range(3)]
-    overhead = decision.step_scaling(aggregate.aggregate_training(flat, ROWS))
+    overhead = decision_intervals.step_scaling(aggregate.aggregate_training(flat, ROWS))
     assert (overhead.growth, overhead.overhead_bound) == ("overhead", True)
     assert overhead.step_time_ratio.high < 8.0
     with pytest.raises(ValueError, match="overhead_bound True with growth 'work'"):
         dataclasses.replace(overhead, growth="work")
-    single = decision.step_scaling(aggregate.aggregate_training(grown[:3], ROWS))
+    single = decision_intervals.step_scaling(aggregate.aggregate_training(grown[:3], ROWS))
     assert single is None  # one batch size: no growth to state
 
 

@@ -9,6 +9,7 @@ Stopping on a width still tilts the intervals: analyze.calibration_adaptive coun
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from accel_choice.analyze.decision_intervals import cpu_statements
@@ -22,6 +23,16 @@ def decide(widest_width: float | None, spent_s: float, round_s: float, budget_s:
     if widest_width is None or widest_width <= target:
         return "target_met"
     return "add" if spent_s + round_s <= budget_s else "budget_spent"
+
+
+def jobs_for_target(widest_width: float | None, jobs: int, target: float) -> int | None:
+    """Return about how many jobs a thread count would bring the widest interval to `target`; None where it is.
+
+    A half width shrinks as one over the root of the jobs; the t quantile's own fall is left out, so the figure
+    errs high."""
+    if widest_width is None or widest_width <= target:
+        return None
+    return math.ceil(jobs * (widest_width / target) ** 2)
 
 
 def plan_round(
@@ -55,4 +66,5 @@ def plan_round(
         widest=widest(ties, scaling),
         decision=decision,
         next_jobs=jobs + (decision == "add"),
+        jobs_for_target=jobs_for_target(widest(ties, scaling), jobs, target),
     )

@@ -43,6 +43,7 @@ class TimingPlan:
     widest: float | None  # the widest stated interval's half width over its point; None: nothing stated
     decision: PlanDecision
     next_jobs: PositiveCount  # jobs a thread count the next round measures (jobs + 1 where added)
+    jobs_for_target: PositiveCount | None  # about how many jobs a thread count would meet the target; None: met
 
     def __post_init__(self) -> None:
         if self.widest != widest(self.ties, self.scaling):
@@ -55,6 +56,8 @@ class TimingPlan:
             raise ValueError(
                 f"{self.decision}: {self.spent_s} s spent + {self.round_s} s a round, budget {self.budget_s} s"
             )
+        if (self.jobs_for_target is None) != met:
+            raise ValueError(f"jobs_for_target {self.jobs_for_target!r} with decision {self.decision!r}")
         if self.next_jobs != self.jobs + (self.decision == "add"):
             raise ValueError(f"next_jobs {self.next_jobs} after {self.jobs} jobs and decision {self.decision!r}")
 

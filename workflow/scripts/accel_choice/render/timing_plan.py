@@ -22,10 +22,14 @@ def plan_line(plans: Sequence[TimingPlan]) -> str:
     if not plans:
         return ""
     first, last = plans[0], plans[-1]
-    return (
+    line = (
         f"Jobs a thread count: {last.next_jobs} ({first.jobs} planned, {last.next_jobs - first.jobs} added). "
         f"Stopped: {STOPPED[last.decision]} (widest {_widest(last)}, target ±{last.target:.0%})."
     )
+    if last.jobs_for_target is None:
+        return line
+    more = (last.jobs_for_target - last.jobs) * last.round_s
+    return f"{line} About {last.jobs_for_target} jobs a thread count would meet it: about {more:,.0f} s more."
 
 
 def plan_section(plans: Sequence[TimingPlan]) -> str:
