@@ -67,9 +67,9 @@ def _covered(ratios: list[Estimate], growth: Estimate) -> int:
     return sum(map(_holds, ratios)) + _holds(growth)
 
 
-def _stated_widest(ratios: list[Estimate], growth: Estimate) -> float:
-    """The widest stated interval: the ties (ratios that hold 1) and the growth."""
-    return max([r.half_width_ratio for r in ratios if _holds(r)] + [growth.half_width_ratio])
+def _stated_widths(ratios: list[Estimate], growth: Estimate) -> list[float]:
+    """The stated intervals' half widths over their points: the ties (ratios that hold 1) and the growth."""
+    return [r.half_width_ratio for r in ratios if _holds(r)] + [growth.half_width_ratio]
 
 
 def adaptive_rates(
@@ -95,7 +95,8 @@ def adaptive_rates(
             ratios, growth = statements(run, jobs)
             if jobs == start:
                 held["start"] += _covered(ratios, growth)
-            widest = _stated_widest(ratios, growth)
+            widths = _stated_widths(ratios, growth)
+            widest = max(widths)
             if timing_plan.decide(widest, jobs * tables, tables, most * tables, target) != "add":
                 break
         held["stop"] += _covered(ratios, growth)
@@ -103,7 +104,6 @@ def adaptive_rates(
         held["growth"] += _holds(growth)
         jobs_used += jobs
         met += widest <= target
-        widths = [r.half_width_ratio for r in ratios if _holds(r)] + [growth.half_width_ratio]
         within += sum(w <= target for w in widths)
         stated += len(widths)
         ratios, growth = statements(run, most)
