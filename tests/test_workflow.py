@@ -1643,6 +1643,12 @@ def test_a_time_budget_adds_cpu_jobs_where_the_first_screen_is_close(finished: P
     assert len(walls) == TINY["timing"]["repeats"]
     # Room for one more job and not two (a target no interval reaches keeps the rule adding).
     config = changed(timing={"budget_s": sum(walls) + 1.2 * statistics.mean(walls), "target": 0.001})
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    # A dry run lists every job but those the plan may add, and the first round among them.
+    ahead = planned_jobs(snakemake(fresh, config, "-n"))
+    assert ahead["plan_timing"] == 1 and ahead["time_cpu_training"] == TINY["timing"]["repeats"]
+    assert ahead["aggregate_training"] == ahead["report"] == ahead["archive"] == 1
     dry = planned_jobs(snakemake(run, config, "-n"))
     assert dry["plan_timing"] == 1
     assert not {"export_data", "time_load_convert", "train_northstar", "time_cost_model"} & set(dry), dry
