@@ -3,7 +3,8 @@
 After timing.repeats CPU training jobs a thread count, and after every round added, the first screen's CPU
 intervals are computed from the jobs so far (decision_intervals.cpu_statements: the configurations tied with
 the fastest, the step-time growth). One more job a thread count is added while some interval is wider than
-the target and one more round fits the budget. The rule reads the intervals' widths, never their points.
+the target and one more round fits the budget. The rule reads the stated intervals' widths; which ties are stated
+depends on the data, as in the report.
 Stopping on a width still tilts the intervals: analyze.calibration_adaptive counts their coverage.
 """
 
