@@ -487,3 +487,30 @@ def test_a_job_whose_host_ran_at_another_speed_is_flagged_and_warned():
     moving = _readings(0.05, host_seconds=(0.030, 0.031, 0.045))
     assert job_warnings([], moving, NoiseRules()) == ["its host sentinel readings moved 1.50x within the job (> 1.25x)"]
     assert "CPU's fixed work on its host" in noise.noise_floor_section([("GPU", summary)])
+
+
+def test_sentinel_covariate_removes_the_job_speed_the_sentinel_shares(tmp_path, capsys):
+    """benchmarks/sentinel_covariate.py, whose real-run table docs/statistics.md quotes: the analysis of covariance
+    recovers a ratio whose jobs moved with their sentinel, and a folder of one thread count is named, not read."""
+    import importlib.util
+    from pathlib import Path
+
+    import numpy as np
+    from test_compare import make_results
+
+    repo = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("sentinel_covariate", repo / "benchmarks" / "sentinel_covariate.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    rng = np.random.default_rng(3)
+    sa, sb = rng.normal(0, 0.1, 4), rng.normal(0, 0.1, 4)  # each job's log sentinel: the machine's speed
+    ya, yb = 2 * sa + rng.normal(0, 0.005, 4), np.log(1.2) + 2 * sb + rng.normal(0, 0.005, 4)
+    fitted = module.adjusted_ratio(ya, sa, yb, sb)
+    welch = job_intervals.ratio_interval([[v] for v in np.exp(ya)], [[v] for v in np.exp(yb)])
+    assert fitted.ratio == pytest.approx(1.2, rel=0.02) and fitted.slope == pytest.approx(2, rel=0.05)
+    assert fitted.half_width < 0.02 < welch.half_width_ratio
+    with pytest.raises(ValueError, match="no degree of freedom"):
+        module.adjusted_ratio(ya[:1], sa[:1], yb[:1], sb[:1])
+    assert module.main([str(make_results(tmp_path, "one"))]) == 0
+    assert "one thread count, or under 3 jobs a side" in capsys.readouterr().out
