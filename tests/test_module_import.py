@@ -42,9 +42,19 @@ def _project(folder: Path, renamed: str) -> Path:
     return seeded(folder)
 
 
-def _dry_run(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _dry_run(project: Path, *args: str, dry: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--cores", "4", "--directory", str(project), *args],
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            *(["-n"] if dry else []),
+            "--cores",
+            "4",
+            "--directory",
+            str(project),
+            *args,
+        ],
         capture_output=True,
         text=True,
         cwd=project,
@@ -83,3 +93,22 @@ def test_a_bad_config_handed_to_the_module_fails_naming_the_key(tmp_path: Path) 
     assert result.returncode != 0
     assert "config key timing.repeats: 1 is less than the minimum of 3" in output, output[-2000:]
     assert "Job stats" not in output
+
+
+def test_renamed_it_lists_the_jobs_a_time_budget_added(tmp_path: Path) -> None:
+    """timing.budget_s where the module's rules are renamed: the rules of the added jobs are found after the module
+    was read (once a round has added a job, `all`, the archive and the report list its files)."""
+    from accel_choice.analyze.resources import read_benchmark
+
+    project = _project(tmp_path / "project", " as accel_choice_*")
+    first = [f"results/timing/cpu/t1.rep{r}.json" for r in range(TINY["timing"]["repeats"])]
+    assert _dry_run(project, *first, dry=False).returncode == 0
+    walls = [read_benchmark(path)["process_wall_s"] for path in project.glob("results/benchmarks/time_cpu_training/*")]
+    config = yaml.safe_load((project / "config/config.yaml").read_text())
+    # Room for one more job and not two (a target no interval reaches keeps the rule adding).
+    config["timing"].update(budget_s=sum(walls) + 1.2 * sum(walls) / len(walls), target=0.001)
+    (project / "config/config.yaml").write_text(yaml.safe_dump(config))
+    result = _dry_run(project, dry=False)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert (project / "results/timing/plan/round1.json").exists()
+    assert "timing/cpu/t1.rep3.json" in (project / "results/MANIFEST.sha256").read_text()

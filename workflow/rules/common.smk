@@ -39,7 +39,7 @@ LAST_REPEAT = max(config["timing"]["repeats"], config["planner"]["repeats"]) - 1
 
 
 def repeat_priority(wildcards):
-    return max(LAST_REPEAT - int(wildcards.repeat), 0)  # a job the timing plan added: after every planned one
+    return max(LAST_REPEAT - int(wildcards.repeat), 0)  # a job the timing plan added: as the last planned repeat
 
 
 # The data jobs (generate or import, export) run before any timing job that is ready without them (the
@@ -259,6 +259,12 @@ JOBS = {
 }
 
 
+# Each rule's name in the workflow that runs it: renamed where this workflow is a module (`use rule * from
+# accel_choice as accel_choice_*`). Taken while the workflow is parsed: Snakemake drops the module's renaming once
+# the module is read, and the timing plan's added jobs are listed later (added_files).
+RULE_NAMES = {name: workflow.modifier.modify_rulename(name) for name in [*JOBS, "archive", "all"]}
+
+
 def own_rules():
     """This workflow's rules defined so far, in their order, by the names they have here (JOBS's keys).
 
@@ -266,7 +272,7 @@ def own_rules():
     importing workflow asks for (`use rule * from accel_choice as accel_choice_*`), and workflow.rules
     holds that workflow's own rules too: only the rules of the module being parsed are this one's.
     """
-    here = {workflow.modifier.modify_rulename(name): name for name in [*JOBS, "archive", "all"]}
+    here = {renamed: name for name, renamed in RULE_NAMES.items()}
     return {here.get(each.name, each.name): each for each in workflow.rules if each in workflow.modifier.rules}
 
 
@@ -275,7 +281,7 @@ def job_files(name, kinds=("output", "log", "benchmark"), listed=None):
     listed = JOBS[name] if listed is None else listed
     if not listed:  # e.g. import_benchmark where the benchmark matrix is generated: not even defined
         return []
-    writer = workflow.get_rule(workflow.modifier.modify_rulename(name))
+    writer = workflow.get_rule(RULE_NAMES[name])
     patterns = [
         *(writer.output if "output" in kinds else []),
         *(writer.log if "log" in kinds else []),
