@@ -11,14 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from builders_training import training_record
+from builders_training import estimate, training_record
 
 from accel_choice import records
 from accel_choice.analyze import aggregate, calibration_adaptive, decision_intervals, timing_plan
 from accel_choice.analyze.calibration import Design
 from accel_choice.analyze.calibration_rows import Cells
 from accel_choice.io import atomic
-from accel_choice.records.timing_plan import TimingPlan
+from accel_choice.records.timing_plan import UNKNOWN_WIDTH, TimingPlan, width, widest_of
 from accel_choice.render import timing_plan as words
 
 REPO = Path(__file__).resolve().parents[1]
@@ -119,10 +119,20 @@ def test_the_stopping_rule_keeps_its_coverage_and_spends_jobs_only_while_needed(
 def test_the_harness_statements_are_the_first_screens_shapes() -> None:
     rng = np.random.default_rng(0)
     run = [np.exp(rng.normal(0.0, 0.05, (4, 10, 3))) for _ in range(2)]
-    ratios, growth = calibration_adaptive.statements(run, 4)
+    ratios = calibration_adaptive.statements(run, 4)
     assert len(ratios) == 19  # every other cell against the fastest
-    assert ratios[8] == growth  # the fastest's thread count, its first cell against its last
     assert ratios[9].method.startswith("Welch")  # the fastest's twin at the other thread count
+    said = calibration_adaptive.stated(ratios, 8)
+    assert said[-1] is ratios[8]  # the growth, stated whatever its outcome
+    assert all(r.low <= 1 <= r.high for r in said[:-1])  # the ties: no measurable difference at floor 0
+    assert len(calibration_adaptive.stated(ratios, 8, floor=0.5)) == 19  # a wide floor ties every cell
+
+
+def test_an_interval_without_spread_is_never_narrow_enough() -> None:
+    alone = estimate(0.02, 0.02, 0.02, jobs=1)
+    assert width(alone) == UNKNOWN_WIDTH and widest_of([alone, estimate(1.0, 0.99, 1.01)]) == UNKNOWN_WIDTH
+    assert timing_plan.decide(widest_of([alone]), 10.0, 1.0, 100.0, 0.10) == "add"
+    assert widest_of([]) is None
 
 
 def test_stopping_rule_prints_its_table_from_shipped_components() -> None:

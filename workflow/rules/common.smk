@@ -175,9 +175,9 @@ def gpus_for_device(wildcards):
     return 0 if wildcards.device == "cpu" else 1
 
 
-# timing.budget_s (docs/statistics.md#adding-jobs-where-the-answer-is-close): the plan_timing checkpoint adds one
-# CPU training job a thread count a round until every interval the first screen states is within timing.target,
-# or the budget is spent. None: timing.repeats jobs, no checkpoint.
+# timing.budget_s (docs/statistics.md#adding-jobs-where-the-answer-is-close-2026-12-06): the plan_timing
+# checkpoint adds one CPU training job a thread count a round until every tie with the fastest and the step-time
+# growth are within timing.target, or the budget is spent. None: timing.repeats jobs, no checkpoint.
 TIMING_BUDGET = config["timing"]["budget_s"]
 
 

@@ -22,8 +22,9 @@ import numpy as np
 from accel_choice.analyze import same_jobs, timing_plan
 from accel_choice.analyze.calibration import LEVEL, Design
 from accel_choice.analyze.calibration_rows import Cells, _tables
-from accel_choice.analyze.job_intervals import ratio_interval
+from accel_choice.analyze.job_intervals import outcome, ratio_interval
 from accel_choice.records.estimate import Estimate
+from accel_choice.records.timing_plan import width, widest_of
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,10 @@ class AdaptiveRates:
     within: float  # share of stated intervals within the target at the stop
 
 
-def statements(run: list[np.ndarray], jobs: int) -> tuple[list[Estimate], Estimate]:
-    """Return the ratios of every cell to the fastest (cell 0 of table 0) and the growth, from the first `jobs` jobs."""
+def statements(run: list[np.ndarray], jobs: int) -> list[Estimate]:
+    """Return every cell's ratio to the fastest (cell 0 of table 0), from the first `jobs` jobs.
+
+    Table 0's cells come first; its last (index variants - 2) is the step-time growth's pair."""
     medians = [np.median(table[:jobs], axis=2).T for table in run]  # each cells × jobs
     variants = medians[0].shape[0]
     spreads = same_jobs.fit([([(t, v) for v in range(variants)], m) for t, m in enumerate(medians)])
@@ -54,22 +57,17 @@ def statements(run: list[np.ndarray], jobs: int) -> tuple[list[Estimate], Estima
             return moderated
         return ratio_interval([[x] for x in a], [[x] for x in b], paired=t == 0, level=LEVEL)
 
-    ratios = [ratio(t, v) for t in range(len(run)) for v in range(variants) if (t, v) != (0, 0)]
-    return ratios, ratio(0, variants - 1)
+    return [ratio(t, v) for t in range(len(run)) for v in range(variants) if (t, v) != (0, 0)]
 
 
 def _holds(estimate: Estimate) -> bool:
     return estimate.low <= 1.0 <= estimate.high
 
 
-def _covered(ratios: list[Estimate], growth: Estimate) -> int:
-    """How many of the ratios and the growth hold their true value 1."""
-    return sum(map(_holds, ratios)) + _holds(growth)
-
-
-def _stated_widths(ratios: list[Estimate], growth: Estimate) -> list[float]:
-    """The stated intervals' half widths over their points: the ties (ratios that hold 1) and the growth."""
-    return [r.half_width_ratio for r in ratios if _holds(r)] + [growth.half_width_ratio]
+def stated(ratios: list[Estimate], growth: int, floor: float = 0.0) -> list[Estimate]:
+    """Return what the first screen states: the ties (job_intervals.outcome: no measurable difference beyond
+    `floor`) and the growth, `ratios[growth]`, always."""
+    return [r for i, r in enumerate(ratios) if i != growth and outcome(r, floor) == "no_difference"] + [ratios[growth]]
 
 
 def adaptive_rates(
@@ -79,6 +77,7 @@ def adaptive_rates(
     start: int = 3,
     most: int = 8,
     target: float = 0.10,
+    floor: float = 0.0,
     seed: int = 13,
 ) -> AdaptiveRates:
     """Simulate runs whose jobs are added by the stopping rule; count coverage and cost beside fixed designs."""
@@ -86,38 +85,38 @@ def adaptive_rates(
         raise ValueError(f"start {start} and most {most}: need 2 <= start <= most")
     rng = np.random.default_rng(seed)
     tables, variants = cells.tables, cells.variants
-    twin = variants - 1  # cell 0 of table 1, in `ratios`
+    growth, twin = variants - 2, variants - 1  # in `statements`: table 0's last cell; table 1's first
     held = {"stop": 0, "start": 0, "most": 0, "threads": 0, "threads_most": 0, "growth": 0}
-    jobs_used, met, within, stated = 0, 0, 0, 0
+    jobs_used, met, within, counted = 0, 0, 0, 0
     for _ in range(draws):
         run = _tables(rng, replace(design, jobs=most), variants, tables, cells.sigmas(rng, design.sigma_epoch))
         for jobs in range(start, most + 1):
-            ratios, growth = statements(run, jobs)
+            ratios = statements(run, jobs)
             if jobs == start:
-                held["start"] += _covered(ratios, growth)
-            widths = _stated_widths(ratios, growth)
-            widest = max(widths)
+                held["start"] += sum(map(_holds, ratios))
+            widest = widest_of(stated(ratios, growth, floor))
             if timing_plan.decide(widest, jobs * tables, tables, most * tables, target) != "add":
                 break
-        held["stop"] += _covered(ratios, growth)
+        held["stop"] += sum(map(_holds, ratios))
         held["threads"] += _holds(ratios[twin])
-        held["growth"] += _holds(growth)
+        held["growth"] += _holds(ratios[growth])
         jobs_used += jobs
         met += widest <= target
+        widths = [width(r) for r in stated(ratios, growth, floor)]
         within += sum(w <= target for w in widths)
-        stated += len(widths)
-        ratios, growth = statements(run, most)
-        held["most"] += _covered(ratios, growth)
+        counted += len(widths)
+        ratios = statements(run, most)
+        held["most"] += sum(map(_holds, ratios))
         held["threads_most"] += _holds(ratios[twin])
-    counted = draws * (tables * variants)  # the ratios to the fastest and the growth
+    ratios_drawn = draws * (tables * variants - 1)  # every cell's ratio to the fastest, the growth among them
     return AdaptiveRates(
-        coverage=held["stop"] / counted,
-        coverage_start=held["start"] / counted,
-        coverage_most=held["most"] / counted,
+        coverage=held["stop"] / ratios_drawn,
+        coverage_start=held["start"] / ratios_drawn,
+        coverage_most=held["most"] / ratios_drawn,
         threads_coverage=held["threads"] / draws,
         threads_coverage_most=held["threads_most"] / draws,
         growth_coverage=held["growth"] / draws,
         mean_jobs=jobs_used / draws,
         met=met / draws,
-        within=within / stated,
+        within=within / counted,
     )

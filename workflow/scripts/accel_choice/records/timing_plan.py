@@ -6,21 +6,36 @@ them. Nothing here is prose: the decision is a code, and each interval it weighe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from accel_choice.records import Count, NonNegativeSeconds, Positive, PositiveCount, Seconds, record
 from accel_choice.records.decision import StepScaling, TiedConfiguration
+from accel_choice.records.estimate import Estimate
 
 # add: one more job a thread count; target_met: every stated interval is narrow enough; budget_spent: one
 # more round would pass timing.budget_s.
 PlanDecision = Literal["add", "target_met", "budget_spent"]
 
 
-def widest(ties: tuple[TiedConfiguration, ...], scaling: StepScaling | None) -> float | None:
-    """Return the widest stated interval's half width over its point; None where nothing is stated."""
-    widths = [t.over_fastest.half_width_ratio for t in ties]
-    widths += [scaling.step_time_ratio.half_width_ratio] if scaling is not None else []
-    return max(widths, default=None)
+# The width of an interval without spread (one job, or jobs that agree to the last digit): it says nothing yet,
+# so it counts as ±100 %, wider than any target (timing.target is below 1).
+UNKNOWN_WIDTH = 1.0
+
+
+def width(estimate: Estimate) -> float:
+    """Return an interval's half width over its point; UNKNOWN_WIDTH where it has no spread."""
+    return estimate.half_width_ratio if estimate.high > estimate.low else UNKNOWN_WIDTH
+
+
+def widest_of(estimates: Sequence[Estimate]) -> float | None:
+    """Return the widest of these intervals (`width`); None where there are none."""
+    return max(map(width, estimates), default=None)
+
+
+def widest(ties: Sequence[TiedConfiguration], scaling: StepScaling | None) -> float | None:
+    """Return the widest stated interval: every tie with the fastest and the step-time growth."""
+    return widest_of([t.over_fastest for t in ties] + ([scaling.step_time_ratio] if scaling is not None else []))
 
 
 @record(schema="timing-plan", version=1)

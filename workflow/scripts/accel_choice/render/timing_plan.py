@@ -8,7 +8,7 @@ from accel_choice.records.timing_plan import TimingPlan
 from accel_choice.render.formatting import table
 
 STOPPED = {
-    "target_met": "every interval the first screen states was within the target",
+    "target_met": "every tie with the fastest and the step-time growth were within the target",
     "budget_spent": "one more round would have passed the budget",
 }
 
@@ -52,6 +52,6 @@ def plan_section(plans: Sequence[TimingPlan]) -> str:
                 rows,
             ),
             "Stopping on a width tilts the intervals a little: runs stop early when their jobs happened to agree. "
-            "`benchmarks/stopping_rule.py` counts the coverage after stopping ([statistics](docs/statistics.md)).",
+            "`benchmarks/stopping_rule.py` counts the coverage after stopping (docs/statistics.md).",
         ]
     )
