@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import subprocess
+from types import SimpleNamespace
 import sys
 from pathlib import Path
 
@@ -103,6 +104,11 @@ def test_the_report_says_how_many_jobs_were_added_and_why_they_stopped() -> None
     section = words.plan_section([added, spent])
     assert "| 0 | 3 | 60 | 20 | 1 |" in section and "| budget_spent |" in section
     assert words.plan_line([]) == words.plan_section([]) == ""
+    # Without a plan, a first screen whose widest interval passes the target says how to narrow it.
+    verdict = SimpleNamespace(fastest_cpu_ties=added.ties, scaling=added.scaling)
+    hint = words.plan_line([], verdict, 0.10)
+    assert hint.startswith(f"Widest stated interval ±{added.widest:.0%}, beyond ±10%: `timing.budget_s` adds CPU jobs")
+    assert words.plan_line([], verdict, target=added.widest) == ""
 
 
 def test_the_stopping_rule_keeps_its_coverage_and_spends_jobs_only_while_needed() -> None:

@@ -134,6 +134,7 @@ rule report:
         seed=config["seed"],
         accelerator=config["accelerator"],
         noise=NOISE_RULES,
+        target=config["timing"]["target"],
         # The files this configuration makes (archive.smk): the provenance section counts the
         # commits of their records only, not of records an earlier configuration left behind.
         made=lambda wildcards: made_files(),

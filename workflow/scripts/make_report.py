@@ -82,6 +82,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
             provenance=report_provenance,
             sentinels=tuple(sentinels),
             plans=[records.read(TimingPlan, path) for path in inp.plan],
+            target=p.target,
         )
     )
     atomic.write_text(out.md, text)

@@ -58,6 +58,7 @@ class ReportInputs:
     provenance: dict[str, Any] | None = None  # workflow commit and the invocation that made this report
     sentinels: Sequence[tuple[str, SentinelSummary]] = ()  # ("CPU", the CPU table's sentinel), then the GPU's
     plans: Sequence[TimingPlan] = ()  # timing/plan/round*.json, where timing.budget_s is set
+    target: float = 0.10  # timing.target
 
 
 def _cpu_section(train_table: Sequence[TrainingCell]) -> str:
@@ -297,7 +298,7 @@ def render(inputs: ReportInputs) -> str:
         data.warnings_banner(inputs.data),
         decision_words.headline(verdict),
         noise.accuracy_line(inputs.train_table, cores),
-        timing_plan.plan_line(inputs.plans),
+        timing_plan.plan_line(inputs.plans, verdict, inputs.target),
         planner.answer_lines(inputs.break_even),
         cost.cost_headline(inputs.cost),
         decision_words.sheet_section(inputs.decision.sheet, verdict.gpu, counted=inputs.theory.figures == "counted"),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from accel_choice.records.timing_plan import TimingPlan
+from accel_choice.records.decision import Verdict
+from accel_choice.records.timing_plan import TimingPlan, widest
 from accel_choice.render.formatting import table
 
 STOPPED = {
@@ -17,10 +18,18 @@ def _widest(plan: TimingPlan) -> str:
     return "—" if plan.widest is None else f"±{plan.widest:.1%}"
 
 
-def plan_line(plans: Sequence[TimingPlan]) -> str:
-    """Render one first-screen line: the jobs a thread count, and why the plan stopped there."""
+def plan_line(plans: Sequence[TimingPlan], verdict: Verdict | None = None, target: float = 0.10) -> str:
+    """Render one first-screen line: the jobs a thread count, and why the plan stopped there.
+
+    Without a plan, where a tie or the growth in `verdict` is wider than `target`: how to narrow it."""
     if not plans:
-        return ""
+        found = None if verdict is None else widest(verdict.fastest_cpu_ties, verdict.scaling)
+        if found is None or found <= target:
+            return ""
+        return (
+            f"Widest stated interval ±{found:.0%}, beyond ±{target:.0%}: `timing.budget_s` adds CPU jobs "
+            "until the ties and the growth reach `timing.target` (docs/statistics.md)."
+        )
     first, last = plans[0], plans[-1]
     line = (
         f"Jobs a thread count: {last.next_jobs} ({first.jobs} planned, {last.next_jobs - first.jobs} added). "
