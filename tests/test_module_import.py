@@ -95,10 +95,14 @@ def test_a_bad_config_handed_to_the_module_fails_naming_the_key(tmp_path: Path) 
     assert "Job stats" not in output
 
 
-def test_renamed_it_lists_the_jobs_a_time_budget_added(tmp_path: Path) -> None:
-    """timing.budget_s where the module's rules are renamed: the rules of the added jobs are found after the module
-    was read (once a round has added a job, `all`, the archive and the report list its files)."""
+def test_a_time_budget_adds_jobs_where_the_first_screen_is_close(tmp_path: Path) -> None:
+    """timing.budget_s, the module's rules renamed: the first round weighs three jobs and adds one, the second stops
+    at the budget. The added jobs' rules are found after the module was read; the report, the archive and the
+    resource table show the added jobs, and a second run has nothing to do."""
+    from accel_choice import records
     from accel_choice.analyze.resources import read_benchmark
+    from accel_choice.records.timing_plan import TimingPlan
+    from accel_choice.records.training import TrainingTable
 
     project = _project(tmp_path / "project", " as accel_choice_*")
     first = [f"results/timing/cpu/t1.rep{r}.json" for r in range(TINY["timing"]["repeats"])]
@@ -110,5 +114,12 @@ def test_renamed_it_lists_the_jobs_a_time_budget_added(tmp_path: Path) -> None:
     (project / "config/config.yaml").write_text(yaml.safe_dump(config))
     result = _dry_run(project, dry=False)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
-    assert (project / "results/timing/plan/round1.json").exists()
-    assert "timing/cpu/t1.rep3.json" in (project / "results/MANIFEST.sha256").read_text()
+    results = project / "results"
+    plans = [records.read(TimingPlan, results / f"timing/plan/round{r}.json") for r in (0, 1)]
+    assert [(p.jobs, p.decision) for p in plans] == [(3, "add"), (4, "budget_spent")]
+    assert {c.repeats for c in records.read(TrainingTable, results / "tables/cpu_training.json").table} == {4}
+    assert "Jobs a thread count: 4 (3 planned, 1 added)." in (results / "REPORT.md").read_text()
+    manifest = (results / "MANIFEST.sha256").read_text()
+    assert "timing/cpu/t1.rep3.json" in manifest and "timing/plan/round1.json" in manifest
+    assert "time_cpu_training/t1.rep3" in (results / "tables/resources_per_job.csv").read_text()
+    assert "Nothing to be done" in _dry_run(project).stdout

@@ -1631,35 +1631,15 @@ def test_the_run_ends_by_saying_its_verdict_and_where_its_report_is(timeline: di
     assert "Report: results/REPORT.md" in said and "accel-choice verify results" in said
 
 
-def test_a_time_budget_adds_cpu_jobs_where_the_first_screen_is_close(finished: Path, tmp_path: Path) -> None:
-    """timing.budget_s on a finished run: the plan's first round weighs the three jobs and adds one; the second
-    stops at the budget. No data, load or grid job re-runs; the report and the archive show the added jobs."""
-    from accel_choice.analyze.resources import read_benchmark
-    from accel_choice.records.timing_plan import TimingPlan
-    from accel_choice.records.training import TrainingTable
-
-    run = copy_of(finished, tmp_path / "run")
-    walls = [read_benchmark(path)["process_wall_s"] for path in run.glob("results/benchmarks/time_cpu_training/*.tsv")]
-    assert len(walls) == TINY["timing"]["repeats"]
-    # Room for one more job and not two (a target no interval reaches keeps the rule adding).
-    config = changed(timing={"budget_s": sum(walls) + 1.2 * statistics.mean(walls), "target": 0.001})
+def test_a_time_budget_plans_a_round_and_reruns_no_data_load_or_grid_job(finished: Path, tmp_path: Path) -> None:
+    """timing.budget_s: a dry run lists every job but those the plan may add, its first round among them; on a
+    finished run it re-runs no data, load or grid job. tests/test_module_import.py runs a budget to its end."""
+    config = changed(timing={"budget_s": 100.0, "target": 0.001})
     fresh = tmp_path / "fresh"
     fresh.mkdir()
-    # A dry run lists every job but those the plan may add, and the first round among them.
     ahead = planned_jobs(snakemake(fresh, config, "-n"))
     assert ahead["plan_timing"] == 1 and ahead["time_cpu_training"] == TINY["timing"]["repeats"]
     assert ahead["aggregate_training"] == ahead["report"] == ahead["archive"] == 1
-    dry = planned_jobs(snakemake(run, config, "-n"))
+    dry = planned_jobs(snakemake(finished, config, "-n"))
     assert dry["plan_timing"] == 1
     assert not {"export_data", "time_load_convert", "train_northstar", "time_cost_model"} & set(dry), dry
-    result = snakemake(run, config)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
-    plans = [records.read(TimingPlan, run / f"results/timing/plan/round{r}.json") for r in (0, 1)]
-    assert [(p.jobs, p.decision) for p in plans] == [(3, "add"), (4, "budget_spent")]
-    cells = records.read(TrainingTable, run / "results/tables/cpu_training.json").table
-    assert {c.repeats for c in cells} == {4}
-    assert "Jobs a thread count: 4 (3 planned, 1 added)." in (run / "results/REPORT.md").read_text()
-    manifest = (run / "results/MANIFEST.sha256").read_text()
-    assert "timing/cpu/t1.rep3.json" in manifest and "timing/plan/round1.json" in manifest
-    assert "time_cpu_training/t1.rep3" in (run / "results/tables/resources_per_job.csv").read_text()
-    assert planned_jobs(snakemake(run, config, "-n")) == {}
