@@ -99,7 +99,7 @@ def test_the_report_says_how_many_jobs_were_added_and_why_they_stopped() -> None
     assert spent.decision == "budget_spent"
     line = words.plan_line([added, spent])
     assert line.startswith("Jobs a thread count: 4 (3 planned, 1 added). Stopped: one more round would have passed")
-    assert spent.jobs_for_target > 4 and f"About {spent.jobs_for_target} jobs a thread count would meet it" in line
+    assert spent.jobs_for_target > 4 and f"About {spent.jobs_for_target:,} jobs a thread count would meet it" in line
     assert timing_plan.jobs_for_target(0.2, 7, 0.1) == 28 and timing_plan.jobs_for_target(0.05, 7, 0.1) is None
     section = words.plan_section([added, spent])
     assert "| 0 | 3 | 60 | 20 | 1 |" in section and "| budget_spent |" in section

@@ -38,7 +38,7 @@ def plan_line(plans: Sequence[TimingPlan], verdict: Verdict | None = None, targe
     if last.jobs_for_target is None:
         return line
     more = (last.jobs_for_target - last.jobs) * last.round_s
-    return f"{line} About {last.jobs_for_target} jobs a thread count would meet it: about {more:,.0f} s more."
+    return f"{line} About {last.jobs_for_target:,} jobs a thread count would meet it: about {more:,.0f} s more."
 
 
 def plan_section(plans: Sequence[TimingPlan]) -> str:
