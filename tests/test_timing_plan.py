@@ -104,11 +104,19 @@ def test_the_report_says_how_many_jobs_were_added_and_why_they_stopped() -> None
     section = words.plan_section([added, spent])
     assert "| 0 | 3 | 60 | 20 | 1 |" in section and "| budget_spent |" in section
     assert words.plan_line([]) == words.plan_section([]) == ""
-    # Without a plan, a first screen whose widest interval passes the target says how to narrow it.
-    verdict = SimpleNamespace(fastest_cpu_ties=added.ties, scaling=added.scaling)
-    hint = words.plan_line([], verdict, 0.10)
-    assert hint.startswith(f"Widest stated interval ±{added.widest:.0%}, beyond ±10%: `timing.budget_s` adds CPU jobs")
-    assert words.plan_line([], verdict, target=added.widest) == ""
+    # Without a plan, a first screen whose widest interval passes the target says what narrowing it costs.
+    verdict = SimpleNamespace(fastest_cpu_ties=added.ties, scaling=added.scaling, trust=None)
+    needed = timing_plan.jobs_for_target(added.widest, 3, 0.10)
+    hint = words.budget_hint(verdict, 0.10, cells(3), None)
+    said = f"Widest interval ±{added.widest:.0%} (target ±10%): about {needed} jobs a thread count would narrow it"
+    assert hint == f"{said} (`timing.budget_s`; docs/statistics.md)."
+    walls = SimpleNamespace(rules=[SimpleNamespace(rule="time_cpu_training", process_wall_median_s=10.0)])
+    assert f"(`timing.budget_s`, about {(needed - 3) * 2 * 10:,} s more;" in words.budget_hint(
+        verdict, 0.10, cells(3), walls
+    )
+    assert words.budget_hint(verdict, added.widest, cells(3), None) == ""
+    contaminated = SimpleNamespace(**{**vars(verdict), "trust": SimpleNamespace(contaminated=True)})
+    assert words.budget_hint(contaminated, 0.10, cells(3), None) == ""
 
 
 def test_the_stopping_rule_keeps_its_coverage_and_spends_jobs_only_while_needed() -> None:

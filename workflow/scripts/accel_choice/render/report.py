@@ -298,7 +298,8 @@ def render(inputs: ReportInputs) -> str:
         data.warnings_banner(inputs.data),
         decision_words.headline(verdict),
         noise.accuracy_line(inputs.train_table, cores),
-        timing_plan.plan_line(inputs.plans, verdict, inputs.target),
+        timing_plan.plan_line(inputs.plans)
+        or timing_plan.budget_hint(verdict, inputs.target, inputs.train_table, inputs.resources),
         planner.answer_lines(inputs.break_even),
         cost.cost_headline(inputs.cost),
         decision_words.sheet_section(inputs.decision.sheet, verdict.gpu, counted=inputs.theory.figures == "counted"),

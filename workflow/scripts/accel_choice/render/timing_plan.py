@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from accel_choice.analyze.timing_plan import jobs_for_target
 from accel_choice.records.decision import Verdict
+from accel_choice.records.resources import ResourceTable
 from accel_choice.records.timing_plan import TimingPlan, widest
+from accel_choice.records.training import TrainingCell
 from accel_choice.render.formatting import table
 
 STOPPED = {
@@ -18,18 +21,10 @@ def _widest(plan: TimingPlan) -> str:
     return "—" if plan.widest is None else f"±{plan.widest:.1%}"
 
 
-def plan_line(plans: Sequence[TimingPlan], verdict: Verdict | None = None, target: float = 0.10) -> str:
-    """Render one first-screen line: the jobs a thread count, and why the plan stopped there.
-
-    Without a plan, where a tie or the growth in `verdict` is wider than `target`: how to narrow it."""
+def plan_line(plans: Sequence[TimingPlan]) -> str:
+    """Render one first-screen line: the jobs a thread count, and why the plan stopped there."""
     if not plans:
-        found = None if verdict is None else widest(verdict.fastest_cpu_ties, verdict.scaling)
-        if found is None or found <= target:
-            return ""
-        return (
-            f"Widest stated interval ±{found:.0%}, beyond ±{target:.0%}: `timing.budget_s` adds CPU jobs "
-            "until the ties and the growth reach `timing.target` (docs/statistics.md)."
-        )
+        return ""
     first, last = plans[0], plans[-1]
     line = (
         f"Jobs a thread count: {last.next_jobs} ({first.jobs} planned, {last.next_jobs - first.jobs} added). "
@@ -39,6 +34,28 @@ def plan_line(plans: Sequence[TimingPlan], verdict: Verdict | None = None, targe
         return line
     more = (last.jobs_for_target - last.jobs) * last.round_s
     return f"{line} About {last.jobs_for_target:,} jobs a thread count would meet it: about {more:,.0f} s more."
+
+
+def budget_hint(verdict: Verdict, target: float, cells: Sequence[TrainingCell], resources: ResourceTable | None) -> str:
+    """Render, for a clean run without a timing plan whose widest tie or growth passes `target`, what narrowing it costs.
+
+    The jobs as timing_plan.jobs_for_target counts them; the seconds from the CPU jobs' median process wall."""
+    found = widest(verdict.fastest_cpu_ties, verdict.scaling)
+    cpu = [c for c in cells if c.device == "cpu"]
+    if found is None or found <= target or not cpu or (verdict.trust is not None and verdict.trust.contaminated):
+        return ""  # a contaminated run is re-measured, not extended
+    jobs = max(c.repeats for c in cpu)
+    needed = jobs_for_target(found, jobs, target) or jobs
+    wall = (
+        next((r.process_wall_median_s for r in resources.rules if r.rule == "time_cpu_training"), None)
+        if resources
+        else None
+    )
+    cost = "" if wall is None else f", about {(needed - jobs) * len({c.threads for c in cpu}) * wall:,.0f} s more"
+    return (
+        f"Widest interval ±{found:.0%} (target ±{target:.0%}): about {needed:,} jobs a thread count would narrow it "
+        f"(`timing.budget_s`{cost}; docs/statistics.md)."
+    )
 
 
 def plan_section(plans: Sequence[TimingPlan]) -> str:
