@@ -86,37 +86,29 @@ def adaptive_rates(
     rng = np.random.default_rng(seed)
     tables, variants = cells.tables, cells.variants
     growth, twin = variants - 2, variants - 1  # in `statements`: table 0's last cell; table 1's first
-    held = {"stop": 0, "start": 0, "most": 0, "threads": 0, "threads_most": 0, "growth": 0}
+    per_ratio = ("coverage", "coverage_start", "coverage_most")  # over every ratio; the rest over the runs
+    held = dict.fromkeys((*per_ratio, "threads_coverage", "threads_coverage_most", "growth_coverage"), 0)
     jobs_used, met, within, counted = 0, 0, 0, 0
     for _ in range(draws):
         run = _tables(rng, replace(design, jobs=most), variants, tables, cells.sigmas(rng, design.sigma_epoch))
         for jobs in range(start, most + 1):
             ratios = statements(run, jobs)
             if jobs == start:
-                held["start"] += sum(map(_holds, ratios))
+                held["coverage_start"] += sum(map(_holds, ratios))
             widest = widest_of(stated(ratios, growth, floor))
             if timing_plan.decide(widest, jobs * tables, tables, most * tables, target) != "add":
                 break
-        held["stop"] += sum(map(_holds, ratios))
-        held["threads"] += _holds(ratios[twin])
-        held["growth"] += _holds(ratios[growth])
+        held["coverage"] += sum(map(_holds, ratios))
+        held["threads_coverage"] += _holds(ratios[twin])
+        held["growth_coverage"] += _holds(ratios[growth])
         jobs_used += jobs
         met += widest <= target
         widths = [width(r) for r in stated(ratios, growth, floor)]
         within += sum(w <= target for w in widths)
         counted += len(widths)
         ratios = statements(run, most)
-        held["most"] += sum(map(_holds, ratios))
-        held["threads_most"] += _holds(ratios[twin])
+        held["coverage_most"] += sum(map(_holds, ratios))
+        held["threads_coverage_most"] += _holds(ratios[twin])
     ratios_drawn = draws * (tables * variants - 1)  # every cell's ratio to the fastest, the growth among them
-    return AdaptiveRates(
-        coverage=held["stop"] / ratios_drawn,
-        coverage_start=held["start"] / ratios_drawn,
-        coverage_most=held["most"] / ratios_drawn,
-        threads_coverage=held["threads"] / draws,
-        threads_coverage_most=held["threads_most"] / draws,
-        growth_coverage=held["growth"] / draws,
-        mean_jobs=jobs_used / draws,
-        met=met / draws,
-        within=within / counted,
-    )
+    shares = {name: count / (ratios_drawn if name in per_ratio else draws) for name, count in held.items()}
+    return AdaptiveRates(**shares, mean_jobs=jobs_used / draws, met=met / draws, within=within / counted)
