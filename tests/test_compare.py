@@ -663,6 +663,7 @@ def test_the_outputs_show_intervals_outcomes_floors_and_the_tally(tmp_path):
     comparison.write_comparison(result, out)
     text = (out / "comparison.md").read_text()
     assert "differences below ±2.0 % on slow's machine that day are not evidence" in text
+    assert "| jobs a CPU row | 3 | 3 |" in text  # what the rows' intervals rest on (timing.budget_s may add jobs)
     floor_a = result.sides[0]["sentinels"]["cpu"]["noise_floor"]
     assert f"differences below ±{floor_a:.1%}".replace("%", " %") + " on base's machine that day" in text
     assert (

@@ -149,6 +149,8 @@ def side_summary(side: ResultsFolder) -> dict[str, Any]:
         "verdict_outcome": side.verdict.outcome if side.verdict else None,
         "cpu_rows": len(side.training) - len(side.gpu_rows),
         "gpu_rows": len(side.gpu_rows),
+        # jobs a CPU cell (timing.repeats, or what timing.budget_s added): its rows' intervals rest on them
+        "cpu_jobs": ", ".join(map(str, sorted({c.repeats for c in side.training if c.device == "cpu"}))) or None,
         "manifest": _manifest_status(side.manifest),
         "sentinels": {table: _sentinel_summary(sentinel) for table, sentinel in side.sentinels.items()},
     }

@@ -141,6 +141,7 @@ def _header_section(result: Comparison) -> str:
         ("verdict", "verdict"),
         ("CPU rows", "cpu_rows"),
         ("GPU rows", "gpu_rows"),
+        ("jobs a CPU row", "cpu_jobs"),
         (paths.MANIFEST, "manifest"),
     )
     rows = [(name, _md(a.get(key)), _md(b.get(key))) for name, key in fields]
