@@ -104,6 +104,11 @@ def test_the_report_says_how_many_jobs_were_added_and_why_they_stopped() -> None
     section = words.plan_section([added, spent])
     assert "| 0 | 3 | 60 | 20 | 1 |" in section and "| budget_spent |" in section
     assert words.plan_line([]) == words.plan_section([]) == ""
+    met = timing_plan.plan_round(0, cells(3), [10.0] * 6, 2, 200.0, 0.9, None)
+    assert words.plan_line([met]) == (
+        "Jobs a thread count: 3 (3 planned, 0 added). Stopped: the ties with the fastest and the step-time growth "
+        f"were all within the target (widest ±{met.widest:.1%}, target ±90%)."
+    )
     # Without a plan, a first screen whose widest interval passes the target says what narrowing it costs.
     verdict = SimpleNamespace(fastest_cpu_ties=added.ties, scaling=added.scaling, trust=None)
     needed = timing_plan.jobs_for_target(added.widest, 3, 0.10)

@@ -12,7 +12,7 @@ from accel_choice.records.training import TrainingCell
 from accel_choice.render.formatting import table
 
 STOPPED = {
-    "target_met": "every tie with the fastest and the step-time growth were within the target",
+    "target_met": "the ties with the fastest and the step-time growth were all within the target",
     "budget_spent": "one more round would have passed the budget",
 }
 
