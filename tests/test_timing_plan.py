@@ -15,7 +15,7 @@ import pytest
 from builders_training import estimate, training_record
 
 from accel_choice import records
-from accel_choice.analyze import aggregate, calibration_adaptive, decision_intervals, timing_plan
+from accel_choice.analyze import aggregate, calibration_adaptive, decision_intervals, same_jobs, timing_plan
 from accel_choice.analyze.calibration import Design
 from accel_choice.analyze.calibration_rows import Cells
 from accel_choice.io import atomic
@@ -135,16 +135,20 @@ def test_the_stopping_rule_keeps_its_coverage_and_spends_jobs_only_while_needed(
         calibration_adaptive.adaptive_rates(design, draws=1, start=4, most=3)
 
 
-def test_the_harness_statements_are_the_first_screens_shapes() -> None:
+@pytest.mark.parametrize("select", [False, True])
+def test_the_harness_statements_are_the_first_screens_shapes(select: bool) -> None:
     rng = np.random.default_rng(0)
     run = [np.exp(rng.normal(0.0, 0.05, (4, 10, 3))) for _ in range(2)]
-    ratios = calibration_adaptive.statements(run, 4)
-    assert len(ratios) == 19  # every other cell against the fastest
-    assert ratios[9].method.startswith("Welch")  # the fastest's twin at the other thread count
-    said = calibration_adaptive.stated(ratios, 8)
-    assert said[-1] is ratios[8]  # the growth, stated whatever its outcome
+    ratios, growth, twin = calibration_adaptive.statements(run, 4, select)
+    assert len(ratios) == 19 and twin in ratios  # every other cell against the fastest, its twin among them
+    assert twin.method.startswith("Welch") and growth.method == same_jobs.METHOD
+    assert (ratios[8] == growth) != select  # the first cell is the fastest: table 0's last is the growth's pair
+    if select:  # the fastest has the lowest point: no other cell is faster
+        assert all(r.point >= 1 for r in ratios)
+    said = calibration_adaptive.stated(ratios, growth)
+    assert said[-1] == growth and said.count(growth) == 1  # the growth, stated whatever its outcome, once
     assert all(r.low <= 1 <= r.high for r in said[:-1])  # the ties: no measurable difference at floor 0
-    assert len(calibration_adaptive.stated(ratios, 8, floor=0.5)) == 19  # a wide floor ties every cell
+    assert len(calibration_adaptive.stated(ratios, growth, floor=0.5)) >= 19  # a wide floor ties every cell
 
 
 def test_an_interval_without_spread_is_never_narrow_enough() -> None:

@@ -6,11 +6,12 @@ its intervals are then too narrow. This counts by how much. Each run is analyze.
 (`simulate_jobs`), drawn from measured variance components as analyze.calibration_paired draws them, with
 `most` jobs a thread count; the rule sees the first `start`, then one more a round. Every cell's true time
 is 1. The first cell of the first thread count stands for the fastest (calibration_paired's choice: no
-selection among equal cells). Against it, every other cell of its thread count is a paired ratio with
-borrowed spread (same_jobs), every cell of the other thread counts a Welch ratio, and its first cell against
-its last is the step-time growth: what decision_intervals.cpu_statements computes. The ratios whose interval
-holds 1 are the stated ties; their widths and the growth's drive the rule (timing_plan.decide), with the
-budget set to `most` jobs a thread count.
+selection among equal cells), or with `select` the cell of the lowest point, as the report chooses it.
+Against it, every other cell of its thread count is a paired ratio with borrowed spread (same_jobs), every
+cell of the other thread counts a Welch ratio; the first cell of its thread count against the last is the
+step-time growth: what decision_intervals.cpu_statements computes. The ratios with no measurable difference
+(job_intervals.outcome, beyond `floor`) are the stated ties; their widths and the growth's drive the rule
+(timing_plan.decide), with the budget set to `most` jobs a thread count.
 """
 
 from __future__ import annotations
@@ -42,32 +43,38 @@ class AdaptiveRates:
     within: float  # share of stated intervals within the target at the stop
 
 
-def statements(run: list[np.ndarray], jobs: int) -> list[Estimate]:
-    """Return every cell's ratio to the fastest (cell 0 of table 0), from the first `jobs` jobs.
+def statements(run: list[np.ndarray], jobs: int, select: bool = False) -> tuple[list[Estimate], Estimate, Estimate]:
+    """Return every cell's ratio to the fastest, the step-time growth and the thread tie, from the first `jobs` jobs.
 
-    Table 0's cells come first; its last (index variants - 2) is the step-time growth's pair."""
+    The fastest is cell 0 of table 0, or with `select` the cell of the lowest point (the geometric mean of its
+    job medians), as the report chooses it. The growth is the first cell of the fastest's table against its last;
+    the thread tie, the fastest against its twin in the next table. Both are also among the ratios."""
     medians = [np.median(table[:jobs], axis=2).T for table in run]  # each cells × jobs
     variants = medians[0].shape[0]
     spreads = same_jobs.fit([([(t, v) for v in range(variants)], m) for t, m in enumerate(medians)])
+    cells = [(t, v) for t in range(len(run)) for v in range(variants)]
+    fastest = min(cells, key=lambda c: float(np.mean(np.log(medians[c[0]][c[1]])))) if select else (0, 0)
 
-    def ratio(t: int, v: int) -> Estimate:
-        a, b = medians[0][0], medians[t][v]
-        moderated = spreads.ratio((0, 0), (t, v), np.log(b) - np.log(a), LEVEL)
+    def ratio(a: tuple[int, int], b: tuple[int, int]) -> Estimate:
+        ma, mb = medians[a[0]][a[1]], medians[b[0]][b[1]]
+        moderated = spreads.ratio(a, b, np.log(mb) - np.log(ma), LEVEL)
         if moderated is not None:
             return moderated
-        return ratio_interval([[x] for x in a], [[x] for x in b], paired=t == 0, level=LEVEL)
+        return ratio_interval([[x] for x in ma], [[x] for x in mb], paired=a[0] == b[0], level=LEVEL)
 
-    return [ratio(t, v) for t in range(len(run)) for v in range(variants) if (t, v) != (0, 0)]
+    ratios = {cell: ratio(fastest, cell) for cell in cells if cell != fastest}
+    growth = ratio((fastest[0], 0), (fastest[0], variants - 1))
+    return list(ratios.values()), growth, ratios[((fastest[0] + 1) % len(run), fastest[1])]
 
 
 def _holds(estimate: Estimate) -> bool:
     return estimate.low <= 1.0 <= estimate.high
 
 
-def stated(ratios: list[Estimate], growth: int, floor: float = 0.0) -> list[Estimate]:
+def stated(ratios: list[Estimate], growth: Estimate, floor: float = 0.0) -> list[Estimate]:
     """Return what the first screen states: the ties (job_intervals.outcome: no measurable difference beyond
-    `floor`) and the growth, `ratios[growth]`, always."""
-    return [r for i, r in enumerate(ratios) if i != growth and outcome(r, floor) == "no_difference"] + [ratios[growth]]
+    `floor`) and the growth, always."""
+    return [r for r in ratios if r != growth and outcome(r, floor) == "no_difference"] + [growth]
 
 
 def adaptive_rates(
@@ -78,6 +85,7 @@ def adaptive_rates(
     most: int = 8,
     target: float = 0.10,
     floor: float = 0.0,
+    select: bool = False,
     seed: int = 13,
 ) -> AdaptiveRates:
     """Simulate runs whose jobs are added by the stopping rule; count coverage and cost beside fixed designs."""
@@ -85,30 +93,29 @@ def adaptive_rates(
         raise ValueError(f"start {start} and most {most}: need 2 <= start <= most")
     rng = np.random.default_rng(seed)
     tables, variants = cells.tables, cells.variants
-    growth, twin = variants - 2, variants - 1  # in `statements`: table 0's last cell; table 1's first
     per_ratio = ("coverage", "coverage_start", "coverage_most")  # over every ratio; the rest over the runs
     held = dict.fromkeys((*per_ratio, "threads_coverage", "threads_coverage_most", "growth_coverage"), 0)
     jobs_used, met, within, counted = 0, 0, 0, 0
     for _ in range(draws):
         run = _tables(rng, replace(design, jobs=most), variants, tables, cells.sigmas(rng, design.sigma_epoch))
         for jobs in range(start, most + 1):
-            ratios = statements(run, jobs)
+            ratios, growth, twin = statements(run, jobs, select)
             if jobs == start:
                 held["coverage_start"] += sum(map(_holds, ratios))
             widest = widest_of(stated(ratios, growth, floor))
             if timing_plan.decide(widest, jobs * tables, tables, most * tables, target) != "add":
                 break
         held["coverage"] += sum(map(_holds, ratios))
-        held["threads_coverage"] += _holds(ratios[twin])
-        held["growth_coverage"] += _holds(ratios[growth])
+        held["threads_coverage"] += _holds(twin)
+        held["growth_coverage"] += _holds(growth)
         jobs_used += jobs
         met += widest <= target
         widths = [width(r) for r in stated(ratios, growth, floor)]
         within += sum(w <= target for w in widths)
         counted += len(widths)
-        ratios = statements(run, most)
+        ratios, growth, twin = statements(run, most, select)
         held["coverage_most"] += sum(map(_holds, ratios))
-        held["threads_coverage_most"] += _holds(ratios[twin])
-    ratios_drawn = draws * (tables * variants - 1)  # every cell's ratio to the fastest, the growth among them
+        held["threads_coverage_most"] += _holds(twin)
+    ratios_drawn = draws * (tables * variants - 1)  # every cell's ratio to the fastest
     shares = {name: count / (ratios_drawn if name in per_ratio else draws) for name, count in held.items()}
     return AdaptiveRates(**shares, mean_jobs=jobs_used / draws, met=met / draws, within=within / counted)
