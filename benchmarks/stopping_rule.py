@@ -14,11 +14,31 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accel_choice.analyze import calibration_adaptive as ca  # noqa: E402
+from accel_choice import records  # noqa: E402
 from accel_choice.analyze.calibration_rows import Cells  # noqa: E402
+from accel_choice.io import paths  # noqa: E402
+from accel_choice.records.training import TrainingTable  # noqa: E402
 from calibration import components_line, measured_design, unlike_words  # noqa: E402
+
+
+def run_truths(results: Path, tie: bool = False) -> np.ndarray:
+    """Return a run's CPU cell points [thread count, (batch size, loader)] over the fastest's; with `tie`, the
+    fastest's twin at the other thread count made as fast (a true thread tie)."""
+    cells = [c for c in records.read(TrainingTable, results / paths.CPU_TABLE).table if c.device == "cpu"]
+    threads = sorted({c.threads for c in cells})
+    variants = sorted({(c.batch_size, c.loader) for c in cells})
+    points = {(c.threads, c.batch_size, c.loader): c.epoch_s.point for c in cells}
+    truths = np.array([[points[(t, *v)] for v in variants] for t in threads])
+    truths /= truths.min()
+    if tie:
+        t, v = np.unravel_index(np.argmin(truths), truths.shape)
+        truths[(t + 1) % len(threads), v] = truths[t, v]
+    return truths
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,10 +51,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=10, help="epochs a job (timing.epochs_per_job)")
     parser.add_argument("--floor", type=float, default=0.0, help="the run's noise floor: a tie may stay within it")
     parser.add_argument("--select", action="store_true", help="the fastest chosen by its point, as the report does")
+    parser.add_argument(
+        "--truths",
+        metavar="RESULTS",
+        help="each cell's true time from this run's CPU table (its points), not 1: few cells then contend",
+    )
+    parser.add_argument(
+        "--tie", action="store_true", help="--truths: the fastest's twin at the other thread count as fast"
+    )
     parser.add_argument("--unlike", type=float, nargs="+", default=[1.0, 2.0], help="cells' epoch sd spread (1: alike)")
     parser.add_argument("--noisier", type=float, nargs="+", default=[1.0, 3.0], help="2nd thread count's noise")
     args = parser.parse_args(argv)
     components = json.loads(Path(args.components).read_text())["components"]
+    truths = run_truths(Path(args.truths), args.tie) if args.truths else None
     started = time.perf_counter()
     print(components_line(components))
     print()
@@ -57,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.target,
                     args.floor,
                     args.select,
+                    truths,
                 )
                 print(
                     f"| {most} | {unlike_words(spread)} | ×{noise:g} | {r.coverage:.3f} | {r.coverage_start:.3f} | "
@@ -67,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"\n{args.draws} runs a row: 2 thread counts × 10 cells, {args.epochs} epochs a job, target ±{args.target:.0%}, "
         f"noise floor ±{args.floor:.0%}, fastest {'by its point' if args.select else 'the first cell'}, "
+        f"true times {'from ' + args.truths + (' with a thread tie' if args.tie else '') if args.truths else 'all 1'}, "
         f"level 95 %; {time.perf_counter() - started:.0f} s"
     )
     return 0

@@ -139,16 +139,26 @@ def test_the_stopping_rule_keeps_its_coverage_and_spends_jobs_only_while_needed(
 def test_the_harness_statements_are_the_first_screens_shapes(select: bool) -> None:
     rng = np.random.default_rng(0)
     run = [np.exp(rng.normal(0.0, 0.05, (4, 10, 3))) for _ in range(2)]
-    ratios, growth, twin = calibration_adaptive.statements(run, 4, select)
-    assert len(ratios) == 19 and twin in ratios  # every other cell against the fastest, its twin among them
-    assert twin.method.startswith("Welch") and growth.method == same_jobs.METHOD
-    assert (ratios[8] == growth) != select  # the first cell is the fastest: table 0's last is the growth's pair
+    said = calibration_adaptive.statements(run, 4, select)
+    assert len(said.ratios) == 19 and said.twin in said.ratios  # every other cell against the fastest, the twin too
+    assert said.twin.method.startswith("Welch") and said.growth.method == same_jobs.METHOD
+    assert said.twin_cell == (1 - said.fastest[0], said.fastest[1])
+    assert (said.fastest == (0, 0)) != select or said.fastest == (0, 0)
     if select:  # the fastest has the lowest point: no other cell is faster
-        assert all(r.point >= 1 for r in ratios)
-    said = calibration_adaptive.stated(ratios, growth)
-    assert said[-1] == growth and said.count(growth) == 1  # the growth, stated whatever its outcome, once
-    assert all(r.low <= 1 <= r.high for r in said[:-1])  # the ties: no measurable difference at floor 0
-    assert len(calibration_adaptive.stated(ratios, growth, floor=0.5)) >= 19  # a wide floor ties every cell
+        assert all(r.point >= 1 for r in said.ratios)
+    stated = calibration_adaptive.stated(said.ratios, said.growth)
+    assert stated[-1] == said.growth and stated.count(said.growth) == 1  # the growth, stated whatever it says, once
+    assert all(r.low <= 1 <= r.high for r in stated[:-1])  # the ties: no measurable difference at floor 0
+    assert len(calibration_adaptive.stated(said.ratios, said.growth, floor=0.5)) >= 19  # a wide floor ties every cell
+
+
+def test_the_harness_counts_coverage_against_true_times_that_differ() -> None:
+    design = Design(jobs=3, sigma_job=0.035, epochs=5, sigma_epoch=0.08, sigma_interaction=0.016, sigma_round=0.03)
+    truths = np.array([np.geomspace(10.0, 1.0, 10), np.geomspace(12.0, 1.0, 10)])  # the last cells tie, the rest far
+    rates = calibration_adaptive.adaptive_rates(design, draws=30, most=5, select=True, truths=truths)
+    assert rates.coverage >= 0.85 and rates.threads_coverage >= 0.8 and rates.growth_coverage >= 0.85
+    wrong = calibration_adaptive.adaptive_rates(design, draws=10, most=3, truths=truths * np.array([[1.0], [2.0]]))
+    assert wrong.threads_coverage == 1.0  # a cell twice as slow is held at 2, not 1: the truths reach the check
 
 
 def test_an_interval_without_spread_is_never_narrow_enough() -> None:

@@ -43,7 +43,23 @@ class AdaptiveRates:
     within: float  # share of stated intervals within the target at the stop
 
 
-def statements(run: list[np.ndarray], jobs: int, select: bool = False) -> tuple[list[Estimate], Estimate, Estimate]:
+Cell = tuple[int, int]  # (table, variant)
+
+
+@dataclass(frozen=True)
+class Statements:
+    """What the first screen states from a synthetic run: every cell's ratio to the fastest, the growth, the thread tie."""
+
+    fastest: Cell
+    others: list[Cell]  # every other cell, in the order of `ratios`
+    ratios: list[Estimate]  # each other cell over the fastest
+    growth: Estimate  # the last cell of the fastest's table over its first
+    growth_cells: tuple[Cell, Cell]
+    twin: Estimate  # the fastest's twin in the next table over the fastest (also among the ratios)
+    twin_cell: Cell
+
+
+def statements(run: list[np.ndarray], jobs: int, select: bool = False) -> Statements:
     """Return every cell's ratio to the fastest, the step-time growth and the thread tie, from the first `jobs` jobs.
 
     The fastest is cell 0 of table 0, or with `select` the cell of the lowest point (the geometric mean of its
@@ -55,20 +71,31 @@ def statements(run: list[np.ndarray], jobs: int, select: bool = False) -> tuple[
     cells = [(t, v) for t in range(len(run)) for v in range(variants)]
     fastest = min(cells, key=lambda c: float(np.mean(np.log(medians[c[0]][c[1]])))) if select else (0, 0)
 
-    def ratio(a: tuple[int, int], b: tuple[int, int]) -> Estimate:
+    def ratio(a: Cell, b: Cell) -> Estimate:
         ma, mb = medians[a[0]][a[1]], medians[b[0]][b[1]]
         moderated = spreads.ratio(a, b, np.log(mb) - np.log(ma), LEVEL)
         if moderated is not None:
             return moderated
         return ratio_interval([[x] for x in ma], [[x] for x in mb], paired=a[0] == b[0], level=LEVEL)
 
-    ratios = {cell: ratio(fastest, cell) for cell in cells if cell != fastest}
-    growth = ratio((fastest[0], 0), (fastest[0], variants - 1))
-    return list(ratios.values()), growth, ratios[((fastest[0] + 1) % len(run), fastest[1])]
+    others = [cell for cell in cells if cell != fastest]
+    ratios = [ratio(fastest, cell) for cell in others]
+    growth_cells = ((fastest[0], 0), (fastest[0], variants - 1))
+    twin_cell = ((fastest[0] + 1) % len(run), fastest[1])
+    return Statements(
+        fastest, others, ratios, ratio(*growth_cells), growth_cells, ratios[others.index(twin_cell)], twin_cell
+    )
 
 
-def _holds(estimate: Estimate) -> bool:
-    return estimate.low <= 1.0 <= estimate.high
+def _holds(estimate: Estimate, truth: float = 1.0) -> bool:
+    return estimate.low <= truth <= estimate.high
+
+
+def _covered(said: Statements, truths: np.ndarray) -> tuple[int, bool, bool]:
+    """How many ratios hold their true value, and whether the growth and the thread tie do."""
+    true = lambda a, b: float(truths[b] / truths[a])  # noqa: E731 - b over a, as the ratios
+    held = sum(_holds(r, true(said.fastest, c)) for r, c in zip(said.ratios, said.others))
+    return held, _holds(said.growth, true(*said.growth_cells)), _holds(said.twin, true(said.fastest, said.twin_cell))
 
 
 def stated(ratios: list[Estimate], growth: Estimate, floor: float = 0.0) -> list[Estimate]:
@@ -86,36 +113,42 @@ def adaptive_rates(
     target: float = 0.10,
     floor: float = 0.0,
     select: bool = False,
+    truths: np.ndarray | None = None,
     seed: int = 13,
 ) -> AdaptiveRates:
-    """Simulate runs whose jobs are added by the stopping rule; count coverage and cost beside fixed designs."""
+    """Simulate runs whose jobs are added by the stopping rule; count coverage and cost beside fixed designs.
+
+    `truths` [table, variant]: each cell's true time (1 where None); a ratio covers when it holds their ratio."""
     if not 2 <= start <= most:
         raise ValueError(f"start {start} and most {most}: need 2 <= start <= most")
     rng = np.random.default_rng(seed)
     tables, variants = cells.tables, cells.variants
+    truths = np.ones((tables, variants)) if truths is None else np.asarray(truths, dtype=float)
     per_ratio = ("coverage", "coverage_start", "coverage_most")  # over every ratio; the rest over the runs
     held = dict.fromkeys((*per_ratio, "threads_coverage", "threads_coverage_most", "growth_coverage"), 0)
     jobs_used, met, within, counted = 0, 0, 0, 0
     for _ in range(draws):
         run = _tables(rng, replace(design, jobs=most), variants, tables, cells.sigmas(rng, design.sigma_epoch))
+        run = [table * truths[t][None, :, None] for t, table in enumerate(run)]
         for jobs in range(start, most + 1):
-            ratios, growth, twin = statements(run, jobs, select)
+            said = statements(run, jobs, select)
             if jobs == start:
-                held["coverage_start"] += sum(map(_holds, ratios))
-            widest = widest_of(stated(ratios, growth, floor))
+                held["coverage_start"] += _covered(said, truths)[0]
+            widest = widest_of(stated(said.ratios, said.growth, floor))
             if timing_plan.decide(widest, jobs * tables, tables, most * tables, target) != "add":
                 break
-        held["coverage"] += sum(map(_holds, ratios))
-        held["threads_coverage"] += _holds(twin)
-        held["growth_coverage"] += _holds(growth)
+        ratios_held, growth_held, twin_held = _covered(said, truths)
+        held["coverage"] += ratios_held
+        held["threads_coverage"] += twin_held
+        held["growth_coverage"] += growth_held
         jobs_used += jobs
         met += widest <= target
-        widths = [width(r) for r in stated(ratios, growth, floor)]
+        widths = [width(r) for r in stated(said.ratios, said.growth, floor)]
         within += sum(w <= target for w in widths)
         counted += len(widths)
-        ratios, growth, twin = statements(run, most, select)
-        held["coverage_most"] += sum(map(_holds, ratios))
-        held["threads_coverage_most"] += _holds(twin)
+        ratios_held, _, twin_held = _covered(statements(run, most, select), truths)
+        held["coverage_most"] += ratios_held
+        held["threads_coverage_most"] += twin_held
     ratios_drawn = draws * (tables * variants - 1)  # every cell's ratio to the fastest
     shares = {name: count / (ratios_drawn if name in per_ratio else draws) for name, count in held.items()}
     return AdaptiveRates(**shares, mean_jobs=jobs_used / draws, met=met / draws, within=within / counted)
