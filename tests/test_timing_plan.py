@@ -180,3 +180,19 @@ def test_stopping_rule_prints_its_table_from_shipped_components() -> None:
         check=True,
     ).stdout
     assert "| 4 | alike | ×1 |" in shown and "3 runs a row" in shown
+
+
+def test_stopping_rule_takes_true_times_from_a_runs_cpu_table(tmp_path: Path) -> None:
+    """benchmarks/stopping_rule.py --truths: each cell's point over the fastest's, thread counts × (batch size, loader)."""
+    import importlib.util
+
+    from test_compare import make_results
+
+    spec = importlib.util.spec_from_file_location("stopping_rule", REPO / "benchmarks" / "stopping_rule.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    folder = make_results(tmp_path, "a", batch_sizes=(32, 64, 512))
+    truths = module.run_truths(folder)
+    assert truths.shape == (1, 6) and truths.min() == 1.0 and truths[0, 0] > truths[0, -1]
+    assert (module.run_truths(folder, tie=True) == truths).all()  # one thread count: no twin to make as fast
