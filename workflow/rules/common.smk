@@ -181,9 +181,14 @@ def gpus_for_device(wildcards):
 TIMING_BUDGET = config["timing"]["budget_s"]
 
 
+def cpu_training_jobs(first, stop):
+    """The CPU training jobs of repeats first..stop - 1, every thread count (JOBS's form)."""
+    return jobs(threads=CPU_THREADS, repeat=range(first, stop))
+
+
 def cpu_records(jobs_per_thread_count):
     """The CPU training records of the first `jobs_per_thread_count` repeats, every thread count."""
-    return expand(results(paths.CPU_RECORD), threads=CPU_THREADS, repeat=range(jobs_per_thread_count))
+    return job_files("time_cpu_training", ("output",), cpu_training_jobs(0, jobs_per_thread_count))
 
 
 def plan_before(round_number):
@@ -227,7 +232,7 @@ JOBS = {
     "export_data": jobs(dataset=DATASETS),
     "profile_model": jobs(),
     "time_load_convert": jobs(repeat=REPEATS),
-    "time_cpu_training": jobs(threads=CPU_THREADS, repeat=REPEATS),
+    "time_cpu_training": cpu_training_jobs(0, len(REPEATS)),
     "plan_timing": [] if TIMING_BUDGET is None else jobs(round=[0]),
     "aggregate_training": jobs(),
     "aggregate_load_convert": jobs(),
@@ -302,7 +307,7 @@ def added_files(kinds=("output", "log", "benchmark")):
         return []
     rounds, settled = planned_rounds()
     added = {
-        "time_cpu_training": jobs(threads=CPU_THREADS, repeat=range(len(REPEATS), settled)),
+        "time_cpu_training": cpu_training_jobs(len(REPEATS), settled),
         "plan_timing": jobs(round=range(1, len(rounds))),
     }
     return [path for name, listed in added.items() for path in job_files(name, kinds, listed)]
@@ -310,14 +315,10 @@ def added_files(kinds=("output", "log", "benchmark")):
 
 def plan_inputs(wildcards):
     """The CPU training records and benchmark files a round of the timing plan weighs."""
-    measured = plan_before(int(wildcards.round))
+    measured = cpu_training_jobs(0, plan_before(int(wildcards.round)))
     return {
-        "records": cpu_records(measured),
-        "benchmarks": expand(
-            results(paths.benchmark(f"time_cpu_training/{paths.CPU_JOB}")),
-            threads=CPU_THREADS,
-            repeat=range(measured),
-        ),
+        "records": job_files("time_cpu_training", ("output",), measured),
+        "benchmarks": job_files("time_cpu_training", ("benchmark",), measured),
     }
 
 

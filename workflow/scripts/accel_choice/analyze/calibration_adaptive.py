@@ -55,8 +55,12 @@ class Statements:
     ratios: list[Estimate]  # each other cell over the fastest
     growth: Estimate  # the last cell of the fastest's table over its first
     growth_cells: tuple[Cell, Cell]
-    twin: Estimate  # the fastest's twin in the next table over the fastest (also among the ratios)
-    twin_cell: Cell
+    twin_cell: Cell  # the fastest's twin in the next table
+
+    @property
+    def twin(self) -> Estimate:
+        """The thread tie: the twin over the fastest, one of the ratios."""
+        return self.ratios[self.others.index(self.twin_cell)]
 
 
 def statements(run: list[np.ndarray], jobs: int, select: bool = False) -> Statements:
@@ -82,9 +86,7 @@ def statements(run: list[np.ndarray], jobs: int, select: bool = False) -> Statem
     ratios = [ratio(fastest, cell) for cell in others]
     growth_cells = ((fastest[0], 0), (fastest[0], variants - 1))
     twin_cell = ((fastest[0] + 1) % len(run), fastest[1])
-    return Statements(
-        fastest, others, ratios, ratio(*growth_cells), growth_cells, ratios[others.index(twin_cell)], twin_cell
-    )
+    return Statements(fastest, others, ratios, ratio(*growth_cells), growth_cells, twin_cell)
 
 
 def _holds(estimate: Estimate, truth: float = 1.0) -> bool:
@@ -93,7 +95,10 @@ def _holds(estimate: Estimate, truth: float = 1.0) -> bool:
 
 def _covered(said: Statements, truths: np.ndarray) -> tuple[int, bool, bool]:
     """How many ratios hold their true value, and whether the growth and the thread tie do."""
-    true = lambda a, b: float(truths[b] / truths[a])  # noqa: E731 - b over a, as the ratios
+
+    def true(a: Cell, b: Cell) -> float:  # b over a, as the ratios
+        return float(truths[b] / truths[a])
+
     held = sum(_holds(r, true(said.fastest, c)) for r, c in zip(said.ratios, said.others))
     return held, _holds(said.growth, true(*said.growth_cells)), _holds(said.twin, true(said.fastest, said.twin_cell))
 

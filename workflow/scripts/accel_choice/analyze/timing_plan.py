@@ -53,7 +53,8 @@ def plan_round(
     _, ties, scaling = cpu_statements(cells, floor, rules)
     spent = float(sum(walls_s))
     round_s = spent / jobs  # the mean job's wall times the thread counts
-    decision = decide(widest(ties, scaling), spent, round_s, budget_s, target)
+    found = widest(ties, scaling)
+    decision = decide(found, spent, round_s, budget_s, target)
     return TimingPlan(
         round=round_number,
         jobs=jobs,
@@ -64,8 +65,8 @@ def plan_round(
         target=target,
         ties=ties,
         scaling=scaling,
-        widest=widest(ties, scaling),
+        widest=found,
         decision=decision,
         next_jobs=jobs + (decision == "add"),
-        jobs_for_target=jobs_for_target(widest(ties, scaling), jobs, target),
+        jobs_for_target=jobs_for_target(found, jobs, target),
     )
