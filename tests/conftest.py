@@ -100,6 +100,14 @@ def shared_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return workflow_runs.wait(_shared_folder(tmp_path_factory))
 
 
+@pytest.fixture(scope="session")
+def pristine(shared_run: dict) -> Path:
+    """The shared finished run, as its last invocation left it: read it, or copy it (copy_of) to change it."""
+    resumed = shared_run["resume"]
+    assert resumed.returncode == 0, resumed.stdout[-4000:] + resumed.stderr[-4000:]
+    return shared_run["workdir"]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Order the workflow tests for two processes and the shared run made beside them: after the unit
     tests (about a minute), first those that need no finished run (refused configs, dry runs of a fresh
@@ -161,7 +169,7 @@ def _shared_builds(item: pytest.Item) -> set[str]:
 # The test modules whose tests are each a unit of work of their own under `-n 2`: whole runs and dry
 # runs of seconds to a minute each. Every other module goes to one process whole (its module fixtures,
 # such as tests/test_gpu.py's CPU training jobs, are then set up once, not once per process).
-ONE_UNIT_PER_TEST = ("tests/test_workflow.py",)
+ONE_UNIT_PER_TEST = ("tests/test_workflow.py", "tests/test_module_import.py")
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workflow_runs import REPO, TINY, planned_jobs, seeded, snakemake
+from workflow_runs import REPO, TINY, copy_of, planned_jobs, seeded, snakemake
 
 pytestmark = pytest.mark.workflow
 
 # Another project's Snakefile, as docs/development.md shows it: its own config file, handed to the module.
 IMPORTER = """\
-configfile: "config/config.yaml"
+configfile: "{configfile}"
 
 
 module accel_choice:
@@ -38,7 +38,9 @@ def _project(folder: Path, renamed: str) -> Path:
     """A project folder that imports this checkout's Snakefile as a module, on the tiny config."""
     (folder / "config").mkdir(parents=True)
     (folder / "config/config.yaml").write_text(yaml.safe_dump(TINY))
-    (folder / "Snakefile").write_text(IMPORTER.format(snakefile=REPO / "Snakefile", renamed=renamed))
+    (folder / "Snakefile").write_text(
+        IMPORTER.format(configfile="config/config.yaml", snakefile=REPO / "Snakefile", renamed=renamed)
+    )
     return seeded(folder)
 
 
@@ -95,24 +97,32 @@ def test_a_bad_config_handed_to_the_module_fails_naming_the_key(tmp_path: Path) 
     assert "Job stats" not in output
 
 
-def test_a_time_budget_adds_jobs_where_the_first_screen_is_close(tmp_path: Path) -> None:
+def test_a_time_budget_adds_jobs_where_the_first_screen_is_close(tmp_path: Path, pristine: Path) -> None:
     """timing.budget_s, the module's rules renamed: the first round weighs three jobs and adds one, the second stops
     at the budget. The added jobs' rules are found after the module was read; the report, the archive and the
-    resource table show the added jobs, and a second run has nothing to do."""
+    resource table show the added jobs, and a second run has nothing to do.
+
+    The module is imported from a copy of the shared finished run's own checkout, over its results: its jobs and
+    code inputs are the plain run's (nothing to do before the budget), so only the plan and what reads it run."""
     from accel_choice import records
     from accel_choice.analyze.resources import read_benchmark
     from accel_choice.records.timing_plan import TimingPlan
     from accel_choice.records.training import TrainingTable
 
-    project = _project(tmp_path / "project", " as accel_choice_*")
-    first = [f"results/timing/cpu/t1.rep{r}.json" for r in range(TINY["timing"]["repeats"])]
-    assert _dry_run(project, *first, dry=False).returncode == 0
+    project = copy_of(pristine, tmp_path / "run")
+    importer = ("--snakefile", "importer.smk")
+    (project / "importer.smk").write_text(
+        IMPORTER.format(configfile="budget.yaml", snakefile="Snakefile", renamed=" as accel_choice_*")
+    )
+    config = yaml.safe_load((project / "test-config.yaml").read_text())
+    (project / "budget.yaml").write_text(yaml.safe_dump(config))
+    assert "Nothing to be done" in _dry_run(project, *importer).stdout
     walls = [read_benchmark(path)["process_wall_s"] for path in project.glob("results/benchmarks/time_cpu_training/*")]
-    config = yaml.safe_load((project / "config/config.yaml").read_text())
+    assert len(walls) == TINY["timing"]["repeats"]
     # Room for one more job and not two (a target no interval reaches keeps the rule adding).
     config["timing"].update(budget_s=sum(walls) + 1.2 * sum(walls) / len(walls), target=0.001)
-    (project / "config/config.yaml").write_text(yaml.safe_dump(config))
-    result = _dry_run(project, dry=False)
+    (project / "budget.yaml").write_text(yaml.safe_dump(config))
+    result = _dry_run(project, *importer, dry=False)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     results = project / "results"
     plans = [records.read(TimingPlan, results / f"timing/plan/round{r}.json") for r in (0, 1)]
@@ -122,11 +132,11 @@ def test_a_time_budget_adds_jobs_where_the_first_screen_is_close(tmp_path: Path)
     manifest = (results / "MANIFEST.sha256").read_text()
     assert "timing/cpu/t1.rep3.json" in manifest and "timing/plan/round1.json" in manifest
     assert "time_cpu_training/t1.rep3" in (results / "tables/resources_per_job.csv").read_text()
-    assert "Nothing to be done" in _dry_run(project).stdout
+    assert "Nothing to be done" in _dry_run(project, *importer).stdout
     # A smaller budget re-runs the rounds: the job it no longer wants stays in results/, out of the manifest.
     config["timing"]["budget_s"] = sum(walls) / 2
-    (project / "config/config.yaml").write_text(yaml.safe_dump(config))
-    assert _dry_run(project, dry=False).returncode == 0
+    (project / "budget.yaml").write_text(yaml.safe_dump(config))
+    assert _dry_run(project, *importer, dry=False).returncode == 0
     assert records.read(TimingPlan, results / "timing/plan/round0.json").decision == "budget_spent"
     assert {c.repeats for c in records.read(TrainingTable, results / "tables/cpu_training.json").table} == {3}
     assert (results / "timing/cpu/t1.rep3.json").exists()

@@ -137,21 +137,42 @@ def test_the_cpu_sentinel_runs_on_one_thread_whatever_the_jobs_count(monkeypatch
         torch.set_num_threads(before)
 
 
-def test_the_thread_switch_benchmark_runs_both_designs_end_to_end() -> None:
-    """benchmarks/thread_switch.py, at its smallest: the table of each design, a verdict line each."""
+def test_the_thread_switch_benchmark_runs_both_designs_end_to_end(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], restore_logging_and_threads: None
+) -> None:
+    """benchmarks/thread_switch.py, at its smallest: the table of each design, a verdict line each.
+
+    Each worker process it starts runs here instead, through the same command line and main(): the code is
+    the same, without seven interpreters importing torch (about 35 s of CPU on 2 cores)."""
+    import contextlib
+    import importlib.util
+    import io
     import subprocess
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    script = Path(__file__).resolve().parents[1] / "benchmarks/thread_switch.py"
+    spec = importlib.util.spec_from_file_location("thread_switch", script)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    workers = []
+
+    def in_process(command: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
+        assert command[:2] == [sys.executable, bench.__file__], command
+        workers.append(command[2])
+        printed = io.StringIO()
+        with monkeypatch.context() as m, contextlib.redirect_stdout(printed):
+            m.setattr(sys, "argv", command[1:])
+            bench.main()
+        return subprocess.CompletedProcess(command, 0, printed.getvalue(), "")
+
+    monkeypatch.setattr(bench.subprocess, "run", in_process)
     tiny = ["--repeats", "1", "--epochs", "2", "--warmup", "2", "--batch-sizes", "512"]
-    for design in ([], ["--within"]):
-        shown = subprocess.run(
-            [sys.executable, "benchmarks/thread_switch.py", *design, *tiny],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
+    for design, started in (([], 3), (["--within"], 4)):
+        workers.clear()
+        monkeypatch.setattr(sys, "argv", [str(script), *design, *tiny])
+        bench.main()
+        shown = capsys.readouterr().out
+        assert len(workers) == started and set(workers) == {"--within-worker" if design else "--worker"}
         assert "| 1 | 512 |" in shown and "| 2 | 512 |" in shown, shown
         assert "switching threads inside a process: " in shown

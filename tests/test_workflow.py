@@ -58,13 +58,6 @@ def timeline(shared_run: dict) -> dict:
 
 
 @pytest.fixture(scope="session")
-def pristine(timeline: dict) -> Path:
-    """The shared finished run, as its last invocation left it: read it, or copy it (copy_of) to change it."""
-    assert timeline["resume"].returncode == 0, timeline["resume"].stdout[-4000:] + timeline["resume"].stderr[-4000:]
-    return timeline["workdir"]
-
-
-@pytest.fixture(scope="session")
 def finished(pristine: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """This process's copy of the shared finished run: the tests that take it may write to it (dry runs,
     refused configs, Snakemake's HTML report), never to the shared one."""
