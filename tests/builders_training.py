@@ -39,7 +39,9 @@ def training_record(
     placement: str = "host",
     **overrides: Any,
 ) -> TrainingRecord:
-    """One timed epoch as measure_training_job writes it."""
+    """One timed epoch as measure_training_job writes it: `epoch_s` and `eval_s` (an override) are the one epoch and
+    evaluation it timed, unless `epoch_s_each` or `eval_s_each` give them all."""
+    eval_s = overrides.pop("eval_s", 0.005)
     fields: dict[str, Any] = dict(
         device=device,
         precision=precision,
@@ -55,12 +57,9 @@ def training_record(
         position_in_job=0 if (repeat % 2 == 0) == (loader == "dataloader") else 1,
         samples=rows,
         steps=theory.steps_per_epoch(rows, batch_size),
-        epoch_s=epoch_s,
         epoch_s_each=(epoch_s,),
-        samples_per_s=rows / epoch_s,
         epoch_cpu_s=epoch_s,
-        eval_s=overrides.get("eval_s", 0.005),
-        eval_s_each=(overrides.get("eval_s", 0.005),),
+        eval_s_each=(eval_s,),
         eval_samples=rows,
         eval_loss=0.4 if finite else None,
         eval_accuracy=0.9,
@@ -87,13 +86,8 @@ def training_record(
             samples_eq_rows=True,
             eval_samples_eq_rows=True,
             steps_eq_ceil_rows_over_batch=True,
-            samples_per_s_eq_samples_over_epoch_s=True,
         ),
     )
-    if "epoch_s_each" in overrides and "epoch_s" not in overrides:
-        fields["epoch_s"] = statistics.median(overrides["epoch_s_each"])
-    if "samples_per_s" not in overrides and "samples" in overrides:
-        fields["samples_per_s"] = overrides["samples"] / overrides.get("epoch_s", epoch_s)
     fields.update(overrides)
     if "startup_s" not in overrides:  # the context alone: no first-step excess by default
         fields["startup_s"] = fields["context_startup_s"] or 0.0
@@ -106,12 +100,12 @@ def training_record(
         fields["epoch_memory_bytes"] = None if peak is None else peak * 2 // 5
     for name in ("loadavg_before", "loadavg_after", "epoch_s_each", "eval_s_each"):
         fields[name] = tuple(fields[name])
-    fields["samples_per_s"] = overrides.get("samples_per_s", fields["samples"] / fields["epoch_s"])
+    epoch = statistics.median(fields["epoch_s_each"])
     checked = launch_checked(SimpleNamespace(**{k: fields[k] for k in ("precision", "placement", "compiled")}))
     if "launch" not in overrides:  # an eager fp32 resident variant's checks: its step 4x its floor on CUDA
-        fields["launch"] = launch_checks(fields["device"], fields["epoch_s"] / fields["steps"]) if checked else None
+        fields["launch"] = launch_checks(fields["device"], epoch / fields["steps"]) if checked else None
     if "reference_epoch_s" not in overrides and checked:  # and its plain loop, as fast as its epoch
-        fields["reference_epoch_s"] = fields["epoch_s"]
+        fields["reference_epoch_s"] = epoch
     return TrainingRecord(**fields)
 
 

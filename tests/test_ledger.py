@@ -112,15 +112,18 @@ def _job(**changes):
 
 
 def test_the_issues_hand_edit_does_not_add_up_even_without_its_log():
-    """Epochs divided by 10, samples_per_s left as measured: samples / epoch_s no longer holds."""
+    """Epochs divided by 10, their CPU time left as measured: more CPU time than the cores give in the edited epoch.
+    (A record stores the raw epochs once: no median or throughput beside them is left to disagree.)"""
     from builders_training import training_record
 
-    from accel_choice.records.training import TrainingRecord
+    from accel_choice.records.training import TrainingJob
 
-    measured = training_record(epoch_s=0.2)
-    edited = records.to_json(measured) | {"epoch_s": 0.02, "epoch_s_each": [0.02]}
-    with pytest.raises(RecordError, match=r"samples_per_s 10240\.0 is not samples / epoch_s = 102400"):
-        records.from_json(TrainingRecord, edited, "t1.rep0.json")
+    measured = records.to_json(_job(records=(training_record(epoch_s=0.2, epoch_cpu_s=0.19),)))
+    measured["records"][0]["epoch_s_each"] = [0.02]
+    with pytest.raises(
+        RecordError, match=r"epoch_cpu_s 0\.19 is more CPU time than 2 core\(s\) give in its wall epoch_s 0\.02"
+    ):
+        records.from_json(TrainingJob, measured, "t1.rep0.json")
 
 
 def test_a_job_whose_epochs_outlast_its_wall_interval_or_whose_cpu_outruns_its_cores_is_refused():

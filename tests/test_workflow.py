@@ -199,7 +199,6 @@ def test_a_timing_record_edited_by_hand_is_refused_and_nothing_vouches_for_it(fi
         job = read(path)
         for record in job["records"]:
             if (record["loader"], record["batch_size"]) == ("fastpath", 64):
-                record["epoch_s"] /= 10
                 record["epoch_s_each"] = [t / 10 for t in record["epoch_s_each"]]
         path.write_text(json.dumps(job, indent=2) + "\n")
     result = snakemake(finished, TINY, "--until", "aggregate_training")  # the first job that reads them
@@ -292,7 +291,8 @@ def test_every_training_record_holds_the_invariants(finished: Path) -> None:
         assert all(r["same_final_weights_across_variants"] for r in job["records"])  # within each batch size
         for record in job["records"]:
             assert record["samples"] == 256 and all(record["invariants"].values())
-            assert record["samples_per_s"] == pytest.approx(record["samples"] / record["epoch_s"], rel=1e-12)
+            assert len(record["epoch_s_each"]) == len(record["eval_s_each"]) > 1  # one epoch and evaluation a round
+            assert {"epoch_s", "eval_s", "samples_per_s"}.isdisjoint(record)  # the raw times only, stored once
             assert record["threads"] == 1
             # issue 26: the matmul precision set by config, the fused optimizer, no GradScaler on the CPU
             assert (record["matmul_precision"], record["optimizer_impl"]) == ("highest", "Adam fused")

@@ -77,7 +77,7 @@ class GridRecord(EpochMeasurement):
         return Workload(rows=self.rows, features=self.features, hidden=self.hidden, batch_size=self.batch_size)
 
 
-@record(schema="planner-grid-job", version=7)
+@record(schema="planner-grid-job", version=8)
 class GridJob:
     """timing/cost_model/{device}.rep<r>.json: `planner.epochs_per_job` timed epochs per workload of the grid
     (interleaved rounds), one device, one repeat."""
