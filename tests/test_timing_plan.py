@@ -112,16 +112,18 @@ def test_the_report_says_how_many_jobs_were_added_and_why_they_stopped() -> None
     # Without a plan, a first screen whose widest interval passes the target says what narrowing it costs.
     verdict = SimpleNamespace(fastest_cpu_ties=added.ties, scaling=added.scaling, trust=None)
     needed = timing_plan.jobs_for_target(added.widest, 3, 0.10)
-    hint = words.budget_hint(verdict, 0.10, cells(3), None)
+    narrowed = timing_plan.narrowing(verdict, 0.10, cells(3), None)
+    assert (narrowed.widest, narrowed.jobs, narrowed.jobs_needed, narrowed.more_s) == (added.widest, 3, needed, None)
     said = f"Widest interval ±{added.widest:.0%} (target ±10%): about {needed} jobs a thread count would narrow it"
-    assert hint == f"{said} (`timing.budget_s`; docs/statistics.md)."
+    assert words.budget_hint(narrowed) == f"{said} (`timing.budget_s`; docs/statistics.md)."
     walls = SimpleNamespace(rules=[SimpleNamespace(rule="time_cpu_training", process_wall_median_s=10.0)])
-    assert f"(`timing.budget_s`, about {(needed - 3) * 2 * 10:,} s more;" in words.budget_hint(
-        verdict, 0.10, cells(3), walls
-    )
-    assert words.budget_hint(verdict, added.widest, cells(3), None) == ""
+    narrowed = timing_plan.narrowing(verdict, 0.10, cells(3), walls)
+    assert narrowed.more_s == (needed - 3) * 2 * 10  # two thread counts, 10 s a job
+    assert f"(`timing.budget_s`, about {(needed - 3) * 2 * 10:,} s more;" in words.budget_hint(narrowed)
+    assert timing_plan.narrowing(verdict, added.widest, cells(3), None) is None  # within the target
     contaminated = SimpleNamespace(**{**vars(verdict), "trust": SimpleNamespace(contaminated=True)})
-    assert words.budget_hint(contaminated, 0.10, cells(3), None) == ""
+    assert timing_plan.narrowing(contaminated, 0.10, cells(3), None) is None  # measured again, not extended
+    assert words.budget_hint(None) == ""
 
 
 def test_the_stopping_rule_keeps_its_coverage_and_spends_jobs_only_while_needed() -> None:

@@ -156,6 +156,26 @@ def test_resumed_report_has_the_structure_of_a_clean_run(finished: Path) -> None
     ]
 
 
+def test_the_first_screen_says_what_narrowing_its_widest_interval_would_take(finished: Path) -> None:
+    """Without a timing plan, the report's line is what analyze.timing_plan.narrowing makes of the run's records
+    (none where the widest tie or growth is within timing.target, or the run was contaminated)."""
+    from accel_choice.analyze.timing_plan import narrowing
+    from accel_choice.io import paths
+    from accel_choice.records.decision import Decision
+    from accel_choice.records.resources import ResourceTable
+    from accel_choice.records.training import TrainingTable
+    from accel_choice.render.timing_plan import budget_hint
+
+    results = finished / "results"
+    verdict = records.read(Decision, results / paths.DECISION).verdict
+    cells = records.read(TrainingTable, results / paths.CPU_TABLE).table
+    resources = records.read(ResourceTable, results / paths.RESOURCES)
+    narrowed = narrowing(verdict, 0.10, cells, resources)  # the schema's timing.target
+    report = (results / "REPORT.md").read_text()
+    assert (budget_hint(narrowed) in report) and (narrowed is not None) == ("Widest interval ±" in report)
+    assert narrowed is None or narrowed.more_s > 0
+
+
 def test_a_bad_config_leaves_existing_results_untouched(finished: Path) -> None:
     before = {p: p.stat().st_mtime_ns for p in (finished / "results").rglob("*") if p.is_file()}
     result = snakemake(finished, changed(timing={"repeats": 0}))

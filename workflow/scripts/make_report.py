@@ -1,9 +1,13 @@
-"""Rule report: REPORT.md and the decision figure, rendered from the records (nothing computed here)."""
+"""Rule report: REPORT.md and the decision figure, rendered from the records.
+
+One figure is derived here, from the records, for the first screen: what narrowing the widest interval would take
+(analyze.timing_plan.narrowing), where no timing plan ran."""
 
 from pathlib import Path
 
 from accel_choice import records
 from accel_choice.analyze.stats import NoiseRules
+from accel_choice.analyze.timing_plan import narrowing
 from accel_choice.io import atomic, envinfo, paths, provenance
 from accel_choice.io.runtime import job
 from accel_choice.records.cost import CostTable
@@ -51,6 +55,8 @@ with job(snakemake.log[0], snakemake.threads) as log:
     report_provenance = provenance.provenance(
         results, envinfo.workflow_commit(), [Path(path).relative_to(results).as_posix() for path in p.made]
     )
+    plans = [records.read(TimingPlan, path) for path in inp.plan]
+    resources = records.read(ResourceTable, inp.resources)
     text = report.render(
         report.ReportInputs(
             decision=decided,
@@ -70,7 +76,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
             gradient_variance=records.read(GradientVariance, inp.gradient_variance[0])
             if inp.get("gradient_variance")
             else None,
-            resources=records.read(ResourceTable, inp.resources),
+            resources=resources,
             cost_model=records.read(CostModelTable, inp.cost_model),
             break_even=records.read(BreakEvenTable, inp.break_even),
             flop_check=records.read(FlopCheck, inp.flop_check),
@@ -81,8 +87,8 @@ with job(snakemake.log[0], snakemake.threads) as log:
             scale_steps=[records.read(StepRate, path) for path in inp.scale_steps],
             provenance=report_provenance,
             sentinels=tuple(sentinels),
-            plans=[records.read(TimingPlan, path) for path in inp.plan],
-            target=p.target,
+            plans=plans,
+            narrowing=None if plans else narrowing(decided.verdict, p.target, train_table, resources),
         )
     )
     atomic.write_text(out.md, text)

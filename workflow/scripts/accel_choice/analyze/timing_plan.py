@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from accel_choice.analyze.decision_intervals import cpu_statements
 from accel_choice.analyze.stats import NoiseRules
+from accel_choice.records.decision import Verdict
+from accel_choice.records.resources import ResourceTable
 from accel_choice.records.timing_plan import PlanDecision, TimingPlan, widest
 from accel_choice.records.training import TrainingCell
 
@@ -70,3 +73,36 @@ def plan_round(
         next_jobs=jobs + (decision == "add"),
         jobs_for_target=jobs_for_target(found, jobs, target),
     )
+
+
+@dataclass(frozen=True)
+class Narrowing:
+    """What narrowing a clean run's widest stated interval to the target would take, without a timing plan."""
+
+    widest: float  # the widest tie or growth, as a half width over its point
+    target: float  # timing.target
+    jobs: int  # the CPU jobs a thread count the run measured
+    jobs_needed: int  # jobs_for_target's count
+    more_s: float | None  # the added jobs' seconds: the CPU jobs' median process wall; None where it is unknown
+
+
+def narrowing(
+    verdict: Verdict, target: float, cells: Sequence[TrainingCell], resources: ResourceTable | None
+) -> Narrowing | None:
+    """Return what narrowing the widest tie or growth to `target` would take; None where it is within it.
+
+    None too for a run without CPU cells and for a contaminated run: that one is measured again, not extended.
+    The seconds are the CPU jobs' median whole-process wall (Snakemake's benchmark files) per added job."""
+    found = widest(verdict.fastest_cpu_ties, verdict.scaling)
+    cpu = [c for c in cells if c.device == "cpu"]
+    if found is None or found <= target or not cpu or (verdict.trust is not None and verdict.trust.contaminated):
+        return None
+    jobs = max(c.repeats for c in cpu)
+    needed = jobs_for_target(found, jobs, target) or jobs
+    wall = (
+        next((r.process_wall_median_s for r in resources.rules if r.rule == "time_cpu_training"), None)
+        if resources
+        else None
+    )
+    more = None if wall is None else (needed - jobs) * len({c.threads for c in cpu}) * wall
+    return Narrowing(widest=found, target=target, jobs=jobs, jobs_needed=needed, more_s=more)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accel_choice.analyze.stats import NoiseRules
+from accel_choice.analyze.timing_plan import Narrowing
 from accel_choice.io import paths
 from accel_choice.records.cost import CostTable
 from accel_choice.records.decision import DataTable, Decision, TheoryTable
@@ -58,7 +59,8 @@ class ReportInputs:
     provenance: dict[str, Any] | None = None  # workflow commit and the invocation that made this report
     sentinels: Sequence[tuple[str, SentinelSummary]] = ()  # ("CPU", the CPU table's sentinel), then the GPU's
     plans: Sequence[TimingPlan] = ()  # timing/plan/round*.json, where timing.budget_s is set
-    target: float = 0.10  # timing.target
+    # A clean run without a plan whose widest tie or growth passes timing.target: what narrowing it would take.
+    narrowing: Narrowing | None = None
 
 
 def _cpu_section(train_table: Sequence[TrainingCell]) -> str:
@@ -298,8 +300,7 @@ def render(inputs: ReportInputs) -> str:
         data.warnings_banner(inputs.data),
         decision_words.headline(verdict),
         noise.accuracy_line(inputs.train_table, cores),
-        timing_plan.plan_line(inputs.plans)
-        or timing_plan.budget_hint(verdict, inputs.target, inputs.train_table, inputs.resources),
+        timing_plan.plan_line(inputs.plans) or timing_plan.budget_hint(inputs.narrowing),
         planner.answer_lines(inputs.break_even),
         cost.cost_headline(inputs.cost),
         decision_words.sheet_section(inputs.decision.sheet, verdict.gpu, counted=inputs.theory.figures == "counted"),

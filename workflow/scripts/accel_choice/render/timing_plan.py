@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from accel_choice.analyze.timing_plan import jobs_for_target
-from accel_choice.records.decision import Verdict
-from accel_choice.records.resources import ResourceTable
-from accel_choice.records.timing_plan import TimingPlan, widest
-from accel_choice.records.training import TrainingCell
+from accel_choice.analyze.timing_plan import Narrowing
+from accel_choice.records.timing_plan import TimingPlan
 from accel_choice.render.formatting import table
 
 STOPPED = {
@@ -36,25 +33,14 @@ def plan_line(plans: Sequence[TimingPlan]) -> str:
     return f"{line} About {last.jobs_for_target:,} jobs a thread count would meet it: about {more:,.0f} s more."
 
 
-def budget_hint(verdict: Verdict, target: float, cells: Sequence[TrainingCell], resources: ResourceTable | None) -> str:
-    """Render, for a clean run without a timing plan whose widest tie or growth passes `target`, what narrowing it costs.
-
-    The jobs as timing_plan.jobs_for_target counts them; the seconds from the CPU jobs' median process wall."""
-    found = widest(verdict.fastest_cpu_ties, verdict.scaling)
-    cpu = [c for c in cells if c.device == "cpu"]
-    if found is None or found <= target or not cpu or (verdict.trust is not None and verdict.trust.contaminated):
-        return ""  # a contaminated run is re-measured, not extended
-    jobs = max(c.repeats for c in cpu)
-    needed = jobs_for_target(found, jobs, target) or jobs
-    wall = (
-        next((r.process_wall_median_s for r in resources.rules if r.rule == "time_cpu_training"), None)
-        if resources
-        else None
-    )
-    cost = "" if wall is None else f", about {(needed - jobs) * len({c.threads for c in cpu}) * wall:,.0f} s more"
+def budget_hint(narrowed: Narrowing | None) -> str:
+    """Render what narrowing the widest tie or growth to the target would take (analyze.timing_plan.narrowing)."""
+    if narrowed is None:
+        return ""
+    cost = "" if narrowed.more_s is None else f", about {narrowed.more_s:,.0f} s more"
     return (
-        f"Widest interval ±{found:.0%} (target ±{target:.0%}): about {needed:,} jobs a thread count would narrow it "
-        f"(`timing.budget_s`{cost}; docs/statistics.md)."
+        f"Widest interval ±{narrowed.widest:.0%} (target ±{narrowed.target:.0%}): about {narrowed.jobs_needed:,} jobs "
+        f"a thread count would narrow it (`timing.budget_s`{cost}; docs/statistics.md)."
     )
 
 
