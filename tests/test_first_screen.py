@@ -12,7 +12,7 @@ import pytest
 from test_decision_report import NO_CUDA, _inputs, _verdict, load_table, train_records  # noqa: F401 - fixtures
 from test_trust import LABELS, _table, cells  # noqa: F401 - fixtures used by name
 
-from accel_choice.analyze import trust
+from accel_choice.analyze import timing_plan, trust
 from accel_choice.records.training import Contamination
 from accel_choice.render import html, report
 
@@ -88,6 +88,8 @@ def _render(records, load_table, timed) -> str:  # noqa: F811
             break_even=BREAK_EVENS,
             cost_model=builders.cost_model_table(),
             sentinels=(("CPU", timed.sentinel),),
+            # As make_report.py adds it: what narrowing the widest interval would take, counted on the screen.
+            narrowing=timing_plan.narrowing(verdict, 0.10, inputs.train_table, None),
         )
     )
 

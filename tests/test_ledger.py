@@ -113,7 +113,9 @@ def _job(**changes):
 
 def test_the_issues_hand_edit_does_not_add_up_even_without_its_log():
     """Epochs divided by 10, their CPU time left as measured: more CPU time than the cores give in the edited epoch.
-    (A record stores the raw epochs once: no median or throughput beside them is left to disagree.)"""
+    (A record stores the raw epochs once: no median or throughput beside them is left to disagree. So without its
+    log, such an edit shows only where the CPU time outruns the cores: a 1-thread job on many cores would pass; the
+    log, records.ledger, catches it there.)"""
     from builders_training import training_record
 
     from accel_choice.records.training import TrainingJob

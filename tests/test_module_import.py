@@ -1,7 +1,9 @@
 """The workflow imported into another project as a Snakemake module (docs/development.md#use-it-as-a-module).
 
 Its library, schema, rules' scripts and environments are found from this checkout, not from the
-importing project's folder (workflow.basedir there), and its jobs are those of a plain run.
+importing project's folder (workflow.basedir there), and its jobs are those of a plain run; one of them
+runs there. The time-budget test imports the module from the shared finished run's own checkout instead,
+so that only what the budget adds runs (docs/development.md#use-it-as-a-module).
 """
 
 from __future__ import annotations
@@ -83,6 +85,10 @@ def test_imported_as_a_module_it_plans_the_jobs_of_a_plain_run(
     # Its jobs' code inputs are this checkout's library, not the project's folder.
     assert os.path.relpath(REPO / "workflow/scripts/accel_choice/__init__.py", project) in output
     assert not (project / "results").exists()
+    # And a job runs there: its script and this checkout's library are found from the project's folder.
+    ran = _dry_run(project, "results/config.yaml", dry=False)
+    assert ran.returncode == 0, (ran.stdout + ran.stderr)[-3000:]
+    assert yaml.safe_load((project / "results/config.yaml").read_text())["seed"] == TINY["seed"]
 
 
 def test_a_bad_config_handed_to_the_module_fails_naming_the_key(tmp_path: Path) -> None:

@@ -533,8 +533,8 @@ def test_a_record_that_breaks_an_invariant_is_refused(build, message):
         (
             lambda: builders.grid_job(),
             "GridJob",
-            lambda d: d["records"][1].update(epoch_s=-1.0),
-            r"records\[1\]\.epoch_s",
+            lambda d: d["records"][1].update(epoch_s_each=[-1.0]),
+            r"records\[1\]\.epoch_s_each",
         ),
         (
             lambda: builders.cost_model_table(),

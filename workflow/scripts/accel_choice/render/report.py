@@ -112,8 +112,9 @@ def _cpu_section(train_table: Sequence[TrainingCell]) -> str:
             "between jobs is in it; docs/statistics.md shows its coverage); `jobs min–max` the fastest and slowest "
             "job's median. `vs fast path` is paired (both loaders ran in the same jobs: the per-job ratio) and says "
             "slower or faster only when its whole interval lies beyond 1 ± the run's noise floor."
-            "\n\nEvery record passed the invariants samples == n (partial last batch included), steps == ⌈n/B⌉ and "
-            "samples_per_s == samples / epoch_s. Both loaders see identical batches (one seeded permutation), "
+            "\n\nEvery record passed the invariants samples == n (partial last batch included) and steps == ⌈n/B⌉; "
+            "samples_per_s == samples / epoch_s holds by construction (a record stores its raw epochs, and both are "
+            "read from them). Both loaders see identical batches (one seeded permutation), "
             "so `vs fast path` is the DataLoader's per-sample Python overhead alone"
             + (
                 "; the final weights were bitwise identical across loaders in every job."
