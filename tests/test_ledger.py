@@ -152,3 +152,37 @@ def test_a_job_is_one_process_at_one_thread_count_each_variant_once():
         _job(records=(training_record(), training_record(repeat=1)))
     with pytest.raises(ValueError, match="each variant once"):
         _job(records=(training_record(), training_record()))
+
+
+def _version_before(written: dict, version: int) -> dict:
+    """A job file as the version before raw times were stored once wrote it: each record's medians, throughput and
+    throughput invariant beside its raw times."""
+    import statistics
+
+    older = json.loads(json.dumps(written)) | {"schema_version": version}
+    for r in older["records"]:
+        epoch = statistics.median(r["epoch_s_each"])
+        r |= {"epoch_s": epoch, "eval_s": statistics.median(r["eval_s_each"]), "samples_per_s": r["samples"] / epoch}
+        r["invariants"]["samples_per_s_eq_samples_over_epoch_s"] = True
+    return older
+
+
+@pytest.mark.parametrize("kind", ["training", "grid"])
+def test_an_archived_job_of_the_version_before_is_read_and_one_that_does_not_add_up_is_named(kind):
+    """training-job 12 and planner-grid-job 7 stored a median and a throughput beside the raw times: an archived run
+    stays readable (records.upgrades), and a file whose stored median is not its raw times' is refused."""
+    from builders_planner import grid_job
+    from builders_training import training_record
+
+    job = _job(records=(training_record(epoch_s=0.2, epoch_cpu_s=0.19, epoch_s_each=(0.2, 0.3, 0.1)),))
+    job = job if kind == "training" else grid_job()
+    older = _version_before(records.to_json(job), type(job).VERSION - 1)
+    assert records.from_json(type(job), older, "rep0.json") == job
+    older["records"][0]["epoch_s"] *= 0.5  # the hand edit of issue 28, on the older version
+    with pytest.raises(
+        RecordError, match=r"rep0\.json: .* version \d+: records\[0\]\.epoch_s [\d.]+ is not the median"
+    ):
+        records.from_json(type(job), older, "rep0.json")
+    older["schema_version"] -= 1  # two versions back: no upgrade, refused as before
+    with pytest.raises(RecordError, match="this workflow reads"):
+        records.from_json(type(job), older, "rep0.json")

@@ -158,6 +158,21 @@ def describe_error(error: ValidationError, source: str) -> str:
     return f"{source}: {_where(tuple(first['loc']))}: {first['msg']}{shown}{more}; {RERUN}"
 
 
+def _upgraded(cls: type, data: dict[str, Any], found: tuple[Any, Any], source: str) -> tuple[dict[str, Any], Any]:
+    """Bring a file of an older version of `cls`'s schema up to date, step by step, where `cls.UPGRADES` can.
+
+    `UPGRADES` maps a version to a function that returns the next version's JSON, or raises ValueError where the
+    file does not add up (an archived run stays readable; a damaged one is refused as before)."""
+    upgrades = getattr(cls, "UPGRADES", {})
+    while found[0] == cls.SCHEMA and found[1] in upgrades:  # type: ignore[attr-defined]
+        try:
+            data = {**upgrades[found[1]](data), "schema_version": found[1] + 1}
+        except ValueError as error:
+            raise RecordError(f"{source}: {found[0]} version {found[1]}: {error}; {RERUN}") from None
+        found = (found[0], found[1] + 1)
+    return data, found
+
+
 def from_json(cls: type[T], data: Any, source: str) -> T:
     """Build a record of type `cls` from parsed JSON (`data`), read from `source` (named in every error)."""
     if not VALIDATED:
@@ -167,6 +182,7 @@ def from_json(cls: type[T], data: Any, source: str) -> T:
         if not isinstance(data, dict):
             raise RecordError(f"{source}: expected a JSON object ({schema}), found {type(data).__name__}; {RERUN}")
         found = (data.get("schema"), data.get("schema_version"))
+        data, found = _upgraded(cls, data, found, source)
         if found != (schema, cls.VERSION):  # type: ignore[attr-defined]
             was = (
                 "no schema (written by a workflow before records were versioned)"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import ClassVar
 
 from accel_choice.records import (
     PositiveCount,
@@ -16,6 +17,7 @@ from accel_choice.records import (
 from accel_choice.records.environment import Environment
 from accel_choice.records.sentinel import SentinelReadings
 from accel_choice.records.training import EpochMeasurement
+from accel_choice.records.upgrades import without_derived
 
 
 def steps_per_epoch(rows: int, batch_size: int) -> int:
@@ -86,6 +88,7 @@ class GridJob:
     wall_interval: tuple[float, float]  # time.time() at the start and end: no two timing jobs overlap
     environment: Environment
     sentinel: SentinelReadings  # the drift sentinel timed around the job's rounds (measure.sentinel)
+    UPGRADES: ClassVar = {7: without_derived}  # an archived version 7 file is read (records.upgrades)
 
     def __post_init__(self) -> None:
         if not self.records:

@@ -9,7 +9,7 @@ import dataclasses
 import math
 import statistics
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from accel_choice.records import (
     Count,
@@ -28,6 +28,7 @@ from accel_choice.records.estimate import PositiveEstimate, columns, point_of, q
 from accel_choice.records.model import Dtype
 from accel_choice.records.launch import CellLaunchChecks, LaunchChecks, launch_checked, launch_columns
 from accel_choice.records.sentinel import ReferenceStepReadings, SentinelReadings, SentinelSummary
+from accel_choice.records.upgrades import without_derived
 
 
 @record
@@ -78,8 +79,7 @@ class Invariants:
     samples_eq_rows: bool
     eval_samples_eq_rows: bool
     steps_eq_ceil_rows_over_batch: bool
-    # The textbook's second check, samples_per_s == samples / epoch_s, holds by construction: the record stores
-    # the raw epochs once, and its median and throughput are read from them (EpochMeasurement's properties).
+    # The textbook's samples_per_s == samples / epoch_s holds by construction: both are read from the raw epochs.
 
 
 # torch.set_float32_matmul_precision (timing.matmul_precision): "highest" keeps fp32 matmuls in fp32;
@@ -217,6 +217,7 @@ class TrainingJob:
     sentinel: SentinelReadings
     probe: dict[str, Any] | None = None  # GPU jobs: what torch saw on the job's node
     reference_step: ReferenceStepReadings | None = None  # CPU jobs: the fixed training step per round
+    UPGRADES: ClassVar = {12: without_derived}  # an archived version 12 file is read (records.upgrades)
 
     def __post_init__(self) -> None:
         shared, keys = {(r.device, r.threads, r.repeat) for r in self.records}, [r.key for r in self.records]
