@@ -43,6 +43,25 @@ def test_cells_that_got_faster_leave_the_unchanged_ones_where_they_were():
     assert np.exp(qb[1] - qa[1]) == pytest.approx([0.7] * 3)
 
 
+def test_with_rounds_a_shift_every_cell_of_a_round_shares_cancels_where_job_medians_keep_some_of_it():
+    """cells × jobs × rounds: each round's quotient is against the other cells' epochs of that round."""
+    rng = np.random.default_rng(1)
+    cells = np.exp(rng.normal(0, 0.5, (6, 1, 1)))
+    noise = np.exp(rng.normal(0, 0.05, (6, 3, 10)))
+    rounds_a, rounds_b = (np.exp(rng.normal(0, 0.3, (1, 3, 10))) for _ in range(2))  # shared by a round's cells
+    a, b = cells * rounds_a * noise, cells * rounds_b * noise  # the same cell noise, other rounds' shifts
+    qa, qb = rr.leave_one_out(a, b)
+    assert qa.shape == qb.shape == (6, 3) and np.allclose(qa, qb)  # the rounds' shifts cancel exactly
+    ma, mb = rr.leave_one_out(np.median(a, axis=2), np.median(b, axis=2))
+    assert not np.allclose(ma, mb, atol=1e-3)  # over job medians some of them stay
+    slower = b.copy()
+    slower[2] *= 1.2
+    qa, qs = rr.leave_one_out(a, slower)
+    assert np.exp(qs[2] - qa[2]) == pytest.approx([1.2] * 3)  # a slower cell moves its own quotient
+    moved = np.abs(np.delete(qs, 2, 0) - np.delete(qb, 2, 0))
+    assert moved.max() < 0.25 * math.log(1.2)  # the others barely: the slowed cell sits in their medians now and then
+
+
 @pytest.mark.parametrize("shape", [(2, 3), (3,), (0, 3)])
 def test_leave_one_out_refuses_too_few_cells(shape):
     with pytest.raises(ValueError, match="at least 3 cells"):
@@ -56,6 +75,8 @@ def test_leave_one_out_refuses_a_non_positive_time_and_unlike_sides():
         rr.leave_one_out(np.ones((3, 2)), medians)
     with pytest.raises(ValueError, match="the same cells"):
         rr.leave_one_out(np.ones((3, 2)), np.ones((4, 2)))
+    with pytest.raises(ValueError, match="the same cells"):
+        rr.leave_one_out(np.ones((3, 2)), np.ones((3, 2, 5)))  # medians on one side, rounds on the other
 
 
 @pytest.mark.parametrize("x", [1e-7, 0.05, 0.7, 3.0, 50.0, 1e8])

@@ -69,9 +69,9 @@ def _groups(
     a: list[np.ndarray], b: list[np.ndarray], variants: int
 ) -> list[tuple[list[tuple[int, int]], np.ndarray, np.ndarray]]:
     """Each thread count's job group for row_relative.fit: its rows' keys (table, variant) and both sides' cells ×
-    jobs medians."""
+    jobs × rounds times, as compare_match hands them over."""
     return [
-        ([(t, v) for v in range(variants)], np.median(ta, axis=2).T, np.median(tb, axis=2).T)
+        ([(t, v) for v in range(variants)], ta.transpose(1, 0, 2), tb.transpose(1, 0, 2))
         for t, (ta, tb) in enumerate(zip(a, b))
     ]
 

@@ -179,8 +179,8 @@ def in_job_quotients(
                 [
                     (
                         members,
-                        _job_medians([train_a[k] for k in members], name),
-                        _job_medians([train_b[k] for k in members], name),
+                        _job_times([train_a[k] for k in members], name),
+                        _job_times([train_b[k] for k in members], name),
                     )
                     for members in mine
                 ]
@@ -188,8 +188,12 @@ def in_job_quotients(
     return found
 
 
-def _job_medians(cells: list[TrainingCell], name: str) -> np.ndarray:
-    """The cells × jobs medians of time `name` (cells of one job group: the same jobs)."""
+def _job_times(cells: list[TrainingCell], name: str) -> np.ndarray:
+    """The cells × jobs × rounds times `name` of one job group (the same jobs), every round of a job in the order
+    run; cells × jobs medians where the jobs' rounds differ in number (row_relative.leave_one_out takes both)."""
+    rounds = {len(job) for cell in cells for job in getattr(cell, f"{name}_jobs")}
+    if len(rounds) == 1:
+        return np.array([getattr(cell, f"{name}_jobs") for cell in cells], dtype=float)
     return np.array([[float(np.median(job)) for job in getattr(cell, f"{name}_jobs")] for cell in cells])
 
 

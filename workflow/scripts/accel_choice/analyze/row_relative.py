@@ -2,9 +2,10 @@
 
 A row of `compare` pairs two runs' cells. Its raw ratio carries each job's own speed (the job effect),
 which no two runs share. Every cell of one CPU job shares that speed, and so do the cells of one GPU job.
-So each job's median of a cell is divided by the median of the *other* cells the same job timed
-(the cells measured on both sides, each centred on its own level first). The job effect, its drift and
-its rounds cancel in that quotient, and so does a shift of the whole run. A cell slowed by δ moves its
+So in each round of a job a cell's epoch is divided by the median of the *other* cells' epochs of that round
+(the cells measured on both sides, each centred on its own level first), and the job's quotient is the median
+over its rounds. The job effect, its drift and its rounds cancel in that quotient, and so does a shift of the
+whole run. A cell slowed by δ moves its
 own quotient by δ. The others' median is the reference, not their mean: cells that changed in B, a
 minority of the job, leave the other cells' quotients where they were.
 
@@ -39,22 +40,28 @@ REFERENCE_MOVED = "another cell of its job got faster in B: the rest of the job 
 
 
 def leave_one_out(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Return each side's log quotients: a job's median of a cell over the median of the other cells' in that job.
+    """Return each side's log quotients, cells × jobs: a cell's time over the median of the other cells' in its job.
 
-    `a` and `b` are one job group's cells × jobs medians on sides A and B, the same cells in the same order.
-    Each cell is first centred on its own mean log over both sides' jobs, so cells of any size compare: the
-    others' median then reads the job's speed, not which cell is the middle-sized one. Needs MIN_CELLS cells."""
+    `a` and `b` are one job group's times on sides A and B, the same cells in the same order: cells × jobs medians,
+    or cells × jobs × rounds (every timed epoch, the rounds of a job in the order run). Each cell is first centred
+    on its own mean log over both sides, so cells of any size compare: the others' median then reads the job's
+    speed, not which cell is the middle-sized one. With rounds, the quotient is taken in each round, against the
+    other cells' epochs of that round, and its median over the rounds is the job's: a round's shift, which every
+    cell of the round shares, cancels there too. Needs MIN_CELLS cells."""
     for side in (a, b):
-        if side.ndim != 2 or side.shape[0] < MIN_CELLS:
-            raise ValueError(f"a job group needs at least {MIN_CELLS} cells × jobs, got shape {side.shape}")
+        if side.ndim not in (2, 3) or side.shape[0] < MIN_CELLS:
+            raise ValueError(f"a job group needs at least {MIN_CELLS} cells × jobs (× rounds), got shape {side.shape}")
         if not (np.isfinite(side).all() and (side > 0).all()):
             raise ValueError("job medians must be positive finite times")
-    if a.shape[0] != b.shape[0]:
-        raise ValueError(f"the two sides hold {a.shape[0]} and {b.shape[0]} cells: the same cells are needed")
+    if a.shape[0] != b.shape[0] or a.ndim != b.ndim:
+        raise ValueError(f"the two sides hold {a.shape} and {b.shape} times: the same cells, alike, are needed")
     la, lb = np.log(a), np.log(b)
-    anchor = np.concatenate([la, lb], axis=1).mean(axis=1, keepdims=True)
+    cells = a.shape[0]
+    anchor = np.concatenate([la.reshape(cells, -1), lb.reshape(cells, -1)], axis=1).mean(axis=1)
+    anchor = anchor.reshape((cells,) + (1,) * (a.ndim - 1))
     za, zb = la - anchor, lb - anchor
-    return za - others_median(za), zb - others_median(zb)
+    qa, qb = za - others_median(za), zb - others_median(zb)
+    return (np.median(qa, axis=2), np.median(qb, axis=2)) if a.ndim == 3 else (qa, qb)
 
 
 def others_median(z: np.ndarray) -> np.ndarray:
