@@ -183,6 +183,9 @@ def test_an_archived_job_of_the_version_before_is_read_and_one_that_does_not_add
         RecordError, match=r"rep0\.json: .* version \d+: records\[0\]\.epoch_s [\d.]+ is not the median"
     ):
         records.from_json(type(job), older, "rep0.json")
+    older["records"][0]["epoch_s_each"] = "0.2"  # raw times that are no list of times: named, no traceback
+    with pytest.raises(RecordError, match=r"records\[0\]: its raw times and samples cannot be read"):
+        records.from_json(type(job), older, "rep0.json")
     older["schema_version"] -= 1  # two versions back: no upgrade, refused as before
     with pytest.raises(RecordError, match="this workflow reads"):
         records.from_json(type(job), older, "rep0.json")

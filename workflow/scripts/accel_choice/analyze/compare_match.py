@@ -190,11 +190,12 @@ def in_job_quotients(
 
 def _job_times(cells: list[TrainingCell], name: str) -> np.ndarray:
     """The cells × jobs × rounds times `name` of one job group (the same jobs), every round of a job in the order
-    run; cells × jobs medians where the jobs' rounds differ in number (row_relative.leave_one_out takes both)."""
+    run; the cells' job medians (TrainingCell.epoch_s_runs, eval_s_runs) where the jobs' rounds differ in number
+    (row_relative.leave_one_out takes both)."""
     rounds = {len(job) for cell in cells for job in getattr(cell, f"{name}_jobs")}
     if len(rounds) == 1:
         return np.array([getattr(cell, f"{name}_jobs") for cell in cells], dtype=float)
-    return np.array([[float(np.median(job)) for job in getattr(cell, f"{name}_jobs")] for cell in cells])
+    return np.array([getattr(cell, f"{name}_runs") for cell in cells])
 
 
 def _time(

@@ -98,7 +98,7 @@ def narrowing(
     if found is None or found <= target or not cpu or (verdict.trust is not None and verdict.trust.contaminated):
         return None
     jobs = max(c.repeats for c in cpu)
-    needed = jobs_for_target(found, jobs, target) or jobs
+    needed = jobs_for_target(found, jobs, target)  # a count: found is beyond the target here
     wall = (
         next((r.process_wall_median_s for r in resources.rules if r.rule == "time_cpu_training"), None)
         if resources

@@ -18,22 +18,22 @@ def without_derived(job: dict[str, Any]) -> dict[str, Any]:
     times (the checks that version's records held)."""
     upgraded = []
     for number, r in enumerate(job.get("records", [])):
-        r = dict(r)
-        for name, each in (("epoch_s", "epoch_s_each"), ("eval_s", "eval_s_each")):
-            stored, times = r.pop(name, None), r.get(each)
-            if (
-                not times
-                or not isinstance(stored, float)
-                or not math.isclose(stored, statistics.median(times), rel_tol=1e-12)
-            ):
-                raise ValueError(f"records[{number}].{name} {stored!r} is not the median of {each} {times!r}")
-        rate, samples = r.pop("samples_per_s", None), r.get("samples")
-        if not isinstance(rate, float) or not math.isclose(
-            rate, samples / statistics.median(r["epoch_s_each"]), rel_tol=1e-9
-        ):
-            raise ValueError(f"records[{number}].samples_per_s {rate!r} is not samples / epoch_s")
+        try:
+            medians = {name: statistics.median(r[f"{name}_each"]) for name in ("epoch_s", "eval_s")}
+            rate = r["samples"] / medians["epoch_s"]
+        except (KeyError, TypeError, ZeroDivisionError, statistics.StatisticsError):
+            raise ValueError(f"records[{number}]: its raw times and samples cannot be read") from None
+        for name, median in medians.items():
+            stored = r.get(name)
+            if not isinstance(stored, float) or not math.isclose(stored, median, rel_tol=1e-12):
+                raise ValueError(
+                    f"records[{number}].{name} {stored!r} is not the median of {name}_each {r[name + '_each']!r}"
+                )
+        if not isinstance(r.get("samples_per_s"), float) or not math.isclose(r["samples_per_s"], rate, rel_tol=1e-9):
+            raise ValueError(f"records[{number}].samples_per_s {r.get('samples_per_s')!r} is not samples / epoch_s")
         checks = dict(r.get("invariants", {}))
         if checks.pop("samples_per_s_eq_samples_over_epoch_s", None) is not True:
             raise ValueError(f"records[{number}].invariants: samples_per_s_eq_samples_over_epoch_s does not hold")
-        upgraded.append({**r, "invariants": checks})
+        derived = ("epoch_s", "eval_s", "samples_per_s")
+        upgraded.append({**{key: value for key, value in r.items() if key not in derived}, "invariants": checks})
     return {**job, "records": upgraded}
