@@ -38,14 +38,21 @@ DATASETS = ["benchmark", "northstar"]
 LAST_REPEAT = max(config["timing"]["repeats"], config["planner"]["repeats"]) - 1
 
 
+# Every timing job also goes before the other jobs ready beside it (priority 0). Otherwise the greedy
+# scheduler may start one of them alone, and the timing job waits for both slots while a core idles:
+# planner_flop_check and seed_limits ran alone like that, about 4 s each, between the last timing jobs.
+TIMING_PRIORITY = 1
+
+
 def repeat_priority(wildcards):
-    return max(LAST_REPEAT - int(wildcards.repeat), 0)  # a job the timing plan added: as the last planned repeat
+    # A job the timing plan added: as the last planned repeat.
+    return TIMING_PRIORITY + max(LAST_REPEAT - int(wildcards.repeat), 0)
 
 
 # The data jobs (generate or import, export) run before any timing job that is ready without them (the
 # planner's grid needs no data): otherwise the grid's later repeats would take the timing slot while the
 # data waited, and a resumed run would start a later repeat of one rule before an earlier one of another.
-DATA_PRIORITY = LAST_REPEAT + 1
+DATA_PRIORITY = TIMING_PRIORITY + LAST_REPEAT + 1
 
 
 def results(name, **wildcards):

@@ -54,6 +54,7 @@ rule train_northstar:
         results(paths.benchmark("train_northstar/{device}"))
     wildcard_constraints:
         device="cpu|cuda|mps",
+    priority: TIMING_PRIORITY
     conda:
         ENV
     threads: TIMING_THREADS

@@ -13,6 +13,7 @@ rule time_scale:
         results(paths.benchmark("time_scale/{format}"))
     wildcard_constraints:
         format="parquet|npy",
+    priority: TIMING_PRIORITY
     conda:
         ENV
     # The reader's worker processes each take a core; the training process reads with none.
@@ -43,6 +44,7 @@ rule time_scale_step:
         results(paths.log("time_scale_step/{device}")),
     wildcard_constraints:
         device="cpu|cuda|mps",
+    priority: TIMING_PRIORITY
     conda:
         ENV
     threads: TIMING_THREADS
