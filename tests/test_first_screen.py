@@ -120,7 +120,7 @@ def test_a_clean_run_answers_on_one_screen(train_records, load_table, cells):  #
         "a sum of medians from different jobs, with no interval: not a measured difference",
         "Memory does not decide here",
         "which a faster arithmetic unit does not remove",
-        "(95% intervals of the epoch ratio include 1 or stay inside the noise floor)",
+        "(95% intervals of the epoch ratio reach down to 1 or into the noise floor)",
         "**wide**: its ends 75.4× apart",  # the planner section's table: 1,055 / 14
         "the GPU wins over the whole range in 2% of refits",
         "Differences below ±",  # what the noise floor is: its own section

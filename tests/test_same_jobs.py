@@ -13,6 +13,7 @@ from accel_choice.analyze import calibration as c
 from accel_choice.analyze import calibration_paired as cp
 from accel_choice.analyze.calibration_rows import Cells
 from accel_choice.analyze import decision_intervals, job_intervals, same_jobs
+from accel_choice.analyze.stats import NoiseRules
 from builders_training import training_cell
 
 REPO = Path(__file__).resolve().parents[1]
@@ -215,3 +216,80 @@ def test_the_shipped_components_draw_the_paired_table(components):
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [line for line in done.stdout.splitlines() if line.startswith("| 3 | alike | ×1 | 0.0% |")]
     assert len(rows) == 1 and rows[0].count("|") == 13
+
+
+def _rounds(cells: int = 6, jobs: int = 3, rounds: int = 10, noise: float = 0.05, seed: int = 3) -> np.ndarray:
+    """One job group's times, cells × jobs × rounds: unlike sizes, each job its own speed, each epoch its noise."""
+    rng = np.random.default_rng(seed)
+    sizes = np.geomspace(100, 1, cells)[:, None, None]
+    return sizes * np.exp(rng.normal(0, 0.2, (1, jobs, 1)) + rng.normal(0, noise, (cells, jobs, rounds)))
+
+
+def test_a_rounds_shift_cancels_in_quotients_and_paired_logs():
+    """A shift every cell of a round shares (the machine slower for a second) moves no quotient and no paired ratio:
+    they are taken round by round. Over job medians it would leak through."""
+    times = _rounds()
+    shifted = times * np.exp(np.random.default_rng(9).normal(0, 0.3, (1, 3, 10)))
+    np.testing.assert_allclose(same_jobs.quotients(shifted), same_jobs.quotients(times), atol=1e-12)
+    np.testing.assert_allclose(
+        same_jobs.paired_logs(shifted[0], shifted[4]), same_jobs.paired_logs(times[0], times[4]), atol=1e-12
+    )
+    medians = np.median(times, axis=2)
+    medians_shifted = np.median(shifted, axis=2)
+    assert not np.allclose(same_jobs.quotients(medians_shifted), same_jobs.quotients(medians), atol=1e-3)
+    np.testing.assert_allclose(same_jobs.quotients(times[:, :, :1]), same_jobs.quotients(times[:, :, 0]), atol=1e-12)
+
+
+def test_paired_logs_read_job_medians_where_the_rounds_differ_and_refuse_other_jobs():
+    a, b = [[1.0, 2.0, 4.0], [1.0]], [[2.5, 1.9, 3.9], [2.0]]
+    d = same_jobs.paired_logs(a, b)
+    assert d[0] == pytest.approx(np.median(np.log([2.5, 0.95, 0.975])))  # round by round
+    assert d[1] == pytest.approx(np.log(2.0))
+    np.testing.assert_allclose(same_jobs.paired_logs([[1.0, 2.0]], [[3.0]]), [np.log(3.0 / 1.5)])  # medians
+    with pytest.raises(ValueError, match="the same jobs"):
+        same_jobs.paired_logs(a, b[:1])
+    with pytest.raises(ValueError, match="positive finite"):
+        same_jobs.paired_logs([[1.0]], [[0.0]])
+
+
+def _round_cell(loader: str, batch_size: int, jobs: list[list[float]]):
+    """A cell of jobs t1.rep0.. with these epochs, round by round."""
+    groups = tuple(tuple(job) for job in jobs)
+    return training_cell(
+        loader=loader,
+        batch_size=batch_size,
+        epoch_s=job_intervals.median_interval(groups),
+        epoch_s_jobs=groups,
+        eval_s_jobs=tuple(tuple(0.005 for _ in job) for job in jobs),
+        startup_s_jobs=(0.0,) * len(jobs),
+        repeats=len(jobs),
+        jobs=tuple(f"t1.rep{r}" for r in range(len(jobs))),
+    )
+
+
+def test_job_times_keep_rounds_where_every_job_has_as_many():
+    times = _rounds(cells=3, rounds=4)
+    cells = [_round_cell("fastpath", b, list(times[i])) for i, b in enumerate((32, 64, 128))]
+    np.testing.assert_allclose(same_jobs.job_times(cells), times)
+    short = _round_cell("dataloader", 32, [list(times[0, 0, :2]), *times[0, 1:]])
+    medians = same_jobs.job_times([*cells, short])  # a job of two rounds among jobs of four: the job medians
+    assert medians.shape == (4, 3)
+    np.testing.assert_allclose(medians[-1], [np.median(times[0, 0, :2]), *np.median(times[0, 1:], axis=1)])
+
+
+def test_a_cell_its_rounds_put_below_the_fastest_is_listed_with_the_ties():
+    """The fastest is the lowest point (job medians); a paired ratio is round by round. A cell slower by its medians
+    but faster in most rounds reads below 1 against the fastest: it is listed with the ties, never left out."""
+    rng = np.random.default_rng(4)
+    fastest = [[1.0, 2.0, 4.0] for _ in range(3)]  # each job's rounds: the machine's speed moved
+    close = [[2.5, 1.9, 3.9] for _ in range(3)]  # its median 2.5 > 2.0, yet faster in two rounds of three
+    cells = [_round_cell("fastpath", 512, fastest), _round_cell("dataloader", 512, close)]
+    cells += [
+        _round_cell("fastpath", b, [list(np.array(job) * s * np.exp(rng.normal(0, 0.02, 3))) for job in fastest])
+        for b, s in ((32, 8.0), (64, 4.0), (128, 2.0))
+    ]
+    spreads = same_jobs.fit_cells(cells)
+    ratio = decision_intervals.cell_ratio(cells[0], cells[1], 0.95, spreads)
+    assert ratio.method == same_jobs.METHOD and ratio.point < 1
+    ties = decision_intervals.fastest_ties(cells, cells[0], None, NoiseRules(), spreads)
+    assert [(t.loader, t.batch_size) for t in ties] == [("dataloader", 512)]

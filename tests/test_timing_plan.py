@@ -146,11 +146,15 @@ def test_the_harness_statements_are_the_first_screens_shapes(select: bool) -> No
     assert said.twin.method.startswith("Welch") and said.growth.method == same_jobs.METHOD
     assert said.twin_cell == (1 - said.fastest[0], said.fastest[1])
     assert (said.fastest == (0, 0)) != select or said.fastest == (0, 0)
-    if select:  # the fastest has the lowest point: no other cell is faster
-        assert all(r.point >= 1 for r in said.ratios)
+    if select:  # the fastest has the lowest point, its geometric mean of job medians, as the report's
+        points = {(t, v): np.mean(np.log(np.median(run[t][:, v], axis=1))) for t in range(2) for v in range(10)}
+        assert points[said.fastest] == min(points.values())
+        # Welch, on the job medians, agrees; a paired ratio, round by round, may read a little below 1
+        assert all(r.point >= 1 for r, c in zip(said.ratios, said.others) if c[0] != said.fastest[0])
     stated = calibration_adaptive.stated(said.ratios, said.growth)
     assert stated[-1] == said.growth and stated.count(said.growth) == 1  # the growth, stated whatever it says, once
-    assert all(r.low <= 1 <= r.high for r in stated[:-1])  # the ties: no measurable difference at floor 0
+    assert all(r.low <= 1 for r in stated[:-1])  # the ties: not measurably slower than the fastest at floor 0
+    assert all(r.low > 1 for r in said.ratios if r not in stated)
     assert len(calibration_adaptive.stated(said.ratios, said.growth, floor=0.5)) >= 19  # a wide floor ties every cell
 
 

@@ -69,19 +69,21 @@ def statements(run: list[np.ndarray], jobs: int, select: bool = False) -> Statem
     The fastest is cell 0 of table 0, or with `select` the cell of the lowest point (the geometric mean of its
     job medians), as the report chooses it. The growth is the first cell of the fastest's table against its last;
     the thread tie, the fastest against its twin in the next table. Both are also among the ratios."""
-    medians = [np.median(table[:jobs], axis=2).T for table in run]  # each cells × jobs
-    variants = medians[0].shape[0]
-    spreads = same_jobs.fit([([(t, v) for v in range(variants)], m) for t, m in enumerate(medians)])
+    times = [table[:jobs].transpose(1, 0, 2) for table in run]  # each cells × jobs × rounds
+    variants = times[0].shape[0]
+    spreads = same_jobs.fit([([(t, v) for v in range(variants)], m) for t, m in enumerate(times)])
     cells = [(t, v) for t in range(len(run)) for v in range(variants)]
-    fastest = min(cells, key=lambda c: float(np.mean(np.log(medians[c[0]][c[1]])))) if select else (0, 0)
 
     def ratio(a: Cell, b: Cell) -> Estimate:
-        ma, mb = medians[a[0]][a[1]], medians[b[0]][b[1]]
-        moderated = spreads.ratio(a, b, np.log(mb) - np.log(ma), LEVEL)
-        if moderated is not None:
-            return moderated
-        return ratio_interval([[x] for x in ma], [[x] for x in mb], paired=a[0] == b[0], level=LEVEL)
+        ta, tb = times[a[0]][a[1]], times[b[0]][b[1]]
+        if a[0] == b[0]:
+            moderated = spreads.ratio(a, b, same_jobs.paired_logs(ta, tb), LEVEL)
+            if moderated is not None:
+                return moderated
+        return ratio_interval(ta, tb, paired=a[0] == b[0], level=LEVEL)
 
+    point = {c: float(np.mean(np.log(np.median(times[c[0]][c[1]], axis=1)))) for c in cells}
+    fastest = min(cells, key=point.__getitem__) if select else (0, 0)
     others = [cell for cell in cells if cell != fastest]
     ratios = [ratio(fastest, cell) for cell in others]
     growth_cells = ((fastest[0], 0), (fastest[0], variants - 1))
@@ -104,9 +106,9 @@ def _covered(said: Statements, truths: np.ndarray) -> tuple[int, bool, bool]:
 
 
 def stated(ratios: list[Estimate], growth: Estimate, floor: float = 0.0) -> list[Estimate]:
-    """Return what the first screen states: the ties (job_intervals.outcome: no measurable difference beyond
-    `floor`) and the growth, always."""
-    return [r for r in ratios if r != growth and outcome(r, floor) == "no_difference"] + [growth]
+    """Return what the first screen states: the ties (not measurably slower than the fastest beyond `floor`,
+    as decision_intervals.fastest_ties) and the growth, always."""
+    return [r for r in ratios if r != growth and outcome(r, floor) != "a_faster"] + [growth]
 
 
 def adaptive_rates(

@@ -6,8 +6,8 @@ so every ratio of two cells is truly 1: an interval covers when it holds 1. Each
 compared with every other, as the first screen compares the fastest cell with the rest; the first against
 the last is the step-time growth's pair, counted apart. The thread counts may spread unlike (`noisier`) and
 the jobs may tilt over the cells (`gradient`), two ways real runs leave the harness's simple model. Both ways go
-through the library: `same_jobs.fit` and `Spreads.ratio` (moderated), `job_intervals.ratio_interval`
-(the pair alone).
+through the library: `same_jobs.fit`, `paired_logs` and `Spreads.ratio` (moderated, round by round, as the
+report takes it), `job_intervals.ratio_interval` (the pair alone, on its job medians).
 """
 
 from __future__ import annotations
@@ -57,12 +57,12 @@ def paired_rates(
         sigmas = cells.sigmas(rng, design.sigma_epoch)
         run = _tables(rng, design, variants, tables, sigmas)  # each [job, variant, round]
         run = [table * np.exp(rng.normal(0.0, gradient, (design.jobs, 1, 1)) * place) for table in run]
-        medians = [np.median(table, axis=2).T for table in run]  # each cells × jobs
-        spreads = same_jobs.fit([([(t, v) for v in range(variants)], m) for t, m in enumerate(medians)])
-        for t, m in enumerate(medians):
+        times = [table.transpose(1, 0, 2) for table in run]  # each cells × jobs × rounds
+        spreads = same_jobs.fit([([(t, v) for v in range(variants)], m) for t, m in enumerate(times)])
+        for t, m in enumerate(times):
             for v in range(1, variants):
-                moderated = spreads.ratio((t, 0), (t, v), np.log(m[v]) - np.log(m[0]), LEVEL)
-                alone = ratio_interval([[x] for x in m[0]], [[x] for x in m[v]], paired=True, level=LEVEL)
+                moderated = spreads.ratio((t, 0), (t, v), same_jobs.paired_logs(m[0], m[v]), LEVEL)
+                alone = ratio_interval(m[0], m[v], paired=True, level=LEVEL)
                 if moderated is None:
                     raise ValueError(f"{variants} cells × {design.jobs} jobs lend no spread: the design is too small")
                 covered, covered_alone = moderated.low <= 1.0 <= moderated.high, alone.low <= 1.0 <= alone.high

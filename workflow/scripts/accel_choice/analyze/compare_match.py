@@ -10,10 +10,9 @@ import math
 from collections import defaultdict
 from typing import Any
 
-import numpy as np
 
 from accel_choice import records
-from accel_choice.analyze import row_relative
+from accel_choice.analyze import row_relative, same_jobs
 from accel_choice.analyze.job_intervals import (
     detectable_ratio,
     jobs_to_detect,
@@ -179,23 +178,13 @@ def in_job_quotients(
                 [
                     (
                         members,
-                        _job_times([train_a[k] for k in members], name),
-                        _job_times([train_b[k] for k in members], name),
+                        same_jobs.job_times([train_a[k] for k in members], name),
+                        same_jobs.job_times([train_b[k] for k in members], name),
                     )
                     for members in mine
                 ]
             )
     return found
-
-
-def _job_times(cells: list[TrainingCell], name: str) -> np.ndarray:
-    """The cells × jobs × rounds times `name` of one job group (the same jobs), every round of a job in the order
-    run; the cells' job medians (TrainingCell.epoch_s_runs, eval_s_runs) where the jobs' rounds differ in number
-    (row_relative.leave_one_out takes both)."""
-    rounds = {len(job) for cell in cells for job in getattr(cell, f"{name}_jobs")}
-    if len(rounds) == 1:
-        return np.array([getattr(cell, f"{name}_jobs") for cell in cells], dtype=float)
-    return np.array([getattr(cell, f"{name}_runs") for cell in cells])
 
 
 def _time(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 
 from accel_choice.analyze import job_intervals, same_jobs
 from accel_choice.analyze.job_intervals import outcome, ratio_interval, simultaneous_level
@@ -81,7 +80,7 @@ def cell_ratio(a: TrainingCell, b: TrainingCell, level: float, spreads: same_job
     """Return B's epoch over A's with its interval.
 
     B's epoch over A's, paired over the jobs that timed both (the same job names: their epochs interleaved in
-    one process, so the drift they shared cancels). Its spread is borrowed from the cells of their jobs where
+    one process, so the drift they shared cancels), round by round (same_jobs.paired_logs). Its spread is borrowed from the cells of their jobs where
     `spreads` has both in one job group (analyze.same_jobs), else the pair's own (job_intervals.ratio_interval).
     Welch between different jobs, or where they share fewer than two."""
     shared = [job for job in a.jobs if job in b.jobs]
@@ -89,11 +88,15 @@ def cell_ratio(a: TrainingCell, b: TrainingCell, level: float, spreads: same_job
         return ratio_interval(a.epoch_s_jobs, b.epoch_s_jobs, level=level)
     a_jobs, b_jobs = ([c.epoch_s_jobs[c.jobs.index(job)] for job in shared] for c in (a, b))
     if spreads is not None:  # Spreads.ratio is None unless both cells are of one job group
-        d = np.log(job_intervals.job_medians(b_jobs)) - np.log(job_intervals.job_medians(a_jobs))
-        moderated = spreads.ratio(a.key, b.key, d, level)
+        moderated = spreads.ratio(a.key, b.key, same_jobs.paired_logs(a_jobs, b_jobs), level)
         if moderated is not None:
             return moderated
     return ratio_interval(a_jobs, b_jobs, paired=True, level=level)
+
+
+# The fastest is the lowest point (its job medians); a paired ratio is taken round by round. So a cell close to the
+# fastest may read a little below 1 against it, even wholly below: it is listed with the ties, not left out.
+TIE_MEANS = "not measurably slower than the fastest"
 
 
 def fastest_ties(
@@ -106,7 +109,7 @@ def fastest_ties(
     """Return the CPU configurations whose epoch is not measurably slower than the fastest's.
 
     The CPU configurations whose epoch is not measurably slower than the fastest's: the interval of
-    their ratio to it holds 1 or stays within the noise floor (`cell_ratio`: paired where the same jobs timed
+    their ratio to it reaches down to 1 or into the noise floor (`cell_ratio`: paired where the same jobs timed
     both, every batch size and loader at one thread count, the spreads borrowed: `spreads`, or fitted to
     `cpu_cells`)."""
     spreads = same_jobs.fit_cells(cpu_cells) if spreads is None else spreads
@@ -115,7 +118,7 @@ def fastest_ties(
         if cell is fastest:
             continue
         ratio = cell_ratio(fastest, cell, rules.confidence, spreads)
-        if outcome(ratio, floor or 0.0) == "no_difference":
+        if outcome(ratio, floor or 0.0) != "a_faster":  # the fastest not measurably faster (TIE_MEANS)
             ties.append(TiedConfiguration(**CpuConfiguration.of(cell), over_fastest=ratio))
     return tuple(sorted(ties, key=lambda t: t.over_fastest.point))
 

@@ -59,13 +59,19 @@ def leave_one_out(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     cells = a.shape[0]
     anchor = np.concatenate([la.reshape(cells, -1), lb.reshape(cells, -1)], axis=1).mean(axis=1)
     anchor = anchor.reshape((cells,) + (1,) * (a.ndim - 1))
-    za, zb = la - anchor, lb - anchor
-    qa, qb = za - others_median(za), zb - others_median(zb)
-    return (np.median(qa, axis=2), np.median(qb, axis=2)) if a.ndim == 3 else (qa, qb)
+    return job_quotients(la - anchor), job_quotients(lb - anchor)
+
+
+def job_quotients(z: np.ndarray) -> np.ndarray:
+    """Return each cell's log quotient over the other cells of its job, cells × jobs, from centred logs.
+
+    `z`: cells × jobs, or cells × jobs × rounds; with rounds, the median over each job's rounds of its quotients."""
+    q = z - others_median(z)
+    return np.median(q, axis=2) if z.ndim == 3 else q
 
 
 def others_median(z: np.ndarray) -> np.ndarray:
-    """For each cell and job, the median of the other cells' values in that job."""
+    """For each cell and job (and round), the median of the other cells' values there."""
     return np.array([np.median(np.delete(z, c, axis=0), axis=0) for c in range(z.shape[0])])
 
 

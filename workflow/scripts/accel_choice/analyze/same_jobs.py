@@ -1,13 +1,14 @@
 """Compare two cells timed in the same jobs: a paired ratio whose spread the job's other cells help estimate.
 
 A CPU job times every batch size and loader of one thread count, interleaved in rounds. The ratio of two of
-its cells is paired: each job's log ratio, so the job's own speed cancels. With three jobs that ratio rests
-on 2 degrees of freedom, and Student's t at 2 degrees of freedom is 4.30: a 4 % spread gives ±10 %.
-Three jobs that happen to agree give an interval that may be far too narrow instead.
+its cells is paired: each job's log ratio, so the job's own speed cancels. It is taken round by round, each
+round's epoch of one cell over the other's of that round, and the job's is the median over its rounds
+(`paired_logs`): a round's shift, which both cells of the round share, cancels too.
+With three jobs that ratio rests on 2 degrees of freedom, and Student's t at 2 degrees of freedom is 4.30:
+a 4 % spread gives ±10 %. Three jobs that happen to agree give an interval that may be far too narrow instead.
 
 The job's other cells know more. A cell's spread beyond its job's speed is read from its quotients over
-the rest of its job (analyze.row_relative: each cell centred on its own level, then over the median of the
-other cells in that job), with jobs - 1 degrees of freedom each. The spreads of one job group share a prior,
+the rest of its job (analyze.row_relative, round by round), with jobs - 1 degrees of freedom each. The spreads of one job group share a prior,
 fitted as limma's `squeezeVar` does (Smyth 2004, `row_relative.fit_prior`); each cell's is shrunk towards it.
 A pair's own variance is then shrunk towards the sum of its two cells', keeping at least half its weight.
 `benchmarks/calibration.py --paired` shows the coverage (docs/statistics.md).
@@ -23,25 +24,57 @@ from dataclasses import dataclass
 import numpy as np
 
 from accel_choice.analyze import row_relative
-from accel_choice.analyze.job_intervals import _t_estimate, job_medians
+from accel_choice.analyze.job_intervals import _t_estimate
 from accel_choice.records.estimate import Estimate
 from accel_choice.records.training import TrainingCell
 
-METHOD = "paired t on log job medians, the pair's spread shrunk towards its cells' over the cells of its jobs"
+METHOD = "paired t on log ratios round by round, the pair's spread shrunk towards its cells' over the cells of its jobs"
 Key = Hashable
 
 
-def quotients(medians: np.ndarray) -> np.ndarray:
-    """Return each cell's log quotients over the rest of its job, from one job group's cells × jobs medians.
+def quotients(times: np.ndarray) -> np.ndarray:
+    """Return each cell's log quotients over the rest of its job, cells × jobs, from one job group's times.
 
-    Each cell is centred on its own mean log first, so cells of any size compare. Needs row_relative.MIN_CELLS cells."""
-    if medians.ndim != 2 or medians.shape[0] < row_relative.MIN_CELLS:
-        raise ValueError(f"a job group needs at least {row_relative.MIN_CELLS} cells × jobs, got shape {medians.shape}")
-    if not (np.isfinite(medians).all() and (medians > 0).all()):
-        raise ValueError("job medians must be positive finite times")
-    z = np.log(medians)
-    z = z - z.mean(axis=1, keepdims=True)
-    return z - row_relative.others_median(z)
+    `times`: cells × jobs medians, or cells × jobs × rounds (every epoch, a job's rounds in the order run).
+    Each cell is centred on its own mean log first, so cells of any size compare. With rounds the quotient is taken
+    in each round, against the other cells' epochs of that round, and the job's is its median over the rounds.
+    Needs row_relative.MIN_CELLS cells."""
+    if times.ndim not in (2, 3) or times.shape[0] < row_relative.MIN_CELLS:
+        raise ValueError(
+            f"a job group needs at least {row_relative.MIN_CELLS} cells × jobs (× rounds), got shape {times.shape}"
+        )
+    if not (np.isfinite(times).all() and (times > 0).all()):
+        raise ValueError("job times must be positive finite times")
+    z = np.log(times)
+    return row_relative.job_quotients(z - z.reshape(z.shape[0], -1).mean(axis=1).reshape((-1,) + (1,) * (z.ndim - 1)))
+
+
+def job_times(cells: Sequence[TrainingCell], name: str = "epoch_s") -> np.ndarray:
+    """Return one job group's times `name` (epoch_s or eval_s), cells × jobs × rounds, every round in the order run.
+
+    The cells' job medians, cells × jobs (`epoch_s_runs`, `eval_s_runs`), where the jobs' rounds differ in number."""
+    rounds = {len(job) for cell in cells for job in getattr(cell, f"{name}_jobs")}
+    if len(rounds) == 1:
+        return np.array([getattr(cell, f"{name}_jobs") for cell in cells], dtype=float)
+    return np.array([getattr(cell, f"{name}_runs") for cell in cells], dtype=float)
+
+
+def paired_logs(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]) -> np.ndarray:
+    """Return each shared job's log ratio of cell b over cell a: the median over its rounds of log b - log a.
+
+    `a`, `b`: each job's times in the order run, the same jobs in the same order. A job whose two cells hold
+    unlike numbers of rounds gives the log ratio of its two medians instead."""
+    if len(a) != len(b):
+        raise ValueError(f"{len(a)} jobs of one cell against {len(b)} of the other: the same jobs are needed")
+    found = []
+    for ja, jb in zip(a, b):
+        ta, tb = np.asarray(ja, dtype=float), np.asarray(jb, dtype=float)
+        both = np.concatenate([ta, tb])
+        if not (len(ta) and len(tb) and np.isfinite(both).all() and (both > 0).all()):
+            raise ValueError("job times must be positive finite times")
+        same = len(ta) == len(tb)
+        found.append(float(np.median(np.log(tb / ta))) if same else math.log(np.median(tb) / np.median(ta)))
+    return np.array(found)
 
 
 @dataclass(frozen=True)
@@ -52,7 +85,7 @@ class Spreads:
     priors: dict[Key, row_relative.Prior]
 
     def ratio(self, key_a: Key, key_b: Key, d: Sequence[float], level: float) -> Estimate | None:
-        """Return B/A from `d`, the per-job log ratios log b - log a, with the moderated t interval at `level`.
+        """Return B/A at `level` from `d`, the per-job log ratios log b - log a (`paired_logs`), moderated.
 
         The pair's own variance of `d` (jobs - 1 degrees of freedom) is shrunk towards the sum of its two cells'
         moderated variances, as limma shrinks a row's towards its prior, weighted by the group prior's degrees of
@@ -77,15 +110,15 @@ class Spreads:
 def fit(groups: Sequence[tuple[Sequence[Key], np.ndarray]]) -> Spreads:
     """Fit every cell's moderated spread under its own job group's prior.
 
-    `groups[g]` is (its cells' keys, its cells × jobs medians in that order). Each group gets its own prior:
+    `groups[g]` is (its cells' keys, its cells × jobs (× rounds) times in that order, as `quotients` takes them). Each group gets its own prior:
     one thread count's cells may spread unlike another's (two threads on two cores, say). Groups of fewer than
     row_relative.MIN_CELLS cells, of one job, or too few cells that varied to fit a prior lend nothing."""
     cells: dict[Key, float] = {}
     priors: dict[Key, row_relative.Prior] = {}
-    for keys, medians in groups:
-        if len(keys) < row_relative.MIN_CELLS or medians.shape[1] < 2:
+    for keys, times in groups:
+        if len(keys) < row_relative.MIN_CELLS or times.shape[1] < 2:
             continue
-        raw = [(float(np.var(q, ddof=1)), len(q) - 1) for q in quotients(medians)]
+        raw = [(float(np.var(q, ddof=1)), len(q) - 1) for q in quotients(times)]
         prior = row_relative.fit_prior([v for v, _ in raw], [d for _, d in raw])
         if prior is None:
             continue
@@ -101,6 +134,4 @@ def fit_cells(cells: Sequence[TrainingCell]) -> Spreads:
     grouped: dict[tuple[str, ...], list[TrainingCell]] = defaultdict(list)
     for cell in cells:
         grouped[cell.jobs].append(cell)
-    return fit(
-        [([c.key for c in group], np.array([job_medians(c.epoch_s_jobs) for c in group])) for group in grouped.values()]
-    )
+    return fit([([c.key for c in group], job_times(group)) for group in grouped.values()])

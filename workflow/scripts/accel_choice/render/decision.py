@@ -135,8 +135,8 @@ def ties_sentence(verdict: Verdict) -> str:
         )
     listed = ", ".join(f"{configuration(t)} ({t.over_fastest.point:.2f}×, {_span(t.over_fastest)})" for t in ties)
     return (
-        f"Tied with the fastest ({configuration(fastest)}): {listed} — no measurable difference in this run "
-        f"({verdict.confidence:.0%} intervals of the epoch ratio include 1 or stay inside the noise floor)."
+        f"Tied with the fastest ({configuration(fastest)}): {listed} — none measurably slower in this run "
+        f"({verdict.confidence:.0%} intervals of the epoch ratio reach down to 1 or into the noise floor)."
     )
 
 
