@@ -3,8 +3,10 @@
 Every interval rests on one value a job (analyze.job_intervals: its median epoch). This compares the median
 with the geometric mean of the job's epochs without the fastest and the slowest, on real runs. For each run,
 thread count and time metric, every cell's job values become log quotients over the rest of their job
-(`same_jobs.quotients`: the job's own speed cancels). The figure is their variance across jobs, averaged over
-the cells: what a paired ratio or a compare row over the rest of its job is made of. Runs are pooled by their
+(`same_jobs.quotients` on job values: the job's own speed cancels). The figure is their variance across jobs,
+averaged over the cells. Since 2026-12-07 the first screen's pairs and compare's rows over the rest of their job
+are taken round by round instead (`same_jobs.paired_logs`, `row_relative.leave_one_out`); the cells' tables keep
+the job values. Runs are pooled by their
 epochs a job. The median stays (docs/statistics.md, "A job's value: the median, not a trimmed mean").
 
     .venv/bin/python benchmarks/job_time_spread.py RESULTS [RESULTS ...]

@@ -2,7 +2,7 @@
 
 For each results folder: the fastest CPU cell against every cell of its jobs, as the first screen's ties
 compare them, and the step-time growth. Each ratio's 95 % interval is given two ways: the pair's own paired
-t (`job_intervals.ratio_interval`, jobs - 1 degrees of freedom) and each cell's spread moderated over the
+t round by round (`same_jobs.alone`, jobs - 1 degrees of freedom) and each cell's spread moderated over the
 cells of its jobs (`decision_intervals.cell_ratio` with `same_jobs.fit_cells`, what the report states).
 
     .venv/bin/python benchmarks/paired_widths.py RESULTS [RESULTS ...]

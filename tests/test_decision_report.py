@@ -271,7 +271,7 @@ def test_verdict_reasons_carry_the_numbers(train_table, full_path_rows):
     assert tie.low < 1 < tie.high and tie.method == same_jobs.METHOD
     cells = {(c.loader, c.batch_size): c for c in train_table}
     alone = decision_intervals.cell_ratio(cells[("fastpath", 512)], cells[("dataloader", 512)], 0.95)
-    assert alone.method == job_intervals.PAIRED and alone.low < tie.low and tie.high < alone.high
+    assert alone.method == same_jobs.ALONE and alone.low < tie.low and tie.high < alone.high
     assert reasons[2].startswith(
         f"Tied with the fastest (fastpath B=512 on 1 thread): dataloader B=512 on 1 thread ({tie.point:.2f}×, "
         f"{tie.low:.2f}–{tie.high:.2f})"

@@ -12,7 +12,7 @@ import pytest
 from test_decision_report import NO_CUDA, _inputs, _verdict, load_table, train_records  # noqa: F401 - fixtures
 from test_trust import LABELS, _table, cells  # noqa: F401 - fixtures used by name
 
-from accel_choice.analyze import timing_plan, trust
+from accel_choice.analyze import same_jobs, timing_plan, trust
 from accel_choice.records.training import Contamination
 from accel_choice.render import html, report
 
@@ -199,5 +199,12 @@ def test_a_tie_from_separate_processes_says_so_and_three_of_them_still_fit_a_lin
 
     assert "separate processes" not in tied(PAIRED, 1)
     assert tied(WELCH, 1).endswith(", separate processes).")
+    # a cell its jobs' rounds put ahead of the fastest (by its point) is a tie too, and the line says why it reads below 1
+    ahead = dataclasses.replace(tie.over_fastest, point=0.97, low=0.95, high=0.99, method=same_jobs.METHOD)
+    line = words.ties_line(
+        dataclasses.replace(verdict, fastest_cpu_ties=(dataclasses.replace(tie, over_fastest=ahead),))
+    )
+    assert line.endswith("(0.97×, 0.95–0.99, faster round by round).")
+    assert "round by round" not in tied(PAIRED, 1)
     line = tied(WELCH, 9)
     assert line.count("separate processes") == words.FIRST_SCREEN_TIES and len(line.split()) <= MAX_LINE_WORDS

@@ -113,7 +113,7 @@ def test_cell_ratio_moderates_cells_of_the_same_jobs_and_not_others():
     assert other.key not in spreads.cells  # one cell of its jobs: nothing to lend it
     paired = decision_intervals.cell_ratio(cells[-1], cells[0], 0.95, spreads)
     assert paired.method == same_jobs.METHOD
-    assert decision_intervals.cell_ratio(cells[-1], cells[0], 0.95).method == job_intervals.PAIRED
+    assert decision_intervals.cell_ratio(cells[-1], cells[0], 0.95).method == same_jobs.ALONE
     assert decision_intervals.cell_ratio(cells[-1], other, 0.95, spreads).method == job_intervals.WELCH
 
 
@@ -125,7 +125,7 @@ def test_a_cell_that_lost_a_job_is_of_another_group_and_pairs_alone():
     short = _cell("dataloader", 32, list(medians[4][:2]))  # jobs t1.rep0 and t1.rep1 only
     spreads = same_jobs.fit_cells([*cells, short])
     assert set(spreads.cells) == {cell.key for cell in cells}
-    assert decision_intervals.cell_ratio(cells[0], short, 0.95, spreads).method == job_intervals.PAIRED
+    assert decision_intervals.cell_ratio(cells[0], short, 0.95, spreads).method == same_jobs.ALONE
     assert decision_intervals.cell_ratio(cells[0], cells[3], 0.95, spreads).method == same_jobs.METHOD
 
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 from builders_training import environment
 
-from accel_choice.analyze import aggregate, job_intervals
+from accel_choice.analyze import aggregate, job_intervals, same_jobs
 from accel_choice.analyze.bootstrap import spread_floor
 from accel_choice.analyze.sentinel import summarize_sentinels
 from accel_choice.analyze.stats import NoiseRules
@@ -433,7 +433,7 @@ def test_the_aggregate_of_real_jobs_has_intervals_and_the_run_sentinel(jobs):
         )
     dataloader = table.table[0]
     ratio = dataloader.epoch_s_over_fastpath
-    assert ratio.low <= ratio.point <= ratio.high and ratio.method == job_intervals.PAIRED
+    assert ratio.low <= ratio.point <= ratio.high and ratio.method == same_jobs.ALONE
     assert table.sentinel.workload == CPU_WORKLOAD
     assert [row.job for row in table.sentinel.jobs] == ["t1.rep0", "t1.rep1", "t1.rep2"]
     assert table.sentinel.run_median_s == statistics.median(job.sentinel.median_s for job in jobs)

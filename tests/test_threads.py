@@ -9,7 +9,7 @@ import pytest
 
 from builders_training import training_record
 
-from accel_choice.analyze import aggregate, decision_intervals, job_intervals, stats
+from accel_choice.analyze import aggregate, decision_intervals, job_intervals, same_jobs, stats
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io.config_checks import normalize_config
 
@@ -64,17 +64,17 @@ def test_cells_of_the_same_jobs_pair_job_by_job_and_other_thread_counts_do_not()
     assert cells[(32, 1)].jobs == cells[(512, 1)].jobs == ("t1.rep0", "t1.rep1", "t1.rep2")
     paired = decision_intervals.cell_ratio(cells[(32, 1)], cells[(512, 1)], 0.95)
     across = decision_intervals.cell_ratio(cells[(512, 2)], cells[(512, 1)], 0.95)
-    assert (paired.method, across.method) == (job_intervals.PAIRED, job_intervals.WELCH)
+    assert (paired.method, across.method) == (same_jobs.ALONE, job_intervals.WELCH)
     # the drift cancels in each job's ratio: the paired interval is narrow, the Welch one between jobs is not
     assert paired.high / paired.low < 1.15 and across.high / across.low > 2
     scaling = decision_intervals.step_scaling(list(cells.values()))
-    assert scaling is not None and scaling.step_time_ratio.method == job_intervals.PAIRED
+    assert scaling is not None and scaling.step_time_ratio.method == same_jobs.ALONE
     # a cell that lost a job to a non-finite run pairs over the jobs both kept
     lost = [r for r in drifting if (r.batch_size, r.threads, r.repeat) != (512, 1, 0)]
     two = next(c for c in aggregate.aggregate_training(lost, ROWS) if (c.batch_size, c.threads) == (512, 1))
     assert two.jobs == ("t1.rep1", "t1.rep2")
     kept = decision_intervals.cell_ratio(cells[(32, 1)], two, 0.95)
-    assert (kept.method, kept.jobs) == (job_intervals.PAIRED, 2)
+    assert (kept.method, kept.jobs) == (same_jobs.ALONE, 2)
 
 
 def test_the_fastest_configuration_and_its_ties_name_their_thread_counts() -> None:

@@ -10,6 +10,8 @@ rule probe_devices:
         results(paths.DEVICE_PROBE),
     log:
         results(paths.log("probe_devices")),
+    # It gates the GPU timing jobs: before any timing job, or their repeat 0 could wait past the CPU's last.
+    priority: DATA_PRIORITY
     conda:
         ENV
     threads: 1

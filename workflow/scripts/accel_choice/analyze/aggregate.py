@@ -11,6 +11,7 @@ from typing import Any
 from accel_choice import records
 from accel_choice.analyze.gpu_checks import cell_launch_checks
 from accel_choice.analyze.job_intervals import median_interval, outcome, ratio_interval
+from accel_choice.analyze import same_jobs
 from accel_choice.analyze.sentinel import summarize_sentinels
 from accel_choice.analyze.stats import NoiseRules, contamination, summarize
 from accel_choice.io import paths
@@ -181,8 +182,8 @@ def versus_fastpath(
 
     This cell's epoch over the fast path's (same device, precision, placement, B): for the
     DataLoader its per-sample Python overhead as a ratio, with a paired interval (both loaders ran
-    in the same jobs, epochs interleaved: the per-job ratio cancels the drift they shared) and the
-    outcome it supports."""
+    in the same jobs, epochs interleaved: the per-job ratio, round by round (same_jobs.alone), cancels the
+    drift they shared) and the outcome it supports."""
     base = groups.get(tuple("fastpath" if name == "loader" else value for name, value in zip(VARIANT_KEYS, key)))
     if not base:
         return {"epoch_s_over_fastpath": None, "versus_fastpath": None}
@@ -193,7 +194,7 @@ def versus_fastpath(
     b = [next(r.epoch_s_each for r in mine if r.repeat == rep) for rep in repeats]
     if not repeats:
         a, b = [r.epoch_s_each for r in base], [r.epoch_s_each for r in mine]
-    ratio = ratio_interval(a, b, paired=bool(repeats), level=rules.confidence)
+    ratio = same_jobs.alone(a, b, rules.confidence) if repeats else ratio_interval(a, b, level=rules.confidence)
     said = outcome(ratio, floor or 0.0)
     return {
         "epoch_s_over_fastpath": positive(ratio),

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accel_choice.analyze import bootstrap, job_intervals
+from accel_choice.analyze import bootstrap, job_intervals, same_jobs
 from accel_choice.analyze.compare_match import TIME_METRICS
 from accel_choice.analyze.compare_table import TABLE_LEVEL, TableShift
 from accel_choice.analyze.bootstrap import repeats_to_settle
@@ -346,7 +346,7 @@ def design_rates(
 
     Synthetic runs of the current CPU design: `tables` thread counts, each `design.jobs` jobs of `variants` cells
     (batch sizes × loaders) in `design.epochs` rounds (simulate_jobs). Through JOB_T: every cell's interval; the
-    paired ratio of cells 2i and 2i + 1 (the loaders of one batch size, paired=True); `compare --fail-if-slower`'s
+    paired ratio of cells 2i and 2i + 1 (the loaders of one batch size, same_jobs.alone); `compare --fail-if-slower`'s
     gate on two runs, every row's epoch and eval times (an eval time drawn as a second table of the same model)
     at the family level of all of them, A/A, then with one random cell of B `slowdown` slower."""
     rng = np.random.default_rng(seed)
@@ -365,7 +365,7 @@ def design_rates(
             estimate = JOB_T.cell(cell, LEVEL)
             counts["cell"] += estimate.low <= 1.0 <= estimate.high
         for i in range(0, len(a) - 1, 2):
-            ratio = job_intervals.ratio_interval(a[i], a[i + 1], paired=True, level=LEVEL)
+            ratio = same_jobs.alone(a[i], a[i + 1], LEVEL)  # as aggregate.versus_fastpath
             counts["paired"] += ratio.low <= 1.0 <= ratio.high
         flagged = [gate_flags(JOB_T.ratio(x, y, level), percent) for x, y in zip(a, b)]
         counts["row"] += sum(flagged)

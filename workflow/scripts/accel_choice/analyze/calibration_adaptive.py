@@ -9,8 +9,8 @@ is 1. The first cell of the first thread count stands for the fastest (calibrati
 selection among equal cells), or with `select` the cell of the lowest point, as the report chooses it.
 Against it, every other cell of its thread count is a paired ratio with borrowed spread (same_jobs), every
 cell of the other thread counts a Welch ratio; the first cell of its thread count against the last is the
-step-time growth: what decision_intervals.cpu_statements computes. The ratios with no measurable difference
-(job_intervals.outcome, beyond `floor`) are the stated ties; their widths and the growth's drive the rule
+step-time growth: what decision_intervals.cpu_statements computes, round by round. The ratios not measurably
+above 1 (job_intervals.outcome, beyond `floor`) are the stated ties; their widths and the growth's drive the rule
 (timing_plan.decide), with the budget set to `most` jobs a thread count.
 """
 

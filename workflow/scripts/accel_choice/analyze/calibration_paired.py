@@ -7,7 +7,7 @@ compared with every other, as the first screen compares the fastest cell with th
 the last is the step-time growth's pair, counted apart. The thread counts may spread unlike (`noisier`) and
 the jobs may tilt over the cells (`gradient`), two ways real runs leave the harness's simple model. Both ways go
 through the library: `same_jobs.fit`, `paired_logs` and `Spreads.ratio` (moderated, round by round, as the
-report takes it), `job_intervals.ratio_interval` (the pair alone, on its job medians).
+report takes it), `same_jobs.alone` (the pair's own paired t, round by round too).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import numpy as np
 from accel_choice.analyze import same_jobs
 from accel_choice.analyze.calibration import LEVEL, Design
 from accel_choice.analyze.calibration_rows import Cells, _tables
-from accel_choice.analyze.job_intervals import ratio_interval
 
 WITHIN = 0.10  # the first screen's target: a ratio's 95 % interval within ±10 % of its point
 
@@ -62,7 +61,7 @@ def paired_rates(
         for t, m in enumerate(times):
             for v in range(1, variants):
                 moderated = spreads.ratio((t, 0), (t, v), same_jobs.paired_logs(m[0], m[v]), LEVEL)
-                alone = ratio_interval(m[0], m[v], paired=True, level=LEVEL)
+                alone = same_jobs.alone(m[0], m[v], LEVEL)
                 if moderated is None:
                     raise ValueError(f"{variants} cells × {design.jobs} jobs lend no spread: the design is too small")
                 covered, covered_alone = moderated.low <= 1.0 <= moderated.high, alone.low <= 1.0 <= alone.high

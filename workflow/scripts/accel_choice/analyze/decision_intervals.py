@@ -1,5 +1,6 @@
-"""The verdict's intervals: the CPU/GPU full-path speedup and the CPU configurations tied with the
-fastest, by the same method as the tables (analyze.job_intervals: t on log job medians)."""
+"""The verdict's intervals: the CPU/GPU full-path speedup (analyze.job_intervals: Welch t on log job medians), and
+the CPU configurations tied with the fastest and the step-time growth (cells of the same jobs: analyze.same_jobs,
+paired round by round)."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ def cell_ratio(a: TrainingCell, b: TrainingCell, level: float, spreads: same_job
 
     B's epoch over A's, paired over the jobs that timed both (the same job names: their epochs interleaved in
     one process, so the drift they shared cancels), round by round (same_jobs.paired_logs). Its spread is borrowed from the cells of their jobs where
-    `spreads` has both in one job group (analyze.same_jobs), else the pair's own (job_intervals.ratio_interval).
+    `spreads` has both in one job group (analyze.same_jobs), else the pair's own (same_jobs.alone).
     Welch between different jobs, or where they share fewer than two."""
     shared = [job for job in a.jobs if job in b.jobs]
     if len(shared) < 2:
@@ -91,12 +92,11 @@ def cell_ratio(a: TrainingCell, b: TrainingCell, level: float, spreads: same_job
         moderated = spreads.ratio(a.key, b.key, same_jobs.paired_logs(a_jobs, b_jobs), level)
         if moderated is not None:
             return moderated
-    return ratio_interval(a_jobs, b_jobs, paired=True, level=level)
+    return same_jobs.alone(a_jobs, b_jobs, level)
 
 
 # The fastest is the lowest point (its job medians); a paired ratio is taken round by round. So a cell close to the
 # fastest may read a little below 1 against it, even wholly below: it is listed with the ties, not left out.
-TIE_MEANS = "not measurably slower than the fastest"
 
 
 def fastest_ties(
@@ -118,7 +118,7 @@ def fastest_ties(
         if cell is fastest:
             continue
         ratio = cell_ratio(fastest, cell, rules.confidence, spreads)
-        if outcome(ratio, floor or 0.0) != "a_faster":  # the fastest not measurably faster (TIE_MEANS)
+        if outcome(ratio, floor or 0.0) != "a_faster":  # not measurably slower than the fastest
             ties.append(TiedConfiguration(**CpuConfiguration.of(cell), over_fastest=ratio))
     return tuple(sorted(ties, key=lambda t: t.over_fastest.point))
 

@@ -103,9 +103,7 @@ def ratio_interval(a: Groups, b: Groups, *, paired: bool = False, level: float =
     if paired:
         if len(la) != len(lb):
             raise ValueError("paired intervals need the same jobs on both sides")
-        d = lb - la
-        se = float(np.std(d, ddof=1) / math.sqrt(len(d))) if len(d) > 1 else 0.0
-        return _t_estimate(float(np.mean(d)), se, len(d) - 1, level, len(d), PAIRED)
+        return paired_t(lb - la, level, PAIRED)
     jobs = min(len(la), len(lb))
     if jobs < 2:
         return _t_estimate(float(np.mean(lb) - np.mean(la)), 0.0, 1, level, jobs, WELCH)
@@ -113,6 +111,13 @@ def ratio_interval(a: Groups, b: Groups, *, paired: bool = False, level: float =
     se = math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va**2 / (len(la) - 1) + vb**2 / (len(lb) - 1)) if se > 0 else 1.0
     return _t_estimate(float(np.mean(lb) - np.mean(la)), se, df, level, jobs, WELCH)
+
+
+def paired_t(d: Sequence[float] | np.ndarray, level: float, method: str) -> Estimate:
+    """Return exp(mean d) with its t interval at `level`: `d` one log ratio a job, jobs - 1 degrees of freedom."""
+    d = np.asarray(d, dtype=float)
+    se = float(np.std(d, ddof=1) / math.sqrt(len(d))) if len(d) > 1 else 0.0
+    return _t_estimate(float(np.mean(d)), se, len(d) - 1, level, len(d), method)
 
 
 TABLE = "Welch t on the mean over job groups of B's and A's mean log job values"

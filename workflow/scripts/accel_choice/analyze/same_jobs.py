@@ -24,11 +24,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from accel_choice.analyze import row_relative
-from accel_choice.analyze.job_intervals import _t_estimate
+from accel_choice.analyze.job_intervals import _t_estimate, paired_t
 from accel_choice.records.estimate import Estimate
 from accel_choice.records.training import TrainingCell
 
 METHOD = "paired t on log ratios round by round, the pair's spread shrunk towards its cells' over the cells of its jobs"
+ALONE = "paired t on log ratios round by round: the pair's own jobs"
 Key = Hashable
 
 
@@ -52,7 +53,9 @@ def quotients(times: np.ndarray) -> np.ndarray:
 def job_times(cells: Sequence[TrainingCell], name: str = "epoch_s") -> np.ndarray:
     """Return one job group's times `name` (epoch_s or eval_s), cells × jobs × rounds, every round in the order run.
 
-    The cells' job medians, cells × jobs (`epoch_s_runs`, `eval_s_runs`), where the jobs' rounds differ in number."""
+    The cells' job medians, cells × jobs (`epoch_s_runs`, `eval_s_runs`), where the jobs' rounds differ in number
+    (every job of the workflow times every cell alike, so only a hand-made table does). Their spreads then keep
+    the rounds' shifts while a pair's `paired_logs` still cancel them where its two cells match: wider, not narrower."""
     rounds = {len(job) for cell in cells for job in getattr(cell, f"{name}_jobs")}
     if len(rounds) == 1:
         return np.array([getattr(cell, f"{name}_jobs") for cell in cells], dtype=float)
@@ -77,9 +80,16 @@ def paired_logs(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]) -> n
     return np.array(found)
 
 
+def alone(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], level: float) -> Estimate:
+    """Return cell b's time over cell a's, the same jobs, with the pair's own paired t on `paired_logs` at `level`.
+
+    Where no spread can be borrowed: the job group has too few cells or no prior, or a cell lost a job."""
+    return paired_t(paired_logs(a, b), level, ALONE)
+
+
 @dataclass(frozen=True)
 class Spreads:
-    """Each cell's moderated variance of log job medians beyond its job's speed, and the prior of its job group."""
+    """Each cell's moderated variance of its quotients over the rest of its job (round by round), and its group's prior."""
 
     cells: dict[Key, float]
     priors: dict[Key, row_relative.Prior]

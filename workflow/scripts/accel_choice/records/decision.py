@@ -222,7 +222,8 @@ class DeviceComparison:
 @record
 class TiedConfiguration(CpuConfiguration):
     """A CPU configuration not measurably slower than the fastest: its epoch over the fastest's
-    with the interval (the tie: the interval holds 1 or stays inside the run's noise floor)."""
+    with the interval (the tie: its low end at or below 1, or inside the run's noise floor; a close cell of the
+    fastest's jobs may read wholly below 1, paired round by round)."""
 
     over_fastest: Estimate  # its epoch over the fastest's
 

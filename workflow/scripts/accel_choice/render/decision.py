@@ -140,8 +140,11 @@ def ties_sentence(verdict: Verdict) -> str:
     )
 
 
-def _span(ratio: Estimate) -> str:  # a Welch ratio came from separate processes: the reason it is wide
-    return f"{ratio.low:.2f}–{ratio.high:.2f}{', separate processes' if ratio.method == WELCH else ''}"
+def _span(ratio: Estimate) -> str:
+    """Render a tie's interval: a Welch ratio came from separate processes (why it is wide); one wholly below 1 is
+    a close cell its jobs' rounds put ahead of the fastest by its point (analyze.decision_intervals.fastest_ties)."""
+    note = ", separate processes" if ratio.method == WELCH else ", faster round by round" if ratio.high < 1 else ""
+    return f"{ratio.low:.2f}–{ratio.high:.2f}{note}"
 
 
 def reasons(verdict: Verdict) -> list[str]:
