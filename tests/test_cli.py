@@ -157,15 +157,26 @@ def test_the_terminal_table_has_one_narrow_line_per_row_measured_on_both_sides(t
     assert len(both) == 4 and len(rows) == 8  # batch size 512 on one side only: not in the table
     assert lines[0].startswith(f"{len(rows)} rows, ")
     assert lines[1] == "A = laptop, B = gpu-server"
-    assert lines[2] == "Epoch time B/A (below 1: B is faster), 95 % intervals held together:"
+    assert lines[2] == "Epoch time B/A over the rest of its job (below 1: B is faster), 95 % intervals together:"
     assert lines[3].split() == ["variant", "batch", "A", "ms", "B", "ms", "B/A", "interval", "outcome"]
     table = lines[4 : 4 + len(both)]
+    shown = {"in job": 0, "raw": 0}
     for line, row in zip(table, both):
         assert len(line) <= comparison_terminal.WIDTH
         assert line.startswith(Variant.of(row).name)
-        low, high = row["epoch_s_ratio_ci_low"], row["epoch_s_ratio_ci_high"]
-        assert line.endswith(f"{row['epoch_s_ratio_b_over_a']:.3f}  {low:.3f}–{high:.3f}  {row['epoch_s_outcome']}")
+        if row["epoch_s_in_job_b_over_a"] is None:  # too few cells in its job: the raw ratio, said so
+            point, low, high = (row[f"epoch_s_ratio_{end}"] for end in ("b_over_a", "ci_low", "ci_high"))
+            said = f"raw: {row['epoch_s_outcome']}"
+            shown["raw"] += 1
+        else:  # over the rest of its job, the narrow one; a raw outcome that decided something added
+            point, low, high = (row[f"epoch_s_in_job_{end}"] for end in ("b_over_a", "ci_low", "ci_high"))
+            said = row["epoch_s_in_job_outcome"]
+            if row["epoch_s_outcome"] != "no measurable difference":
+                said += f"; raw: {row['epoch_s_outcome']}"
+            shown["in job"] += 1
+        assert line.endswith(f"{point:.3f}  {low:.3f}–{high:.3f}  {said}")
         assert f" {row['batch_size']} " in line
+    assert shown == {"in job": 0, "raw": len(both)}  # one batch size on B: too few cells a job for "the rest"
     assert lines[4 + len(both)].startswith("Epoch time: this comparison would catch")  # the sensitivity follows
 
 
@@ -178,6 +189,7 @@ def test_a_long_variant_is_shortened_to_keep_the_line_narrow(tmp_path):
     table = lines[2:]  # the header and the four rows
     assert len(table) == 5 and all(len(line) <= 80 for line in table)
     assert any("…" in line for line in table)
+    assert not any("raw:" in line for line in table)  # four cells a job: each row over the rest of its job
 
 
 def test_b_a_byte_identical_copy_of_a_is_said_in_a_warning_and_on_stdout(tmp_path, capsys):

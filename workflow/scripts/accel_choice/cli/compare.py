@@ -9,8 +9,8 @@ folder beside DIR and moved in together, so a failure leaves DIR as it was. Warn
 comparison.md. Every row measured on both sides carries the ratio B/A of its epoch and eval times with a t
 interval on the jobs' medians (all of the table's ratios one family, held together at the tables' level) and an outcome (B faster, A faster, no measurable difference) decided against the runs' noise floors.
 
-On stdout: a summary line, then one line per row measured on both sides (its epoch ratio B/A, interval and
-outcome: pyperf's compare_to is the model), then what the comparison could see. With --json, one JSON object
+On stdout: a summary line, then one line per row measured on both sides (its epoch ratio B/A over the rest of its
+job, interval and outcome: pyperf's compare_to is the model), then what the comparison could see. With --json, one JSON object
 instead: comparison.json's content with `status` (the exit code), `written` and `regressions`. B a byte-identical
 copy of A (or its training tables copies of A's) is said in a warning and on stdout: every ratio is 1 by
 construction.

@@ -1,10 +1,16 @@
 """The comparison in the terminal (pyperf's compare_to is the model): one line per row measured on both sides,
-its epoch ratio B/A with its interval and the outcome, at most WIDTH columns; and the line that says B is a
-byte-identical copy of A."""
+its epoch ratio B/A with its interval and outcome, at most WIDTH columns; and the line that says B is a
+byte-identical copy of A.
+
+The ratio is the row over the rest of its job (analyze.row_relative): each job's own speed cancels there, so its
+interval is the narrow one; the raw ratio is the two medians' (A ms, B ms). A row without one (too few cells in its
+job) shows its raw ratio and interval, marked "raw". A raw outcome that decided something is added to the row's
+outcome, since the gate fails on either."""
 
 from __future__ import annotations
 
 from accel_choice.analyze.compare import Comparison
+from accel_choice.analyze.compare_match import OUTCOME_WORDS
 from accel_choice.analyze.compare_warnings import copy_warnings
 from accel_choice.records.comparison import ComparisonRow
 from accel_choice.render.comparison import levels
@@ -22,14 +28,20 @@ def copy_line(result: Comparison) -> str | None:
 
 def _cells(row: ComparisonRow) -> tuple[str, ...]:
     epoch = row.epoch_s
+    raw = f"raw: {epoch.outcome}"
+    if epoch.in_job is None:
+        shown, said = epoch.ratio, raw
+    else:
+        decided = epoch.outcome != OUTCOME_WORDS["no_difference"]
+        shown, said = epoch.in_job, f"{epoch.in_job_outcome}{'; ' + raw if decided else ''}"
     return (
         row.name,
         str(row.batch_size),
         ms(epoch.a.point),
         ms(epoch.b.point),
-        f"{epoch.ratio.point:.3f}",
-        f"{epoch.ratio.low:.3f}–{epoch.ratio.high:.3f}",
-        epoch.outcome,
+        f"{shown.point:.3f}",
+        f"{shown.low:.3f}–{shown.high:.3f}",
+        said,
     )
 
 
@@ -46,7 +58,7 @@ def terminal_lines(result: Comparison, width: int = WIDTH) -> list[str]:
         return [*lines, "No row was measured on both sides: no epoch ratio to show."]
     level = levels(result)
     lines.append(f"A = {a}, B = {b}")
-    lines.append(f"Epoch time B/A (below 1: B is faster), {level} intervals held together:")
+    lines.append(f"Epoch time B/A over the rest of its job (below 1: B is faster), {level} intervals together:")
     header = ("variant", "batch", "A ms", "B ms", "B/A", "interval", "outcome")
     cells = [_cells(row) for row in rows]
     widths = [max(len(line[i]) for line in (header, *cells)) for i in range(len(header))]
