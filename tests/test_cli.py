@@ -177,7 +177,7 @@ def test_the_terminal_table_has_one_narrow_line_per_row_measured_on_both_sides(t
         assert line.endswith(f"{point:.3f}  {low:.3f}–{high:.3f}  {said}")
         assert f" {row['batch_size']} " in line
     assert shown == {"in job": 0, "raw": len(both)}  # one batch size on B: too few cells a job for "the rest"
-    assert lines[4 + len(both)].startswith("Epoch time: this comparison would catch")  # the sensitivity follows
+    assert lines[4 + len(both)].startswith("Epoch time, raw rows (each job's own speed in them): this comparison")
 
 
 def test_a_long_variant_is_shortened_to_keep_the_line_narrow(tmp_path):

@@ -1496,7 +1496,10 @@ def test_the_comparison_states_the_slowdown_it_could_catch_and_the_gate_raises_i
     assert gated.detectable["epoch_s"]["jobs_to_catch"] is None  # 10 % never gets past a 50 % gate
     assert compare_results.main([str(first), str(second), "--out", str(tmp_path / "cmp")]) == 0
     out = capsys.readouterr().out
-    assert "Epoch time: this comparison would catch a slowdown of B of at least" in out
+    assert (
+        "Epoch time, raw rows (each job's own speed in them): this comparison would catch a slowdown of B of at least"
+        in out
+    )
     assert "with 80 % power" in out
     assert "Catching a 10 % slowdown in a typical row would take about" in out or "Even 200 repeats a side" in out
     assert "## What this comparison could see" in (tmp_path / "cmp" / "comparison.md").read_text()

@@ -232,10 +232,20 @@ def sensitivity_lines(result: Comparison) -> list[str]:
     """Say what this comparison could have seen.
 
     What this comparison could have seen, in sentences: per time metric the slowdown of B a row would catch
-    with 80 % power (the median row's and the best row's), whether each table's machine itself changed, and
-    each whole table's shift (analyze.compare_table)."""
+    with 80 % power (the median row's and the best row's), over the rest of its job first (what the terminal's
+    table shows), then raw; whether each table's machine itself changed, and each whole table's shift
+    (analyze.compare_table)."""
     a, b = (side["label"] for side in result.sides)
     lines = []
+    for name in TIME_METRICS:
+        found = result.detectable_in_job[name]
+        if found is not None:
+            lines.append(
+                f"{METRIC_NAMES[name].capitalize()} over the rest of its job (each job's cells against each other, so "
+                f"the job's own speed cancels): a typical row would catch a slowdown of {_percent(found['median'])} "
+                f"(median of {found['rows']}; the most sensitive row {_percent(found['best'])}, the least "
+                f"{_percent(found['worst'])}) with 80 % power. A shift every cell shares shows in the whole table below."
+            )
     for name in TIME_METRICS:
         found = result.detectable[name]
         if found is None:
@@ -244,7 +254,8 @@ def sensitivity_lines(result: Comparison) -> list[str]:
             )
             continue
         lines.append(
-            f"{METRIC_NAMES[name].capitalize()}: this comparison would catch a slowdown of {b} of at least "
+            f"{METRIC_NAMES[name].capitalize()}, raw rows (each job's own speed in them): this comparison would catch "
+            f"a slowdown of {b} of at least "
             f"{_percent(found['median'])} in a typical row (median of {found['rows']}; the most sensitive row "
             f"{_percent(found['best'])}, the least {_percent(found['worst'])}) with 80 % power; smaller ones pass as "
             "no measurable difference. "
@@ -256,15 +267,6 @@ def sensitivity_lines(result: Comparison) -> list[str]:
                 "typical row beyond its noise floor and the gate."
             )
         )
-    for name in TIME_METRICS:
-        found = result.detectable_in_job[name]
-        if found is not None:
-            lines.append(
-                f"{METRIC_NAMES[name].capitalize()} over the rest of its job (each job's cells against each other, so "
-                f"the job's own speed cancels): a typical row would catch a slowdown of {_percent(found['median'])} "
-                f"(median of {found['rows']}; the most sensitive row {_percent(found['best'])}, the least "
-                f"{_percent(found['worst'])}) with 80 % power. A shift every cell shares shows in the whole table below."
-            )
     for m in result.machine_speed:
         lines.append(
             f"Machine: the {m.table.upper()} sentinel ({m.workload}) took {m.ratio.point:.3f}× as long in "
