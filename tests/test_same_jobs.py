@@ -293,3 +293,22 @@ def test_a_cell_its_rounds_put_below_the_fastest_is_listed_with_the_ties():
     assert ratio.method == same_jobs.METHOD and ratio.point < 1
     ties = decision_intervals.fastest_ties(cells, cells[0], None, NoiseRules(), spreads)
     assert [(t.loader, t.batch_size) for t in ties] == [("dataloader", 512)]
+
+
+def test_round_pairs_compares_rounds_with_job_medians(tmp_path, capsys):
+    """benchmarks/round_pairs.py, whose real-run figure docs/statistics.md quotes, on a small results folder and a
+    folder it cannot read (said, not counted)."""
+    import importlib.util
+
+    from test_compare import Draws, make_results
+
+    spec = importlib.util.spec_from_file_location("round_pairs", REPO / "benchmarks" / "round_pairs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    folder = make_results(tmp_path, "a", batch_sizes=(32, 64, 512), draws=Draws(epochs=5, seed=1))
+    ((group, pairs, rounds, medians),) = module.group_spreads(folder)  # one thread count, one job group
+    assert (group, pairs) == ("t1", 15) and rounds > 0 and medians > 0  # 6 cells: 15 pairs
+    assert module.main([str(folder), str(tmp_path / "none")]) == 0
+    out = capsys.readouterr().out
+    assert "not read" in out and f"| {folder} | t1 | 15 |" in out
+    assert out.rstrip().endswith(f"median {rounds / medians:.2f}")
