@@ -76,11 +76,10 @@ def statements(run: list[np.ndarray], jobs: int, select: bool = False) -> Statem
 
     def ratio(a: Cell, b: Cell) -> Estimate:
         ta, tb = times[a[0]][a[1]], times[b[0]][b[1]]
-        if a[0] == b[0]:
-            moderated = spreads.ratio(a, b, same_jobs.paired_logs(ta, tb), LEVEL)
-            if moderated is not None:
-                return moderated
-        return ratio_interval(ta, tb, paired=a[0] == b[0], level=LEVEL)
+        if a[0] != b[0]:
+            return ratio_interval(ta, tb, level=LEVEL)  # Welch: separate processes
+        moderated = spreads.ratio(a, b, same_jobs.paired_logs(ta, tb), LEVEL)
+        return same_jobs.alone(ta, tb, LEVEL) if moderated is None else moderated  # as decision_intervals.cell_ratio
 
     point = {c: float(np.mean(np.log(np.median(times[c[0]][c[1]], axis=1)))) for c in cells}
     fastest = min(cells, key=point.__getitem__) if select else (0, 0)

@@ -10,7 +10,6 @@ import math
 from collections import defaultdict
 from typing import Any
 
-
 from accel_choice import records
 from accel_choice.analyze import row_relative, same_jobs
 from accel_choice.analyze.job_intervals import (

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-
 from accel_choice.analyze import job_intervals, same_jobs
 from accel_choice.analyze.job_intervals import outcome, ratio_interval, simultaneous_level
 from accel_choice.records.estimate import Estimate
@@ -95,10 +94,6 @@ def cell_ratio(a: TrainingCell, b: TrainingCell, level: float, spreads: same_job
     return same_jobs.alone(a_jobs, b_jobs, level)
 
 
-# The fastest is the lowest point (its job medians); a paired ratio is taken round by round. So a cell close to the
-# fastest may read a little below 1 against it, even wholly below: it is listed with the ties, not left out.
-
-
 def fastest_ties(
     cpu_cells: Sequence[TrainingCell],
     fastest: TrainingCell,
@@ -111,7 +106,8 @@ def fastest_ties(
     The CPU configurations whose epoch is not measurably slower than the fastest's: the interval of
     their ratio to it reaches down to 1 or into the noise floor (`cell_ratio`: paired where the same jobs timed
     both, every batch size and loader at one thread count, the spreads borrowed: `spreads`, or fitted to
-    `cpu_cells`)."""
+    `cpu_cells`). The fastest is the lowest point (its job medians), a paired ratio is taken round by round: a
+    cell close to the fastest may read a little below 1 against it, even wholly below. It is listed, not left out."""
     spreads = same_jobs.fit_cells(cpu_cells) if spreads is None else spreads
     ties = []
     for cell in cpu_cells:

@@ -42,24 +42,36 @@ REFERENCE_MOVED = "another cell of its job got faster in B: the rest of the job 
 def leave_one_out(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return each side's log quotients, cells × jobs: a cell's time over the median of the other cells' in its job.
 
-    `a` and `b` are one job group's times on sides A and B, the same cells in the same order: cells × jobs medians,
-    or cells × jobs × rounds (every timed epoch, the rounds of a job in the order run). Each cell is first centred
-    on its own mean log over both sides, so cells of any size compare: the others' median then reads the job's
-    speed, not which cell is the middle-sized one. With rounds, the quotient is taken in each round, against the
-    other cells' epochs of that round, and its median over the rounds is the job's: a round's shift, which every
-    cell of the round shares, cancels there too. Needs MIN_CELLS cells."""
-    for side in (a, b):
+    `a` and `b` are one job group's times on sides A and B, the same cells in the same order (`centred_quotients`
+    takes them both, so each cell is centred on its own mean log over both sides)."""
+    qa, qb = centred_quotients(a, b)
+    return qa, qb
+
+
+def centred_quotients(*sides: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Return each side's log quotients, cells × jobs: a cell's time over the median of the other cells' in its job.
+
+    Each side is one job group's cells × jobs medians, or cells × jobs × rounds (every timed epoch, the rounds of a
+    job in the order run), the same cells in the same order. Each cell is first centred on its own mean log over
+    every side, so cells of any size compare: the others' median then reads the job's speed, not which cell is the
+    middle-sized one. With rounds, the quotient is taken in each round, against the other cells' epochs of that
+    round, and its median over the rounds is the job's: a round's shift, which every cell of the round shares,
+    cancels there too. Needs MIN_CELLS cells."""
+    for side in sides:
         if side.ndim not in (2, 3) or side.shape[0] < MIN_CELLS:
             raise ValueError(f"a job group needs at least {MIN_CELLS} cells × jobs (× rounds), got shape {side.shape}")
         if not (np.isfinite(side).all() and (side > 0).all()):
-            raise ValueError("job medians must be positive finite times")
-    if a.shape[0] != b.shape[0] or a.ndim != b.ndim:
-        raise ValueError(f"the two sides hold {a.shape} and {b.shape} times: the same cells, alike, are needed")
-    la, lb = np.log(a), np.log(b)
-    cells = a.shape[0]
-    anchor = np.concatenate([la.reshape(cells, -1), lb.reshape(cells, -1)], axis=1).mean(axis=1)
-    anchor = anchor.reshape((cells,) + (1,) * (a.ndim - 1))
-    return job_quotients(la - anchor), job_quotients(lb - anchor)
+            raise ValueError("job times must be positive finite times")
+    first = sides[0]
+    if any(side.shape[0] != first.shape[0] or side.ndim != first.ndim for side in sides):
+        raise ValueError(
+            f"the sides hold {', '.join(str(side.shape) for side in sides)} times: the same cells, alike, are needed"
+        )
+    logs = [np.log(side) for side in sides]
+    cells = first.shape[0]
+    anchor = np.concatenate([z.reshape(cells, -1) for z in logs], axis=1).mean(axis=1)
+    anchor = anchor.reshape((cells,) + (1,) * (first.ndim - 1))
+    return tuple(job_quotients(z - anchor) for z in logs)
 
 
 def job_quotients(z: np.ndarray) -> np.ndarray:

@@ -36,18 +36,10 @@ Key = Hashable
 def quotients(times: np.ndarray) -> np.ndarray:
     """Return each cell's log quotients over the rest of its job, cells × jobs, from one job group's times.
 
-    `times`: cells × jobs medians, or cells × jobs × rounds (every epoch, a job's rounds in the order run).
-    Each cell is centred on its own mean log first, so cells of any size compare. With rounds the quotient is taken
-    in each round, against the other cells' epochs of that round, and the job's is its median over the rounds.
-    Needs row_relative.MIN_CELLS cells."""
-    if times.ndim not in (2, 3) or times.shape[0] < row_relative.MIN_CELLS:
-        raise ValueError(
-            f"a job group needs at least {row_relative.MIN_CELLS} cells × jobs (× rounds), got shape {times.shape}"
-        )
-    if not (np.isfinite(times).all() and (times > 0).all()):
-        raise ValueError("job times must be positive finite times")
-    z = np.log(times)
-    return row_relative.job_quotients(z - z.reshape(z.shape[0], -1).mean(axis=1).reshape((-1,) + (1,) * (z.ndim - 1)))
+    `times`: cells × jobs medians, or cells × jobs × rounds (every epoch, a job's rounds in the order run), as
+    row_relative.centred_quotients takes one side: with rounds, round by round. Needs row_relative.MIN_CELLS cells."""
+    (found,) = row_relative.centred_quotients(times)
+    return found
 
 
 def job_times(cells: Sequence[TrainingCell], name: str = "epoch_s") -> np.ndarray:
