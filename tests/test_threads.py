@@ -137,13 +137,11 @@ def test_the_cpu_sentinel_runs_on_one_thread_whatever_the_jobs_count(monkeypatch
         torch.set_num_threads(before)
 
 
-def test_the_thread_switch_benchmark_runs_both_designs_end_to_end(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], restore_logging_and_threads: None
-) -> None:
-    """benchmarks/thread_switch.py, at its smallest: the table of each design, a verdict line each.
+def _benchmark_in_process(name: str, monkeypatch: pytest.MonkeyPatch) -> tuple[object, list[list[str]]]:
+    """Load benchmarks/`name`.py; its worker processes then run here, through the same command line and main().
 
-    Each worker process it starts runs here instead, through the same command line and main(): the code is
-    the same, without seven interpreters importing torch (about 35 s of CPU on 2 cores)."""
+    The code is the same, without an interpreter importing torch per worker (about 5 s of CPU each on 2 cores).
+    Return the module and the list each worker's arguments are appended to (a prefix such as `setarch -R` dropped)."""
     import contextlib
     import importlib.util
     import io
@@ -151,28 +149,93 @@ def test_the_thread_switch_benchmark_runs_both_designs_end_to_end(
     import sys
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks/thread_switch.py"
-    spec = importlib.util.spec_from_file_location("thread_switch", script)
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, script)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    workers = []
+    workers: list[list[str]] = []
 
     def in_process(command: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
-        assert command[:2] == [sys.executable, bench.__file__], command
-        workers.append(command[2])
+        start = command.index(sys.executable)
+        assert command[start + 1] == bench.__file__, command
+        workers.append(command[start + 2 :])
         printed = io.StringIO()
         with monkeypatch.context() as m, contextlib.redirect_stdout(printed):
-            m.setattr(sys, "argv", command[1:])
+            m.setattr(sys, "argv", command[start + 1 :])
             bench.main()
         return subprocess.CompletedProcess(command, 0, printed.getvalue(), "")
 
     monkeypatch.setattr(bench.subprocess, "run", in_process)
+    return bench, workers
+
+
+def test_the_thread_switch_benchmark_runs_both_designs_end_to_end(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], restore_logging_and_threads: None
+) -> None:
+    """benchmarks/thread_switch.py, at its smallest: the table of each design, a verdict line each."""
+    import sys
+
+    bench, workers = _benchmark_in_process("thread_switch", monkeypatch)
     tiny = ["--repeats", "1", "--epochs", "2", "--warmup", "2", "--batch-sizes", "512"]
     for design, started in (([], 3), (["--within"], 4)):
         workers.clear()
-        monkeypatch.setattr(sys, "argv", [str(script), *design, *tiny])
+        monkeypatch.setattr(sys, "argv", [bench.__file__, *design, *tiny])
         bench.main()
         shown = capsys.readouterr().out
-        assert len(workers) == started and set(workers) == {"--within-worker" if design else "--worker"}
+        assert len(workers) == started and {w[0] for w in workers} == {"--within-worker" if design else "--worker"}
         assert "| 1 | 512 |" in shown and "| 2 | 512 |" in shown, shown
         assert "switching threads inside a process: " in shown
+
+
+def test_the_job_effect_benchmark_runs_every_arm_end_to_end(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], restore_logging_and_threads: None
+) -> None:
+    """benchmarks/job_effect.py, at its smallest: four arms a repeat, their spreads, the split, the correlation."""
+    import sys
+
+    bench, workers = _benchmark_in_process("job_effect", monkeypatch)
+    monkeypatch.setattr(sys, "argv", [bench.__file__, "--repeats", "2", "--epochs", "2", "--warmup", "2"])
+    bench.main()
+    shown = capsys.readouterr().out
+    assert len(workers) == 8 and {w[0] for w in workers} == {"--worker"}
+    for arm in bench.ARMS:
+        assert f"| {arm} | 32 | 2 |" in shown and f"| {arm} | 512 | 2 |" in shown, shown
+    assert "correlation of the two cells' log medians across all 8 processes" in shown
+
+
+def test_the_job_effect_benchmark_reads_the_reference_steps_threads(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], restore_logging_and_threads: None
+) -> None:
+    """--reference-threads: one worker a thread count; at 1 thread no other OS thread of the process works."""
+    import sys
+
+    bench, workers = _benchmark_in_process("job_effect", monkeypatch)
+    monkeypatch.setattr(sys, "argv", [bench.__file__, "--reference-threads", "--passes", "3"])
+    bench.main()
+    rows = [line for line in capsys.readouterr().out.splitlines() if line[:4] in ("| 1 ", "| 2 ")]
+    assert [w[:2] for w in workers] == [["--reference-worker", "1"], ["--reference-worker", "2"]]
+    for threads, row in zip((1, 2), rows):
+        cells = [float(cell) for cell in row.strip("| ").split(" | ")]
+        assert cells[0] == threads and cells[1] > 0 and cells[2] > 0 and cells[3] >= 0 and cells[4] > 0, row
+
+
+def test_the_job_effect_summary_splits_drift_from_the_process() -> None:
+    """A shift every process of a repeat shares is drift; a process's own deviation is inside the repeat."""
+    import importlib.util
+    import math
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "job_effect.py"
+    spec = importlib.util.spec_from_file_location("job_effect", script)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    shifts = (-0.1, 0.0, 0.1)  # per repeat, shared by its four processes
+    drift_only = {arm: [[0.1 * math.exp(s), 0.01 * math.exp(s)] for s in shifts] for arm in bench.ARMS}
+    lines = bench.summary(drift_only)
+    assert "| 32 | 10.0% | 0.0% |" in lines and "| 512 | 10.0% | 0.0% |" in lines, lines
+    assert "| default | 32 | 3 | 100.00 | 10.0% |" in lines, lines
+    # Each process off its repeat's mean by its own amount, the same in both repeats: no drift, all inside.
+    own = dict(zip(bench.ARMS, ([[0.1 * math.exp(d), 0.01]] * 2 for d in (0.1, -0.1, 0.05, -0.05))))
+    lines = bench.summary(own)
+    assert "| 512 | 0.0% | 0.0% |" in lines, lines
+    assert [line for line in lines if line.startswith("| 32 |")] == ["| 32 | 0.0% | 9.1% |"], lines
