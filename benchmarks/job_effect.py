@@ -127,7 +127,7 @@ def summary(found: dict[str, list[list[float]]]) -> list[str]:
     for arm, processes in found.items():
         for i, size in enumerate(BATCH_SIZES):
             medians = [p[i] for p in processes]
-            mean = math.exp(statistics.fmean(math.log(m) for m in medians))
+            mean = statistics.geometric_mean(medians)
             lines.append(f"| {arm} | {size} | {len(medians)} | {mean * 1e3:.2f} | {log_sd(medians):.1%} |")
     repeats = min(len(p) for p in found.values())
     lines += ["", "| B | drift between repeats (log sd of repeat means) | within a repeat (log sd) |", "|---|---|---|"]

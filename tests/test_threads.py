@@ -137,22 +137,29 @@ def test_the_cpu_sentinel_runs_on_one_thread_whatever_the_jobs_count(monkeypatch
         torch.set_num_threads(before)
 
 
-def _benchmark_in_process(name: str, monkeypatch: pytest.MonkeyPatch) -> tuple[object, list[list[str]]]:
-    """Load benchmarks/`name`.py; its worker processes then run here, through the same command line and main().
-
-    The code is the same, without an interpreter importing torch per worker (about 5 s of CPU each on 2 cores).
-    Return the module and the list each worker's arguments are appended to (a prefix such as `setarch -R` dropped)."""
-    import contextlib
+def _benchmark(name: str) -> object:
+    """Load benchmarks/`name`.py as a module (the folder is no package)."""
     import importlib.util
-    import io
-    import subprocess
-    import sys
     from pathlib import Path
 
     script = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, script)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
+    return bench
+
+
+def _benchmark_in_process(name: str, monkeypatch: pytest.MonkeyPatch) -> tuple[object, list[list[str]]]:
+    """Load benchmarks/`name`.py; its worker processes then run here, through the same command line and main().
+
+    The code is the same, without an interpreter importing torch per worker (about 5 s of CPU each on 2 cores).
+    Return the module and the list each worker's arguments are appended to (a prefix such as `setarch -R` dropped)."""
+    import contextlib
+    import io
+    import subprocess
+    import sys
+
+    bench = _benchmark(name)
     workers: list[list[str]] = []
 
     def in_process(command: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
@@ -221,14 +228,9 @@ def test_the_job_effect_benchmark_reads_the_reference_steps_threads(
 
 def test_the_job_effect_summary_splits_drift_from_the_process() -> None:
     """A shift every process of a repeat shares is drift; a process's own deviation is inside the repeat."""
-    import importlib.util
     import math
-    from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "job_effect.py"
-    spec = importlib.util.spec_from_file_location("job_effect", script)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = _benchmark("job_effect")
     shifts = (-0.1, 0.0, 0.1)  # per repeat, shared by its four processes
     drift_only = {arm: [[0.1 * math.exp(s), 0.01 * math.exp(s)] for s in shifts] for arm in bench.ARMS}
     lines = bench.summary(drift_only)
