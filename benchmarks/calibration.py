@@ -180,6 +180,7 @@ def in_job_table(
     slowdown: float,
     unlike: list[float],
     noisier: Sequence[float] = (1.0,),
+    shared: bool = True,
 ) -> int:
     """compare's rows over the rest of their job (analyze.row_relative), drawn from measured components
     (analyze.calibration_rows.row_rates): coverage, the gate's A/A false alarm, power against the raw row's."""
@@ -197,7 +198,8 @@ def in_job_table(
         for spread in unlike:
             for noise in noisier:
                 design = measured_design(components, jobs, epochs)
-                r = cr.row_rates(design, draws, cr.Cells(unlike=spread, noisier=noise), slowdown=slowdown)
+                cells = cr.Cells(unlike=spread, noisier=noise, shared=shared)
+                r = cr.row_rates(design, draws, cells, slowdown=slowdown)
                 within = unlike_words(spread)
                 df = "∞" if r.prior_df >= row_relative.DF_CAP else f"{r.prior_df:.0f}"
                 print(
@@ -207,7 +209,7 @@ def in_job_table(
                     flush=True,
                 )
     print(
-        f"\n{draws} run pairs a row: 2 thread counts × 10 cells, epoch and eval times (40 rows × metrics, one family), "
+        f"\n{draws} run pairs a row: 2 thread counts × 10 cells, {_jobs_words(shared)}, epoch and eval times (40 rows × metrics, one family), "
         f"level {c.LEVEL:.0%}, gate at {c.GATE_PERCENT:g} %; {time.perf_counter() - started:.0f} s"
     )
     return 0
@@ -221,6 +223,7 @@ def paired_table(
     unlike: list[float],
     noisier: list[float],
     gradients: list[float],
+    shared: bool = True,
 ) -> int:
     """The first screen's within-run ratios of cells timed in the same jobs, drawn from measured components
     (analyze.calibration_paired): coverage and width, the spread borrowed (analyze.same_jobs) and alone."""
@@ -238,7 +241,8 @@ def paired_table(
             for noise in noisier:
                 for gradient in gradients:
                     design = measured_design(components, jobs, epochs)
-                    r = cp.paired_rates(design, draws, cr.Cells(unlike=spread, noisier=noise), gradient=gradient)
+                    cells = cr.Cells(unlike=spread, noisier=noise, shared=shared)
+                    r = cp.paired_rates(design, draws, cells, gradient=gradient)
                     within = unlike_words(spread)
                     print(
                         f"| {jobs} | {within} | ×{noise:g} | {gradient:.1%} | "
@@ -248,10 +252,15 @@ def paired_table(
                         flush=True,
                     )
     print(
-        f"\n{draws} runs a row: 2 thread counts × 10 cells, {epochs} epochs a job, each thread count's first cell "
+        f"\n{draws} runs a row: 2 thread counts × 10 cells, {_jobs_words(shared)}, {epochs} epochs a job, "
+        "each thread count's first cell "
         f"against the other 9, level {c.LEVEL:.0%}; {time.perf_counter() - started:.0f} s"
     )
     return 0
+
+
+def _jobs_words(shared: bool) -> str:
+    return "one job times both" if shared else "a job a thread count"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -313,6 +322,11 @@ def main(argv: list[str] | None = None) -> int:
         help="--paired, --in-job: the second thread count's epoch noise, times the first's",
     )
     parser.add_argument(
+        "--separate",
+        action="store_true",
+        help="--paired, --in-job: a job a thread count (the design before 2026-12-07), not one job for both",
+    )
+    parser.add_argument(
         "--gradient",
         type=float,
         nargs="+",
@@ -336,9 +350,13 @@ def main(argv: list[str] | None = None) -> int:
             found = variance.to_json(variance.components([t for d in args.from_results for t in folder_tables(d)]))
             found = found["components"]
         if args.paired:
-            return paired_table(found, args.jobs, args.epochs, args.draws, args.unlike, args.noisier, args.gradient)
+            shared = not args.separate
+            return paired_table(
+                found, args.jobs, args.epochs, args.draws, args.unlike, args.noisier, args.gradient, shared
+            )
         if args.in_job:
-            return in_job_table(found, args.jobs, args.epochs, args.draws, args.slowdown, args.unlike, args.noisier)
+            jobs, shared = args.jobs, not args.separate
+            return in_job_table(found, jobs, args.epochs, args.draws, args.slowdown, args.unlike, args.noisier, shared)
         return components_table(found, args.jobs, args.epochs, args.draws, args.slowdown)
     if args.planner:
         return planner_table(args.jobs, args.machines, args.runs, args.resamples, args.seed, args.out)

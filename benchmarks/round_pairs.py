@@ -28,20 +28,22 @@ from accel_choice.records.training import TrainingTable  # noqa: E402
 
 
 def group_spreads(folder: Path) -> list[tuple[str, int, float, float]]:
-    """Return (jobs, pairs, median sd round by round, median sd of job medians) per job group of 3 jobs or more."""
+    """Return (group, pairs, median sd round by round, median sd of job medians) per job group of 3 jobs or more.
+
+    A job group is one thread count's cells of the same jobs (same_jobs.fit_cells), named t<threads>."""
     cells = [c for c in records.read(TrainingTable, folder / paths.CPU_TABLE).table if c.device == "cpu"]
     groups = defaultdict(list)
     for cell in cells:
-        groups[cell.jobs].append(cell)
+        groups[cell.jobs, cell.threads].append(cell)
     found = []
-    for jobs, members in groups.items():
+    for (jobs, threads), members in groups.items():
         if len(jobs) < 3 or len(members) < 2:
             continue
         rounds, medians = [], []
         for a, b in itertools.combinations(members, 2):
             rounds.append(float(np.std(same_jobs.paired_logs(a.epoch_s_jobs, b.epoch_s_jobs), ddof=1)))
             medians.append(float(np.std(np.log(np.array(b.epoch_s_runs) / np.array(a.epoch_s_runs)), ddof=1)))
-        found.append((jobs[0].split(".")[0], len(rounds), statistics.median(rounds), statistics.median(medians)))
+        found.append((f"t{threads}", len(rounds), statistics.median(rounds), statistics.median(medians)))
     return found
 
 

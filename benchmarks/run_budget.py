@@ -53,9 +53,7 @@ def clocked(folder: Path, rule: str, listed: dict[str, str]) -> tuple[float, flo
 
     `listed`: the run's manifest (`read_manifest`), read once a folder."""
     if rule == "time_cpu_training":
-        jobs = _read(
-            folder, listed, paths.training_record("cpu", paths.CPU_JOB.format(threads="*", repeat="*")), TrainingJob
-        )
+        jobs = _read(folder, listed, paths.training_record("cpu", "*"), TrainingJob)  # rep<r> or t<T>.rep<r>
         epochs = sum(sum(r.epoch_s_each) + sum(r.eval_s_each) for job in jobs for r in job.records)
         plain = sum(EPOCHS * (r.reference_epoch_s or 0.0) for job in jobs for r in job.records)
         step = sum(sum(job.reference_step.seconds) for job in jobs if job.reference_step is not None)

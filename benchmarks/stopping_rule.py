@@ -3,9 +3,10 @@
     .venv/bin/python benchmarks/stopping_rule.py --components benchmarks/components/r10-r10b.json
     .venv/bin/python benchmarks/stopping_rule.py --components FILE --most 6 8 10 --noisier 1 3 --draws 2000
 
-Each row: runs that start with --start jobs a thread count and add one a round while a stated interval is wider than
+Each row: runs that start with --start jobs and add one a round while a stated interval is wider than
 --target and the budget (--most jobs) allows (analyze.calibration_adaptive). Coverage after stopping beside the
 fixed designs of --start and --most jobs; the jobs spent; how often the target was met. docs/statistics.md quotes it.
+Each job times both thread counts (Cells.shared); `--separate` draws a job a thread count, as before 2026-12-07.
 """
 
 import argparse
@@ -45,8 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--components", required=True, metavar="FILE", help="benchmarks/variance_components.py --json")
     parser.add_argument("--draws", type=int, default=1000, help="synthetic runs a row (default 1000)")
-    parser.add_argument("--start", type=int, default=3, help="jobs a thread count before the rule (timing.repeats)")
-    parser.add_argument("--most", type=int, nargs="+", default=[6, 8], help="the budget, in jobs a thread count")
+    parser.add_argument("--start", type=int, default=3, help="jobs before the rule (timing.repeats)")
+    parser.add_argument("--most", type=int, nargs="+", default=[6, 8], help="the budget, in jobs")
+    parser.add_argument("--separate", action="store_true", help="a job a thread count (the design before 2026-12-07)")
     parser.add_argument("--target", type=float, default=0.10, help="timing.target: half width over the point")
     parser.add_argument("--epochs", type=int, default=10, help="epochs a job (timing.epochs_per_job)")
     parser.add_argument("--floor", type=float, default=0.0, help="the run's noise floor: a tie may stay within it")
@@ -68,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     print(components_line(components))
     print()
     print(
-        "| budget, jobs a thread count | cells' epoch sd | 2nd thread count's noise | coverage: stopped | "
+        "| budget, jobs | cells' epoch sd | 2nd thread count's noise | coverage: stopped | "
         f"{args.start} jobs | budget's jobs | thread tie: stopped | budget's jobs | growth: stopped | "
         "jobs spent (mean) | target met | stated within target |"
     )
@@ -80,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                 r = ca.adaptive_rates(
                     design,
                     args.draws,
-                    Cells(unlike=spread, noisier=noise),
+                    Cells(unlike=spread, noisier=noise, shared=not args.separate),
                     args.start,
                     most,
                     args.target,
@@ -95,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
     print(
-        f"\n{args.draws} runs a row: 2 thread counts × 10 cells, {args.epochs} epochs a job, target ±{args.target:.0%}, "
+        f"\n{args.draws} runs a row: 2 thread counts × 10 cells, "
+        f"{'a job a thread count' if args.separate else 'one job for both'}, {args.epochs} epochs a job, target ±{args.target:.0%}, "
         f"noise floor ±{args.floor:.0%}, fastest {'by its point' if args.select else 'the first cell'}, "
         f"true times {'from ' + args.truths + (' with a thread tie' if args.tie else '') if args.truths else 'all 1'}, "
         f"level 95 %; {time.perf_counter() - started:.0f} s"

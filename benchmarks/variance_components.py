@@ -8,7 +8,7 @@
 job column is then the job effect that the reference step does not take out. `--across-runs` adds a row
 with each thread count's jobs of all runs in one table: its job column holds the shift between runs too.
 
-Each results folder's CPU timing records (timing/cpu/t<T>.rep<r>.json, each checked against its job's
+Each results folder's CPU timing records (timing/cpu/rep<r>.json, each checked against its job's
 log) give one job table per thread count: jobs × variants × rounds of epoch times. A row per folder and
 one pooled over all of them; each component a standard deviation of log times (≈ relative spread) with
 its degrees of freedom. `--json` writes the pooled components for `benchmarks/calibration.py --components`.
@@ -31,7 +31,7 @@ from accel_choice.records.training import TrainingJob  # noqa: E402
 def folder_tables(folder: str, relative: bool = False) -> list:
     """A results folder's CPU job tables (analyze.variance.job_tables), from its checked timing records;
     `relative`: each epoch over its job's reference step median (jobs without one left out)."""
-    pattern = paths.training_record("cpu", paths.CPU_JOB.format(threads="*", repeat="*"))
+    pattern = paths.training_record("cpu", "*")  # rep<r>.json, or t<T>.rep<r>.json before training-job 14
     files = sorted(Path(folder).glob(pattern))
     if not files:
         raise SystemExit(f"{folder}: no CPU timing records ({pattern})")
@@ -40,9 +40,10 @@ def folder_tables(folder: str, relative: bool = False) -> list:
     if not relative:
         return variance.job_tables(found)
     reference = {
-        (job.records[0].threads, job.records[0].repeat): job.reference_step.median_s
+        (r.threads, r.repeat): job.reference_step.median_s
         for job in jobs
-        if job.reference_step is not None and job.records
+        if job.reference_step is not None
+        for r in job.records
     }
     if not reference:
         raise SystemExit(f"{folder}: no CPU job timed the reference step (a run before TrainingJob version 12)")

@@ -158,16 +158,16 @@ def test_a_compiled_extensions_frame_is_not_the_users_model():
 
 
 def test_a_timing_invariant_is_called_one(restore_logging_and_threads):
-    variant = steps.cpu_variants(["fastpath"], batch_size=16, threads=torch.get_num_threads() + 1)[0]
+    variant = steps.cpu_variants(["fastpath"], batch_size=2, threads=1)[0]
     spec = ModelSpec(hidden=4, lr=1e-2)
     error = raised(
-        lambda: training.prepare_variant(
-            variant, torch.zeros(4, 2), torch.zeros(4), grad_scaler=False, seed=1, spec=spec, warmup_steps=1
+        lambda: training.measure_training_job(
+            torch.zeros(4, 2), torch.zeros(4), [variant], repeat=0, seed=1, spec=spec, warmup_steps=1, epochs=0
         )
     )
     line = failures.describe(error)
     assert line.startswith("a measurement invariant does not hold (ValueError at accel_choice/measure/training.py")
-    assert "but torch runs" in line and "called torch.set_num_threads" in line
+    assert "epochs per job must be at least 1, got 0" in line
     assert line.endswith("the timing cannot be trusted, so nothing was recorded")
 
 

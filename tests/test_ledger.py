@@ -141,14 +141,14 @@ def test_a_job_whose_epochs_outlast_its_wall_interval_or_whose_cpu_outruns_its_c
     _job(records=(training_record(epoch_s=0.2, epoch_cpu_s=0.39),))  # two cores busy: possible
 
 
-def test_a_job_is_one_process_at_one_thread_count_each_variant_once():
-    """A CPU job times every batch size at one thread count and repeat; records of two jobs in one file are refused."""
+def test_a_job_is_one_process_every_thread_count_and_batch_size_each_variant_once():
+    """A CPU job times every thread count and batch size of one repeat; records of two jobs in one file are refused."""
     from builders_training import training_record
 
     assert [r.batch_size for r in _job(records=(training_record(), training_record(batch_size=64))).records] == [32, 64]
-    with pytest.raises(ValueError, match="one job's records share a device, threads and repeat"):
-        _job(records=(training_record(), training_record(batch_size=64, threads=2)))
-    with pytest.raises(ValueError, match="each variant once"):
+    both = _job(records=(training_record(), training_record(batch_size=64, threads=2))).records
+    assert [(r.batch_size, r.threads) for r in both] == [(32, 1), (64, 2)]
+    with pytest.raises(ValueError, match="one job's records share a device and repeat"):
         _job(records=(training_record(), training_record(repeat=1)))
     with pytest.raises(ValueError, match="each variant once"):
         _job(records=(training_record(), training_record()))
@@ -170,13 +170,15 @@ def _version_before(written: dict, version: int) -> dict:
 @pytest.mark.parametrize("kind", ["training", "grid"])
 def test_an_archived_job_of_the_version_before_is_read_and_one_that_does_not_add_up_is_named(kind):
     """training-job 12 and planner-grid-job 7 stored a median and a throughput beside the raw times: an archived run
-    stays readable (records.upgrades), and a file whose stored median is not its raw times' is refused."""
+    stays readable (records.upgrades, training-job 12 through 13), and a file whose stored median is not its raw
+    times' is refused."""
     from builders_planner import grid_job
     from builders_training import training_record
 
     job = _job(records=(training_record(epoch_s=0.2, epoch_cpu_s=0.19, epoch_s_each=(0.2, 0.3, 0.1)),))
     job = job if kind == "training" else grid_job()
-    older = _version_before(records.to_json(job), type(job).VERSION - 1)
+    before = 12 if kind == "training" else type(job).VERSION - 1  # training-job 13 only let a job hold one count
+    older = _version_before(records.to_json(job), before)
     assert records.from_json(type(job), older, "rep0.json") == job
     older["records"][0]["epoch_s"] *= 0.5  # the hand edit of issue 28, on the older version
     with pytest.raises(
@@ -186,6 +188,15 @@ def test_an_archived_job_of_the_version_before_is_read_and_one_that_does_not_add
     older["records"][0]["epoch_s_each"] = "0.2"  # raw times that are no list of times: named, no traceback
     with pytest.raises(RecordError, match=r"records\[0\]: its raw times and samples cannot be read"):
         records.from_json(type(job), older, "rep0.json")
-    older["schema_version"] -= 1  # two versions back: no upgrade, refused as before
+    older["schema_version"] -= 1  # one version further back: no upgrade, refused as before
     with pytest.raises(RecordError, match="this workflow reads"):
         records.from_json(type(job), older, "rep0.json")
+
+
+def test_a_job_of_one_thread_count_from_version_13_is_read_as_it_was():
+    """training-job 13 held one thread count a job: a job of version 14 may, so its fields are read unchanged."""
+    from builders_training import training_record
+
+    job = _job(records=(training_record(threads=2), training_record(threads=2, batch_size=64)))
+    older = records.to_json(job) | {"schema_version": 13}
+    assert records.from_json(type(job), older, "t2.rep0.json") == job

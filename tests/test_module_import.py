@@ -134,10 +134,10 @@ def test_a_time_budget_adds_jobs_where_the_first_screen_is_close(tmp_path: Path,
     plans = [records.read(TimingPlan, results / f"timing/plan/round{r}.json") for r in (0, 1)]
     assert [(p.jobs, p.decision) for p in plans] == [(3, "add"), (4, "budget_spent")]
     assert {c.repeats for c in records.read(TrainingTable, results / "tables/cpu_training.json").table} == {4}
-    assert "Jobs a thread count: 4 (3 planned, 1 added)." in (results / "REPORT.md").read_text()
+    assert "CPU training jobs: 4 (3 planned, 1 added)." in (results / "REPORT.md").read_text()
     manifest = (results / "MANIFEST.sha256").read_text()
-    assert "timing/cpu/t1.rep3.json" in manifest and "timing/plan/round1.json" in manifest
-    assert "time_cpu_training/t1.rep3" in (results / "tables/resources_per_job.csv").read_text()
+    assert "timing/cpu/rep3.json" in manifest and "timing/plan/round1.json" in manifest
+    assert "time_cpu_training/rep3" in (results / "tables/resources_per_job.csv").read_text()
     assert "Nothing to be done" in _dry_run(project, *importer).stdout
     # A smaller budget re-runs the rounds: the job it no longer wants stays in results/, out of the manifest.
     config["timing"]["budget_s"] = sum(walls) / 2
@@ -145,5 +145,5 @@ def test_a_time_budget_adds_jobs_where_the_first_screen_is_close(tmp_path: Path,
     assert _dry_run(project, *importer, dry=False).returncode == 0
     assert records.read(TimingPlan, results / "timing/plan/round0.json").decision == "budget_spent"
     assert {c.repeats for c in records.read(TrainingTable, results / "tables/cpu_training.json").table} == {3}
-    assert (results / "timing/cpu/t1.rep3.json").exists()
-    assert "timing/cpu/t1.rep3.json" not in (results / "MANIFEST.sha256").read_text()
+    assert (results / "timing/cpu/rep3.json").exists()
+    assert "timing/cpu/rep3.json" not in (results / "MANIFEST.sha256").read_text()

@@ -665,8 +665,8 @@ def test_the_workloads_of_one_grid_job_are_drawn_together_and_so_are_the_cells_o
     assert len(on_grid) == len(DESIGN) and {m.repeats for m in on_grid} == {(0, 1, 2)}
     seeds = breakeven_interval.shared_seeds(measured, list(range(100, 100 + len(measured))))
     assert seeds[: len(DESIGN)] == [100] * len(DESIGN)  # one set of draws for the whole grid job
-    # the two batch sizes' cells, timed by the same CPU jobs (t1.rep0-2): one set of draws, apart from the grid's
-    assert [m.block for m in measured[len(DESIGN) :]] == ["training t1.rep0 t1.rep1 t1.rep2"] * 2
+    # the two batch sizes' cells, timed by the same CPU jobs (rep0-2): one set of draws, apart from the grid's
+    assert [m.block for m in measured[len(DESIGN) :]] == ["training rep0 rep1 rep2"] * 2
     assert seeds[len(DESIGN) :] == [100 + len(DESIGN)] * 2
     # A workload that lost a repeat (a non-finite epoch) cannot be paired job by job: its own draws.
     lost = [

@@ -73,7 +73,13 @@ def test_each_job_group_has_its_own_prior():
     spreads = same_jobs.fit([([("t1", c) for c in range(10)], quiet), ([("t2", c) for c in range(10)], noisy)])
     assert spreads.priors[("t1", 0)] is not spreads.priors[("t2", 0)]
     assert spreads.priors[("t2", 0)].variance > 10 * spreads.priors[("t1", 0)].variance
-    assert spreads.ratio(("t1", 0), ("t2", 0), [0.1, 0.2, 0.3], 0.95) is None  # not of one job group
+    # One job times both thread counts: a pair across the groups borrows each cell's own moderated spread, and
+    # at most the smaller prior's degrees of freedom.
+    d = [0.1, 0.11, 0.12]
+    across, inside = spreads.ratio(("t1", 0), ("t2", 0), d, 0.95), spreads.ratio(("t1", 0), ("t1", 1), d, 0.95)
+    assert across is not None and inside is not None and across.method == inside.method == same_jobs.METHOD
+    assert across.high / across.low > inside.high / inside.low  # the noisy cell's spread comes with it
+    assert spreads.ratio(("t1", 0), ("t3", 0), d, 0.95) is None  # a cell of no group lends nothing
 
 
 def test_cells_of_a_small_group_or_one_job_get_no_spread():

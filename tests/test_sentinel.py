@@ -435,7 +435,7 @@ def test_the_aggregate_of_real_jobs_has_intervals_and_the_run_sentinel(jobs):
     ratio = dataloader.epoch_s_over_fastpath
     assert ratio.low <= ratio.point <= ratio.high and ratio.method == same_jobs.ALONE
     assert table.sentinel.workload == CPU_WORKLOAD
-    assert [row.job for row in table.sentinel.jobs] == ["t1.rep0", "t1.rep1", "t1.rep2"]
+    assert [row.job for row in table.sentinel.jobs] == ["rep0", "rep1", "rep2"]
     assert table.sentinel.run_median_s == statistics.median(job.sentinel.median_s for job in jobs)
     assert table.non_finite == ()
 

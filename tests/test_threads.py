@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from builders_training import training_record
+from builders_training import replaced, training_record
 
 from accel_choice.analyze import aggregate, decision_intervals, job_intervals, same_jobs, stats
 from accel_choice.analyze.stats import NoiseRules
@@ -45,34 +45,37 @@ def test_each_thread_count_is_a_cell_of_its_own() -> None:
     assert all(c.repeats == 3 for c in table)
 
 
-def test_the_sentinel_flags_of_a_job_reach_its_own_thread_count_only() -> None:
-    reasons = {"t2.rep1": ("the sentinel ran 40 % slow",)}  # one CPU job: every batch size at 2 threads
+def test_the_sentinel_flags_of_a_job_reach_every_thread_count_it_timed() -> None:
+    reasons = {"rep1": ("the sentinel ran 40 % slow",)}  # one CPU job: every thread count and batch size of repeat 1
     table = aggregate.aggregate_training(records(), ROWS, job_reasons=reasons)
-    flagged = {(c.batch_size, c.threads) for c in table if c.contaminated}
-    assert flagged == {(32, 2), (512, 2)}
+    assert all([c.repeat for c in cell.contaminated] == [1] for cell in table)
 
 
-def test_cells_of_the_same_jobs_pair_job_by_job_and_other_thread_counts_do_not() -> None:
-    # Every job at 1 thread ran at its own machine speed (1.0, 1.3, 0.8), shared by both batch sizes it timed.
+def test_cells_of_the_same_jobs_pair_job_by_job_across_thread_counts_and_other_jobs_do_not() -> None:
+    # Every job ran at its own machine speed (1.0, 1.3, 0.8), shared by every cell it timed, both thread counts.
     drift = (1.0, 1.3, 0.8)
     drifting = [
-        training_record(batch_size=b, threads=t, repeat=r, epoch_s=s * drift[r] ** (t == 1), rows=ROWS)
+        training_record(batch_size=b, threads=t, repeat=r, epoch_s=s * drift[r], rows=ROWS)
         for (b, t), runs in EPOCHS.items()
         for r, s in enumerate(runs)
     ]
     cells = {(c.batch_size, c.threads): c for c in aggregate.aggregate_training(drifting, ROWS)}
-    assert cells[(32, 1)].jobs == cells[(512, 1)].jobs == ("t1.rep0", "t1.rep1", "t1.rep2")
+    assert {c.jobs for c in cells.values()} == {("rep0", "rep1", "rep2")}
     paired = decision_intervals.cell_ratio(cells[(32, 1)], cells[(512, 1)], 0.95)
-    across = decision_intervals.cell_ratio(cells[(512, 2)], cells[(512, 1)], 0.95)
-    assert (paired.method, across.method) == (same_jobs.ALONE, job_intervals.WELCH)
-    # the drift cancels in each job's ratio: the paired interval is narrow, the Welch one between jobs is not
-    assert paired.high / paired.low < 1.15 and across.high / across.low > 2
+    threads = decision_intervals.cell_ratio(cells[(512, 2)], cells[(512, 1)], 0.95)
+    assert paired.method == threads.method == same_jobs.ALONE
+    # the drift cancels in each job's ratio, the thread tie's too: both intervals are narrow
+    assert paired.high / paired.low < 1.15 and threads.high / threads.low < 1.15
+    # cells of other jobs (a run before training-job 14: a job a thread count) are Welch: the drift stays in
+    apart = replaced(cells[(512, 2)], jobs=("t2.rep0", "t2.rep1", "t2.rep2"))
+    across = decision_intervals.cell_ratio(apart, cells[(512, 1)], 0.95)
+    assert across.method == job_intervals.WELCH and across.high / across.low > 2
     scaling = decision_intervals.step_scaling(list(cells.values()))
     assert scaling is not None and scaling.step_time_ratio.method == same_jobs.ALONE
     # a cell that lost a job to a non-finite run pairs over the jobs both kept
     lost = [r for r in drifting if (r.batch_size, r.threads, r.repeat) != (512, 1, 0)]
     two = next(c for c in aggregate.aggregate_training(lost, ROWS) if (c.batch_size, c.threads) == (512, 1))
-    assert two.jobs == ("t1.rep1", "t1.rep2")
+    assert two.jobs == ("rep1", "rep2")
     kept = decision_intervals.cell_ratio(cells[(32, 1)], two, 0.95)
     assert (kept.method, kept.jobs) == (same_jobs.ALONE, 2)
 
@@ -241,3 +244,85 @@ def test_the_job_effect_summary_splits_drift_from_the_process() -> None:
     lines = bench.summary(own)
     assert "| 512 | 0.0% | 0.0% |" in lines, lines
     assert [line for line in lines if line.startswith("| 32 |")] == ["| 32 | 0.0% | 9.1% |"], lines
+
+
+def test_one_cpu_job_times_every_thread_count_each_epoch_at_its_own(monkeypatch) -> None:
+    """A CPU job (training-job 14) sets torch's threads before each variant's warm-up and epoch, runs the reference
+    step and the sentinel on one thread, switches once a round, and leaves torch at the job's own count."""
+    import torch
+
+    from accel_choice.measure import reference, steps, training
+    from accel_choice.records.model import ModelSpec
+
+    generator = torch.Generator().manual_seed(3)
+    x, y = torch.randn(64, 5, generator=generator), (torch.rand(64, generator=generator) > 0.5).float()
+    variants = [v for t in (1, 2) for b in (16, 32) for v in steps.cpu_variants(["fastpath"], batch_size=b, threads=t)]
+    seen: list[tuple[int, int]] = []
+    real = training.time_epoch
+
+    def noted(prepared):
+        seen.append((prepared.variant.threads, torch.get_num_threads()))
+        return real(prepared)
+
+    class Noted(reference.ReferenceStep):
+        def _run(self) -> None:
+            seen.append((0, torch.get_num_threads()))
+            super()._run()
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        monkeypatch.setattr(training, "time_epoch", noted)
+        made, _ = training.measure_training_job(
+            x,
+            y,
+            variants,
+            repeat=0,
+            seed=3,
+            spec=ModelSpec(hidden=4, lr=1e-3),
+            warmup_steps=1,
+            epochs=2,
+            reference_step=(step := Noted()),
+        )
+        assert torch.get_num_threads() == 3  # the job's own count again
+    finally:
+        torch.set_num_threads(before)
+    epochs = [(wanted, ran) for wanted, ran in seen if wanted]
+    assert all(wanted == ran for wanted, ran in epochs) and len(epochs) == 2 * len(variants)
+    assert {ran for wanted, ran in seen if not wanted} == {1} and step.readings().threads == 1
+    # rounds run 1 1 2 2, then 2 2 1 1: one switch a round, none between rounds
+    assert [wanted for wanted, _ in epochs] == [1, 1, 2, 2, 2, 2, 1, 1]
+    assert sorted({(r.threads, r.batch_size) for r in made}) == [(1, 16), (1, 32), (2, 16), (2, 32)]
+
+
+def test_a_thread_count_is_at_least_one() -> None:
+    from accel_choice.measure.threads import at_threads, use_threads
+
+    with pytest.raises(ValueError, match="at least one thread, got 0"):
+        use_threads(0)
+    import torch
+
+    before = torch.get_num_threads()
+    with at_threads(before + 1):
+        assert torch.get_num_threads() == before + 1
+    assert torch.get_num_threads() == before
+
+
+def test_two_cpu_jobs_of_one_name_are_refused_not_paired() -> None:
+    """Files of a run before training-job 14 (t1.rep0, t2.rep0) name one job alike now: aggregating them stops."""
+    from builders_training import environment
+    from builders_planner import sentinel_readings
+
+    from accel_choice.records.training import TrainingJob
+
+    jobs = [
+        TrainingJob(
+            records=tuple(r for r in records() if (r.threads, r.repeat) == (t, 0)),
+            wall_interval=(0.0, 100.0),
+            environment=environment(),
+            sentinel=sentinel_readings(),
+        )
+        for t in (1, 2)
+    ]
+    with pytest.raises(ValueError, match="2 training jobs share the name\\(s\\) rep0: CPU jobs of a run before"):
+        aggregate.training_table(jobs, ROWS, NoiseRules(), environment(), "cpu")

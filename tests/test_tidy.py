@@ -38,8 +38,8 @@ def test_the_epochs_table_has_one_row_per_timed_epoch_and_pandas_reads_numbers(t
     frame = pd.read_parquet(parquet)
     assert tuple(frame.columns) == tidy.COLUMNS
     assert frame["epoch_s"].dtype == "float64" and frame["batch_size"].dtype == "int64"
-    assert sorted(frame["job"].unique()) == ["t1.rep0", "t1.rep1"]
-    one = frame.query("loader == 'fastpath' and batch_size == 64 and job == 't1.rep1'")
+    assert sorted(frame["job"].unique()) == ["rep0", "rep1"]
+    one = frame.query("loader == 'fastpath' and batch_size == 64 and job == 'rep1'")
     assert one["round"].tolist() == [0, 1, 2] and one["epoch_s"].tolist() == [0.02, 0.021, 0.019]
     assert one["eval_s"].tolist() == [0.005, 0.006, 0.004]
     from_csv = pd.read_csv(csv)

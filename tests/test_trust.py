@@ -58,74 +58,73 @@ def cells(request):
     return aggregate.aggregate_training(records, ROWS)
 
 
-LABELS = [f"t{t}.rep{r}" for t in (1, 2) for r in range(3)]  # two thread counts, three repeats
+def _busy(cells, repeats):
+    """The cells with their B=32 jobs of `repeats` beside other processes' CPU."""
+    reason = ("other processes used 1.20 cores",)
+    found = tuple(Contamination(repeat=r, reasons=reason) for r in repeats)
+    return [dataclasses.replace(cell, contaminated=found) if cell.batch_size == 32 else cell for cell in cells]
+
+
+LABELS = [f"rep{r}" for r in range(3)]  # three repeats: one CPU job each, every thread count
 
 
 def test_a_quiet_run_has_no_flagged_job(cells):
     found = trust.run_trust([("cpu", _table(cells, dict.fromkeys(LABELS, 1.0)))], 0.25)
-    assert found == RunTrust(jobs=6, flagged=(), limit=0.25, contaminated=False)
-    assert noise.trust_banner(found) == "All 6 timing jobs ran clean (no job flagged)."
+    assert found == RunTrust(jobs=3, flagged=(), limit=0.25, contaminated=False)
+    assert noise.trust_banner(found) == "All 3 timing jobs ran clean (no job flagged)."
 
 
 def test_flagged_jobs_are_counted_once_with_every_reason_and_their_records(cells):
-    speeds = dict.fromkeys(LABELS, 1.0) | {"t1.rep1": 1.6}  # the machine ran 1.6x slower in that job
+    speeds = dict.fromkeys(LABELS, 1.0) | {"rep1": 1.6}  # the machine ran 1.6x slower in that job
     busy = [
         dataclasses.replace(cell, contaminated=(Contamination(repeat=1, reasons=("other processes used 1.20 cores",)),))
         if cell.batch_size == 32
         else cell
         for cell in cells
     ]
-    found = trust.run_trust([("cpu", _table(busy, speeds))], 0.25)
+    found = trust.run_trust([("cpu", _table(busy, speeds))], 0.4)
     (job,) = found.flagged  # one job, both of its cells (loaders) and the sentinel naming it
-    assert job.job == "t1.rep1" and job.record == "results/timing/cpu/t1.rep1.json"
+    assert job.job == "rep1" and job.record == "results/timing/cpu/rep1.json"
     assert any("sentinel" in reason for reason in job.reasons)
     assert "other processes used 1.20 cores" in job.reasons
-    assert not found.contaminated  # 1 of 6 is not more than 25 %
-    assert noise.trust_banner(found).startswith("1 of 6 timing jobs were flagged (by the machine's speed (sentinel) 1")
+    assert not found.contaminated  # 1 of 3 is not more than 40 %
+    assert noise.trust_banner(found).startswith("1 of 3 timing jobs were flagged (by the machine's speed (sentinel) 1")
+    assert trust.run_trust([("cpu", _table(busy, speeds))], 0.25).contaminated  # but more than 25 %
 
 
 def test_a_run_with_more_flagged_jobs_than_allowed_is_contaminated_and_says_how_to_remeasure(cells):
-    speeds = dict.fromkeys(LABELS, 1.0) | {"t1.rep0": 2.0, "t2.rep2": 2.0}
+    speeds = dict.fromkeys(LABELS, 1.0) | {"rep0": 2.0, "rep2": 0.5}
     found = trust.run_trust([("cpu", _table(cells, speeds))], 0.25)
-    assert [j.job for j in found.flagged] == ["t1.rep0", "t2.rep2"] and found.contaminated
+    assert [j.job for j in found.flagged] == ["rep0", "rep2"] and found.contaminated
     command = trust.remeasure_command(found)
     assert command == (
-        "snakemake --cores 4 --force results/timing/cpu/t1.rep0.json results/timing/cpu/t2.rep2.json "
-        "&& snakemake --cores 4"
+        "snakemake --cores 4 --force results/timing/cpu/rep0.json results/timing/cpu/rep2.json && snakemake --cores 4"
     )
     # every job flagged (a busy machine throughout): the rule, re-run whole, instead of a line of every record
-    everyone = trust.run_trust([("cpu", _table(cells, dict(zip(LABELS, (0.5, 2.0) * 3))))], 0.25)
-    assert len(everyone.flagged) == everyone.jobs == 6
+    everyone = trust.run_trust([("cpu", _table(_busy(cells, (0, 1, 2)), speeds))], 0.25)
+    assert len(everyone.flagged) == everyone.jobs == 3
     assert trust.remeasure_command(everyone) == "snakemake --cores 4 --forcerun time_cpu_training"
     banner = noise.trust_banner(found)
-    assert banner.startswith("**This run was contaminated: 2 of 6 timing jobs were flagged, over the 25% allowed")
+    assert banner.startswith("**This run was contaminated: 2 of 3 timing jobs were flagged, over the 25% allowed")
     assert "(aggregate.bad_run_share). Its measured figures are unreliable.**" in banner and command not in banner
     assert noise.remeasure_line(found) == f"Re-measure the flagged jobs on a quiet machine: `{command}`"
     # the reasons, counted by kind, and what the contamination leaves undecided: under the flags, said once
     flags = noise.flags_section(cells, [], [], found, NoiseRules())
-    assert "| the machine's speed (sentinel) | timing jobs | 2 of 6 | t1.rep0, t2.rep2 |" in flags
+    assert "| the machine's speed (sentinel) | timing jobs | 2 of 3 | rep0, rep2 |" in flags
     assert "Every outcome resting on its timings is undecided: a measured speedup, the fastest CPU" in flags
 
 
 def test_every_flag_of_a_busy_run_is_counted_in_one_table_by_reason(cells):
-    # a busy run: 3 of 6 jobs at another machine speed, two of them also beside other processes' CPU;
+    # a busy run: 2 of 3 jobs at another machine speed, and two beside other processes' CPU;
     # the report folds the per-job and per-repeat lists into one row per reason (issue 27, item 1)
-    speeds = dict.fromkeys(LABELS, 1.0) | {"t1.rep0": 1.6, "t1.rep1": 1.6, "t2.rep2": 0.5}
-    busy = [
-        dataclasses.replace(
-            cell,
-            contaminated=tuple(Contamination(repeat=r, reasons=("other processes used 1.20 cores",)) for r in (0, 1)),
-        )
-        if cell.batch_size == 32
-        else cell
-        for cell in cells
-    ]
+    speeds = dict.fromkeys(LABELS, 1.0) | {"rep0": 1.6, "rep2": 0.5}
+    busy = _busy(cells, (0, 1))
     found = trust.run_trust([("cpu", _table(busy, speeds))], 0.25)
     text = noise.flags_section(busy, [], [], found, NoiseRules())
     rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| flag")]
     assert rows[:2] == [
-        "| the machine's speed (sentinel) | timing jobs | 3 of 6 | t1.rep0, t1.rep1, t2.rep2 |",
-        "| other processes' CPU | timing jobs | 2 of 6 | t1.rep0, t1.rep1 |",
+        "| the machine's speed (sentinel) | timing jobs | 2 of 3 | rep0, rep2 |",
+        "| other processes' CPU | timing jobs | 2 of 3 | rep0, rep1 |",
     ]
     assert "repeat 1: other processes" not in text  # no per-repeat list
     quiet = trust.run_trust([("cpu", _table(cells, dict.fromkeys(LABELS, 1.0)))], 0.25)
@@ -134,7 +133,7 @@ def test_every_flag_of_a_busy_run_is_counted_in_one_table_by_reason(cells):
 
 
 def test_a_record_claiming_a_clean_run_with_too_many_flagged_jobs_is_refused():
-    job = trust.FlaggedJob(table="cpu", job="t1.rep0", record="results/timing/cpu/t1.rep0.json", reasons=("x",))
+    job = trust.FlaggedJob(table="cpu", job="rep0", record="results/timing/cpu/rep0.json", reasons=("x",))
     with pytest.raises(ValueError, match="contaminated False with 1 of 2 flagged"):
         RunTrust(jobs=2, flagged=(job,), limit=0.25, contaminated=False)
 
@@ -143,13 +142,13 @@ def test_a_contaminated_run_leaves_a_measured_speedup_undecided_and_says_so_firs
     table, rows, _ = _gpu_case(train_records, load_table, "gpu_wins")
     clean = _verdict(table, rows, probe=GPU_PROBE)
     assert (clean.outcome, clean.reason) == ("GPU", "gpu_pays_off")
-    speeds = dict.fromkeys(LABELS, 1.0) | {"t1.rep0": 2.0, "t2.rep2": 2.0}
+    speeds = dict.fromkeys(LABELS, 1.0) | {"rep0": 2.0, "rep2": 0.5}
     bad = trust.run_trust([("cpu", _table(cells, speeds))], 0.25)
     v = _verdict(table, rows, probe=GPU_PROBE, trust=bad)
     assert (v.device, v.outcome, v.reason) == ("CPU", "undecided", "run_contaminated")
     assert v.scaling is not None and v.scaling.growth == "undecided"
     said = words.headline(v)
-    assert said.startswith("**This run was contaminated: 2 of 6 timing jobs were flagged")
+    assert said.startswith("**This run was contaminated: 2 of 3 timing jobs were flagged")
     assert f"\n\n{noise.remeasure_line(bad)}\n\n**Verdict: CPU.** " in said  # the command, then the verdict
     assert ": undecided, the run was contaminated, so this speedup is not evidence." in said
     assert "(16× the samples): overhead or work, undecided." in said
@@ -165,7 +164,7 @@ def test_a_contaminated_run_leaves_a_measured_speedup_undecided_and_says_so_firs
     # A clean run says so on the first screen too, under the verdict (issue 27 item 1)
     quiet = trust.run_trust([("cpu", _table(cells, dict.fromkeys(LABELS, 1.0)))], 0.25)
     said = words.headline(_verdict(table, rows, probe=GPU_PROBE, trust=quiet))
-    assert said.startswith("**Verdict: GPU.**") and said.endswith("\n\nAll 6 timing jobs ran clean (no job flagged).")
+    assert said.startswith("**Verdict: GPU.**") and said.endswith("\n\nAll 3 timing jobs ran clean (no job flagged).")
     # with the noise floor as a line of its own under the verdict (its section says what it rests on)
     floor = _verdict(table, rows, probe=GPU_PROBE, trust=quiet).noise_floor
     assert (
@@ -174,10 +173,10 @@ def test_a_contaminated_run_leaves_a_measured_speedup_undecided_and_says_so_firs
         else ("\n- No noise floor could be stated: every small difference is unproven.\n" in said)
     )
     # a run with a flagged job says so above the verdict
-    one = trust.run_trust([("cpu", _table(cells, dict.fromkeys(LABELS, 1.0) | {"t1.rep0": 2.0}))], 0.25)
+    one = trust.run_trust([("cpu", _table(cells, dict.fromkeys(LABELS, 1.0) | {"rep0": 2.0}))], 0.4)
     assert len(one.flagged) == 1 and not one.contaminated
     said = words.headline(dataclasses.replace(_verdict(table, rows, probe=GPU_PROBE, trust=one), noise_floor=0.05))
-    assert said.startswith("1 of 6 timing jobs were flagged (by the machine's speed (sentinel) 1): kept in the tables")
+    assert said.startswith("1 of 3 timing jobs were flagged (by the machine's speed (sentinel) 1): kept in the tables")
     assert "- Noise floor ±5.0%: smaller differences are not evidence." in said
     none = dataclasses.replace(_verdict(table, rows, probe=GPU_PROBE, trust=quiet), noise_floor=None)
     assert "- No noise floor could be stated: every small difference is unproven." in words.headline(none)
@@ -188,11 +187,11 @@ def test_without_a_gpu_a_contaminated_run_keeps_its_cpu_verdict_and_says_its_fig
     train_table,  # noqa: F811
     full_path_rows,  # noqa: F811
 ):
-    speeds = dict(zip(LABELS, (0.5, 2.0) * 3))  # every job far from the run's median speed
-    bad = trust.run_trust([("cpu", _table(cells, speeds))], 0.25)
+    speeds = dict(zip(LABELS, (0.5, 1.0, 2.0)))  # two jobs far from the run's median speed, every one busy
+    bad = trust.run_trust([("cpu", _table(_busy(cells, (0, 1, 2)), speeds))], 0.25)
     v = _verdict(train_table, full_path_rows, trust=bad)
     assert (v.device, v.outcome, v.reason) == ("CPU", "CPU", "no_gpu_visible")
-    assert len(bad.flagged) == 6 and bad.contaminated
+    assert len(bad.flagged) == 3 and bad.contaminated
     assert isinstance(v, Verdict) and "Its measured figures are unreliable.**" in words.headline(v)
     assert "--forcerun time_cpu_training`" in words.headline(v)  # every job flagged: the rule, re-run whole
 
@@ -201,17 +200,17 @@ def test_a_run_ends_by_saying_its_verdict_its_trust_and_where_the_report_is(cell
     from accel_choice.records.decision import Decision
     from accel_choice.render.run_end import end_of_run
 
-    speeds = dict.fromkeys(LABELS, 1.0) | {"t1.rep0": 2.0, "t2.rep2": 2.0}
+    speeds = dict.fromkeys(LABELS, 1.0) | {"rep0": 2.0, "rep2": 0.5}
     verdict = _verdict(train_table, full_path_rows, trust=trust.run_trust([("cpu", _table(cells, speeds))], 0.25))
     decided = Decision(
         verdict=verdict, sheet=(), full_path=tuple(full_path_rows), gpu_memory=(), environment=environment()
     )
     lines = end_of_run(decided, "results").splitlines()
     assert lines[0].startswith("accel-choice verdict: CPU. No CUDA device was visible")  # the outcome said once
-    assert lines[1].startswith("This run was contaminated: 2 of 6 timing jobs were flagged") and "**" not in lines[1]
+    assert lines[1].startswith("This run was contaminated: 2 of 3 timing jobs were flagged") and "**" not in lines[1]
     assert lines[1].endswith(
         " Re-measure the flagged jobs on a quiet machine: `snakemake --cores 4 --force "
-        "results/timing/cpu/t1.rep0.json results/timing/cpu/t2.rep2.json && snakemake --cores 4`"
+        "results/timing/cpu/rep0.json results/timing/cpu/rep2.json && snakemake --cores 4`"
     )
     assert (
         lines[2]

@@ -215,7 +215,7 @@ def test_a_timing_record_edited_by_hand_is_refused_and_nothing_vouches_for_it(fi
     finished = copy_of(finished, tmp_path / "run")
     kept = {name: (finished / "results" / name).read_bytes() for name in ("REPORT.md", "MANIFEST.sha256")}
     for repeat in range(3):
-        path = finished / f"results/timing/cpu/t1.rep{repeat}.json"
+        path = finished / f"results/timing/cpu/rep{repeat}.json"
         job = read(path)
         for record in job["records"]:
             if (record["loader"], record["batch_size"]) == ("fastpath", 64):
@@ -223,7 +223,7 @@ def test_a_timing_record_edited_by_hand_is_refused_and_nothing_vouches_for_it(fi
         path.write_text(json.dumps(job, indent=2) + "\n")
     result = snakemake(finished, TINY, "--until", "aggregate_training")  # the first job that reads them
     assert result.returncode != 0
-    assert "timing/cpu/t1.rep0.json: its bytes (sha256 " in result.stderr
+    assert "timing/cpu/rep0.json: its bytes (sha256 " in result.stderr
     assert "are not what its job wrote (sha256 " in result.stderr and "logs/time_cpu_training" in result.stderr
     assert "measure it again: delete it and re-run the workflow" in result.stderr
     assert "Traceback" not in result.stderr  # one line, no traceback (UserInputError)
@@ -923,10 +923,10 @@ def test_manifest_lists_every_file_and_sha256sum_finds_an_edit(finished: Path, t
         "config.yaml",
         "env/collect_env.json",
         "tables/cost_model.json",
-        "benchmarks/time_cpu_training/t1.rep0.tsv",
+        "benchmarks/time_cpu_training/rep0.tsv",
         "logs/report.log",
         "data/benchmark.parquet",
-        "timing/cpu/t1.rep2.json",
+        "timing/cpu/rep2.json",
     } <= listed
     assert any(name.endswith("/.snakemake_timestamp") for name in listed)
     assert provenance["files"]["made_by_this_configuration"] == len(listed) - 1  # provenance.json itself
@@ -985,7 +985,7 @@ def _vary(pristine: Path, folder: Path) -> dict:
     results = workdir / "results"
     # A lost record (of a cell VARIED keeps): what its loss alone plans, then, put back for the dry runs of
     # each change alone, lost again before the run of them all, which measures it again with them.
-    lost = results / "timing/cpu/t1.rep1.json"
+    lost = results / "timing/cpu/rep1.json"
     before = read(lost)
     kept_record = shutil.copy2(lost, workdir / "lost-record.json.kept")
     lost.unlink()
@@ -1002,20 +1002,19 @@ def _vary(pristine: Path, folder: Path) -> dict:
     events["scale_plan"] = planned_jobs(snakemake(workdir, changed(scale=TINY_SCALE), "-n"))
     lost.unlink()
     for folder_name, ext in LEFTOVER:  # a fourth repeat's job of an earlier configuration, as it left its files
-        shutil.copy2(results / f"{folder_name}/t1.rep0.{ext}", results / f"{folder_name}/t1.rep3.{ext}")
+        shutil.copy2(results / f"{folder_name}/rep0.{ext}", results / f"{folder_name}/rep3.{ext}")
     events["varied"] = snakemake(workdir, VARIED)
     events["after"] = read(lost) if lost.exists() else None
     events["verify_varied"] = _verify_results(results)
     events["noop"] = planned_jobs(snakemake(workdir, VARIED, "-n"))
     cheaper = {**VARIED, "cost": {**PRICES, "per_hour": {"cpu": 0.1, "cuda": 3.2}}}
     events["cheaper_plan"] = planned_jobs(snakemake(workdir, cheaper, "-n"))
-    # With fewer cores than a cell's threads, its job refuses to time another configuration (asked for
-    # alone: the 1-thread job of the same repeat would time first and prove nothing); in a copy, whose
-    # log of the refused job is no file of VARIED's.
-    more = {**VARIED, "timing": {**VARIED["timing"], "repeats": 4}}
+    # With fewer cores than its largest thread count, a job refuses to time another configuration (asked for
+    # alone); in a copy, whose log of the refused job is no file of VARIED's.
+    more = {**VARIED, "timing": {**VARIED["timing"], "repeats": 5}}  # repeat 4: rep3 is a leftover (LEFTOVER)
     refusing = copy_of(workdir, folder / "refused")
-    events["refused"] = snakemake(refusing, more, "results/timing/cpu/t2.rep3.json", "--cores", "1")
-    events["refused_made"] = [str(p) for p in (refusing / "results/timing/cpu").glob("t2.rep3.json")]
+    events["refused"] = snakemake(refusing, more, "results/timing/cpu/rep4.json", "--cores", "1")
+    events["refused_made"] = [str(p) for p in (refusing / "results/timing/cpu").glob("rep4.json")]
     return events
 
 
@@ -1033,7 +1032,7 @@ def test_a_lost_record_is_measured_again_and_the_archive_verifies(varied: dict) 
     # The run of the user's changes (_vary) measures it again with them: its job started after the first ended.
     rerun = varied["varied"]
     assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert "results/timing/cpu/t1.rep1.json" in rerun.stdout + rerun.stderr
+    assert "results/timing/cpu/rep1.json" in rerun.stdout + rerun.stderr
     after = varied["after"]
     assert after is not None and after["wall_interval"][0] > varied["before"]["wall_interval"][1]
     verify = varied["verify_varied"]
@@ -1058,8 +1057,8 @@ def test_files_of_an_earlier_configuration_are_listed_not_vouched_for(varied: di
         for entry in provenance["files"]["not_made_by_this_configuration"]
         if not entry["path"].endswith(".tmp")
     }
-    assert stale == {f"{folder}/t1.rep3.{ext}" for folder, ext in LEFTOVER}
-    assert not stale & listed and (results / "timing/cpu/t1.rep3.json").exists()  # listed, not deleted
+    assert stale == {f"{folder}/rep3.{ext}" for folder, ext in LEFTOVER}
+    assert not stale & listed and (results / "timing/cpu/rep3.json").exists()  # listed, not deleted
     # Each batch size: both loaders at each thread count
     assert [row["batch_size"] for row in read(results / "tables/cpu_training.json")["table"]] == [16] * 4 + [64] * 4
     verify = varied["verify_varied"]
@@ -1067,13 +1066,13 @@ def test_files_of_an_earlier_configuration_are_listed_not_vouched_for(varied: di
     assert "not made by this configuration, listed in provenance.json, unchanged" in verify.stdout
     # The leftovers are checked too: an edit to one of them is a difference (in a copy: the run is shared).
     copy = shutil.copytree(results, tmp_path / "results", symlinks=True)
-    (copy / "timing/cpu/t1.rep3.json").write_text("{}\n")
+    (copy / "timing/cpu/rep3.json").write_text("{}\n")
     verify = _verify_results(copy)
-    assert verify.returncode == 1 and "timing/cpu/t1.rep3.json" in verify.stdout
+    assert verify.returncode == 1 and "timing/cpu/rep3.json" in verify.stdout
 
 
 def test_a_second_thread_count_adds_its_own_cells_and_the_verdict_names_the_best(varied: dict) -> None:
-    # Only the new cells' jobs are timed; the 1-thread cells, load/convert and the grid stay.
+    # One job a repeat times every thread count: its 3 jobs again, with the new cells; load/convert and the grid stay.
     plan = varied["threads_plan"]
     assert plan["time_cpu_training"] == 3 and "time_load_convert" not in plan and "time_cost_model" not in plan
     assert varied["varied"].returncode == 0, varied["varied"].stderr[-3000:]
@@ -1090,7 +1089,7 @@ def test_a_second_thread_count_adds_its_own_cells_and_the_verdict_names_the_best
     # With fewer cores than a cell's threads, its job refuses to time another configuration (_vary).
     refused = varied["refused"]
     assert refused.returncode != 0
-    assert "config key timing.threads: this job's cells are timed at 2 torch threads, but the job was given 1" in (
+    assert "config key timing.threads: this job times cells at up to 2 torch threads, but it was given 1" in (
         refused.stdout + refused.stderr
     )
     assert varied["refused_made"] == []
@@ -1627,14 +1626,14 @@ def test_a_streaming_study_larger_than_the_free_disk_is_refused_before_writing(f
 
 @pytest.mark.parametrize("name", ["residual_mlp", "conv1d"])
 def test_each_example_plans_at_full_size_with_its_one_command(tmp_path: Path, name: str) -> None:
-    """`snakemake --cores 4 --configfile examples/<name>.yaml` from a checkout (2 thread counts × 3 repeats of CPU
-    training, each job every batch size): its shipped data and model parse
+    """`snakemake --cores 4 --configfile examples/<name>.yaml` from a checkout (3 repeats of CPU training, each job
+    every thread count and batch size): its shipped data and model parse
     and check, and the whole workflow is planned on them."""
     workdir = seeded(checkout(tmp_path / "checkout"))
     command = [sys.executable, "-m", "snakemake", "--cores", "4", "--configfile", f"examples/{name}.yaml", "-n"]
     result = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=300)
     plan = planned_jobs(result)
-    assert plan["import_benchmark"] == 1 and plan["time_cpu_training"] == 6 and plan["profile_model"] == 1
+    assert plan["import_benchmark"] == 1 and plan["time_cpu_training"] == 3 and plan["profile_model"] == 1
 
 
 def test_the_run_ends_by_saying_its_verdict_and_where_its_report_is(timeline: dict) -> None:

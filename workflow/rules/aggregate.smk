@@ -3,7 +3,7 @@
 
 rule aggregate_training:
     input:
-        # timing.repeats jobs a thread count, or as many as the timing plan settled on (timing.budget_s)
+        # timing.repeats CPU training jobs, or as many as the timing plan settled on (timing.budget_s)
         records=lambda wildcards: cpu_records(planned_rounds()[1]),
         code=code("aggregate_training.py"),
     output:

@@ -23,11 +23,13 @@ TIMING_JOB = 2
 OTHER_JOB = 1
 BATCH_SIZES = config["timing"]["batch_sizes"]
 # timing.threads: each CPU training cell at each of these torch thread counts (a measured dimension
-# of the best CPU configuration); every other timing job runs at the first of them. A CPU training
-# job given fewer threads than its cell (--cores below it) refuses to run (time_cpu_training.py): the
-# check cannot be made when the workflow is parsed, where a dry run without --cores also reads 1 core.
+# of the best CPU configuration), all of them in each CPU training job; every other timing job runs at
+# the first of them. A CPU training job given fewer threads than its largest count (--cores below it)
+# refuses to run (time_cpu_training.py): the check cannot be made when the workflow is parsed, where a
+# dry run without --cores also reads 1 core.
 CPU_THREADS = config["timing"]["threads"]
 TIMING_THREADS = CPU_THREADS[0]
+CPU_JOB_THREADS = max(CPU_THREADS)
 
 REPEATS = list(range(config["timing"]["repeats"]))
 DATASETS = ["benchmark", "northstar"]
@@ -183,23 +185,23 @@ def gpus_for_device(wildcards):
 
 
 # timing.budget_s (docs/statistics.md#adding-jobs-where-the-answer-is-close-2026-12-06): the plan_timing
-# checkpoint adds one CPU training job a thread count a round until every tie with the fastest and the step-time
+# checkpoint adds one CPU training job a round until every tie with the fastest and the step-time
 # growth are within timing.target, or the budget is spent. None: timing.repeats jobs, no checkpoint.
 TIMING_BUDGET = config["timing"]["budget_s"]
 
 
 def cpu_training_jobs(first, stop):
-    """The CPU training jobs of repeats first..stop - 1, every thread count (JOBS's form)."""
-    return jobs(threads=CPU_THREADS, repeat=range(first, stop))
+    """The CPU training jobs of repeats first..stop - 1 (JOBS's form): each times every thread count."""
+    return jobs(repeat=range(first, stop))
 
 
-def cpu_records(jobs_per_thread_count):
-    """The CPU training records of the first `jobs_per_thread_count` repeats, every thread count."""
-    return job_files("time_cpu_training", ("output",), cpu_training_jobs(0, jobs_per_thread_count))
+def cpu_records(repeats):
+    """The CPU training records of the first `repeats` repeats."""
+    return job_files("time_cpu_training", ("output",), cpu_training_jobs(0, repeats))
 
 
 def plan_before(round_number):
-    """The jobs a thread count round `round_number` of the timing plan reads: timing.repeats, then what the
+    """The CPU training jobs round `round_number` of the timing plan reads: timing.repeats, then what the
     round before settled on (its checkpoint must have run: Snakemake re-evaluates this once it has)."""
     if round_number == 0:
         return len(REPEATS)
@@ -208,7 +210,7 @@ def plan_before(round_number):
 
 
 def planned_rounds():
-    """Every round's plan file so far and the jobs a thread count the last one settled on (timing.repeats
+    """Every round's plan file so far and the CPU training jobs the last one settled on (timing.repeats
     and no rounds without timing.budget_s)."""
     if TIMING_BUDGET is None:
         return [], len(REPEATS)

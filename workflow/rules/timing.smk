@@ -42,17 +42,17 @@ rule time_cpu_training:
     benchmark:
         results(paths.benchmark(f"time_cpu_training/{paths.CPU_JOB}"))
     wildcard_constraints:
-        threads=r"\d+",
         repeat=r"\d+",
     priority: repeat_priority
     conda:
         ENV
-    # Its cells' thread count (timing.threads): the job refuses to run with fewer (--cores below it).
-    threads: lambda wildcards: int(wildcards.threads)
+    # Its largest thread count (timing.threads): the job refuses to run with fewer (--cores below it).
+    threads: CPU_JOB_THREADS
     resources:
         timing_slot=TIMING_JOB,
     params:
         seed=config["seed"],
+        thread_counts=CPU_THREADS,
         batch_sizes=BATCH_SIZES,
         model=MODEL,
         loaders=config["timing"]["loaders"],
@@ -65,7 +65,7 @@ rule time_cpu_training:
         "../scripts/time_cpu_training.py"
 
 
-# timing.budget_s: after the CPU training jobs so far, one more a thread count or stop (analyze.timing_plan).
+# timing.budget_s: after the CPU training jobs so far, one more or stop (analyze.timing_plan).
 checkpoint plan_timing:
     input:
         unpack(plan_inputs),
@@ -84,7 +84,6 @@ checkpoint plan_timing:
     params:
         budget_s=TIMING_BUDGET,
         target=config["timing"]["target"],
-        thread_counts=len(CPU_THREADS),
         rows=config["data"]["benchmark"]["rows"],
         noise=NOISE_RULES,
     script:

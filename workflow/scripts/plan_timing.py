@@ -1,4 +1,4 @@
-"""Rule plan_timing (a checkpoint): after the CPU training jobs so far, one more a thread count or stop."""
+"""Rule plan_timing (a checkpoint): after the CPU training jobs so far, one more or stop."""
 
 from accel_choice.analyze import aggregate, resources, timing_plan
 from accel_choice.analyze.stats import NoiseRules
@@ -18,7 +18,6 @@ with job(snakemake.log[0], snakemake.threads) as log:
         int(snakemake.wildcards.round),
         training.table,
         walls,
-        p.thread_counts,
         p.budget_s,
         p.target,
         training.sentinel.noise_floor,
@@ -26,7 +25,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
     )
     atomic.write_record(out[0], plan)
     log.info(
-        "round %d: %d jobs a thread count, %.1f s of %.1f s spent, widest stated ±%s (target ±%.1f%%): %s",
+        "round %d: %d CPU training jobs, %.1f s of %.1f s spent, widest stated ±%s (target ±%.1f%%): %s",
         plan.round,
         plan.jobs,
         plan.spent_s,

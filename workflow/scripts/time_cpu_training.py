@@ -1,4 +1,4 @@
-"""Rule time_cpu_training: one repeat at one thread count, every batch size and loader interleaved, on the CPU."""
+"""Rule time_cpu_training: one repeat, every thread count, batch size and loader interleaved, on the CPU."""
 
 from accel_choice.analyze.stats import NoiseRules, log_training_job
 from accel_choice.io import dataio
@@ -9,21 +9,27 @@ from accel_choice.measure.job import timing_job
 from accel_choice.records.training import TrainingJob
 
 inp, wc, p = snakemake.input, snakemake.wildcards, snakemake.params
-if snakemake.threads != int(wc.threads):
-    # Snakemake lowers a job's threads to --cores: the cell would be timed at another thread count.
+most = max(p.thread_counts)
+if snakemake.threads < most:
+    # Snakemake lowers a job's threads to --cores: a cell would be timed on fewer cores than its threads.
     raise SystemExit(
-        f"config key timing.threads: this job's cells are timed at {wc.threads} torch threads, but the job was given "
-        f"{snakemake.threads} (--cores {snakemake.threads}?): run with --cores {wc.threads} or more, or remove "
-        f"{wc.threads} from timing.threads"
+        f"config key timing.threads: this job times cells at up to {most} torch threads, but it was given "
+        f"{snakemake.threads} (--cores {snakemake.threads}?): run with --cores {most} or more, or remove "
+        f"{most} from timing.threads"
     )
 with job(snakemake.log[0], snakemake.threads) as log:
     x, y, _ = dataio.load_benchmark_tensors(inp.data, inp.meta, inp.export)
     with timing_job(snakemake.output[0], seed=p.seed) as envelope:
-        fixed = ReferenceStep()  # the same training step in every CPU job, timed once per round
+        fixed = ReferenceStep()  # the same training step on one thread in every CPU job, timed once per round
         records, sentinel = training.measure_training_job(
             x,
             y,
-            [v for size in p.batch_sizes for v in steps.cpu_variants(p.loaders, p.compile, batch_size=size)],
+            [
+                v
+                for threads in p.thread_counts  # one count after the other: one switch a round (epoch_order)
+                for size in p.batch_sizes
+                for v in steps.cpu_variants(p.loaders, p.compile, batch_size=size, threads=threads)
+            ],
             repeat=int(wc.repeat),
             reference_step=fixed,
             **training_options(p),

@@ -68,7 +68,7 @@ def job_name(variant: Variant, repeat: int, table: str | None = None) -> str:
     """Return the name of the job that timed repeat `repeat` of `variant`.
 
     The name of the job of `table` ("cpu", "gpu"; None: by the variant's device) that timed repeat `repeat`
-    of `variant`: "t1.rep2" on the CPU, "bs64.rep2" on a GPU; its record's file name without ".json"."""
+    of `variant`: "rep2" on the CPU (every thread count), "bs64.rep2" on a GPU; its record's file name without ".json"."""
     table = table or ("cpu" if variant.device == "cpu" else "gpu")
     return paths.training_job(table, variant.batch_size, variant.threads, repeat)
 
@@ -236,7 +236,14 @@ def training_table(
     floor into outcomes)."""
     if not jobs:
         raise ValueError("no training jobs to aggregate")
-    sentinel = summarize_sentinels([(job_label(job, table), job.sentinel) for job in jobs], rules)
+    labels = [job_label(job, table) for job in jobs]
+    shared = sorted({label for label in labels if labels.count(label) > 1})
+    if shared:  # cells of one name pair job by job: two processes must never share one
+        raise ValueError(
+            f"{len(jobs)} training jobs share the name(s) {', '.join(shared)}: CPU jobs of a run before training-job "
+            "version 14 timed one thread count each, and this version cannot pair their cells"
+        )
+    sentinel = summarize_sentinels(list(zip(labels, (job.sentinel for job in jobs))), rules)
     reasons = {row.job: row.reasons for row in sentinel.jobs}
     measured = [record for job in jobs for record in job.records]
     if not any(r.finite for r in measured):

@@ -4,14 +4,15 @@ first screen's intervals are narrow enough, or the budget is spent.
 Naive intervals after optional stopping are tilted: a run stops early when its jobs happened to agree, and
 its intervals are then too narrow. This counts by how much. Each run is analyze.calibration's job tables
 (`simulate_jobs`), drawn from measured variance components as analyze.calibration_paired draws them, with
-`most` jobs a thread count; the rule sees the first `start`, then one more a round. Every cell's true time
-is 1. The first cell of the first thread count stands for the fastest (calibration_paired's choice: no
+`most` jobs; the rule sees the first `start`, then one more a round. Every cell's true time is 1.
+The first cell of the first thread count stands for the fastest (calibration_paired's choice: no
 selection among equal cells), or with `select` the cell of the lowest point, as the report chooses it.
-Against it, every other cell of its thread count is a paired ratio with borrowed spread (same_jobs), every
-cell of the other thread counts a Welch ratio; the first cell of its thread count against the last is the
-step-time growth: what decision_intervals.cpu_statements computes, round by round. The ratios not measurably
-above 1 (job_intervals.outcome, beyond `floor`) are the stated ties; their widths and the growth's drive the rule
-(timing_plan.decide), with the budget set to `most` jobs a thread count.
+Against it, every other cell is a paired ratio with borrowed spread (same_jobs): one job times every thread
+count (`Cells.shared`). With `shared` off, each thread count has its own jobs, and a cell of another count is a
+Welch ratio. The first cell of its thread count against the last is the step-time growth: what
+decision_intervals.cpu_statements computes, round by round. The ratios not measurably above 1
+(job_intervals.outcome, beyond `floor`) are the stated ties; their widths and the growth's drive the rule
+(timing_plan.decide), with the budget set to `most` jobs.
 """
 
 from __future__ import annotations
@@ -33,12 +34,12 @@ class AdaptiveRates:
     """What the stopping rule gets in synthetic runs, beside the fixed designs of `start` and `most` jobs."""
 
     coverage: float  # a ratio to the fastest (or the growth) holds 1, at the stop: every such ratio counted
-    coverage_start: float  # the same at `start` jobs a thread count, nothing added
+    coverage_start: float  # the same at `start` jobs, nothing added
     coverage_most: float  # at `most` jobs, nothing added
-    threads_coverage: float  # the fastest against its twin at the other thread count (Welch), at the stop
+    threads_coverage: float  # the fastest against its twin at the other thread count, at the stop
     threads_coverage_most: float
     growth_coverage: float  # the step-time growth (paired, borrowed), at the stop
-    mean_jobs: float  # jobs a thread count at the stop
+    mean_jobs: float  # jobs at the stop
     met: float  # share of runs that stopped with the target met
     within: float  # share of stated intervals within the target at the stop
 
@@ -63,12 +64,13 @@ class Statements:
         return self.ratios[self.others.index(self.twin_cell)]
 
 
-def statements(run: list[np.ndarray], jobs: int, select: bool = False) -> Statements:
+def statements(run: list[np.ndarray], jobs: int, select: bool = False, shared: bool = False) -> Statements:
     """Return every cell's ratio to the fastest, the step-time growth and the thread tie, from the first `jobs` jobs.
 
     The fastest is cell 0 of table 0, or with `select` the cell of the lowest point (the geometric mean of its
     job medians), as the report chooses it. The growth is the first cell of the fastest's table against its last;
-    the thread tie, the fastest against its twin in the next table. Both are also among the ratios."""
+    the thread tie, the fastest against its twin in the next table. Both are also among the ratios.
+    `shared`: the tables' cells were timed by the same jobs (calibration_rows.Cells.shared), so every ratio pairs."""
     times = [table[:jobs].transpose(1, 0, 2) for table in run]  # each cells × jobs × rounds
     variants = times[0].shape[0]
     spreads = same_jobs.fit([([(t, v) for v in range(variants)], m) for t, m in enumerate(times)])
@@ -76,7 +78,7 @@ def statements(run: list[np.ndarray], jobs: int, select: bool = False) -> Statem
 
     def ratio(a: Cell, b: Cell) -> Estimate:
         ta, tb = times[a[0]][a[1]], times[b[0]][b[1]]
-        if a[0] != b[0]:
+        if a[0] != b[0] and not shared:
             return ratio_interval(ta, tb, level=LEVEL)  # Welch: separate processes
         moderated = spreads.ratio(a, b, same_jobs.paired_logs(ta, tb), LEVEL)
         return same_jobs.alone(ta, tb, LEVEL) if moderated is None else moderated  # as decision_intervals.cell_ratio
@@ -134,14 +136,15 @@ def adaptive_rates(
     held = dict.fromkeys((*per_ratio, "threads_coverage", "threads_coverage_most", "growth_coverage"), 0)
     jobs_used, met, within, counted = 0, 0, 0, 0
     for _ in range(draws):
-        run = _tables(rng, replace(design, jobs=most), variants, tables, cells.sigmas(rng, design.sigma_epoch))
+        sigmas = cells.sigmas(rng, design.sigma_epoch)
+        run = _tables(rng, replace(design, jobs=most), variants, tables, sigmas, cells.shared)
         run = [table * truths[t][None, :, None] for t, table in enumerate(run)]
         for jobs in range(start, most + 1):
-            said = statements(run, jobs, select)
+            said = statements(run, jobs, select, cells.shared)
             if jobs == start:
                 held["coverage_start"] += _covered(said, truths)[0]
             widest = widest_of(stated(said.ratios, said.growth, floor))
-            if timing_plan.decide(widest, jobs * tables, tables, most * tables, target) != "add":
+            if timing_plan.decide(widest, jobs, 1, most, target) != "add":  # seconds counted in jobs
                 break
         ratios_held, growth_held, twin_held = _covered(said, truths)
         held["coverage"] += ratios_held
@@ -152,7 +155,7 @@ def adaptive_rates(
         widths = [width(r) for r in stated(said.ratios, said.growth, floor)]
         within += sum(w <= target for w in widths)
         counted += len(widths)
-        ratios_held, _, twin_held = _covered(statements(run, most, select), truths)
+        ratios_held, _, twin_held = _covered(statements(run, most, select, cells.shared), truths)
         held["coverage_most"] += ratios_held
         held["threads_coverage_most"] += twin_held
     ratios_drawn = draws * (tables * variants - 1)  # every cell's ratio to the fastest

@@ -42,8 +42,8 @@ def paired_rates(
 ) -> PairedRates:
     """Simulate runs of the CPU design and count the paired ratios' coverage and width, borrowed and alone.
 
-    Each run is `cells` (thread counts × cells, unlike and a noisier thread count), `design.jobs` jobs a thread
-    count. `gradient`: each job's own trend over the cells, in log time per step of two cells (an octave of batch
+    Each run is `cells` (thread counts × cells, unlike and a noisier thread count), `design.jobs` jobs, each
+    timing every thread count (`Cells.shared`; else `design.jobs` jobs a thread count). `gradient`: each job's own trend over the cells, in log time per step of two cells (an octave of batch
     size, two loaders each), drawn with this sd: the cell × job moves that go together, which the cells' own
     spreads do not show."""
     variants, tables = cells.variants, cells.tables
@@ -54,8 +54,11 @@ def paired_rates(
     extreme, extreme_alone, widths, widths_alone = 0, 0, [], []
     for _ in range(draws):
         sigmas = cells.sigmas(rng, design.sigma_epoch)
-        run = _tables(rng, design, variants, tables, sigmas)  # each [job, variant, round]
-        run = [table * np.exp(rng.normal(0.0, gradient, (design.jobs, 1, 1)) * place) for table in run]
+        run = _tables(rng, design, variants, tables, sigmas, cells.shared)  # each [job, variant, round]
+        tilt = rng.normal(0.0, gradient, (design.jobs, 1, 1))  # a job's own trend: one for all its thread counts
+        run = [
+            table * np.exp((tilt if cells.shared else rng.normal(0.0, gradient, tilt.shape)) * place) for table in run
+        ]
         times = [table.transpose(1, 0, 2) for table in run]  # each cells × jobs × rounds
         spreads = same_jobs.fit([([(t, v) for v in range(variants)], m) for t, m in enumerate(times)])
         for t, m in enumerate(times):

@@ -36,13 +36,17 @@ class RowRates:
 
 
 def _tables(
-    rng: np.random.Generator, design: Design, variants: int, tables: int, sigmas: np.ndarray
+    rng: np.random.Generator, design: Design, variants: int, tables: int, sigmas: np.ndarray, shared: bool = False
 ) -> list[np.ndarray]:
-    """`tables` job tables [job, variant, round]; each variant's own epoch noise `sigmas[t, v]`."""
+    """`tables` job tables [job, variant, round]; each variant's own epoch noise `sigmas[t, v]`.
+
+    `shared`: one job times every table's cells in one order (the CPU design since training-job 14), so the
+    tables share each job's speed, drift and rounds; else each table has its own jobs."""
     quiet = dataclasses.replace(design, sigma_epoch=0.0)
+    drawn = np.split(simulate_jobs(rng, quiet, variants * tables), tables, axis=1) if shared else None
     found = []
     for t in range(tables):
-        table = simulate_jobs(rng, quiet, variants)
+        table = drawn[t] if drawn is not None else simulate_jobs(rng, quiet, variants)
         found.append(table * np.exp(rng.normal(0.0, 1.0, table.shape) * sigmas[t][None, :, None]))
     return found
 
@@ -57,6 +61,7 @@ class Cells:
     tables: int = 2
     unlike: float = 1.0
     noisier: float = 1.0
+    shared: bool = True  # one job times every thread count (`_tables`); False: a job a thread count, as before
 
     def sigmas(self, rng: np.random.Generator, sigma: float, metrics: int | None = None) -> np.ndarray:
         """Draw each cell's epoch sd: [table, variant], or [metric, table, variant] for `metrics` time metrics."""
@@ -69,7 +74,7 @@ def _groups(
     a: list[np.ndarray], b: list[np.ndarray], variants: int
 ) -> list[tuple[list[tuple[int, int]], np.ndarray, np.ndarray]]:
     """Each thread count's job group for row_relative.fit: its rows' keys (table, variant) and both sides' cells ×
-    jobs × rounds times, as compare_match hands them over."""
+    jobs × rounds times, as compare_match hands them over (a group a thread count, shared jobs or not)."""
     return [
         ([(t, v) for v in range(variants)], ta.transpose(1, 0, 2), tb.transpose(1, 0, 2))
         for t, (ta, tb) in enumerate(zip(a, b))
@@ -125,8 +130,8 @@ def row_rates(
     priors = []
     for _ in range(draws):
         sigmas = cells.sigmas(rng, design.sigma_epoch, len(TIME_METRICS))
-        a = [_tables(rng, design, variants, tables, sigmas[m]) for m in range(len(TIME_METRICS))]
-        b = [_tables(rng, design, variants, tables, sigmas[m]) for m in range(len(TIME_METRICS))]
+        a = [_tables(rng, design, variants, tables, sigmas[m], cells.shared) for m in range(len(TIME_METRICS))]
+        b = [_tables(rng, design, variants, tables, sigmas[m], cells.shared) for m in range(len(TIME_METRICS))]
         in_job_any, either_any = False, False
         for m in range(len(TIME_METRICS)):
             fitted, found = _failing(a[m], b[m], variants, level, percent)

@@ -160,18 +160,18 @@ def in_job_quotients(
     """Return, per time metric and device, the rows over the rest of their job.
 
     Per time metric and device, the rows over the rest of their job (analyze.row_relative): the cells grouped by
-    the jobs that timed them on each side (a CPU job times every batch size and loader of one thread count, a GPU
-    job every precision and placement of one batch size). Each job group's rows get their own prior
+    the jobs that timed them on each side and by thread count (a CPU job times every thread count, batch size and
+    loader, a GPU job every precision and placement of one batch size). Each job group's rows get their own prior
     (row_relative.fit): two threads spread unlike one, a GPU's cells unlike a CPU's. A group with an empty job on
     a side (a non-finite run left out) has no quotient."""
-    groups: dict[tuple[Any, Any, str], list[Any]] = defaultdict(list)
+    groups: dict[tuple[Any, Any, str, int], list[Any]] = defaultdict(list)
     for key in both:
         ca, cb = train_a[key], train_b[key]
         if all(ca.epoch_s_jobs) and all(cb.epoch_s_jobs) and all(ca.eval_s_jobs) and all(cb.eval_s_jobs):
-            groups[(ca.jobs, cb.jobs, ca.device)].append(key)
+            groups[(ca.jobs, cb.jobs, ca.device, ca.threads)].append(key)
     found = {}
-    for device in {device for _, _, device in groups}:
-        mine = [members for (_, _, d), members in groups.items() if d == device]
+    for device in {device for _, _, device, _ in groups}:
+        mine = [members for (_, _, d, _), members in groups.items() if d == device]
         for name in TIME_METRICS:
             found[(name, device)] = row_relative.fit(
                 [

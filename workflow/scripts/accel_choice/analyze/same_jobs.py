@@ -1,6 +1,6 @@
 """Compare two cells timed in the same jobs: a paired ratio whose spread the job's other cells help estimate.
 
-A CPU job times every batch size and loader of one thread count, interleaved in rounds. The ratio of two of
+A CPU job times every thread count, batch size and loader, interleaved in rounds. The ratio of two of
 its cells is paired: each job's log ratio, so the job's own speed cancels. It is taken round by round, each
 round's epoch of one cell over the other's of that round, and the job's is the median over its rounds
 (`paired_logs`): a round's shift, which both cells of the round share, cancels too.
@@ -8,7 +8,8 @@ With three jobs that ratio rests on 2 degrees of freedom, and Student's t at 2 d
 a 4 % spread gives ±10 %. Three jobs that happen to agree give an interval that may be far too narrow instead.
 
 The job's other cells know more. A cell's spread beyond its job's speed is read from its quotients over
-the rest of its job (analyze.row_relative, round by round), with jobs - 1 degrees of freedom each. The spreads of one job group share a prior,
+the rest of its job group (analyze.row_relative, round by round), with jobs - 1 degrees of freedom each. A job group
+is one thread count's cells of the same jobs (`fit_cells`). The spreads of one job group share a prior,
 fitted as limma's `squeezeVar` does (Smyth 2004, `row_relative.fit_prior`); each cell's is shrunk towards it.
 A pair's own variance is then shrunk towards the sum of its two cells', keeping at least half its weight.
 `benchmarks/calibration.py --paired` shows the coverage (docs/statistics.md).
@@ -93,19 +94,21 @@ class Spreads:
         moderated variances, as limma shrinks a row's towards its prior, weighted by the group prior's degrees of
         freedom but never more than the pair's own. A pair whose jobs moved apart more than its cells' spreads say
         keeps half of that: a job's own trend over the batch sizes moves the smallest and the largest apart.
-        None where the two cells are not of one job group with a prior."""
-        prior = self.priors.get(key_a)
-        if prior is None or self.priors.get(key_b) is not prior or len(d) < 2:
+        Two cells of two groups of the same jobs (two thread counts of one job) lend under the smaller prior.
+        None where either cell has no prior: `d` must pair the same jobs (the caller's check)."""
+        priors = (self.priors.get(key_a), self.priors.get(key_b))
+        if None in priors or len(d) < 2:
             return None
         own = float(np.var(d, ddof=1))
         borrowed = self.cells[key_a] + self.cells[key_b]
         df = len(d) - 1
-        lent = min(prior.df, df)  # the pair's own variance keeps at least half the weight
+        lent = min(*(p.df for p in priors), df)  # the pair's own variance keeps at least half the weight
         variance = (lent * borrowed + df * own) / (lent + df)
         if not variance > 0:
             return None
+        pooled = min(p.pooled_df for p in priors)
         return _t_estimate(
-            float(np.mean(d)), math.sqrt(variance / len(d)), min(lent + df, prior.pooled_df), level, len(d), METHOD
+            float(np.mean(d)), math.sqrt(variance / len(d)), min(lent + df, pooled), level, len(d), METHOD
         )
 
 
@@ -130,10 +133,11 @@ def fit(groups: Sequence[tuple[Sequence[Key], np.ndarray]]) -> Spreads:
 
 
 def fit_cells(cells: Sequence[TrainingCell]) -> Spreads:
-    """Fit the epoch spreads of training cells, grouped by the jobs that timed them (their `jobs`).
+    """Fit the epoch spreads of training cells, grouped by the jobs that timed them (their `jobs`) and thread count.
 
+    One job times every thread count, but two threads on two cores may spread unlike one: each count its own prior.
     A cell that lost a job to a non-finite run names fewer jobs: it is of another group than its neighbours."""
-    grouped: dict[tuple[str, ...], list[TrainingCell]] = defaultdict(list)
+    grouped: dict[tuple[tuple[str, ...], int], list[TrainingCell]] = defaultdict(list)
     for cell in cells:
-        grouped[cell.jobs].append(cell)
+        grouped[cell.jobs, cell.threads].append(cell)
     return fit([([c.key for c in group], job_times(group)) for group in grouped.values()])

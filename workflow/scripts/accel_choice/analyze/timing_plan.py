@@ -1,8 +1,8 @@
 """Spend timing jobs where the first screen is close: the stopping rule of timing.budget_s and timing.target.
 
-After timing.repeats CPU training jobs a thread count, and after every round added, the first screen's CPU
+After timing.repeats CPU training jobs (each times every thread count), and after every round added, the first screen's CPU
 intervals are computed from the jobs so far (decision_intervals.cpu_statements: the configurations tied with
-the fastest, the step-time growth). One more job a thread count is added while some interval is wider than
+the fastest, the step-time growth). One more job is added while some interval is wider than
 the target and one more round fits the budget. The rule reads the stated intervals' widths; which ties are stated
 depends on the data, as in the report.
 Stopping on a width still tilts the intervals: analyze.calibration_adaptive counts their coverage.
@@ -23,14 +23,14 @@ from accel_choice.records.training import TrainingCell
 
 
 def decide(widest_width: float | None, spent_s: float, round_s: float, budget_s: float, target: float) -> PlanDecision:
-    """Return whether to add a round: the target met, the budget spent, or one more job a thread count."""
+    """Return whether to add a round: the target met, the budget spent, or one more job."""
     if widest_width is None or widest_width <= target:
         return "target_met"
     return "add" if spent_s + round_s <= budget_s else "budget_spent"
 
 
 def jobs_for_target(widest_width: float | None, jobs: int, target: float) -> int | None:
-    """Return about how many jobs a thread count would bring the widest interval to `target`; None where it is.
+    """Return about how many jobs would bring the widest interval to `target`; None where it is.
 
     A half width shrinks as one over the root of the jobs; the t quantile's own fall is left out, so the figure
     errs high."""
@@ -43,25 +43,23 @@ def plan_round(
     round_number: int,
     cells: Sequence[TrainingCell],
     walls_s: Sequence[float],
-    thread_counts: int,
     budget_s: float,
     target: float,
     floor: float | None,
     rules: NoiseRules = NoiseRules(),
 ) -> TimingPlan:
     """Decide one round from the CPU cells so far and every CPU training job's whole-process wall time."""
-    if not walls_s or len(walls_s) % thread_counts:
-        raise ValueError(f"{len(walls_s)} CPU training jobs do not fill {thread_counts} thread counts evenly")
-    jobs = len(walls_s) // thread_counts
+    if not walls_s:
+        raise ValueError("a round of the timing plan needs the wall time of at least one CPU training job")
+    jobs = len(walls_s)
     _, ties, scaling = cpu_statements(cells, floor, rules)
     spent = float(sum(walls_s))
-    round_s = spent / jobs  # the mean job's wall times the thread counts
+    round_s = spent / jobs  # the mean job's wall
     found = widest(ties, scaling)
     decision = decide(found, spent, round_s, budget_s, target)
     return TimingPlan(
         round=round_number,
         jobs=jobs,
-        thread_counts=thread_counts,
         spent_s=spent,
         round_s=round_s,
         budget_s=budget_s,
@@ -81,7 +79,7 @@ class Narrowing:
 
     widest: float  # the widest tie or growth, as a half width over its point
     target: float  # timing.target
-    jobs: int  # the CPU jobs a thread count the run measured
+    jobs: int  # the CPU training jobs the run measured
     jobs_needed: int  # jobs_for_target's count
     more_s: float | None  # the added jobs' seconds: the CPU jobs' median process wall; None where it is unknown
 
@@ -104,5 +102,5 @@ def narrowing(
         if resources
         else None
     )
-    more = None if wall is None else (needed - jobs) * len({c.threads for c in cpu}) * wall
+    more = None if wall is None else (needed - jobs) * wall
     return Narrowing(widest=found, target=target, jobs=jobs, jobs_needed=needed, more_s=more)

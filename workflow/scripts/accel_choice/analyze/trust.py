@@ -21,7 +21,7 @@ from accel_choice.records.training import TrainingTable
 def record_path(table: str, job: str) -> str:
     """Return the path of the timing record of job `job` of the `table` table.
 
-    The timing record of job `job` ("t1.rep2", "bs64.rep2": aggregate.job_name) of the `table` ("cpu" or
+    The timing record of job `job` ("rep2", "bs64.rep2": aggregate.job_name) of the `table` ("cpu" or
     "gpu") table, under results/."""
     return f"{paths.RESULTS}/{paths.training_record(table, job)}"
 

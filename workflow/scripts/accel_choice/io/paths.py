@@ -32,13 +32,13 @@ DATASET_EXPORT = f"{DATA}/{{dataset}}.export.json"
 # ---- timing records: one file per timing job
 LOAD_CONVERT_JOB = f"{TIMING}/load_convert/rep{{repeat}}.json"  # every (dataset, format), interleaved
 # A training job's name: its record's, log's and benchmark's stem, and its name in the sentinel and the report.
-CPU_JOB = "t{threads}.rep{repeat}"  # every batch size and loader at {threads} torch threads, interleaved
+CPU_JOB = "rep{repeat}"  # every thread count, batch size and loader, interleaved
 GPU_JOB = "bs{batch_size}.rep{repeat}"  # one batch size, every precision and placement
 JOB_NAMES = {"cpu": CPU_JOB, "gpu": GPU_JOB}
 
 
 def training_job(table: str, batch_size: int, threads: int, repeat: int) -> str:
-    """Name the training job of `table` ("cpu", "gpu") that timed a variant's repeat: "t1.rep2", "bs64.rep2"."""
+    """Name the training job of `table` ("cpu", "gpu") that timed a variant's repeat: "rep2", "bs64.rep2"."""
     return JOB_NAMES[table].format(batch_size=batch_size, threads=threads, repeat=repeat)
 
 

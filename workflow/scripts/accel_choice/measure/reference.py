@@ -38,6 +38,7 @@ from torch.utils import benchmark
 
 from accel_choice.measure.devices import synchronize
 from accel_choice.measure.loaders import make_loader
+from accel_choice.measure.threads import at_threads
 from accel_choice.measure.model import build, build_model, make_loss, make_optimizer, outputs
 from accel_choice.measure.placement import placed
 from accel_choice.records.launch import launch_checked
@@ -141,7 +142,8 @@ class Reference:
 # The fixed reference step (issue 45 item 2): one small training loop every CPU job times once per
 # round. Fixed whatever the config says: the textbook MLP 32→48→1, Adam (lr 1e-3), BCE on logits,
 # STEP_BATCH rows a step sliced in order from seeded data. Dispatch-bound like the default workload's step,
-# which the matmul sentinel is not. It runs at the job's threads (switching them is not shown harmless).
+# which the matmul sentinel is not. It runs on one thread in every job, as the sentinel does: the same work
+# whatever the job's thread counts (at two threads the pool's second thread spins, docs/measurement.md).
 STEP_SHAPE = (32, 48, 1)  # features, hidden, outputs
 STEP_ROWS, STEP_BATCH, STEP_COUNT = 2048, 32, 64  # seeded rows, rows a step, steps timed per round
 
@@ -150,14 +152,14 @@ class ReferenceStep:
     """The fixed reference step: `prepare()` builds and warms it up; `time()` times STEP_COUNT steps
     once, the model training on from pass to pass (the same shapes, the same work)."""
 
-    def __init__(self, seed: int = 0):
-        self.seed, self.threads, self.seconds = seed, 0, []
+    def __init__(self, seed: int = 0, threads: int = 1):
+        self.seed, self.threads, self.seconds = seed, threads, []
+        self.prepared = False
 
     def prepare(self) -> None:
         """Build the seeded data, model and optimizer, and run one untimed pass.
 
-        Build the seeded data, model and optimizer, and run one untimed pass: first-call costs (Adam's
-        state, the allocator) stay out of every reading. A timing job calls it after its start-up is timed."""
+        First-call costs (Adam's state, the allocator) stay out of every reading. A timing job calls it after its start-up is timed."""
         features, hidden, _ = STEP_SHAPE  # build_model's MLP has the one output
         generator = torch.Generator().manual_seed(self.seed)
         self.x = torch.randn(STEP_ROWS, features, generator=generator)
@@ -165,8 +167,9 @@ class ReferenceStep:
         self.model = build_model(features, hidden, self.seed)  # seeded, as the timing's textbook MLP
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=1e-3)
         self.loss_fn = torch.nn.BCEWithLogitsLoss()
-        self.threads = torch.get_num_threads()
-        self._run()
+        with at_threads(self.threads):
+            self._run()
+        self.prepared = True
 
     @staticmethod
     def workload() -> str:
@@ -184,13 +187,12 @@ class ReferenceStep:
 
     def time(self) -> float:
         """Seconds for STEP_COUNT steps, one reading (the CPU: no device to synchronise)."""
-        if not self.threads:
+        if not self.prepared:
             raise ValueError("the reference step is timed after prepare() only")
-        if torch.get_num_threads() != self.threads:
-            raise ValueError(f"the reference step was prepared at {self.threads} threads, torch now runs another count")
-        t0 = time.perf_counter()
-        self._run()
-        seconds = time.perf_counter() - t0
+        with at_threads(self.threads):  # the same threads in every job, whatever its cells' counts
+            t0 = time.perf_counter()
+            self._run()
+            seconds = time.perf_counter() - t0
         self.seconds.append(seconds)
         return seconds
 

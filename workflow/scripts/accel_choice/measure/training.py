@@ -3,8 +3,8 @@ in interleaved rounds (A B, B A, ...), the drift sentinel (measure.sentinel) tim
 and at the end, a CPU job's fixed reference step (measure.reference.ReferenceStep) after each round's tick.
 Every epoch starts from the seeded weights on the same batches; the record keeps every epoch.
 
-A variant is records.training.Variant, the one name of what is measured: a CPU job runs every batch size and
-loader in fp32 on host data, each beside its plain-loop reference (measure.reference); a GPU job runs fp32/fp16/bf16
+A variant is records.training.Variant, the one name of what is measured: a CPU job runs every thread count
+(measure.threads), batch size and loader in fp32 on host data, each beside its plain-loop reference (measure.reference); a GPU job runs fp32/fp16/bf16
 with data resident on the device or streamed from the host batch by batch, its eager fp32 resident variant
 beside its plain loop too and, after the epochs, checked against its launch floor (measure.gpu_checks).
 What the loop needs beyond it (the GradScaler setting, the compiled forward) is its `steps.Step` (`steps.step_of`);
@@ -44,6 +44,7 @@ from accel_choice.measure.gpu_checks import launch_checks
 from accel_choice.measure.placement import placed, variant_batches
 from accel_choice.measure.reference import Reference, ReferenceStep, has_reference
 from accel_choice.measure.sentinel import Sentinel
+from accel_choice.measure.threads import at_threads, use_threads
 from accel_choice.measure.steps import (
     Step,
     Trainer,
@@ -115,12 +116,8 @@ def prepare_variant(
     compile_mode: str = "default",
 ) -> Prepared:
     """Warm a variant up on a throw-away copy of its seeded model (x, y are host tensors, y as
-    measure.model.targets shapes it), on the variant's device at torch's present thread count."""
-    if variant.threads != torch.get_num_threads():
-        raise ValueError(
-            f"{variant.name}: timed at {variant.threads} threads, but torch runs {torch.get_num_threads()}: "
-            "something in this job called torch.set_num_threads after the job set them"
-        )
+    measure.model.targets shapes it), on the variant's device at the variant's thread count."""
+    use_threads(variant.threads)
     update = step_of(variant, grad_scaler=grad_scaler, compile_mode=compile_mode)
     device = torch.device(variant.device)
     data = placed(variant, x, y)
@@ -209,6 +206,7 @@ def measure_interleaved(
         if not timed[index]:
             first_seen.append(index)
             loads[index].append(load_average())
+        use_threads(prepared[index].variant.threads)  # its plain loop below runs at the same count
         timed[index].append(time_epoch(prepared[index]))
         if references is not None and references[index] is not None and len(timed[index]) == middle + 1:
             reference_s[index] = references[index].time()
@@ -290,7 +288,7 @@ def measure_training_job(
     compile_mode: str = "default",
     reference_step: ReferenceStep | None = None,
 ) -> tuple[list[TrainingRecord], SentinelReadings]:
-    """Time a job: every variant (one device; a CPU job's batch sizes, a GPU job's one) warmed up, `epochs` rounds
+    """Time a job: every variant (one device; a CPU job's thread counts and batch sizes, a GPU job's one) warmed up, `epochs` rounds
     of one epoch each, interleaved over all of them (epoch_order), the sentinel and foreign-CPU meter around the
     rounds; the records and the sentinel's readings. `grad_scaler`: fp16 variants use a GradScaler;
     `precision`: torch's float32 matmul precision for the whole job; `compile_mode` the compiled variants'.
@@ -308,7 +306,9 @@ def measure_training_job(
     context = context_startup_seconds(target)
     check_targets(spec, y)
     y = targets(spec, y)
-    with matmul_precision(precision):  # the whole job, warm-up included: its kernels are the timed ones
+    # The whole job at one precision, warm-up included: its kernels are the timed ones. Each variant runs at its
+    # own thread count (a CPU job times them all); torch's count is the job's again afterwards.
+    with matmul_precision(precision), at_threads(torch.get_num_threads()):
         breaks = graph_breaks()  # compiled frames are cached per process: the job's breaks, in whichever warm-up
         options = dict(
             grad_scaler=grad_scaler, seed=seed, spec=spec, warmup_steps=warmup_steps, compile_mode=compile_mode

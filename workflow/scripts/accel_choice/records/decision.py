@@ -47,7 +47,7 @@ class FlaggedJob:
     (the sentinel), the hypervisor stole CPU, other processes used the CPU, or the load average rose."""
 
     table: str  # "cpu" or "gpu": the training table the job belongs to
-    job: str  # e.g. "t1.rep2" (a CPU job), "bs64.rep2" (a GPU job)
+    job: str  # e.g. "rep2" (a CPU job), "bs64.rep2" (a GPU job)
     record: str  # its timing record, results/..., the file a re-measurement replaces
     reasons: tuple[str, ...]
 

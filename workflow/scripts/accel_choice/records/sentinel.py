@@ -60,14 +60,14 @@ class SentinelReadings:
 @record
 class ReferenceStepReadings:
     """A CPU timing job's fixed reference step (measure.reference.ReferenceStep): the same small training
-    loop timed once per round, after the round's sentinel tick, at the job's thread count (issue 45 item 2).
+    loop timed once per round, after the round's sentinel tick, on one thread (issue 45 item 2).
 
     `seconds` one per round, in the order taken; `median_s` their median. A cell's job median over it is
     the cell relative to the job's speed at a dispatch-bound training step.
     """
 
     workload: str  # what was timed, e.g. "mlp 32-48-1 adam bce: 64 steps of B=32"
-    threads: PositiveCount  # torch's threads while it ran: the job's own
+    threads: PositiveCount  # torch's threads while it ran: one (measure.reference.ReferenceStep)
     seconds: tuple[Seconds, ...]
     median_s: Seconds
 

@@ -7,13 +7,14 @@ them. Nothing here is prose: the decision is a code, and each interval it weighe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import ClassVar, Literal
 
 from accel_choice.records import Count, NonNegativeSeconds, Positive, PositiveCount, Seconds, record
 from accel_choice.records.decision import StepScaling, TiedConfiguration
 from accel_choice.records.estimate import Estimate
+from accel_choice.records.upgrades import without_thread_counts
 
-# add: one more job a thread count; target_met: every stated interval is narrow enough; budget_spent: one
+# add: one more CPU training job; target_met: every stated interval is narrow enough; budget_spent: one
 # more round would pass timing.budget_s.
 PlanDecision = Literal["add", "target_met", "budget_spent"]
 
@@ -38,17 +39,16 @@ def widest(ties: Sequence[TiedConfiguration], scaling: StepScaling | None) -> fl
     return widest_of([t.over_fastest for t in ties] + ([scaling.step_time_ratio] if scaling is not None else []))
 
 
-@record(schema="timing-plan", version=1)
+@record(schema="timing-plan", version=2)
 class TimingPlan:
     """One round of the stopping rule: the jobs measured so far, what they cost, what they state.
 
     `ties` and `scaling` are the first screen's CPU statements (analyze.decision_intervals.cpu_statements),
     computed from the jobs measured so far. `round_s` is one more round: the mean CPU training job's whole
-    process (Snakemake's benchmark files) times the thread counts."""
+    process (Snakemake's benchmark files): each job times every thread count."""
 
-    round: Count  # 0: after timing.repeats jobs a thread count
-    jobs: PositiveCount  # jobs a thread count measured when this round decided
-    thread_counts: PositiveCount
+    round: Count  # 0: after timing.repeats jobs
+    jobs: PositiveCount  # CPU training jobs measured when this round decided
     spent_s: NonNegativeSeconds  # every CPU training job so far, whole processes
     round_s: Seconds
     budget_s: NonNegativeSeconds
@@ -57,8 +57,9 @@ class TimingPlan:
     scaling: StepScaling | None
     widest: float | None  # the widest stated interval's half width over its point; None: nothing stated
     decision: PlanDecision
-    next_jobs: PositiveCount  # jobs a thread count the next round measures (jobs + 1 where added)
-    jobs_for_target: PositiveCount | None  # about how many jobs a thread count would meet the target; None: met
+    next_jobs: PositiveCount  # jobs the next round measures (jobs + 1 where added)
+    jobs_for_target: PositiveCount | None  # about how many jobs would meet the target; None: met
+    UPGRADES: ClassVar = {1: without_thread_counts}  # an archived version 1 plan is read (records.upgrades)
 
     def __post_init__(self) -> None:
         if self.widest != widest(self.ties, self.scaling):

@@ -28,7 +28,7 @@ from accel_choice.records.estimate import PositiveEstimate, columns, point_of, q
 from accel_choice.records.model import Dtype
 from accel_choice.records.launch import CellLaunchChecks, LaunchChecks, launch_checked, launch_columns
 from accel_choice.records.sentinel import ReferenceStepReadings, SentinelReadings, SentinelSummary
-from accel_choice.records.upgrades import without_derived
+from accel_choice.records.upgrades import one_thread_count, without_derived
 
 
 @record
@@ -206,9 +206,9 @@ WALL_CLOCK_SLACK_S = 0.5
 CPU_CLOCK_SLACK_S = 0.01
 
 
-@record(schema="training-job", version=13)
+@record(schema="training-job", version=14)
 class TrainingJob:
-    """timing/cpu/t<T>.rep<r>.json (every batch size and loader at T threads) or timing/gpu/bs<B>.rep<r>.json
+    """timing/cpu/rep<r>.json (every thread count, batch size and loader) or timing/gpu/bs<B>.rep<r>.json
     (one batch size): the variants timed in one process, interleaved, with the job's drift sentinel."""
 
     records: tuple[TrainingRecord, ...]
@@ -217,12 +217,12 @@ class TrainingJob:
     sentinel: SentinelReadings
     probe: dict[str, Any] | None = None  # GPU jobs: what torch saw on the job's node
     reference_step: ReferenceStepReadings | None = None  # CPU jobs: the fixed training step per round
-    UPGRADES: ClassVar = {12: without_derived}  # an archived version 12 file is read (records.upgrades)
+    UPGRADES: ClassVar = {12: without_derived, 13: one_thread_count}  # archived files are read (records.upgrades)
 
     def __post_init__(self) -> None:
-        shared, keys = {(r.device, r.threads, r.repeat) for r in self.records}, [r.key for r in self.records]
+        shared, keys = {(r.device, r.repeat) for r in self.records}, [r.key for r in self.records]
         if len(shared) > 1 or len(set(keys)) != len(keys):
-            raise ValueError(f"one job's records share a device, threads and repeat, each variant once: {shared}")
+            raise ValueError(f"one job's records share a device and repeat, each variant once: {shared}")
         # What one process can do in its wall interval: a record edited by hand rarely still adds up.
         start, end = self.wall_interval
         timed = sum(sum(r.epoch_s_each) + sum(r.eval_s_each) + (r.reference_epoch_s or 0.0) for r in self.records)

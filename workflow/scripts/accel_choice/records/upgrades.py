@@ -12,6 +12,25 @@ import statistics
 from typing import Any
 
 
+def one_thread_count(job: dict[str, Any]) -> dict[str, Any]:
+    """Return a CPU job file of the version whose jobs held one thread count each (training-job 13) as the next.
+
+    Version 14 lets one job hold every thread count (docs/measurement.md): a job of one count is one of those,
+    its fields unchanged. Such a run's jobs of one repeat now share a name (rep<r>), so aggregating them again
+    stops with an error (analyze.aggregate.training_table); the tables they made keep their names (t<T>.rep<r>)."""
+    return job
+
+
+def without_thread_counts(plan: dict[str, Any]) -> dict[str, Any]:
+    """Return a timing plan of the version whose rounds added one job a thread count (timing-plan 1) as the next.
+
+    Its `jobs` counted repeats, and a round cost all thread counts' jobs of one repeat: what version 2 counts
+    with one job a repeat. So only `thread_counts` goes."""
+    if not isinstance(plan.get("thread_counts"), int):
+        raise ValueError("thread_counts: a version 1 timing plan names how many thread counts it added jobs for")
+    return {key: value for key, value in plan.items() if key != "thread_counts"}
+
+
 def without_derived(job: dict[str, Any]) -> dict[str, Any]:
     """Return a job file of the version before raw times were stored once (training-job 12, planner-grid-job 7) as
     the next: each record's median epoch and evaluation and its throughput dropped, once checked against its raw

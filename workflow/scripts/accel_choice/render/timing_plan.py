@@ -19,18 +19,18 @@ def _widest(plan: TimingPlan) -> str:
 
 
 def plan_line(plans: Sequence[TimingPlan]) -> str:
-    """Render one first-screen line: the jobs a thread count, and why the plan stopped there."""
+    """Render one first-screen line: the CPU training jobs, and why the plan stopped there."""
     if not plans:
         return ""
     first, last = plans[0], plans[-1]
     line = (
-        f"Jobs a thread count: {last.next_jobs} ({first.jobs} planned, {last.next_jobs - first.jobs} added). "
+        f"CPU training jobs: {last.next_jobs} ({first.jobs} planned, {last.next_jobs - first.jobs} added). "
         f"Stopped: {STOPPED[last.decision]} (widest {_widest(last)}, target ±{last.target:.0%})."
     )
     if last.jobs_for_target is None:
         return line
     more = (last.jobs_for_target - last.jobs) * last.round_s
-    return f"{line} About {last.jobs_for_target:,} jobs a thread count would meet it: about {more:,.0f} s more."
+    return f"{line} About {last.jobs_for_target:,} jobs would meet it: about {more:,.0f} s more."
 
 
 def budget_hint(narrowed: Narrowing | None) -> str:
@@ -40,7 +40,7 @@ def budget_hint(narrowed: Narrowing | None) -> str:
     cost = "" if narrowed.more_s is None else f", about {narrowed.more_s:,.0f} s more"
     return (
         f"Widest interval ±{narrowed.widest:.0%} (target ±{narrowed.target:.0%}): about {narrowed.jobs_needed:,} jobs "
-        f"a thread count would narrow it (`timing.budget_s`{cost}; docs/statistics.md)."
+        f"would narrow it (`timing.budget_s`{cost}; docs/statistics.md)."
     )
 
 
@@ -55,12 +55,12 @@ def plan_section(plans: Sequence[TimingPlan]) -> str:
     return "\n\n".join(
         [
             "## Jobs added where the answer was close (timing.budget_s)",
-            f"The run started with {plans[0].jobs} CPU training jobs a thread count. "
+            f"The run started with {plans[0].jobs} CPU training jobs, each timing every thread count. "
             f"After them, and after every round added, the first screen's intervals were computed again. "
-            f"A round added one job a thread count while an interval was wider than ±{last.target:.0%} "
+            f"A round added one job while an interval was wider than ±{last.target:.0%} "
             f"and the round fitted the budget of {last.budget_s:.0f} s.",
             table(
-                ["round", "jobs a thread count", "seconds spent", "one more round (s)", "ties", "widest", "decision"],
+                ["round", "jobs", "seconds spent", "one more round (s)", "ties", "widest", "decision"],
                 rows,
             ),
             "Stopping on a width tilts the intervals a little: runs stop early when their jobs happened to agree. "
