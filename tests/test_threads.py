@@ -326,3 +326,40 @@ def test_two_cpu_jobs_of_one_name_are_refused_not_paired() -> None:
     ]
     with pytest.raises(ValueError, match="2 training jobs share the name\\(s\\) rep0: CPU jobs of a run before"):
         aggregate.training_table(jobs, ROWS, NoiseRules(), environment(), "cpu")
+
+
+def test_switch_position_finds_a_cost_left_behind_by_the_other_thread_count(tmp_path, capsys) -> None:
+    """benchmarks/switch_position.py, whose real-run figures docs/statistics.md quotes: 1-thread cells planted 10 %
+    slower in the rounds where they follow the 2-thread block (backward rounds) read 1.10, job by job too."""
+    from builders_planner import sentinel_readings
+    from builders_training import environment
+
+    from accel_choice.io import atomic, paths
+    from accel_choice.records.training import TrainingJob
+
+    module = _benchmark("switch_position")
+    wobble = (1.0, 1.02, 0.99, 1.01, 0.98, 1.03)
+    for repeat in range(6):
+        forward = module.forward_rounds(repeat, 6)
+        made = tuple(
+            training_record(
+                batch_size=b,
+                threads=t,
+                repeat=repeat,
+                epoch_s_each=tuple(
+                    0.1 * wobble[(k + repeat + b) % 6] * (1.1 if t == 1 and not forward[k] else 1.0) for k in range(6)
+                ),
+                rows=ROWS,
+            )
+            for t in (1, 2)
+            for b in (32, 512)
+        )
+        job = TrainingJob(
+            records=made, wall_interval=(0.0, 100.0), environment=environment(), sentinel=sentinel_readings()
+        )
+        atomic.write_record(tmp_path / "results" / paths.training_record("cpu", f"rep{repeat}"), job)
+    assert module.main([str(tmp_path / "results")]) == 0
+    shown = capsys.readouterr().out
+    row = next(line for line in shown.splitlines() if line.startswith("| 1 over 2"))
+    assert abs(float(row.split("|")[2]) - 1.1) < 0.03 and "6 jobs" in row
+    assert module.main([str(tmp_path / "none")]) == 1  # no job of two thread counts: nothing to test

@@ -120,7 +120,7 @@ def test_the_report_says_how_many_jobs_were_added_and_why_they_stopped() -> None
     needed = timing_plan.jobs_for_target(added.widest, 3, 0.10)
     narrowed = timing_plan.narrowing(verdict, 0.10, cells(3), None)
     assert (narrowed.widest, narrowed.jobs, narrowed.jobs_needed, narrowed.more_s) == (added.widest, 3, needed, None)
-    said = f"Widest interval ±{added.widest:.0%} (target ±10%): about {needed} jobs would narrow it"
+    said = f"Widest interval ±{added.widest:.1%} (target ±10%): about {needed} jobs would narrow it"
     assert words.budget_hint(narrowed) == f"{said} (`timing.budget_s`; docs/statistics.md)."
     walls = SimpleNamespace(rules=[SimpleNamespace(rule="time_cpu_training", process_wall_median_s=10.0)])
     narrowed = timing_plan.narrowing(verdict, 0.10, cells(3), walls)

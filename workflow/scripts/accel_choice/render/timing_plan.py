@@ -39,7 +39,7 @@ def budget_hint(narrowed: Narrowing | None) -> str:
         return ""
     cost = "" if narrowed.more_s is None else f", about {narrowed.more_s:,.0f} s more"
     return (
-        f"Widest interval ±{narrowed.widest:.0%} (target ±{narrowed.target:.0%}): about {narrowed.jobs_needed:,} jobs "
+        f"Widest interval ±{narrowed.widest:.1%} (target ±{narrowed.target:.0%}): about {narrowed.jobs_needed:,} jobs "
         f"would narrow it (`timing.budget_s`{cost}; docs/statistics.md)."
     )
 

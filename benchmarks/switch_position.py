@@ -1,0 +1,87 @@
+"""Do a CPU job's cells read slower in the rounds where their thread count follows the other one?
+
+One CPU job times every thread count (training-job 14). A round runs one count's cells, then the other's; the next
+round runs backwards (measure.training.epoch_order). So the first count's block follows the second's in backward
+rounds only. If switching down left a cost behind, the first count's cells would read slower in backward rounds.
+
+For each job and thread count: the mean over its cells of log(median of the backward rounds' epochs / median of
+the forward rounds'). A row per thread count: the geometric mean over jobs with a t interval (jobs - 1 df), and
+per job. The last row pairs the counts job by job: the first count's figure over the last's. A round's shared
+shift moves both counts alike and cancels there; what is left is the place in the round and the switch.
+
+    .venv/bin/python benchmarks/switch_position.py RESULTS [RESULTS ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
+from accel_choice import records  # noqa: E402
+from accel_choice.analyze.job_intervals import paired_t  # noqa: E402
+from accel_choice.io import paths  # noqa: E402
+from accel_choice.records.training import TrainingJob  # noqa: E402
+
+METHOD = "t on each job's mean log(backward / forward) over its cells"
+
+
+def forward_rounds(repeat: int, rounds: int) -> list[bool]:
+    """Whether each round of a job of repeat `repeat` ran forwards (measure.training.epoch_order's rule)."""
+    return [(k + repeat) % 2 == 0 for k in range(rounds)]
+
+
+def job_figures(job: TrainingJob) -> dict[int, float]:
+    """Return, per thread count of a CPU job, the mean over its cells of log(backward median / forward median)."""
+    found: dict[int, list[float]] = defaultdict(list)
+    for r in job.records:
+        forward = forward_rounds(r.repeat, len(r.epoch_s_each))
+        ahead = [t for t, f in zip(r.epoch_s_each, forward) if f]
+        back = [t for t, f in zip(r.epoch_s_each, forward) if not f]
+        if ahead and back:
+            found[r.threads].append(math.log(statistics.median(back) / statistics.median(ahead)))
+    return {threads: statistics.mean(logs) for threads, logs in found.items()}
+
+
+def shared_jobs(folders: list[Path]) -> list[dict[int, float]]:
+    """Every CPU job of these folders that timed more than one thread count, as `job_figures`."""
+    jobs = []
+    for folder in folders:
+        for path in sorted(folder.glob(paths.training_record("cpu", "*"))):
+            figures = job_figures(records.read(TrainingJob, path))
+            if len(figures) > 1:
+                jobs.append(figures)
+    return jobs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", nargs="+", type=Path, metavar="RESULTS")
+    parser.add_argument("--level", type=float, default=0.95)
+    args = parser.parse_args(argv)
+    jobs = shared_jobs(args.results)
+    if len(jobs) < 2:
+        print("fewer than two CPU jobs timed more than one thread count: nothing to test")
+        return 1
+    counts = sorted(jobs[0])
+    print("| thread count | backward / forward rounds | interval | jobs |")
+    print("|---|---|---|---|")
+    for threads in counts:
+        found = paired_t([job[threads] for job in jobs], args.level, METHOD)
+        each = " ".join(f"{math.exp(job[threads]):.3f}" for job in jobs)
+        print(f"| {threads} | {found.point:.3f} | {found.low:.3f}–{found.high:.3f} | {each} |")
+    first, last = counts[0], counts[-1]
+    found = paired_t([job[first] - job[last] for job in jobs], args.level, METHOD)
+    print(
+        f"| {first} over {last}, job by job | {found.point:.3f} | {found.low:.3f}–{found.high:.3f} | {len(jobs)} jobs |"
+    )
+    print(f"\n{len(jobs)} jobs of {len(args.results)} folder(s); {args.level:.0%} intervals.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
