@@ -6,18 +6,37 @@ docs/measurement.md#thread-counts-share-a-job): three runs, 432 processes, no ce
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import torch
 
+# Untimed work at a new thread count before its first timed epoch: runs of 15 CPU jobs read the 1-thread cells
+# 6.5 % (1.2-12.2 %) slower in the rounds where they followed the 2-thread block (benchmarks/switch_position.py).
+SETTLE_S = 0.1
 
-def use_threads(threads: int) -> None:
-    """Make torch run `threads` intra-op threads from now on (nothing where it already does)."""
+
+def use_threads(threads: int) -> bool:
+    """Make torch run `threads` intra-op threads from now on; return whether that switched the count."""
     if threads < 1:
         raise ValueError(f"torch needs at least one thread, got {threads}")
-    if torch.get_num_threads() != threads:
-        torch.set_num_threads(threads)
+    if torch.get_num_threads() == threads:
+        return False
+    torch.set_num_threads(threads)
+    return True
+
+
+def switch_to(threads: int, settle: Callable[[], object], seconds: float = SETTLE_S) -> int:
+    """Make torch run `threads`; where that switched, run `settle` (untimed work at the new count) until `seconds`
+    have passed, once at least. Return how many times it ran."""
+    if not use_threads(threads):
+        return 0
+    runs, end = 0, time.perf_counter() + seconds
+    while not runs or time.perf_counter() < end:
+        settle()
+        runs += 1
+    return runs
 
 
 @contextmanager

@@ -44,7 +44,7 @@ from accel_choice.measure.gpu_checks import launch_checks
 from accel_choice.measure.placement import placed, variant_batches
 from accel_choice.measure.reference import Reference, ReferenceStep, has_reference
 from accel_choice.measure.sentinel import Sentinel
-from accel_choice.measure.threads import at_threads, use_threads
+from accel_choice.measure.threads import at_threads, switch_to, use_threads
 from accel_choice.measure.steps import (
     Step,
     Trainer,
@@ -206,7 +206,8 @@ def measure_interleaved(
         if not timed[index]:
             first_seen.append(index)
             loads[index].append(load_average())
-        use_threads(prepared[index].variant.threads)  # its plain loop below runs at the same count
+        # At its own thread count (its plain loop below too), settled by untimed epochs where the count switched.
+        switch_to(prepared[index].variant.threads, lambda: time_epoch(prepared[index]))
         timed[index].append(time_epoch(prepared[index]))
         if references is not None and references[index] is not None and len(timed[index]) == middle + 1:
             reference_s[index] = references[index].time()
