@@ -188,7 +188,7 @@ def in_job_table(
     print(components_line(components))
     print()
     print(
-        "| jobs a thread count | epochs | cells' epoch sd within | 2nd thread count's noise | coverage | A/A gate, per row | A/A gate, per table "
+        "| jobs | epochs | cells' epoch sd within | 2nd thread count's noise | coverage | A/A gate, per row | A/A gate, per table "
         f"(in job) | A/A gate, per table (in job or raw) | 4 cells 25% faster, none slower: gate fails | "
         f"power, one cell {slowdown:.0%} slower (in job) | power (raw) | "
         f"power, the whole cell {slowdown:.0%} slower (epoch and eval, any row) | prior df (median) |"
