@@ -37,8 +37,8 @@ def forward_rounds(repeat: int, rounds: int) -> list[bool]:
 
 def job_figures(job: TrainingJob) -> dict[int, float]:
     """Return, per thread count of a CPU job, the mean over its cells of log(backward median / forward median)."""
-    found: dict[int, list[float]] = defaultdict(list)
-    for r in job.records:
+    found: dict[int, list[float]] = defaultdict(list)  # thread counts in the order the job ran their blocks
+    for r in sorted(job.records, key=lambda r: r.position_in_job):
         forward = forward_rounds(r.repeat, len(r.epoch_s_each))
         ahead = [t for t, f in zip(r.epoch_s_each, forward) if f]
         back = [t for t, f in zip(r.epoch_s_each, forward) if not f]
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(jobs) < 2:
         print("fewer than two CPU jobs timed more than one thread count: nothing to test")
         return 1
-    counts = sorted(jobs[0])
+    counts = list(jobs[0])  # the first block's count first (timing.threads' order)
     print("| thread count | backward / forward rounds | interval | jobs |")
     print("|---|---|---|---|")
     for threads in counts:

@@ -31,8 +31,9 @@ from accel_choice.records.training import TrainingJob  # noqa: E402
 def folder_tables(folder: str, relative: bool = False) -> list:
     """A results folder's CPU job tables (analyze.variance.job_tables), from its checked timing records;
     `relative`: each epoch over its job's reference step median (jobs without one left out)."""
-    pattern = paths.training_record("cpu", "*")  # rep<r>.json, or t<T>.rep<r>.json before training-job 14
-    files = sorted(Path(folder).glob(pattern))
+    # rep<r>.json; a folder of a run before training-job 14 holds t<T>.rep<r>.json (never both: stale files differ)
+    pattern = paths.training_record("cpu", paths.CPU_JOB.format(repeat="*"))
+    files = sorted(Path(folder).glob(pattern)) or sorted(Path(folder).glob(paths.training_record("cpu", "t*.rep*")))
     if not files:
         raise SystemExit(f"{folder}: no CPU timing records ({pattern})")
     jobs = [records.read(TrainingJob, path) for path in files]

@@ -370,3 +370,16 @@ def test_switch_position_finds_a_cost_left_behind_by_the_other_thread_count(tmp_
     row = next(line for line in shown.splitlines() if line.startswith("| 1 over 2"))
     assert abs(float(row.split("|")[2]) - 1.1) < 0.03 and "6 jobs" in row
     assert module.main([str(tmp_path / "none")]) == 1  # no job of two thread counts: nothing to test
+
+
+def test_a_one_thread_cell_may_see_the_load_its_own_jobs_two_thread_block_raised() -> None:
+    """A CPU job times every thread count, so each record's load window spans the whole job: the load average
+    may rise by its largest count's allowance (aggregate.loadavg_rise + threads - 1), not its own count's."""
+    rise = {"loadavg_before": (0.3, 0.3, 0.3), "loadavg_after": (1.2, 0.6, 0.4)}  # 0.9: over 0.5, under 1.5
+    both = [training_record(batch_size=32, threads=t, repeat=r, rows=ROWS, **rise) for t in (1, 2) for r in range(3)]
+    alone = [r for r in both if r.threads == 1]
+    assert not any(c.contaminated for c in aggregate.aggregate_training(both, ROWS))
+    (cell,) = aggregate.aggregate_training(alone, ROWS)
+    assert [c.repeat for c in cell.contaminated] == [0, 1, 2]
+    assert "1-min load average rose by 0.90 (> 0.5)" in cell.contaminated[0].reasons
+    assert stats.job_warnings(both[:1] + both[3:4], None, NoiseRules()) == []  # a job's log: the same allowance

@@ -44,14 +44,16 @@ def contaminated_repeats(
     rules: NoiseRules,
     job_reasons: Mapping[str, Sequence[str]] | None = None,
     table: str | None = None,
+    job_threads: Mapping[str, int] | None = None,
 ) -> tuple[Contamination, ...]:
     """Return the repeats of a group that shared the machine or ran at another speed.
 
     The repeats of a group that shared the machine or ran at another speed, each with its reasons
-    (`job_reasons`: the sentinel's, by the name of the job (`job_name`) of the `table`)."""
+    (`job_reasons`: the sentinel's, by the name of the job (`job_name`) of the `table`; `job_threads`: the most
+    threads each job ran at, by name, whose load average it may raise)."""
     found = []
     for r in group:
-        reasons = contamination(r, rules)
+        reasons = contamination(r, rules, (job_threads or {}).get(job_name(r, r.repeat, table)))
         if job_reasons:
             reasons += job_reasons.get(job_name(r, r.repeat, table), ())
         if reasons:
@@ -123,6 +125,10 @@ def aggregate_training(
     loader difference inside it is "no measurable difference"."""
     check_training_records(measured, rows)
     finite = [r for r in measured if r.finite]
+    job_threads: dict[str, int] = {}
+    for r in measured:  # a CPU job times every thread count: its load is its largest count's
+        name = job_name(r, r.repeat, table)
+        job_threads[name] = max(job_threads.get(name, 1), r.threads)
     cells = {}
     groups = {key: sorted(group, key=lambda r: r.repeat) for key, group in group_by(finite, VARIANT_KEYS).items()}
     for key, group in groups.items():
@@ -158,7 +164,7 @@ def aggregate_training(
             same_final_weights_across_variants=all(r.same_final_weights_across_variants for r in group),
             peak_memory_bytes_max=max(peaks) if peaks else None,
             epoch_memory_bytes_max=max(own) if own else None,
-            contaminated=contaminated_repeats(group, rules, job_reasons, table),
+            contaminated=contaminated_repeats(group, rules, job_reasons, table, job_threads),
             context_startup_s_median=_median(startups) if startups else None,
             startup_s_jobs=tuple(r.startup_s for r in group),
             graph_breaks=max((r.graph_breaks for r in group if r.graph_breaks is not None), default=None),

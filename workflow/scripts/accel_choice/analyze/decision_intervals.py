@@ -80,14 +80,15 @@ def cell_ratio(a: TrainingCell, b: TrainingCell, level: float, spreads: same_job
     """Return B's epoch over A's with its interval.
 
     B's epoch over A's, paired over the jobs that timed both (the same job names: their epochs interleaved in
-    one process, so the drift they shared cancels), round by round (same_jobs.paired_logs). Its spread is borrowed from the cells of their jobs where
-    `spreads` has both in one job group (analyze.same_jobs), else the pair's own (same_jobs.alone).
+    one process, so the drift they shared cancels), round by round (same_jobs.paired_logs). Its spread is
+    borrowed from the cells of their jobs where both cells name the same jobs and `spreads` has a prior for each
+    (analyze.same_jobs: a thread count's cells a group), else the pair's own (same_jobs.alone).
     Welch between different jobs, or where they share fewer than two."""
     shared = [job for job in a.jobs if job in b.jobs]
     if len(shared) < 2:
         return ratio_interval(a.epoch_s_jobs, b.epoch_s_jobs, level=level)
     a_jobs, b_jobs = ([c.epoch_s_jobs[c.jobs.index(job)] for job in shared] for c in (a, b))
-    if spreads is not None:  # Spreads.ratio is None unless both cells are of one job group
+    if spreads is not None and a.jobs == b.jobs:  # a cell that lost a job lends and borrows nothing
         moderated = spreads.ratio(a.key, b.key, same_jobs.paired_logs(a_jobs, b_jobs), level)
         if moderated is not None:
             return moderated

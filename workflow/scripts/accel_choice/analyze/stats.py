@@ -95,14 +95,15 @@ def off_speed(ratio: float, rules: NoiseRules) -> bool:
     return ratio > 1 + rules.sentinel_tolerance or ratio < 1 / (1 + rules.sentinel_tolerance)
 
 
-def contamination(record: Any, rules: NoiseRules = NoiseRules()) -> list[str]:
+def contamination(record: Any, rules: NoiseRules = NoiseRules(), threads: int | None = None) -> list[str]:
     """Return why a measurement may have shared the machine.
 
     Why a measurement (a training, grid or load/convert record) may have shared the machine: other
-    processes' CPU during the job, or a rising load average. Empty when neither was seen."""
+    processes' CPU during the job, or a rising load average. Empty when neither was seen. `threads`: the most
+    its job ran at (a CPU job times every thread count, each record's load window the whole job); None: its own."""
     reasons = shared_cpu_reasons(record.foreign_cpu_share, None, rules, " during the job")
     # A job of T threads raises the load average by up to T − 1 more than a one-thread job: its own.
-    allowed = rules.loadavg_rise + getattr(record, "threads", 1) - 1
+    allowed = rules.loadavg_rise + (threads or getattr(record, "threads", 1)) - 1
     rise = record.loadavg_after[0] - record.loadavg_before[0]
     if rise > allowed:
         reasons.append(f"1-min load average rose by {rise:.2f} (> {allowed:g})")
@@ -116,7 +117,8 @@ def job_warnings(records: Sequence[Any], sentinel: SentinelReadings | None, rule
     a rising load average in any of its records, the hypervisor's steal, or its own sentinel readings
     moving more than the tolerance within the job. (Whether it ran at the run's speed is known only when
     every job has run: analyze.sentinel, at aggregation.)"""
-    reasons = dict.fromkeys(reason for record in records for reason in contamination(record, rules))
+    most = max((getattr(record, "threads", 1) for record in records), default=1)
+    reasons = dict.fromkeys(reason for record in records for reason in contamination(record, rules, most))
     if sentinel is not None:
         reasons.update(dict.fromkeys(shared_cpu_reasons(None, sentinel.steal_share, rules, " during the job")))
         for name, seconds in (("sentinel", sentinel.seconds), ("host sentinel", sentinel.host_seconds or ())):

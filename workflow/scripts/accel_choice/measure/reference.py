@@ -185,6 +185,13 @@ class ReferenceStep:
             loss.backward()
             optimizer.step()
 
+    def rehearse(self) -> None:
+        """Run one pass untimed at its thread count: settles a switch to it (measure.threads.switch_to)."""
+        if not self.prepared:
+            raise ValueError("the reference step is rehearsed after prepare() only")
+        with at_threads(self.threads):
+            self._run()
+
     def time(self) -> float:
         """Seconds for STEP_COUNT steps, one reading (the CPU: no device to synchronise)."""
         if not self.prepared:

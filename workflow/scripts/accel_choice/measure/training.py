@@ -214,6 +214,8 @@ def measure_interleaved(
         if len(timed[index]) == epochs:
             loads[index].append(load_average())
         if (step + 1) % len(prepared) == 0:
+            if reference_step is not None:  # a CPU job: its tick and reference step run on one thread, settled
+                switch_to(reference_step.threads, reference_step.rehearse)
             if sentinel is not None:
                 sentinel.tick()
             if reference_step is not None:  # after the tick, outside every variant's epoch
@@ -343,7 +345,7 @@ def measure_training_job(
     # Identical batches in identical order at one precision give identical weights, whatever the loader,
     # placement or epoch: the variants of one batch size did the same work (another takes other steps).
     # Compiled kernels may round differently: compared among themselves.
-    weights: dict[tuple[str, bool, int], set[str]] = {}
+    weights: dict[tuple[str, bool, int, int], set[str]] = {}
     for result in measured:
         weights.setdefault(_same_work(result), set()).update(result.pop("final_weights_each"))
     records = [
@@ -360,8 +362,8 @@ def measure_training_job(
     return records, sentinel.readings()
 
 
-def _same_work(result: dict[str, Any]) -> tuple[str, bool, int]:
-    return result["precision"], result["compiled"], result["batch_size"]  # the same steps, to the bit
+def _same_work(result: dict[str, Any]) -> tuple[str, bool, int, int]:  # the same steps to the bit, at one thread count
+    return result["precision"], result["compiled"], result["batch_size"], result["threads"]
 
 
 class NeverFinite(UserInputError):
