@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start", type=int, default=3, help="jobs before the rule (timing.repeats)")
     parser.add_argument("--most", type=int, nargs="+", default=[6, 8], help="the budget, in jobs")
     parser.add_argument("--separate", action="store_true", help="a job a thread count (the design before 2026-12-07)")
+    parser.add_argument("--block", type=float, default=0.0, help="sd of a job's shift of one thread count's block")
     parser.add_argument("--target", type=float, default=0.10, help="timing.target: half width over the point")
     parser.add_argument("--epochs", type=int, default=10, help="epochs a job (timing.epochs_per_job)")
     parser.add_argument("--floor", type=float, default=0.0, help="the run's noise floor: a tie may stay within it")
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
                 r = ca.adaptive_rates(
                     design,
                     args.draws,
-                    Cells(unlike=spread, noisier=noise, shared=not args.separate),
+                    Cells(unlike=spread, noisier=noise, shared=not args.separate, block=args.block),
                     args.start,
                     most,
                     args.target,
@@ -98,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
     print(
         f"\n{args.draws} runs a row: 2 thread counts × 10 cells, "
-        f"{'a job a thread count' if args.separate else 'one job for both'}, {args.epochs} epochs a job, target ±{args.target:.0%}, "
+        f"{'a job a thread count' if args.separate else f'one job for both (block shift sd {args.block:.1%})'}, "
+        f"{args.epochs} epochs a job, target ±{args.target:.0%}, "
         f"noise floor ±{args.floor:.0%}, fastest {'by its point' if args.select else 'the first cell'}, "
         f"true times {'from ' + args.truths + (' with a thread tie' if args.tie else '') if args.truths else 'all 1'}, "
         f"level 95 %; {time.perf_counter() - started:.0f} s"

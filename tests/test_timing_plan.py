@@ -221,3 +221,21 @@ def test_an_archived_plan_of_one_job_a_thread_count_is_read_and_a_damaged_one_is
     assert records.from_json(TimingPlan, older, "round0.json") == plan
     with pytest.raises(records.RecordError, match="thread_counts: a version 1 timing plan names how many"):
         records.from_json(TimingPlan, {k: v for k, v in older.items() if k != "thread_counts"}, "round0.json")
+
+
+def test_shared_jobs_share_each_jobs_speed_and_a_block_shift_moves_one_thread_count_alone() -> None:
+    """calibration_rows._tables: one job for both thread counts shares its speed across the tables; `block` adds
+    a shift of one table's whole block in a job, which the tables' job-by-job difference then carries."""
+    from accel_choice.analyze.calibration_rows import _tables
+
+    design = Design(jobs=400, sigma_job=0.2, epochs=3, sigma_epoch=0.0)
+    sigmas = np.zeros((2, 4))
+
+    def difference_sd(block: float) -> float:
+        a, b = _tables(np.random.default_rng(1), design, 4, 2, sigmas, shared=True, block=block)
+        return float(np.std(np.log(a).mean(axis=(1, 2)) - np.log(b).mean(axis=(1, 2))))
+
+    assert difference_sd(0.0) < 1e-9  # the job's speed cancels between its two blocks
+    assert difference_sd(0.1) == pytest.approx(0.1 * np.sqrt(2), rel=0.15)
+    apart = _tables(np.random.default_rng(1), design, 4, 2, sigmas, shared=False)
+    assert np.std(np.log(apart[0]).mean(axis=(1, 2)) - np.log(apart[1]).mean(axis=(1, 2))) > 0.2  # jobs of their own

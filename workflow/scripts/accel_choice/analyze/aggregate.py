@@ -53,7 +53,8 @@ def contaminated_repeats(
     threads each job ran at, by name, whose load average it may raise)."""
     found = []
     for r in group:
-        reasons = contamination(r, rules, (job_threads or {}).get(job_name(r, r.repeat, table)))
+        most = job_threads.get(job_name(r, r.repeat, table)) if job_threads else None  # training records only
+        reasons = contamination(r, rules, most)
         if job_reasons:
             reasons += job_reasons.get(job_name(r, r.repeat, table), ())
         if reasons:

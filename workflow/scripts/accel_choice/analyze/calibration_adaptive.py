@@ -137,7 +137,7 @@ def adaptive_rates(
     jobs_used, met, within, counted = 0, 0, 0, 0
     for _ in range(draws):
         sigmas = cells.sigmas(rng, design.sigma_epoch)
-        run = _tables(rng, replace(design, jobs=most), variants, tables, sigmas, cells.shared)
+        run = _tables(rng, replace(design, jobs=most), variants, tables, sigmas, cells.shared, cells.block)
         run = [table * truths[t][None, :, None] for t, table in enumerate(run)]
         for jobs in range(start, most + 1):
             said = statements(run, jobs, select, cells.shared)

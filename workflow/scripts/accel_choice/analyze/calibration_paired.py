@@ -54,7 +54,7 @@ def paired_rates(
     extreme, extreme_alone, widths, widths_alone = 0, 0, [], []
     for _ in range(draws):
         sigmas = cells.sigmas(rng, design.sigma_epoch)
-        run = _tables(rng, design, variants, tables, sigmas, cells.shared)  # each [job, variant, round]
+        run = _tables(rng, design, variants, tables, sigmas, cells.shared, cells.block)  # each [job, variant, round]
         tilt = rng.normal(0.0, gradient, (design.jobs, 1, 1))  # a job's own trend: one for all its thread counts
         run = [
             table * np.exp((tilt if cells.shared else rng.normal(0.0, gradient, tilt.shape)) * place) for table in run

@@ -36,17 +36,26 @@ class RowRates:
 
 
 def _tables(
-    rng: np.random.Generator, design: Design, variants: int, tables: int, sigmas: np.ndarray, shared: bool = False
+    rng: np.random.Generator,
+    design: Design,
+    variants: int,
+    tables: int,
+    sigmas: np.ndarray,
+    shared: bool = False,
+    block: float = 0.0,
 ) -> list[np.ndarray]:
     """`tables` job tables [job, variant, round]; each variant's own epoch noise `sigmas[t, v]`.
 
     `shared`: one job times every table's cells in one order (the CPU design since training-job 14), so the
-    tables share each job's speed, drift and rounds; else each table has its own jobs."""
+    tables share each job's speed, drift and rounds; else each table has its own jobs. `block`: with `shared`,
+    the log sd of a job's shift of one table's whole block (a thread count running fast or slow in one job)."""
     quiet = dataclasses.replace(design, sigma_epoch=0.0)
     drawn = np.split(simulate_jobs(rng, quiet, variants * tables), tables, axis=1) if shared else None
     found = []
     for t in range(tables):
         table = drawn[t] if drawn is not None else simulate_jobs(rng, quiet, variants)
+        if drawn is not None and block:
+            table = table * np.exp(rng.normal(0.0, block, (table.shape[0], 1, 1)))
         found.append(table * np.exp(rng.normal(0.0, 1.0, table.shape) * sigmas[t][None, :, None]))
     return found
 
@@ -62,6 +71,7 @@ class Cells:
     unlike: float = 1.0
     noisier: float = 1.0
     shared: bool = True  # one job times every thread count (`_tables`); False: a job a thread count, as before
+    block: float = 0.0  # with `shared`: sd of a job's shift of one thread count's block (`_tables`)
 
     def sigmas(self, rng: np.random.Generator, sigma: float, metrics: int | None = None) -> np.ndarray:
         """Draw each cell's epoch sd: [table, variant], or [metric, table, variant] for `metrics` time metrics."""
@@ -130,8 +140,14 @@ def row_rates(
     priors = []
     for _ in range(draws):
         sigmas = cells.sigmas(rng, design.sigma_epoch, len(TIME_METRICS))
-        a = [_tables(rng, design, variants, tables, sigmas[m], cells.shared) for m in range(len(TIME_METRICS))]
-        b = [_tables(rng, design, variants, tables, sigmas[m], cells.shared) for m in range(len(TIME_METRICS))]
+        a = [
+            _tables(rng, design, variants, tables, sigmas[m], cells.shared, cells.block)
+            for m in range(len(TIME_METRICS))
+        ]
+        b = [
+            _tables(rng, design, variants, tables, sigmas[m], cells.shared, cells.block)
+            for m in range(len(TIME_METRICS))
+        ]
         in_job_any, either_any = False, False
         for m in range(len(TIME_METRICS)):
             fitted, found = _failing(a[m], b[m], variants, level, percent)
