@@ -9,6 +9,10 @@ the forward rounds'). A row per thread count: the geometric mean over jobs with 
 per job. The last row pairs the counts job by job: the first count's figure over the last's. A round's shared
 shift moves both counts alike and cancels there; what is left is the place in the round and the switch.
 
+It also asks whether one thread count's whole block runs fast or slow in some jobs (`block_shift`): the spread
+over jobs of each job's mean log cell of one count less the other's, beside what the cells' own noise explains.
+The harness draws such a shift with `stopping_rule.py --block`.
+
     .venv/bin/python benchmarks/switch_position.py RESULTS [RESULTS ...]
 """
 
@@ -58,6 +62,37 @@ def shared_jobs(folders: list[Path]) -> list[dict[int, float]]:
     return jobs
 
 
+def block_shift(folders: list[Path]) -> tuple[float, float, int] | None:
+    """Return the sd over jobs of one thread count's block against the other's, the part the cells' own
+    job-to-job noise explains, and the degrees of freedom; None without two jobs of two counts in a folder.
+
+    Per folder: each job's mean log median epoch over one count's cells less the other's; its variance over
+    the folder's jobs. Expected from the cells: each count's cell × job residual variance over its cells."""
+    import numpy as np
+
+    observed, expected, df = 0.0, 0.0, 0
+    for folder in folders:
+        jobs = [records.read(TrainingJob, p) for p in sorted(folder.glob(paths.training_record("cpu", "*")))]
+        counts = sorted({r.threads for job in jobs for r in job.records})
+        if len(jobs) < 2 or len(counts) < 2:
+            continue
+        logs = {}
+        for t in counts[0], counts[-1]:
+            rows = [
+                sorted((r.key, math.log(statistics.median(r.epoch_s_each))) for r in j.records if r.threads == t)
+                for j in jobs
+            ]
+            logs[t] = np.array([[value for _, value in row] for row in rows])
+        d = logs[counts[0]].mean(axis=1) - logs[counts[-1]].mean(axis=1)
+        observed += float(np.var(d, ddof=1)) * (len(d) - 1)
+        for x in logs.values():
+            residual = x - x.mean(axis=1, keepdims=True) - x.mean(axis=0, keepdims=True) + x.mean()
+            cell = float((residual**2).sum()) / ((x.shape[0] - 1) * (x.shape[1] - 1))
+            expected += cell / x.shape[1] * (len(d) - 1)
+        df += len(d) - 1
+    return None if not df else (math.sqrt(observed / df), math.sqrt(expected / df), df)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+", type=Path, metavar="RESULTS")
@@ -80,6 +115,14 @@ def main(argv: list[str] | None = None) -> int:
         f"| {first} over {last}, job by job | {found.point:.3f} | {found.low:.3f}–{found.high:.3f} | {len(jobs)} jobs |"
     )
     print(f"\n{len(jobs)} jobs of {len(args.results)} folder(s); {args.level:.0%} intervals.")
+    shift = block_shift(args.results)
+    if shift is not None:
+        observed, cells, df = shift
+        excess = math.sqrt(max(observed**2 - cells**2, 0.0))
+        print(
+            f"One thread count's block against the other's, over jobs: sd {observed:.2%} ({df} df); "
+            f"the cells' own noise explains {cells:.2%}; a block shift of about {excess:.2%} is left."
+        )
     return 0
 
 

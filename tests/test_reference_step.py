@@ -90,6 +90,8 @@ def test_the_reference_step_is_the_same_work_every_time(one_thread):
 class _Noted:
     """A stand-in for the sentinel or the reference step: notes when it was timed."""
 
+    threads = 1  # the reference step's: one thread, torch's count in these tests (nothing to settle)
+
     def __init__(self, log: list[str], name: str):
         self.log, self.name = log, name
 
@@ -98,6 +100,9 @@ class _Noted:
         return 0.001
 
     time = tick
+
+    def rehearse(self) -> None:
+        self.log.append(f"{self.name} rehearsed")
 
 
 def test_the_reference_step_is_timed_once_per_round_after_the_tick_outside_every_epoch(monkeypatch, one_thread):
