@@ -29,14 +29,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scrip
 from accel_choice import records  # noqa: E402
 from accel_choice.analyze.job_intervals import paired_t  # noqa: E402
 from accel_choice.io import paths  # noqa: E402
+from accel_choice.measure.training import epoch_order  # noqa: E402
 from accel_choice.records.training import TrainingJob  # noqa: E402
 
 METHOD = "t on each job's mean log(backward / forward) over its cells"
 
 
 def forward_rounds(repeat: int, rounds: int) -> list[bool]:
-    """Whether each round of a job of repeat `repeat` ran forwards (measure.training.epoch_order's rule)."""
-    return [(k + repeat) % 2 == 0 for k in range(rounds)]
+    """Whether each round of a job of repeat `repeat` ran forwards: epoch_order's rounds of two cells, read back."""
+    order = epoch_order(range(2), rounds, repeat)
+    return [order[2 * k] == 0 for k in range(rounds)]
 
 
 def job_figures(job: TrainingJob) -> dict[int, float]:
@@ -51,28 +53,26 @@ def job_figures(job: TrainingJob) -> dict[int, float]:
     return {threads: statistics.mean(logs) for threads, logs in found.items()}
 
 
-def shared_jobs(folders: list[Path]) -> list[dict[int, float]]:
-    """Every CPU job of these folders that timed more than one thread count, as `job_figures`."""
-    jobs = []
-    for folder in folders:
-        for path in sorted(folder.glob(paths.training_record("cpu", "*"))):
-            figures = job_figures(records.read(TrainingJob, path))
-            if len(figures) > 1:
-                jobs.append(figures)
-    return jobs
+def read_jobs(folder: Path) -> list[TrainingJob]:
+    """Return a results folder's CPU training jobs, each checked as a TrainingJob."""
+    return [records.read(TrainingJob, path) for path in sorted(folder.glob(paths.training_record("cpu", "*")))]
 
 
-def block_shift(folders: list[Path]) -> tuple[float, float, int] | None:
+def shared_jobs(runs: list[list[TrainingJob]]) -> list[dict[int, float]]:
+    """Every CPU job of these runs (`read_jobs`) that timed more than one thread count, as `job_figures`."""
+    return [figures for jobs in runs for figures in map(job_figures, jobs) if len(figures) > 1]
+
+
+def block_shift(runs: list[list[TrainingJob]]) -> tuple[float, float, int] | None:
     """Return the sd over jobs of one thread count's block against the other's, the part the cells' own
-    job-to-job noise explains, and the degrees of freedom; None without two jobs of two counts in a folder.
+    job-to-job noise explains, and the degrees of freedom; None without two jobs of two counts in a run.
 
-    Per folder: each job's mean log median epoch over one count's cells less the other's; its variance over
-    the folder's jobs. Expected from the cells: each count's cell × job residual variance over its cells."""
+    Per run (`read_jobs`): each job's mean log median epoch over one count's cells less the other's; its variance
+    over the run's jobs. Expected from the cells: each count's cell × job residual variance over its cells."""
     import numpy as np
 
     observed, expected, df = 0.0, 0.0, 0
-    for folder in folders:
-        jobs = [records.read(TrainingJob, p) for p in sorted(folder.glob(paths.training_record("cpu", "*")))]
+    for jobs in runs:
         counts = sorted({r.threads for job in jobs for r in job.records})
         if len(jobs) < 2 or len(counts) < 2:
             continue
@@ -98,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results", nargs="+", type=Path, metavar="RESULTS")
     parser.add_argument("--level", type=float, default=0.95)
     args = parser.parse_args(argv)
-    jobs = shared_jobs(args.results)
+    runs = [read_jobs(folder) for folder in args.results]
+    jobs = shared_jobs(runs)
     if len(jobs) < 2:
         print("fewer than two CPU jobs timed more than one thread count: nothing to test")
         return 1
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         f"| {first} over {last}, job by job | {found.point:.3f} | {found.low:.3f}–{found.high:.3f} | {len(jobs)} jobs |"
     )
     print(f"\n{len(jobs)} jobs of {len(args.results)} folder(s); {args.level:.0%} intervals.")
-    shift = block_shift(args.results)
+    shift = block_shift(runs)
     if shift is not None:
         observed, cells, df = shift
         excess = math.sqrt(max(observed**2 - cells**2, 0.0))

@@ -370,7 +370,7 @@ def test_switch_position_finds_a_cost_left_behind_by_the_other_thread_count(tmp_
     row = next(line for line in shown.splitlines() if line.startswith("| 1 over 2"))
     assert abs(float(row.split("|")[2]) - 1.1) < 0.03 and "6 jobs" in row
     assert "One thread count's block against the other's, over jobs: sd " in shown and "(5 df)" in shown
-    observed, cells, df = module.block_shift([tmp_path / "results"])
+    observed, cells, df = module.block_shift([module.read_jobs(tmp_path / "results")])
     assert df == 5 and observed >= 0 and cells >= 0
     assert module.main([str(tmp_path / "none")]) == 1  # no job of two thread counts: nothing to test
 

@@ -53,10 +53,10 @@ def contaminated_repeats(
     threads each job ran at, by name, whose load average it may raise)."""
     found = []
     for r in group:
-        most = job_threads.get(job_name(r, r.repeat, table)) if job_threads else None  # training records only
-        reasons = contamination(r, rules, most)
+        name = job_name(r, r.repeat, table) if job_threads or job_reasons else None  # training records only
+        reasons = contamination(r, rules, job_threads.get(name) if job_threads else None)
         if job_reasons:
-            reasons += job_reasons.get(job_name(r, r.repeat, table), ())
+            reasons += job_reasons.get(name, ())
         if reasons:
             found.append(Contamination(repeat=r.repeat, reasons=tuple(reasons)))
     return tuple(found)

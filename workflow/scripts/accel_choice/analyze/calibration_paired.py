@@ -55,10 +55,9 @@ def paired_rates(
     for _ in range(draws):
         sigmas = cells.sigmas(rng, design.sigma_epoch)
         run = _tables(rng, design, variants, tables, sigmas, cells.shared, cells.block)  # each [job, variant, round]
-        tilt = rng.normal(0.0, gradient, (design.jobs, 1, 1))  # a job's own trend: one for all its thread counts
-        run = [
-            table * np.exp((tilt if cells.shared else rng.normal(0.0, gradient, tilt.shape)) * place) for table in run
-        ]
+        # Each job's own trend: one for all its thread counts where one job times them all.
+        tilts = [rng.normal(0.0, gradient, (design.jobs, 1, 1)) for _ in range(1 if cells.shared else tables)]
+        run = [table * np.exp(tilts[t % len(tilts)] * place) for t, table in enumerate(run)]
         times = [table.transpose(1, 0, 2) for table in run]  # each cells × jobs × rounds
         spreads = same_jobs.fit([([(t, v) for v in range(variants)], m) for t, m in enumerate(times)])
         for t, m in enumerate(times):

@@ -140,14 +140,13 @@ def row_rates(
     priors = []
     for _ in range(draws):
         sigmas = cells.sigmas(rng, design.sigma_epoch, len(TIME_METRICS))
-        a = [
-            _tables(rng, design, variants, tables, sigmas[m], cells.shared, cells.block)
-            for m in range(len(TIME_METRICS))
-        ]
-        b = [
-            _tables(rng, design, variants, tables, sigmas[m], cells.shared, cells.block)
-            for m in range(len(TIME_METRICS))
-        ]
+        a, b = (  # side A's tables, then side B's
+            [
+                _tables(rng, design, variants, tables, sigmas[m], cells.shared, cells.block)
+                for m in range(len(TIME_METRICS))
+            ]
+            for _ in range(2)
+        )
         in_job_any, either_any = False, False
         for m in range(len(TIME_METRICS)):
             fitted, found = _failing(a[m], b[m], variants, level, percent)

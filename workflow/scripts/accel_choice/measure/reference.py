@@ -167,9 +167,8 @@ class ReferenceStep:
         self.model = build_model(features, hidden, self.seed)  # seeded, as the timing's textbook MLP
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=1e-3)
         self.loss_fn = torch.nn.BCEWithLogitsLoss()
-        with at_threads(self.threads):
-            self._run()
         self.prepared = True
+        self.rehearse()
 
     @staticmethod
     def workload() -> str:
@@ -186,7 +185,8 @@ class ReferenceStep:
             optimizer.step()
 
     def rehearse(self) -> None:
-        """Run one pass untimed at its thread count: settles a switch to it (measure.threads.switch_to)."""
+        """Run one pass untimed at its thread count: prepare()'s warm-up, and what settles a switch to it
+        (measure.threads.switch_to)."""
         if not self.prepared:
             raise ValueError("the reference step is rehearsed after prepare() only")
         with at_threads(self.threads):

@@ -1,7 +1,7 @@
 """Switch torch's intra-op thread count inside a job: one CPU training job times every thread count.
 
 Switching was measured against separate processes before it was relied on (benchmarks/thread_switch.py,
-docs/measurement.md#thread-counts-share-a-job): three runs, 432 processes, no cell moved beyond -3 % to +4 %.
+docs/measurement.md#measurement-discipline): three runs, 432 processes, no cell moved beyond -3 % to +4 %.
 """
 
 from __future__ import annotations
