@@ -82,6 +82,32 @@ def test_each_job_group_has_its_own_prior():
     assert spreads.ratio(("t1", 0), ("t3", 0), d, 0.95) is None  # a cell of no group lends nothing
 
 
+def test_a_pair_across_groups_borrows_the_blocks_shift_between_jobs():
+    """One job times both thread counts; one count's whole block may run 8 % fast or slow in one job. That shift
+    cancels in each cell's quotient over its own group, so only the block's variance over jobs can lend it."""
+    rng = np.random.default_rng(3)
+    jobs, rounds = 4, 5
+    speed = np.exp(rng.normal(0, 0.2, (1, jobs, 1)))  # both groups of a job share its speed
+    sizes = np.geomspace(100, 1, 10)[:, None, None]
+    one = sizes * speed * np.exp(rng.normal(0, 0.01, (10, jobs, rounds)))
+    shift = np.array([0.08, -0.08, 0.05, -0.04])
+    two = sizes * speed * np.exp(shift[None, :, None] + rng.normal(0, 0.01, (10, jobs, rounds)))
+    keys = [[(t, c) for c in range(10)] for t in (1, 2)]
+    spreads = same_jobs.fit([(keys[0], one), (keys[1], two)])
+    variance, df = spreads.block((1, 0), (2, 0), jobs)
+    assert df == jobs - 1 and variance == pytest.approx(np.var(shift, ddof=1), rel=0.2)
+    assert spreads.block((1, 0), (1, 3), jobs) is None  # one group: its level cancels in the pair
+    assert spreads.block((1, 0), (2, 0), jobs + 1) is None  # other jobs than the pair's
+    d = same_jobs.paired_logs(one[0], two[0])
+    across = spreads.ratio((1, 0), (2, 0), d, 0.95)
+    without = same_jobs.Spreads(spreads.cells, spreads.priors).ratio((1, 0), (2, 0), d, 0.95)
+    # Without the block the cells' own spreads (1 %) halve the pair's variance: its shifts keep only half their weight.
+    assert math.log(across.high / across.low) > 1.25 * math.log(without.high / without.low)
+    assert across.low < np.exp(shift.mean()) < across.high
+    assert same_jobs.satterthwaite([(variance, df)]) == pytest.approx(df)
+    assert same_jobs.satterthwaite([(1.0, 10), (1.0, 10)]) == pytest.approx(20)
+
+
 def test_cells_of_a_small_group_or_one_job_get_no_spread():
     spreads = same_jobs.fit([(["a", "b"], _medians(cells=2)), (list(range(10)), _medians(jobs=1))])
     assert spreads.cells == {} and spreads.priors == {}

@@ -12,7 +12,10 @@ the rest of its job group (analyze.row_relative, round by round), with jobs - 1 
 is one thread count's cells of the same jobs (`fit_cells`). The spreads of one job group share a prior,
 fitted as limma's `squeezeVar` does (Smyth 2004, `row_relative.fit_prior`); each cell's is shrunk towards it.
 A pair's own variance is then shrunk towards the sum of its two cells', keeping at least half its weight.
-`benchmarks/calibration.py --paired` shows the coverage (docs/statistics.md).
+A pair of two groups (two thread counts of one job) also borrows the spread of the groups' job levels
+(`Spreads.block`): one count's whole block may run fast or slow in one job, and that cancels in neither cell's
+quotient. `benchmarks/calibration.py --paired` and `benchmarks/stopping_rule.py --block` show the coverage
+(docs/statistics.md).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -86,6 +89,23 @@ class Spreads:
 
     cells: dict[Key, float]
     priors: dict[Key, row_relative.Prior]
+    dfs: dict[Key, float] = field(default_factory=dict)  # each cell's moderated degrees of freedom
+    levels: dict[Key, np.ndarray] = field(default_factory=dict)  # each cell's group's level, jobs (× rounds)
+
+    def block(self, key_a: Key, key_b: Key, jobs: int) -> tuple[float, float] | None:
+        """Return the variance over jobs of group b's level over group a's, and its degrees of freedom.
+
+        A group's level in a job (and round) is the median of its cells' centred logs there (`levels`). Its
+        difference between two groups of the same jobs, the median over a job's rounds, is one count's block
+        against the other's. None for two cells of one group (the level cancels) or groups of other jobs."""
+        la, lb = self.levels.get(key_a), self.levels.get(key_b)
+        if la is None or lb is None or la is lb or len(la) != jobs or len(lb) != jobs:
+            return None
+        if la.shape != lb.shape:  # rounds unlike in number: the jobs' medians
+            la, lb = (np.median(z, axis=1) if z.ndim == 2 else z for z in (la, lb))
+        shift = lb - la
+        shift = np.median(shift, axis=1) if shift.ndim == 2 else shift
+        return float(np.var(shift, ddof=1)), float(jobs - 1)
 
     def ratio(self, key_a: Key, key_b: Key, d: Sequence[float], level: float) -> Estimate | None:
         """Return B/A at `level` from `d`, the per-job log ratios log b - log a (`paired_logs`), moderated.
@@ -94,7 +114,8 @@ class Spreads:
         moderated variances, as limma shrinks a row's towards its prior, weighted by the group prior's degrees of
         freedom but never more than the pair's own. A pair whose jobs moved apart more than its cells' spreads say
         keeps half of that: a job's own trend over the batch sizes moves the smallest and the largest apart.
-        Two cells of two groups of the same jobs (two thread counts of one job) lend under the smaller prior.
+        Two cells of two groups of the same jobs (two thread counts of one job) lend under the smaller prior,
+        and add the groups' block variance (`block`); the sum's degrees of freedom are Satterthwaite's.
         None where either cell has no prior: `d` must pair the same jobs (the caller's check)."""
         priors = (self.priors.get(key_a), self.priors.get(key_b))
         if None in priors or len(d) < 2:
@@ -103,6 +124,11 @@ class Spreads:
         borrowed = self.cells[key_a] + self.cells[key_b]
         df = len(d) - 1
         lent = min(*(p.df for p in priors), df)  # the pair's own variance keeps at least half the weight
+        block = self.block(key_a, key_b, len(d))
+        if block is not None and key_a in self.dfs and key_b in self.dfs:
+            parts = [(self.cells[key_a], self.dfs[key_a]), (self.cells[key_b], self.dfs[key_b]), block]
+            borrowed += block[0]
+            lent = min(lent, satterthwaite(parts))
         variance = (lent * borrowed + df * own) / (lent + df)
         if not variance > 0:
             return None
@@ -110,6 +136,22 @@ class Spreads:
         return _t_estimate(
             float(np.mean(d)), math.sqrt(variance / len(d)), min(lent + df, pooled), level, len(d), METHOD
         )
+
+
+def satterthwaite(parts: Sequence[tuple[float, float]]) -> float:
+    """Return the degrees of freedom of a sum of independent variances, each (variance, df) (Satterthwaite 1946)."""
+    total = sum(v for v, _ in parts)
+    spread = sum(v * v / df for v, df in parts if v > 0 and df > 0)
+    return total * total / spread if spread > 0 else math.inf
+
+
+def levels(times: np.ndarray) -> np.ndarray:
+    """Return one job group's level in each job (and round): the median of its cells' centred logs there.
+
+    `times`: cells × jobs (× rounds), as `quotients` takes them; each cell centred on its own mean log first."""
+    logs = np.log(times)
+    anchor = logs.reshape(logs.shape[0], -1).mean(axis=1).reshape((-1,) + (1,) * (logs.ndim - 1))
+    return np.median(logs - anchor, axis=0)
 
 
 def fit(groups: Sequence[tuple[Sequence[Key], np.ndarray]]) -> Spreads:
@@ -120,6 +162,8 @@ def fit(groups: Sequence[tuple[Sequence[Key], np.ndarray]]) -> Spreads:
     row_relative.MIN_CELLS cells, of one job, or too few cells that varied to fit a prior lend nothing."""
     cells: dict[Key, float] = {}
     priors: dict[Key, row_relative.Prior] = {}
+    dfs: dict[Key, float] = {}
+    found: dict[Key, np.ndarray] = {}
     for keys, times in groups:
         if len(keys) < row_relative.MIN_CELLS or times.shape[1] < 2:
             continue
@@ -127,9 +171,12 @@ def fit(groups: Sequence[tuple[Sequence[Key], np.ndarray]]) -> Spreads:
         prior = row_relative.fit_prior([v for v, _ in raw], [d for _, d in raw])
         if prior is None:
             continue
-        cells |= {key: row_relative.moderated(*spread, prior)[0] for key, spread in zip(keys, raw)}
+        shrunk = {key: row_relative.moderated(*spread, prior) for key, spread in zip(keys, raw)}
+        cells |= {key: variance for key, (variance, _) in shrunk.items()}
+        dfs |= {key: df for key, (_, df) in shrunk.items()}
         priors |= dict.fromkeys(keys, prior)
-    return Spreads(cells, priors)
+        found |= dict.fromkeys(keys, levels(times))
+    return Spreads(cells, priors, dfs, found)
 
 
 def fit_cells(cells: Sequence[TrainingCell]) -> Spreads:
