@@ -27,7 +27,7 @@ class NoiseRules:
     steal_share: float = 0.1  # ... or when the hypervisor stole more cores than this during its job
     confidence: float = 0.95  # level of every interval
     bootstrap_resamples: int = 2000  # resamples per bootstrap interval (Northstar, copies, the planner's refits)
-    bad_run_share: float = 0.25  # more timing jobs flagged than this share: the run is contaminated
+    bad_run_share: float = 0.4  # more timing jobs flagged than this share: the run is contaminated (1 of 3 is not)
 
 
 class Summary(TypedDict):
