@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from accel_choice import records
-from accel_choice.measure import datagen, loaders, model, steps, training
+from accel_choice.measure import datagen, finite, loaders, model, steps, training
 from accel_choice.records.model import ModelSpec
 
 SEED = 20261020
@@ -409,7 +409,7 @@ def test_a_model_never_finite_stops_its_first_timing_job_with_the_reason(data):
     run) stops with one line naming the keys, instead of every timing job recording NaNs."""
     x, y = data
     with pytest.raises(
-        training.NeverFinite,
+        finite.NeverFinite,
         match=r"batch size 64: the loss or the weights were not finite from the first timed step in each of its 2 variant\(s\).*model\.lr",
     ):
         _job((torch.full_like(x, math.nan), y), 64, 0)

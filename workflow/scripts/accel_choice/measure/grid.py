@@ -11,7 +11,8 @@ from accel_choice.measure.contention import ForeignCpuMeter
 from accel_choice.measure.model import targets
 from accel_choice.measure.sentinel import Sentinel
 from accel_choice.measure.devices import context_startup_seconds
-from accel_choice.measure.training import finite_or_none, measure_interleaved, prepare_variant
+from accel_choice.measure.finite import finite_or_none
+from accel_choice.measure.training import measure_interleaved, prepare_variant
 from accel_choice.records.model import ModelSpec
 from accel_choice.records.grid import GridRecord, Workload
 from accel_choice.records.sentinel import SentinelReadings

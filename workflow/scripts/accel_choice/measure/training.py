@@ -19,7 +19,6 @@ non-finite weights, hence losses, which are checked; a GradScaler only skips the
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from collections.abc import Sequence
@@ -41,6 +40,8 @@ from accel_choice.measure.conditions import dtype_label
 from accel_choice.measure.model import build, check_targets, optimizer_impl, state_sha256, targets
 from accel_choice.measure.compile_counts import graph_breaks
 from accel_choice.measure.gpu_checks import launch_checks
+from accel_choice.measure.heap import frozen_heap
+from accel_choice.measure.finite import check_some_step_finite, finite_or_none
 from accel_choice.measure.placement import placed, variant_batches
 from accel_choice.measure.reference import Reference, ReferenceStep, has_reference
 from accel_choice.measure.sentinel import Sentinel
@@ -56,7 +57,6 @@ from accel_choice.measure.steps import (
     train_epoch,
     warm_up,
 )
-from accel_choice.records import UserInputError
 from accel_choice.records.model import ModelSpec
 from accel_choice.records.sentinel import SentinelReadings
 from accel_choice.records.launch import launch_checked
@@ -200,26 +200,27 @@ def measure_interleaved(
     middle = epochs // 2
     first_seen: list[int] = []
     loads: list[list[list[float]]] = [[] for _ in prepared]  # the load average before the first epoch, after the last
-    if sentinel is not None:
-        sentinel.tick()
-    for step, index in enumerate(epoch_order(prepared, epochs, repeat)):
-        if not timed[index]:
-            first_seen.append(index)
-            loads[index].append(load_average())
-        # At its own thread count (its plain loop below too), settled by untimed epochs where the count switched.
-        switch_to(prepared[index].variant.threads, lambda: time_epoch(prepared[index]))
-        timed[index].append(time_epoch(prepared[index]))
-        if references is not None and references[index] is not None and len(timed[index]) == middle + 1:
-            reference_s[index] = references[index].time()
-        if len(timed[index]) == epochs:
-            loads[index].append(load_average())
-        if (step + 1) % len(prepared) == 0:
-            if reference_step is not None:  # a CPU job: its tick and reference step run on one thread, settled
-                switch_to(reference_step.threads, reference_step.rehearse)
-            if sentinel is not None:
-                sentinel.tick()
-            if reference_step is not None:  # after the tick, outside every variant's epoch
-                reference_step.time()
+    with frozen_heap():  # no full collection of the job's heap inside a timed round (measure.heap)
+        if sentinel is not None:
+            sentinel.tick()
+        for step, index in enumerate(epoch_order(prepared, epochs, repeat)):
+            if not timed[index]:
+                first_seen.append(index)
+                loads[index].append(load_average())
+            # At its own thread count (its plain loop below too), settled by untimed epochs where the count switched.
+            switch_to(prepared[index].variant.threads, lambda: time_epoch(prepared[index]))
+            timed[index].append(time_epoch(prepared[index]))
+            if references is not None and references[index] is not None and len(timed[index]) == middle + 1:
+                reference_s[index] = references[index].time()
+            if len(timed[index]) == epochs:
+                loads[index].append(load_average())
+            if (step + 1) % len(prepared) == 0:
+                if reference_step is not None:  # a CPU job: its tick and reference step run on one thread, settled
+                    switch_to(reference_step.threads, reference_step.rehearse)
+                if sentinel is not None:
+                    sentinel.tick()
+                if reference_step is not None:  # after the tick, outside every variant's epoch
+                    reference_step.time()
     return [
         {**_variant_result(p, runs, first_seen.index(i), loads[i]), "reference_epoch_s": reference_s[i]}
         for i, (p, runs) in enumerate(zip(prepared, timed))
@@ -364,25 +365,6 @@ def measure_training_job(
 
 def _same_work(result: dict[str, Any]) -> tuple[str, bool, int, int]:  # the same steps to the bit, at one thread count
     return result["precision"], result["compiled"], result["batch_size"], result["threads"]
-
-
-class NeverFinite(UserInputError):
-    """Every variant of a timing job went non-finite at its first timed step: the model cannot be timed."""
-
-
-def check_some_step_finite(records: list[TrainingRecord], spec: ModelSpec) -> None:
-    """Stop the run at its first timing job when no variant gave one finite step: every later job would measure
-    the same NaNs. A variant that diverges later (one precision, a larger step) stays a measurement the report names."""
-    if records and all(not r.finite and r.nonfinite_step == 0 for r in records):
-        raise NeverFinite(
-            f"batch size {', '.join(map(str, sorted({r.batch_size for r in records})))}: the loss or the weights were "
-            f"not finite from the first timed step in each of its {len(records)} variant(s), so nothing can be timed; check model.factory, model.lr "
-            f"({spec.lr:g}) and the data, whose values the model may not take"
-        )
-
-
-def finite_or_none(value: float) -> float | None:  # JSON has no NaN
-    return value if math.isfinite(value) else None
 
 
 def training_record(measured: dict[str, Any], **job: Any) -> TrainingRecord:
