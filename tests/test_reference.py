@@ -251,11 +251,11 @@ def test_a_thread_count_whose_jobs_disagree_with_their_plain_loop_cannot_be_meas
     assert "| 1 | 0.01" not in text  # a row per cell, with the batch size first
     assert "1.01× (" in text and "within ±10%" in text and "unsettled (reaches ±10%)" in text
     assert "in this run these cells were timed to ±10%" in text
-    assert "**in this run these cells could not be timed to ±10%: 2 thread(s) use every core" in text
+    assert "**in this run these cells could not be timed to ±10%: 2 threads use every core" in text
     assert "2 of 3 jobs beyond ±10%" in text
     first = noise.accuracy_line([steady, shaky], cores=2)
     assert first == (
-        "**Accuracy:** same-work timings differed by 24% at 2 thread(s), beyond ±10%: smaller differences there are "
+        "**Accuracy:** same-work timings differed by 24% at 2 threads, beyond ±10%: smaller differences there are "
         "not measured (see Accuracy)."
     )
     assert noise.accuracy_line([steady], cores=2) == ""

@@ -15,7 +15,7 @@ from accel_choice.io import atomic, paths, tables
 from accel_choice.records.comparison import ComparisonRow
 from accel_choice.records.training import VARIANT_KEYS
 from accel_choice.render.comparison_figure import comparison_figure
-from accel_choice.render.formatting import ms, table
+from accel_choice.render.formatting import counted, ms, table
 
 OUTPUT_NAMES = ("comparison.md", "comparison.csv", "comparison.json", "comparison.png", "comparison.svg")
 
@@ -183,7 +183,7 @@ def _reading_section(result: Comparison) -> str:
 
 def _floor_line(side: dict[str, Any], letter: str, table_name: str, sentinel: dict[str, Any]) -> str:
     who = f"{side['label']} ({letter})"
-    jobs = f"sentinel `{sentinel['workload']}`, {sentinel['jobs']} job(s), {sentinel['flagged']} flagged"
+    jobs = f"sentinel `{sentinel['workload']}`, {counted(sentinel['jobs'], 'job')}, {sentinel['flagged']} flagged"
     floor = sentinel["noise_floor"]
     if floor is None:
         return (

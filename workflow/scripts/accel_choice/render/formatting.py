@@ -77,3 +77,8 @@ def level_words(level: float) -> str:
     A confidence level as a percentage: "95%", and "97.5%" or "99.83%" for a family's per-comparison level
     (never rounded up to a level it does not have)."""
     return f"{100 * level:.4g}%"
+
+
+def counted(count: int, noun: str) -> str:
+    """Return a count with its noun, plural but for one: "1 thread", "2 threads"."""
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"

@@ -12,7 +12,7 @@ from accel_choice.records.decision import RunTrust
 from accel_choice.records.loads import LoadCell
 from accel_choice.records.sentinel import SentinelSummary
 from accel_choice.records.training import NonFiniteRun, TrainingCell
-from accel_choice.render.formatting import ms, ratio_words, table
+from accel_choice.render.formatting import counted, ms, ratio_words, table
 
 # A flagged job's reasons by kind: the words each reason holds, and the kind's name in the report
 JOB_FLAG_KINDS = {
@@ -34,7 +34,7 @@ def noise_floor_section(sentinels: Sequence[tuple[str, SentinelSummary]]) -> str
         ratios = [j.over_run_median for j in s.jobs]
         text = (
             f"Every {device} timing job timed the same fixed work ({s.workload}) at its start, between its rounds "
-            f"of epochs and at its end. Over the {jobs} job(s) the median took {s.run_median_s * 1e3:.1f} ms; "
+            f"of epochs and at its end. Over the {counted(jobs, 'job')} the median took {s.run_median_s * 1e3:.1f} ms; "
             f"job medians ranged {min(ratios):.2f}–{max(ratios):.2f}× of it."
         )
         if s.noise_floor is None:
@@ -57,7 +57,7 @@ def noise_floor_section(sentinels: Sequence[tuple[str, SentinelSummary]]) -> str
         if flagged:
             worst = max(flagged, key=lambda j: abs(j.over_run_median - 1))
             text += (
-                f" {len(flagged)} job(s) flagged (tolerance ±{s.tolerance:.0%} of the run's speed; the farthest, "
+                f" {counted(len(flagged), 'job')} flagged (tolerance ±{s.tolerance:.0%} of the run's speed; the farthest, "
                 f"{worst.job}, ran at {worst.over_run_median:.2f}× the run median; kept in the tables, their cells "
                 "marked; counted by reason under Measurement conditions and flags)."
             )
@@ -199,7 +199,7 @@ def accuracy_section(cells: Sequence[TrainingCell], cores: int | None) -> str:
     for group in accuracy.by_threads(timed, cores):
         pooled = group.pooled
         line = (
-            f"- {group.threads} thread(s), {group.cells} cell(s), {len(group.job_ratios)} jobs: pipeline / plain "
+            f"- {counted(group.threads, 'thread')}, {counted(group.cells, 'cell')}, {len(group.job_ratios)} jobs: pipeline / plain "
             f"{pooled.point:.2f}× ({pooled.low:.2f}–{pooled.high:.2f}) over all of them; one job's two timings of "
             f"the same work differ by {group.spread:.1%} (standard deviation of the log ratio), "
             f"{group.jobs_outside} of {len(group.job_ratios)} jobs beyond {tolerance}: "
@@ -210,7 +210,7 @@ def accuracy_section(cells: Sequence[TrainingCell], cores: int | None) -> str:
             line += f"**in this run these cells could not be timed to {tolerance}"
             if group.every_core:
                 line += (
-                    f": {group.threads} thread(s) use every core it gave the jobs ({cores}), which the loop shares with "
+                    f": {counted(group.threads, 'thread')} use every core it gave the jobs ({cores}), which the loop shares with "
                     "the system and the harness"
                 )
             line += "; read their times, and every comparison that rests on them, as this spread at best.**"
@@ -252,7 +252,7 @@ def accuracy_line(cells: Sequence[TrainingCell], cores: int | None) -> str:
     short = [group for group in accuracy.by_threads(cells, cores) if not group.measurable]
     if not short:
         return ""
-    spreads = ", ".join(f"{group.spread:.0%} at {group.threads} thread(s)" for group in short)
+    spreads = ", ".join(f"{group.spread:.0%} at {counted(group.threads, 'thread')}" for group in short)
     return (
         f"**Accuracy:** same-work timings differed by {spreads}, beyond ±{accuracy.TOLERANCE:.0%}: smaller "
         "differences there are not measured (see Accuracy)."

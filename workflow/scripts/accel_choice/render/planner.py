@@ -7,7 +7,7 @@ from __future__ import annotations
 from accel_choice.io import paths
 from accel_choice.records.breakeven import BreakEvenSummary, BreakEvenTable
 from accel_choice.records.planner import CostModelTable, FlopCheck, Scenario
-from accel_choice.render.formatting import AXIS_NOUNS, ms, number, table
+from accel_choice.render.formatting import AXIS_NOUNS, counted, ms, number, table
 from accel_choice.render.planner_residuals import residual_section
 from accel_choice.render.gpu_profile import coverage_sentence, gpu_source_line, never_reason, profile_section
 
@@ -299,7 +299,7 @@ def planner_section(cost_model: CostModelTable | None, break_even: BreakEvenTabl
         f"The fit points are the planner's timed grid and the benchmark's fast-path cells (`{paths.COST_MODEL}`). "
         'A term the fit dropped is marked "dropped". '
         "Quote the leave-one-out error: each point predicted by a fit without its workload. "
-        f"The CPU rates hold for {cost_model.threads} torch thread(s) (`timing.threads`). "
+        f"The CPU rates hold for {counted(cost_model.threads, 'torch thread')} (`timing.threads`). "
         f"Points: {len(points)}; flagged noisy: {noisy}; with a busy repeat: {busy}. All stay in the fit.\n\n"
         + table(
             (
