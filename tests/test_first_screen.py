@@ -104,7 +104,7 @@ def test_a_clean_run_answers_on_one_screen(train_records, load_table, cells):  #
         "\n**Verdict: CPU.** No CUDA device was visible",
         "\n- Fastest CPU configuration: fastpath B=512 on 1 thread, 10.0 ms per epoch.\n",
         "\n- Tied with it (95% intervals): dataloader B=512 on 1 thread (",
-        "\n- Step time grew 4.0× (95% interval ",
+        "\n- Step time grew 4.00× (95% interval ",
         "(16× the samples): fixed per-step overhead dominates.\n",
         "\n- Noise floor ±0.0%: smaller differences are not evidence.\n",
         "\nAll 3 timing jobs ran clean (no job flagged).\n",

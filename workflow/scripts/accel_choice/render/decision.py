@@ -269,7 +269,7 @@ def growth_line(verdict: Verdict) -> str:
         return ""
     ratio = s.step_time_ratio
     return (
-        f"Step time grew {ratio.point:.1f}× ({verdict.confidence:.0%} interval {ratio.low:.1f}–{ratio.high:.1f}×) "
+        f"Step time grew {ratio.point:.2f}× ({verdict.confidence:.0%} interval {ratio.low:.2f}–{ratio.high:.2f}×) "
         f"from B={s.smallest_batch} to B={s.largest_batch} ({s.samples_ratio:.0f}× the samples): "
         f"{_GROWTH_SHORT['contaminated' if contaminated(verdict) else s.growth]}."
     )
