@@ -276,7 +276,7 @@ def sensitivity_lines(result: Comparison) -> list[str]:
     for t in result.whole_table:
         lines.append(
             f"Whole {t.device.upper()} table: epoch time {b}/{a} {t.ratio.point:.3f}× over its {t.cells} cells in "
-            f"{t.groups} timing-job groups ({t.ratio.level * 100:g} % interval {t.ratio.low:.3f}–{t.ratio.high:.3f}): "
+            f"{counted(t.groups, 'timing-job group')} ({t.ratio.level * 100:g} % interval {t.ratio.low:.3f}–{t.ratio.high:.3f}): "
             "a shift every row shares, which no row of a few jobs can see alone; --fail-if-slower fails when the "
             "interval lies wholly above its percent and above the machines' own change."
         )
