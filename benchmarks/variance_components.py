@@ -4,6 +4,8 @@
     .venv/bin/python benchmarks/variance_components.py run1/results run2/results --json components.json
     .venv/bin/python benchmarks/variance_components.py run1/results run2/results --relative
 
+`--clip 3` winsorizes each variant's rounds of a job at 3 robust sds first: a rare slow epoch then counts as a
+3-sd one. The job medians never read such tails; the harness draws normal epochs, so their sd is the bulk's.
 `--relative` divides each epoch by its job's reference step median (TrainingJob.reference_step): the
 job column is then the job effect that the reference step does not take out. `--across-runs` adds a row
 with each thread count's jobs of all runs in one table: its job column holds the shift between runs too.
@@ -69,16 +71,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="FILE", help="also write the pooled components as JSON here")
     parser.add_argument("--relative", action="store_true", help="each epoch over its job's reference step median")
     parser.add_argument("--across-runs", action="store_true", help="also a row with the runs' jobs in one table")
+    parser.add_argument(
+        "--clip",
+        type=float,
+        metavar="SDS",
+        help="winsorize each variant's rounds of a job at this many robust sds first (the bulk the medians read)",
+    )
     args = parser.parse_args(argv)
     per_folder = [(folder, folder_tables(folder, args.relative)) for folder in args.results]
-    rows = [(folder, variance.components(tables)) for folder, tables in per_folder]
-    pooled = variance.components([t for _, tables in per_folder for t in tables])
+    rows = [(folder, variance.components(tables, args.clip)) for folder, tables in per_folder]
+    pooled = variance.components([t for _, tables in per_folder for t in tables], args.clip)
     if len(rows) > 1:
         rows.append(("pooled", pooled))
     shapes = {tuple(t.shape[1:] for t in tables) for _, tables in per_folder}
     if args.across_runs and len(rows) > 1 and len(shapes) == 1:  # a thread count's jobs of every run, one table
         joined = [np.concatenate(same) for same in zip(*(tables for _, tables in per_folder))]
-        rows.append(("across runs", variance.components(joined)))
+        rows.append(("across runs", variance.components(joined, args.clip)))
     print(table(rows))
     print()
     for name in variance.NAMES:

@@ -34,6 +34,25 @@ def test_the_components_drawn_are_the_components_estimated():
     assert found.epoch.df == 4 * 20 * 9 * 4
 
 
+def test_clipped_components_read_the_bulk_of_epochs_a_rare_spike_inflates():
+    """One epoch in 50 four times slow (a full garbage collection, a preempted thread): the classical epoch sd
+    reads the tail, which the job medians never see; clipped at 3 robust sds it reads the bulk again."""
+    rng = np.random.default_rng(8)
+    tables = [c.simulate_jobs(rng, KNOWN, 10, np.exp(rng.normal(0.0, 1.0, 10))) for _ in range(4)]
+    spiked = [t * np.where(rng.random(t.shape) < 0.02, 4.0, 1.0) for t in tables]
+    plain, tail, clipped = variance.components(tables), variance.components(spiked), variance.components(spiked, 3.0)
+    assert tail.epoch.sd > 3 * plain.epoch.sd  # 0.207 against 0.061
+    # A clipped spike still counts 3 sds, and 5 rounds give a rough robust sd: 0.074 against 0.061.
+    assert clipped.epoch.sd == pytest.approx(plain.epoch.sd, rel=0.25)
+    assert clipped.job.sd == pytest.approx(plain.job.sd, rel=0.1)
+    # Without spikes clipping at 3 sds leaves normal epochs nearly alone.
+    assert variance.components(tables, 3.0).epoch.sd == pytest.approx(plain.epoch.sd, rel=0.1)
+    logs = np.log(spiked[0])
+    bound = np.abs(variance.winsorized(logs, 3.0) - np.median(logs, axis=2, keepdims=True))
+    spread = 1.4826 * np.median(np.abs(logs - np.median(logs, axis=2, keepdims=True)), axis=2, keepdims=True)
+    assert (bound <= 3.0 * spread + 1e-12).all()
+
+
 def test_a_table_without_job_effects_finds_none_and_refuses_what_it_cannot_use():
     rng = np.random.default_rng(3)
     quiet = c.Design(jobs=3, sigma_job=0.0, sigma_epoch=0.05)
@@ -83,7 +102,7 @@ def test_the_command_prints_the_table_and_writes_what_the_harness_reads(tmp_path
     one, two = results_like(tmp_path / "one", design), results_like(tmp_path / "two", design, seed=6)
     out = tmp_path / "components.json"
     shown = subprocess.run(
-        [sys.executable, "benchmarks/variance_components.py", str(one), str(two), "--json", str(out)],
+        [sys.executable, "benchmarks/variance_components.py", str(one), str(two), "--json", str(out), "--clip", "3"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -144,10 +144,21 @@ def _solve(terms: Sequence[tuple[float, float, float]], divisor: float, name: st
     return Component(name, math.sqrt(value / divisor), df)
 
 
-def components(tables: Sequence[np.ndarray]) -> Components:
+def winsorized(logs: np.ndarray, clip: float) -> np.ndarray:
+    """Return log times [job, variant, round] with each variant's rounds in a job clipped to clip robust sds.
+
+    The robust sd is 1.4826 × the median absolute deviation from the median of those rounds. A rare slow epoch
+    (the collector, a preempted thread) then counts as a clip-sd epoch: the bulk the medians read, not its tail."""
+    centre = np.median(logs, axis=2, keepdims=True)
+    spread = 1.4826 * np.median(np.abs(logs - centre), axis=2, keepdims=True)
+    return np.clip(logs, centre - clip * spread, centre + clip * spread)
+
+
+def components(tables: Sequence[np.ndarray], clip: float | None = None) -> Components:
     """Estimate the variance components of balanced tables of epoch times.
 
-    The variance components of balanced tables of epoch times [job, variant, round], pooled.
+    The variance components of balanced tables of epoch times [job, variant, round], pooled. `clip`: first
+    winsorize each variant's rounds of a job at that many robust sds (`winsorized`); None keeps every epoch.
 
     Tables of one shape pool exactly; tables of different shapes (another job or variant count) are
     pooled with their mean coefficients, an approximation. Times must be positive; rounds at least 3."""
@@ -160,7 +171,8 @@ def components(tables: Sequence[np.ndarray]) -> Components:
             raise ValueError(f"a table needs 2 jobs, 2 variants and 3 rounds at least, got {table.shape}")
         if not (np.isfinite(table).all() and table.min() > 0):
             raise ValueError("epoch times must be positive and finite")
-        sums = _sums(np.log(table))
+        logs = np.log(table)
+        sums = _sums(logs if clip is None else winsorized(logs, clip))
         for key in ("job", "interaction", "trend", "rest", "residual"):
             ss, df = pooled.setdefault(key, [0.0, 0.0])
             pooled[key] = [ss + sums[key][0], df + sums[key][1]]
