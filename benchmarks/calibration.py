@@ -126,7 +126,11 @@ def planner_table(jobs_list: list[int], machines: list[int], runs: int, resample
 def measured_design(components: dict, jobs: int, epochs: int) -> c.Design:
     """The design drawn from components (variance.to_json's `components`: each name's sd)."""
     sd = {name: components[name]["sd"] for name in variance.NAMES}
+    slow = components.get("tail", {"share": 0.0, "log_size": 0.0, "clip": 3.0})  # variance_components.py --clip
     return c.Design(
+        tail_share=slow["share"],
+        tail_log=slow["log_size"],
+        tail_clip=slow["clip"],
         jobs=jobs,
         sigma_job=sd["job"],
         epochs=epochs,
@@ -139,7 +143,9 @@ def measured_design(components: dict, jobs: int, epochs: int) -> c.Design:
 
 def components_line(components: dict) -> str:
     """Say the variance components a table is drawn from: each one's sd."""
-    return ", ".join(f"σ {name} {components[name]['sd']:.2%}" for name in variance.NAMES)
+    line = ", ".join(f"σ {name} {components[name]['sd']:.2%}" for name in variance.NAMES)
+    slow = components.get("tail")
+    return line if slow is None else f"{line}; slow epochs {slow['share']:.2%}, mean log excess {slow['log_size']:.2f}"
 
 
 def unlike_words(spread: float) -> str:

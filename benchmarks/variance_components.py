@@ -93,8 +93,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"- {name}: {variance.MEANING[name]}")
     what = "log(epoch / the job's reference step)" if args.relative else "log epoch times"
     print(f"\nEach cell: the standard deviation of {what} (≈ relative spread), its degrees of freedom.")
+    slow = None
+    if args.clip is not None:
+        slow = variance.tail([t for _, tables in per_folder for t in tables], args.clip)
+        print(
+            f"Slow epochs beyond {args.clip:g} robust sds: {slow.share:.2%} of them, "
+            f"{slow.log_size:.3f} mean log excess (×{np.exp(slow.log_size):.2f}); the harness draws them."
+        )
     if args.json:
-        Path(args.json).write_text(json.dumps(variance.to_json(pooled), indent=1) + "\n")
+        Path(args.json).write_text(json.dumps(variance.to_json(pooled, slow), indent=1) + "\n")
         print(f"written to {args.json}")
     return 0
 

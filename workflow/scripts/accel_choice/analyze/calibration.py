@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -49,6 +50,21 @@ class Design:
     sigma_interaction: float = 0.0  # a cell's own job-to-job deviation, beyond the job's shift
     sigma_drift: float = 0.0  # the job's trend per round, every cell alike
     sigma_round: float = 0.0  # a round's shift beyond the trend, every cell alike
+    tail_share: float = 0.0  # the share of epochs that run slow beyond the bulk (analyze.variance.tail)
+    tail_log: float = 0.0  # a slow epoch's mean log excess beyond the bulk's edge (an exponential's mean)
+    tail_clip: float = 3.0  # the bulk's edge, in the epoch's own sds
+
+
+def slow_epochs(rng: np.random.Generator, design: Design, shape: tuple[int, ...], sigma: Any = None) -> np.ndarray:
+    """Draw each epoch's log excess: 0, or with probability `tail_share` the bulk's edge plus an exponential.
+
+    The edge is `tail_clip` times the epoch's sd (`sigma`, broadcast to `shape`; the design's where None), so a
+    slow epoch lands beyond the bulk, as analyze.variance.tail found it; the exponential's mean is `tail_log`."""
+    if not design.tail_share:
+        return np.zeros(shape)
+    edge = design.tail_clip * (design.sigma_epoch if sigma is None else sigma)
+    slow = rng.random(shape) < design.tail_share
+    return np.where(slow, edge + rng.exponential(design.tail_log, shape), 0.0)
 
 
 def simulate(rng: np.random.Generator, design: Design, scale: float = 1.0) -> list[list[float]]:
@@ -80,6 +96,7 @@ def simulate_jobs(
         + rng.normal(0.0, design.sigma_drift, (jobs, 1, 1)) * place
         + rng.normal(0.0, design.sigma_round, (jobs, 1, rounds))
         + rng.normal(0.0, design.sigma_epoch, (jobs, variants, rounds))
+        + slow_epochs(rng, design, (jobs, variants, rounds))
     )
     return scales[None, :, None] * np.exp(logs)
 

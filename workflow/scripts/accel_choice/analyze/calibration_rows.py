@@ -16,7 +16,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from accel_choice.analyze import row_relative
-from accel_choice.analyze.calibration import GATE_PERCENT, JOB_T, LEVEL, Design, _cells, gate_flags, simulate_jobs
+from accel_choice.analyze.calibration import (
+    GATE_PERCENT,
+    JOB_T,
+    LEVEL,
+    Design,
+    _cells,
+    gate_flags,
+    simulate_jobs,
+    slow_epochs,
+)
 from accel_choice.analyze.compare_match import TIME_METRICS
 
 
@@ -49,14 +58,16 @@ def _tables(
     `shared`: one job times every table's cells in one order (the CPU design since training-job 14), so the
     tables share each job's speed, drift and rounds; else each table has its own jobs. `block`: with `shared`,
     the log sd of a job's shift of one table's whole block (a thread count running fast or slow in one job)."""
-    quiet = dataclasses.replace(design, sigma_epoch=0.0)
+    quiet = dataclasses.replace(design, sigma_epoch=0.0, tail_share=0.0)  # each cell's epochs drawn below
     drawn = np.split(simulate_jobs(rng, quiet, variants * tables), tables, axis=1) if shared else None
     found = []
     for t in range(tables):
         table = drawn[t] if drawn is not None else simulate_jobs(rng, quiet, variants)
         if drawn is not None and block:
             table = table * np.exp(rng.normal(0.0, block, (table.shape[0], 1, 1)))
-        found.append(table * np.exp(rng.normal(0.0, 1.0, table.shape) * sigmas[t][None, :, None]))
+        sigma = sigmas[t][None, :, None]
+        noise = rng.normal(0.0, 1.0, table.shape) * sigma + slow_epochs(rng, design, table.shape, sigma)
+        found.append(table * np.exp(noise))
     return found
 
 

@@ -147,18 +147,48 @@ def _solve(terms: Sequence[tuple[float, float, float]], divisor: float, name: st
 def winsorized(logs: np.ndarray, clip: float) -> np.ndarray:
     """Return log times [job, variant, round] with each variant's rounds in a job clipped to clip robust sds.
 
-    The robust sd is 1.4826 × the median absolute deviation from the median of those rounds. A rare slow epoch
-    (the collector, a preempted thread) then counts as a clip-sd epoch: the bulk the medians read, not its tail."""
-    centre = np.median(logs, axis=2, keepdims=True)
-    spread = 1.4826 * np.median(np.abs(logs - centre), axis=2, keepdims=True)
+    The robust sd is 1.4826 × the median absolute deviation from the median of those rounds."""
+    centre, spread = _centre_spread(logs)
     return np.clip(logs, centre - clip * spread, centre + clip * spread)
+
+
+def bulk(logs: np.ndarray, clip: float) -> np.ndarray:
+    """Return log times [job, variant, round] without their slow tail: an epoch beyond `clip` robust sds above
+    the median of its variant's rounds in a job set to that median, one as far below clipped to the edge.
+
+    The slow tail (a preempted thread, the collector) is drawn apart (`tail`), so it must not widen the bulk."""
+    centre, spread = _centre_spread(logs)
+    low = np.maximum(logs, centre - clip * spread)
+    return np.where(low > centre + clip * spread, np.broadcast_to(centre, logs.shape), low)
+
+
+def _centre_spread(logs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    centre = np.median(logs, axis=2, keepdims=True)
+    return centre, 1.4826 * np.median(np.abs(logs - centre), axis=2, keepdims=True)
+
+
+@dataclass(frozen=True)
+class Tail:
+    """The slow epochs beyond the bulk: their share of all epochs and their mean log excess over the bulk's edge."""
+
+    share: float  # of epochs above the median of their cell's rounds in a job by more than `clip` robust sds
+    log_size: float  # their mean log excess over that edge (an exponential's mean, as the harness draws it)
+    clip: float
+
+
+def tail(tables: Sequence[np.ndarray], clip: float = 3.0) -> Tail:
+    """Return the slow tail of epoch times [job, variant, round] beyond `clip` robust sds (`winsorized`'s edge)."""
+    logs = [np.log(t) for t in tables]
+    excess = np.concatenate([(z - winsorized(z, clip)).ravel() for z in logs])
+    slow = excess[excess > 0]
+    return Tail(share=slow.size / excess.size, log_size=float(slow.mean()) if slow.size else 0.0, clip=clip)
 
 
 def components(tables: Sequence[np.ndarray], clip: float | None = None) -> Components:
     """Estimate the variance components of balanced tables of epoch times.
 
-    The variance components of balanced tables of epoch times [job, variant, round], pooled. `clip`: first
-    winsorize each variant's rounds of a job at that many robust sds (`winsorized`); None keeps every epoch.
+    The variance components of balanced tables of epoch times [job, variant, round], pooled. `clip`: of the bulk
+    only (`bulk`): the slow tail beyond that many robust sds left out, as `tail` counts it; None keeps every epoch.
 
     Tables of one shape pool exactly; tables of different shapes (another job or variant count) are
     pooled with their mean coefficients, an approximation. Times must be positive; rounds at least 3."""
@@ -172,7 +202,7 @@ def components(tables: Sequence[np.ndarray], clip: float | None = None) -> Compo
         if not (np.isfinite(table).all() and table.min() > 0):
             raise ValueError("epoch times must be positive and finite")
         logs = np.log(table)
-        sums = _sums(logs if clip is None else winsorized(logs, clip))
+        sums = _sums(logs if clip is None else bulk(logs, clip))
         for key in ("job", "interaction", "trend", "rest", "residual"):
             ss, df = pooled.setdefault(key, [0.0, 0.0])
             pooled[key] = [ss + sums[key][0], df + sums[key][1]]
@@ -198,10 +228,11 @@ def components(tables: Sequence[np.ndarray], clip: float | None = None) -> Compo
     )
 
 
-def to_json(found: Components) -> dict:
-    """Return the components as plain JSON: each name's sd and df, and the tables' shape."""
+def to_json(found: Components, slow: Tail | None = None) -> dict:
+    """Return the components as plain JSON: each name's sd and df, the slow tail where given, the tables' shape."""
+    tail_json = {} if slow is None else {"tail": {"share": slow.share, "log_size": slow.log_size, "clip": slow.clip}}
     return {
-        "components": {c.name: {"sd": c.sd, "df": c.df} for c in found.all()},
+        "components": {c.name: {"sd": c.sd, "df": c.df} for c in found.all()} | tail_json,
         "tables": found.tables,
         "jobs": found.jobs,
         "epochs": found.epochs,
