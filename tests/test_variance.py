@@ -14,7 +14,7 @@ from builders_planner import sentinel_readings
 from builders_training import environment, training_record
 
 from accel_choice.analyze import calibration as c
-from accel_choice.analyze import variance
+from accel_choice.analyze import synthetic, variance
 from accel_choice.io import atomic, paths
 from accel_choice.records.training import TrainingJob
 
@@ -57,7 +57,7 @@ def test_the_bulk_and_its_slow_tail_are_found_apart_and_drawn_back():
     # Normal rounds of 10 alone put 1.4 % past the edge; planted epochs near it may stay inside: 0.033 found.
     assert found.share == pytest.approx(0.03, abs=0.01)
     assert found.log_size == pytest.approx(0.13, abs=0.04)
-    assert not c.slow_epochs(rng, KNOWN, (2, 3, 4)).any()  # no tail drawn unless a design has one
+    assert not synthetic.slow_epochs(rng, KNOWN, (2, 3, 4)).any()  # no tail drawn unless a design has one
 
 
 def test_a_table_without_job_effects_finds_none_and_refuses_what_it_cannot_use():

@@ -24,8 +24,8 @@ from accel_choice.analyze.calibration import (
     _cells,
     gate_flags,
     simulate_jobs,
-    slow_epochs,
 )
+from accel_choice.analyze.synthetic import slow_epochs
 from accel_choice.analyze.compare_match import TIME_METRICS
 
 

@@ -1,0 +1,74 @@
+"""Draw synthetic runs: a cell's jobs of epochs, or one thread count's job table, from a design's components.
+
+The components are analyze.variance's (job, interaction, drift, round, epoch) and its slow tail. The harness
+(analyze.calibration and the modules beside it) counts what the project's functions make of these draws.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Design:
+    """The shape of a synthetic run's cells."""
+
+    jobs: int
+    sigma_job: float  # log-normal spread of a job's speed (0.2: one job 20 % off is usual)
+    epochs: int = 5
+    sigma_epoch: float = 0.05
+    sigma_interaction: float = 0.0  # a cell's own job-to-job deviation, beyond the job's shift
+    sigma_drift: float = 0.0  # the job's trend per round, every cell alike
+    sigma_round: float = 0.0  # a round's shift beyond the trend, every cell alike
+    tail_share: float = 0.0  # the share of epochs that run slow beyond the bulk (analyze.variance.tail)
+    tail_log: float = 0.0  # a slow epoch's mean log excess beyond the bulk's edge (an exponential's mean)
+    tail_clip: float = 3.0  # the bulk's edge, in the epoch's own sds
+
+
+def slow_epochs(rng: np.random.Generator, design: Design, shape: tuple[int, ...], sigma: Any = None) -> np.ndarray:
+    """Draw each epoch's log excess: 0, or with probability `tail_share` the bulk's edge plus an exponential.
+
+    The edge is `tail_clip` times the epoch's sd (`sigma`, broadcast to `shape`; the design's where None), so a
+    slow epoch lands beyond the bulk, as analyze.variance.tail found it; the exponential's mean is `tail_log`."""
+    if not design.tail_share:
+        return np.zeros(shape)
+    edge = design.tail_clip * (design.sigma_epoch if sigma is None else sigma)
+    slow = rng.random(shape) < design.tail_share
+    return np.where(slow, edge + rng.exponential(design.tail_log, shape), 0.0)
+
+
+def simulate(rng: np.random.Generator, design: Design, scale: float = 1.0) -> list[list[float]]:
+    """Simulate one cell: `design.jobs` jobs of `design.epochs` epoch times, true median `scale`."""
+    effects = rng.lognormal(0.0, design.sigma_job, size=design.jobs)
+    return [list(scale * effect * rng.lognormal(0.0, design.sigma_epoch, size=design.epochs)) for effect in effects]
+
+
+def simulate_jobs(
+    rng: np.random.Generator, design: Design, variants: int, scales: np.ndarray | None = None
+) -> np.ndarray:
+    """Simulate one thread count's job table [job, variant, round] of epoch times.
+
+    One thread count's job table [job, variant, round] of epoch times; cell v's true median `scales[v]` (1).
+
+    Round k runs the variants forward when k + repeat is even, else backward (measure.training.epoch_order),
+    so the drift reaches each epoch at its own time: the round, plus its place in the round's order."""
+    jobs, rounds = design.jobs, design.epochs
+    scales = np.ones(variants) if scales is None else np.asarray(scales, dtype=float)
+    place = np.empty((jobs, variants, rounds))
+    for j in range(jobs):
+        for k in range(rounds):
+            order = np.arange(variants) if (k + j) % 2 == 0 else np.arange(variants)[::-1]
+            place[j, order, k] = k + (np.arange(variants) + 0.5) / variants - 0.5
+    place -= (rounds - 1) / 2
+    logs = (
+        rng.normal(0.0, design.sigma_job, (jobs, 1, 1))
+        + rng.normal(0.0, design.sigma_interaction, (jobs, variants, 1))
+        + rng.normal(0.0, design.sigma_drift, (jobs, 1, 1)) * place
+        + rng.normal(0.0, design.sigma_round, (jobs, 1, rounds))
+        + rng.normal(0.0, design.sigma_epoch, (jobs, variants, rounds))
+        + slow_epochs(rng, design, (jobs, variants, rounds))
+    )
+    return scales[None, :, None] * np.exp(logs)
