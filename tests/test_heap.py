@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 
+import pytest
 import torch
 
 from accel_choice.measure import steps, training
@@ -12,10 +13,14 @@ from accel_choice.records.model import ModelSpec
 
 
 def test_frozen_heap_freezes_what_is_alive_and_unfreezes_after() -> None:
-    before = gc.get_freeze_count()
+    assert gc.get_freeze_count() == 0  # nothing of the test run's own is frozen
     with frozen_heap() as frozen:
-        assert frozen > before and gc.get_freeze_count() > before  # an object freed since leaves the count
-    assert gc.get_freeze_count() == before == 0
+        assert frozen > 0 and gc.get_freeze_count() > 0  # an object freed since leaves the count
+        with pytest.raises(RuntimeError, match="frozen already"):
+            with frozen_heap():
+                pass
+        assert gc.get_freeze_count() > 0  # the refused inner block thawed nothing
+    assert gc.get_freeze_count() == 0
 
 
 def test_frozen_heap_unfreezes_when_the_block_fails() -> None:

@@ -251,7 +251,7 @@ def test_a_thread_count_whose_jobs_disagree_with_their_plain_loop_cannot_be_meas
     assert "| 1 | 0.01" not in text  # a row per cell, with the batch size first
     assert "1.01× (" in text and "within ±10%" in text and "unsettled (reaches ±10%)" in text
     assert "in this run these cells were timed to ±10%" in text
-    assert "**in this run these cells could not be timed to ±10%: 2 threads use every core" in text
+    assert "**in this run these cells could not be timed to ±10%: its 2 threads took every core" in text
     assert "2 of 3 jobs beyond ±10%" in text
     first = noise.accuracy_line([steady, shaky], cores=2)
     assert first == (

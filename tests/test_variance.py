@@ -37,7 +37,7 @@ def test_the_components_drawn_are_the_components_estimated():
 def test_the_bulk_and_its_slow_tail_are_found_apart_and_drawn_back():
     """One epoch in 50 four times slow (a full garbage collection, a preempted thread): the classical epoch sd
     reads the tail, which the job medians never see. The bulk without it reads the normal spread again, and
-    `tail` counts the slow epochs; the harness draws both (calibration.slow_epochs) and finds them again."""
+    `tail` counts the slow epochs; the harness draws both (synthetic.slow_epochs) and finds them again."""
     rng = np.random.default_rng(8)
     tables = [c.simulate_jobs(rng, KNOWN, 10, np.exp(rng.normal(0.0, 1.0, 10))) for _ in range(4)]
     spiked = [t * np.where(rng.random(t.shape) < 0.02, 4.0, 1.0) for t in tables]

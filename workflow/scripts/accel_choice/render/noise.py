@@ -199,7 +199,7 @@ def accuracy_section(cells: Sequence[TrainingCell], cores: int | None) -> str:
     for group in accuracy.by_threads(timed, cores):
         pooled = group.pooled
         line = (
-            f"- {counted(group.threads, 'thread')}, {counted(group.cells, 'cell')}, {len(group.job_ratios)} jobs: pipeline / plain "
+            f"- {counted(group.threads, 'thread')}, {counted(group.cells, 'cell')}, {counted(len(group.job_ratios), 'job')}: pipeline / plain "
             f"{pooled.point:.2f}× ({pooled.low:.2f}–{pooled.high:.2f}) over all of them; one job's two timings of "
             f"the same work differ by {group.spread:.1%} (standard deviation of the log ratio), "
             f"{group.jobs_outside} of {len(group.job_ratios)} jobs beyond {tolerance}: "
@@ -210,7 +210,7 @@ def accuracy_section(cells: Sequence[TrainingCell], cores: int | None) -> str:
             line += f"**in this run these cells could not be timed to {tolerance}"
             if group.every_core:
                 line += (
-                    f": {counted(group.threads, 'thread')} use every core it gave the jobs ({cores}), which the loop shares with "
+                    f": its {counted(group.threads, 'thread')} took every core the jobs were given ({cores}), which the loop shares with "
                     "the system and the harness"
                 )
             line += "; read their times, and every comparison that rests on them, as this spread at best.**"
