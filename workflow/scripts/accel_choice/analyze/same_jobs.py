@@ -89,7 +89,6 @@ class Spreads:
 
     cells: dict[Key, float]
     priors: dict[Key, row_relative.Prior]
-    dfs: dict[Key, float] = field(default_factory=dict)  # each cell's moderated degrees of freedom
     levels: dict[Key, np.ndarray] = field(default_factory=dict)  # each cell's group's level, jobs (× rounds)
 
     def block(self, key_a: Key, key_b: Key, jobs: int) -> tuple[float, float] | None:
@@ -115,7 +114,7 @@ class Spreads:
         freedom but never more than the pair's own. A pair whose jobs moved apart more than its cells' spreads say
         keeps half of that: a job's own trend over the batch sizes moves the smallest and the largest apart.
         Two cells of two groups of the same jobs (two thread counts of one job) lend under the smaller prior,
-        and add the groups' block variance (`block`); the sum's degrees of freedom are Satterthwaite's.
+        and add the groups' block variance (`block`).
         None where either cell has no prior: `d` must pair the same jobs (the caller's check)."""
         priors = (self.priors.get(key_a), self.priors.get(key_b))
         if None in priors or len(d) < 2:
@@ -125,10 +124,8 @@ class Spreads:
         df = len(d) - 1
         lent = min(*(p.df for p in priors), df)  # the pair's own variance keeps at least half the weight
         block = self.block(key_a, key_b, len(d))
-        if block is not None and key_a in self.dfs and key_b in self.dfs:
-            parts = [(self.cells[key_a], self.dfs[key_a]), (self.cells[key_b], self.dfs[key_b]), block]
+        if block is not None:
             borrowed += block[0]
-            lent = min(lent, satterthwaite(parts))
         variance = (lent * borrowed + df * own) / (lent + df)
         if not variance > 0:
             return None
@@ -136,13 +133,6 @@ class Spreads:
         return _t_estimate(
             float(np.mean(d)), math.sqrt(variance / len(d)), min(lent + df, pooled), level, len(d), METHOD
         )
-
-
-def satterthwaite(parts: Sequence[tuple[float, float]]) -> float:
-    """Return the degrees of freedom of a sum of independent variances, each (variance, df) (Satterthwaite 1946)."""
-    total = sum(v for v, _ in parts)
-    spread = sum(v * v / df for v, df in parts if v > 0 and df > 0)
-    return total * total / spread if spread > 0 else math.inf
 
 
 def levels(times: np.ndarray) -> np.ndarray:
@@ -162,7 +152,6 @@ def fit(groups: Sequence[tuple[Sequence[Key], np.ndarray]]) -> Spreads:
     row_relative.MIN_CELLS cells, of one job, or too few cells that varied to fit a prior lend nothing."""
     cells: dict[Key, float] = {}
     priors: dict[Key, row_relative.Prior] = {}
-    dfs: dict[Key, float] = {}
     found: dict[Key, np.ndarray] = {}
     for keys, times in groups:
         if len(keys) < row_relative.MIN_CELLS or times.shape[1] < 2:
@@ -173,10 +162,9 @@ def fit(groups: Sequence[tuple[Sequence[Key], np.ndarray]]) -> Spreads:
             continue
         shrunk = {key: row_relative.moderated(*spread, prior) for key, spread in zip(keys, raw)}
         cells |= {key: variance for key, (variance, _) in shrunk.items()}
-        dfs |= {key: df for key, (_, df) in shrunk.items()}
         priors |= dict.fromkeys(keys, prior)
         found |= dict.fromkeys(keys, levels(times))
-    return Spreads(cells, priors, dfs, found)
+    return Spreads(cells, priors, found)
 
 
 def fit_cells(cells: Sequence[TrainingCell]) -> Spreads:
