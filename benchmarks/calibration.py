@@ -30,7 +30,7 @@ from accel_choice.analyze import calibration_rows as cr  # noqa: E402
 from accel_choice.analyze import calibration_paired as cp  # noqa: E402
 from accel_choice.analyze import row_relative  # noqa: E402
 from accel_choice.analyze import planner_calibration as pc  # noqa: E402
-from accel_choice.analyze import variance  # noqa: E402
+from accel_choice.analyze import synthetic, variance  # noqa: E402
 
 METHODS = {"bootstrap": c.BOOTSTRAP, "job-t": c.JOB_T}
 COLUMNS = (
@@ -124,28 +124,24 @@ def planner_table(jobs_list: list[int], machines: list[int], runs: int, resample
 
 
 def measured_design(components: dict, jobs: int, epochs: int) -> c.Design:
-    """The design drawn from components (variance.to_json's `components`: each name's sd)."""
-    sd = {name: components[name]["sd"] for name in variance.NAMES}
-    slow = components.get("tail", {"share": 0.0, "log_size": 0.0, "clip": 3.0})  # variance_components.py --clip
-    return c.Design(
-        tail_share=slow["share"],
-        tail_log=slow["log_size"],
-        tail_clip=slow["clip"],
-        jobs=jobs,
-        sigma_job=sd["job"],
-        epochs=epochs,
-        sigma_epoch=sd["epoch"],
-        sigma_interaction=sd["interaction"],
-        sigma_drift=sd["drift"],
-        sigma_round=sd["round"],
-    )
+    """The design drawn from components (analyze.synthetic.design_from)."""
+    return synthetic.design_from(components, jobs, epochs)
 
 
 def components_line(components: dict) -> str:
     """Say the variance components a table is drawn from: each one's sd."""
     line = ", ".join(f"σ {name} {components[name]['sd']:.2%}" for name in variance.NAMES)
     slow = components.get("tail")
-    return line if slow is None else f"{line}; slow epochs {slow['share']:.2%}, mean log excess {slow['log_size']:.2f}"
+    if slow is None:
+        return line
+    line += f"; slow epochs {slow['share']:.2%}, mean log excess {slow['log_size']:.3f}"
+    drawn = slow.get("draw")
+    if drawn is None:
+        return line
+    return (
+        f"{line}; drawn as epoch sd {drawn['epoch_sd']:.2%}, slow epochs {drawn['tail_share']:.2%} "
+        f"of mean log excess {drawn['tail_log']:.3f} (fitted: their estimates give the measured values back)"
+    )
 
 
 def unlike_words(spread: float) -> str:

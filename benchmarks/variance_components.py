@@ -4,8 +4,8 @@
     .venv/bin/python benchmarks/variance_components.py run1/results run2/results --json components.json
     .venv/bin/python benchmarks/variance_components.py run1/results run2/results --relative
 
-`--clip 3` winsorizes each variant's rounds of a job at 3 robust sds first: a rare slow epoch then counts as a
-3-sd one. The job medians never read such tails; the harness draws normal epochs, so their sd is the bulk's.
+`--clip 3` splits each cell's slow epochs (over 3 robust sds above the median of its rounds in a job) from
+the bulk (analyze.variance.bulk and tail), and fits the draw whose estimates give both back (analyze.synthetic.fit_tail).
 `--relative` divides each epoch by its job's reference step median (TrainingJob.reference_step): the
 job column is then the job effect that the reference step does not take out. `--across-runs` adds a row
 with each thread count's jobs of all runs in one table: its job column holds the shift between runs too.
@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
 from accel_choice import records  # noqa: E402
-from accel_choice.analyze import variance  # noqa: E402
+from accel_choice.analyze import synthetic, variance  # noqa: E402
 from accel_choice.io import paths  # noqa: E402
 from accel_choice.records.training import TrainingJob  # noqa: E402
 
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         "--clip",
         type=float,
         metavar="SDS",
-        help="winsorize each variant's rounds of a job at this many robust sds first (the bulk the medians read)",
+        help="split the slow epochs beyond this many robust sds from the bulk, and fit the draw that gives both back",
     )
     args = parser.parse_args(argv)
     per_folder = [(folder, folder_tables(folder, args.relative)) for folder in args.results]
@@ -100,8 +100,19 @@ def main(argv: list[str] | None = None) -> int:
             f"Slow epochs beyond {args.clip:g} robust sds: {slow.share:.2%} of them, "
             f"{slow.log_size:.3f} mean log excess (×{np.exp(slow.log_size):.2f}); the harness draws them."
         )
+    found = variance.to_json(pooled, slow)
+    if slow is not None:  # the draw that gives these estimates back (analyze.synthetic.fit_tail)
+        shape = per_folder[0][1][0].shape
+        design = synthetic.design_from(found["components"], shape[0], shape[2])
+        fit = synthetic.fit_tail(design, shape[1], 200, pooled.epoch.sd, slow.share, slow.log_size)
+        draw = {"epoch_sd": fit.sigma_epoch, "tail_share": fit.tail_share, "tail_log": fit.tail_log}
+        found["components"]["tail"]["draw"] = draw
+        print(
+            f"Drawn as epoch sd {fit.sigma_epoch:.2%}, slow epochs {fit.tail_share:.2%} of mean log excess "
+            f"{fit.tail_log:.3f}: 200 drawn tables estimate {fit.found[0]:.2%}, {fit.found[1]:.2%}, {fit.found[2]:.3f}."
+        )
     if args.json:
-        Path(args.json).write_text(json.dumps(variance.to_json(pooled, slow), indent=1) + "\n")
+        Path(args.json).write_text(json.dumps(found, indent=1) + "\n")
         print(f"written to {args.json}")
     return 0
 

@@ -60,6 +60,31 @@ def test_the_bulk_and_its_slow_tail_are_found_apart_and_drawn_back():
     assert not synthetic.slow_epochs(rng, KNOWN, (2, 3, 4)).any()  # no tail drawn unless a design has one
 
 
+def test_the_fitted_draw_recovers_a_known_bulk_and_tail_the_estimators_blur():
+    """A narrow bulk (5 %) with frequent mild slow epochs (12 %) reads as a wider bulk with fewer slow ones
+    (6.8 %, 6.6 %), as the real runs read. `fit_tail` finds draw parameters whose estimates match: the truth."""
+    true = synthetic.Design(
+        jobs=3, sigma_job=0.07, epochs=10, sigma_epoch=0.05, sigma_interaction=0.02, sigma_round=0.03,
+        tail_share=0.12, tail_log=0.12,
+    )  # fmt: skip
+    rng = np.random.default_rng(2)
+    made = [synthetic.simulate_jobs(rng, true, 10) for _ in range(200)]
+    slow, bulk = variance.tail(made, 3.0), variance.components(made, 3.0).epoch.sd
+    assert bulk > 1.25 * true.sigma_epoch and slow.share < 0.6 * true.tail_share  # what the estimators see
+    fit = synthetic.fit_tail(true, 10, 200, bulk, slow.share, slow.log_size)
+    assert fit.sigma_epoch == pytest.approx(0.05, rel=0.1) and fit.tail_share == pytest.approx(0.12, rel=0.15)
+    assert fit.tail_log == pytest.approx(0.12, rel=0.15)
+    assert fit.found == pytest.approx((bulk, slow.share, slow.log_size), rel=0.1)
+    drawn = synthetic.design_from(
+        {name: {"sd": 0.01} for name in variance.NAMES}
+        | {"tail": {"share": slow.share, "log_size": slow.log_size, "clip": 3.0, "draw": {
+            "epoch_sd": fit.sigma_epoch, "tail_share": fit.tail_share, "tail_log": fit.tail_log}}},
+        3,
+        10,
+    )  # fmt: skip
+    assert (drawn.sigma_epoch, drawn.tail_share, drawn.tail_log) == (fit.sigma_epoch, fit.tail_share, fit.tail_log)
+
+
 def test_a_table_without_job_effects_finds_none_and_refuses_what_it_cannot_use():
     rng = np.random.default_rng(3)
     quiet = c.Design(jobs=3, sigma_job=0.0, sigma_epoch=0.05)
@@ -118,7 +143,7 @@ def test_the_command_prints_the_table_and_writes_what_the_harness_reads(tmp_path
     assert "| source | tables | jobs | epochs | job | interaction | drift | round | epoch |" in shown
     assert "| pooled | 4 | 12 | 240 |" in shown
     written = json.loads(out.read_text())["components"]
-    assert set(written) == {*variance.NAMES, "tail"} and set(written["tail"]) == {"share", "log_size", "clip"}
+    assert set(written) == {*variance.NAMES, "tail"} and set(written["tail"]) == {"share", "log_size", "clip", "draw"}
     assert "Slow epochs beyond 3 robust sds: " in shown
     harness = subprocess.run(
         [sys.executable, "benchmarks/calibration.py", "--from-results", str(one), "--jobs", "3", "--draws", "5"],

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from accel_choice.analyze import variance
+
 
 @dataclass(frozen=True)
 class Design:
@@ -72,3 +74,56 @@ def simulate_jobs(
         + slow_epochs(rng, design, (jobs, variants, rounds))
     )
     return scales[None, :, None] * np.exp(logs)
+
+
+@dataclass(frozen=True)
+class TailFit:
+    """Draw parameters whose draws, estimated again, give the measured bulk and tail (simulated moments)."""
+
+    sigma_epoch: float
+    tail_share: float
+    tail_log: float
+    found: tuple[float, float, float]  # the last draws' estimates: epoch sd, tail share, tail log excess
+
+
+def fit_tail(
+    design: Design, variants: int, tables: int, epoch_sd: float, share: float, log_size: float, seed: int = 17
+) -> TailFit:
+    """Fit the draw's epoch sd and tail to what analyze.variance measured (`epoch_sd`, `share`, `log_size`).
+
+    The estimators do not see a draw's parameters as drawn: a slow epoch may stay inside the edge and widen the
+    bulk, and normal rounds put some epochs past it. So the parameters are moved, each by the ratio of the measured
+    value to the draws' estimate, until the draws' estimates match (`tables` job tables of `design`'s shape)."""
+    rng = np.random.default_rng(seed)
+    drawn = [epoch_sd, share, log_size]
+    found = (epoch_sd, share, log_size)
+    for _ in range(6):
+        trial = Design(**{**design.__dict__, "sigma_epoch": drawn[0], "tail_share": drawn[1], "tail_log": drawn[2]})
+        made = [simulate_jobs(rng, trial, variants) for _ in range(tables)]
+        slow = variance.tail(made, trial.tail_clip)
+        found = (variance.components(made, trial.tail_clip).epoch.sd, slow.share, slow.log_size)
+        for k, (want, got) in enumerate(zip((epoch_sd, share, log_size), found)):
+            drawn[k] = drawn[k] * want / got if got > 0 and want > 0 else drawn[k]
+    return TailFit(sigma_epoch=drawn[0], tail_share=min(drawn[1], 1.0), tail_log=drawn[2], found=found)
+
+
+def design_from(components: dict, jobs: int, epochs: int) -> Design:
+    """Return the design drawn from components (variance.to_json's `components`: each name's sd, the tail).
+
+    Where the tail holds a fitted draw (`fit_tail`, written by variance_components.py --clip), the epoch sd and the
+    tail are drawn as fitted, so the draws' estimates give the measured values back."""
+    sd = {name: components[name]["sd"] for name in variance.NAMES}
+    slow = components.get("tail", {"share": 0.0, "log_size": 0.0, "clip": 3.0})
+    drawn = slow.get("draw", {"epoch_sd": sd["epoch"], "tail_share": slow["share"], "tail_log": slow["log_size"]})
+    return Design(
+        jobs=jobs,
+        sigma_job=sd["job"],
+        epochs=epochs,
+        sigma_epoch=drawn["epoch_sd"],
+        sigma_interaction=sd["interaction"],
+        sigma_drift=sd["drift"],
+        sigma_round=sd["round"],
+        tail_share=drawn["tail_share"],
+        tail_log=drawn["tail_log"],
+        tail_clip=slow["clip"],
+    )
