@@ -1,6 +1,7 @@
 """Keep the garbage collector's full passes out of the timed rounds.
 
-A CPU training job holds about 346,000 objects that Python's collector tracks. A full (generation 2) pass over them took 83-196 ms on the 2-vCPU VM, about five times a job
+A CPU training job holds about 346,000 objects that Python's collector tracks.
+A full (generation 2) pass over them took 83-196 ms on the 2-vCPU VM, about five times a job
 (2026-12-07, the default job, `gc.callbacks`). One landed inside a 44 ms epoch (dataloader, B=512): 4x slow.
 The position repeats from job to job: that cell read 4.0-4.6x its median in round 7 in 3 of 6 cells x jobs.
 
