@@ -2,8 +2,8 @@
 
 A CPU training job holds about 346,000 objects that Python's collector tracks.
 A full (generation 2) pass over them took 83-196 ms on the 2-vCPU VM, about five times a job
-(2026-12-07, the default job, `gc.callbacks`). One landed inside a 44 ms epoch (dataloader, B=512): 4x slow.
-The position repeats from job to job: that cell read 4.0-4.6x its median in round 7 in 3 of 6 cells x jobs.
+(2026-12-07, the default job, `gc.callbacks`). One of them landed inside a timed 16-step epoch (B=512).
+In a default run dataloader B=512 (44 ms) read 4.0-4.6x its median in round 7, in 3 of its 6 cells x jobs.
 
 `frozen_heap` collects once, untimed, then freezes what is left (`gc.freeze`): the collector's passes skip it.
 A full pass then took 0.8-1.5 ms. The young generations still run inside epochs, as in a user's loop.
