@@ -13,7 +13,6 @@ from builders_planner import sentinel_readings
 from builders_training import environment, estimate, training_cell, training_record
 
 from accel_choice.analyze import accuracy
-from accel_choice.analyze import aggregate
 from accel_choice.analyze.aggregate import aggregate_training
 from accel_choice.measure import datagen, reference, steps, training
 from accel_choice.records.estimate import Estimate
@@ -207,39 +206,6 @@ def test_a_cell_is_its_epoch_over_its_reference_paired_by_job():
     # Each job 1.1x its reference: the paired ratio is 1.1 with no spread, whatever the jobs' drift.
     assert cell.epoch_s_over_reference.point == pytest.approx(1.1)
     assert cell.epoch_s_over_reference.high - cell.epoch_s_over_reference.low == pytest.approx(0, abs=1e-9)
-
-
-@pytest.mark.parametrize("epochs", [1, 4, 5])
-def test_the_reference_is_paired_with_the_epoch_of_its_own_round(data, monkeypatch, epochs):
-    """The plain loop reads one moment of the job: the pipeline's epoch beside it is its own round's, the one
-    measure_interleaved timed right before it (`reference_round_epoch`), not the job's median."""
-    x, y = data
-    counts: dict[str, int] = {}
-    seen: list[int] = []
-    real_epoch, real_time = training.time_epoch, reference.Reference.time
-
-    def epoch(prepared):
-        counts[prepared.variant.name] = counts.get(prepared.variant.name, 0) + 1
-        return real_epoch(prepared)
-
-    def timed(self):
-        seen.append(counts[self.timer._task_spec.description] - 1)  # the index of the epoch just before it
-        return real_time(self)
-
-    monkeypatch.setattr(training, "time_epoch", epoch)
-    monkeypatch.setattr(reference.Reference, "time", timed)
-    training.measure_training_job(
-        x, y, steps.cpu_variants(["fastpath"], batch_size=64, threads=1), repeat=0, seed=1,
-        spec=ModelSpec(hidden=4, lr=1e-3), warmup_steps=1, epochs=epochs,
-    )  # fmt: skip
-    assert seen == [aggregate.reference_round_epoch(list(range(epochs)))]
-    group = [
-        training_record(repeat=r, epoch_s_each=(0.5, 0.011 * (1 + r), 0.9), reference_epoch_s=0.010 * (1 + r))
-        for r in range(3)
-    ]
-    (cell,) = aggregate_training(group, group[0].samples)
-    assert cell.epoch_s_over_reference.point == pytest.approx(1.1)  # the middle epochs; the medians are 0.5 s
-    assert accuracy.by_threads([cell], None)[0].job_ratios == pytest.approx((1.1, 1.1, 1.1))
 
 
 def test_a_cell_with_a_job_that_timed_no_reference_has_none():

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from accel_choice.analyze.aggregate import reference_round_epoch
 from accel_choice.analyze.job_intervals import median_interval
 from accel_choice.records.estimate import Estimate
 from accel_choice.records.training import TrainingCell
@@ -91,7 +90,7 @@ def by_threads(cells: Sequence[TrainingCell], cores: int | None) -> list[Threads
             threads=threads,
             judgements=tuple(judge(c.epoch_s_over_reference) for c in found if c.threads == threads),  # type: ignore[arg-type]
             job_ratios=tuple(
-                reference_round_epoch(epochs) / reference
+                statistics.median(epochs) / reference
                 for c in found
                 if c.threads == threads
                 for epochs, reference in zip(c.epoch_s_jobs, c.reference_s_jobs)  # type: ignore[arg-type]

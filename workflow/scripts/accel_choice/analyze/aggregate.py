@@ -213,23 +213,15 @@ def versus_reference(group: Sequence[TrainingRecord], rules: NoiseRules) -> dict
     """Return the cell's epoch over its plain-loop reference, with a paired interval.
 
     The cell's epoch over its plain-loop reference (measure.reference) with a paired interval: each job's
-    epoch of the reference's own round (`reference_round_epoch`) over the reference, so the machine's speed of
-    that moment cancels, not only the job's. None where a job of the cell timed no reference."""
+    median epoch over the reference epoch timed in the same job, so the drift they shared cancels. None
+    where a job of the cell timed no reference."""
     if any(r.reference_epoch_s is None for r in group):
         return {}
     reference = tuple(r.reference_epoch_s for r in group)
-    beside = [(reference_round_epoch(r.epoch_s_each),) for r in group]
-    ratio = ratio_interval([(s,) for s in reference], beside, paired=True, level=rules.confidence)
+    ratio = ratio_interval(
+        [(s,) for s in reference], [r.epoch_s_each for r in group], paired=True, level=rules.confidence
+    )
     return {"reference_s_jobs": reference, "epoch_s_over_reference": positive(ratio)}
-
-
-def reference_round_epoch(epochs: Sequence[float]) -> float:
-    """Return the epoch of the round a job timed its plain-loop reference in: right after this epoch.
-
-    measure.training.measure_interleaved times it after the variant's epoch of round `epochs // 2`. Against the
-    job's median the plain loop read one moment against the whole job: 70 pairs a thread count spread 0.116 and
-    0.596 that way, 0.113 and 0.158 against its own round (docs/statistics.md)."""
-    return epochs[len(epochs) // 2]
 
 
 def _median(values: Sequence[float]) -> float:

@@ -193,8 +193,7 @@ def measure_interleaved(
 ) -> list[dict[str, Any]]:
     """Time every variant `epochs` times, rounds interleaved; the sentinel ticks at the start, between rounds
     and at the end. One dict per variant (a record's fields), every epoch kept. `references`, one per
-    variant (None: none): each is timed once, in round `epochs // 2`, right after its variant's epoch of that round
-    (analyze.aggregate.reference_round_epoch pairs the two).
+    variant (None: none): each is timed once, in the middle round, right after its variant's epoch.
     `reference_step`: the fixed reference step, timed once at the end of each round, after the tick."""
     timed: list[list[dict[str, Any]]] = [[] for _ in prepared]
     reference_s: list[float | None] = [None for _ in prepared]

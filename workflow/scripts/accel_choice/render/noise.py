@@ -219,7 +219,7 @@ def accuracy_section(cells: Sequence[TrainingCell], cores: int | None) -> str:
         "## Accuracy: the pipeline against a plain loop\n\n"
         "Every CPU timing job also timed the loop a user writes (zero_grad, forward, loss, backward, step over the "
         "same loader) under `torch.utils.benchmark.Timer`, in its middle round right after each cell's own epoch "
-        "(the mean of 3 epochs after the Timer's 2 warm-up runs of 4 batches). The cell's epoch of that round over it is what the "
+        "(the mean of 3 epochs after the Timer's 2 warm-up runs of 4 batches). A cell's epoch over it is what the "
         f"harness adds to the user's loop: 1.00× is an accurate harness. The ratio is paired by job, with its {level} t interval, "
         f"and judged against {tolerance} (docs/statistics.md).\n\n"
         + table(("B", "loader", "threads", "pipeline (ms)", "plain loop (ms)", "pipeline / plain", "interval"), rows)
