@@ -12,7 +12,7 @@ from accel_choice.records.decision import CpuConfiguration, GpuVisibility, Sheet
 from accel_choice.records.estimate import Estimate
 from accel_choice.records.training import TrainingCell
 from accel_choice.records.fullpath import FullPathRow
-from accel_choice.render.formatting import level_words, ms, table
+from accel_choice.render.formatting import counted, level_words, ms, table
 from accel_choice.render.noise import remeasure_line, trust_banner
 
 STEP_TITLES = {
@@ -33,7 +33,7 @@ MISSING_WORDS = {
 
 
 def thread_words(threads: int) -> str:
-    return f"{threads} thread" + ("s" if threads != 1 else "")
+    return counted(threads, "thread")
 
 
 def path_name(row: FullPathRow) -> str:

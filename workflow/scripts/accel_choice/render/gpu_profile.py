@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from accel_choice.records.breakeven import BreakEvenSummary, BreakEvenTable, Coverage
 from accel_choice.records.device_profile import ProfileUse, UsedFigure
-from accel_choice.render.formatting import AXIS_NOUNS, table
+from accel_choice.render.formatting import AXIS_NOUNS, counted, table
 
 _SOURCES = {"measured": "measured", "recorded": "recorded", "datasheet": "from the datasheet"}
 
@@ -34,7 +34,7 @@ def spread(f: UsedFigure) -> str:
 def _provenance(f: UsedFigure) -> str:
     if f.source == "datasheet":
         return "from the datasheet"
-    return f"{_SOURCES[f.source]} on {f.machines} machine{'s' if f.machines != 1 else ''}"
+    return f"{_SOURCES[f.source]} on {counted(f.machines, 'machine')}"
 
 
 def source_phrase(use: ProfileUse) -> str:

@@ -87,7 +87,7 @@ def _jobs_by_kind(trust: RunTrust) -> dict[str, list[str]]:
 def _cell(cell: TrainingCell) -> str:
     """A training cell in a few words: 'B=32 dataloader, 2 threads' (device, precision, placement where not the CPU's)."""
     where = "" if cell.device == "cpu" else f"{cell.device} {cell.precision} {cell.placement} "
-    threads = f", {cell.threads} thread{'s' if cell.threads != 1 else ''}" if cell.device == "cpu" else ""
+    threads = f", {counted(cell.threads, 'thread')}" if cell.device == "cpu" else ""
     return f"{where}B={cell.batch_size} {cell.loader}{threads}{' compiled' if cell.compiled else ''}"
 
 
