@@ -277,8 +277,8 @@ def test_verdict_reasons_carry_the_numbers(train_table, full_path_rows):
         f"{tie.low:.2f}–{tie.high:.2f})"
     )
     assert reasons[3] == (
-        f"From B=32 to B=512 (16× the samples per step, 1 thread) the time per optimizer step grew 4.0× (95% interval "
-        f"{s.step_time_ratio.low:.1f}–{s.step_time_ratio.high:.1f}×): the whole interval lies below half the samples' "
+        f"From B=32 to B=512 (16× the samples per step, 1 thread) the time per optimizer step grew 4.00× (95% interval "
+        f"{s.step_time_ratio.low:.2f}–{s.step_time_ratio.high:.2f}×): the whole interval lies below half the samples' "
         "growth (8×), so the step is bound by fixed per-step overhead (Python, dispatch), which a faster arithmetic "
         "unit does not remove."
     )

@@ -170,9 +170,8 @@ def reasons(verdict: Verdict) -> list[str]:
     if scaling is not None:
         grew = (
             f"From B={scaling.smallest_batch} to B={scaling.largest_batch} ({scaling.samples_ratio:.0f}× the samples "
-            f"per step, {thread_words(scaling.threads)}) the time per optimizer step grew {scaling.step_time_ratio.point:.1f}× ("
-            f"{verdict.confidence:.0%} interval {scaling.step_time_ratio.low:.1f}–"
-            f"{scaling.step_time_ratio.high:.1f}×)"
+            f"per step, {thread_words(scaling.threads)}) the time per optimizer step grew "
+            f"{growth_words(scaling.step_time_ratio, verdict.confidence)}"
         )
         growth = "contaminated" if contaminated(verdict) else scaling.growth
         said.append(grew + _GROWTH[growth].format(half=scaling.samples_ratio / 2))
@@ -262,6 +261,11 @@ _GROWTH_SHORT = {
 }
 
 
+def growth_words(ratio: Estimate, confidence: float) -> str:
+    """Render the step-time growth with its interval: "1.35× (95% interval 1.26–1.45×)"."""
+    return f"{ratio.point:.2f}× ({confidence:.0%} interval {ratio.low:.2f}–{ratio.high:.2f}×)"
+
+
 def growth_line(verdict: Verdict) -> str:
     """Render the first screen's step-time growth and what it shows ("" with one batch size)."""
     s = verdict.scaling
@@ -269,7 +273,7 @@ def growth_line(verdict: Verdict) -> str:
         return ""
     ratio = s.step_time_ratio
     return (
-        f"Step time grew {ratio.point:.2f}× ({verdict.confidence:.0%} interval {ratio.low:.2f}–{ratio.high:.2f}×) "
+        f"Step time grew {growth_words(ratio, verdict.confidence)} "
         f"from B={s.smallest_batch} to B={s.largest_batch} ({s.samples_ratio:.0f}× the samples): "
         f"{_GROWTH_SHORT['contaminated' if contaminated(verdict) else s.growth]}."
     )
