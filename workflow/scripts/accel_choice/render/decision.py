@@ -32,10 +32,6 @@ MISSING_WORDS = {
 }
 
 
-def thread_words(threads: int) -> str:
-    return counted(threads, "thread")
-
-
 def path_name(row: FullPathRow) -> str:
     """Name a full path: variant name (records' Variant.name, the one way a variant is named), format, batch size."""
     return f"{row.name}, {row.format}, B={row.batch_size}"
@@ -60,7 +56,7 @@ def contaminated(verdict: Verdict) -> bool:
 
 def configuration(c: CpuConfiguration) -> str:
     """Name a CPU configuration in a few words: "fastpath B=512 on 1 thread" ("compiled" after the loader)."""
-    return f"{c.loader}{' compiled' if c.compiled else ''} B={c.batch_size} on {thread_words(c.threads)}"
+    return f"{c.loader}{' compiled' if c.compiled else ''} B={c.batch_size} on {counted(c.threads, 'thread')}"
 
 
 def claim(verdict: Verdict) -> str:
@@ -126,12 +122,12 @@ def ties_sentence(verdict: Verdict) -> str:
     if contaminated(verdict):
         return (
             "Which CPU configuration is fastest is undecided: the run was contaminated (see above); by its point, "
-            f"{fastest.loader} B={fastest.batch_size} on {thread_words(fastest.threads)}."
+            f"{fastest.loader} B={fastest.batch_size} on {counted(fastest.threads, 'thread')}."
         )
     if not ties:
         return (
             f"Every other CPU configuration was measurably slower than {fastest.loader} at B={fastest.batch_size} "
-            f"with {thread_words(fastest.threads)} ({verdict.confidence:.0%} intervals beyond the noise floor)."
+            f"with {counted(fastest.threads, 'thread')} ({verdict.confidence:.0%} intervals beyond the noise floor)."
         )
     listed = ", ".join(f"{configuration(t)} ({t.over_fastest.point:.2f}×, {_span(t.over_fastest)})" for t in ties)
     return (
@@ -151,12 +147,12 @@ def reasons(verdict: Verdict) -> list[str]:
     """Return the figures behind the verdict, each sentence only where its numbers show it."""
     best, fastest = verdict.fastest_cpu_path, verdict.fastest_cpu_epoch
     said = [
-        f"Fastest CPU full path: {best.format} + {best.loader} at B={best.batch_size}, {thread_words(best.threads)}, "
+        f"Fastest CPU full path: {best.format} + {best.loader} at B={best.batch_size}, {counted(best.threads, 'thread')}, "
         f"{ms(best.total_s)} ms per epoch, "
         f"of which training is {best.train_share:.0%} (a sum of medians from different jobs, with no interval: "
         "not a measured difference; the fastest epoch and its ties below are decided by intervals).",
         f"The fastest CPU epoch ({fastest.loader}{', compiled' if fastest.compiled else ''}, B={fastest.batch_size}, "
-        f"{thread_words(fastest.threads)}) does "
+        f"{counted(fastest.threads, 'thread')}) does "
         f"~{fastest.flop_3x / 1e6:.0f} MFLOP in "
         f"{ms(fastest.epoch_s)} ms: {fastest.flop_per_s_3x / 1e9:.2f} GFLOP/s achieved "
         + (
@@ -170,7 +166,7 @@ def reasons(verdict: Verdict) -> list[str]:
     if scaling is not None:
         grew = (
             f"From B={scaling.smallest_batch} to B={scaling.largest_batch} ({scaling.samples_ratio:.0f}× the samples "
-            f"per step, {thread_words(scaling.threads)}) the time per optimizer step grew "
+            f"per step, {counted(scaling.threads, 'thread')}) the time per optimizer step grew "
             f"{growth_words(scaling.step_time_ratio, verdict.confidence)}"
         )
         growth = "contaminated" if contaminated(verdict) else scaling.growth

@@ -15,8 +15,7 @@ from matplotlib.patches import Patch  # noqa: E402
 
 from accel_choice.records.training import TrainingCell  # noqa: E402
 from accel_choice.records.fullpath import FullPathRow
-from accel_choice.render.decision import thread_words  # noqa: E402
-from accel_choice.render.formatting import save_figure  # noqa: E402
+from accel_choice.render.formatting import counted, save_figure  # noqa: E402
 
 
 STAGES = (
@@ -55,7 +54,7 @@ def decision_figure(
 
 def _series(row: TrainingCell) -> str:
     if row.device == "cpu":
-        return f"CPU {row.loader}, {thread_words(row.threads)}" + (", compiled" if row.compiled else "")
+        return f"CPU {row.loader}, {counted(row.threads, 'thread')}" + (", compiled" if row.compiled else "")
     return f"{row.device.upper()} {row.precision} {row.placement}" + (" compiled" if row.compiled else "")
 
 
@@ -133,7 +132,7 @@ def _full_path_panel(axes: Any, full_path_rows: Sequence[FullPathRow]) -> None:
             and not r.compiled
         }
         if cells:
-            paths.append((cells, label + (f", {thread_words(threads)}" if device == "cpu" else ""), hatch))
+            paths.append((cells, label + (f", {counted(threads, 'thread')}" if device == "cpu" else ""), hatch))
     width = 0.8 / max(len(paths), 1)
     colors = STAGE_COLOURS
     handles = [Patch(facecolor=color, edgecolor="black", label=stage) for (_, stage), color in zip(STAGES, colors)]
