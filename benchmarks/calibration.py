@@ -123,11 +123,6 @@ def planner_table(jobs_list: list[int], machines: list[int], runs: int, resample
     return 0
 
 
-def measured_design(components: dict, jobs: int, epochs: int) -> c.Design:
-    """The design drawn from components (analyze.synthetic.design_from)."""
-    return synthetic.design_from(components, jobs, epochs)
-
-
 def components_line(components: dict) -> str:
     """Say the variance components a table is drawn from: each one's sd."""
     line = ", ".join(f"σ {name} {components[name]['sd']:.2%}" for name in variance.NAMES)
@@ -161,7 +156,7 @@ def components_table(components: dict, jobs_list: list[int], epochs: int, draws:
     )
     print("|---|---|---|---|---|---|---|")
     for jobs in jobs_list:
-        r = c.design_rates(measured_design(components, jobs, epochs), draws, slowdown=slowdown)
+        r = c.design_rates(synthetic.design_from(components, jobs, epochs), draws, slowdown=slowdown)
         print(
             f"| {jobs} | {epochs} | {r.cell_coverage:.3f} | {r.paired_coverage:.3f} | {r.row_false_alarm:.4f} | "
             f"{r.table_false_alarm:.3f} | {r.row_power:.3f} |",
@@ -199,7 +194,7 @@ def in_job_table(
     for jobs in jobs_list:
         for spread in unlike:
             for noise in noisier:
-                design = measured_design(components, jobs, epochs)
+                design = synthetic.design_from(components, jobs, epochs)
                 cells = cr.Cells(unlike=spread, noisier=noise, shared=shared)
                 r = cr.row_rates(design, draws, cells, slowdown=slowdown)
                 within = unlike_words(spread)
@@ -242,7 +237,7 @@ def paired_table(
         for spread in unlike:
             for noise in noisier:
                 for gradient in gradients:
-                    design = measured_design(components, jobs, epochs)
+                    design = synthetic.design_from(components, jobs, epochs)
                     cells = cr.Cells(unlike=spread, noisier=noise, shared=shared)
                     r = cp.paired_rates(design, draws, cells, gradient=gradient)
                     within = unlike_words(spread)

@@ -20,11 +20,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accel_choice.analyze import calibration_adaptive as ca  # noqa: E402
+from accel_choice.analyze import synthetic  # noqa: E402
 from accel_choice import records  # noqa: E402
 from accel_choice.analyze.calibration_rows import Cells  # noqa: E402
 from accel_choice.io import paths  # noqa: E402
 from accel_choice.records.training import TrainingTable  # noqa: E402
-from calibration import components_line, measured_design, unlike_words  # noqa: E402
+from calibration import components_line, unlike_words  # noqa: E402
 
 
 def run_truths(results: Path, tie: bool = False) -> np.ndarray:
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     for most in args.most:
         for spread in args.unlike:
             for noise in args.noisier:
-                design = measured_design(components, args.start, args.epochs)
+                design = synthetic.design_from(components, args.start, args.epochs)
                 r = ca.adaptive_rates(
                     design,
                     args.draws,

@@ -16,16 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from accel_choice.analyze import row_relative
-from accel_choice.analyze.calibration import (
-    GATE_PERCENT,
-    JOB_T,
-    LEVEL,
-    Design,
-    _cells,
-    gate_flags,
-    simulate_jobs,
-)
-from accel_choice.analyze.synthetic import slow_epochs
+from accel_choice.analyze.calibration import GATE_PERCENT, JOB_T, LEVEL, _cells, gate_flags
+from accel_choice.analyze.synthetic import Design, simulate_jobs, slow_epochs
 from accel_choice.analyze.compare_match import TIME_METRICS
 
 

@@ -57,6 +57,11 @@ def centred_quotients(*sides: np.ndarray) -> tuple[np.ndarray, ...]:
     middle-sized one. With rounds, the quotient is taken in each round, against the other cells' epochs of that
     round, and its median over the rounds is the job's: a round's shift, which every cell of the round shares,
     cancels there too. Needs MIN_CELLS cells."""
+    return tuple(job_quotients(z) for z in centred_logs(*sides))
+
+
+def centred_logs(*sides: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Return each side's log times, each cell centred on its own mean log over every side (`centred_quotients`)."""
     for side in sides:
         if side.ndim not in (2, 3) or side.shape[0] < MIN_CELLS:
             raise ValueError(f"a job group needs at least {MIN_CELLS} cells × jobs (× rounds), got shape {side.shape}")
@@ -71,7 +76,7 @@ def centred_quotients(*sides: np.ndarray) -> tuple[np.ndarray, ...]:
     cells = first.shape[0]
     anchor = np.concatenate([z.reshape(cells, -1) for z in logs], axis=1).mean(axis=1)
     anchor = anchor.reshape((cells,) + (1,) * (first.ndim - 1))
-    return tuple(job_quotients(z - anchor) for z in logs)
+    return tuple(z - anchor for z in logs)
 
 
 def job_quotients(z: np.ndarray) -> np.ndarray:

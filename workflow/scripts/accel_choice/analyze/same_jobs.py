@@ -139,9 +139,8 @@ def levels(times: np.ndarray) -> np.ndarray:
     """Return one job group's level in each job (and round): the median of its cells' centred logs there.
 
     `times`: cells × jobs (× rounds), as `quotients` takes them; each cell centred on its own mean log first."""
-    logs = np.log(times)
-    anchor = logs.reshape(logs.shape[0], -1).mean(axis=1).reshape((-1,) + (1,) * (logs.ndim - 1))
-    return np.median(logs - anchor, axis=0)
+    (centred,) = row_relative.centred_logs(times)
+    return np.median(centred, axis=0)
 
 
 def fit(groups: Sequence[tuple[Sequence[Key], np.ndarray]]) -> Spreads:
@@ -160,8 +159,7 @@ def fit(groups: Sequence[tuple[Sequence[Key], np.ndarray]]) -> Spreads:
         prior = row_relative.fit_prior([v for v, _ in raw], [d for _, d in raw])
         if prior is None:
             continue
-        shrunk = {key: row_relative.moderated(*spread, prior) for key, spread in zip(keys, raw)}
-        cells |= {key: variance for key, (variance, _) in shrunk.items()}
+        cells |= {key: row_relative.moderated(*spread, prior)[0] for key, spread in zip(keys, raw)}
         priors |= dict.fromkeys(keys, prior)
         found |= dict.fromkeys(keys, levels(times))
     return Spreads(cells, priors, found)

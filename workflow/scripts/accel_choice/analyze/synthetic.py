@@ -6,7 +6,7 @@ The components are analyze.variance's (job, interaction, drift, round, epoch) an
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -98,7 +98,7 @@ def fit_tail(
     drawn = [epoch_sd, share, log_size]
     found = (epoch_sd, share, log_size)
     for _ in range(6):
-        trial = Design(**{**design.__dict__, "sigma_epoch": drawn[0], "tail_share": drawn[1], "tail_log": drawn[2]})
+        trial = replace(design, sigma_epoch=drawn[0], tail_share=drawn[1], tail_log=drawn[2])
         made = [simulate_jobs(rng, trial, variants) for _ in range(tables)]
         slow = variance.tail(made, trial.tail_clip)
         found = (variance.components(made, trial.tail_clip).epoch.sd, slow.share, slow.log_size)
