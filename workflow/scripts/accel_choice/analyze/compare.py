@@ -290,21 +290,17 @@ class Regression:
         } | {"line": self.line(label_a, label_b, percent)}
 
     def line(self, label_a: str, label_b: str, percent: float) -> str:
-        row, name = self.row, self.metric
-        floor = row.noise_floor or 0.0
-        ratio = row.part(name).ratio
-        if self.in_job:
-            ratio = row.part(name).in_job  # type: ignore[union-attr]
-            return (
-                f"{row.name} B={row.batch_size}: {METRIC_NAMES[name]} over the rest of its job {label_b}/{label_a} "
-                f"{ratio.point:.3f} ({row.confidence * 100:g} % interval {ratio.low:.3f}–{ratio.high:.3f}): "
-                f"{label_b} slower by more than {percent:g} % against the cells timed beside it"
-            )
+        row, part = self.row, self.row.part(self.metric)
+        ratio = part.in_job if self.in_job else part.ratio  # type: ignore[union-attr]
+        over, against = (
+            (" over the rest of its job", "against the cells timed beside it")
+            if self.in_job
+            else ("", f"(noise floor ±{(row.noise_floor or 0.0) * 100:.1f} %)")
+        )
         return (
-            f"{row.name} B={row.batch_size}: {METRIC_NAMES[name]} {label_b}/{label_a} "
-            f"{ratio.point:.3f} ({row.confidence * 100:g} % interval "
-            f"{ratio.low:.3f}–{ratio.high:.3f}): {label_b} slower by more than "
-            f"{percent:g} % (noise floor ±{floor * 100:.1f} %)"
+            f"{row.name} B={row.batch_size}: {METRIC_NAMES[self.metric]}{over} {label_b}/{label_a} "
+            f"{ratio.point:.3f} ({row.confidence * 100:g} % interval {ratio.low:.3f}–{ratio.high:.3f}): "
+            f"{label_b} slower by more than {percent:g} % {against}"
         )
 
 
