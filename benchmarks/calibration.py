@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--method", choices=[*METHODS, "both"], default="both")
     parser.add_argument("--draws", type=int, default=1000, help="synthetic runs per figure (default 1000)")
     parser.add_argument("--gate-draws", type=int, default=300, help="synthetic tables per gate figure (default 300)")
-    parser.add_argument("--jobs", type=int, nargs="+", default=[3, 5])
+    parser.add_argument("--jobs", type=int, nargs="+", default=[4, 6])
     parser.add_argument("--sigma-job", type=float, nargs="+", default=[0.05, 0.10, 0.20, 0.30])
     parser.add_argument(
         "--flagged",
@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="instead: the same, the components pooled from these results folders (analyze.variance)",
     )
-    parser.add_argument("--epochs", type=int, default=10, help="--components: epochs a job (timing.epochs_per_job)")
+    parser.add_argument("--epochs", type=int, default=7, help="--components: epochs a job (timing.epochs_per_job)")
     parser.add_argument("--slowdown", type=float, default=0.2, help="--components: the one slower cell's slowdown")
     parser.add_argument(
         "--in-job",

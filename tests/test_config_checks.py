@@ -151,7 +151,7 @@ def test_validate_fills_in_the_defaults_that_snakemakes_validate_did(repo, text)
     config_checks.validate(ours, path)
     snakemake_validate(snakemakes, str(path))
     assert ours == snakemakes
-    assert ours["timing"]["repeats"] == 3 and ours["gpu"]["precisions"] == ["fp32", "fp16", "bf16"]
+    assert ours["timing"]["repeats"] == 4 and ours["gpu"]["precisions"] == ["fp32", "fp16", "bf16"]
 
 
 def test_validate_refuses_before_filling_anything_in(repo):

@@ -152,7 +152,7 @@ def test_the_command_prints_the_table_and_writes_what_the_harness_reads(tmp_path
         text=True,
         check=True,
     ).stdout
-    assert "| 3 | 10 |" in harness  # timing.epochs_per_job's default
+    assert "| 3 | 7 |" in harness  # timing.epochs_per_job's default
     rows = subprocess.run(
         [
             sys.executable,
@@ -171,4 +171,4 @@ def test_the_command_prints_the_table_and_writes_what_the_harness_reads(tmp_path
         check=True,
     ).stdout
     assert "power, one cell 20% slower (in job)" in rows
-    assert "| 3 | 10 | alike |" in rows and "| 3 | 10 | ×0.5–×2 |" in rows
+    assert "| 3 | 7 | alike |" in rows and "| 3 | 7 | ×0.5–×2 |" in rows

@@ -1626,14 +1626,15 @@ def test_a_streaming_study_larger_than_the_free_disk_is_refused_before_writing(f
 
 @pytest.mark.parametrize("name", ["residual_mlp", "conv1d"])
 def test_each_example_plans_at_full_size_with_its_one_command(tmp_path: Path, name: str) -> None:
-    """`snakemake --cores 4 --configfile examples/<name>.yaml` from a checkout (3 repeats of CPU training, each job
-    every thread count and batch size): its shipped data and model parse
+    """`snakemake --cores 4 --configfile examples/<name>.yaml` from a checkout (config/config.yaml's repeats of CPU
+    training, each job every thread count and batch size): its shipped data and model parse
     and check, and the whole workflow is planned on them."""
     workdir = seeded(checkout(tmp_path / "checkout"))
     command = [sys.executable, "-m", "snakemake", "--cores", "4", "--configfile", f"examples/{name}.yaml", "-n"]
     result = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=300)
     plan = planned_jobs(result)
-    assert plan["import_benchmark"] == 1 and plan["time_cpu_training"] == 3 and plan["profile_model"] == 1
+    repeats = yaml.safe_load((REPO / "config/config.yaml").read_text())["timing"]["repeats"]
+    assert plan["import_benchmark"] == 1 and plan["time_cpu_training"] == repeats == 4 and plan["profile_model"] == 1
 
 
 def test_the_run_ends_by_saying_its_verdict_and_where_its_report_is(timeline: dict) -> None:
