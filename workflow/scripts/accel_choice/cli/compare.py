@@ -191,12 +191,11 @@ def gate(result: Comparison, pct: float, label_a: str, label_b: str) -> int:
     then 1; else 0."""
     from accel_choice.analyze import compare
 
-    failed = compare.all_regressions(result, pct)
-    for regression in failed:
+    slower = compare.regressions(result, pct)
+    tables = compare.table_regressions(result.whole_table, result.rows, pct)
+    for regression in [*slower, *tables]:
         print(f"regression: {regression.line(label_a, label_b, pct)}", file=sys.stderr)
-    slower = [r for r in failed if isinstance(r, compare.Regression)]
-    tables = [r for r in failed if not isinstance(r, compare.Regression)]
-    if failed:
+    if slower or tables:
         rows = len({id(regression.row) for regression in slower})
         found = [f"{rows} row(s)"] * bool(slower) + [f"the whole {t.shift.device} table" for t in tables]
         print(
