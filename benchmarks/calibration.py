@@ -341,6 +341,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.components or args.from_results:
         if args.components:
             found = json.loads(Path(args.components).read_text())["components"]
+            try:
+                synthetic.design_from(found, 3, 7)  # a fitted draw that misses its runs is refused here
+            except ValueError as error:
+                raise SystemExit(f"calibration.py: {args.components}: {error}") from None
         else:
             from variance_components import folder_tables
 

@@ -67,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--noisier", type=float, nargs="+", default=[1.0, 3.0], help="2nd thread count's noise")
     args = parser.parse_args(argv)
     components = json.loads(Path(args.components).read_text())["components"]
+    try:
+        synthetic.design_from(components, 3, 7)  # a fitted draw that misses its runs is refused here
+    except ValueError as error:
+        raise SystemExit(f"stopping_rule.py: {args.components}: {error}") from None
     truths = run_truths(Path(args.truths), args.tie) if args.truths else None
     started = time.perf_counter()
     print(components_line(components))

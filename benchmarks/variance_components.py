@@ -6,6 +6,7 @@
 
 `--clip 3` splits each cell's slow epochs (over 3 robust sds above the median of its rounds in a job) from
 the bulk (analyze.variance.bulk and tail), and fits the draw whose estimates give both back (analyze.synthetic.fit_tail).
+Where no draw comes within 10 % of each, it says so and writes the gap (`tail.draw.misfit`): the harness refuses them.
 `--relative` divides each epoch by its job's reference step median (TrainingJob.reference_step): the
 job column is then the job effect that the reference step does not take out. `--across-runs` adds a row
 with each thread count's jobs of all runs in one table: its job column holds the shift between runs too.
@@ -106,11 +107,16 @@ def main(argv: list[str] | None = None) -> int:
         design = synthetic.design_from(found["components"], shape[0], shape[2])
         fit = synthetic.fit_tail(design, shape[1], 200, pooled.epoch.sd, slow.share, slow.log_size)
         draw = {"epoch_sd": fit.sigma_epoch, "tail_share": fit.tail_share, "tail_log": fit.tail_log}
-        found["components"]["tail"]["draw"] = draw
+        found["components"]["tail"]["draw"] = draw | {"misfit": fit.misfit}
         print(
             f"Drawn as epoch sd {fit.sigma_epoch:.2%}, slow epochs {fit.tail_share:.2%} of mean log excess "
             f"{fit.tail_log:.3f}: 200 drawn tables estimate {fit.found[0]:.2%}, {fit.found[1]:.2%}, {fit.found[2]:.3f}."
         )
+        if not fit.converged:
+            print(
+                f"No fit: the closest draw misses the measured bulk and tail by {fit.misfit:.0%} "
+                f"(at most {synthetic.FIT_TOLERANCE:.0%}). `calibration.py --components` refuses these components."
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(found, indent=1) + "\n")
         print(f"written to {args.json}")
