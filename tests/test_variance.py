@@ -175,7 +175,7 @@ def test_the_command_prints_the_table_and_writes_what_the_harness_reads(tmp_path
     assert "| 3 | 7 | alike |" in rows and "| 3 | 7 | ×0.5–×2 |" in rows
 
 
-def test_runs_no_draw_gives_back_are_said_and_the_harness_refuses_them(tmp_path):
+def test_runs_no_draw_gives_back_are_said_and_the_harness_refuses_them():
     """Two default runs of 2e94db8 (2026-12-07, 15:33 UTC): a bulk sd of 12.3 % with 8.4 % slow epochs. With one epoch
     sd for every cell, the draws' bulk never fell below about 15 %: the closest draw misses by 28 %. It is kept and
     said, and the harness refuses to draw from it rather than print figures that are not these runs'."""
