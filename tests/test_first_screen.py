@@ -156,7 +156,7 @@ def test_a_contaminated_run_answers_on_one_screen_too(train_records, load_table,
     for said in (
         "\n- Fastest CPU configuration: undecided; by its point, fastpath B=512 on 1 thread",
         "(16× the samples): overhead or work, undecided.\n",
-        "\n**Accuracy:** a job's two timings of the same work (pipeline, plain loop) spread ",
+        "\n**Accuracy:** same-work timings spread ",
         "\n- rows, streamed: none up to 100,000,000 (below–beyond the sweep; wide)",
     ):
         assert said in screen, said

@@ -255,8 +255,8 @@ def test_a_thread_count_whose_jobs_disagree_with_their_plain_loop_cannot_be_meas
     assert "2 of 3 jobs beyond ±10%" in text
     first = noise.accuracy_line([steady, shaky], cores=2)
     assert first == (
-        "**Accuracy:** a job's two timings of the same work (pipeline, plain loop) spread 24% at 2 threads (sd), "
-        "beyond ±10%: smaller differences there are not measured (see Accuracy)."
+        "**Accuracy:** same-work timings spread 24% at 2 threads, over ±10%: smaller differences are not measured "
+        "there (see Accuracy)."
     )
     assert noise.accuracy_line([steady], cores=2) == ""
 

@@ -254,6 +254,6 @@ def accuracy_line(cells: Sequence[TrainingCell], cores: int | None) -> str:
         return ""
     spreads = ", ".join(f"{group.spread:.0%} at {counted(group.threads, 'thread')}" for group in short)
     return (
-        f"**Accuracy:** a job's two timings of the same work (pipeline, plain loop) spread {spreads} (sd), "
-        f"beyond ±{accuracy.TOLERANCE:.0%}: smaller differences there are not measured (see Accuracy)."
+        f"**Accuracy:** same-work timings spread {spreads}, over ±{accuracy.TOLERANCE:.0%}: smaller differences are "
+        "not measured there (see Accuracy)."
     )
