@@ -340,11 +340,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.components or args.from_results:
         if args.components:
-            found = json.loads(Path(args.components).read_text())["components"]
-            try:
-                synthetic.design_from(found, 3, 7)  # a fitted draw that misses its runs is refused here
-            except ValueError as error:
-                raise SystemExit(f"calibration.py: {args.components}: {error}") from None
+            from variance_components import read_components
+
+            found = read_components(args.components)
         else:
             from variance_components import folder_tables
 

@@ -10,7 +10,6 @@ Each job times both thread counts (Cells.shared); `--separate` draws a job a thr
 """
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ from accel_choice.analyze.calibration_rows import Cells  # noqa: E402
 from accel_choice.io import paths  # noqa: E402
 from accel_choice.records.training import TrainingTable  # noqa: E402
 from calibration import components_line, unlike_words  # noqa: E402
+from variance_components import read_components  # noqa: E402
 
 
 def run_truths(results: Path, tie: bool = False) -> np.ndarray:
@@ -66,11 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unlike", type=float, nargs="+", default=[1.0, 2.0], help="cells' epoch sd spread (1: alike)")
     parser.add_argument("--noisier", type=float, nargs="+", default=[1.0, 3.0], help="2nd thread count's noise")
     args = parser.parse_args(argv)
-    components = json.loads(Path(args.components).read_text())["components"]
-    try:
-        synthetic.design_from(components, 3, 7)  # a fitted draw that misses its runs is refused here
-    except ValueError as error:
-        raise SystemExit(f"stopping_rule.py: {args.components}: {error}") from None
+    components = read_components(args.components)
     truths = run_truths(Path(args.truths), args.tie) if args.truths else None
     started = time.perf_counter()
     print(components_line(components))

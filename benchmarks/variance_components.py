@@ -54,6 +54,17 @@ def folder_tables(folder: str, relative: bool = False) -> list:
     return variance.job_tables(found, reference)
 
 
+def read_components(path: str) -> dict:
+    """Return the components a --json file holds; stop, naming the file, where its fitted draw is no fit
+    (analyze.synthetic.drawn_tail): the harness's figures would not be its runs'."""
+    components = json.loads(Path(path).read_text())["components"]
+    try:
+        synthetic.drawn_tail(components)
+    except ValueError as error:
+        raise SystemExit(f"{Path(sys.argv[0]).name}: {path}: {error}") from None
+    return components
+
+
 def table(rows: list[tuple[str, variance.Components]]) -> str:
     """The components as a markdown table: one row per source, each cell `sd (df)`."""
     lines = [

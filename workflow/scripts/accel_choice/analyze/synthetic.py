@@ -133,20 +133,31 @@ def fit_tail(
     return best
 
 
-def design_from(components: dict, jobs: int, epochs: int) -> Design:
-    """Return the design drawn from components (variance.to_json's `components`: each name's sd, the tail).
+def drawn_tail(components: dict) -> dict:
+    """Return the epoch sd and tail to draw from components: their fitted draw, else the measured values.
 
     Where the tail holds a fitted draw (`fit_tail`, written by variance_components.py --clip), the epoch sd and the
-    tail are drawn as fitted, so the draws' estimates give the measured values back."""
-    sd = {name: components[name]["sd"] for name in variance.NAMES}
-    slow = components.get("tail", {"share": 0.0, "log_size": 0.0, "clip": 3.0})
-    drawn = slow.get("draw", {"epoch_sd": sd["epoch"], "tail_share": slow["share"], "tail_log": slow["log_size"]})
+    tail are drawn as fitted, so the draws' estimates give the measured values back. A draw that missed them by
+    more than FIT_TOLERANCE is refused: the harness's figures would not be these runs'."""
+    slow = components.get("tail", {"share": 0.0, "log_size": 0.0})
+    drawn = slow.get(
+        "draw", {"epoch_sd": components["epoch"]["sd"], "tail_share": slow["share"], "tail_log": slow["log_size"]}
+    )
     if drawn.get("misfit", 0.0) > FIT_TOLERANCE:
         raise ValueError(
             f"these components' fitted draw gives their measured bulk and tail back only to within "
             f"{drawn['misfit']:.0%} (at most {FIT_TOLERANCE:.0%}): no draw of this model is these runs, so the "
             "harness's figures would not be theirs"
         )
+    return drawn
+
+
+def design_from(components: dict, jobs: int, epochs: int) -> Design:
+    """Return the design drawn from components (variance.to_json's `components`: each name's sd, the tail),
+    the epoch sd and tail as `drawn_tail` gives them."""
+    sd = {name: components[name]["sd"] for name in variance.NAMES}
+    slow = components.get("tail", {"clip": 3.0})
+    drawn = drawn_tail(components)
     return Design(
         jobs=jobs,
         sigma_job=sd["job"],
