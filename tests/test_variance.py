@@ -131,7 +131,7 @@ def results_like(folder: Path, design: c.Design, seed: int = 5) -> Path:
 
 
 def test_the_command_prints_the_table_and_writes_what_the_harness_reads(tmp_path):
-    design = c.Design(jobs=3, sigma_job=0.1, sigma_epoch=0.05)
+    design = c.Design(jobs=3, sigma_job=0.1, epochs=7, sigma_epoch=0.05)
     one, two = results_like(tmp_path / "one", design), results_like(tmp_path / "two", design, seed=6)
     out = tmp_path / "components.json"
     shown = subprocess.run(
@@ -142,10 +142,13 @@ def test_the_command_prints_the_table_and_writes_what_the_harness_reads(tmp_path
         check=True,
     ).stdout
     assert "| source | tables | jobs | epochs | job | interaction | drift | round | epoch |" in shown
-    assert "| pooled | 4 | 12 | 240 |" in shown
+    assert "| pooled | 4 | 12 | 336 |" in shown
     written = json.loads(out.read_text())["components"]
-    assert set(written) == {*variance.NAMES, "tail"} and set(written["tail"]) == {"share", "log_size", "clip", "draw"}
-    assert "Slow epochs beyond 3 robust sds: " in shown
+    assert set(written) == {*variance.NAMES, "tail", "resampled"}
+    assert set(written["tail"]) == {"share", "log_size", "clip", "draw"}
+    assert set(written["resampled"]) == {"blocks", "sigma_job", "sigma_interaction", "found", "wanted", "misfit"}
+    assert np.asarray(written["resampled"]["blocks"]).shape == (6, 2, 4, 7)  # 2 runs × 3 jobs, 2 thread counts
+    assert "Slow epochs beyond 3 robust sds: " in shown and "Resampled: the 6 jobs whole" in shown
     harness = subprocess.run(
         [sys.executable, "benchmarks/calibration.py", "--from-results", str(one), "--jobs", "3", "--draws", "5"],
         cwd=ROOT,
@@ -173,6 +176,7 @@ def test_the_command_prints_the_table_and_writes_what_the_harness_reads(tmp_path
     ).stdout
     assert "power, one cell 20% slower (in job)" in rows
     assert "| 3 | 7 | alike |" in rows and "| 3 | 7 | ×0.5–×2 |" in rows
+    assert "2 thread counts × 4 cells, one job times both" in rows  # the resampled runs' shape
 
 
 def test_runs_no_draw_gives_back_are_said_and_the_harness_refuses_them():

@@ -31,7 +31,7 @@ from accel_choice.analyze.compare_match import TIME_METRICS
 from accel_choice.analyze.compare_table import TABLE_LEVEL, TableShift
 from accel_choice.analyze.bootstrap import repeats_to_settle
 from accel_choice.analyze.job_intervals import Groups, gate_fails, outcome
-from accel_choice.analyze.synthetic import Design, simulate, simulate_jobs
+from accel_choice.analyze.synthetic import Design, sides, simulate, simulate_jobs
 from accel_choice.records.estimate import Estimate
 
 LEVEL = 0.95
@@ -309,13 +309,21 @@ def design_rates(
     level = JOB_T.family_level(LEVEL, rows * len(TIME_METRICS))
     counts = dict.fromkeys(("cell", "paired", "row", "table", "power"), 0)
 
-    def run() -> list[Groups]:
-        return [
-            cell for _ in TIME_METRICS for cell in _cells([simulate_jobs(rng, design, variants) for _ in range(tables)])
-        ]
+    def run(jobs: Design) -> list[np.ndarray]:
+        return [simulate_jobs(rng, jobs, variants) for _ in range(tables)]
+
+    def pair() -> tuple[list[Groups], list[Groups]]:
+        if design.blocks is None:  # side A's metrics, then side B's
+            a = [cell for _ in TIME_METRICS for cell in _cells(run(design))]
+            return a, [cell for _ in TIME_METRICS for cell in _cells(run(design))]
+        a, b = [], []
+        for _ in TIME_METRICS:
+            one, two = sides(run, design)
+            a, b = a + _cells(one), b + _cells(two)
+        return a, b
 
     for _ in range(draws):
-        a, b = run(), run()
+        a, b = pair()
         for cell in a:
             estimate = JOB_T.cell(cell, LEVEL)
             counts["cell"] += estimate.low <= 1.0 <= estimate.high

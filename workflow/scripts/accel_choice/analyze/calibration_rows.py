@@ -17,7 +17,7 @@ import numpy as np
 
 from accel_choice.analyze import row_relative
 from accel_choice.analyze.calibration import GATE_PERCENT, JOB_T, LEVEL, _cells, gate_flags
-from accel_choice.analyze.synthetic import Design, simulate_jobs, slow_epochs
+from accel_choice.analyze.synthetic import Design, sides, simulate_jobs, slow_epochs
 from accel_choice.analyze.compare_match import TIME_METRICS
 
 
@@ -49,17 +49,30 @@ def _tables(
 
     `shared`: one job times every table's cells in one order (the CPU design since training-job 14), so the
     tables share each job's speed, drift and rounds; else each table has its own jobs. `block`: with `shared`,
-    the log sd of a job's shift of one table's whole block (a thread count running fast or slow in one job)."""
-    quiet = dataclasses.replace(design, sigma_epoch=0.0, tail_share=0.0)  # each cell's epochs drawn below
-    drawn = np.split(simulate_jobs(rng, quiet, variants * tables), tables, axis=1) if shared else None
+    the log sd of a job's shift of one table's whole block (a thread count running fast or slow in one job).
+    With `design.blocks` (measured jobs, resampled), a cell's insides are scaled by sigmas[t, v] / design.sigma_epoch."""
+    resampled = design.blocks is not None
+    quiet = design if resampled else dataclasses.replace(design, sigma_epoch=0.0, tail_share=0.0)
+    spread = sigmas / design.sigma_epoch if resampled else None  # else each cell's epochs drawn below
+    drawn = None
+    if shared:
+        whole = simulate_jobs(rng, quiet, variants * tables, spread=None if spread is None else spread.ravel())
+        drawn = np.split(whole, tables, axis=1)
     found = []
     for t in range(tables):
-        table = drawn[t] if drawn is not None else simulate_jobs(rng, quiet, variants)
+        table = (
+            drawn[t]
+            if drawn is not None
+            else simulate_jobs(rng, quiet, variants, spread=None if spread is None else spread[t])
+        )
         if drawn is not None and block:
             table = table * np.exp(rng.normal(0.0, block, (table.shape[0], 1, 1)))
-        sigma = sigmas[t][None, :, None]
-        noise = rng.normal(0.0, 1.0, table.shape) * sigma + slow_epochs(rng, design, table.shape, sigma)
-        found.append(table * np.exp(noise))
+        if not resampled:
+            sigma = sigmas[t][None, :, None]
+            table = table * np.exp(
+                rng.normal(0.0, 1.0, table.shape) * sigma + slow_epochs(rng, design, table.shape, sigma)
+            )
+        found.append(table)
     return found
 
 
@@ -143,13 +156,20 @@ def row_rates(
     priors = []
     for _ in range(draws):
         sigmas = cells.sigmas(rng, design.sigma_epoch, len(TIME_METRICS))
-        a, b = (  # side A's tables, then side B's
-            [
-                _tables(rng, design, variants, tables, sigmas[m], cells.shared, cells.block)
+        if design.blocks is None:
+            a, b = (  # side A's tables, then side B's
+                [
+                    _tables(rng, design, variants, tables, sigmas[m], cells.shared, cells.block)
+                    for m in range(len(TIME_METRICS))
+                ]
+                for _ in range(2)
+            )
+        else:  # measured jobs: no job in both sides (synthetic.sides)
+            pairs = [
+                sides(lambda d, m=m: _tables(rng, d, variants, tables, sigmas[m], cells.shared, cells.block), design)
                 for m in range(len(TIME_METRICS))
             ]
-            for _ in range(2)
-        )
+            a, b = [one for one, _ in pairs], [two for _, two in pairs]
         in_job_any, either_any = False, False
         for m in range(len(TIME_METRICS)):
             fitted, found = _failing(a[m], b[m], variants, level, percent)

@@ -184,6 +184,19 @@ def tail(tables: Sequence[np.ndarray], clip: float = 3.0) -> Tail:
     return Tail(share=slow.size / excess.size, log_size=float(slow.mean()) if slow.size else 0.0, clip=clip)
 
 
+def bursts(tables: Sequence[np.ndarray], clip: float = 3.0) -> tuple[float, float]:
+    """Return how many other slow epochs (`tail`'s) a slow epoch's round holds on average, and how many if they
+    were independent: (variants - 1) × their share. More than that: slow epochs come in bursts over a round's cells."""
+    flags = [np.log(t) - winsorized(np.log(t), clip) > 0 for t in tables]  # each [job, variant, round]
+    slow = sum(int(f.sum()) for f in flags)
+    if not slow:
+        return 0.0, 0.0
+    per_round = [f.sum(axis=1) for f in flags]  # slow epochs in each job's round
+    others = sum(float((n * (n - 1)).sum()) for n in per_round) / slow
+    share = slow / sum(f.size for f in flags)
+    return others, float(np.mean([f.shape[1] - 1 for f in flags])) * share
+
+
 def components(tables: Sequence[np.ndarray], clip: float | None = None) -> Components:
     """Estimate the variance components of balanced tables of epoch times.
 
@@ -226,6 +239,22 @@ def components(tables: Sequence[np.ndarray], clip: float | None = None) -> Compo
         jobs=sum(t.shape[0] for t in tables),
         epochs=sum(t.size for t in tables),
     )
+
+
+def within_job(runs: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
+    """Return each job's log epoch times less its cells' means: [job, thread count, variant, round].
+
+    `runs`: each run's job tables (`job_tables`), one a thread count, whose job j is one process timing them all.
+    What is left is all that happens inside a job: its rounds, its drift, its epochs, their slow tail, and bursts
+    that slow some variants of a round and not others. The harness resamples these whole (analyze.synthetic.Blocks)."""
+    shapes = {tuple(t.shape for t in tables) for tables in runs}
+    if len(shapes) != 1 or not next(iter(shapes)):
+        raise ValueError(f"the runs' job tables differ in shape ({sorted(shapes)}): their jobs cannot be pooled whole")
+    found = []
+    for tables in runs:
+        logs = np.stack([np.log(t) for t in tables])  # [thread count, job, variant, round]
+        found.append((logs - logs.mean(axis=3, keepdims=True)).transpose(1, 0, 2, 3))
+    return np.concatenate(found)
 
 
 def to_json(found: Components, slow: Tail | None = None) -> dict:
