@@ -31,6 +31,7 @@ from accel_choice.analyze import calibration_paired as cp  # noqa: E402
 from accel_choice.analyze import row_relative  # noqa: E402
 from accel_choice.analyze import planner_calibration as pc  # noqa: E402
 from accel_choice.analyze import synthetic, variance  # noqa: E402
+from harness_words import components_line, jobs_words, shape_words, unlike_words  # noqa: E402
 
 METHODS = {"bootstrap": c.BOOTSTRAP, "job-t": c.JOB_T}
 COLUMNS = (
@@ -123,29 +124,8 @@ def planner_table(jobs_list: list[int], machines: list[int], runs: int, resample
     return 0
 
 
-def components_line(components: dict) -> str:
-    """Say the variance components a table is drawn from: each one's sd."""
-    line = ", ".join(f"σ {name} {components[name]['sd']:.2%}" for name in variance.NAMES)
-    slow = components.get("tail")
-    if slow is None:
-        return line
-    line += f"; slow epochs {slow['share']:.2%}, mean log excess {slow['log_size']:.3f}"
-    drawn = slow.get("draw")
-    if drawn is None:
-        return line
-    return (
-        f"{line}; drawn as epoch sd {drawn['epoch_sd']:.2%}, slow epochs {drawn['tail_share']:.2%} "
-        f"of mean log excess {drawn['tail_log']:.3f} (fitted: their estimates give the measured values back)"
-    )
-
-
-def unlike_words(spread: float) -> str:
-    """Say how unlike the cells' epoch sds are drawn: "alike", or the range of their factor."""
-    return "alike" if spread == 1 else f"×{1 / spread:.2g}–×{spread:g}"
-
-
 def components_table(components: dict, jobs_list: list[int], epochs: int, draws: int, slowdown: float) -> int:
-    """The current CPU design (2 thread counts × `jobs` jobs, 10 cells a job, `epochs` rounds) drawn from measured
+    """The current CPU design (2 thread counts × `jobs` jobs, 10 cells a job or the resampled runs', `epochs` rounds) drawn from measured
     components (analyze.calibration.design_rates): coverage, the gate's A/A false alarm per row and table, power."""
     started = time.perf_counter()
     print(components_line(components))
@@ -156,14 +136,16 @@ def components_table(components: dict, jobs_list: list[int], epochs: int, draws:
     )
     print("|---|---|---|---|---|---|---|")
     for jobs in jobs_list:
-        r = c.design_rates(synthetic.design_from(components, jobs, epochs), draws, slowdown=slowdown)
+        design = synthetic.design_from(components, jobs, epochs)
+        tables, variants = synthetic.run_shape(design)
+        r = c.design_rates(design, draws, variants, tables, slowdown=slowdown)
         print(
             f"| {jobs} | {epochs} | {r.cell_coverage:.3f} | {r.paired_coverage:.3f} | {r.row_false_alarm:.4f} | "
             f"{r.table_false_alarm:.3f} | {r.row_power:.3f} |",
             flush=True,
         )
     print(
-        f"\n{draws} run pairs a row: 2 thread counts × 10 cells, epoch and eval times (40 rows × metrics, one family), "
+        f"\n{draws} run pairs a row: {shape_words(components, epochs)}, epoch and eval times (its rows × metrics, one family), "
         f"level {c.LEVEL:.0%}, gate at {c.GATE_PERCENT:g} %; {time.perf_counter() - started:.0f} s"
     )
     return 0
@@ -195,7 +177,8 @@ def in_job_table(
         for spread in unlike:
             for noise in noisier:
                 design = synthetic.design_from(components, jobs, epochs)
-                cells = cr.Cells(unlike=spread, noisier=noise, shared=shared)
+                tables, variants = synthetic.run_shape(design)
+                cells = cr.Cells(variants, tables, unlike=spread, noisier=noise, shared=shared)
                 r = cr.row_rates(design, draws, cells, slowdown=slowdown)
                 within = unlike_words(spread)
                 df = "∞" if r.prior_df >= row_relative.DF_CAP else f"{r.prior_df:.0f}"
@@ -206,7 +189,7 @@ def in_job_table(
                     flush=True,
                 )
     print(
-        f"\n{draws} run pairs a row: 2 thread counts × 10 cells, {_jobs_words(shared)}, epoch and eval times (40 rows × metrics, one family), "
+        f"\n{draws} run pairs a row: {shape_words(components, epochs)}, {jobs_words(shared)}, epoch and eval times (its rows × metrics, one family), "
         f"level {c.LEVEL:.0%}, gate at {c.GATE_PERCENT:g} %; {time.perf_counter() - started:.0f} s"
     )
     return 0
@@ -238,7 +221,8 @@ def paired_table(
             for noise in noisier:
                 for gradient in gradients:
                     design = synthetic.design_from(components, jobs, epochs)
-                    cells = cr.Cells(unlike=spread, noisier=noise, shared=shared)
+                    tables, variants = synthetic.run_shape(design)
+                    cells = cr.Cells(variants, tables, unlike=spread, noisier=noise, shared=shared)
                     r = cp.paired_rates(design, draws, cells, gradient=gradient)
                     within = unlike_words(spread)
                     print(
@@ -249,15 +233,11 @@ def paired_table(
                         flush=True,
                     )
     print(
-        f"\n{draws} runs a row: 2 thread counts × 10 cells, {_jobs_words(shared)}, {epochs} epochs a job, "
+        f"\n{draws} runs a row: {shape_words(components, epochs)}, {jobs_words(shared)}, {epochs} epochs a job, "
         "each thread count's first cell "
-        f"against the other 9, level {c.LEVEL:.0%}; {time.perf_counter() - started:.0f} s"
+        f"against the others, level {c.LEVEL:.0%}; {time.perf_counter() - started:.0f} s"
     )
     return 0
-
-
-def _jobs_words(shared: bool) -> str:
-    return "one job times both" if shared else "a job a thread count"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -342,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.components:
             from variance_components import read_components
 
-            found = read_components(args.components)
+            found = read_components(args.components, args.epochs)
         else:
             from variance_components import folder_tables
 

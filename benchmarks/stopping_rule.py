@@ -24,7 +24,7 @@ from accel_choice import records  # noqa: E402
 from accel_choice.analyze.calibration_rows import Cells  # noqa: E402
 from accel_choice.io import paths  # noqa: E402
 from accel_choice.records.training import TrainingTable  # noqa: E402
-from calibration import components_line, unlike_words  # noqa: E402
+from harness_words import components_line, shape_words, unlike_words  # noqa: E402
 from variance_components import read_components  # noqa: E402
 
 
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unlike", type=float, nargs="+", default=[1.0, 2.0], help="cells' epoch sd spread (1: alike)")
     parser.add_argument("--noisier", type=float, nargs="+", default=[1.0, 3.0], help="2nd thread count's noise")
     args = parser.parse_args(argv)
-    components = read_components(args.components)
+    components = read_components(args.components, args.epochs)
     truths = run_truths(Path(args.truths), args.tie) if args.truths else None
     started = time.perf_counter()
     print(components_line(components))
@@ -81,10 +81,11 @@ def main(argv: list[str] | None = None) -> int:
         for spread in args.unlike:
             for noise in args.noisier:
                 design = synthetic.design_from(components, args.start, args.epochs)
+                tables, variants = synthetic.run_shape(design)
                 r = ca.adaptive_rates(
                     design,
                     args.draws,
-                    Cells(unlike=spread, noisier=noise, shared=not args.separate, block=args.block),
+                    Cells(variants, tables, unlike=spread, noisier=noise, shared=not args.separate, block=args.block),
                     args.start,
                     most,
                     args.target,
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
     print(
-        f"\n{args.draws} runs a row: 2 thread counts × 10 cells, "
+        f"\n{args.draws} runs a row: {shape_words(components, args.epochs)}, "
         f"{'a job a thread count' if args.separate else f'one job for both (block shift sd {args.block:.1%})'}, "
         f"{args.epochs} epochs a job, target ±{args.target:.0%}, "
         f"noise floor ±{args.floor:.0%}, fastest {'by its point' if args.select else 'the first cell'}, "

@@ -6,7 +6,10 @@
 
 `--clip 3` splits each cell's slow epochs (over 3 robust sds above the median of its rounds in a job) from
 the bulk (analyze.variance.bulk and tail), and fits the draw whose estimates give both back (analyze.synthetic.fit_tail).
-Where no draw comes within 10 % of each, it says so and writes the gap (`tail.draw.misfit`): the harness refuses them.
+It counts how often slow epochs share a round (analyze.variance.bursts), and keeps the runs' jobs whole
+(analyze.variance.within_job), to be resampled with normal job and interaction effects fitted beside them
+(analyze.synthetic.fit_blocks): the harness draws these where they fit (docs/statistics.md, "Resampled jobs").
+Where a draw's estimates miss a measured value by over 10 %, it says so and writes the gap (`misfit`): the harness refuses it.
 `--relative` divides each epoch by its job's reference step median (TrainingJob.reference_step): the
 job column is then the job effect that the reference step does not take out. `--across-runs` adds a row
 with each thread count's jobs of all runs in one table: its job column holds the shift between runs too.
@@ -54,15 +57,38 @@ def folder_tables(folder: str, relative: bool = False) -> list:
     return variance.job_tables(found, reference)
 
 
-def read_components(path: str) -> dict:
-    """Return the components a --json file holds; stop, naming the file, where its fitted draw is no fit
-    (analyze.synthetic.drawn_tail): the harness's figures would not be its runs'."""
+def read_components(path: str, epochs: int) -> dict:
+    """Return the components a --json file holds; stop, naming the file, where a design of `epochs` rounds cannot
+    be drawn from them (analyze.synthetic.design_from): a draw that is no fit, resampled jobs of other rounds."""
     components = json.loads(Path(path).read_text())["components"]
     try:
-        synthetic.drawn_tail(components)
+        synthetic.design_from(components, 2, epochs)
     except ValueError as error:
         raise SystemExit(f"{Path(sys.argv[0]).name}: {path}: {error}") from None
     return components
+
+
+def resampled(per_folder: list, components: dict, clip: float) -> str:
+    """Fit the draw that resamples the runs' jobs whole (analyze.synthetic.fit_blocks), add it to the
+    components, and say how closely its estimates give every measured value back."""
+    try:
+        blocks = synthetic.Blocks(variance.within_job([tables for _, tables in per_folder]))
+    except ValueError as error:
+        return f"Jobs not resampled: {error}. `calibration.py --components` draws the fitted tail, if it fits."
+    tables = [t for _, found in per_folder for t in found]
+    fit = synthetic.fit_blocks(blocks, synthetic.moments(tables, clip), tables[0].shape[0], clip)
+    components[synthetic.RESAMPLED] = fit.to_json(blocks)
+    gaps = ", ".join(f"{k} {fit.found[k]:.3g} ({fit.wanted[k]:.3g})" for k in synthetic.MOMENTS)
+    verdict = (
+        "the harness draws these"
+        if fit.converged
+        else f"no fit (at most {synthetic.FIT_TOLERANCE:.0%}): `calibration.py --components` refuses these components"
+    )
+    return (
+        f"Resampled: the {len(blocks.logs)} jobs whole, job sd {fit.sigma_job:.2%} and interaction sd "
+        f"{fit.sigma_interaction:.2%} drawn beside them; 200 drawn tables estimate (measured) {gaps}. "
+        f"Misfit {fit.misfit:.0%}: {verdict}."
+    )
 
 
 def table(rows: list[tuple[str, variance.Components]]) -> str:
@@ -110,8 +136,10 @@ def main(argv: list[str] | None = None) -> int:
         slow = variance.tail([t for _, tables in per_folder for t in tables], args.clip)
         print(
             f"Slow epochs beyond {args.clip:g} robust sds: {slow.share:.2%} of them, "
-            f"{slow.log_size:.3f} mean log excess (×{np.exp(slow.log_size):.2f}); the harness draws them."
+            f"{slow.log_size:.3f} mean log excess (×{np.exp(slow.log_size):.2f})."
         )
+        together, apart = variance.bursts([t for _, tables in per_folder for t in tables], args.clip)
+        print(f"A slow epoch's round holds {together:.2f} other slow epochs ({apart:.2f} if they were independent).")
     found = variance.to_json(pooled, slow)
     if slow is not None:  # the draw that gives these estimates back (analyze.synthetic.fit_tail)
         shape = per_folder[0][1][0].shape
@@ -120,14 +148,12 @@ def main(argv: list[str] | None = None) -> int:
         draw = {"epoch_sd": fit.sigma_epoch, "tail_share": fit.tail_share, "tail_log": fit.tail_log}
         found["components"]["tail"]["draw"] = draw | {"misfit": fit.misfit}
         print(
-            f"Drawn as epoch sd {fit.sigma_epoch:.2%}, slow epochs {fit.tail_share:.2%} of mean log excess "
+            f"Fitted tail (a normal bulk, independent slow epochs): epoch sd {fit.sigma_epoch:.2%}, slow epochs {fit.tail_share:.2%} of mean log excess "
             f"{fit.tail_log:.3f}: 200 drawn tables estimate {fit.found[0]:.2%}, {fit.found[1]:.2%}, {fit.found[2]:.3f}."
         )
         if not fit.converged:
-            print(
-                f"No fit: the closest draw misses the measured bulk and tail by {fit.misfit:.0%} "
-                f"(at most {synthetic.FIT_TOLERANCE:.0%}). `calibration.py --components` refuses these components."
-            )
+            print(f"No fit: the closest such draw misses the measured bulk and tail by {fit.misfit:.0%}.")
+        print(resampled(per_folder, found["components"], args.clip))
     if args.json:
         Path(args.json).write_text(json.dumps(found, indent=1) + "\n")
         print(f"written to {args.json}")
