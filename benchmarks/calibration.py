@@ -361,4 +361,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except ValueError as error:  # a run the components cannot draw (analyze.synthetic.Blocks)
+        sys.exit(f"{Path(sys.argv[0]).name}: {error}")

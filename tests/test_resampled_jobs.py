@@ -128,23 +128,21 @@ def test_the_shipped_components_are_drawn_resampled_and_a_cells_factor_scales_it
         assert np.allclose(np.log(scaled[0]), np.log(plain[0])) and np.allclose(np.log(scaled[1]), 2 * np.log(plain[1]))
 
 
+def _script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, f"benchmarks/{name}", "--components", str(SHIPPED), "--draws", "3", *args]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+
+
 def test_the_harness_and_the_stopping_rule_draw_the_shipped_resampled_components():
-    rows = subprocess.run(
-        [sys.executable, "benchmarks/calibration.py", "--components", str(SHIPPED), "--in-job", "--jobs", "4"]
-        + ["--unlike", "1", "--draws", "3"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    assert "drawn as the 8 measured jobs resampled whole" in rows and "| 4 | 7 | alike | ×1 |" in rows
-    refused = subprocess.run(
-        [sys.executable, "benchmarks/calibration.py", "--components", str(SHIPPED), "--epochs", "5", "--draws", "3"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert (
-        refused.returncode == 1
-        and f"calibration.py: {SHIPPED}: these components' resampled jobs timed 7" in refused.stderr
-    )
+    rows = _script("calibration.py", "--in-job", "--jobs", "4", "--unlike", "1")
+    assert rows.returncode == 0, rows.stderr
+    assert "drawn as the 8 measured jobs resampled whole" in rows.stdout and "| 4 | 7 | alike | ×1 |" in rows.stdout
+    stopped = _script("stopping_rule.py", "--most", "6", "--unlike", "1", "--noisier", "1")
+    assert stopped.returncode == 0, stopped.stderr
+    assert "| 6 | alike | ×1 |" in stopped.stdout and "2 thread counts × 10 cells" in stopped.stdout
+    too_many = _script("stopping_rule.py", "--most", "9", "--unlike", "1", "--noisier", "1")
+    assert too_many.returncode == 1 and too_many.stderr.startswith("stopping_rule.py: the components hold 8 measured")
+    for script in ("calibration.py", "stopping_rule.py"):
+        refused = _script(script, "--epochs", "5")
+        assert refused.returncode == 1
+        assert f"{script}: {SHIPPED}: these components' resampled jobs timed 7" in refused.stderr
