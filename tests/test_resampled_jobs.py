@@ -67,7 +67,9 @@ def test_a_draw_is_different_measured_jobs_blocks_for_every_thread_count_or_one_
     alone = blocks.draw(rng, 10, 10, 7)  # a job a thread count: every measured block of one thread count, once
     pool = blocks.logs.reshape(10, 10, 7)
     assert sorted(next(i for i, b in enumerate(pool) if np.array_equal(job, b)) for job in alone) == list(range(10))
-    with pytest.raises(ValueError, match="hold 5 measured jobs: a run of 6 would repeat some"):
+    with pytest.raises(
+        ValueError, match=r"hold 5 measured jobs: drawing 6 \(a pair's two runs together\) would repeat some"
+    ):
         blocks.draw(rng, 6, 20, 7)
     with pytest.raises(ValueError, match="timed 7 rounds: a design of 10 cannot"):
         blocks.draw(rng, 4, 20, 10)

@@ -50,8 +50,8 @@ class Blocks:
             )
         if jobs > len(pool):
             raise ValueError(
-                f"the components hold {len(pool)} measured jobs: a run of {jobs} would repeat some "
-                "(pool more runs' jobs with variance_components.py)"
+                f"the components hold {len(pool)} measured jobs: drawing {jobs} (a pair's two runs together) "
+                "would repeat some; pool more runs' jobs with variance_components.py"
             )
         return pool[rng.choice(len(pool), size=jobs, replace=False)]
 
