@@ -160,6 +160,7 @@ def in_job_table(
     unlike: list[float],
     noisier: Sequence[float] = (1.0,),
     shared: bool = True,
+    family: int | None = None,
 ) -> int:
     """compare's rows over the rest of their job (analyze.row_relative), drawn from measured components
     (analyze.calibration_rows.row_rates): coverage, the gate's A/A false alarm, power against the raw row's."""
@@ -179,7 +180,7 @@ def in_job_table(
                 design = synthetic.design_from(components, jobs, epochs)
                 tables, variants = synthetic.run_shape(design)
                 cells = cr.Cells(variants, tables, unlike=spread, noisier=noise, shared=shared)
-                r = cr.row_rates(design, draws, cells, slowdown=slowdown)
+                r = cr.row_rates(design, draws, cells, slowdown=slowdown, family=family)
                 within = unlike_words(spread)
                 df = "∞" if r.prior_df >= row_relative.DF_CAP else f"{r.prior_df:.0f}"
                 print(
@@ -189,8 +190,9 @@ def in_job_table(
                     flush=True,
                 )
     print(
-        f"\n{draws} run pairs a row: {shape_words(components, epochs)}, {jobs_words(shared)}, epoch and eval times (its rows × metrics, one family), "
-        f"level {c.LEVEL:.0%}, gate at {c.GATE_PERCENT:g} %; {time.perf_counter() - started:.0f} s"
+        f"\n{draws} run pairs a row: {shape_words(components, epochs)}, {jobs_words(shared)}, epoch and eval times ({'its rows × metrics, one family' if family is None else f'a family of {family}'}), "
+        f"level {c.LEVEL:.0%}, gate at {c.GATE_PERCENT:g} %; "
+        f"{time.perf_counter() - started:.0f} s"
     )
     return 0
 
@@ -287,6 +289,12 @@ def main(argv: list[str] | None = None) -> int:
         help="--components, --from-results: compare's rows over the rest of their job instead (analyze.row_relative)",
     )
     parser.add_argument(
+        "--family",
+        type=int,
+        metavar="N",
+        help="--in-job: the gate's family size (default: compare's, every row of every metric)",
+    )
+    parser.add_argument(
         "--paired",
         action="store_true",
         help="--components, --from-results: the within-run ratios of cells of the same jobs (analyze.same_jobs)",
@@ -335,7 +343,9 @@ def main(argv: list[str] | None = None) -> int:
             )
         if args.in_job:
             jobs, shared = args.jobs, not args.separate
-            return in_job_table(found, jobs, args.epochs, args.draws, args.slowdown, args.unlike, args.noisier, shared)
+            return in_job_table(
+                found, jobs, args.epochs, args.draws, args.slowdown, args.unlike, args.noisier, shared, args.family
+            )
         return components_table(found, args.jobs, args.epochs, args.draws, args.slowdown)
     if args.planner:
         return planner_table(args.jobs, args.machines, args.runs, args.resamples, args.seed, args.out)

@@ -172,6 +172,16 @@ def test_harness_rows_hold_their_level_and_beat_the_raw_rows():
     assert math.isfinite(rates.prior_df) and rates.prior_df > 0
 
 
+def test_a_smaller_gate_family_is_less_strict_with_the_same_draws():
+    """`family`: the harness's gate over fewer rows than compare's (docs/statistics.md, the gate's family):
+    the same draws, a less strict level, so never fewer failed rows, A/A or planted."""
+    design = c.Design(jobs=3, sigma_job=0.07, epochs=5, sigma_epoch=0.10, sigma_round=0.05)
+    strict, loose = (cr.row_rates(design, draws=30, family=family) for family in (None, 2))
+    assert loose.coverage == strict.coverage  # at 95 % per row either way
+    assert loose.row_false_alarm >= strict.row_false_alarm and loose.power >= strict.power
+    assert loose.power_cell > strict.power_cell
+
+
 def _group(b_factors: dict[int, float], cells: int = 10, jobs: int = 3, seed: int = 4):
     """One job group of `cells` cells of unlike sizes, A and B, a little noise; B's cells scaled by `b_factors`."""
     rng = np.random.default_rng(seed)

@@ -139,6 +139,7 @@ def row_rates(
     faster: float = 0.25,
     percent: float = GATE_PERCENT,
     seed: int = 11,
+    family: int | None = None,
 ) -> RowRates:
     """Simulate run pairs of the CPU design and return each time metric's rates.
 
@@ -147,11 +148,12 @@ def row_rates(
     faster and none slower: how often some row fails. Then one random cell of B `slowdown` slower in one time
     metric: how often its row fails the gate, over the rest of its job and raw. Last, the whole cell slower, in
     every metric (a slower step slows epoch and eval): how often any row of it fails, as compare's gate sees it
-    and as benchmarks/plant_slowdowns.py counts a plant on real runs."""
+    and as benchmarks/plant_slowdowns.py counts a plant on real runs. `family`: the gate's family size instead of
+    compare's (every row of every metric), to see what a less strict one would cost and buy."""
     variants, tables = cells.variants, cells.tables
     rng = np.random.default_rng(seed)
     rows = tables * variants
-    level = JOB_T.family_level(LEVEL, rows * len(TIME_METRICS))
+    level = JOB_T.family_level(LEVEL, family or rows * len(TIME_METRICS))  # compare's: every row of every metric
     counts = dict.fromkeys(("cover", "row", "table", "both", "faster", "power", "raw", "cell"), 0)
     priors = []
     for _ in range(draws):
