@@ -43,10 +43,11 @@ def with_cells(folder: results_folder.ResultsFolder, factors: dict) -> results_f
     return dataclasses.replace(folder, training=cells)
 
 
-def failing_rows(a, b, percent: float, result: compare.Comparison | None = None) -> set:
+def failing_rows(a, b, percent: float, result: compare.Comparison | None = None, family: int | None = None) -> set:
     """Return the keys of the rows `--fail-if-slower percent` fails on (row regressions, not whole tables);
-    `result`: the comparison of a and b where it is made already."""
-    return {r.row.key for r in compare.regressions(result or compare.compare(a, b, gate=percent), percent)}
+    `result`: the comparison of a and b where it is made already; `family`: the rows' family size (compare's)."""
+    made = result or compare.compare(a, b, gate=percent, family=family)
+    return {r.row.key for r in compare.regressions(made, percent)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--percent", type=float, default=5.0)
     parser.add_argument("--speedup", type=float, default=0.25)
     parser.add_argument("--faster-cells", type=int, nargs="+", default=[4, 5, 10])
+    parser.add_argument("--family", type=int, help="the rows' family size (default: compare's, every row's metrics)")
     args = parser.parse_args(argv)
     folders = [results_folder.load_results(path, label) for path, label in zip(args.results, "AB")]
     print(f"| way | threads | {args.slowdown:.0%} plants caught | rows named beside the planted one |")
@@ -63,20 +65,20 @@ def main(argv: list[str] | None = None) -> int:
     quiet_fails = []
     for way, (a, b) in (("1 → 2", folders), ("2 → 1", folders[::-1])):
         cpu = [c for c in b.training if c.device == "cpu"]
-        unplanted = compare.compare(a, b, gate=args.percent)
+        unplanted = compare.compare(a, b, gate=args.percent, family=args.family)
         baseline = failing_rows(a, b, args.percent, unplanted)
         for threads in sorted({c.threads for c in cpu}):
             caught, beside = 0, 0
             mine = [c for c in cpu if c.threads == threads]
             for cell in mine:
-                failed = failing_rows(a, with_cells(b, {cell.key: 1 + args.slowdown}), args.percent)
+                failed = failing_rows(a, with_cells(b, {cell.key: 1 + args.slowdown}), args.percent, family=args.family)
                 caught += cell.key in failed
                 beside += len(failed - {cell.key} - baseline)
             print(f"| {way} | {threads} | {caught} of {len(mine)} | {beside} |", flush=True)
         for count in args.faster_cells:
             chosen = sorted(cpu, key=lambda c: (c.batch_size, c.loader, c.threads))[::2][:count]
             quick = with_cells(b, {c.key: 1 - args.speedup for c in chosen})
-            quiet_fails.append(bool(failing_rows(a, quick, args.percent) - baseline))
+            quiet_fails.append(bool(failing_rows(a, quick, args.percent, family=args.family) - baseline))
         detectable = unplanted.detectable_in_job
         epoch, evaluation = detectable["epoch_s"], detectable["eval_s"]
         print(

@@ -507,6 +507,12 @@ def test_the_rows_of_a_comparison_are_one_family_held_at_the_tables_level(tmp_pa
     assert {row.family for row in result.rows} == {16}
     assert {row.family_confidence for row in result.rows} == {0.95}
     assert [row.confidence for row in result.rows] == pytest.approx([1 - 0.05 / 16] * len(result.rows))
+    # benchmarks/plant_slowdowns.py --family: another family size, the same rows each at its share
+    a, b = (results_folder.load_results(path, label) for path, label in ((tmp_path / "a", "a"), (tmp_path / "b", "b")))
+    four = compare.compare(a, b, family=4)
+    assert {row.family for row in four.rows} == {4}
+    assert [row.confidence for row in four.rows] == pytest.approx([1 - 0.05 / 4] * len(four.rows))
+    assert all(f.epoch_s.ratio.high < r.epoch_s.ratio.high for f, r in zip(four.rows, result.rows))
 
 
 def test_the_row_floor_is_the_larger_of_the_two_sides_and_zero_without_one(tmp_path):

@@ -193,10 +193,12 @@ def compare(
     b: ResultsFolder,
     full_path_format: str | None = None,
     gate: float = 0.0,
+    family: int | None = None,
 ) -> Comparison:
-    """`gate`: the regression gate's percent (--fail-if-slower), for the slowdown each row could catch."""
+    """`gate`: the regression gate's percent (--fail-if-slower), for the slowdown each row could catch.
+    `family`: the rows' family size instead of `family_size`'s (benchmarks/plant_slowdowns.py --family)."""
     fmt = full_path_format or choose_full_path_format(a, b)
-    rows = comparison_rows(a, b, fmt, gate)
+    rows = comparison_rows(a, b, fmt, gate, family)
     configs = config_differences(a, b)
     machine = machine_speed(a, b)
     copy = results_folder.copy_of(a.path, b.path)

@@ -132,7 +132,9 @@ def time_wording(a: float | None, b: float | None, label_a: str, label_b: str) -
     return f"{faster} {shown}× faster than {slower}"
 
 
-def comparison_rows(a: ResultsFolder, b: ResultsFolder, fmt: str | None, gate: float = 0.0) -> list[ComparisonRow]:
+def comparison_rows(
+    a: ResultsFolder, b: ResultsFolder, fmt: str | None, gate: float = 0.0, family: int | None = None
+) -> list[ComparisonRow]:
     """Return one comparison row per training variant of either side.
 
     One row per training variant of either side; `gate`: the regression gate's percent (0 without one),
@@ -142,7 +144,7 @@ def comparison_rows(a: ResultsFolder, b: ResultsFolder, fmt: str | None, gate: f
     path_a = {r.key: r for r in a.full_path if r.format == fmt}
     path_b = {r.key: r for r in b.full_path if r.format == fmt}
     keys = sorted(set(train_a) | set(train_b), key=_sort_key)
-    family = family_size(a, b)
+    family = family or family_size(a, b)
     in_job = in_job_quotients(train_a, train_b, [k for k in keys if k in train_a and k in train_b])
     rows = []
     for key in keys:
