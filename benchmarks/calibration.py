@@ -179,7 +179,7 @@ def in_job_table(
             for noise in noisier:
                 design = synthetic.design_from(components, jobs, epochs)
                 tables, variants = synthetic.run_shape(design)
-                cells = cr.Cells(variants, tables, unlike=spread, noisier=noise, shared=shared)
+                cells = cr.Cells(variants=variants, tables=tables, unlike=spread, noisier=noise, shared=shared)
                 r = cr.row_rates(design, draws, cells, slowdown=slowdown, family=family)
                 within = unlike_words(spread)
                 df = "∞" if r.prior_df >= row_relative.DF_CAP else f"{r.prior_df:.0f}"
@@ -224,7 +224,7 @@ def paired_table(
                 for gradient in gradients:
                     design = synthetic.design_from(components, jobs, epochs)
                     tables, variants = synthetic.run_shape(design)
-                    cells = cr.Cells(variants, tables, unlike=spread, noisier=noise, shared=shared)
+                    cells = cr.Cells(variants=variants, tables=tables, unlike=spread, noisier=noise, shared=shared)
                     r = cp.paired_rates(design, draws, cells, gradient=gradient)
                     within = unlike_words(spread)
                     print(
@@ -326,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
         help="--in-job, --paired: each cell's epoch sd the design's times a factor log-uniform in [1/U, U] (1: alike)",
     )
     args = parser.parse_args(argv)
+    if args.family is not None and args.family < 1:
+        parser.error(f"--family {args.family}: a family holds one row at least")
     if args.components or args.from_results:
         if args.components:
             from variance_components import read_components

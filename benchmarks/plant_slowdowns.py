@@ -59,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--faster-cells", type=int, nargs="+", default=[4, 5, 10])
     parser.add_argument("--family", type=int, help="the rows' family size (default: compare's, every row's metrics)")
     args = parser.parse_args(argv)
+    if args.family is not None and args.family < 1:
+        parser.error(f"--family {args.family}: a family holds one row at least")
     folders = [results_folder.load_results(path, label) for path, label in zip(args.results, "AB")]
     print(f"| way | threads | {args.slowdown:.0%} plants caught | rows named beside the planted one |")
     print("|---|---|---|---|")

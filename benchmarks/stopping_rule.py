@@ -85,7 +85,14 @@ def main(argv: list[str] | None = None) -> int:
                 r = ca.adaptive_rates(
                     design,
                     args.draws,
-                    Cells(variants, tables, unlike=spread, noisier=noise, shared=not args.separate, block=args.block),
+                    Cells(
+                        variants=variants,
+                        tables=tables,
+                        unlike=spread,
+                        noisier=noise,
+                        shared=not args.separate,
+                        block=args.block,
+                    ),
                     args.start,
                     most,
                     args.target,

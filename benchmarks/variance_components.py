@@ -86,7 +86,7 @@ def resampled(per_folder: list, components: dict, clip: float) -> str:
     )
     return (
         f"Resampled: the {len(blocks.logs)} jobs whole, job sd {fit.sigma_job:.2%} and interaction sd "
-        f"{fit.sigma_interaction:.2%} drawn beside them; 200 drawn tables estimate (measured) {gaps}. "
+        f"{fit.sigma_interaction:.2%} drawn beside them; {synthetic.FIT_TABLES} drawn tables estimate (measured) {gaps}. "
         f"Misfit {fit.misfit:.0%}: {verdict}."
     )
 

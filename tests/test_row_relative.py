@@ -177,7 +177,6 @@ def test_a_smaller_gate_family_is_less_strict_with_the_same_draws():
     the same draws, a less strict level, so never fewer failed rows, A/A or planted."""
     design = c.Design(jobs=3, sigma_job=0.07, epochs=5, sigma_epoch=0.10, sigma_round=0.05)
     strict, loose = (cr.row_rates(design, draws=30, family=family) for family in (None, 2))
-    assert loose.coverage == strict.coverage  # at 95 % per row either way
     assert loose.row_false_alarm >= strict.row_false_alarm and loose.power >= strict.power
     assert loose.power_cell > strict.power_cell
 

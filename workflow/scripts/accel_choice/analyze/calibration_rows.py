@@ -53,7 +53,8 @@ def _tables(
     With `design.blocks` (measured jobs, resampled), a cell's insides are scaled by sigmas[t, v] / design.sigma_epoch."""
     resampled = design.blocks is not None
     quiet = design if resampled else dataclasses.replace(design, sigma_epoch=0.0, tail_share=0.0)
-    spread = sigmas / design.sigma_epoch if resampled else None  # else each cell's epochs drawn below
+    # each cell's factor on its block's insides; else each cell's epochs are drawn below
+    spread = (sigmas / design.sigma_epoch if design.sigma_epoch > 0 else np.ones_like(sigmas)) if resampled else None
     drawn = None
     if shared:
         whole = simulate_jobs(rng, quiet, variants * tables, spread=None if spread is None else spread.ravel())
@@ -153,7 +154,7 @@ def row_rates(
     variants, tables = cells.variants, cells.tables
     rng = np.random.default_rng(seed)
     rows = tables * variants
-    level = JOB_T.family_level(LEVEL, family or rows * len(TIME_METRICS))  # compare's: every row of every metric
+    level = JOB_T.family_level(LEVEL, rows * len(TIME_METRICS) if family is None else family)  # compare's: all rows
     counts = dict.fromkeys(("cover", "row", "table", "both", "faster", "power", "raw", "cell"), 0)
     priors = []
     for _ in range(draws):

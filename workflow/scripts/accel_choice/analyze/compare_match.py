@@ -144,7 +144,7 @@ def comparison_rows(
     path_a = {r.key: r for r in a.full_path if r.format == fmt}
     path_b = {r.key: r for r in b.full_path if r.format == fmt}
     keys = sorted(set(train_a) | set(train_b), key=_sort_key)
-    family = family or family_size(a, b)
+    family = family_size(a, b) if family is None else family
     in_job = in_job_quotients(train_a, train_b, [k for k in keys if k in train_a and k in train_b])
     rows = []
     for key in keys:

@@ -21,7 +21,7 @@ class Blocks:
     """Measured jobs' insides, [job, thread count, variant, round] log times less each cell's mean (variance.within_job).
 
     A synthetic job takes one measured job's whole block: its rounds, drift, epoch noise, slow epochs and bursts,
-    with their order in time. A normal model of these (`Design`'s sds and tail) missed runs whose slow epochs
+    with their order in time. Each cell's median over its rounds is 0, so a drawn cell's true time is its scale. A normal model of these (`Design`'s sds and tail) missed runs whose slow epochs
     come in bursts over several variants of a round (docs/statistics.md, "Resampled jobs")."""
 
     logs: np.ndarray
@@ -49,9 +49,11 @@ class Blocks:
                 f"the resampled jobs timed {counts} thread counts × {cells} cells: a design of {variants} cannot draw them"
             )
         if jobs > len(pool):
+            what = "jobs" if len(pool) == n else f"thread-count blocks ({n} jobs × {counts})"
             raise ValueError(
-                f"the components hold {len(pool)} measured jobs: drawing {jobs} (a pair's two runs together) "
-                "would repeat some; pool more runs' jobs with variance_components.py"
+                f"the components hold {len(pool)} measured {what}: a draw of {jobs} at once (a pair draws both "
+                "runs' jobs together) would repeat some; draw fewer jobs (--jobs, --most), or pool more runs' "
+                "jobs with variance_components.py"
             )
         return pool[rng.choice(len(pool), size=jobs, replace=False)]
 
@@ -157,6 +159,11 @@ FIT_ROUNDS = 10  # simulated-moment steps tried; the best one is kept
 MOST_SLOW = 0.5  # a tail is at most half the epochs: beyond that it is the bulk
 
 
+def _misfit(found: Any, wanted: Any, floors: Any) -> float:
+    """Return the largest relative gap between a measured value and its draws' estimate, each over its floor."""
+    return max(abs(got - want) / max(want, floor) for got, want, floor in zip(found, wanted, floors))
+
+
 @dataclass(frozen=True)
 class TailFit:
     """Draw parameters whose draws, estimated again, give the measured bulk and tail (simulated moments)."""
@@ -170,7 +177,7 @@ class TailFit:
     @property
     def misfit(self) -> float:
         """Return the largest relative gap between a measured value and its draws' estimate (over FIT_FLOORS)."""
-        return max(abs(got - want) / max(want, floor) for got, want, floor in zip(self.found, self.wanted, FIT_FLOORS))
+        return _misfit(self.found, self.wanted, FIT_FLOORS)
 
     @property
     def converged(self) -> bool:
@@ -208,7 +215,8 @@ def fit_tail(
 
 RESAMPLED = "resampled"  # the components' key of a resampled draw (`BlocksFit.to_json`)
 MOMENTS = (*variance.NAMES, "share", "log_size")  # what a draw must give back: every component, then the tail
-MOMENT_FLOORS = dict.fromkeys(variance.NAMES, 0.01) | {"share": 0.01, "log_size": 0.02}
+MOMENT_FLOORS = dict.fromkeys(variance.NAMES, 0.01) | dict(zip(("epoch", "share", "log_size"), FIT_FLOORS))
+FIT_TABLES = 200  # drawn tables a fit step estimates from
 
 
 def moments(tables: list[np.ndarray], clip: float) -> dict[str, float]:
@@ -230,7 +238,7 @@ class BlocksFit:
     @property
     def misfit(self) -> float:
         """Return the largest relative gap between a measured value and its draws' estimate (over MOMENT_FLOORS)."""
-        return max(abs(self.found[k] - self.wanted[k]) / max(self.wanted[k], MOMENT_FLOORS[k]) for k in MOMENTS)
+        return _misfit(*([d[k] for k in MOMENTS] for d in (self.found, self.wanted, MOMENT_FLOORS)))
 
     @property
     def converged(self) -> bool:
@@ -250,18 +258,18 @@ class BlocksFit:
 
 
 def fit_blocks(
-    blocks: Blocks, wanted: dict[str, float], jobs: int, clip: float, tables: int = 200, seed: int = 19
+    blocks: Blocks, wanted: dict[str, float], jobs: int, clip: float, tables: int = FIT_TABLES, seed: int = 19
 ) -> BlocksFit:
     """Fit the job and interaction sds drawn beside measured jobs' blocks to what analyze.variance measured.
 
-    The blocks hold each job's insides with its cells' means taken out, so the job effect and each cell's own
-    job-to-job deviation are drawn normal (`jobs` a table, the measured count), with the rounds' and epochs' share of
-    those means. Each variance is moved by the gap between the measured value's square and the draws' estimate's,
-    FIT_ROUNDS times; the closest step is kept. The rest
-    (drift, round, epoch, tail) is not fitted: it comes back from the blocks, or the draw is no fit (`converged`)."""
+    The blocks hold each job's insides with its cells' medians taken out, so the job effect and each cell's own
+    job-to-job deviation are drawn normal (`jobs` a table, the measured count). Each variance starts from the
+    measured one plus the rounds' or epochs' share of a mean, and moves by the gap between the measured value's
+    square and the draws' estimate's, FIT_ROUNDS times; the closest step is kept. The rest (drift, round, epoch,
+    tail) is not fitted: it comes back from the blocks, or the draw is no fit (`converged`)."""
     rng = np.random.default_rng(seed)
     _, _, cells, rounds = blocks.logs.shape
-    # The blocks' cell and job means are 0: the epochs' and rounds' share of the measured means is drawn here.
+    # A block's cells sit at their medians: the epochs' and rounds' share of the measured means is drawn here.
     variances = {
         "job": wanted["job"] ** 2 + wanted["round"] ** 2 / rounds,
         "interaction": wanted["interaction"] ** 2 + wanted["epoch"] ** 2 / rounds,

@@ -176,10 +176,15 @@ class Tail:
     clip: float
 
 
+def _excess(table: np.ndarray, clip: float) -> np.ndarray:
+    """Return each epoch's log excess beyond `winsorized`'s upper edge (0 inside it, below it negative)."""
+    logs = np.log(table)
+    return logs - winsorized(logs, clip)
+
+
 def tail(tables: Sequence[np.ndarray], clip: float = 3.0) -> Tail:
     """Return the slow tail of epoch times [job, variant, round] beyond `clip` robust sds (`winsorized`'s edge)."""
-    logs = [np.log(t) for t in tables]
-    excess = np.concatenate([(z - winsorized(z, clip)).ravel() for z in logs])
+    excess = np.concatenate([_excess(t, clip).ravel() for t in tables])
     slow = excess[excess > 0]
     return Tail(share=slow.size / excess.size, log_size=float(slow.mean()) if slow.size else 0.0, clip=clip)
 
@@ -187,7 +192,7 @@ def tail(tables: Sequence[np.ndarray], clip: float = 3.0) -> Tail:
 def bursts(tables: Sequence[np.ndarray], clip: float = 3.0) -> tuple[float, float]:
     """Return how many other slow epochs (`tail`'s) a slow epoch's round holds on average, and how many if they
     were independent: (variants - 1) × their share. More than that: slow epochs come in bursts over a round's cells."""
-    flags = [np.log(t) - winsorized(np.log(t), clip) > 0 for t in tables]  # each [job, variant, round]
+    flags = [_excess(t, clip) > 0 for t in tables]  # each [job, variant, round]
     slow = sum(int(f.sum()) for f in flags)
     if not slow:
         return 0.0, 0.0
@@ -242,18 +247,21 @@ def components(tables: Sequence[np.ndarray], clip: float | None = None) -> Compo
 
 
 def within_job(runs: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
-    """Return each job's log epoch times less its cells' means: [job, thread count, variant, round].
+    """Return each job's log epoch times less its cells' medians: [job, thread count, variant, round].
 
     `runs`: each run's job tables (`job_tables`), one a thread count, whose job j is one process timing them all.
     What is left is all that happens inside a job: its rounds, its drift, its epochs, their slow tail, and bursts
-    that slow some variants of a round and not others. The harness resamples these whole (analyze.synthetic.Blocks)."""
+    that slow some variants of a round and not others. The harness resamples these whole (analyze.synthetic.Blocks).
+    Each cell's median over its rounds is 0, as a job's value is its median: a drawn cell's true time is its scale."""
+    if not runs:
+        raise ValueError("no run's job tables: nothing to resample")
     shapes = {tuple(t.shape for t in tables) for tables in runs}
-    if len(shapes) != 1 or not next(iter(shapes)):
+    if len(shapes) != 1 or len(set(next(iter(shapes)))) != 1:
         raise ValueError(f"the runs' job tables differ in shape ({sorted(shapes)}): their jobs cannot be pooled whole")
     found = []
     for tables in runs:
         logs = np.stack([np.log(t) for t in tables])  # [thread count, job, variant, round]
-        found.append((logs - logs.mean(axis=3, keepdims=True)).transpose(1, 0, 2, 3))
+        found.append((logs - np.median(logs, axis=3, keepdims=True)).transpose(1, 0, 2, 3))
     return np.concatenate(found)
 
 
