@@ -68,15 +68,14 @@ def read_components(path: str, epochs: int) -> dict:
     return components
 
 
-def resampled(per_folder: list, components: dict, clip: float) -> str:
+def resampled(per_folder: list, every: list, components: dict, clip: float) -> str:
     """Fit the draw that resamples the runs' jobs whole (analyze.synthetic.fit_blocks), add it to the
-    components, and say how closely its estimates give every measured value back."""
+    components, and say how closely its estimates give every measured value back (`every`: all folders' tables)."""
     try:
         blocks = synthetic.Blocks(variance.within_job([tables for _, tables in per_folder]))
     except ValueError as error:
         return f"Jobs not resampled: {error}. `calibration.py --components` draws the fitted tail, if it fits."
-    tables = [t for _, found in per_folder for t in found]
-    fit = synthetic.fit_blocks(blocks, synthetic.moments(tables, clip), tables[0].shape[0], clip)
+    fit = synthetic.fit_blocks(blocks, synthetic.moments(every, clip), every[0].shape[0], clip)
     components[synthetic.RESAMPLED] = fit.to_json(blocks)
     gaps = ", ".join(f"{k} {fit.found[k]:.3g} ({fit.wanted[k]:.3g})" for k in synthetic.MOMENTS)
     verdict = (
@@ -118,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     per_folder = [(folder, folder_tables(folder, args.relative)) for folder in args.results]
     rows = [(folder, variance.components(tables, args.clip)) for folder, tables in per_folder]
-    pooled = variance.components([t for _, tables in per_folder for t in tables], args.clip)
+    every = [t for _, tables in per_folder for t in tables]  # every folder's tables, pooled
+    pooled = variance.components(every, args.clip)
     if len(rows) > 1:
         rows.append(("pooled", pooled))
     shapes = {tuple(t.shape[1:] for t in tables) for _, tables in per_folder}
@@ -133,12 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nEach cell: the standard deviation of {what} (≈ relative spread), its degrees of freedom.")
     slow = None
     if args.clip is not None:
-        slow = variance.tail([t for _, tables in per_folder for t in tables], args.clip)
+        slow = variance.tail(every, args.clip)
         print(
             f"Slow epochs beyond {args.clip:g} robust sds: {slow.share:.2%} of them, "
             f"{slow.log_size:.3f} mean log excess (×{np.exp(slow.log_size):.2f})."
         )
-        together, apart = variance.bursts([t for _, tables in per_folder for t in tables], args.clip)
+        together, apart = variance.bursts(every, args.clip)
         print(f"A slow epoch's round holds {together:.2f} other slow epochs ({apart:.2f} if they were independent).")
     found = variance.to_json(pooled, slow)
     if slow is not None:  # the draw that gives these estimates back (analyze.synthetic.fit_tail)
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         if not fit.converged:
             print(f"No fit: the closest such draw misses the measured bulk and tail by {fit.misfit:.0%}.")
-        print(resampled(per_folder, found["components"], args.clip))
+        print(resampled(per_folder, every, found["components"], args.clip))
     if args.json:
         Path(args.json).write_text(json.dumps(found, indent=1) + "\n")
         print(f"written to {args.json}")

@@ -309,21 +309,11 @@ def design_rates(
     level = JOB_T.family_level(LEVEL, rows * len(TIME_METRICS))
     counts = dict.fromkeys(("cell", "paired", "row", "table", "power"), 0)
 
-    def run(jobs: Design) -> list[np.ndarray]:
-        return [simulate_jobs(rng, jobs, variants) for _ in range(tables)]
-
-    def pair() -> tuple[list[Groups], list[Groups]]:
-        if design.blocks is None:  # side A's metrics, then side B's
-            a = [cell for _ in TIME_METRICS for cell in _cells(run(design))]
-            return a, [cell for _ in TIME_METRICS for cell in _cells(run(design))]
-        a, b = [], []
-        for _ in TIME_METRICS:
-            one, two = sides(run, design)
-            a, b = a + _cells(one), b + _cells(two)
-        return a, b
+    def run(jobs: Design) -> list[np.ndarray]:  # every metric's tables, in turn
+        return [simulate_jobs(rng, jobs, variants) for _ in TIME_METRICS for _ in range(tables)]
 
     for _ in range(draws):
-        a, b = pair()
+        a, b = (_cells(side) for side in sides(run, design))
         for cell in a:
             estimate = JOB_T.cell(cell, LEVEL)
             counts["cell"] += estimate.low <= 1.0 <= estimate.high

@@ -159,20 +159,14 @@ def row_rates(
     priors = []
     for _ in range(draws):
         sigmas = cells.sigmas(rng, design.sigma_epoch, len(TIME_METRICS))
-        if design.blocks is None:
-            a, b = (  # side A's tables, then side B's
-                [
-                    _tables(rng, design, variants, tables, sigmas[m], cells.shared, cells.block)
-                    for m in range(len(TIME_METRICS))
-                ]
-                for _ in range(2)
-            )
-        else:  # measured jobs: no job in both sides (synthetic.sides)
-            pairs = [
-                sides(lambda d, m=m: _tables(rng, d, variants, tables, sigmas[m], cells.shared, cells.block), design)
+
+        def run(jobs: Design, sigmas: np.ndarray = sigmas) -> list[list[np.ndarray]]:  # each metric's tables
+            return [
+                _tables(rng, jobs, variants, tables, sigmas[m], cells.shared, cells.block)
                 for m in range(len(TIME_METRICS))
             ]
-            a, b = [one for one, _ in pairs], [two for _, two in pairs]
+
+        a, b = sides(run, design)  # side A's tables, then side B's; no measured job in both (synthetic.sides)
         in_job_any, either_any = False, False
         for m in range(len(TIME_METRICS)):
             fitted, found = _failing(a[m], b[m], variants, level, percent)

@@ -83,13 +83,20 @@ def run_shape(design: Design) -> tuple[int, int]:
     return DEFAULT_SHAPE if design.blocks is None else design.blocks.shape
 
 
-def sides(draw: Callable[[Design], list[np.ndarray]], design: Design) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Return two runs' job tables of `design`, `draw`n apart; with measured jobs (`blocks`), one draw of twice the
-    jobs split in two, so that no measured job is in both runs, as two real runs share no process."""
+def sides(draw: Callable[[Design], Any], design: Design) -> tuple[Any, Any]:
+    """Return two runs of `design`, `draw`n apart (job tables [job, variant, round], in lists as `draw` nests them).
+
+    With measured jobs (`blocks`), one draw of twice the jobs is split in two, so that no measured job is in both
+    runs, as two real runs share no process. Without, the two draws come one after the other."""
     if design.blocks is None:
         return draw(design), draw(design)
     both = draw(replace(design, jobs=2 * design.jobs))
-    return [t[: design.jobs] for t in both], [t[design.jobs :] for t in both]
+    return _jobs(both, slice(None, design.jobs)), _jobs(both, slice(design.jobs, None))
+
+
+def _jobs(tables: Any, part: slice) -> Any:
+    """Return `part` of every job table's jobs, the tables nested in lists as drawn."""
+    return tables[part] if isinstance(tables, np.ndarray) else [_jobs(t, part) for t in tables]
 
 
 def slow_epochs(rng: np.random.Generator, design: Design, shape: tuple[int, ...], sigma: Any = None) -> np.ndarray:
