@@ -34,7 +34,7 @@ from accel_choice.records.grid import GridJob  # noqa: E402
 from accel_choice.records.loads import LoadConvertJob  # noqa: E402
 from accel_choice.records.northstar import NorthstarHistory  # noqa: E402
 from accel_choice.records.resources import ResourceTable  # noqa: E402
-from accel_choice.records.training import TrainingJob  # noqa: E402
+from accel_choice.records.training_job import TrainingJob  # noqa: E402
 
 STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
 

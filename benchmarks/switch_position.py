@@ -30,7 +30,7 @@ from accel_choice import records  # noqa: E402
 from accel_choice.analyze.job_intervals import paired_t  # noqa: E402
 from accel_choice.io import paths  # noqa: E402
 from accel_choice.measure.training import epoch_order  # noqa: E402
-from accel_choice.records.training import TrainingJob  # noqa: E402
+from accel_choice.records.training_job import TrainingJob  # noqa: E402
 
 METHOD = "t on each job's mean log(backward / forward) over its cells"
 

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scrip
 from accel_choice import records  # noqa: E402
 from accel_choice.analyze import synthetic, variance  # noqa: E402
 from accel_choice.io import paths  # noqa: E402
-from accel_choice.records.training import TrainingJob  # noqa: E402
+from accel_choice.records.training_job import TrainingJob  # noqa: E402
 
 
 def folder_tables(folder: str, relative: bool = False) -> list:

@@ -15,7 +15,7 @@ from accel_choice.io import atomic
 from accel_choice.records import RecordError
 from accel_choice.records import read as read_record
 from accel_choice.records.loads import LoadTable, SecondsSpread, TransferJob, TransferTable
-from accel_choice.records.training import TrainingJob
+from accel_choice.records.training_job import TrainingJob
 from builders_data import copy_cell, copy_timing, data_environment, load_cell, transfer_job, transfer_table
 from builders_data import load_table as build_load_table
 from builders_data import file_load, load_job
@@ -717,7 +717,7 @@ def test_a_table_of_runs_that_all_went_non_finite_says_why_naming_the_keys():
     from builders_planner import sentinel_readings
 
     from accel_choice.records import UserInputError
-    from accel_choice.records.training import TrainingJob
+    from accel_choice.records.training_job import TrainingJob
 
     gone = tuple(record(32, loader, 0, 0.1, finite=False) for loader in ("dataloader", "fastpath"))
     job = TrainingJob(records=gone, wall_interval=(0.0, 10.0), environment=environment(), sentinel=sentinel_readings())
@@ -725,3 +725,99 @@ def test_a_table_of_runs_that_all_went_non_finite_says_why_naming_the_keys():
         UserInputError, match=r"every one of the 2 timed runs went non-finite .* from step 3 on .*model\.lr"
     ):
         aggregate.training_table([job], ROWS, NoiseRules(), environment())
+
+
+# --- the CPU timed beside the GPU (a GPU job's `beside`) -------------------------------------------------
+
+
+def _gpu_job(repeat: int, gpu_epochs, cpu_epochs, **job) -> TrainingJob:
+    """One GPU job of batch size 512: the GPU's fp32 resident cell and the CPU's fast path beside it, round by
+    round; each evaluation a fifth of its epoch."""
+    on_gpu, on_cpu = (
+        record(512, "fastpath", repeat, e[0], epoch_s_each=e, eval_s_each=tuple(t / 5 for t in e), **where)
+        for e, where in ((gpu_epochs, dict(device="cuda", placement="resident")), (cpu_epochs, {}))
+    )
+    fields = dict(
+        records=(replaced(on_gpu, position_in_job=0),),
+        beside=(replaced(on_cpu, position_in_job=1),),
+        wall_interval=(10.0 * repeat, 10.0 * repeat + 5),
+    )
+    return TrainingJob(**{**fields, "environment": environment(), "sentinel": sentinel_readings(), **job})
+
+
+def test_the_cpu_beside_a_gpu_job_makes_cells_of_its_own_that_pair_with_the_gpu_job_by_job(tmp_path):
+    from accel_choice.analyze import decision_intervals, same_jobs
+    from accel_choice.analyze.job_intervals import WELCH
+    from accel_choice.io import tidy
+
+    # The machine drifts from job to job (×1, ×1.3, ×0.8); both devices' epochs move with it, their ratio stays
+    # about 2 (the GPU's own jitter: 1 %).
+    drift, jitter = (1.0, 1.3, 0.8), (1.0, 1.01, 0.99)
+    jobs = [
+        _gpu_job(r, tuple(0.010 * d * j * k for k in (1.0, 1.02)), tuple(0.020 * d * k for k in (1.0, 1.02)))
+        for r, (d, j) in enumerate(zip(drift, jitter))
+    ]
+    table = aggregate.training_table(jobs, ROWS, NoiseRules(), environment(), "gpu")
+    (gpu,), (cpu,) = table.table, table.beside
+    assert (gpu.device, cpu.device) == ("cuda", "cpu")
+    assert cpu.jobs == gpu.jobs == ("bs512.rep0", "bs512.rep1", "bs512.rep2")
+    paired = decision_intervals.per_epoch_speedup(cpu, gpu, 0.95, table.beside)
+    apart = decision_intervals.per_epoch_speedup(cpu, gpu, 0.95)  # as if timed in jobs of their own
+    assert paired.method == same_jobs.ALONE and paired.jobs == 3 and apart.method == WELCH
+    assert paired.low < 2.0 < paired.high and paired.high / paired.low < 1.1  # the drift cancels
+    assert apart.high / apart.low > 1.5  # between jobs it does not
+    # Every epoch of the GPU jobs is a row of the tidy table, the CPU's beside them too, named by their job.
+    rows = tidy.epoch_rows(jobs, "gpu")
+    assert sorted({(row["device"], row["job"]) for row in rows}) == sorted(
+        (device, f"bs512.rep{r}") for device in ("cpu", "cuda") for r in range(3)
+    )
+    # The table round-trips with its beside cells; a table of version 11 (none) still reads.
+    path = tmp_path / "gpu_training.json"
+    atomic.write_record(path, table)
+    assert read_record(type(table), path).beside == table.beside
+    older = json.loads(path.read_text())
+    del older["beside"]
+    path.write_text(json.dumps({**older, "schema_version": 11}))
+    assert read_record(type(table), path).beside == ()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"device": "cuda", "placement": "streamed"}, "beside: the CPU's records of the job's repeat"),
+        ({"repeat": 1}, "beside: the CPU's records of the job's repeat"),
+    ],
+    ids=["on the GPU", "of another repeat"],
+)
+def test_a_job_refuses_a_beside_record_not_of_the_cpu_or_of_its_repeat(change, message):
+    job = _gpu_job(0, (0.01,), (0.02,))
+    with pytest.raises(ValueError, match=message):
+        replaced(job, beside=(replaced(job.beside[0], **change),))
+
+
+def test_a_job_file_of_version_14_reads_with_no_beside(tmp_path):
+    job = _job(0, 1 << 30)
+    path = tmp_path / "rep0.json"
+    atomic.write_record(path, job)
+    older = json.loads(path.read_text())
+    del older["beside"]
+    path.write_text(json.dumps({**older, "schema_version": 14}))
+    assert read_record(TrainingJob, path) == job
+
+
+def test_a_gpu_jobs_own_load_is_its_largest_cpu_thread_count_beside_the_gpu():
+    # The 1-min load average rose by 1.2 over each job: what its 2-thread CPU cells add, not another process's.
+    def rising(job):
+        loads = dict(loadavg_before=(0.5, 0.4, 0.3), loadavg_after=(1.7, 0.4, 0.3))
+        return replaced(
+            job,
+            records=tuple(replaced(r, **loads) for r in job.records),
+            beside=tuple(replaced(r, threads=2, **loads) for r in job.beside),
+        )
+
+    jobs = [rising(_gpu_job(r, (0.01, 0.011), (0.02, 0.021))) for r in range(3)]
+    table = aggregate.training_table(jobs, ROWS, NoiseRules(), environment(), "gpu")
+    assert [cell.contaminated for cell in (*table.table, *table.beside)] == [(), ()]
+    # Aggregated alone, the GPU's cell would blame its own job's CPU work on another process.
+    (alone,) = aggregate.aggregate_training([r for job in jobs for r in job.records], ROWS, NoiseRules(), table="gpu")
+    assert [c.reasons for c in alone.contaminated] == [("1-min load average rose by 1.20 (> 0.5)",)] * 3

@@ -27,6 +27,7 @@ from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import tables
 from accel_choice.records.decision import Decision
 from accel_choice.render import decision as words
+from accel_choice.render import decision_sheet as sheet_words
 from accel_choice.render.decision_figure import decision_figure
 from accel_choice.render import formatting, report
 from builders_data import (
@@ -38,7 +39,7 @@ from builders_data import (
     transfer_job,
     visible_devices,
 )
-from builders_training import environment, environment_report, training_cell, training_record
+from builders_training import environment, environment_report, replaced, training_cell, training_record
 
 ROWS = 8192
 WIDTHS = (32, 48, 1)
@@ -53,7 +54,7 @@ WITH_CUDA = environment(
     nvidia_gpu_models=("NVIDIA H200",),
 )
 
-STEP_TITLES = tuple(words.STEP_TITLES[step] for step in range(1, 7))
+STEP_TITLES = tuple(sheet_words.STEP_TITLES[step] for step in range(1, 7))
 
 
 def _train_record(
@@ -161,7 +162,10 @@ def _sheet(train_table, load_table, env, **options):
 def _said(sheet, env, probe=None):
     """Each step's status and evidence in the report's words."""
     gpu = decision.gpu_visibility(probe, env)
-    return ({s.step: words.status_words(s) for s in sheet}, {s.step: words.evidence_words(s, gpu) for s in sheet})
+    return (
+        {s.step: sheet_words.status_words(s) for s in sheet},
+        {s.step: sheet_words.evidence_words(s, gpu) for s in sheet},
+    )
 
 
 def _verdict(train_table, full_path_rows, env=NO_CUDA, **options):
@@ -775,6 +779,28 @@ def test_compare_devices_numbers(train_records, load_table):
     assert c.threshold == 1.5
 
 
+def test_the_per_epoch_speedup_pairs_with_the_cpu_timed_in_the_gpus_jobs(train_records, load_table):
+    from accel_choice.analyze import same_jobs
+    from accel_choice.analyze.job_intervals import WELCH
+
+    table, rows, _ = _gpu_case(train_records, load_table, "gpu_wins")
+    apart = _verdict(table, rows, probe=GPU_PROBE, threshold=1.5)
+    cpu, gpu = (next(c for c in table if c.key == row.key) for row in (apart.comparison.cpu, apart.comparison.gpu))
+    # The best CPU configuration, timed in the GPU's jobs: its cell names them (aggregate.training_table's `beside`).
+    beside = replaced(cpu, jobs=gpu.jobs)
+    paired = _verdict(table, rows, probe=GPU_PROBE, threshold=1.5, beside=[beside])
+    assert apart.comparison.speedup_per_epoch.method == WELCH
+    assert paired.comparison.speedup_per_epoch.method == same_jobs.ALONE
+    assert paired.comparison.speedup_per_epoch.jobs == len(gpu.jobs)
+    assert paired.comparison.speedup == apart.comparison.speedup  # the full path is the two devices' jobs' still
+    jobs = len(gpu.jobs)
+    assert f"paired: the CPU timed in the GPU's {jobs} jobs)." in words.comparison_section(paired)
+    assert "the two devices' own jobs)." in words.comparison_section(apart)
+    # Another configuration timed beside the GPU pairs nothing: the best CPU's is what the ratio is of.
+    other = replaced(beside, batch_size=beside.batch_size // 2)
+    assert _verdict(table, rows, probe=GPU_PROBE, beside=[other]).comparison.speedup_per_epoch.method == WELCH
+
+
 def test_compare_devices_break_even_with_a_large_start_up(train_records, load_table):
     """Faster per epoch, but a 50 ms start-up (context and first step): one epoch loses; the GPU's extra
     one-off costs (start-up, the matrix and target copies, predictions) are repaid after 4.4 epochs, its
@@ -1132,8 +1158,8 @@ def test_a_counted_model_has_its_own_step_6_and_gpu_bound_words(train_records, l
     inputs = _inputs(recs, load_table, env=NO_CUDA, probe=GPU_PROBE, transfers=_transfers())
     formula = report.render(inputs)
     counted = report.render(dataclasses.replace(inputs, theory=dataclasses.replace(inputs.theory, figures="counted")))
-    assert f"| 6 | {STEP_TITLES[5]} |" in formula and words.COUNTED_STEP_6 not in formula
-    assert f"| 6 | {words.COUNTED_STEP_6} |" in counted and STEP_TITLES[5] not in counted
+    assert f"| 6 | {STEP_TITLES[5]} |" in formula and sheet_words.COUNTED_STEP_6 not in formula
+    assert f"| 6 | {sheet_words.COUNTED_STEP_6} |" in counted and STEP_TITLES[5] not in counted
     assert "Bound: Adam fp32 4·P·4 + forward and backward activations" in formula
     assert "Bound: Adam fp32 4·P·4" not in counted
     assert (

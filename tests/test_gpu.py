@@ -484,6 +484,98 @@ def test_a_verdict_is_computed_from_real_cpu_and_gpu_records(bench_data, tmp_pat
     assert outcome.outcome in ("GPU", "CPU", "undecided") and outcome.reason
 
 
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+def test_the_cpu_timed_beside_the_gpu_is_interleaved_and_pairs_with_it_job_by_job(bench_data, device):
+    pytest.importorskip("scipy")  # the pairing's t quantiles; torch, numpy and pydantic alone time the job
+    from accel_choice.analyze import aggregate, decision_intervals, same_jobs
+
+    x, y = bench_data
+    on_device = steps.gpu_variants(["fp32"], ["resident"], batch_size=LARGE, device=device.type, threads=1)
+    beside = steps.cpu_variants(["fastpath"], batch_size=LARGE, threads=1)
+    jobs = [
+        training.measure_training_job(
+            x, y, on_device, repeat=r, seed=SEED, spec=SPEC, warmup_steps=WARMUP, epochs=EPOCHS, beside=beside
+        )[0]
+        for r in range(2)
+    ]
+    for records in jobs:
+        own, cpu = records[:1], records[1:]
+        assert [r.device for r in own] == [device.type] and [r.device for r in cpu] == ["cpu"]
+        assert sorted(r.position_in_job for r in records) == [0, 1]  # one job, its rounds interleaved
+        # Each device's weights against its own only: fp32 on a GPU and on the CPU round differently.
+        assert all(r.finite and r.same_final_weights_across_variants for r in records)
+        assert cpu[0].reference_epoch_s is not None  # beside its plain loop, as in a CPU job
+    gpu_cells, cpu_cells = (
+        aggregate.aggregate_training([r for job in jobs for r in part(job)], ROWS[device.type], table="gpu")
+        for part in (lambda job: job[:1], lambda job: job[1:])
+    )
+    ratio = decision_intervals.per_epoch_speedup(cpu_cells[0], gpu_cells[0], 0.95, cpu_cells)
+    assert ratio.method == same_jobs.ALONE and ratio.jobs == 2 and ratio.low <= ratio.point <= ratio.high
+
+
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+def test_the_gpu_jobs_script_writes_the_cpu_timed_beside_the_gpu(device, tmp_path, monkeypatch):
+    """workflow/scripts/time_gpu_training.py on this device; the CPU twin stands the CPU in for the GPU."""
+    pytest.importorskip("pyarrow")  # the job reads the exported Parquet
+    import runpy
+    from types import SimpleNamespace
+
+    from accel_choice import records
+    from accel_choice.io import atomic, dataio, runtime
+    from accel_choice.records.data import BenchmarkGenerator
+    from accel_choice.records.training_job import TrainingJob
+
+    if device.type == "cpu":
+        monkeypatch.setattr(devices, "require", lambda device_type, *args, **kwargs: torch.device("cpu"))
+    rows, data = ROWS["cpu"], tmp_path / "data"
+    data.mkdir()
+    with runtime.job(data / "made.log", 1):  # its records vouched for, as a job's
+        dataset = datagen.make_benchmark(rows, FEATURES, 0.2, SEED)
+        made = BenchmarkGenerator(rows=rows, features=FEATURES, noise=0.2, seed=SEED)
+        dataio.save_dataset(dataset, data / "b.npy", data / "b.meta.json", made, envinfo.quick_environment(SEED))
+        export = dataio.export_dataset(
+            dataset, data / "b.parquet", data / "b.csv", "zstd", envinfo.quick_environment(SEED)
+        )
+        atomic.write_record(data / "b.export.json", export)
+    params = dict(
+        device=device.type,
+        gpu_threads=1,
+        thread_counts=[1, 2],
+        seed=SEED,
+        model=dict(hidden=HIDDEN, lr=LR),
+        precisions=["fp32"],
+        placements=["resident"],
+        grad_scaler=True,
+        warmup_steps=2,
+        epochs_per_job=2,
+        compile=[False],
+        compile_mode=None,
+        matmul_precision="highest",
+    )
+    job = SimpleNamespace(
+        input=SimpleNamespace(data=data / "b.parquet", meta=data / "b.meta.json", export=data / "b.export.json"),
+        wildcards=SimpleNamespace(batch_size=str(LARGE), repeat="1"),
+        params=SimpleNamespace(**params),
+        threads=2,
+        log=[str(tmp_path / "job.log")],
+        output=[str(tmp_path / "bs512.rep1.json")],
+        config={"aggregate": {}},
+    )
+    runpy.run_path(str(REPO / "workflow/scripts/time_gpu_training.py"), init_globals={"snakemake": job})
+    written = records.read(TrainingJob, job.output[0])
+    assert [(r.device, r.placement, r.threads) for r in written.records] == [(device.type, "resident", 1)]
+    assert sorted((r.device, r.loader, r.threads) for r in written.beside) == [
+        ("cpu", "fastpath", 1),
+        ("cpu", "fastpath", 2),
+    ]
+    assert {r.batch_size for r in (*written.records, *written.beside)} == {LARGE}
+    assert sorted(r.position_in_job for r in (*written.records, *written.beside)) == [0, 1, 2]
+    # Given fewer threads than its largest CPU count, the job stops before it times anything, naming the key.
+    job.threads = 1
+    with pytest.raises(SystemExit, match="config key timing.threads: this job times cells at up to 2 torch threads"):
+        runpy.run_path(str(REPO / "workflow/scripts/time_gpu_training.py"), init_globals={"snakemake": job})
+
+
 # --- fair measurements (issue 26 item 3) --------------------------------------------------------
 
 

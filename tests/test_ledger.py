@@ -99,7 +99,7 @@ def test_a_record_copied_over_by_another_jobs_record_is_refused(written, tmp_pat
 def _job(**changes):
     from builders_training import training_record
 
-    from accel_choice.records.training import TrainingJob
+    from accel_choice.records.training_job import TrainingJob
     from builders_planner import sentinel_readings
 
     fields = dict(
@@ -118,7 +118,7 @@ def test_the_issues_hand_edit_does_not_add_up_even_without_its_log():
     log, records.ledger, catches it there.)"""
     from builders_training import training_record
 
-    from accel_choice.records.training import TrainingJob
+    from accel_choice.records.training_job import TrainingJob
 
     measured = records.to_json(_job(records=(training_record(epoch_s=0.2, epoch_cpu_s=0.19),)))
     measured["records"][0]["epoch_s_each"] = [0.02]

@@ -428,3 +428,13 @@ def test_a_model_that_diverges_after_finite_steps_is_measured_and_marked(data):
         epochs=EPOCHS,
     )[0]
     assert all(not r.finite and r.nonfinite_step >= 1 for r in measured)
+
+
+def test_a_job_times_only_cpu_variants_beside_its_own():
+    x, y = torch.randn(64, 8), torch.randint(0, 2, (64,)).float()
+    cpu = steps.cpu_variants(["fastpath"], batch_size=16, threads=1)
+    on_gpu = steps.gpu_variants(["fp32"], ["resident"], batch_size=16, device="cuda", threads=1)
+    with pytest.raises(ValueError, match=r"a job times CPU variants beside its device's, got \['cuda'\]"):
+        training.measure_training_job(
+            x, y, cpu, repeat=0, seed=1, spec=ModelSpec(hidden=8, lr=1e-3), warmup_steps=1, beside=on_gpu
+        )

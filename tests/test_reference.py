@@ -17,7 +17,8 @@ from accel_choice.analyze.aggregate import aggregate_training
 from accel_choice.measure import datagen, reference, steps, training
 from accel_choice.records.estimate import Estimate
 from accel_choice.records.model import ModelSpec
-from accel_choice.records.training import TrainingJob, Variant
+from accel_choice.records.training import Variant
+from accel_choice.records.training_job import TrainingJob
 from accel_choice.render import noise
 
 SEED = 11

@@ -21,7 +21,7 @@ from accel_choice.io import atomic, paths
 from accel_choice.measure import reference, steps, training
 from accel_choice.records.model import ModelSpec
 from accel_choice.records.sentinel import ReferenceStepReadings
-from accel_choice.records.training import TrainingJob
+from accel_choice.records.training_job import TrainingJob
 
 SEED = 2
 ROOT = Path(__file__).resolve().parents[1]

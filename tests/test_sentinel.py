@@ -19,7 +19,7 @@ from accel_choice.analyze.sentinel import summarize_sentinels
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.measure import contention, sentinel, steps, training
 from accel_choice.records.sentinel import GpuState, SentinelReadings
-from accel_choice.records.training import TrainingJob
+from accel_choice.records.training_job import TrainingJob
 from accel_choice.records.model import ModelSpec
 from accel_choice.render import noise
 

@@ -320,7 +320,7 @@ def test_two_cpu_jobs_of_one_name_are_refused_not_paired() -> None:
     from builders_training import environment
     from builders_planner import sentinel_readings
 
-    from accel_choice.records.training import TrainingJob
+    from accel_choice.records.training_job import TrainingJob
 
     jobs = [
         TrainingJob(
@@ -342,7 +342,7 @@ def test_switch_position_finds_a_cost_left_behind_by_the_other_thread_count(tmp_
     from builders_training import environment
 
     from accel_choice.io import atomic, paths
-    from accel_choice.records.training import TrainingJob
+    from accel_choice.records.training_job import TrainingJob
 
     module = _benchmark("switch_position")
     wobble = (1.0, 1.02, 0.99, 1.01, 0.98, 1.03)

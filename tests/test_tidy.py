@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from accel_choice.io import tidy
-from accel_choice.records.training import TrainingJob
+from accel_choice.records.training_job import TrainingJob
 from builders_planner import sentinel_readings
 from builders_training import environment, training_record
 

@@ -16,7 +16,7 @@ from builders_training import environment, training_record
 from accel_choice.analyze import calibration as c
 from accel_choice.analyze import synthetic, variance
 from accel_choice.io import atomic, paths
-from accel_choice.records.training import TrainingJob
+from accel_choice.records.training_job import TrainingJob
 
 ROOT = Path(__file__).resolve().parents[1]
 KNOWN = c.Design(jobs=20, sigma_job=0.08, sigma_epoch=0.06, sigma_interaction=0.04, sigma_drift=0.02, sigma_round=0.03)

@@ -75,12 +75,15 @@ rule time_gpu_training:
     priority: repeat_priority
     conda:
         ENV
-    threads: TIMING_THREADS
+    # Its largest CPU thread count (timing.threads): the CPU's fast path is timed beside the GPU at each.
+    threads: CPU_JOB_THREADS
     resources:
         timing_slot=TIMING_JOB,
         gpu=1,
     params:
         device=GPU_DEVICE,
+        gpu_threads=TIMING_THREADS,
+        thread_counts=CPU_THREADS,
         seed=config["seed"],
         model=MODEL,
         precisions=config["gpu"]["precisions"],

@@ -24,6 +24,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
         measured.append(records.read(TrainingTable, inp.gpu_training))
         transfers = records.read(TransferTable, inp.transfers[0])
     train_table = [cell for table in measured for cell in table.table]
+    beside = [cell for table in measured for cell in table.beside]  # the CPU, timed in the GPU's jobs
     load_table = records.read(LoadTable, inp.load_convert).table
     probe = records.read(DeviceProbe, inp.probe)
     # The textbook MLP's formulas, or what profile_model counted on a user's model.
@@ -56,6 +57,7 @@ with job(snakemake.log[0], snakemake.threads) as log:
         trust=trust.run_trust(list(zip(("cpu", "gpu"), measured)), NoiseRules(**p.noise).bad_run_share),
         # The epochs the real job trains: gpu.epochs, or what the Northstar selection's fastest run needed.
         epochs=p.epochs or decision.epochs_to_target(records.read(TimeToTarget, inp.time_to_target)),
+        beside=beside,
     )
     atomic.write_record(
         out.decision,

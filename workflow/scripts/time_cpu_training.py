@@ -2,21 +2,14 @@
 
 from accel_choice.analyze.stats import NoiseRules, log_training_job
 from accel_choice.io import dataio
-from accel_choice.io.runtime import job, training_options
+from accel_choice.io.runtime import check_thread_counts, job, training_options
 from accel_choice.measure import steps, training
 from accel_choice.measure.reference import ReferenceStep
 from accel_choice.measure.job import timing_job
-from accel_choice.records.training import TrainingJob
+from accel_choice.records.training_job import TrainingJob
 
 inp, wc, p = snakemake.input, snakemake.wildcards, snakemake.params
-most = max(p.thread_counts)
-if snakemake.threads < most:
-    # Snakemake lowers a job's threads to --cores: a cell would be timed on fewer cores than its threads.
-    raise SystemExit(
-        f"config key timing.threads: this job times cells at up to {most} torch threads, but it was given "
-        f"{snakemake.threads} (--cores {snakemake.threads}?): run with --cores {most} or more, or remove "
-        f"{most} from timing.threads"
-    )
+check_thread_counts(snakemake.threads, p.thread_counts)
 with job(snakemake.log[0], snakemake.threads) as log:
     x, y, _ = dataio.load_benchmark_tensors(inp.data, inp.meta, inp.export)
     with timing_job(snakemake.output[0], seed=p.seed) as envelope:

@@ -23,12 +23,12 @@ from accel_choice.records.training import (
     Contamination,
     NonFiniteRun,
     TrainingCell,
-    TrainingJob,
     TrainingRecord,
     TrainingTable,
     Variant,
     variant_fields,
 )
+from accel_choice.records.training_job import TrainingJob
 
 
 def group_by(rows: Iterable[Any], keys: Sequence[str]) -> dict[tuple[Any, ...], list[Any]]:
@@ -114,6 +114,7 @@ def aggregate_training(
     job_reasons: Mapping[str, Sequence[str]] | None = None,
     noise_floor: float | None = None,
     table: str | None = None,
+    also_in_jobs: Sequence[TrainingRecord] = (),
 ) -> list[TrainingCell]:
     """Aggregate the training records into one cell per variant.
 
@@ -123,11 +124,12 @@ def aggregate_training(
 
     `job_reasons`: what the sentinel saw in each job, by its name (`job_name` in `table`); each cell names its
     jobs, so cells timed by the same jobs pair job by job; `noise_floor`: the run's, from the sentinel — a
-    loader difference inside it is "no measurable difference"."""
+    loader difference inside it is "no measurable difference". `also_in_jobs`: the other records of the same
+    jobs (a GPU job's CPU beside its GPU), whose threads may raise a job's load average too."""
     check_training_records(measured, rows)
     finite = [r for r in measured if r.finite]
     job_threads: dict[str, int] = {}
-    for r in measured:  # a CPU job times every thread count: its load is its largest count's
+    for r in (*measured, *also_in_jobs):  # a CPU job times every thread count: its load is its largest count's
         name = job_name(r, r.repeat, table)
         job_threads[name] = max(job_threads.get(name, 1), r.threads)
     cells = {}
@@ -260,9 +262,13 @@ def training_table(
             f"step {steps[0] if steps else '?'} on at the earliest), so no cell can be made; check model.factory, "
             "model.lr and the data"
         )
+    beside = [record for job in jobs for record in job.beside]  # a GPU job's CPU: cells of their own, same job names
     return TrainingTable(
-        table=tuple(aggregate_training(measured, rows, rules, reasons, sentinel.noise_floor, table)),
-        non_finite=non_finite_runs(measured),
+        table=tuple(aggregate_training(measured, rows, rules, reasons, sentinel.noise_floor, table, beside)),
+        beside=tuple(aggregate_training(beside, rows, rules, reasons, sentinel.noise_floor, table, measured))
+        if beside
+        else (),
+        non_finite=non_finite_runs(measured + beside),
         sentinel=sentinel,
         host_memory_bytes=smallest_host_memory(job.environment.host_memory_bytes for job in jobs),
         environment=environment,

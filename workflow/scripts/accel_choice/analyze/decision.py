@@ -10,12 +10,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from accel_choice.analyze.figures import Figures
-from accel_choice.analyze.job_intervals import jobs_to_settle, ratio_interval, simultaneous_level
+from accel_choice.analyze.job_intervals import jobs_to_settle, simultaneous_level
 from accel_choice.analyze.decision_intervals import (
     contenders,
     cpu_statements,
     full_path_jobs,
-    per_epoch_jobs,
+    per_epoch_speedup,
     speedup_estimate,
 )
 from accel_choice.analyze.stats import NoiseRules
@@ -188,6 +188,7 @@ def compare_devices(
     cells: Sequence[TrainingCell] = (),
     rules: NoiseRules = NoiseRules(),
     epochs: int = 1,
+    beside: Sequence[TrainingCell] = (),
 ) -> DeviceComparison | None:
     """Compare each device's fastest full path over `epochs` epochs.
 
@@ -195,7 +196,8 @@ def compare_devices(
     speedup CPU/GPU with its t interval (decision_intervals.speedup_estimate, from `cells`) held at the level of a family as large
     as the pairs of paths that could have been the two fastest (decision_intervals.contenders), whether
     the GPU wins (the whole interval above `threshold`), and after how many epochs the GPU's per-epoch
-    gain repays its larger one-off costs (start-up, resident copy, load)."""
+    gain repays its larger one-off costs (start-up, resident copy, load). The per-epoch speedup pairs job by
+    job where the GPU's jobs timed the best CPU configuration beside it (`beside`: decision_intervals.per_epoch_speedup)."""
     cpu = [r for r in full_path_rows if r.device == "cpu"]
     gpu = [r for r in full_path_rows if r.device != "cpu"]
     if not cpu or not gpu:
@@ -206,10 +208,8 @@ def compare_devices(
     )
     speedup = speedup_estimate(best_cpu, best_gpu, cells, rules, family, epochs)
     by_variant = {c.key: c for c in cells}
-    per_epoch = ratio_interval(
-        per_epoch_jobs(by_variant[best_gpu.key]),
-        per_epoch_jobs(by_variant[best_cpu.key]),
-        level=simultaneous_level(rules.confidence, family),
+    per_epoch = per_epoch_speedup(
+        by_variant[best_cpu.key], by_variant[best_gpu.key], simultaneous_level(rules.confidence, family), beside
     )
     # The GPU row that repays its extra one-off costs soonest: not always the fastest one-epoch
     # path (a resident copy costs once what a streamed path pays every epoch).
@@ -281,6 +281,7 @@ def verdict(
     noise_floor: float | None = None,
     trust: RunTrust | None = None,
     epochs: int = 1,
+    beside: Sequence[TrainingCell] = (),
 ) -> Verdict:
     """Decide between CPU, GPU and undecided.
 
@@ -293,7 +294,7 @@ def verdict(
     best = min((r for r in full_path_rows if r.device == "cpu"), key=lambda r: r.total_s)
     fastest, ties, scaling = cpu_statements(cpu_train, noise_floor, rules)
     flop = figures.epoch_flops_3x(fastest.samples, fastest.batch_size)
-    comparison = compare_devices(full_path_rows, threshold, train_table, rules, epochs)
+    comparison = compare_devices(full_path_rows, threshold, train_table, rules, epochs, beside)
     settle = None
     if comparison is None:
         reason: Reason = "gpu_visible_not_measured" if gpu.visible else "no_gpu_visible"

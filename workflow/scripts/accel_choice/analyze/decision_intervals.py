@@ -76,6 +76,24 @@ def speedup_estimate(
     )
 
 
+def per_epoch_speedup(
+    cpu: TrainingCell, gpu: TrainingCell, level: float, beside: Sequence[TrainingCell] = ()
+) -> Estimate:
+    """Return the CPU/GPU ratio of a training + evaluation epoch with its interval.
+
+    Paired round by round over the GPU's jobs (`same_jobs.alone`) where they timed the CPU's configuration
+    beside it (`beside`: a GPU table's CPU cells, TrainingJob.beside): the drift the two sides shared cancels.
+    Welch between the CPU's and the GPU's jobs otherwise (another batch size, or a run before version 15)."""
+    twin = next((cell for cell in beside if cell.key == cpu.key), None)
+    shared = [job for job in gpu.jobs if twin is not None and job in twin.jobs]
+    if twin is None or len(shared) < 2:
+        return ratio_interval(per_epoch_jobs(gpu), per_epoch_jobs(cpu), level=level)
+    gpu_jobs, cpu_jobs = per_epoch_jobs(gpu), per_epoch_jobs(twin)
+    return same_jobs.alone(
+        [gpu_jobs[gpu.jobs.index(job)] for job in shared], [cpu_jobs[twin.jobs.index(job)] for job in shared], level
+    )
+
+
 def cell_ratio(a: TrainingCell, b: TrainingCell, level: float, spreads: same_jobs.Spreads | None = None) -> Estimate:
     """Return B's epoch over A's with its interval.
 

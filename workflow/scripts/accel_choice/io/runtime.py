@@ -149,3 +149,16 @@ def training_options(params: Any) -> dict[str, Any]:
         "precision": params.matmul_precision,
         "compile_mode": params.compile_mode or "default",
     }
+
+
+def check_thread_counts(threads: int, thread_counts: Any) -> None:
+    """Stop a job given fewer threads than its largest thread count (timing.threads), naming the key.
+
+    Snakemake lowers a job's threads to --cores: a cell would be timed on fewer cores than its threads."""
+    most = max(thread_counts)
+    if threads < most:
+        raise SystemExit(
+            f"config key timing.threads: this job times cells at up to {most} torch threads, but it was given "
+            f"{threads} (--cores {threads}?): run with --cores {most} or more, or remove "
+            f"{most} from timing.threads"
+        )

@@ -24,7 +24,8 @@ import pyarrow.parquet as pq
 
 from accel_choice.io import atomic, paths
 from accel_choice.records.estimate import Estimate
-from accel_choice.records.training import VARIANT_KEYS, TrainingCell, TrainingJob, variant_fields
+from accel_choice.records.training import VARIANT_KEYS, TrainingCell, variant_fields
+from accel_choice.records.training_job import TrainingJob
 
 # The columns in order: the job, the variant's fields, the round, and what was timed in it.
 COLUMNS = ("job", "repeat", *VARIANT_KEYS, "position_in_job", "round", "epoch_s", "eval_s")
@@ -37,7 +38,7 @@ def epoch_rows(jobs: Sequence[TrainingJob], table: str) -> list[dict[str, Any]]:
     """List one dict per timed epoch of `jobs` (`table`: "cpu" or "gpu", which names the jobs)."""
     rows = []
     for training_job in jobs:
-        for record in training_job.records:
+        for record in (*training_job.records, *training_job.beside):  # a GPU job's CPU epochs too
             name = paths.training_job(table, record.batch_size, record.threads, record.repeat)
             for index, (epoch, evaluation) in enumerate(zip(record.epoch_s_each, record.eval_s_each, strict=True)):
                 rows.append(

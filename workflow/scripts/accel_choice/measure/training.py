@@ -291,15 +291,22 @@ def measure_training_job(
     precision: str = "highest",
     compile_mode: str = "default",
     reference_step: ReferenceStep | None = None,
+    beside: Sequence[Variant] = (),
 ) -> tuple[list[TrainingRecord], SentinelReadings]:
     """Time a job: every variant (one device; a CPU job's thread counts and batch sizes, a GPU job's one) warmed up, `epochs` rounds
     of one epoch each, interleaved over all of them (epoch_order), the sentinel and foreign-CPU meter around the
     rounds; the records and the sentinel's readings. `grad_scaler`: fp16 variants use a GradScaler;
     `precision`: torch's float32 matmul precision for the whole job; `compile_mode` the compiled variants'.
-    `reference_step` (a CPU job's, made by its caller) is timed once per round; its readings the caller's."""
-    on, outside = {v.device for v in variants}, [v.batch_size for v in variants if not 1 <= v.batch_size <= len(x)]
+    `reference_step` (a CPU job's, made by its caller) is timed once per round; its readings the caller's.
+    `beside`: CPU variants timed in the same rounds, after `variants` in each (a GPU job's CPU, so that their
+    ratio pairs job by job); their records follow those of `variants`, each group in its order in the job."""
+    on = {v.device for v in variants}
     if len(on) != 1:
         raise ValueError(f"a timing job times its variants on one device, got {sorted(on)}")
+    if any(v.device != "cpu" for v in beside):
+        raise ValueError(f"a job times CPU variants beside its device's, got {sorted({v.device for v in beside})}")
+    variants = [*variants, *beside]
+    outside = [v.batch_size for v in variants if not 1 <= v.batch_size <= len(x)]
     if outside:
         raise ValueError(f"batch size {outside[0]} must be between 1 and the data's {x.shape[0]} rows")
     (device,) = on
@@ -349,6 +356,7 @@ def measure_training_job(
     weights: dict[tuple[str, bool, int, int], set[str]] = {}
     for result in measured:
         weights.setdefault(_same_work(result), set()).update(result.pop("final_weights_each"))
+    own = len(variants) - len(beside)
     records = [
         training_record(
             result,
@@ -357,14 +365,17 @@ def measure_training_job(
             foreign_cpu_share=foreign.share,
             same_final_weights_across_variants=len(weights[_same_work(result)]) == 1,
         )
-        for result in sorted(measured, key=lambda r: r["position_in_job"])
+        for group in (measured[:own], measured[own:])
+        for result in sorted(group, key=lambda r: r["position_in_job"])
     ]
     check_some_step_finite(records, spec)
     return records, sentinel.readings()
 
 
-def _same_work(result: dict[str, Any]) -> tuple[str, bool, int, int]:  # the same steps to the bit, at one thread count
-    return result["precision"], result["compiled"], result["batch_size"], result["threads"]
+def _same_work(
+    result: dict[str, Any],
+) -> tuple[str, str, bool, int, int]:  # the same steps to the bit, on one device and thread count
+    return result["device"], result["precision"], result["compiled"], result["batch_size"], result["threads"]
 
 
 def training_record(measured: dict[str, Any], **job: Any) -> TrainingRecord:

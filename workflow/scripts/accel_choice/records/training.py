@@ -27,8 +27,8 @@ from accel_choice.records.environment import Environment
 from accel_choice.records.estimate import PositiveEstimate, columns, point_of, quartiles
 from accel_choice.records.model import Dtype
 from accel_choice.records.launch import CellLaunchChecks, LaunchChecks, launch_checked, launch_columns
-from accel_choice.records.sentinel import ReferenceStepReadings, SentinelReadings, SentinelSummary
-from accel_choice.records.upgrades import one_thread_count, without_derived
+from accel_choice.records.sentinel import SentinelSummary
+from accel_choice.records.upgrades import without_beside
 
 
 @record
@@ -201,49 +201,6 @@ class TrainingRecord(EpochMeasurement):
             self.launch.check_device(self.device)
 
 
-# time.time() may be stepped by the clock's synchronisation during a job; process CPU time is counted in ticks.
-WALL_CLOCK_SLACK_S = 0.5
-CPU_CLOCK_SLACK_S = 0.01
-
-
-@record(schema="training-job", version=14)
-class TrainingJob:
-    """timing/cpu/rep<r>.json (every thread count, batch size and loader) or timing/gpu/bs<B>.rep<r>.json
-    (one batch size): the variants timed in one process, interleaved, with the job's drift sentinel."""
-
-    records: tuple[TrainingRecord, ...]
-    wall_interval: tuple[float, float]  # time.time() at the start and end: no two timing jobs overlap
-    environment: Environment
-    sentinel: SentinelReadings
-    probe: dict[str, Any] | None = None  # GPU jobs: what torch saw on the job's node
-    reference_step: ReferenceStepReadings | None = None  # CPU jobs: the fixed training step per round
-    UPGRADES: ClassVar = {12: without_derived, 13: one_thread_count}  # archived files are read (records.upgrades)
-
-    def __post_init__(self) -> None:
-        shared, keys = {(r.device, r.repeat) for r in self.records}, [r.key for r in self.records]
-        if len(shared) > 1 or len(set(keys)) != len(keys):
-            raise ValueError(f"one job's records share a device and repeat, each variant once: {shared}")
-        # What one process can do in its wall interval: a record edited by hand rarely still adds up.
-        start, end = self.wall_interval
-        timed = sum(sum(r.epoch_s_each) + sum(r.eval_s_each) + (r.reference_epoch_s or 0.0) for r in self.records)
-        step, rounds = self.reference_step, {len(r.epoch_s_each) for r in self.records}
-        timed += sum(step.seconds) if step is not None else 0.0
-        if step is not None and rounds != {len(step.seconds)}:
-            raise ValueError(f"{len(step.seconds)} reference step timings for rounds of {rounds}")
-        if not start <= end or timed > end - start + WALL_CLOCK_SLACK_S:
-            raise ValueError(
-                f"the timed epochs and evaluations add up to {timed:.6g} s, more than the job's wall interval "
-                f"({end - start:.6g} s): a damaged record"
-            )
-        cores = self.environment.affinity_cores or self.environment.logical_cores
-        for r in self.records:
-            if cores and r.epoch_cpu_s > r.epoch_s * cores + CPU_CLOCK_SLACK_S:
-                raise ValueError(
-                    f"records[{r.position_in_job}]: epoch_cpu_s {r.epoch_cpu_s!r} is more CPU time than {cores} "
-                    f"core(s) give in its wall epoch_s {r.epoch_s!r}: a damaged record"
-                )
-
-
 @record
 class Contamination:
     """A repeat that shared the machine, and why (other processes' CPU, a rising load average)."""
@@ -387,14 +344,21 @@ class NonFiniteRun(Variant):
     mean_train_loss: float | None
 
 
-@record(schema="training-table", version=11)
+@record(schema="training-table", version=12)
 class TrainingTable:
     """tables/{cpu,gpu}_training.json: the cells of one device, the runs left out of them, the
     run's drift sentinel (its machine speed, flagged jobs and noise floor), and the memory of the
-    nodes that measured (`environment` is the aggregating job's own)."""
+    nodes that measured (`environment` is the aggregating job's own). A GPU table's `beside`: the CPU's
+    fast path, timed in the same jobs as its cells (TrainingJob.beside), each cell naming those jobs."""
 
     table: tuple[TrainingCell, ...]
     non_finite: tuple[NonFiniteRun, ...]
     sentinel: SentinelSummary
     host_memory_bytes: PositiveCount | None  # the smallest of the timing jobs' nodes; null: one is unknown
     environment: Environment
+    beside: tuple[TrainingCell, ...] = ()
+    UPGRADES: ClassVar = {11: without_beside}  # a table of version 11 had none (records.upgrades)
+
+    def __post_init__(self) -> None:
+        if any(cell.device != "cpu" for cell in self.beside):
+            raise ValueError("beside: the CPU's cells timed in a GPU table's jobs, every one on the CPU")

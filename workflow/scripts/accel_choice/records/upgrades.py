@@ -21,6 +21,13 @@ def one_thread_count(job: dict[str, Any]) -> dict[str, Any]:
     return job
 
 
+def without_beside(document: dict[str, Any]) -> dict[str, Any]:
+    """Return a file of the version before GPU jobs timed the CPU beside the GPU (training-job 14,
+    training-table 11) as the next: the next adds `beside`, the CPU's records or cells of GPU jobs, and
+    these timed none."""
+    return document
+
+
 def without_thread_counts(plan: dict[str, Any]) -> dict[str, Any]:
     """Return a timing plan of the version whose rounds added one job a thread count (timing-plan 1) as the next.
 

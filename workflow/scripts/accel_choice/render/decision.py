@@ -7,29 +7,14 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
+from accel_choice.analyze import same_jobs
 from accel_choice.analyze.job_intervals import SETTLE_AWAY, WELCH
-from accel_choice.records.decision import CpuConfiguration, GpuVisibility, SheetStep, Verdict
+from accel_choice.records.decision import CpuConfiguration, DeviceComparison, GpuVisibility, Verdict
 from accel_choice.records.estimate import Estimate
 from accel_choice.records.training import TrainingCell
 from accel_choice.records.fullpath import FullPathRow
 from accel_choice.render.formatting import counted, level_words, ms, table
 from accel_choice.render.noise import remeasure_line, trust_banner
-
-STEP_TITLES = {
-    1: "CPU baseline: load, convert, train, eval, repeats",
-    2: "GPU environment: is_available, CUDA version, GPU name",
-    3: "Transfer measured on its own (to(device) + synchronize)",
-    4: "Same model on the GPU, same batches and repeats",
-    5: "Compare the full path, not only the matrix multiply",
-    6: "Memory upper bound: Adam fp32 4·P·4 bytes + activations",
-}
-# A model the formulas do not describe (analyze.figures): its state is counted, not 4·P·4.
-COUNTED_STEP_6 = "Memory upper bound: parameters, gradients, buffers and optimizer state (counted) + activations"
-MISSING_WORDS = {
-    "not_measurable_here": "not measurable here",
-    "accelerator_off": "not measured (accelerator: off)",
-    "not_planned": "not measured in this run: a GPU is visible, but no GPU job was planned",
-}
 
 
 def path_name(row: FullPathRow) -> str:
@@ -89,6 +74,13 @@ def claim(verdict: Verdict) -> str:
     return f"{measured}: undecided, the interval straddles the {c.threshold:g}× threshold.{more}"
 
 
+def _paired(c: DeviceComparison) -> str:
+    """Say how the per-epoch speedup was taken: paired in the GPU's jobs, or between the two devices' jobs."""
+    if c.speedup_per_epoch.method == same_jobs.ALONE:
+        return f", paired: the CPU timed in the GPU's {c.speedup_per_epoch.jobs} jobs"
+    return ", the two devices' own jobs"
+
+
 def measured_sentence(verdict: Verdict) -> str:
     """Say the measured comparison behind the verdict, in full.
 
@@ -104,7 +96,7 @@ def measured_sentence(verdict: Verdict) -> str:
         f"({path_name(c.gpu)}) {ms(c.gpu.one_off_s + e * c.gpu.per_epoch_s)} ms, of which "
         f"{ms(c.gpu.startup_s)} ms start-up (context and first-step costs): speedup {c.speedup.point:.2f}× "
         f"({level_words(c.speedup.level)} interval {c.speedup.low:.2f}–{c.speedup.high:.2f}×; each further epoch "
-        f"{c.speedup_per_epoch.point:.2f}×, {c.speedup_per_epoch.low:.2f}–{c.speedup_per_epoch.high:.2f}×)."
+        f"{c.speedup_per_epoch.point:.2f}×, {c.speedup_per_epoch.low:.2f}–{c.speedup_per_epoch.high:.2f}×{_paired(c)})."
     )
     if verdict.reason != "interval_straddles_threshold":
         return said
@@ -303,57 +295,6 @@ def reasons_section(verdict: Verdict) -> str:
     The figures behind the verdict and what each shows, in full: the first screen's lines said with their
     reasons and caveats, and the figures the first screen leaves out (the full path, the arithmetic rate, memory)."""
     return "**The figures behind the verdict.**\n\n" + "\n".join(f"- {r}" for r in reasons(verdict))
-
-
-def status_words(step: SheetStep) -> str:
-    missing = MISSING_WORDS.get(step.missing or "", "")
-    return {
-        "measured": "measured",
-        "checked": "checked",
-        "computed": "computed",
-        "computed_and_measured": "computed and measured",
-        "measured_on_both_devices": "measured on both devices",
-        "cpu_measured_gpu_missing": f"CPU side measured; GPU side {missing}",
-        "missing": missing,
-    }[step.status]
-
-
-def evidence_words(step: SheetStep, gpu: GpuVisibility) -> str:
-    if step.step == 1:
-        return (
-            f"{step.value('load_cells')} load/convert cells and {step.value('training_cells')} training cells, "
-            f"repeats [{step.value('repeats')}]"
-        )
-    if step.step == 2:
-        return gpu_line(gpu)
-    if step.step == 3:
-        if step.status != "measured":
-            return "estimated only, from the configured bandwidth (see the theoretical estimates or model figures)"
-        return (
-            f"matrix host→device {step.value('matrix_gb_per_s'):.2f} GB/s pageable; context start-up "
-            f"{step.value('context_startup_s') * 1e3:.0f} ms (fixed cost)"
-        )
-    if step.step == 4:
-        if step.status != "measured":
-            return "no GPU timings"
-        return f"{step.value('gpu_cells')} GPU cells: {step.value('variants')}"
-    if step.step == 5:
-        return "full-path table: load + convert + transfer + train + eval (+ fixed start-up)"
-    peak = step.value("peak_memory_bytes")
-    return (
-        f"{step.value('adam_bytes'):,} bytes + {step.value('activation_bytes'):,} bytes of forward activations at "
-        f"B={step.value('batch_size')}"
-        + (f"; measured peak {peak:,} bytes (torch.cuda.max_memory_allocated)" if peak else "")
-    )
-
-
-def sheet_section(sheet: Sequence[SheetStep], gpu: GpuVisibility, counted: bool = False) -> str:
-    """`counted`: the model figures are counted (analyze.figures), so step 6 is not the 4·P·4 formula."""
-    titles = {**STEP_TITLES, 6: COUNTED_STEP_6} if counted else STEP_TITLES
-    return "## GPU decision sheet (section 28.3.5)\n\n" + table(
-        ("step", "what", "status", "evidence"),
-        [(s.step, titles[s.step], status_words(s), evidence_words(s, gpu)) for s in sheet],
-    )
 
 
 def comparison_section(verdict: Verdict) -> str:

@@ -25,6 +25,7 @@ from accel_choice.records.training import NonFiniteRun, TrainingCell
 from accel_choice.records.fullpath import FullPathRow
 from accel_choice.render import archive, cost, data, gpu_checks, noise, northstar, planner, scale, theory, timing_plan
 from accel_choice.render import decision as decision_words
+from accel_choice.render import decision_sheet
 from accel_choice.render.formatting import cell_flags, ms, number, table
 
 
@@ -304,7 +305,7 @@ def render(inputs: ReportInputs) -> str:
         timing_plan.plan_line(inputs.plans) or timing_plan.budget_hint(inputs.narrowing),
         planner.answer_lines(inputs.break_even),
         cost.cost_headline(inputs.cost),
-        decision_words.sheet_section(inputs.decision.sheet, verdict.gpu, counted=inputs.theory.figures == "counted"),
+        decision_sheet.sheet_section(inputs.decision.sheet, verdict.gpu, counted=inputs.theory.figures == "counted"),
         decision_words.reasons_section(verdict),
         _cpu_section(inputs.train_table),
         _gpu_section(inputs),
