@@ -786,8 +786,9 @@ def test_the_cpu_beside_a_gpu_job_makes_cells_of_its_own_that_pair_with_the_gpu_
     [
         ({"device": "cuda", "placement": "streamed"}, "beside: the CPU's records of the job's repeat"),
         ({"repeat": 1}, "beside: the CPU's records of the job's repeat"),
+        ({"batch_size": 64}, "beside: the CPU's records of the job's repeat and batch size"),
     ],
-    ids=["on the GPU", "of another repeat"],
+    ids=["on the GPU", "of another repeat", "of another batch size"],
 )
 def test_a_job_refuses_a_beside_record_not_of_the_cpu_or_of_its_repeat(change, message):
     job = _gpu_job(0, (0.01,), (0.02,))

@@ -91,6 +91,7 @@ class _Noted:
     """A stand-in for the sentinel or the reference step: notes when it was timed."""
 
     threads = 1  # the reference step's: one thread, torch's count in these tests (nothing to settle)
+    device, host = torch.device("cpu"), None  # the sentinel's: its work on the CPU's one thread
 
     def __init__(self, log: list[str], name: str):
         self.log, self.name = log, name
@@ -128,6 +129,27 @@ def test_the_reference_step_is_timed_once_per_round_after_the_tick_outside_every
     forward = [e.format("dataloader") for e in epoch] + [e.format("fastpath") for e in epoch]
     backward = forward[2:] + forward[:2]
     assert log == ["tick", *forward, "tick", "reference", *backward, "tick", "reference", *forward, "tick", "reference"]
+
+
+def test_a_variant_at_more_threads_settles_after_each_tick_of_the_sentinel_on_one_thread(monkeypatch, one_thread):
+    """A GPU job has no reference step: after the sentinel's one-thread work, its CPU variant at two threads
+    (timed first in the next, reversed round) still settles at its own count before its epoch."""
+    from accel_choice.measure.sentinel import Sentinel
+
+    generator = torch.Generator().manual_seed(SEED)
+    x, y = torch.randn(64, 5, generator=generator), (torch.rand(64, 1, generator=generator) > 0.5).float()
+    spec = ModelSpec(hidden=4, lr=1e-3)
+    variants = [v for t in (1, 2) for v in steps.cpu_variants(["fastpath"], batch_size=16, threads=t)]
+    prepared = [
+        training.prepare_variant(v, x, y, grad_scaler=False, seed=SEED, spec=spec, warmup_steps=1) for v in variants
+    ]
+    real, calls = training.switch_to, []
+    monkeypatch.setattr(
+        training, "switch_to", lambda threads, settle: calls.append((threads, real(threads, settle, 0.0)))
+    )
+    training.measure_interleaved(prepared, 2, 0, Sentinel(torch.device("cpu")))
+    # Round 0: 1 thread (torch's already), then 2 (settled); the tick; round 1 backwards: 2 (settled again), then 1.
+    assert calls == [(1, 0), (2, 1), (2, 1), (1, 1)]
 
 
 def test_a_cpu_job_records_one_reference_step_timing_a_round(one_thread):

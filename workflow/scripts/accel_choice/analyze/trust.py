@@ -39,7 +39,7 @@ def run_trust(tables: Sequence[tuple[str, TrainingTable]], limit: float) -> RunT
         for sentinel_job in table.sentinel.jobs:
             if sentinel_job.reasons:
                 flagged.setdefault((name, sentinel_job.job), {}).update(dict.fromkeys(sentinel_job.reasons))
-        for cell in table.table:
+        for cell in (*table.table, *table.beside):  # a GPU job's CPU cells too: the paired speedup rests on them
             for repeat in cell.contaminated:
                 label = job_name(cell, repeat.repeat, name)
                 flagged.setdefault((name, label), {}).update(dict.fromkeys(repeat.reasons))

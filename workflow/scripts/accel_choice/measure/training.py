@@ -41,7 +41,8 @@ from accel_choice.measure.model import build, check_targets, optimizer_impl, sta
 from accel_choice.measure.compile_counts import graph_breaks
 from accel_choice.measure.gpu_checks import launch_checks
 from accel_choice.measure.heap import frozen_heap
-from accel_choice.measure.finite import check_some_step_finite, finite_or_none
+from accel_choice.measure.finite import check_some_step_finite
+from accel_choice.measure.invariants import InvariantError, check_invariants, training_record
 from accel_choice.measure.placement import placed, variant_batches
 from accel_choice.measure.reference import Reference, ReferenceStep, has_reference
 from accel_choice.measure.sentinel import Sentinel
@@ -60,30 +61,7 @@ from accel_choice.measure.steps import (
 from accel_choice.records.model import ModelSpec
 from accel_choice.records.sentinel import SentinelReadings
 from accel_choice.records.launch import launch_checked
-from accel_choice.records.training import Invariants, TrainingRecord, Variant, variant_fields
-
-
-class InvariantError(AssertionError):
-    """A timing record broke an invariant: the measurement, not the machine, is wrong."""
-
-
-def check_invariants(record: dict[str, Any], rows: int) -> dict[str, bool]:
-    """Check section 28.3.5's invariants: samples == n every epoch, and the steps of an epoch.
-
-    Its second, samples_per_s == samples / epoch_s, holds by construction: a record stores the raw epochs, and
-    its throughput is read from them (records.training.EpochMeasurement)."""
-    checks = {
-        "samples_eq_rows": record["samples"] == rows,
-        "eval_samples_eq_rows": record["eval_samples"] == rows,
-        "steps_eq_ceil_rows_over_batch": record["steps"] == theory.steps_per_epoch(rows, record["batch_size"]),
-    }
-    broken = [name for name, ok in checks.items() if not ok]
-    if broken:
-        raise InvariantError(
-            f"batch_size={record['batch_size']} loader={record['loader']}: invariant(s) broken: {', '.join(broken)} "
-            f"(samples={record['samples']}, rows={rows}, steps={record['steps']})"
-        )
-    return checks
+from accel_choice.records.training import TrainingRecord, Variant, variant_fields
 
 
 @dataclass
@@ -202,7 +180,7 @@ def measure_interleaved(
     loads: list[list[list[float]]] = [[] for _ in prepared]  # the load average before the first epoch, after the last
     with frozen_heap():  # no full collection of the job's heap inside a timed round (measure.heap)
         if sentinel is not None:
-            sentinel.tick()
+            _tick(sentinel)
         for step, index in enumerate(epoch_order(prepared, epochs, repeat)):
             if not timed[index]:
                 first_seen.append(index)
@@ -218,13 +196,22 @@ def measure_interleaved(
                 if reference_step is not None:  # a CPU job: its tick and reference step run on one thread, settled
                     switch_to(reference_step.threads, reference_step.rehearse)
                 if sentinel is not None:
-                    sentinel.tick()
+                    _tick(sentinel)
                 if reference_step is not None:  # after the tick, outside every variant's epoch
                     reference_step.time()
     return [
         {**_variant_result(p, runs, first_seen.index(i), loads[i]), "reference_epoch_s": reference_s[i]}
         for i, (p, runs) in enumerate(zip(prepared, timed))
     ]
+
+
+def _tick(sentinel: Sentinel) -> None:
+    """Tick the sentinel; where its work ran on the CPU (on one thread), leave torch at one thread.
+
+    The next variant at another count then settles first (switch_to), as after a CPU job's reference step."""
+    sentinel.tick()
+    if sentinel.device.type == "cpu" or sentinel.host is not None:
+        use_threads(1)
 
 
 def _variant_result(p: Prepared, runs: list[dict[str, Any]], position: int, loads: list[list[float]]) -> dict[str, Any]:
@@ -361,7 +348,7 @@ def measure_training_job(
         training_record(
             result,
             repeat=repeat,
-            context_startup_s=context,
+            context_startup_s=context if result["device"] == device else None,  # the CPU beside a GPU has none
             foreign_cpu_share=foreign.share,
             same_final_weights_across_variants=len(weights[_same_work(result)]) == 1,
         )
@@ -376,18 +363,3 @@ def _same_work(
     result: dict[str, Any],
 ) -> tuple[str, str, bool, int, int]:  # the same steps to the bit, on one device and thread count
     return result["device"], result["precision"], result["compiled"], result["batch_size"], result["threads"]
-
-
-def training_record(measured: dict[str, Any], **job: Any) -> TrainingRecord:
-    """Return the record of one measured variant (`measure_interleaved`) with what only its job knows (repeat,
-    position, start-up, foreign CPU, whether all variants ended on the same weights). Non-finite losses become null."""
-    losses = ("eval_loss", "eval_accuracy", "final_loss", "mean_train_loss")
-    apart = (*losses, "invariants", "loadavg_before", "loadavg_after")
-    return TrainingRecord(
-        **{key: value for key, value in measured.items() if key not in apart},
-        **{key: finite_or_none(measured[key]) for key in losses},
-        loadavg_before=tuple(measured["loadavg_before"]),
-        loadavg_after=tuple(measured["loadavg_after"]),
-        invariants=Invariants(**measured["invariants"]),
-        **job,
-    )

@@ -33,10 +33,13 @@ class TrainingJob:
         shared, keys = {(r.device, r.repeat) for r in self.records}, [r.key for r in self.records]
         if len(shared) > 1 or len(set(keys)) != len(keys):
             raise ValueError(f"one job's records share a device and repeat, each variant once: {shared}")
-        if self.beside:
-            cpu, keys = {(r.device, r.repeat) for r in self.beside}, [r.key for r in self.beside]
-            if cpu != {("cpu", self.records[0].repeat)} or len(set(keys)) != len(keys):
-                raise ValueError(f"beside: the CPU's records of the job's repeat, each variant once, got {sorted(cpu)}")
+        if self.beside:  # a GPU job's: its repeat and batch size (they name its job), on the CPU, each variant once
+            cpu, keys = {(r.device, r.repeat, r.batch_size) for r in self.beside}, [r.key for r in self.beside]
+            own = {("cpu", r.repeat, r.batch_size) for r in self.records}
+            if cpu != own or len(set(keys)) != len(keys):
+                raise ValueError(
+                    f"beside: the CPU's records of the job's repeat and batch size, each variant once, got {sorted(cpu)}"
+                )
         # What one process can do in its wall interval: a record edited by hand rarely still adds up.
         start, end = self.wall_interval
         every = (*self.records, *self.beside)
