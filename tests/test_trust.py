@@ -92,6 +92,20 @@ def test_flagged_jobs_are_counted_once_with_every_reason_and_their_records(cells
     assert trust.run_trust([("cpu", _table(busy, speeds))], 0.25).contaminated  # but more than 25 %
 
 
+def test_a_flagged_repeat_of_the_cpu_timed_beside_the_gpu_flags_its_gpu_job(cells):
+    # A GPU table whose jobs also timed the CPU (TrainingTable.beside): a busy neighbour seen by the CPU's cell
+    # in bs32.rep2 flags that GPU job, whose paired per-epoch speedup rests on it.
+    gpu = [
+        dataclasses.replace(cell, device="cuda", placement="streamed") for cell in cells if cell.loader == "fastpath"
+    ]
+    beside = [c for c in _busy(cells, [2]) if c.loader == "fastpath"]
+    labels = [f"bs{b}.rep{r}" for b in sorted({c.batch_size for c in gpu}) for r in range(3)]
+    table = dataclasses.replace(_table(gpu, dict.fromkeys(labels, 1.0)), beside=tuple(beside))
+    (job,) = trust.run_trust([("gpu", table)], 0.25).flagged
+    assert (job.table, job.job, job.reasons) == ("gpu", "bs32.rep2", ("other processes used 1.20 cores",))
+    assert trust.run_trust([("gpu", dataclasses.replace(table, beside=()))], 0.25).flagged == ()
+
+
 def test_a_run_with_more_flagged_jobs_than_allowed_is_contaminated_and_says_how_to_remeasure(cells):
     speeds = dict.fromkeys(LABELS, 1.0) | {"rep0": 2.0, "rep2": 0.5}
     found = trust.run_trust([("cpu", _table(cells, speeds))], 0.25)
