@@ -25,6 +25,7 @@ from accel_choice.analyze import (
 )
 from accel_choice.analyze.stats import NoiseRules
 from accel_choice.io import tables
+from accel_choice import records
 from accel_choice.records.decision import Decision
 from accel_choice.render import decision as words
 from accel_choice.render import decision_sheet as sheet_words
@@ -793,9 +794,15 @@ def test_the_per_epoch_speedup_pairs_with_the_cpu_timed_in_the_gpus_jobs(train_r
     assert paired.comparison.speedup_per_epoch.method == same_jobs.ALONE
     assert paired.comparison.speedup_per_epoch.jobs == len(gpu.jobs)
     assert paired.comparison.speedup == apart.comparison.speedup  # the full path is the two devices' jobs' still
-    jobs = len(gpu.jobs)
-    assert f"paired: the CPU timed in the GPU's {jobs} jobs)." in words.comparison_section(paired)
+    jobs, there = len(gpu.jobs), beside.epoch_s.point + beside.eval_s.point
+    assert paired.comparison.cpu_beside_per_epoch_s == there and apart.comparison.cpu_beside_per_epoch_s is None
+    said = f"paired: the CPU timed in the GPU's {jobs} jobs, {formatting.ms(there)} ms an epoch there)."
+    assert said in words.comparison_section(paired)
     assert "the two devices' own jobs)." in words.comparison_section(apart)
+    # A decision file of version 9 (before the CPU was timed beside the GPU) still reads, with no such figure.
+    decided = _inputs(train_records, load_table, env=NO_CUDA).decision
+    older = records.to_json(decided) | {"schema_version": 9}
+    assert records.from_json(Decision, older, "decision.json") == decided
     # Another configuration timed beside the GPU pairs nothing: the best CPU's is what the ratio is of.
     other = replaced(beside, batch_size=beside.batch_size // 2)
     assert _verdict(table, rows, probe=GPU_PROBE, beside=[other]).comparison.speedup_per_epoch.method == WELCH

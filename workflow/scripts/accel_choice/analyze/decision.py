@@ -14,6 +14,7 @@ from accel_choice.analyze.job_intervals import jobs_to_settle, simultaneous_leve
 from accel_choice.analyze.decision_intervals import (
     contenders,
     cpu_statements,
+    beside_twin,
     full_path_jobs,
     per_epoch_speedup,
     speedup_estimate,
@@ -208,9 +209,9 @@ def compare_devices(
     )
     speedup = speedup_estimate(best_cpu, best_gpu, cells, rules, family, epochs)
     by_variant = {c.key: c for c in cells}
-    per_epoch = per_epoch_speedup(
-        by_variant[best_cpu.key], by_variant[best_gpu.key], simultaneous_level(rules.confidence, family), beside
-    )
+    cpu_cell, gpu_cell = by_variant[best_cpu.key], by_variant[best_gpu.key]
+    per_epoch = per_epoch_speedup(cpu_cell, gpu_cell, simultaneous_level(rules.confidence, family), beside)
+    twin = beside_twin(cpu_cell, gpu_cell, beside)
     # The GPU row that repays its extra one-off costs soonest: not always the fastest one-epoch
     # path (a resident copy costs once what a streamed path pays every epoch).
     repaid = [
@@ -225,6 +226,7 @@ def compare_devices(
         speedup=speedup,
         epochs=epochs,
         speedup_per_epoch=per_epoch,
+        cpu_beside_per_epoch_s=None if twin is None else twin.epoch_s.point + twin.eval_s.point,
         speedup_without_startup=best_cpu.total_s / best_gpu.total_s,
         threshold=threshold,
         gpu_wins=speedup.low > threshold,

@@ -76,6 +76,12 @@ def speedup_estimate(
     )
 
 
+def beside_twin(cpu: TrainingCell, gpu: TrainingCell, beside: Sequence[TrainingCell]) -> TrainingCell | None:
+    """Return the cell of `cpu`'s configuration timed in at least two of `gpu`'s jobs (`beside`), or None."""
+    twin = next((cell for cell in beside if cell.key == cpu.key), None)
+    return twin if twin is not None and sum(job in twin.jobs for job in gpu.jobs) >= 2 else None
+
+
 def per_epoch_speedup(
     cpu: TrainingCell, gpu: TrainingCell, level: float, beside: Sequence[TrainingCell] = ()
 ) -> Estimate:
@@ -84,10 +90,10 @@ def per_epoch_speedup(
     Paired round by round over the GPU's jobs (`same_jobs.alone`) where they timed the CPU's configuration
     beside it (`beside`: a GPU table's CPU cells, TrainingJob.beside): the drift the two sides shared cancels.
     Welch between the CPU's and the GPU's jobs otherwise (another batch size, or a run before version 15)."""
-    twin = next((cell for cell in beside if cell.key == cpu.key), None)
-    shared = [job for job in gpu.jobs if twin is not None and job in twin.jobs]
-    if twin is None or len(shared) < 2:
+    twin = beside_twin(cpu, gpu, beside)
+    if twin is None:
         return ratio_interval(per_epoch_jobs(gpu), per_epoch_jobs(cpu), level=level)
+    shared = [job for job in gpu.jobs if job in twin.jobs]
     gpu_jobs, cpu_jobs = per_epoch_jobs(gpu), per_epoch_jobs(twin)
     return same_jobs.alone(
         [gpu_jobs[gpu.jobs.index(job)] for job in shared], [cpu_jobs[twin.jobs.index(job)] for job in shared], level

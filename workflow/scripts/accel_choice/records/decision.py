@@ -6,7 +6,7 @@ a status or an outcome is a code, and every figure a sentence would state is a f
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from accel_choice.records import Count, Fraction, NonNegative, Positive, PositiveCount, Seconds, record
 from accel_choice.records.data import BenchmarkGenerator, DataWarning, NorthstarGenerator, UserDataSource
@@ -14,6 +14,7 @@ from accel_choice.records.environment import Environment
 from accel_choice.records.estimate import Estimate
 from accel_choice.records.training import Variant
 from accel_choice.records.fullpath import FullPathRow
+from accel_choice.records.upgrades import without_beside
 
 # Status codes of a decision-sheet step.
 Status = Literal[
@@ -199,6 +200,8 @@ class DeviceComparison:
     speedup: Estimate  # over `epochs` epochs, one-off costs paid once; its jobs: the repeats it rests on
     epochs: PositiveCount  # the epochs the real job trains (gpu.epochs, or the Northstar selection's)
     speedup_per_epoch: Estimate  # training + evaluation only: what each further epoch gains
+    # The best CPU configuration's epoch + evaluation timed in the GPU's jobs, where they timed it: the CPU side of a
+    # paired speedup_per_epoch (the `cpu` row's figures are from the CPU's own jobs); None: Welch between the two.
     speedup_without_startup: Positive
     threshold: Positive
     gpu_wins: bool  # the whole interval above the threshold
@@ -207,6 +210,7 @@ class DeviceComparison:
     # that repays soonest (break_even_gpu); 0: none to repay; None: no GPU path is faster per epoch.
     break_even_epochs: NonNegative | None
     break_even_gpu: FullPathRow | None
+    cpu_beside_per_epoch_s: Positive | None = None
 
     def __post_init__(self) -> None:
         if self.speedup.point <= 0:
@@ -277,7 +281,7 @@ class GpuMemory(Variant):
     epoch_over_bound: NonNegative | None
 
 
-@record(schema="decision", version=9)
+@record(schema="decision", version=10)
 class Decision:
     """tables/decision.json: the verdict, the decision sheet and the full path it rests on."""
 
@@ -286,6 +290,7 @@ class Decision:
     full_path: tuple[FullPathRow, ...]
     gpu_memory: tuple[GpuMemory, ...]
     environment: Environment
+    UPGRADES: ClassVar = {9: without_beside}  # version 9 had no cpu_beside_per_epoch_s (records.upgrades)
 
 
 @record(schema="full-path", version=3)

@@ -23,8 +23,8 @@ def one_thread_count(job: dict[str, Any]) -> dict[str, Any]:
 
 def without_beside(document: dict[str, Any]) -> dict[str, Any]:
     """Return a file of the version before GPU jobs timed the CPU beside the GPU (training-job 14,
-    training-table 11) as the next: the next adds `beside`, the CPU's records or cells of GPU jobs, and
-    these timed none."""
+    training-table 11, decision 9) as the next: the next adds `beside`, the CPU's records or cells of GPU
+    jobs (a decision: `cpu_beside_per_epoch_s`, its paired speedup's CPU side), and these timed none."""
     return document
 
 

@@ -76,8 +76,9 @@ def claim(verdict: Verdict) -> str:
 
 def _paired(c: DeviceComparison) -> str:
     """Say how the per-epoch speedup was taken: paired in the GPU's jobs, or between the two devices' jobs."""
-    if c.speedup_per_epoch.method == same_jobs.ALONE:
-        return f", paired: the CPU timed in the GPU's {c.speedup_per_epoch.jobs} jobs"
+    if c.speedup_per_epoch.method == same_jobs.ALONE and c.cpu_beside_per_epoch_s is not None:
+        there = ms(c.cpu_beside_per_epoch_s)
+        return f", paired: the CPU timed in the GPU's {c.speedup_per_epoch.jobs} jobs, {there} ms an epoch there"
     return ", the two devices' own jobs"
 
 
