@@ -1,6 +1,6 @@
-"""The verdict's intervals: the CPU/GPU full-path speedup (analyze.job_intervals: Welch t on log job medians), and
-the CPU configurations tied with the fastest and the step-time growth (cells of the same jobs: analyze.same_jobs,
-paired round by round)."""
+"""The verdict's intervals: the CPU/GPU full-path speedup (analyze.job_intervals: Welch t on log job medians), its
+per-epoch speedup (paired round by round where the GPU's jobs timed the CPU beside it), and the CPU configurations
+tied with the fastest and the step-time growth (cells of the same jobs: analyze.same_jobs, paired round by round)."""
 
 from __future__ import annotations
 
