@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from pathlib import Path
 
 import pytest
 import torch
@@ -25,6 +26,7 @@ from builders_planner import sentinel_readings
 from builders_training import environment, replaced, training_record
 
 ROWS = 8192
+REPO = Path(__file__).resolve().parents[1]
 SHA0 = "a" * 64
 
 
@@ -822,3 +824,38 @@ def test_a_gpu_jobs_own_load_is_its_largest_cpu_thread_count_beside_the_gpu():
     # Aggregated alone, the GPU's cell would blame its own job's CPU work on another process.
     (alone,) = aggregate.aggregate_training([r for job in jobs for r in job.records], ROWS, NoiseRules(), table="gpu")
     assert [c.reasons for c in alone.contaminated] == [("1-min load average rose by 1.20 (> 0.5)",)] * 3
+
+
+def test_the_paired_speedup_benchmark_sets_the_paired_interval_beside_welchs(tmp_path):
+    """benchmarks/paired_speedup.py, for the next GPU run's note, on a small results folder: the GPU's jobs drift,
+    and so do the CPU's own; paired in the GPU's jobs the drift cancels."""
+    import importlib.util
+
+    from accel_choice.io import paths
+
+    drift, jitter = (1.0, 1.3, 0.8), (1.0, 1.01, 0.99)  # the GPU's own jitter: 1 %
+    gpu_jobs = [
+        _gpu_job(r, (0.010 * d * j, 0.0102 * d * j), (0.020 * d, 0.0204 * d))
+        for r, (d, j) in enumerate(zip(drift, jitter))
+    ]
+    cpu_jobs = [
+        TrainingJob(
+            records=(record(512, "fastpath", r, 0.02 * d, epoch_s_each=(0.02 * d, 0.0204 * d)),),
+            wall_interval=(100.0 + 10 * r, 105.0 + 10 * r),
+            environment=environment(),
+            sentinel=sentinel_readings(),
+        )
+        for r, d in enumerate(reversed(drift))
+    ]
+    tables = tmp_path / "results"
+    for name, jobs in ((paths.GPU_TABLE, gpu_jobs), (paths.CPU_TABLE, cpu_jobs)):
+        table = aggregate.training_table(jobs, ROWS, NoiseRules(), environment(), "gpu" if jobs is gpu_jobs else "cpu")
+        atomic.write_record(tables / name, table)
+    spec = importlib.util.spec_from_file_location("paired_speedup", REPO / "benchmarks" / "paired_speedup.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    row, summary = module.folder_lines(tables)
+    assert "cuda fp32 resident fastpath B=512 | cpu fastpath 1 thread |" in row
+    paired, welch = (float(cell.strip(" ±%|")) for cell in summary.split("|")[4:6])
+    assert 0 < paired < 5 < 20 < welch  # the paired half width under 5 %, Welch's over 20 %
+    assert module.folder_lines(tmp_path) == [f"| {tmp_path} | no GPU table | | | |"]
