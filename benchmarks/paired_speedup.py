@@ -11,23 +11,20 @@ training-job version 15. A folder without a GPU table, or whose GPU jobs timed n
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from accel_choice import records  # noqa: E402
 from accel_choice.analyze import decision_intervals  # noqa: E402
 from accel_choice.io import paths  # noqa: E402
 from accel_choice.records.training import TrainingTable  # noqa: E402
+from paired_widths import _span, print_table  # noqa: E402  (its neighbour: the same interval words and table)
 
 LEVEL = 0.95
-
-
-def _span(estimate) -> str:
-    return f"{estimate.point:.3f} ({estimate.low:.3f}–{estimate.high:.3f}, ±{estimate.half_width_ratio:.1%})"
 
 
 def folder_lines(folder: Path) -> list[str]:
@@ -57,17 +54,9 @@ def folder_lines(folder: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", nargs="+", type=Path, metavar="RESULTS")
-    args = parser.parse_args(argv)
-    print(
-        f"| run | GPU cell | CPU beside it | paired: {LEVEL:.0%} interval | Welch, the CPU's own jobs: {LEVEL:.0%} interval |"
-    )
-    print("|---|---|---|---|---|")
-    for folder in args.results:
-        for line in folder_lines(folder):
-            print(line)
-    return 0
+    columns = ["run", "GPU cell", "CPU beside it", f"paired: {LEVEL:.0%} interval"]
+    columns.append(f"Welch, the CPU's own jobs: {LEVEL:.0%} interval")
+    return print_table(argv, __doc__.splitlines()[0], columns, folder_lines)
 
 
 if __name__ == "__main__":

@@ -58,16 +58,22 @@ def folder_lines(folder: Path) -> list[str]:
     return lines
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def print_table(argv: list[str] | None, description: str, columns: list[str], lines_of) -> int:
+    """Print a markdown table of `columns`: `lines_of(folder)`'s rows for each RESULTS folder in `argv`."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("results", nargs="+", type=Path, metavar="RESULTS")
     args = parser.parse_args(argv)
-    print(f"| run | fastest over | alone: {LEVEL:.0%} interval | borrowed spread: {LEVEL:.0%} interval |")
-    print("|---|---|---|---|")
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
     for folder in args.results:
-        for line in folder_lines(folder):
+        for line in lines_of(folder):
             print(line)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    columns = ["run", "fastest over", f"alone: {LEVEL:.0%} interval", f"borrowed spread: {LEVEL:.0%} interval"]
+    return print_table(argv, __doc__.splitlines()[0], columns, folder_lines)
 
 
 if __name__ == "__main__":
