@@ -91,7 +91,7 @@ class _Noted:
     """A stand-in for the sentinel or the reference step: notes when it was timed."""
 
     threads = 1  # the reference step's: one thread, torch's count in these tests (nothing to settle)
-    device, host = torch.device("cpu"), None  # the sentinel's: its work on the CPU's one thread
+    ticks_on_one_cpu_thread = True  # the sentinel's: its work on the CPU's one thread
 
     def __init__(self, log: list[str], name: str):
         self.log, self.name = log, name

@@ -32,7 +32,8 @@ with job(snakemake.log[0], snakemake.threads) as log:
             beside=cpu,
             **training_options(p),
         )
-        records, beside = measured[: len(measured) - len(cpu)], measured[len(measured) - len(cpu) :]
+        split = len(measured) - len(cpu)  # the CPU's records follow the GPU's (measure_training_job)
+        records, beside = measured[:split], measured[split:]
         probe = devices.probe()
         envelope.finish(
             TrainingJob,

@@ -175,6 +175,11 @@ class Sentinel:
         for _ in range(iterations):
             torch.mm(a, b).relu_().sum()
 
+    @property
+    def ticks_on_one_cpu_thread(self) -> bool:
+        """Whether a tick runs work on the CPU, on one thread: a CPU sentinel's, or a GPU's host part."""
+        return self.device.type == "cpu" or self.host is not None
+
     def tick(self) -> float:
         """Time the fixed work once.
 

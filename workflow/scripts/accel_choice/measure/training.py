@@ -210,7 +210,7 @@ def _tick(sentinel: Sentinel) -> None:
 
     The next variant at another count then settles first (switch_to), as after a CPU job's reference step."""
     sentinel.tick()
-    if sentinel.device.type == "cpu" or sentinel.host is not None:
+    if sentinel.ticks_on_one_cpu_thread:
         use_threads(1)
 
 
@@ -340,7 +340,7 @@ def measure_training_job(
     # Identical batches in identical order at one precision give identical weights, whatever the loader,
     # placement or epoch: the variants of one batch size did the same work (another takes other steps).
     # Compiled kernels may round differently: compared among themselves.
-    weights: dict[tuple[str, bool, int, int], set[str]] = {}
+    weights: dict[tuple[str, str, bool, int, int], set[str]] = {}
     for result in measured:
         weights.setdefault(_same_work(result), set()).update(result.pop("final_weights_each"))
     own = len(variants) - len(beside)
@@ -359,7 +359,6 @@ def measure_training_job(
     return records, sentinel.readings()
 
 
-def _same_work(
-    result: dict[str, Any],
-) -> tuple[str, str, bool, int, int]:  # the same steps to the bit, on one device and thread count
+def _same_work(result: dict[str, Any]) -> tuple[str, str, bool, int, int]:
+    """Return what makes two variants' steps the same to the bit: device, precision, compiled, batch size, threads."""
     return result["device"], result["precision"], result["compiled"], result["batch_size"], result["threads"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from accel_choice.analyze import same_jobs
 from accel_choice.analyze.job_intervals import SETTLE_AWAY, WELCH
 from accel_choice.records.decision import CpuConfiguration, DeviceComparison, GpuVisibility, Verdict
 from accel_choice.records.estimate import Estimate
@@ -76,7 +75,7 @@ def claim(verdict: Verdict) -> str:
 
 def _paired(c: DeviceComparison) -> str:
     """Say how the per-epoch speedup was taken: paired in the GPU's jobs, or between the two devices' jobs."""
-    if c.speedup_per_epoch.method == same_jobs.ALONE and c.cpu_beside_per_epoch_s is not None:
+    if c.cpu_beside_per_epoch_s is not None:  # set exactly where the speedup paired (decision.compare_devices)
         there = ms(c.cpu_beside_per_epoch_s)
         return f", paired: the CPU timed in the GPU's {c.speedup_per_epoch.jobs} jobs, {there} ms an epoch there"
     return ", the two devices' own jobs"
