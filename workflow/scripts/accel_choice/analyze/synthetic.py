@@ -18,11 +18,12 @@ from accel_choice.analyze import variance
 
 @dataclass(frozen=True, eq=False)
 class Blocks:
-    """Measured jobs' insides, [job, thread count, variant, round] log times less each cell's mean (variance.within_job).
+    """Measured jobs' insides, [job, thread count, variant, round] log times less each cell's median (variance.within_job).
 
     A synthetic job takes one measured job's whole block: its rounds, drift, epoch noise, slow epochs and bursts,
-    with their order in time. Each cell's median over its rounds is 0, so a drawn cell's true time is its scale. A normal model of these (`Design`'s sds and tail) missed runs whose slow epochs
-    come in bursts over several variants of a round (docs/statistics.md, "Resampled jobs")."""
+    with their order in time. Each cell's median over its rounds is 0, so a drawn cell's true time is its scale.
+    A normal model of these (`Design`'s sds and tail) missed runs whose slow epochs come in bursts over several
+    variants of a round (docs/statistics.md, "Resampled jobs")."""
 
     logs: np.ndarray
 
