@@ -1,6 +1,9 @@
-"""The planner's GPU in words: which profile it is, where each figure comes from, and why a GPU does not pay off."""
+"""The planner's GPU in words: which profile it is, where each figure comes from, where a GPU turns faster and why
+it does not pay off."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from accel_choice.records.breakeven import BreakEvenSummary, BreakEvenTable, Coverage
 from accel_choice.records.device_profile import ProfileUse, UsedFigure
@@ -40,6 +43,28 @@ def _provenance(f: UsedFigure) -> str:
 def source_phrase(use: ProfileUse) -> str:
     """Render the first screen's "modelled on ...": the profile by name (profile_section gives its figures' sources)."""
     return f"Modelled on an {use.name} (profile `{use.file}`)"
+
+
+def faster_where(
+    s: BreakEvenSummary,
+    *,
+    at: Callable[[float], str],
+    always: str,
+    until: Callable[[int], str],
+    never: Callable[[], str],
+) -> str:
+    """Say where the GPU turns faster, in one verdict's words for each of the curve's shapes.
+
+    A break-even (`at` of it), faster over the whole sweep (`always`), faster only up to a grid value (`until`
+    of it), or never faster (`never`): the shapes analyze.planner.break_even_summary tells apart
+    (render.planner's verdicts)."""
+    if s.break_even is not None:
+        return at(s.break_even)
+    if s.gpu_always_faster:
+        return always
+    if s.gpu_faster_until is not None:
+        return until(s.gpu_faster_until)
+    return never()
 
 
 def never_reason(s: BreakEvenSummary) -> str:

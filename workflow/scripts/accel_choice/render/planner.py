@@ -9,7 +9,13 @@ from accel_choice.records.breakeven import BreakEvenSummary, BreakEvenTable
 from accel_choice.records.planner import CostModelTable, FlopCheck, Scenario
 from accel_choice.render.formatting import AXIS_NOUNS, counted, ms, number, table
 from accel_choice.render.planner_residuals import residual_section
-from accel_choice.render.gpu_profile import coverage_sentence, gpu_source_line, never_reason, profile_section
+from accel_choice.render.gpu_profile import (
+    coverage_sentence,
+    faster_where,
+    gpu_source_line,
+    never_reason,
+    profile_section,
+)
 
 
 # An interval is wide when its ends are more than this factor apart, or it reaches outside the sweep.
@@ -43,14 +49,13 @@ def break_even_verdict(s: BreakEvenSummary) -> str:
 
     The break-even in words with its interval: "GPU faster from about N rows (95 % interval L–H)";
     where the GPU never turns faster, why (render.gpu_profile.never_reason)."""
-    if s.break_even is not None:
-        where = f"GPU faster from about {s.break_even:,.0f} {AXIS_NOUNS[s.axis]}"
-    elif s.gpu_always_faster:
-        where = "GPU faster over the whole range"
-    elif s.gpu_faster_until is not None:
-        where = f"GPU faster only up to {s.axis} = {s.gpu_faster_until:,} (grid value)"
-    else:
-        where = never_reason(s)
+    where = faster_where(
+        s,
+        at=lambda at: f"GPU faster from about {at:,.0f} {AXIS_NOUNS[s.axis]}",
+        always="GPU faster over the whole range",
+        until=lambda until: f"GPU faster only up to {s.axis} = {until:,} (grid value)",
+        never=lambda: never_reason(s),
+    )
     wide = ""
     if is_wide(s):
         spread = (
@@ -70,14 +75,13 @@ def short_verdict(s: BreakEvenSummary) -> str:
     The break-even in a few words for the first screen: "~N (L–H; wide)", the axis named before it. Why a GPU
     never turns faster, how far apart a wide interval's ends are and the refits' shares: the planner section's
     table (break_even_verdict)."""
-    if s.break_even is not None:
-        where = f"~{s.break_even:,.0f}"
-    elif s.gpu_always_faster:
-        where = "every size of the sweep"
-    elif s.gpu_faster_until is not None:
-        where = f"only up to {s.gpu_faster_until:,}"
-    else:
-        where = f"none up to {s.sweep_max:,}"
+    where = faster_where(
+        s,
+        at=lambda at: f"~{at:,.0f}",
+        always="every size of the sweep",
+        until=lambda until: f"only up to {until:,}",
+        never=lambda: f"none up to {s.sweep_max:,}",
+    )
     low, high = _bound(s.break_even_low, s.break_even_low_where), _bound(s.break_even_high, s.break_even_high_where)
     if low == high:
         interval = low
