@@ -14,6 +14,7 @@ file), and for Parquet its footer, row groups and schema (a part written with an
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import re
@@ -171,14 +172,7 @@ def grow(
             raise
         os.replace(temporary, final)
         parts.append(DatasetPart(name=final.name, rows=count, bytes=final.stat().st_size, units=units))
-        dataset = StreamedDataset(
-            format=fmt,
-            features=features,
-            row_group_rows=row_group_rows,
-            compression=codec,
-            seed=seed,
-            parts=tuple(parts),
-        )
+        dataset = dataclasses.replace(dataset, parts=tuple(parts))  # the same data set (checked above), one part more
         atomic.write_record(manifest, dataset)
     return dataset
 
