@@ -172,8 +172,28 @@ def export_dataset(
 
 
 def read_parquet_matrix(path: str | os.PathLike[str], columns: Sequence[str]) -> np.ndarray:
-    frame = pq.read_table(path).to_pandas()
-    return frame[list(columns)].to_numpy(dtype=np.float32, copy=True)
+    """Read `columns` of a Parquet file as one float32 matrix, a row a sample, in the order given.
+
+    Untimed: the jobs' data and the export's check. The timed load goes through pandas (measure/loadconv.py).
+    `pq.read_table(...).to_pandas()` imported pandas and pyarrow.dataset here, about 0.5 s of each training
+    job's start. The matrix is the same; nulls read as NaN, as pandas reads them."""
+    with pq.ParquetFile(path) as parquet:
+        table = parquet.read(columns=list(dict.fromkeys(columns)))
+    matrix = np.empty((table.num_rows, len(columns)), dtype=np.float32)
+    for index, name in enumerate(columns):
+        matrix[:, index] = _column_array(table.column(name))
+    return matrix
+
+
+def _column_array(column: pa.ChunkedArray) -> np.ndarray:
+    """Return a Parquet column as a NumPy array: numbers without nulls through DLPack, the rest through to_numpy.
+
+    pyarrow's to_numpy imports pandas (pyarrow 26); DLPack does not, and copies nothing. DLPack takes no nulls
+    and no booleans (bit-packed): those columns, never the workflow's own, take the slower way."""
+    array = column.combine_chunks()
+    if array.null_count == 0 and (pa.types.is_integer(array.type) or pa.types.is_floating(array.type)):
+        return np.from_dlpack(array)
+    return array.to_numpy(zero_copy_only=False)
 
 
 def read_csv_matrix(path: str | os.PathLike[str], columns: Sequence[str]) -> np.ndarray:

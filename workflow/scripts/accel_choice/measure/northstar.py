@@ -29,6 +29,7 @@ from accel_choice.analyze.selection import (
     spread,
 )
 from accel_choice.io import atomic
+from accel_choice.io.dataio import read_parquet_matrix
 from accel_choice.measure.devices import peak_memory_bytes, reset_peak_memory, synchronize
 from accel_choice.measure.loaders import make_loader
 from accel_choice.measure.model import build_model, make_optimizer, state_sha256
@@ -284,11 +285,13 @@ def split_table(
 def load_splits(
     table_path: str | os.PathLike[str], meta: NorthstarPrepare
 ) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """Read the split table written by prepare_northstar, standardised with the train-only statistics."""
+    """Read the split table written by prepare_northstar, standardised with the train-only statistics.
+
+    Without pandas (io.dataio.read_parquet_matrix): its import was about 0.5 s of the job's start."""
     import pyarrow.parquet as pq
 
-    frame = pq.read_table(table_path).to_pandas()
-    x = frame[list(meta.feature_columns)].to_numpy(dtype=np.float32)
-    y = frame[meta.target_column].to_numpy(dtype=np.float32)
+    matrix = read_parquet_matrix(table_path, [*meta.feature_columns, meta.target_column])
+    with pq.ParquetFile(table_path) as parquet:
+        labels = np.array(parquet.read(columns=[meta.split_column]).column(0).to_pylist(), dtype=str)
     standardizer = Standardizer(meta.standardizer.mean, meta.standardizer.std)
-    return split_table(x, y, frame[meta.split_column].to_numpy(dtype=str), standardizer)
+    return split_table(matrix[:, :-1], matrix[:, -1], labels, standardizer)
