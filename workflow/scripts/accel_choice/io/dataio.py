@@ -176,7 +176,7 @@ def read_parquet_matrix(path: str | os.PathLike[str], columns: Sequence[str]) ->
 
     Untimed: the jobs' data and the export's check. The timed load goes through pandas (measure/loadconv.py).
     `pq.read_table(...).to_pandas()` imported pandas and pyarrow.dataset here, about 0.5 s of each training
-    job's start. The matrix is the same; nulls read as NaN, as pandas reads them."""
+    job's start. The values are the same (the layout C-ordered); nulls read as NaN, as pandas reads them."""
     with pq.ParquetFile(path) as parquet:
         table = parquet.read(columns=list(dict.fromkeys(columns)))
     matrix = np.empty((table.num_rows, len(columns)), dtype=np.float32)

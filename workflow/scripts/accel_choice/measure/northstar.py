@@ -29,7 +29,6 @@ from accel_choice.analyze.selection import (
     spread,
 )
 from accel_choice.io import atomic
-from accel_choice.io.dataio import read_parquet_matrix
 from accel_choice.measure.devices import peak_memory_bytes, reset_peak_memory, synchronize
 from accel_choice.measure.loaders import make_loader
 from accel_choice.measure.model import build_model, make_optimizer, state_sha256
@@ -287,8 +286,11 @@ def load_splits(
 ) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """Read the split table written by prepare_northstar, standardised with the train-only statistics.
 
-    Without pandas (io.dataio.read_parquet_matrix): its import was about 0.5 s of the job's start."""
+    Without pandas (io.dataio.read_parquet_matrix): its import was about 0.5 s of the job's start.
+    pyarrow is imported here, not with the module: the measure path imports no pyarrow (docs/gpu.md)."""
     import pyarrow.parquet as pq
+
+    from accel_choice.io.dataio import read_parquet_matrix
 
     matrix = read_parquet_matrix(table_path, [*meta.feature_columns, meta.target_column])
     with pq.ParquetFile(table_path) as parquet:

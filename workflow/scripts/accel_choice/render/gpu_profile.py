@@ -1,5 +1,4 @@
-"""The planner's GPU in words: which profile it is, where each figure comes from, where a GPU turns faster and why
-it does not pay off."""
+"""The planner's GPU in words: its profile, each figure's source, where it turns faster and why it does not pay off."""
 
 from __future__ import annotations
 
