@@ -200,8 +200,6 @@ class DeviceComparison:
     speedup: Estimate  # over `epochs` epochs, one-off costs paid once; its jobs: the repeats it rests on
     epochs: PositiveCount  # the epochs the real job trains (gpu.epochs, or the Northstar selection's)
     speedup_per_epoch: Estimate  # training + evaluation only: what each further epoch gains
-    # The best CPU configuration's epoch + evaluation timed in the GPU's jobs, where they timed it: the CPU side of a
-    # paired speedup_per_epoch (the `cpu` row's figures are from the CPU's own jobs); None: Welch between the two.
     speedup_without_startup: Positive
     threshold: Positive
     gpu_wins: bool  # the whole interval above the threshold
@@ -210,6 +208,8 @@ class DeviceComparison:
     # that repays soonest (break_even_gpu); 0: none to repay; None: no GPU path is faster per epoch.
     break_even_epochs: NonNegative | None
     break_even_gpu: FullPathRow | None
+    # The best CPU configuration's epoch + evaluation timed in the GPU's jobs, where they timed it: the CPU side of a
+    # paired speedup_per_epoch (the `cpu` row's figures are from the CPU's own jobs); None: Welch between the two.
     cpu_beside_per_epoch_s: Positive | None = None
 
     def __post_init__(self) -> None:
