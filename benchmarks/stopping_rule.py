@@ -19,7 +19,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accel_choice.analyze import calibration_adaptive as ca  # noqa: E402
-from accel_choice.analyze import synthetic  # noqa: E402
+from accel_choice.analyze import synthetic, variance  # noqa: E402
 from accel_choice import records  # noqa: E402
 from accel_choice.analyze.calibration_rows import Cells  # noqa: E402
 from accel_choice.io import paths  # noqa: E402
@@ -29,13 +29,16 @@ from variance_components import read_components  # noqa: E402
 
 
 def run_truths(results: Path, tie: bool = False) -> np.ndarray:
-    """Return a run's CPU cell points [thread count, (batch size, loader)] over the fastest's; with `tie`, the
-    fastest's twin at the other thread count made as fast (a true thread tie)."""
+    """Return a run's CPU cell points [thread count, variant] over the fastest's; with `tie`, the
+    fastest's twin at the other thread count made as fast (a true thread tie).
+
+    The variants stand in the order of the components' blocks (`variance.variant_order`), so each cell's
+    true time falls on its own measured insides."""
     cells = [c for c in records.read(TrainingTable, results / paths.CPU_TABLE).table if c.device == "cpu"]
     threads = sorted({c.threads for c in cells})
-    variants = sorted({(c.batch_size, c.loader) for c in cells})
-    points = {(c.threads, c.batch_size, c.loader): c.epoch_s.point for c in cells}
-    truths = np.array([[points[(t, *v)] for v in variants] for t in threads])
+    points = {c.key: c.epoch_s.point for c in cells}
+    order = [variance.variant_order(c.key for c in cells if c.threads == t) for t in threads]
+    truths = np.array([[points[k] for k in keys] for keys in order])
     truths /= truths.min()
     if tie:
         t, v = np.unravel_index(np.argmin(truths), truths.shape)

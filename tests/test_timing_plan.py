@@ -15,11 +15,12 @@ import pytest
 from builders_training import estimate, training_record
 
 from accel_choice import records
-from accel_choice.analyze import aggregate, calibration_adaptive, decision_intervals, same_jobs, timing_plan
+from accel_choice.analyze import aggregate, calibration_adaptive, decision_intervals, same_jobs, timing_plan, variance
 from accel_choice.analyze.calibration import Design
 from accel_choice.analyze.calibration_rows import Cells
-from accel_choice.io import atomic
+from accel_choice.io import atomic, paths
 from accel_choice.records.timing_plan import UNKNOWN_WIDTH, TimingPlan, width, widest_of
+from accel_choice.records.training import VARIANT_KEYS, TrainingTable
 from accel_choice.render import timing_plan as words
 
 REPO = Path(__file__).resolve().parents[1]
@@ -211,6 +212,27 @@ def test_stopping_rule_takes_true_times_from_a_runs_cpu_table(tmp_path: Path) ->
     truths = module.run_truths(folder)
     assert truths.shape == (1, 6) and truths.min() == 1.0 and truths[0, 0] > truths[0, -1]
     assert (module.run_truths(folder, tie=True) == truths).all()  # one thread count: no twin to make as fast
+    # each cell's truth stands where the components' blocks hold that cell (variance.job_tables' order)
+    cells = [c for c in records.read(TrainingTable, folder / paths.CPU_TABLE).table if c.device == "cpu"]
+    keys = variance.variant_order(c.key for c in cells)
+    points = {c.key: c.epoch_s.point for c in cells}
+    assert truths[0].tolist() == pytest.approx([points[k] / min(points.values()) for k in keys])
+    assert [k[VARIANT_KEYS.index("batch_size")] for k in keys[:3]] == [32, 512, 64]  # by repr, not by batch size
+
+
+def test_job_tables_hold_the_variants_in_variant_order() -> None:
+    """analyze.variance.job_tables: the blocks the harness resamples stand in `variant_order`, as the truths do."""
+    made = [
+        training_record(
+            batch_size=size, loader=loader, repeat=repeat, epoch_s=size / 1e4, epoch_s_each=(size / 1e4,) * 3
+        )
+        for repeat in range(2)
+        for loader in ("fastpath", "dataloader")
+        for size in (512, 32, 64)
+    ]
+    (table,) = variance.job_tables(made)
+    keys = variance.variant_order({r.key for r in made})
+    assert table[0, :, 0].tolist() == pytest.approx([k[VARIANT_KEYS.index("batch_size")] / 1e4 for k in keys])
 
 
 def test_an_archived_plan_of_one_job_a_thread_count_is_read_and_a_damaged_one_is_named(tmp_path: Path) -> None:

@@ -78,12 +78,19 @@ class Components:
         return tuple(getattr(self, name) for name in NAMES)
 
 
+def variant_order(keys: Iterable[tuple]) -> list[tuple]:
+    """Return variant keys in the order of a job table's variants, and of a components file's blocks.
+
+    The order is by repr, as every shipped components file stores its blocks. It is not by batch size:
+    ('cpu', …, 'dataloader', 128, …) comes before ('cpu', …, 'dataloader', 32, …).
+    Whatever gives the cells of a draw their identity (a run's true times) must order them by this."""
+    return sorted(keys, key=repr)
+
+
 def job_tables(
     records: Iterable[TrainingRecord], reference: Mapping[tuple[int, int], float] | None = None
 ) -> list[np.ndarray]:
-    """Return each thread count's epoch times as one array [job, variant, round].
-
-    Each thread count's epoch times as one array [job, variant, round], variants in key order.
+    """Return each thread count's epoch times as one array [job, variant, round], variants in `variant_order`.
 
     Only the thread counts whose every job timed the same variants the same number of epochs (a balanced
     table, two jobs at least) are kept; the others are left out. `reference`: each job's reference median
@@ -98,7 +105,7 @@ def job_tables(
     tables = []
     for threads in sorted(by_threads):
         jobs = [by_threads[threads][repeat] for repeat in sorted(by_threads[threads])]
-        keys = sorted(jobs[0], key=repr)
+        keys = variant_order(jobs[0])
         shapes = {tuple(len(job.get(key, ())) for key in keys) for job in jobs}
         if len(jobs) < 2 or any(set(job) != set(keys) for job in jobs) or len(shapes) != 1:
             continue
