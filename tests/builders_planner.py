@@ -74,6 +74,7 @@ def grid_record(**overrides: Any) -> GridRecord:
         "warmup_steps": 2,
         "warmup_first_step_s": 0.003,
         "warmup_steady_step_s": 0.001,
+        "rehearsal_steps": 8,
         "threads": 1,
         "compiled": False,
         "loadavg_before": (0.1, 0.1, 0.1),

@@ -753,6 +753,18 @@ def test_config_that_makes_the_comparison_unfair_is_a_warning(tmp_path, key, val
     assert [d["key"] for d in result.config_differences] == [key]
 
 
+def test_epochs_timed_after_different_rehearsals_are_a_warning_naming_both_counts(tmp_path):
+    """An archived run from before measure.rehearsal timed its epochs cold: its short epochs read slower."""
+    older = make_results(tmp_path, "before", manifest=False)
+    table = records.read(TrainingTable, older / paths.CPU_TABLE)
+    cold = tuple(dataclasses.replace(cell, rehearsal_steps=0) for cell in table.table)
+    atomic.write_record(older / paths.CPU_TABLE, dataclasses.replace(table, table=cold))
+    result = _compare(older, make_results(tmp_path, "after", manifest=False))
+    (warned,) = _mentioning(result, "timed their epochs after different untimed rehearsals")
+    assert f"{len(cold)} row(s)" in warned and "laptop: 0 updates, server: 8" in warned
+    assert not _mentioning(_compare(older, older), "untimed rehearsals")
+
+
 def test_different_noise_thresholds_are_a_warning_naming_the_key_and_both_values(tmp_path):
     result = _compare(
         make_results(tmp_path, "laptop"),

@@ -112,7 +112,7 @@ def test_a_table_with_launch_checks_round_trips_and_flattens_to_one_set_of_colum
     assert rows[0]["step_over_launch_floor"] == 4.0 and rows[0]["step_over_launch_floor_ci_low"] == 3.6
     assert rows[0]["launch_floor_status"] == "replayed" and rows[0]["launch_bound"] == "host"
     assert rows[1]["launch_floor_status"] is None and rows[1]["step_over_launch_floor"] is None
-    assert TrainingTable.VERSION == 12  # cells name their jobs; a GPU table holds the CPU timed beside it
+    assert TrainingTable.VERSION == 13  # cells name their jobs and their rehearsal; a GPU table holds the CPU beside it
     again = records.from_json(type(resident), records.to_json(resident), "a cell")
     assert again == resident
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 
@@ -177,7 +178,7 @@ def test_an_archived_job_of_the_version_before_is_read_and_one_that_does_not_add
 
     job = _job(records=(training_record(epoch_s=0.2, epoch_cpu_s=0.19, epoch_s_each=(0.2, 0.3, 0.1)),))
     job = job if kind == "training" else grid_job()
-    before = 12 if kind == "training" else type(job).VERSION - 1  # training-job 13 only let a job hold one count
+    before = 12 if kind == "training" else 7  # training-job 13 only let a job hold one count
     older = _version_before(records.to_json(job), before)
     assert records.from_json(type(job), older, "rep0.json") == job
     older["records"][0]["epoch_s"] *= 0.5  # the hand edit of issue 28, on the older version
@@ -191,6 +192,42 @@ def test_an_archived_job_of_the_version_before_is_read_and_one_that_does_not_add
     older["schema_version"] -= 1  # one version further back: no upgrade, refused as before
     with pytest.raises(RecordError, match="this workflow reads"):
         records.from_json(type(job), older, "rep0.json")
+
+
+@pytest.mark.parametrize("kind", ["training", "grid", "table"])
+def test_a_file_from_before_the_rehearsal_reads_as_none_rehearsed(kind):
+    """training-job 15, planner-grid-job 8 and training-table 12 timed every epoch cold (measure.rehearsal):
+    each record and cell is read with rehearsal_steps 0; a file whose records are no list is named."""
+    from builders_planner import grid_job
+    from builders_training import training_cell, training_record
+
+    from accel_choice.analyze.sentinel import summarize_sentinels
+    from accel_choice.analyze.stats import NoiseRules
+    from accel_choice.records.training import TrainingTable
+
+    if kind == "table":
+        current = TrainingTable(
+            table=(training_cell(), training_cell(batch_size=64)),
+            non_finite=(),
+            sentinel=summarize_sentinels([("rep0", grid_job().sentinel)], NoiseRules()),
+            host_memory_bytes=None,
+            environment=environment(),
+        )
+        items = "table"
+    else:
+        current = _job(records=(training_record(),)) if kind == "training" else grid_job()
+        items = "records"
+    older = records.to_json(current) | {"schema_version": type(current).VERSION - 1}
+    for item in older[items]:
+        del item["rehearsal_steps"]
+    read = records.from_json(type(current), older, "old.json")
+    assert [item.rehearsal_steps for item in getattr(read, items)] == [0] * len(older[items])
+    assert read == dataclasses.replace(
+        current, **{items: tuple(dataclasses.replace(item, rehearsal_steps=0) for item in getattr(current, items))}
+    )
+    older[items] = "not a list"
+    with pytest.raises(RecordError, match=f"{items}: a list of records or cells"):
+        records.from_json(type(current), older, "old.json")
 
 
 def test_a_job_of_one_thread_count_from_version_13_is_read_as_it_was():

@@ -7,6 +7,8 @@ import math
 import statistics
 
 import pytest
+
+from accel_choice.measure.rehearsal import REHEARSAL_STEPS
 import torch
 from torch import nn
 
@@ -164,6 +166,9 @@ def test_record_counts_and_invariants(fixture, request):
         assert r.device == "cpu"
         assert r.warmup_steps == WARMUP
         assert r.warmup_first_step_s > 0 and r.warmup_steady_step_s > 0
+        assert r.rehearsal_steps == min(
+            REHEARSAL_STEPS, r.steps
+        )  # untimed updates before each epoch, no more than it has
 
 
 def test_steps_for_batch_32(job_b32_r0):

@@ -262,6 +262,14 @@ def test_a_thread_count_whose_jobs_disagree_with_their_plain_loop_cannot_be_meas
     assert noise.accuracy_line([steady], cores=2) == ""
 
 
+def test_the_section_says_how_the_pipelines_epochs_began():
+    """After untimed updates of their own variant (measure.rehearsal), or cold in a run from before it."""
+    warm = _cell(1, (0.0101, 0.0203, 0.0152), (0.010, 0.020, 0.015))
+    assert "began after up to 8 untimed updates of its own variant" in noise.accuracy_section([warm], cores=2)
+    cold = dataclasses.replace(warm, rehearsal_steps=0)
+    assert "epochs started cold" in noise.accuracy_section([cold], cores=2)
+
+
 def test_no_reference_no_section():
     assert noise.accuracy_section([training_cell()], cores=2) == ""
 

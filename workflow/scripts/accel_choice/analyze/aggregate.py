@@ -145,6 +145,12 @@ def aggregate_training(
         peaks = [r.peak_memory_bytes for r in group if r.peak_memory_bytes is not None]
         own = [r.epoch_memory_bytes for r in group if r.epoch_memory_bytes is not None]
         startups = [r.context_startup_s for r in group if r.context_startup_s is not None]
+        rehearsed = {r.rehearsal_steps for r in group}
+        if len(rehearsed) != 1:  # jobs of two versions: epochs started cold in some, rehearsed in others
+            raise ValueError(
+                f"{first.name} B={first.batch_size}: its jobs rehearsed {sorted(rehearsed)} untimed steps before each "
+                "epoch (measure.rehearsal); re-run its timing jobs with one version of the workflow"
+            )
         cells[key] = dict(
             **dict(zip(VARIANT_KEYS, key)),
             grad_scaler=first.grad_scaler,
@@ -160,6 +166,7 @@ def aggregate_training(
             mean_train_loss_median=_median_or_none([r.mean_train_loss for r in group]),
             eval_accuracy_median=_median_or_none([r.eval_accuracy for r in group]),
             warmup_first_over_steady_median=_median([r.warmup_first_step_s / r.warmup_steady_step_s for r in group]),
+            rehearsal_steps=rehearsed.pop(),
             loadavg_max=max(max(r.loadavg_before[0], r.loadavg_after[0]) for r in group),
             noisy=epoch["noisy"],
             noise_reasons=tuple(epoch["noise_reasons"]),

@@ -105,6 +105,24 @@ def batch_size_warnings(a: ResultsFolder, b: ResultsFolder) -> list[str]:
     ]
 
 
+def rehearsal_warnings(a: ResultsFolder, b: ResultsFolder) -> list[str]:
+    """Warn where matched cells' epochs followed different untimed rehearsals (measure.rehearsal)."""
+    steps_b = {cell.key: cell.rehearsal_steps for cell in b.training}
+    differ = [cell for cell in a.training if steps_b.get(cell.key, cell.rehearsal_steps) != cell.rehearsal_steps]
+    if not differ:
+        return []
+    return [
+        f"{len(differ)} row(s) timed their epochs after different untimed rehearsals ({a.label}: "
+        f"{_counts(c.rehearsal_steps for c in differ)} updates, {b.label}: {_counts(steps_b[c.key] for c in differ)}): "
+        "an epoch that starts cold runs slower, a short one by up to 15 % (docs/statistics.md, "
+        f'"Warm epochs in interleaved rounds"): {_cells(differ)}.'
+    ]
+
+
+def _counts(values: Iterable[int]) -> str:
+    return " or ".join(str(v) for v in sorted(set(values)))
+
+
 def one_sided_warnings(rows: Sequence[ComparisonRow], a: ResultsFolder, b: ResultsFolder) -> list[str]:
     warnings = []
     for present, label, other in (("a_only", a.label, b.label), ("b_only", b.label, a.label)):
@@ -250,6 +268,7 @@ def warnings(
         *provenance_warnings(a),
         *provenance_warnings(b),
         *config_warnings(configs, a.label, b.label),
+        *rehearsal_warnings(a, b),
         *environment_warnings(a, b),
         *gpu_warnings(a, b),
         *batch_size_warnings(a, b),

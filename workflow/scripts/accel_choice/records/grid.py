@@ -17,7 +17,7 @@ from accel_choice.records import (
 from accel_choice.records.environment import Environment
 from accel_choice.records.sentinel import SentinelReadings
 from accel_choice.records.training import EpochMeasurement
-from accel_choice.records.upgrades import without_derived
+from accel_choice.records.upgrades import without_derived, without_rehearsal
 
 
 def steps_per_epoch(rows: int, batch_size: int) -> int:
@@ -79,7 +79,7 @@ class GridRecord(EpochMeasurement):
         return Workload(rows=self.rows, features=self.features, hidden=self.hidden, batch_size=self.batch_size)
 
 
-@record(schema="planner-grid-job", version=8)
+@record(schema="planner-grid-job", version=9)
 class GridJob:
     """timing/cost_model/{device}.rep<r>.json: `planner.epochs_per_job` timed epochs per workload of the grid
     (interleaved rounds), one device, one repeat."""
@@ -88,7 +88,7 @@ class GridJob:
     wall_interval: tuple[float, float]  # time.time() at the start and end: no two timing jobs overlap
     environment: Environment
     sentinel: SentinelReadings  # the drift sentinel timed around the job's rounds (measure.sentinel)
-    UPGRADES: ClassVar = {7: without_derived}  # an archived version 7 file is read (records.upgrades)
+    UPGRADES: ClassVar = {7: without_derived, 8: without_rehearsal}  # archived versions are read (records.upgrades)
 
     def __post_init__(self) -> None:
         if not self.records:

@@ -28,7 +28,7 @@ from accel_choice.records.estimate import PositiveEstimate, columns, point_of, q
 from accel_choice.records.model import Dtype
 from accel_choice.records.launch import CellLaunchChecks, LaunchChecks, launch_checked, launch_columns
 from accel_choice.records.sentinel import SentinelSummary
-from accel_choice.records.upgrades import without_beside
+from accel_choice.records.upgrades import without_beside, without_rehearsal
 
 
 @record
@@ -119,6 +119,8 @@ class EpochMeasurement(Variant):
     warmup_steps: Count
     warmup_first_step_s: Seconds
     warmup_steady_step_s: Seconds
+    # Untimed updates before each timed epoch, all they changed put back (measure.rehearsal); 0 before 2026-12-08.
+    rehearsal_steps: Count
     loadavg_before: LoadAverage
     loadavg_after: LoadAverage
     foreign_cpu_share: NonNegative | None
@@ -228,6 +230,7 @@ class TrainingCell(Variant):
     mean_train_loss_median: float | None
     eval_accuracy_median: float | None
     warmup_first_over_steady_median: Positive
+    rehearsal_steps: Count  # untimed updates before each timed epoch, every job's alike (TrainingRecord's)
     loadavg_max: NonNegative
     noisy: bool
     noise_reasons: tuple[str, ...]
@@ -344,7 +347,7 @@ class NonFiniteRun(Variant):
     mean_train_loss: float | None
 
 
-@record(schema="training-table", version=12)
+@record(schema="training-table", version=13)
 class TrainingTable:
     """tables/{cpu,gpu}_training.json: the cells of one device, the runs left out of them, the
     run's drift sentinel (its machine speed, flagged jobs and noise floor), and the memory of the
@@ -357,7 +360,7 @@ class TrainingTable:
     host_memory_bytes: PositiveCount | None  # the smallest of the timing jobs' nodes; null: one is unknown
     environment: Environment
     beside: tuple[TrainingCell, ...] = ()
-    UPGRADES: ClassVar = {11: without_beside}  # a table of version 11 had none (records.upgrades)
+    UPGRADES: ClassVar = {11: without_beside, 12: without_rehearsal}  # records.upgrades
 
     def __post_init__(self) -> None:
         if any(cell.device != "cpu" for cell in self.beside):

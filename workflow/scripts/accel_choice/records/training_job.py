@@ -8,14 +8,14 @@ from accel_choice.records import record
 from accel_choice.records.environment import Environment
 from accel_choice.records.sentinel import ReferenceStepReadings, SentinelReadings
 from accel_choice.records.training import TrainingRecord
-from accel_choice.records.upgrades import one_thread_count, without_beside, without_derived
+from accel_choice.records.upgrades import one_thread_count, without_beside, without_derived, without_rehearsal
 
 # time.time() may be stepped by the clock's synchronisation during a job; process CPU time is counted in ticks.
 WALL_CLOCK_SLACK_S = 0.5
 CPU_CLOCK_SLACK_S = 0.01
 
 
-@record(schema="training-job", version=15)
+@record(schema="training-job", version=16)
 class TrainingJob:
     """timing/cpu/rep<r>.json (every thread count, batch size and loader) or timing/gpu/bs<B>.rep<r>.json
     (one batch size): the variants timed in one process, interleaved, with the job's drift sentinel."""
@@ -27,7 +27,7 @@ class TrainingJob:
     probe: dict[str, Any] | None = None  # GPU jobs: what torch saw on the job's node
     reference_step: ReferenceStepReadings | None = None  # CPU jobs: the fixed training step per round
     beside: tuple[TrainingRecord, ...] = ()  # GPU jobs: the CPU's fast path, timed in the same rounds
-    UPGRADES: ClassVar = {12: without_derived, 13: one_thread_count, 14: without_beside}  # records.upgrades
+    UPGRADES: ClassVar = {12: without_derived, 13: one_thread_count, 14: without_beside, 15: without_rehearsal}
 
     def __post_init__(self) -> None:
         shared, keys = {(r.device, r.repeat) for r in self.records}, [r.key for r in self.records]

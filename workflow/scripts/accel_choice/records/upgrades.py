@@ -63,3 +63,17 @@ def without_derived(job: dict[str, Any]) -> dict[str, Any]:
         derived = ("epoch_s", "eval_s", "samples_per_s")
         upgraded.append({**{key: value for key, value in r.items() if key not in derived}, "invariants": checks})
     return {**job, "records": upgraded}
+
+
+def without_rehearsal(document: dict[str, Any]) -> dict[str, Any]:
+    """Return a file of the version before each timed epoch was rehearsed (training-job 15, planner-grid-job 8,
+    training-table 12) as the next: every record and cell gets `rehearsal_steps` 0.
+
+    Its epochs started cold after the round's other variants (measure.rehearsal): none was rehearsed."""
+    upgraded = dict(document)
+    for key in ("records", "beside", "table"):
+        if key in document:
+            if not isinstance(document[key], list) or not all(isinstance(item, dict) for item in document[key]):
+                raise ValueError(f"{key}: a list of records or cells")
+            upgraded[key] = [{**item, "rehearsal_steps": item.get("rehearsal_steps", 0)} for item in document[key]]
+    return upgraded

@@ -221,10 +221,21 @@ def accuracy_section(cells: Sequence[TrainingCell], cores: int | None) -> str:
         "same loader) under `torch.utils.benchmark.Timer`, in its middle round right after each cell's own epoch "
         "(the mean of 3 epochs after the Timer's 2 warm-up runs of 4 batches). A cell's epoch over it is what the "
         f"harness adds to the user's loop: 1.00× is an accurate harness. The ratio is paired by job, with its {level} t interval, "
-        f"and judged against {tolerance} (docs/statistics.md).\n\n"
+        f"and judged against {tolerance} (docs/statistics.md). {rehearsal_sentence(timed)}\n\n"
         + table(("B", "loader", "threads", "pipeline (ms)", "plain loop (ms)", "pipeline / plain", "interval"), rows)
         + "\n\n"
         + "\n".join(lines)
+    )
+
+
+def rehearsal_sentence(cells: Sequence[TrainingCell]) -> str:
+    """Say how the pipeline's timed epochs began: after untimed updates of their own variant, or cold."""
+    most = max(cell.rehearsal_steps for cell in cells)
+    if not most:
+        return "The pipeline's epochs started cold, right after other variants' (a run before 2026-12-08)."
+    return (
+        f"Each of the pipeline's timed epochs began after up to {most} untimed updates of its own variant, "
+        "all they changed put back (measure.rehearsal)."
     )
 
 
