@@ -7,13 +7,12 @@ import math
 import statistics
 
 import pytest
-
-from accel_choice.measure.rehearsal import REHEARSAL_STEPS
 import torch
 from torch import nn
 
 from accel_choice import records
 from accel_choice.measure import datagen, finite, loaders, model, steps, training
+from accel_choice.measure.rehearsal import REHEARSAL_STEPS
 from accel_choice.records.model import ModelSpec
 
 SEED = 20261020

@@ -76,3 +76,26 @@ def test_a_rehearsal_puts_the_scalers_scale_and_growth_back(device):
     scale = trainer.scaler.state_dict()
     rehearse(trainer, _batches(device), 12)
     assert trainer.scaler.state_dict() == scale
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_epochs_memory_peak_starts_after_the_rehearsal(device, monkeypatch):
+    """The rehearsal's copies of weights and state are not the epoch's own memory (records' epoch_memory_bytes)."""
+    from accel_choice.measure import datagen, steps, training
+
+    calls: list[str] = []
+    monkeypatch.setattr(training, "reset_peak_memory", lambda d: calls.append("reset"))
+    rehearsed = training.rehearse
+    monkeypatch.setattr(training, "rehearse", lambda *a, **k: calls.append("rehearse") or rehearsed(*a, **k))
+    data = datagen.make_benchmark(64, 8, 0.2, 1)
+    x, y = torch.from_numpy(data.features.copy()), torch.from_numpy(data.target.copy())
+    (variant,) = (
+        steps.cpu_variants(["fastpath"], batch_size=16)
+        if device == "cpu"
+        else steps.gpu_variants(["fp32"], ["resident"], batch_size=16)
+    )
+    spec = ModelSpec(hidden=8, lr=1e-3)
+    y = training.targets(spec, y)
+    prepared = training.prepare_variant(variant, x, y, grad_scaler=True, seed=1, spec=spec, warmup_steps=2)
+    result = training.time_epoch(prepared)
+    assert calls == ["reset", "rehearse", "reset"] and result["rehearsal_steps"] == 4  # 64 rows: 4 batches of 16

@@ -134,6 +134,8 @@ def time_epoch(prepared: Prepared) -> dict[str, Any]:
     trainer.prime()  # Adam's state and the scaler's exist before the clock starts
     # A few untimed updates warm what the round's other variants left cold; all they change is put back.
     rehearsed = rehearse(trainer, variant_batches(p.variant, p.x, p.y, data, shuffle=True, seed=p.seed))
+    # The rehearsal's copies of the weights and state are freed: the peak is the epoch's again, from what is held now.
+    reset_peak_memory(device)
     if state_sha256(model) != p.initial_sha:
         raise InvariantError(f"{p.variant.name}: priming the optimizer or the rehearsal changed the initial weights")
     # The same loader seed for every variant and epoch: identical batches, so identical work.
