@@ -99,3 +99,44 @@ def test_an_epochs_memory_peak_starts_after_the_rehearsal(device, monkeypatch):
     prepared = training.prepare_variant(variant, x, y, grad_scaler=True, seed=1, spec=spec, warmup_steps=2)
     result = training.time_epoch(prepared)
     assert calls == ["reset", "rehearse", "reset"] and result["rehearsal_steps"] == 4  # 64 rows: 4 batches of 16
+
+
+class _Counted(nn.Module):
+    """A model with a non-persistent buffer its forward changes, and a record of the mode each forward ran in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+        self.register_buffer("seen", torch.zeros(()), persistent=False)
+        self.modes: list[bool] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.seen += 1
+        self.modes.append(self.training)
+        return self.body(x)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_rehearsal_trains_as_the_epoch_does_and_puts_back_buffers_a_state_dict_leaves_out(device):
+    model = _Counted().to(device).eval()  # a factory may hand the model over in eval mode
+    trainer = Trainer(model, ModelSpec(hidden=16, lr=0.05), torch.device(device))
+    trainer.prime()
+    assert rehearse(trainer, _batches(device)) == REHEARSAL_STEPS
+    assert model.modes == [True] * REHEARSAL_STEPS  # the timed epoch trains: so does its rehearsal
+    assert float(model.seen) == 0.0
+
+
+def test_the_planner_refuses_grid_epochs_timed_cold_beside_rehearsed_ones():
+    """analyze.planner_fit: an archived grid job (read as rehearsal_steps 0) is not fitted with rehearsed ones."""
+    import dataclasses
+
+    from builders_planner import grid_job
+
+    from accel_choice.analyze.planner_fit import one_rehearsal
+
+    rehearsed = list(grid_job().records)
+    assert one_rehearsal(rehearsed) == rehearsed
+    cold = [dataclasses.replace(r, rehearsal_steps=0) for r in rehearsed]
+    assert one_rehearsal(cold) == cold
+    with pytest.raises(ValueError, match="mix epochs timed cold"):
+        one_rehearsal(rehearsed + cold)

@@ -114,7 +114,7 @@ def rehearsal_warnings(a: ResultsFolder, b: ResultsFolder) -> list[str]:
     return [
         f"{len(differ)} row(s) timed their epochs after different untimed rehearsals ({a.label}: "
         f"{_counts(c.rehearsal_steps for c in differ)} updates, {b.label}: {_counts(steps_b[c.key] for c in differ)}): "
-        "an epoch that starts cold runs slower, a short one by up to 15 % (docs/statistics.md, "
+        "an epoch rehearsed less starts colder: without any, a short one ran up to 15 % slower (docs/statistics.md, "
         f'"Warm epochs in interleaved rounds"): {_cells(differ)}.'
     ]
 

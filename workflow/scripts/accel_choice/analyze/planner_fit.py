@@ -59,6 +59,16 @@ class Fitted:
         return aggregate.smallest_host_memory(table.host_memory_bytes for table in self.tables)
 
 
+def one_rehearsal(grid: list[GridRecord]) -> list[GridRecord]:
+    """Return the grid's records; refuse epochs timed cold (an archived job of before measure.rehearsal) beside rehearsed ones."""
+    if len({r.rehearsal_steps > 0 for r in grid}) > 1:
+        raise ValueError(
+            "the planner's grid jobs mix epochs timed cold (rehearsal_steps 0) with rehearsed ones: "
+            "re-run the time_cost_model jobs with one version of the workflow"
+        )
+    return grid
+
+
 def read_tables(training: str, gpu_training: Sequence[str]) -> list[TrainingTable]:
     """Read the CPU training table and, where a GPU was measured, the GPU's."""
     return [records.read(TrainingTable, path) for path in (training, *gpu_training)]
@@ -70,7 +80,7 @@ def fit(inputs: Mapping[str, Any], p: Any) -> Fitted:
     Fit the models from a planner job's inputs (grid, training, gpu_training, transfers, profile,
     gpu_profile) and params (rows, features, hidden, textbook, threads, gpu_assumed, matmul_precision,
     gpu_profile_label, assumed_host_to_device_gb_s, noise)."""
-    grid = [r for path in inputs.get("grid") for r in records.read(GridJob, path).records]
+    grid = one_rehearsal([r for path in inputs.get("grid") for r in records.read(GridJob, path).records])
     tables = read_tables(inputs.get("training"), inputs.get("gpu_training") or [])
     train_table = [cell for table in tables for cell in table.table]
     transfer_paths = inputs.get("transfers") or []  # planned only where a GPU is measured

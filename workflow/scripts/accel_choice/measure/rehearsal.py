@@ -9,7 +9,9 @@ against the plain loop timed warm (docs/statistics.md, "Warm epochs in interleav
 So before the clock starts, `rehearse` runs a few untimed updates of the variant on its fresh model.
 Then it restores the weights and buffers, the optimizer's and the scaler's state, the gradients and the
 random streams, all in place: the timed epoch starts where it would have started without them.
-The caller checks the weights' hash after it (measure.training.time_epoch).
+The caller checks the weights' hash after it (measure.training.time_epoch), and runs it as the epoch's
+compiled code runs: a recompilation there is an error. A plain Python attribute a model changes in its
+forward is not put back: no model of the project's keeps one.
 """
 
 from __future__ import annotations
@@ -30,19 +32,23 @@ REHEARSAL_STEPS = 8
 def rehearse(trainer: Trainer, batches: Iterable[Batch], steps: int = REHEARSAL_STEPS) -> int:
     """Run up to `steps` updates untimed, then restore what they changed; return the updates run."""
     model, optimizer = trainer.model, trainer.optimizer
-    weights = {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
+    model.train()  # the mode the timed epoch runs in (steps.train_epoch), whatever mode the model came in
+    held = _tensors(model)
+    weights = {name: tensor.detach().clone() for name, tensor in held.items()}
     state = {param: _copied(values) for param, values in optimizer.state.items()}
     scaler = trainer.scaler.state_dict() if trainer.scaler.is_enabled() else None
-    cuda = [trainer.device] if trainer.device.type == "cuda" else []
+    device = trainer.device
+    streams = [device] if device.type in ("cuda", "mps") else []
     ran = 0
-    with torch.random.fork_rng(devices=cuda):  # dropout's masks: the timed epoch draws the same ones
+    # dropout's masks: the timed epoch draws the same ones (the CPU's stream, and the device's)
+    with torch.random.fork_rng(devices=streams, device_type=device.type if streams else "cuda"):
         for xb, yb in batches:
             if ran == steps:
                 break
             trainer.step(xb, yb)
             ran += 1
     with torch.no_grad():
-        for name, tensor in model.state_dict().items():
+        for name, tensor in held.items():
             tensor.copy_(weights[name])
         for param, values in optimizer.state.items():
             _restore(values, state.get(param, {}))
@@ -51,6 +57,13 @@ def rehearse(trainer: Trainer, batches: Iterable[Batch], steps: int = REHEARSAL_
     optimizer.zero_grad(set_to_none=True)
     synchronize(trainer.device)
     return ran
+
+
+def _tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Return every parameter and buffer, non-persistent buffers too (a state_dict leaves those out)."""
+    found = dict(model.named_parameters(remove_duplicate=False))
+    found.update(model.named_buffers(remove_duplicate=False))
+    return found
 
 
 def _copied(values: dict[str, Any]) -> dict[str, Any]:

@@ -133,7 +133,8 @@ def time_epoch(prepared: Prepared) -> dict[str, Any]:
     trainer = Trainer(model, p.spec, device, p.update)
     trainer.prime()  # Adam's state and the scaler's exist before the clock starts
     # A few untimed updates warm what the round's other variants left cold; all they change is put back.
-    rehearsed = rehearse(trainer, variant_batches(p.variant, p.x, p.y, data, shuffle=True, seed=p.seed))
+    with compiled_already(p.update):  # the warm-up compiled everything: a recompilation here is an error too
+        rehearsed = rehearse(trainer, variant_batches(p.variant, p.x, p.y, data, shuffle=True, seed=p.seed))
     # The rehearsal's copies of the weights and state are freed: the peak is the epoch's again, from what is held now.
     reset_peak_memory(device)
     if state_sha256(model) != p.initial_sha:
