@@ -16,6 +16,7 @@ forward is not put back: no model of the project's keeps one.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
@@ -42,9 +43,7 @@ def rehearse(trainer: Trainer, batches: Iterable[Batch], steps: int = REHEARSAL_
     ran = 0
     # dropout's masks: the timed epoch draws the same ones (the CPU's stream, and the device's)
     with torch.random.fork_rng(devices=streams, device_type=device.type if streams else "cuda"):
-        for xb, yb in batches:
-            if ran == steps:
-                break
+        for xb, yb in itertools.islice(batches, steps):  # no batch fetched beyond the last one used
             trainer.step(xb, yb)
             ran += 1
     with torch.no_grad():
