@@ -286,14 +286,13 @@ def load_splits(
 ) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """Read the split table written by prepare_northstar, standardised with the train-only statistics.
 
-    Without pandas (io.dataio.read_parquet_matrix): its import was about 0.5 s of the job's start.
+    Without pandas (io.dataio): its import was about 0.5 s of the job's start. The file is read once.
     pyarrow is imported here, not with the module: the measure path imports no pyarrow (docs/gpu.md)."""
-    import pyarrow.parquet as pq
+    from accel_choice.io.dataio import read_parquet_columns, table_matrix
 
-    from accel_choice.io.dataio import read_parquet_matrix
-
-    matrix = read_parquet_matrix(table_path, [*meta.feature_columns, meta.target_column])
-    with pq.ParquetFile(table_path) as parquet:
-        labels = np.array(parquet.read(columns=[meta.split_column]).column(0).to_pylist(), dtype=str)
+    numbers = [*meta.feature_columns, meta.target_column]
+    table = read_parquet_columns(table_path, [*numbers, meta.split_column])
+    matrix = table_matrix(table, numbers)
+    labels = np.array(table.column(meta.split_column).to_pylist(), dtype=str)
     standardizer = Standardizer(meta.standardizer.mean, meta.standardizer.std)
     return split_table(matrix[:, :-1], matrix[:, -1], labels, standardizer)
